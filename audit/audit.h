@@ -1,0 +1,167 @@
+/* The audit log: every notification (raw payload kept), its alerts, every
+ * decision and every action outcome, in one SQLite database in WAL mode.
+ *
+ * Writes go through one writer thread that groups concurrent requests into
+ * one transaction (group commit): a caller blocks until its rows are
+ * durable, and each request is all-or-nothing inside the batch. Readers
+ * open the database read-only and may run while the daemon writes. */
+#ifndef MEDIC_AUDIT_H
+#define MEDIC_AUDIT_H
+
+#include "alert.h"
+#include "error.h"
+#include "table.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct audit_store;
+
+struct audit_options {
+    size_t max_pending;     /* queued write requests before MEDIC_E_BUSY; default 4096 */
+    int busy_timeout_ms;    /* wait for a lock held by another process; default 5000 */
+    int synchronous_full;   /* 1 (default): fsync the WAL at every commit */
+};
+
+void audit_options_default(struct audit_options *options);
+
+/* Opens (creating when missing) and migrates the database at path, then
+ * starts the writer thread. */
+int audit_store_open(const char *path, const struct audit_options *options,
+                     struct audit_store **out, struct medic_error *err);
+/* Finishes queued writes, stops the writer and closes. NULL is a no-op. */
+void audit_store_free(struct audit_store *store);
+
+/* What the receiver hands over for one webhook request. */
+struct audit_notification_in {
+    const struct medic_notification *notification;
+    const char *raw; /* the body exactly as received */
+    size_t raw_len;
+    int64_t received_at;          /* ns */
+    const char *remote_addr;      /* may be NULL */
+    const char *const *alert_nodes; /* alert_count entries, NULL where unknown */
+};
+
+struct audit_notification_result {
+    int64_t id;           /* the row written for this request */
+    int duplicate;        /* 1 when it repeats an earlier notification */
+    int64_t duplicate_of; /* that notification's id */
+};
+
+/* Commits a notification and its alerts, or records it as a duplicate of an
+ * earlier one with the same dedupe key (then no alert rows are added).
+ * Blocks until durable. Errors: MEDIC_E_BUSY (queue full), MEDIC_E_STORE,
+ * MEDIC_E_CLOSED. */
+int audit_record_notification(struct audit_store *store, const struct audit_notification_in *in,
+                              struct audit_notification_result *out, struct medic_error *err);
+
+/* A decision of the policy engine; verdict is execute, dry_run,
+ * suppressed or no_match. Strings may be NULL. */
+struct audit_decision_in {
+    int64_t created_at;
+    int64_t notification_id; /* 0 when none */
+    int64_t alert_id;        /* 0 when none */
+    const char *fingerprint;
+    const char *node;
+    const char *alertname;
+    const char *policy;
+    int step; /* -1 when none */
+    const char *action;
+    const char *params_json;
+    double risk;              /* NAN when unknown */
+    const char *model_hash;
+    const char *verdict;
+    const char *reason;
+    const char *config_hash;
+};
+
+/* Appends a decision to the hash chain; writes its id into out_id. */
+int audit_record_decision(struct audit_store *store, const struct audit_decision_in *in,
+                          int64_t *out_id, struct medic_error *err);
+
+/* An action's intent (before it runs) or outcome (after). result is
+ * pending for an intent; succeeded, failed, timed_out or interrupted for
+ * an outcome. A decision gets at most one intent, enforced by the schema. */
+struct audit_action_in {
+    int64_t created_at;
+    int64_t decision_id;
+    int64_t intent_id; /* the intent an outcome closes; 0 for an intent */
+    const char *action;
+    const char *node;
+    const char *target;
+    const char *params_json;
+    const char *result;
+    int64_t duration_ms; /* -1 when not measured */
+    const char *detail;
+};
+
+int audit_record_action(struct audit_store *store, const struct audit_action_in *in,
+                        int64_t *out_id, struct medic_error *err);
+
+/* Counters for /metrics. Commit durations are in a histogram with the
+ * bucket bounds of audit_commit_buckets (seconds). */
+#define AUDIT_COMMIT_BUCKETS 12
+extern const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS];
+
+struct audit_stats {
+    uint64_t commits;
+    uint64_t commit_failures;
+    uint64_t requests_committed;
+    uint64_t commit_bucket_counts[AUDIT_COMMIT_BUCKETS]; /* cumulative */
+    double commit_seconds_sum;
+    size_t queue_depth;
+    size_t max_pending;
+};
+
+void audit_store_stats(struct audit_store *store, struct audit_stats *out);
+
+/* ---- read side ---- */
+
+struct audit_reader;
+
+/* Opens an existing database read-only. */
+int audit_reader_open(const char *path, struct audit_reader **out, struct medic_error *err);
+void audit_reader_free(struct audit_reader *reader);
+
+enum audit_kind { AUDIT_NOTIFICATIONS, AUDIT_ALERTS, AUDIT_DECISIONS, AUDIT_ACTIONS };
+
+/* Parses "notifications", "alerts", "decisions" or "actions"; -1 if not. */
+int audit_kind_parse(const char *name);
+
+/* Filters of `medic audit`; NULL or 0 means "any". Times are ns. */
+struct audit_filter {
+    const char *node;
+    const char *alertname;
+    const char *policy;
+    const char *verdict;
+    const char *status;
+    int64_t since; /* MEDIC_TIME_UNSET when open */
+    int64_t until;
+    long limit; /* 0: default 100 */
+};
+
+void audit_filter_init(struct audit_filter *filter);
+
+/* Runs an on-call query, newest first, into table (initialised here). */
+int audit_query(struct audit_reader *reader, enum audit_kind kind,
+                const struct audit_filter *filter, struct medic_table *table,
+                struct medic_error *err);
+
+struct audit_verify_result {
+    int ok;
+    int64_t decisions_checked;
+    int64_t actions_checked;
+    const char *broken_table; /* "decisions" or "actions" when not ok */
+    int64_t broken_id;
+    char why[160];
+};
+
+/* Recomputes both hash chains; names the first broken row. Returns 0 when
+ * the check ran (see out->ok), an error when it could not run. */
+int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
+                 struct medic_error *err);
+
+/* The schema version this build writes (PRAGMA user_version). */
+int audit_schema_version(void);
+
+#endif

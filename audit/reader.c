@@ -1,0 +1,374 @@
+#include "audit.h"
+#include "buf.h"
+#include "chain.h"
+#include "schema.h"
+#include "timeutil.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct audit_reader {
+    sqlite3 *db;
+};
+
+int audit_reader_open(const char *path, struct audit_reader **out, struct medic_error *err)
+{
+    struct audit_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
+                        r->db ? sqlite3_errmsg(r->db) : "out of memory");
+        audit_reader_free(r);
+        return MEDIC_E_STORE;
+    }
+    sqlite3_busy_timeout(r->db, 5000);
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(r->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version <= 0) {
+        medic_error_set(err, MEDIC_E_STORE,
+                        "'%s' is not a medic audit database (%s); pass the --db that medic serve "
+                        "writes",
+                        path, version < 0 ? sqlite3_errmsg(r->db) : "no medic schema");
+        audit_reader_free(r);
+        return MEDIC_E_STORE;
+    }
+    if (version > audit_schema_version()) {
+        medic_error_set(err, MEDIC_E_STORE,
+                        "database schema version %d is newer than this medic (%d); upgrade medic",
+                        version, audit_schema_version());
+        audit_reader_free(r);
+        return MEDIC_E_STORE;
+    }
+    *out = r;
+    return 0;
+}
+
+void audit_reader_free(struct audit_reader *reader)
+{
+    if (!reader)
+        return;
+    sqlite3_close(reader->db);
+    free(reader);
+}
+
+int audit_kind_parse(const char *name)
+{
+    static const char *const names[] = {"notifications", "alerts", "decisions", "actions"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void audit_filter_init(struct audit_filter *filter)
+{
+    memset(filter, 0, sizeof(*filter));
+    filter->since = MEDIC_TIME_UNSET;
+    filter->until = MEDIC_TIME_UNSET;
+}
+
+/* How a selected column is shown. */
+enum col_show { SHOW_TEXT, SHOW_INT, SHOW_REAL, SHOW_TIME, SHOW_JSON };
+
+struct col {
+    const char *name;
+    const char *expr;
+    enum col_show show;
+};
+
+struct query_spec {
+    const struct col *cols;
+    size_t ncols;
+    const char *from;
+    const char *time_expr;
+    const char *node_expr;
+    const char *alertname_expr;
+    const char *policy_expr;
+    const char *verdict_expr;
+    const char *status_expr;
+};
+
+static const struct col notification_cols[] = {
+    {"id", "n.id", SHOW_INT},
+    {"received_at", "n.received_at", SHOW_TIME},
+    {"status", "n.status", SHOW_TEXT},
+    {"alerts", "n.alert_count", SHOW_INT},
+    {"duplicate_of", "n.duplicate_of", SHOW_INT},
+    {"group_key", "n.group_key", SHOW_TEXT},
+    {"receiver", "n.receiver", SHOW_TEXT},
+    {"remote_addr", "n.remote_addr", SHOW_TEXT},
+};
+
+static const struct col alert_cols[] = {
+    {"id", "a.id", SHOW_INT},
+    {"received_at", "a.received_at", SHOW_TIME},
+    {"notification_id", "a.notification_id", SHOW_INT},
+    {"status", "a.status", SHOW_TEXT},
+    {"alertname", "a.alertname", SHOW_TEXT},
+    {"node", "a.node", SHOW_TEXT},
+    {"starts_at", "a.starts_at", SHOW_TIME},
+    {"ends_at", "a.ends_at", SHOW_TIME},
+    {"fingerprint", "a.fingerprint", SHOW_TEXT},
+    {"labels", "a.labels", SHOW_JSON},
+};
+
+static const struct col decision_cols[] = {
+    {"id", "d.id", SHOW_INT},
+    {"created_at", "d.created_at", SHOW_TIME},
+    {"node", "d.node", SHOW_TEXT},
+    {"alertname", "d.alertname", SHOW_TEXT},
+    {"policy", "d.policy", SHOW_TEXT},
+    {"step", "d.step", SHOW_INT},
+    {"action", "d.action", SHOW_TEXT},
+    {"verdict", "d.verdict", SHOW_TEXT},
+    {"reason", "d.reason", SHOW_TEXT},
+    {"risk", "d.risk", SHOW_REAL},
+    {"params", "d.params", SHOW_JSON},
+    {"notification_id", "d.notification_id", SHOW_INT},
+    {"alert_id", "d.alert_id", SHOW_INT},
+    {"model_hash", "d.model_hash", SHOW_TEXT},
+    {"config_hash", "d.config_hash", SHOW_TEXT},
+};
+
+static const struct col action_cols[] = {
+    {"id", "x.id", SHOW_INT},
+    {"created_at", "x.created_at", SHOW_TIME},
+    {"decision_id", "x.decision_id", SHOW_INT},
+    {"phase", "x.phase", SHOW_TEXT},
+    {"intent_id", "x.intent_id", SHOW_INT},
+    {"action", "x.action", SHOW_TEXT},
+    {"node", "x.node", SHOW_TEXT},
+    {"target", "x.target", SHOW_TEXT},
+    {"result", "x.result", SHOW_TEXT},
+    {"duration_ms", "x.duration_ms", SHOW_INT},
+    {"detail", "x.detail", SHOW_TEXT},
+    {"policy", "d.policy", SHOW_TEXT},
+};
+
+#define COLS(a) a, sizeof(a) / sizeof(a[0])
+
+static const struct query_spec specs[] = {
+    [AUDIT_NOTIFICATIONS] = {COLS(notification_cols), "notifications n", "n.received_at",
+                             "(SELECT a.node FROM alerts a WHERE a.notification_id = "
+                             "COALESCE(n.duplicate_of, n.id) AND a.node = ?)",
+                             "(SELECT a.alertname FROM alerts a WHERE a.notification_id = "
+                             "COALESCE(n.duplicate_of, n.id) AND a.alertname = ?)",
+                             NULL, NULL, "n.status"},
+    [AUDIT_ALERTS] = {COLS(alert_cols), "alerts a", "a.received_at", "a.node", "a.alertname",
+                      NULL, NULL, "a.status"},
+    [AUDIT_DECISIONS] = {COLS(decision_cols), "decisions d", "d.created_at", "d.node",
+                         "d.alertname", "d.policy", "d.verdict", NULL},
+    [AUDIT_ACTIONS] = {COLS(action_cols), "actions x JOIN decisions d ON d.id = x.decision_id",
+                       "x.created_at", "x.node", "d.alertname", "d.policy", "d.verdict",
+                       "x.result"},
+};
+
+static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
+                         const char *flag, enum audit_kind kind, const char **binds,
+                         int *nbinds, struct medic_error *err)
+{
+    static const char *const kind_names[] = {"notifications", "alerts", "decisions", "actions"};
+    if (!value)
+        return 0;
+    if (!expr)
+        return medic_error_set(err, MEDIC_E_INVALID, "%s does not apply to %s", flag,
+                               kind_names[kind]);
+    /* expressions that hold their own placeholder are sub-selects */
+    if (strchr(expr, '?'))
+        medic_buf_printf(sql, " AND %s IS NOT NULL", expr);
+    else
+        medic_buf_printf(sql, " AND %s = ?", expr);
+    binds[(*nbinds)++] = value;
+    return 0;
+}
+
+static void show_cell(sqlite3_stmt *st, int i, enum col_show show, char *tmp, size_t size,
+                      const char **out)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+        *out = NULL;
+        return;
+    }
+    switch (show) {
+    case SHOW_TIME:
+        medic_time_format(sqlite3_column_int64(st, i) * MEDIC_NS_PER_MS, tmp, size);
+        *out = tmp;
+        break;
+    case SHOW_REAL:
+        snprintf(tmp, size, "%.6g", sqlite3_column_double(st, i));
+        *out = tmp;
+        break;
+    default:
+        *out = (const char *)sqlite3_column_text(st, i);
+    }
+}
+
+int audit_query(struct audit_reader *reader, enum audit_kind kind,
+                const struct audit_filter *filter, struct medic_table *table,
+                struct medic_error *err)
+{
+    const struct query_spec *spec = &specs[kind];
+    const char *names[16];
+    enum medic_column_type types[16];
+    for (size_t i = 0; i < spec->ncols; i++) {
+        names[i] = spec->cols[i].name;
+        types[i] = spec->cols[i].show == SHOW_INT    ? MEDIC_COL_INT
+                   : spec->cols[i].show == SHOW_REAL ? MEDIC_COL_REAL
+                   : spec->cols[i].show == SHOW_JSON ? MEDIC_COL_JSON
+                                                     : MEDIC_COL_TEXT;
+    }
+    struct medic_buf sql;
+    medic_buf_init(&sql, 0);
+    medic_buf_puts(&sql, "SELECT ");
+    for (size_t i = 0; i < spec->ncols; i++)
+        medic_buf_printf(&sql, "%s%s", i ? ", " : "", spec->cols[i].expr);
+    medic_buf_printf(&sql, " FROM %s WHERE 1", spec->from);
+    const char *binds[8];
+    int nbinds = 0, rc;
+    if ((rc = add_condition(&sql, spec->node_expr, filter->node, "--node", kind, binds, &nbinds,
+                            err)) ||
+        (rc = add_condition(&sql, spec->alertname_expr, filter->alertname, "--alertname", kind,
+                            binds, &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->policy_expr, filter->policy, "--policy", kind, binds,
+                            &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->verdict_expr, filter->verdict, "--verdict", kind, binds,
+                            &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->status_expr, filter->status, "--status", kind, binds,
+                            &nbinds, err))) {
+        medic_buf_release(&sql);
+        return rc;
+    }
+    if (filter->since != MEDIC_TIME_UNSET)
+        medic_buf_printf(&sql, " AND %s >= %lld", spec->time_expr,
+                         (long long)(filter->since / MEDIC_NS_PER_MS));
+    if (filter->until != MEDIC_TIME_UNSET)
+        medic_buf_printf(&sql, " AND %s < %lld", spec->time_expr,
+                         (long long)(filter->until / MEDIC_NS_PER_MS));
+    medic_buf_printf(&sql, " ORDER BY %s DESC, %s DESC LIMIT %ld", spec->time_expr,
+                     spec->cols[0].expr, filter->limit > 0 ? filter->limit : 100);
+
+    sqlite3_stmt *st = NULL;
+    rc = medic_table_init(table, spec->ncols, names, types);
+    if (rc) {
+        medic_buf_release(&sql);
+        return medic_error_set(err, rc, "out of memory");
+    }
+    if (sqlite3_prepare_v2(reader->db, sql.data, -1, &st, NULL) != SQLITE_OK) {
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+        goto out;
+    }
+    for (int i = 0; i < nbinds; i++)
+        sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *values[16];
+        char tmp[16][40];
+        for (size_t i = 0; i < spec->ncols; i++)
+            show_cell(st, (int)i, spec->cols[i].show, tmp[i], sizeof(tmp[i]), &values[i]);
+        if ((rc = medic_table_add_row(table, values))) {
+            medic_error_set(err, rc, "out of memory");
+            goto out;
+        }
+    }
+    if (step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+out:
+    sqlite3_finalize(st);
+    medic_buf_release(&sql);
+    if (rc)
+        medic_table_release(table);
+    return rc;
+}
+
+static int verify_table(struct audit_reader *r, const char *table, const char *columns,
+                        int64_t *checked, struct audit_verify_result *out,
+                        struct medic_error *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT %s, hash FROM %s ORDER BY id", columns, table);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table,
+                               sqlite3_errmsg(r->db));
+    /* hash_row hashes every column, so hash the row without the last one */
+    char hashed_sql[512];
+    snprintf(hashed_sql, sizeof(hashed_sql), "SELECT %s FROM %s WHERE id = ?1", columns, table);
+    sqlite3_stmt *one = NULL;
+    if (sqlite3_prepare_v2(r->db, hashed_sql, -1, &one, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table,
+                               sqlite3_errmsg(r->db));
+    }
+    char prev[65] = AUDIT_CHAIN_GENESIS;
+    int64_t prev_id = 0;
+    int step, ncols = sqlite3_column_count(st);
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        const char *row_prev = (const char *)sqlite3_column_text(st, ncols - 2);
+        const char *row_hash = (const char *)sqlite3_column_text(st, ncols - 1);
+        (*checked)++;
+        if (!row_prev || strcmp(row_prev, prev) != 0) {
+            out->ok = 0;
+            out->broken_table = table;
+            out->broken_id = id;
+            if (prev_id)
+                snprintf(out->why, sizeof(out->why),
+                         "prev_hash does not match the hash of row %lld (a row was removed, "
+                         "reordered or changed)",
+                         (long long)prev_id);
+            else
+                snprintf(out->why, sizeof(out->why),
+                         "the first row does not start from the genesis hash (rows were "
+                         "removed)");
+            break;
+        }
+        char computed[65];
+        sqlite3_bind_int64(one, 1, id);
+        if (sqlite3_step(one) != SQLITE_ROW) {
+            sqlite3_reset(one);
+            continue;
+        }
+        audit_chain_hash_row(one, computed);
+        sqlite3_reset(one);
+        if (!row_hash || strcmp(row_hash, computed) != 0) {
+            out->ok = 0;
+            out->broken_table = table;
+            out->broken_id = id;
+            snprintf(out->why, sizeof(out->why),
+                     "the row's content does not match its hash (the row was changed)");
+            break;
+        }
+        snprintf(prev, sizeof(prev), "%s", row_hash);
+        prev_id = id;
+    }
+    int rc = 0;
+    if (out->ok && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table,
+                             sqlite3_errmsg(r->db));
+    sqlite3_finalize(st);
+    sqlite3_finalize(one);
+    return rc;
+}
+
+int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
+                 struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->ok = 1;
+    /* one read transaction, so that both chains are read at one moment */
+    sqlite3_exec(reader->db, "BEGIN", NULL, NULL, NULL);
+    int rc = verify_table(reader, "decisions", audit_decision_hashed_columns,
+                          &out->decisions_checked, out, err);
+    if (rc == 0 && out->ok)
+        rc = verify_table(reader, "actions", audit_action_hashed_columns, &out->actions_checked,
+                          out, err);
+    sqlite3_exec(reader->db, "COMMIT", NULL, NULL, NULL);
+    return rc;
+}

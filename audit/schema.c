@@ -1,0 +1,161 @@
+#include "schema.h"
+#include "audit.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Each entry moves the schema from version i to i + 1. Never edit an entry
+ * that has shipped: add a new one. */
+static const char *const migrations[] = {
+    /* 1: notifications, alerts, decisions, actions */
+    "CREATE TABLE notifications ("
+    "  id INTEGER PRIMARY KEY,"
+    "  received_at INTEGER NOT NULL,"          /* unix ms */
+    "  group_key TEXT NOT NULL,"
+    "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
+    "  receiver TEXT,"
+    "  external_url TEXT,"
+    "  truncated_alerts INTEGER NOT NULL DEFAULT 0,"
+    "  alert_count INTEGER NOT NULL,"
+    "  dedupe_key TEXT NOT NULL,"
+    "  duplicate_of INTEGER REFERENCES notifications(id),"
+    "  remote_addr TEXT,"
+    "  payload BLOB NOT NULL"
+    ");"
+    "CREATE UNIQUE INDEX notifications_first_by_dedupe_key ON notifications(dedupe_key)"
+    "  WHERE duplicate_of IS NULL;"
+    "CREATE INDEX notifications_by_time ON notifications(received_at);"
+    "CREATE TABLE alerts ("
+    "  id INTEGER PRIMARY KEY,"
+    "  notification_id INTEGER NOT NULL REFERENCES notifications(id),"
+    "  position INTEGER NOT NULL,"
+    "  received_at INTEGER NOT NULL,"
+    "  fingerprint TEXT NOT NULL,"
+    "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
+    "  alertname TEXT,"
+    "  node TEXT,"
+    "  starts_at INTEGER,"                     /* unix ms, NULL = unset */
+    "  ends_at INTEGER,"
+    "  generator_url TEXT,"
+    "  labels TEXT NOT NULL,"                  /* JSON object */
+    "  annotations TEXT NOT NULL"
+    ");"
+    "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
+    "CREATE INDEX alerts_by_node ON alerts(node, received_at);"
+    "CREATE INDEX alerts_by_alertname ON alerts(alertname, received_at);"
+    "CREATE INDEX alerts_by_fingerprint ON alerts(fingerprint, starts_at);"
+    "CREATE INDEX alerts_by_time ON alerts(received_at);"
+    "CREATE TABLE decisions ("
+    "  id INTEGER PRIMARY KEY,"
+    "  created_at INTEGER NOT NULL,"
+    "  notification_id INTEGER REFERENCES notifications(id),"
+    "  alert_id INTEGER REFERENCES alerts(id),"
+    "  fingerprint TEXT,"
+    "  node TEXT,"
+    "  alertname TEXT,"
+    "  policy TEXT,"
+    "  step INTEGER,"
+    "  action TEXT,"
+    "  params TEXT,"                           /* JSON object */
+    "  risk REAL,"                             /* NULL = unknown */
+    "  model_hash TEXT,"
+    "  verdict TEXT NOT NULL CHECK (verdict IN ('execute','dry_run','suppressed','no_match')),"
+    "  reason TEXT,"
+    "  config_hash TEXT,"
+    "  prev_hash TEXT NOT NULL,"
+    "  hash TEXT NOT NULL"
+    ");"
+    "CREATE INDEX decisions_by_node ON decisions(node, created_at);"
+    "CREATE INDEX decisions_by_alertname ON decisions(alertname, created_at);"
+    "CREATE INDEX decisions_by_policy ON decisions(policy, created_at);"
+    "CREATE INDEX decisions_by_verdict ON decisions(verdict, created_at);"
+    "CREATE INDEX decisions_by_time ON decisions(created_at);"
+    "CREATE INDEX decisions_by_fingerprint ON decisions(fingerprint);"
+    "CREATE TABLE actions ("
+    "  id INTEGER PRIMARY KEY,"
+    "  created_at INTEGER NOT NULL,"
+    "  decision_id INTEGER NOT NULL REFERENCES decisions(id),"
+    "  phase TEXT NOT NULL CHECK (phase IN ('intent','outcome')),"
+    "  intent_id INTEGER REFERENCES actions(id),"
+    "  action TEXT NOT NULL,"
+    "  node TEXT,"
+    "  target TEXT,"
+    "  params TEXT,"
+    "  result TEXT NOT NULL CHECK (result IN "
+    "    ('pending','succeeded','failed','timed_out','interrupted')),"
+    "  duration_ms INTEGER,"
+    "  detail TEXT,"
+    "  prev_hash TEXT NOT NULL,"
+    "  hash TEXT NOT NULL,"
+    "  CHECK ((phase = 'intent') = (result = 'pending')),"
+    "  CHECK ((phase = 'outcome') = (intent_id IS NOT NULL))"
+    ");"
+    /* one action per decision, ever; one outcome per intent */
+    "CREATE UNIQUE INDEX actions_one_intent_per_decision ON actions(decision_id)"
+    "  WHERE phase = 'intent';"
+    "CREATE UNIQUE INDEX actions_one_outcome_per_intent ON actions(intent_id)"
+    "  WHERE phase = 'outcome';"
+    "CREATE INDEX actions_by_node ON actions(node, created_at);"
+    "CREATE INDEX actions_by_time ON actions(created_at);"
+    "CREATE INDEX actions_by_result ON actions(result, created_at);",
+};
+
+const char audit_decision_hashed_columns[] =
+    "id, created_at, notification_id, alert_id, fingerprint, node, alertname, policy, step, "
+    "action, params, risk, model_hash, verdict, reason, config_hash, prev_hash";
+const char audit_action_hashed_columns[] =
+    "id, created_at, decision_id, phase, intent_id, action, node, target, params, result, "
+    "duration_ms, detail, prev_hash";
+
+int audit_schema_version(void)
+{
+    return (int)(sizeof(migrations) / sizeof(migrations[0]));
+}
+
+static int exec(sqlite3 *db, const char *sql, struct medic_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        medic_error_set(err, MEDIC_E_STORE, "%s", msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return MEDIC_E_STORE;
+    }
+    return 0;
+}
+
+int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int version = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read schema version: %s",
+                               sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    int newest = audit_schema_version();
+    if (version > newest)
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "database schema version %d is newer than this medic (%d); "
+                               "upgrade medic",
+                               version, newest);
+    for (int v = version; v < newest; v++) {
+        char bump[64];
+        snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
+        int rc = exec(db, "BEGIN IMMEDIATE", err);
+        if (rc == 0)
+            rc = exec(db, migrations[v], err);
+        if (rc == 0)
+            rc = exec(db, bump, err);
+        if (rc == 0)
+            rc = exec(db, "COMMIT", err);
+        if (rc) {
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            char why[400];
+            snprintf(why, sizeof(why), "%.399s", err ? err->msg : "");
+            return medic_error_set(err, MEDIC_E_STORE, "migration to schema version %d: %s",
+                                   v + 1, why);
+        }
+    }
+    return 0;
+}

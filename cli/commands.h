@@ -1,0 +1,15 @@
+/* The subcommands of the medic binary. Each takes argc/argv starting at
+ * its own name and returns the process exit code: 0 ok, 1 error or failed
+ * check, 2 usage. */
+#ifndef MEDIC_COMMANDS_H
+#define MEDIC_COMMANDS_H
+
+int medic_cmd_serve(int argc, char **argv);
+int medic_cmd_audit(int argc, char **argv);
+int medic_cmd_check(int argc, char **argv);
+int medic_cmd_version(int argc, char **argv);
+
+/* "medic" plus build facts, for version output and /metrics. */
+extern const char medic_version[];
+
+#endif

@@ -1,0 +1,53 @@
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef MEDIC_VERSION
+#define MEDIC_VERSION "0.0.0-dev"
+#endif
+
+const char medic_version[] = MEDIC_VERSION;
+
+static const char usage[] =
+    "usage: medic COMMAND [ARGS]\n"
+    "\n"
+    "Closes the loop on GPU-cluster failures: an Alertmanager webhook target that\n"
+    "records every notification in an audit log and acts on it.\n"
+    "\n"
+    "Commands:\n"
+    "  serve     run the daemon (webhook receiver, audit log, /metrics)\n"
+    "  audit     query the audit log: notifications, alerts, decisions, actions, verify\n"
+    "  check     validate a configuration file: check config FILE\n"
+    "  version   print the version and build information\n"
+    "\n"
+    "Run 'medic COMMAND --help' for a command's options.\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0)
+        return medic_cmd_version(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {
+        {"serve", medic_cmd_serve},
+        {"audit", medic_cmd_audit},
+        {"check", medic_cmd_check},
+        {"version", medic_cmd_version},
+    };
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "medic: unknown command '%s'\n\n%s", cmd, usage);
+    return 2;
+}

@@ -1,0 +1,111 @@
+#include "alert.h"
+#include "error.h"
+#include "sha256.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void medic_notification_init(struct medic_notification *n)
+{
+    memset(n, 0, sizeof(*n));
+    medic_arena_init(&n->arena);
+}
+
+void medic_notification_release(struct medic_notification *n)
+{
+    medic_arena_release(&n->arena);
+    memset(n, 0, sizeof(*n));
+}
+
+const char *medic_labels_get(const struct medic_labels *labels, const char *name)
+{
+    size_t lo = 0, hi = labels->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(labels->items[mid].name, name);
+        if (c == 0)
+            return labels->items[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+const char *medic_alert_status_name(enum medic_alert_status status)
+{
+    return status == MEDIC_STATUS_RESOLVED ? "resolved" : "firing";
+}
+
+int medic_alert_node(const struct medic_labels *labels, const char *const *label_names,
+                     size_t label_count, char *out, size_t out_size)
+{
+    for (size_t i = 0; i < label_count; i++) {
+        const char *v = medic_labels_get(labels, label_names[i]);
+        if (!v || !*v)
+            continue;
+        size_t len = strlen(v);
+        const char *start = v;
+        if (v[0] == '[') {
+            const char *close = strchr(v, ']');
+            if (close) {
+                start = v + 1;
+                len = (size_t)(close - start);
+            }
+        } else {
+            const char *colon = strrchr(v, ':');
+            /* one colon followed by digits only: host:port; several colons: IPv6 */
+            if (colon && colon == strchr(v, ':') && colon[1] &&
+                strspn(colon + 1, "0123456789") == strlen(colon + 1))
+                len = (size_t)(colon - v);
+        }
+        snprintf(out, out_size, "%.*s", (int)len, start);
+        return 0;
+    }
+    if (out_size)
+        out[0] = '\0';
+    return MEDIC_E_NOTFOUND;
+}
+
+static int compare_alert_ptr(const void *a, const void *b)
+{
+    const struct medic_alert *x = *(const struct medic_alert *const *)a;
+    const struct medic_alert *y = *(const struct medic_alert *const *)b;
+    int c = strcmp(x->fingerprint, y->fingerprint);
+    if (c)
+        return c;
+    if (x->status != y->status)
+        return x->status < y->status ? -1 : 1;
+    if (x->starts_at != y->starts_at)
+        return x->starts_at < y->starts_at ? -1 : 1;
+    if (x->ends_at != y->ends_at)
+        return x->ends_at < y->ends_at ? -1 : 1;
+    return 0;
+}
+
+void medic_notification_dedupe_key(const struct medic_notification *n, char out[65])
+{
+    const struct medic_alert **order = NULL;
+    if (n->alert_count) {
+        order = malloc(n->alert_count * sizeof(*order));
+        if (!order)
+            MEDIC_BUG("out of memory computing a dedupe key");
+        for (size_t i = 0; i < n->alert_count; i++)
+            order[i] = &n->alerts[i];
+        qsort(order, n->alert_count, sizeof(*order), compare_alert_ptr);
+    }
+    struct medic_sha256 *h = medic_sha256_new();
+    medic_sha256_field(h, n->group_key);
+    for (size_t i = 0; i < n->alert_count; i++) {
+        char times[64];
+        snprintf(times, sizeof(times), "%lld/%lld", (long long)order[i]->starts_at,
+                 (long long)order[i]->ends_at);
+        medic_sha256_field(h, order[i]->fingerprint);
+        medic_sha256_field(h, medic_alert_status_name(order[i]->status));
+        medic_sha256_field(h, times);
+    }
+    medic_sha256_finish(h, out);
+    free(order);
+}

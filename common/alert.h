@@ -1,0 +1,71 @@
+/* Plain data that crosses module boundaries: an Alertmanager notification
+ * and its alerts, as parsed by the receiver and stored by the audit log.
+ * Every string and array lives in the notification's arena. */
+#ifndef MEDIC_ALERT_H
+#define MEDIC_ALERT_H
+
+#include "arena.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum medic_alert_status { MEDIC_STATUS_FIRING, MEDIC_STATUS_RESOLVED };
+
+struct medic_label {
+    const char *name;
+    const char *value;
+};
+
+/* A label set sorted by name, names unique. */
+struct medic_labels {
+    struct medic_label *items;
+    size_t count;
+};
+
+struct medic_alert {
+    enum medic_alert_status status;
+    struct medic_labels labels;
+    struct medic_labels annotations;
+    int64_t starts_at; /* ns since epoch, or MEDIC_TIME_UNSET */
+    int64_t ends_at;
+    const char *generator_url;
+    const char *fingerprint;
+};
+
+struct medic_notification {
+    struct medic_arena arena;
+    const char *version;
+    const char *group_key;
+    int64_t truncated_alerts;
+    enum medic_alert_status status;
+    const char *receiver;
+    struct medic_labels group_labels;
+    struct medic_labels common_labels;
+    struct medic_labels common_annotations;
+    const char *external_url;
+    struct medic_alert *alerts;
+    size_t alert_count;
+};
+
+void medic_notification_init(struct medic_notification *n);
+void medic_notification_release(struct medic_notification *n);
+
+/* Returns the value of label name, or NULL. */
+const char *medic_labels_get(const struct medic_labels *labels, const char *name);
+
+/* "firing" or "resolved". */
+const char *medic_alert_status_name(enum medic_alert_status status);
+
+/* The node an alert is about: the first of label_names present, with a
+ * trailing :port (or the brackets of [v6]:port) removed, written into out.
+ * Returns 0, or MEDIC_E_NOTFOUND when no label is present. */
+int medic_alert_node(const struct medic_labels *labels, const char *const *label_names,
+                     size_t label_count, char *out, size_t out_size);
+
+/* The identity used to recognise a repeated notification: SHA-256 over the
+ * group key and, for every alert in fingerprint order, its fingerprint,
+ * status, startsAt and endsAt. Receiver, externalURL and annotations do not
+ * count, so HA replicas' copies match. Writes 64 hex digits and a NUL. */
+void medic_notification_dedupe_key(const struct medic_notification *n, char out[65]);
+
+#endif

@@ -1,0 +1,23 @@
+/* A bump allocator for data that lives and dies together, such as one
+ * parsed notification: many small allocations, one free. */
+#ifndef MEDIC_ARENA_H
+#define MEDIC_ARENA_H
+
+#include <stddef.h>
+
+struct medic_arena_block;
+
+struct medic_arena {
+    struct medic_arena_block *head;
+    size_t used; /* total bytes handed out, for caps */
+};
+
+void medic_arena_init(struct medic_arena *a);
+void medic_arena_release(struct medic_arena *a);
+/* Returns zeroed, 16-byte aligned memory, or NULL when out of memory. */
+void *medic_arena_alloc(struct medic_arena *a, size_t size);
+/* Copies len bytes of s and a terminating NUL. */
+char *medic_arena_strndup(struct medic_arena *a, const char *s, size_t len);
+char *medic_arena_strdup(struct medic_arena *a, const char *s);
+
+#endif

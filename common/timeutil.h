@@ -1,0 +1,35 @@
+/* Time as signed nanoseconds since the Unix epoch (UTC). Alertmanager's
+ * zero time, 0001-01-01T00:00:00Z, means "unset" and maps to
+ * MEDIC_TIME_UNSET; other times outside 1678..2261 are rejected. */
+#ifndef MEDIC_TIMEUTIL_H
+#define MEDIC_TIMEUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEDIC_TIME_UNSET INT64_MIN
+#define MEDIC_NS_PER_MS INT64_C(1000000)
+#define MEDIC_NS_PER_SEC INT64_C(1000000000)
+
+int64_t medic_time_now(void);
+/* Monotonic clock in nanoseconds, for measuring durations. */
+int64_t medic_time_monotonic(void);
+
+/* Parses RFC 3339 (`2026-11-05T08:46:41.118624551Z`, `...+02:00`, a
+ * lowercase t/z, up to 9 fraction digits) of exactly len bytes. Returns 0 or
+ * MEDIC_E_INVALID. */
+int medic_time_parse_rfc3339(const char *s, size_t len, int64_t *out);
+
+/* Writes `2026-11-05T08:46:41.118Z` (UTC, milliseconds) into out; an unset
+ * time is written as `0001-01-01T00:00:00Z`. Returns out. */
+char *medic_time_format(int64_t t, char *out, size_t size);
+
+/* Parses a duration like `90m`, `2h`, `7d`, `1h30m`, `500ms`, `10s`, `2w`
+ * into nanoseconds. Returns 0 or MEDIC_E_INVALID. */
+int medic_duration_parse(const char *s, int64_t *out);
+
+/* Parses a query bound: RFC 3339, or a duration meaning that long before
+ * now. Returns 0 or MEDIC_E_INVALID. */
+int medic_time_parse_bound(const char *s, int64_t now, int64_t *out);
+
+#endif

@@ -1,0 +1,383 @@
+#include "payload.h"
+#include "timeutil.h"
+#include "utf8.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void receiver_limits_default(struct receiver_limits *limits)
+{
+    limits->max_body_bytes = (size_t)1 << 20;
+    limits->max_alerts = 1000;
+    limits->max_labels = 64;
+    limits->max_label_name_bytes = 256;
+    limits->max_label_value_bytes = 4096;
+    limits->max_annotation_value_bytes = 16384;
+    limits->max_string_bytes = 8192;
+    limits->max_depth = 64;
+}
+
+struct parse_ctx {
+    const struct receiver_limits *limits;
+    struct medic_notification *out;
+    struct medic_error *err;
+};
+
+static const char *json_type_name(const cJSON *item)
+{
+    if (cJSON_IsString(item))
+        return "string";
+    if (cJSON_IsNumber(item))
+        return "number";
+    if (cJSON_IsBool(item))
+        return "boolean";
+    if (cJSON_IsNull(item))
+        return "null";
+    if (cJSON_IsArray(item))
+        return "array";
+    if (cJSON_IsObject(item))
+        return "object";
+    return "invalid value";
+}
+
+static int wrong_type(struct parse_ctx *c, const char *path, const char *want, const cJSON *got)
+{
+    return medic_error_set(c->err, MEDIC_E_INVALID, "%s: expected %s, got %s", path, want,
+                           json_type_name(got));
+}
+
+/* Position of byte offset in body as 1-based line and column. */
+static void line_col(const char *body, size_t offset, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < offset; i++) {
+        if (body[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+/* Refuses nesting deeper than the limit before cJSON builds anything; sets
+ * *unterminated when the body ends inside a string, object or array. */
+static int check_depth(const char *body, size_t len, int max_depth, int *unterminated,
+                       struct medic_error *err)
+{
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = 0;
+        } else if (ch == '"') {
+            in_string = 1;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > max_depth) {
+                size_t line, col;
+                line_col(body, i, &line, &col);
+                return medic_error_set(err, MEDIC_E_LIMIT,
+                                       "JSON nested deeper than %d levels at line %zu, column "
+                                       "%zu (byte %zu)",
+                                       max_depth, line, col, i);
+            }
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        }
+    }
+    *unterminated = in_string || depth > 0;
+    return 0;
+}
+
+static int get_string(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
+                      int required, size_t max_len, const char **out)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!item) {
+        *out = NULL;
+        if (required)
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
+                                   path);
+        return 0;
+    }
+    if (!cJSON_IsString(item))
+        return wrong_type(c, path, "a string", item);
+    size_t len = strlen(item->valuestring);
+    if (len > max_len)
+        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu bytes, over the limit of %zu",
+                               path, len, max_len);
+    *out = medic_arena_strndup(&c->out->arena, item->valuestring, len);
+    return *out ? 0 : medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
+}
+
+static int compare_labels(const void *a, const void *b)
+{
+    return strcmp(((const struct medic_label *)a)->name, ((const struct medic_label *)b)->name);
+}
+
+static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
+                      int required, size_t max_value, struct medic_labels *out)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    out->items = NULL;
+    out->count = 0;
+    if (!item) {
+        if (required)
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
+                                   path);
+        return 0;
+    }
+    if (!cJSON_IsObject(item))
+        return wrong_type(c, path, "an object of strings", item);
+    size_t n = (size_t)cJSON_GetArraySize(item);
+    if (n > c->limits->max_labels)
+        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu entries, over the limit of %zu",
+                               path, n, c->limits->max_labels);
+    if (n == 0)
+        return 0;
+    out->items = medic_arena_alloc(&c->out->arena, n * sizeof(*out->items));
+    if (!out->items)
+        return medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
+    size_t i = 0;
+    for (const cJSON *e = item->child; e; e = e->next, i++) {
+        size_t name_len = strlen(e->string);
+        if (name_len == 0)
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: empty name", path);
+        if (name_len > c->limits->max_label_name_bytes)
+            return medic_error_set(c->err, MEDIC_E_LIMIT,
+                                   "%s: a name of %zu bytes, over the limit of %zu", path,
+                                   name_len, c->limits->max_label_name_bytes);
+        if (!cJSON_IsString(e)) {
+            char sub[320];
+            snprintf(sub, sizeof(sub), "%s.%.256s", path, e->string);
+            return wrong_type(c, sub, "a string", e);
+        }
+        size_t value_len = strlen(e->valuestring);
+        if (value_len > max_value)
+            return medic_error_set(c->err, MEDIC_E_LIMIT,
+                                   "%s.%.256s: %zu bytes, over the limit of %zu", path,
+                                   e->string, value_len, max_value);
+        out->items[i].name = medic_arena_strndup(&c->out->arena, e->string, name_len);
+        out->items[i].value = medic_arena_strndup(&c->out->arena, e->valuestring, value_len);
+        if (!out->items[i].name || !out->items[i].value)
+            return medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
+    }
+    out->count = n;
+    qsort(out->items, n, sizeof(*out->items), compare_labels);
+    for (i = 1; i < n; i++)
+        if (strcmp(out->items[i - 1].name, out->items[i].name) == 0)
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: duplicate name '%.256s'", path,
+                                   out->items[i].name);
+    return 0;
+}
+
+static int get_status(struct parse_ctx *c, const cJSON *obj, const char *path,
+                      enum medic_alert_status *out)
+{
+    const char *s;
+    int rc = get_string(c, obj, "status", path, 1, 16, &s);
+    if (rc)
+        return rc;
+    if (strcmp(s, "firing") == 0)
+        *out = MEDIC_STATUS_FIRING;
+    else if (strcmp(s, "resolved") == 0)
+        *out = MEDIC_STATUS_RESOLVED;
+    else
+        return medic_error_set(c->err, MEDIC_E_INVALID,
+                               "%s: expected \"firing\" or \"resolved\", got \"%s\"", path, s);
+    return 0;
+}
+
+static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
+                    int required, int64_t *out)
+{
+    const char *s;
+    int rc = get_string(c, obj, key, path, required, 64, &s);
+    if (rc)
+        return rc;
+    if (!s) {
+        *out = MEDIC_TIME_UNSET;
+        return 0;
+    }
+    if (medic_time_parse_rfc3339(s, strlen(s), out))
+        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: not an RFC 3339 time: \"%s\"",
+                               path, s);
+    return 0;
+}
+
+/* Prometheus' label-set fingerprint: FNV-1a 64 over name 0xff value 0xff
+ * for each label in name order. */
+static const char *labels_fingerprint(struct medic_arena *arena, const struct medic_labels *l)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < l->count; i++) {
+        const char *parts[2] = {l->items[i].name, l->items[i].value};
+        for (int k = 0; k < 2; k++) {
+            for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
+                h ^= *p;
+                h *= UINT64_C(1099511628211);
+            }
+            h ^= 0xff;
+            h *= UINT64_C(1099511628211);
+        }
+    }
+    char hex[17];
+    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)h);
+    return medic_arena_strdup(arena, hex);
+}
+
+static int parse_alert(struct parse_ctx *c, const cJSON *item, size_t index,
+                       struct medic_alert *alert)
+{
+    const struct receiver_limits *lim = c->limits;
+    char base[32], path[96];
+    snprintf(base, sizeof(base), "alerts[%zu]", index);
+    if (!cJSON_IsObject(item))
+        return wrong_type(c, base, "an object", item);
+    int rc;
+#define AT(field) (snprintf(path, sizeof(path), "%s.%s", base, (field)), path)
+    if ((rc = get_status(c, item, AT("status"), &alert->status)) ||
+        (rc = get_labels(c, item, "labels", AT("labels"), 1, lim->max_label_value_bytes,
+                         &alert->labels)) ||
+        (rc = get_labels(c, item, "annotations", AT("annotations"), 0,
+                         lim->max_annotation_value_bytes, &alert->annotations)) ||
+        (rc = get_time(c, item, "startsAt", AT("startsAt"), 1, &alert->starts_at)) ||
+        (rc = get_time(c, item, "endsAt", AT("endsAt"), 0, &alert->ends_at)) ||
+        (rc = get_string(c, item, "generatorURL", AT("generatorURL"), 0, lim->max_string_bytes,
+                         &alert->generator_url)) ||
+        (rc = get_string(c, item, "fingerprint", AT("fingerprint"), 0, 128,
+                         &alert->fingerprint)))
+        return rc;
+#undef AT
+    if (alert->labels.count == 0)
+        return medic_error_set(c->err, MEDIC_E_INVALID, "%s.labels: an alert needs labels", base);
+    if (!alert->fingerprint || !*alert->fingerprint) {
+        alert->fingerprint = labels_fingerprint(&c->out->arena, &alert->labels);
+        if (!alert->fingerprint)
+            return medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_root(struct parse_ctx *c, const cJSON *root)
+{
+    const struct receiver_limits *lim = c->limits;
+    struct medic_notification *n = c->out;
+    int rc;
+    if (!cJSON_IsObject(root))
+        return wrong_type(c, "payload", "an object", root);
+    if ((rc = get_string(c, root, "version", "version", 1, 16, &n->version)))
+        return rc;
+    if (strcmp(n->version, "4") != 0)
+        return medic_error_set(c->err, MEDIC_E_INVALID,
+                               "version: webhook payload version \"%s\" is not supported "
+                               "(expected \"4\")",
+                               n->version);
+    if ((rc = get_string(c, root, "groupKey", "groupKey", 1, lim->max_string_bytes,
+                         &n->group_key)) ||
+        (rc = get_status(c, root, "status", &n->status)) ||
+        (rc = get_string(c, root, "receiver", "receiver", 0, lim->max_string_bytes,
+                         &n->receiver)) ||
+        (rc = get_string(c, root, "externalURL", "externalURL", 0, lim->max_string_bytes,
+                         &n->external_url)) ||
+        (rc = get_labels(c, root, "groupLabels", "groupLabels", 0, lim->max_label_value_bytes,
+                         &n->group_labels)) ||
+        (rc = get_labels(c, root, "commonLabels", "commonLabels", 0,
+                         lim->max_label_value_bytes, &n->common_labels)) ||
+        (rc = get_labels(c, root, "commonAnnotations", "commonAnnotations", 0,
+                         lim->max_annotation_value_bytes, &n->common_annotations)))
+        return rc;
+
+    const cJSON *trunc = cJSON_GetObjectItemCaseSensitive(root, "truncatedAlerts");
+    if (trunc) {
+        if (!cJSON_IsNumber(trunc))
+            return wrong_type(c, "truncatedAlerts", "an integer", trunc);
+        double v = trunc->valuedouble;
+        if (v < 0 || v > 9007199254740992.0 || floor(v) != v)
+            return medic_error_set(c->err, MEDIC_E_INVALID,
+                                   "truncatedAlerts: expected a non-negative integer, got %g", v);
+        n->truncated_alerts = (int64_t)v;
+    }
+
+    const cJSON *alerts = cJSON_GetObjectItemCaseSensitive(root, "alerts");
+    if (!alerts)
+        return medic_error_set(c->err, MEDIC_E_INVALID, "alerts: required field is missing");
+    if (!cJSON_IsArray(alerts))
+        return wrong_type(c, "alerts", "an array", alerts);
+    size_t count = (size_t)cJSON_GetArraySize(alerts);
+    if (count > lim->max_alerts)
+        return medic_error_set(c->err, MEDIC_E_LIMIT, "alerts: %zu alerts, over the limit of %zu",
+                               count, lim->max_alerts);
+    if (count == 0)
+        return medic_error_set(c->err, MEDIC_E_INVALID, "alerts: a notification needs alerts");
+    n->alerts = medic_arena_alloc(&n->arena, count * sizeof(*n->alerts));
+    if (!n->alerts)
+        return medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
+    size_t i = 0;
+    for (const cJSON *item = alerts->child; item; item = item->next, i++)
+        if ((rc = parse_alert(c, item, i, &n->alerts[i])))
+            return rc;
+    n->alert_count = count;
+    return 0;
+}
+
+int receiver_payload_parse(const char *body, size_t len, const struct receiver_limits *limits,
+                           struct medic_notification *out, struct medic_error *err)
+{
+    if (len == 0)
+        return medic_error_set(err, MEDIC_E_INVALID, "empty body: expected a JSON object");
+    if (len > limits->max_body_bytes)
+        return medic_error_set(err, MEDIC_E_LIMIT, "body of %zu bytes, over the limit of %zu",
+                               len, limits->max_body_bytes);
+    size_t bad = medic_utf8_check(body, len);
+    if (bad != len) {
+        size_t line, col;
+        line_col(body, bad, &line, &col);
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "invalid UTF-8 at line %zu, column %zu (byte %zu)", line, col, bad);
+    }
+    int unterminated = 0;
+    int rc = check_depth(body, len, limits->max_depth, &unterminated, err);
+    if (rc)
+        return rc;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) {
+        size_t offset = end && end >= body ? (size_t)(end - body) : 0;
+        if (offset > len)
+            offset = len;
+        size_t line, col;
+        line_col(body, offset, &line, &col);
+        if (unterminated || offset >= len)
+            return medic_error_set(err, MEDIC_E_INVALID,
+                                   "invalid JSON: body ends early at line %zu, column %zu "
+                                   "(byte %zu); truncated?",
+                                   line, col, offset);
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "invalid JSON at line %zu, column %zu (byte %zu)", line, col,
+                               offset);
+    }
+    /* trailing content after the value (only white space is allowed) */
+    for (const char *p = end; p && p < body + len; p++) {
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+            cJSON_Delete(root);
+            size_t offset = (size_t)(p - body), line, col;
+            line_col(body, offset, &line, &col);
+            return medic_error_set(err, MEDIC_E_INVALID,
+                                   "invalid JSON: unexpected data after the object at line %zu, "
+                                   "column %zu (byte %zu)",
+                                   line, col, offset);
+        }
+    }
+    struct parse_ctx c = {limits, out, err};
+    rc = parse_root(&c, root);
+    cJSON_Delete(root);
+    return rc;
+}

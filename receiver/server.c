@@ -1,0 +1,637 @@
+#include "server.h"
+#include "log.h"
+#include "timeutil.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum handler {
+    H_WEBHOOK,
+    H_METRICS,
+    H_HEALTHY,
+    H_READY,
+    H_RELOAD,
+    H_API_QUERY,
+    H_OTHER,
+    H_COUNT
+};
+static const char *const handler_names[H_COUNT] = {"/webhook", "/metrics",  "/-/healthy",
+                                                   "/-/ready", "/-/reload", "/api/v1/query",
+                                                   "other"};
+
+static const unsigned int tracked_codes[] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
+#define N_CODES (sizeof(tracked_codes) / sizeof(tracked_codes[0]))
+
+struct settings_copy {
+    struct receiver_settings s;
+    char *strings[9];
+};
+
+struct receiver_server {
+    struct MHD_Daemon *daemon;
+    struct receiver_hooks hooks;
+    pthread_rwlock_t settings_lock;
+    struct settings_copy *settings;
+    atomic_int in_flight;
+    atomic_int stopping;
+    int port;
+    atomic_ullong requests[H_COUNT][N_CODES];
+    atomic_ullong notifications_accepted;
+    atomic_ullong notifications_duplicate;
+    atomic_ullong alerts_firing;
+    atomic_ullong alerts_resolved;
+};
+
+/* Per-request state kept between libmicrohttpd's calls. */
+struct request {
+    enum handler handler;
+    struct medic_buf body;
+    int too_large;
+    int counted;
+};
+
+static void settings_free(struct settings_copy *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < sizeof(c->strings) / sizeof(c->strings[0]); i++)
+        free(c->strings[i]);
+    free(c);
+}
+
+static struct settings_copy *settings_dup(const struct receiver_settings *s)
+{
+    struct settings_copy *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->s = *s;
+    const char **fields[9] = {
+        &c->s.webhook_auth.bearer_token, &c->s.webhook_auth.basic_username,
+        &c->s.webhook_auth.basic_password, &c->s.read_auth.bearer_token,
+        &c->s.read_auth.basic_username, &c->s.read_auth.basic_password,
+        &c->s.admin_auth.bearer_token, &c->s.admin_auth.basic_username,
+        &c->s.admin_auth.basic_password};
+    for (int i = 0; i < 9; i++) {
+        if (!*fields[i])
+            continue;
+        c->strings[i] = strdup(*fields[i]);
+        if (!c->strings[i]) {
+            settings_free(c);
+            return NULL;
+        }
+        *fields[i] = c->strings[i];
+    }
+    return c;
+}
+
+static void count_request(struct receiver_server *srv, enum handler h, unsigned int code)
+{
+    for (size_t i = 0; i < N_CODES; i++) {
+        if (tracked_codes[i] == code) {
+            atomic_fetch_add(&srv->requests[h][i], 1);
+            return;
+        }
+    }
+}
+
+static enum MHD_Result respond(struct receiver_server *srv, struct MHD_Connection *conn,
+                               struct request *req, unsigned int code, const char *content_type,
+                               const char *body, size_t len, const char *extra_header,
+                               const char *extra_value)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (extra_header)
+        MHD_add_response_header(resp, extra_header, extra_value);
+    if (atomic_load(&srv->stopping))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result r = MHD_queue_response(conn, code, resp);
+    MHD_destroy_response(resp);
+    if (!req->counted) {
+        count_request(srv, req->handler, code);
+        req->counted = 1;
+    }
+    return r;
+}
+
+static enum MHD_Result respond_json(struct receiver_server *srv, struct MHD_Connection *conn,
+                                    struct request *req, unsigned int code, const char *json)
+{
+    return respond(srv, conn, req, code, "application/json", json, strlen(json), NULL, NULL);
+}
+
+static enum MHD_Result respond_error(struct receiver_server *srv, struct MHD_Connection *conn,
+                                     struct request *req, unsigned int code, const char *message,
+                                     const char *extra_header, const char *extra_value)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, 8192);
+    medic_buf_puts(&b, "{\"status\":\"error\",\"error\":");
+    medic_buf_json_string(&b, message);
+    medic_buf_puts(&b, "}\n");
+    enum MHD_Result r = respond(srv, conn, req, code, "application/json", b.data ? b.data : "",
+                                b.len, extra_header, extra_value);
+    medic_buf_release(&b);
+    return r;
+}
+
+static enum handler route(const char *url)
+{
+    if (strcmp(url, "/webhook") == 0)
+        return H_WEBHOOK;
+    if (strcmp(url, "/metrics") == 0)
+        return H_METRICS;
+    if (strcmp(url, "/-/healthy") == 0)
+        return H_HEALTHY;
+    if (strcmp(url, "/-/ready") == 0)
+        return H_READY;
+    if (strcmp(url, "/-/reload") == 0)
+        return H_RELOAD;
+    if (strncmp(url, "/api/v1/", 8) == 0)
+        return H_API_QUERY;
+    return H_OTHER;
+}
+
+static const char *allowed_method(enum handler h)
+{
+    switch (h) {
+    case H_WEBHOOK:
+    case H_RELOAD:
+        return "POST";
+    case H_HEALTHY:
+    case H_READY:
+        return "GET, HEAD";
+    default:
+        return "GET";
+    }
+}
+
+static int method_ok(enum handler h, const char *method)
+{
+    if (h == H_WEBHOOK || h == H_RELOAD)
+        return strcmp(method, "POST") == 0;
+    if (h == H_HEALTHY || h == H_READY)
+        return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    return strcmp(method, "GET") == 0;
+}
+
+/* Which credentials guard a handler. */
+static const struct receiver_auth *auth_for(const struct receiver_settings *s, enum handler h)
+{
+    switch (h) {
+    case H_WEBHOOK:
+        return &s->webhook_auth;
+    case H_API_QUERY:
+    case H_METRICS:
+        return &s->read_auth;
+    case H_RELOAD:
+        return &s->admin_auth;
+    default:
+        return NULL;
+    }
+}
+
+static int authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
+                        const char **challenge)
+{
+    const char *authorization =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    char *user = NULL, *pass = NULL;
+    int ok;
+    pthread_rwlock_rdlock(&srv->settings_lock);
+    const struct receiver_auth *auth = auth_for(&srv->settings->s, h);
+    if (!auth || !receiver_auth_required(auth)) {
+        pthread_rwlock_unlock(&srv->settings_lock);
+        return 1;
+    }
+    *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
+    if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
+        user = MHD_basic_auth_get_username_password(conn, &pass);
+    ok = receiver_auth_check(auth, authorization, user, pass);
+    pthread_rwlock_unlock(&srv->settings_lock);
+    if (user)
+        MHD_free(user);
+    if (pass)
+        MHD_free(pass);
+    return ok;
+}
+
+static int is_json_content_type(const char *ct)
+{
+    if (!ct)
+        return 0;
+    while (*ct == ' ')
+        ct++;
+    if (strncasecmp(ct, "application/json", 16) != 0)
+        return 0;
+    ct += 16;
+    while (*ct == ' ')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+static void remote_address(struct MHD_Connection *conn, char *out, size_t size)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    out[0] = '\0';
+    if (!info || !info->client_addr)
+        return;
+    char host[INET6_ADDRSTRLEN], port[8];
+    socklen_t len = info->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                             : sizeof(struct sockaddr_in);
+    if (getnameinfo(info->client_addr, len, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(out, size, "%s:%s", host, port);
+}
+
+static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Connection *conn,
+                                      struct request *req)
+{
+    struct receiver_limits limits;
+    pthread_rwlock_rdlock(&srv->settings_lock);
+    limits = srv->settings->s.limits;
+    pthread_rwlock_unlock(&srv->settings_lock);
+
+    struct medic_notification n;
+    struct medic_error err = {0};
+    medic_notification_init(&n);
+    int rc = receiver_payload_parse(req->body.data ? req->body.data : "", req->body.len, &limits,
+                                    &n, &err);
+    char remote[INET6_ADDRSTRLEN + 8];
+    remote_address(conn, remote, sizeof(remote));
+    enum MHD_Result r;
+    if (rc) {
+        medic_log_warn("rejected notification", "remote", remote, "error", err.msg, NULL);
+        r = respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
+        medic_notification_release(&n);
+        return r;
+    }
+    struct receiver_record_result res = {0};
+    rc = srv->hooks.record(srv->hooks.ctx, &n, req->body.data, req->body.len, remote, &res, &err);
+    if (rc == MEDIC_E_INVALID) {
+        r = respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
+    } else if (rc) {
+        /* Alertmanager retries 5xx, so a notification that could not be
+         * committed is not lost */
+        medic_log_error("cannot commit notification", "remote", remote, "error", err.msg, NULL);
+        r = respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg,
+                          MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    } else {
+        char body[160];
+        if (res.duplicate) {
+            snprintf(body, sizeof(body),
+                     "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":true,\"duplicate_of\":%lld}\n",
+                     (long long)res.id, (long long)res.duplicate_of);
+            atomic_fetch_add(&srv->notifications_duplicate, 1);
+        } else {
+            snprintf(body, sizeof(body), "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":false}\n",
+                     (long long)res.id);
+            atomic_fetch_add(&srv->notifications_accepted, 1);
+            for (size_t i = 0; i < n.alert_count; i++)
+                atomic_fetch_add(n.alerts[i].status == MEDIC_STATUS_FIRING ? &srv->alerts_firing
+                                                                           : &srv->alerts_resolved,
+                                 1);
+        }
+        char id[24], count[24];
+        snprintf(id, sizeof(id), "%lld", (long long)res.id);
+        snprintf(count, sizeof(count), "%zu", n.alert_count);
+        medic_log_debug("notification committed", "id", id, "alerts", count, "duplicate",
+                        res.duplicate ? "true" : "false", "group_key", n.group_key, NULL);
+        r = respond_json(srv, conn, req, MHD_HTTP_OK, body);
+    }
+    medic_notification_release(&n);
+    return r;
+}
+
+static void render_metrics(struct receiver_server *srv, struct medic_buf *b)
+{
+    medic_buf_puts(b, "# HELP medic_http_requests_total HTTP requests by handler and status "
+                      "code.\n# TYPE medic_http_requests_total counter\n");
+    for (int h = 0; h < H_COUNT; h++)
+        for (size_t c = 0; c < N_CODES; c++) {
+            unsigned long long v = atomic_load(&srv->requests[h][c]);
+            if (v || (h == H_WEBHOOK && tracked_codes[c] == 200))
+                medic_buf_printf(b, "medic_http_requests_total{handler=\"%s\",code=\"%u\"} %llu\n",
+                                 handler_names[h], tracked_codes[c], v);
+        }
+    medic_buf_printf(b,
+                     "# HELP medic_notifications_total Notifications committed, by result.\n"
+                     "# TYPE medic_notifications_total counter\n"
+                     "medic_notifications_total{result=\"accepted\"} %llu\n"
+                     "medic_notifications_total{result=\"duplicate\"} %llu\n"
+                     "# HELP medic_duplicates_total Notifications recorded as duplicates of an "
+                     "earlier one.\n"
+                     "# TYPE medic_duplicates_total counter\n"
+                     "medic_duplicates_total %llu\n"
+                     "# HELP medic_alerts_total Alerts committed from accepted notifications, by "
+                     "status.\n"
+                     "# TYPE medic_alerts_total counter\n"
+                     "medic_alerts_total{status=\"firing\"} %llu\n"
+                     "medic_alerts_total{status=\"resolved\"} %llu\n"
+                     "# HELP medic_http_requests_in_flight HTTP requests being served.\n"
+                     "# TYPE medic_http_requests_in_flight gauge\n"
+                     "medic_http_requests_in_flight %d\n",
+                     atomic_load(&srv->notifications_accepted),
+                     atomic_load(&srv->notifications_duplicate),
+                     atomic_load(&srv->notifications_duplicate), atomic_load(&srv->alerts_firing),
+                     atomic_load(&srv->alerts_resolved), atomic_load(&srv->in_flight));
+    if (srv->hooks.metrics)
+        srv->hooks.metrics(srv->hooks.ctx, b);
+}
+
+static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Connection *conn,
+                                    struct request *req, const char *url)
+{
+    if (!srv->hooks.query)
+        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+    struct receiver_query q = {.kind = url + 8};
+#define ARG(name) MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name)
+    q.node = ARG("node");
+    q.alertname = ARG("alertname");
+    q.policy = ARG("policy");
+    q.verdict = ARG("verdict");
+    q.status = ARG("status");
+    q.since = ARG("since");
+    q.until = ARG("until");
+    q.limit = ARG("limit");
+#undef ARG
+    struct medic_buf b;
+    medic_buf_init(&b, (size_t)32 << 20);
+    int code = srv->hooks.query(srv->hooks.ctx, &q, &b);
+    enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
+                                b.data ? b.data : "", b.len, NULL, NULL);
+    medic_buf_release(&b);
+    return r;
+}
+
+static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connection *conn,
+                                struct request *req, const char *url)
+{
+    struct medic_error err = {0};
+    switch (req->handler) {
+    case H_WEBHOOK:
+        return handle_webhook(srv, conn, req);
+    case H_HEALTHY:
+        return respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                       "medic is healthy.\n", 18, NULL, NULL);
+    case H_READY:
+        if (atomic_load(&srv->stopping) || (srv->hooks.ready && !srv->hooks.ready(srv->hooks.ctx)))
+            return respond(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           "text/plain; charset=utf-8", "medic is not ready.\n", 20, NULL, NULL);
+        return respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                       "medic is ready.\n", 16, NULL, NULL);
+    case H_METRICS: {
+        struct medic_buf b;
+        medic_buf_init(&b, 0);
+        render_metrics(srv, &b);
+        enum MHD_Result r = respond(srv, conn, req, MHD_HTTP_OK,
+                                    "text/plain; version=0.0.4; charset=utf-8",
+                                    b.data ? b.data : "", b.len, NULL, NULL);
+        medic_buf_release(&b);
+        return r;
+    }
+    case H_RELOAD:
+        if (!srv->hooks.reload || srv->hooks.reload(srv->hooks.ctx, &err) == 0)
+            return respond_json(srv, conn, req, MHD_HTTP_OK, "{\"status\":\"reloaded\"}\n");
+        return respond_error(srv, conn, req, MHD_HTTP_INTERNAL_SERVER_ERROR, err.msg, NULL, NULL);
+    case H_API_QUERY:
+        return handle_query(srv, conn, req, url);
+    default:
+        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+    }
+}
+
+/* The first call for a request: everything that can be refused before the
+ * body is read (route, method, credentials, content type, declared size). */
+static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connection *conn,
+                                  struct request *req, const char *url, const char *method)
+{
+    if (req->handler == H_OTHER)
+        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+    if (!method_ok(req->handler, method)) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "method %.16s is not allowed on %s; use %s", method, url,
+                 allowed_method(req->handler));
+        return respond_error(srv, conn, req, MHD_HTTP_METHOD_NOT_ALLOWED, msg,
+                             MHD_HTTP_HEADER_ALLOW, allowed_method(req->handler));
+    }
+    const char *challenge = NULL;
+    if (!authenticate(srv, conn, req->handler, &challenge)) {
+        const char *given =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        return respond_error(srv, conn, req, MHD_HTTP_UNAUTHORIZED,
+                             given ? "wrong credentials" : "credentials required",
+                             MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
+    }
+    if (req->handler != H_WEBHOOK)
+        return MHD_YES;
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    if (!is_json_content_type(ct)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "content type '%.64s' is not supported; send application/json",
+                 ct ? ct : "(none)");
+        return respond_error(srv, conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL, NULL);
+    }
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > req->body.limit) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "body of %.20s bytes is over the limit of %zu bytes", cl,
+                 req->body.limit);
+        return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    struct receiver_server *srv = cls;
+    struct request *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        req->handler = route(url);
+        pthread_rwlock_rdlock(&srv->settings_lock);
+        medic_buf_init(&req->body, srv->settings->s.limits.max_body_bytes);
+        pthread_rwlock_unlock(&srv->settings_lock);
+        *con_cls = req;
+        atomic_fetch_add(&srv->in_flight, 1);
+        return first_call(srv, conn, req, url, method);
+    }
+    if (*upload_data_size) {
+        if (!req->too_large && medic_buf_append(&req->body, upload_data, *upload_data_size)) {
+            req->too_large = 1;
+            char msg[96];
+            snprintf(msg, sizeof(msg), "body is over the limit of %zu bytes", req->body.limit);
+            *upload_data_size = 0;
+            return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->too_large)
+        return MHD_YES;
+    return dispatch(srv, conn, req, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    struct receiver_server *srv = cls;
+    struct request *req = *con_cls;
+    if (!req)
+        return;
+    medic_buf_release(&req->body);
+    free(req);
+    *con_cls = NULL;
+    atomic_fetch_sub(&srv->in_flight, 1);
+}
+
+static void on_mhd_error(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t len = strlen(msg);
+    while (len && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+    medic_log_warn("http server", "detail", msg, NULL);
+}
+
+static int parse_listen(const char *address, struct sockaddr_storage *ss, struct medic_error *err)
+{
+    char host[256];
+    const char *colon = strrchr(address, ':');
+    if (!colon || (size_t)(colon - address) >= sizeof(host))
+        return medic_error_set(err, MEDIC_E_INVALID, "listen address '%s' is not HOST:PORT",
+                               address);
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - address), address);
+    char *h = host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h[hl - 1] = '\0';
+        h++;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &res);
+    if (gai != 0)
+        return medic_error_set(err, MEDIC_E_INVALID, "cannot resolve listen address '%s': %s",
+                               address, gai_strerror(gai));
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int receiver_server_start(const struct receiver_listen *listen,
+                          const struct receiver_settings *settings,
+                          const struct receiver_hooks *hooks, struct receiver_server **out,
+                          struct medic_error *err)
+{
+    struct sockaddr_storage ss;
+    int rc = parse_listen(listen->address, &ss, err);
+    if (rc)
+        return rc;
+    struct receiver_server *srv = calloc(1, sizeof(*srv));
+    if (!srv)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    srv->hooks = *hooks;
+    pthread_rwlock_init(&srv->settings_lock, NULL);
+    srv->settings = settings_dup(settings);
+    if (!srv->settings) {
+        receiver_server_stop(srv, 0);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    int tls = listen->tls_cert_pem && listen->tls_key_pem;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_error, NULL},
+        {MHD_OPTION_SOCK_ADDR, 0, &ss},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)listen->max_connections, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)listen->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)listen->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    srv->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY,
+                                   opts, MHD_OPTION_END);
+    if (!srv->daemon) {
+        receiver_server_stop(srv, 0);
+        return medic_error_set(err, MEDIC_E_IO,
+                               "cannot listen on %s%s (address in use, or a bad TLS "
+                               "certificate or key?)",
+                               listen->address, tls ? " with TLS" : "");
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : port;
+    *out = srv;
+    return 0;
+}
+
+int receiver_server_port(struct receiver_server *server)
+{
+    return server->port;
+}
+
+int receiver_server_update(struct receiver_server *server, const struct receiver_settings *settings)
+{
+    struct settings_copy *copy = settings_dup(settings);
+    if (!copy)
+        return MEDIC_E_NOMEM;
+    pthread_rwlock_wrlock(&server->settings_lock);
+    struct settings_copy *old = server->settings;
+    server->settings = copy;
+    pthread_rwlock_unlock(&server->settings_lock);
+    settings_free(old);
+    return 0;
+}
+
+void receiver_server_stop(struct receiver_server *server, int drain_ms)
+{
+    if (!server)
+        return;
+    if (server->daemon) {
+        atomic_store(&server->stopping, 1);
+        MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+        int64_t deadline = medic_time_monotonic() + (int64_t)drain_ms * MEDIC_NS_PER_MS;
+        while (atomic_load(&server->in_flight) > 0 && medic_time_monotonic() < deadline)
+            usleep(10000);
+        MHD_stop_daemon(server->daemon);
+    }
+    settings_free(server->settings);
+    pthread_rwlock_destroy(&server->settings_lock);
+    free(server);
+}

@@ -1,0 +1,78 @@
+/* The HTTP front of `medic serve` (libmicrohttpd, one thread per
+ * connection, so a request waiting for its commit blocks nobody else).
+ * The server knows nothing of the audit log: the wiring layer passes hooks
+ * that commit notifications, answer queries and reload the config. */
+#ifndef MEDIC_RECEIVER_SERVER_H
+#define MEDIC_RECEIVER_SERVER_H
+
+#include "alert.h"
+#include "auth.h"
+#include "buf.h"
+#include "error.h"
+#include "payload.h"
+
+#include <stdint.h>
+
+struct receiver_record_result {
+    int64_t id;
+    int duplicate;
+    int64_t duplicate_of;
+};
+
+/* A GET /api/v1/<kind> query: the query-string arguments by name. */
+struct receiver_query {
+    const char *kind;
+    const char *node, *alertname, *policy, *verdict, *status, *since, *until, *limit;
+};
+
+struct receiver_hooks {
+    void *ctx;
+    /* Commits a parsed notification before the answer goes out; may block.
+     * Returns 0, or MEDIC_E_BUSY / MEDIC_E_STORE / MEDIC_E_CLOSED (503). */
+    int (*record)(void *ctx, const struct medic_notification *n, const char *raw, size_t raw_len,
+                  const char *remote_addr, struct receiver_record_result *out,
+                  struct medic_error *err);
+    /* Appends the wiring layer's metrics to the exposition. */
+    void (*metrics)(void *ctx, struct medic_buf *out);
+    /* Reloads the configuration; 0 or an error with a message. */
+    int (*reload)(void *ctx, struct medic_error *err);
+    /* 1 when the daemon can accept notifications. */
+    int (*ready)(void *ctx);
+    /* Answers an audit query as JSON into out; returns the HTTP status. */
+    int (*query)(void *ctx, const struct receiver_query *q, struct medic_buf *out);
+};
+
+/* What may change on reload. Strings are copied. */
+struct receiver_settings {
+    struct receiver_limits limits;
+    struct receiver_auth webhook_auth;
+    struct receiver_auth read_auth;
+    struct receiver_auth admin_auth;
+};
+
+struct receiver_listen {
+    const char *address; /* host:port; an IPv6 host in brackets */
+    size_t max_connections;
+    const char *tls_cert_pem; /* both NULL for plain HTTP */
+    const char *tls_key_pem;
+};
+
+struct receiver_server;
+
+int receiver_server_start(const struct receiver_listen *listen,
+                          const struct receiver_settings *settings,
+                          const struct receiver_hooks *hooks, struct receiver_server **out,
+                          struct medic_error *err);
+
+/* Replaces the settings for requests that start from now on. */
+int receiver_server_update(struct receiver_server *server,
+                           const struct receiver_settings *settings);
+
+/* The port actually bound (useful with port 0). */
+int receiver_server_port(struct receiver_server *server);
+
+/* Stops accepting, lets requests in flight finish (up to drain_ms), then
+ * closes every connection and frees the server. NULL is a no-op. */
+void receiver_server_stop(struct receiver_server *server, int drain_ms);
+
+#endif
