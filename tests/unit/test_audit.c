@@ -1,0 +1,391 @@
+/* The audit log: migrations, notifications and duplicates, the hash chain
+ * and its verification, one action per decision, queries, concurrency. */
+#include "audit.h"
+#include "payload.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[64];
+static char db_path[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/medic-test-audit-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(db_path, sizeof(db_path), "%s/audit.db", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char path[160];
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s%s", db_path, suffixes[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return 0;
+}
+
+static struct audit_store *open_store(void)
+{
+    struct audit_store *s = NULL;
+    struct medic_error err = {0};
+    if (audit_store_open(db_path, NULL, &s, &err))
+        fail_msg("open: %s", err.msg);
+    return s;
+}
+
+static void parse(const char *text, struct medic_notification *n)
+{
+    struct receiver_limits lim;
+    struct medic_error err = {0};
+    receiver_limits_default(&lim);
+    medic_notification_init(n);
+    if (receiver_payload_parse(text, strlen(text), &lim, n, &err))
+        fail_msg("parse: %s", err.msg);
+}
+
+static const char firing[] =
+    "{\"version\":\"4\",\"groupKey\":\"{}:{alertname=\\\"GPUXidError\\\"}\",\"status\":\"firing\","
+    "\"receiver\":\"medic\",\"alerts\":[{\"status\":\"firing\",\"labels\":{\"alertname\":"
+    "\"GPUXidError\",\"instance\":\"gpu-node-01:9400\",\"gpu\":\"0\"},\"startsAt\":"
+    "\"2026-11-22T07:54:16Z\",\"fingerprint\":\"35d73987604a9be0\"},{\"status\":\"firing\","
+    "\"labels\":{\"alertname\":\"GPUXidError\",\"instance\":\"gpu-node-01:9400\",\"gpu\":\"1\"},"
+    "\"startsAt\":\"2026-11-22T07:54:16Z\",\"fingerprint\":\"45d73987604a9be0\"}]}";
+
+static int64_t record(struct audit_store *s, const char *text, int *duplicate)
+{
+    struct medic_notification n;
+    parse(text, &n);
+    const char *nodes[2] = {"gpu-node-01", "gpu-node-01"};
+    struct audit_notification_in in = {&n, text, strlen(text), medic_time_now(), "127.0.0.1:1",
+                                       nodes};
+    struct audit_notification_result res;
+    struct medic_error err = {0};
+    if (audit_record_notification(s, &in, &res, &err))
+        fail_msg("record: %s", err.msg);
+    medic_notification_release(&n);
+    *duplicate = res.duplicate;
+    return res.duplicate ? res.duplicate_of : res.id;
+}
+
+static int64_t count(const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void exec_rw(const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+static void test_schema_and_duplicates(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    assert_int_equal(count("PRAGMA user_version"), audit_schema_version());
+    assert_int_equal(count("SELECT count(*) FROM pragma_journal_mode WHERE journal_mode='wal'"), 1);
+    int dup;
+    int64_t first = record(s, firing, &dup);
+    assert_false(dup);
+    assert_int_equal(record(s, firing, &dup), first);
+    assert_true(dup);
+    assert_int_equal(count("SELECT count(*) FROM notifications"), 2);
+    assert_int_equal(count("SELECT count(*) FROM notifications WHERE duplicate_of IS NULL"), 1);
+    assert_int_equal(count("SELECT count(*) FROM alerts"), 2); /* only the first's */
+    assert_int_equal(count("SELECT count(*) FROM alerts WHERE node='gpu-node-01'"), 2);
+    assert_int_equal(count("SELECT length(payload) FROM notifications WHERE id=1"),
+                     (int64_t)strlen(firing));
+    audit_store_free(s);
+    /* reopening migrates nothing and keeps the rows */
+    s = open_store();
+    assert_int_equal(record(s, firing, &dup), first);
+    assert_true(dup);
+    audit_store_free(s);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    audit_store_free(s);
+    exec_rw("PRAGMA user_version = 99");
+    struct medic_error err = {0};
+    assert_int_equal(audit_store_open(db_path, NULL, &s, &err), MEDIC_E_STORE);
+    assert_non_null(strstr(err.msg, "newer than this medic"));
+    struct audit_reader *r = NULL;
+    assert_int_equal(audit_reader_open(db_path, &r, &err), MEDIC_E_STORE);
+    exec_rw("PRAGMA user_version = 1");
+}
+
+static int64_t decide(struct audit_store *s, const char *node, const char *verdict, double risk)
+{
+    struct audit_decision_in d = {
+        .created_at = medic_time_now(), .node = node, .alertname = "GPUXidError",
+        .policy = "xid-fell-off-bus", .step = 0, .action = "drain",
+        .params_json = "{\"reason\":\"Xid 79\"}", .risk = risk, .model_hash = "abc",
+        .verdict = verdict, .reason = "policy matched", .config_hash = "cfg"};
+    int64_t id = 0;
+    struct medic_error err = {0};
+    if (audit_record_decision(s, &d, &id, &err))
+        fail_msg("decision: %s", err.msg);
+    return id;
+}
+
+static int act(struct audit_store *s, int64_t decision, int64_t intent, const char *result,
+               int64_t *id)
+{
+    struct audit_action_in a = {.created_at = medic_time_now(), .decision_id = decision,
+                                .intent_id = intent, .action = "drain", .node = "gpu-node-01",
+                                .target = "gpu-node-01", .result = result, .duration_ms = intent ? 12 : -1,
+                                .detail = intent ? "State=IDLE+DRAIN" : NULL};
+    struct medic_error err = {0};
+    return audit_record_action(s, &a, id, &err);
+}
+
+static void test_chain_and_verify(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    int64_t d1 = decide(s, "gpu-node-01", "execute", 0.93);
+    int64_t d2 = decide(s, "gpu-node-02", "suppressed", NAN);
+    decide(s, "gpu-node-03", "dry_run", 0.5);
+    int64_t intent, outcome;
+    assert_int_equal(act(s, d1, 0, "pending", &intent), 0);
+    assert_int_equal(act(s, d1, intent, "succeeded", &outcome), 0);
+    /* one action per decision, ever */
+    int64_t again;
+    assert_int_not_equal(act(s, d1, 0, "pending", &again), 0);
+    /* one outcome per intent */
+    assert_int_not_equal(act(s, d1, intent, "failed", &again), 0);
+    /* an intent is pending, an outcome is not */
+    assert_int_not_equal(act(s, d2, 0, "succeeded", &again), 0);
+    audit_store_free(s);
+
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    struct audit_verify_result v;
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    assert_int_equal(audit_verify(r, &v, &err), 0);
+    assert_true(v.ok);
+    assert_int_equal(v.decisions_checked, 3);
+    assert_int_equal(v.actions_checked, 2);
+
+    /* a changed field is found at its row */
+    exec_rw("UPDATE decisions SET verdict = 'dry_run' WHERE id = 2");
+    assert_int_equal(audit_verify(r, &v, &err), 0);
+    assert_false(v.ok);
+    assert_string_equal(v.broken_table, "decisions");
+    assert_int_equal(v.broken_id, 2);
+    assert_non_null(strstr(v.why, "content does not match"));
+    exec_rw("UPDATE decisions SET verdict = 'suppressed' WHERE id = 2");
+    assert_int_equal(audit_verify(r, &v, &err), 0);
+    assert_true(v.ok);
+
+    /* a changed risk (a REAL) is found too */
+    exec_rw("UPDATE decisions SET risk = 0.94 WHERE id = 1");
+    assert_int_equal(audit_verify(r, &v, &err), 0);
+    assert_false(v.ok);
+    assert_int_equal(v.broken_id, 1);
+    exec_rw("UPDATE decisions SET risk = 0.93 WHERE id = 1");
+
+    /* a removed row breaks the link of the next one */
+    exec_rw("DELETE FROM decisions WHERE id = 2");
+    assert_int_equal(audit_verify(r, &v, &err), 0);
+    assert_false(v.ok);
+    assert_int_equal(v.broken_id, 3);
+    assert_non_null(strstr(v.why, "prev_hash does not match the hash of row 1"));
+
+    /* an action outcome rewritten */
+    exec_rw("UPDATE actions SET result = 'failed' WHERE id = 2");
+    audit_reader_free(r);
+}
+
+struct writer_arg {
+    struct audit_store *store;
+    int index;
+    int rc;
+};
+
+static void *concurrent_writer(void *p)
+{
+    struct writer_arg *a = p;
+    char text[sizeof(firing) + 64];
+    /* each thread its own group key, so none is a duplicate */
+    snprintf(text, sizeof(text), "%s", firing);
+    char *g = strstr(text, "GPUXidError");
+    g[0] = (char)('A' + a->index % 26);
+    g[1] = (char)('a' + a->index / 26);
+    struct medic_notification n;
+    struct receiver_limits lim;
+    struct medic_error err = {0};
+    receiver_limits_default(&lim);
+    medic_notification_init(&n);
+    a->rc = receiver_payload_parse(text, strlen(text), &lim, &n, &err);
+    struct audit_notification_in in = {&n, text, strlen(text), medic_time_now(), NULL, NULL};
+    struct audit_notification_result res;
+    if (a->rc == 0)
+        a->rc = audit_record_notification(a->store, &in, &res, &err);
+    medic_notification_release(&n);
+    return NULL;
+}
+
+static void test_group_commit_concurrent(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    enum { N = 64 };
+    pthread_t threads[N];
+    struct writer_arg args[N];
+    for (int i = 0; i < N; i++) {
+        args[i] = (struct writer_arg){s, i, -1};
+        pthread_create(&threads[i], NULL, concurrent_writer, &args[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(args[i].rc, 0);
+    }
+    struct audit_stats st;
+    audit_store_stats(s, &st);
+    assert_int_equal(st.requests_committed, N);
+    assert_true(st.commits >= 1 && st.commits <= N);
+    assert_int_equal(st.queue_depth, 0);
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM notifications WHERE duplicate_of IS NULL"), N);
+    assert_int_equal(count("SELECT count(*) FROM alerts"), 2 * N);
+}
+
+static void test_store_locked_is_an_error_not_a_partial_write(void **state)
+{
+    (void)state;
+    struct audit_options opt;
+    audit_options_default(&opt);
+    opt.busy_timeout_ms = 50;
+    struct audit_store *s = NULL;
+    struct medic_error err = {0};
+    assert_int_equal(audit_store_open(db_path, &opt, &s, &err), 0);
+    sqlite3 *locker;
+    assert_int_equal(sqlite3_open(db_path, &locker), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(locker, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    struct medic_notification n;
+    parse(firing, &n);
+    struct audit_notification_in in = {&n, firing, strlen(firing), medic_time_now(), NULL, NULL};
+    struct audit_notification_result res;
+    assert_int_equal(audit_record_notification(s, &in, &res, &err), MEDIC_E_STORE);
+    assert_non_null(strstr(err.msg, "locked"));
+    sqlite3_exec(locker, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(locker);
+    assert_int_equal(count("SELECT count(*) FROM notifications"), 0);
+    assert_int_equal(audit_record_notification(s, &in, &res, &err), 0);
+    medic_notification_release(&n);
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM alerts"), 2);
+}
+
+static void test_queries(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    int dup;
+    record(s, firing, &dup);
+    record(s, firing, &dup);
+    decide(s, "gpu-node-01", "execute", 0.9);
+    decide(s, "gpu-node-02", "suppressed", 0.2);
+    audit_store_free(s);
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    struct medic_table t;
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    struct audit_filter f;
+    audit_filter_init(&f);
+    assert_int_equal(audit_query(r, AUDIT_NOTIFICATIONS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 2);
+    medic_table_release(&t);
+    f.node = "gpu-node-01";
+    assert_int_equal(audit_query(r, AUDIT_NOTIFICATIONS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 2); /* the duplicate's alerts are the first's */
+    medic_table_release(&t);
+    assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 2);
+    medic_table_release(&t);
+    assert_int_equal(audit_query(r, AUDIT_DECISIONS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 1);
+    medic_table_release(&t);
+    audit_filter_init(&f);
+    f.verdict = "suppressed";
+    assert_int_equal(audit_query(r, AUDIT_DECISIONS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 1);
+    assert_string_equal(t.cells[2], "gpu-node-02");
+    medic_table_release(&t);
+    assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), MEDIC_E_INVALID);
+    assert_string_equal(err.msg, "--verdict does not apply to alerts");
+    audit_filter_init(&f);
+    f.since = medic_time_now() + 60 * MEDIC_NS_PER_SEC;
+    assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 0);
+    medic_table_release(&t);
+    audit_filter_init(&f);
+    f.limit = 1;
+    assert_int_equal(audit_query(r, AUDIT_NOTIFICATIONS, &f, &t, &err), 0);
+    assert_int_equal(t.nrows, 1);
+    assert_string_equal(t.cells[0], "2"); /* newest first */
+    medic_table_release(&t);
+    audit_reader_free(r);
+}
+
+static void test_reader_refuses_other_files(void **state)
+{
+    (void)state;
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    assert_int_equal(audit_reader_open("/nonexistent/medic.db", &r, &err), MEDIC_E_STORE);
+    exec_rw("CREATE TABLE t(x)");
+    assert_int_equal(audit_reader_open(db_path, &r, &err), MEDIC_E_STORE);
+    assert_non_null(strstr(err.msg, "not a medic audit database"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_schema_and_duplicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chain_and_verify, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_locked_is_an_error_not_a_partial_write, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,226 @@
+/* The shared layer: times, durations, UTF-8, buffers, tables, node names,
+ * SHA-256, the YAML tree. */
+#include "alert.h"
+#include "auth.h"
+#include "buf.h"
+#include "sha256.h"
+#include "table.h"
+#include "timeutil.h"
+#include "utf8.h"
+#include "yaml_tree.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static int64_t parse(const char *s)
+{
+    int64_t t = 0;
+    assert_int_equal(medic_time_parse_rfc3339(s, strlen(s), &t), 0);
+    return t;
+}
+
+static void test_rfc3339(void **state)
+{
+    (void)state;
+    assert_true(parse("1970-01-01T00:00:00Z") == 0);
+    assert_true(parse("1970-01-01T00:00:01.5Z") == 1500000000);
+    assert_true(parse("2026-11-22T07:54:16.335297267Z") ==
+                INT64_C(1795334056) * MEDIC_NS_PER_SEC + 335297267);
+    assert_true(parse("2026-11-22T09:54:16.335297267+02:00") ==
+                parse("2026-11-22T07:54:16.335297267Z"));
+    assert_true(parse("2026-11-22t07:54:16z") == parse("2026-11-22T07:54:16Z"));
+    assert_true(parse("0001-01-01T00:00:00Z") == MEDIC_TIME_UNSET);
+    assert_true(parse("2024-02-29T00:00:00-00:30") == parse("2024-02-29T00:30:00Z"));
+    static const char *const bad[] = {"", "2026-11-22", "2026-11-22T07:54:16", "2026-13-01T00:00:00Z",
+                                      "2026-11-22T24:00:00Z", "2023-02-29T00:00:00Z",
+                                      "2026-11-22T07:54:16.Z", "2026-11-22T07:54:16Z ",
+                                      "0001-01-01T00:00:01Z", "2026-11-22T07:54:16+0200"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t t;
+        if (medic_time_parse_rfc3339(bad[i], strlen(bad[i]), &t) == 0)
+            fail_msg("accepted '%s'", bad[i]);
+    }
+    char out[40];
+    assert_string_equal(medic_time_format(parse("2026-11-22T07:54:16.335297267Z"), out, sizeof(out)),
+                        "2026-11-22T07:54:16.335Z");
+    assert_string_equal(medic_time_format(MEDIC_TIME_UNSET, out, sizeof(out)),
+                        "0001-01-01T00:00:00Z");
+    assert_string_equal(medic_time_format(-1, out, sizeof(out)), "1969-12-31T23:59:59.999Z");
+}
+
+static void test_durations(void **state)
+{
+    (void)state;
+    int64_t d;
+    assert_int_equal(medic_duration_parse("90m", &d), 0);
+    assert_true(d == 90 * 60 * MEDIC_NS_PER_SEC);
+    assert_int_equal(medic_duration_parse("1h30m", &d), 0);
+    assert_true(d == 90 * 60 * MEDIC_NS_PER_SEC);
+    assert_int_equal(medic_duration_parse("7d", &d), 0);
+    assert_true(d == 7 * 86400 * MEDIC_NS_PER_SEC);
+    assert_int_equal(medic_duration_parse("500ms", &d), 0);
+    assert_true(d == 500 * MEDIC_NS_PER_MS);
+    assert_int_equal(medic_duration_parse("", &d), MEDIC_E_INVALID);
+    assert_int_equal(medic_duration_parse("5", &d), MEDIC_E_INVALID);
+    assert_int_equal(medic_duration_parse("-5m", &d), MEDIC_E_INVALID);
+    assert_int_equal(medic_duration_parse("5y", &d), MEDIC_E_INVALID);
+    assert_int_equal(medic_duration_parse("99999999999999w", &d), MEDIC_E_INVALID);
+    int64_t now = parse("2026-11-22T08:00:00Z"), t;
+    assert_int_equal(medic_time_parse_bound("2h", now, &t), 0);
+    assert_true(t == parse("2026-11-22T06:00:00Z"));
+    assert_int_equal(medic_time_parse_bound("2026-11-21T22:00:00Z", now, &t), 0);
+    assert_true(t == parse("2026-11-21T22:00:00Z"));
+    assert_int_equal(medic_time_parse_bound("last night", now, &t), MEDIC_E_INVALID);
+}
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    const char ok[] = "gpu \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5";
+    assert_int_equal(medic_utf8_check(ok, strlen(ok)), strlen(ok));
+    assert_int_equal(medic_utf8_check("ab\xff", 3), 2);
+    assert_int_equal(medic_utf8_check("a\xe2\x82", 3), 1);        /* cut short */
+    assert_int_equal(medic_utf8_check("\xe0\x80\x80", 3), 0);     /* overlong */
+    assert_int_equal(medic_utf8_check("\xed\xbf\xbf", 3), 0);     /* surrogate */
+    assert_int_equal(medic_utf8_check("\xf4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+}
+
+static void test_buf_cap_and_json(void **state)
+{
+    (void)state;
+    struct medic_buf b;
+    medic_buf_init(&b, 8);
+    assert_int_equal(medic_buf_puts(&b, "12345678"), 0);
+    assert_int_equal(medic_buf_puts(&b, "9"), MEDIC_E_LIMIT);
+    assert_string_equal(b.data, "12345678");
+    medic_buf_release(&b);
+    medic_buf_init(&b, 0);
+    medic_buf_json_string(&b, "a\"b\\c\nd\x01");
+    assert_string_equal(b.data, "\"a\\\"b\\\\c\\nd\\u0001\"");
+    medic_buf_release(&b);
+}
+
+static void test_table_formats(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"id", "reason"};
+    static const enum medic_column_type types[] = {MEDIC_COL_INT, MEDIC_COL_TEXT};
+    struct medic_table t;
+    assert_int_equal(medic_table_init(&t, 2, names, types), 0);
+    const char *row1[] = {"1", "Xid 79, \"fell off\""};
+    const char *row2[] = {"2", NULL};
+    medic_table_add_row(&t, row1);
+    medic_table_add_row(&t, row2);
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    medic_table_render(&t, MEDIC_FORMAT_CSV, &b);
+    assert_string_equal(b.data, "id,reason\r\n1,\"Xid 79, \"\"fell off\"\"\"\r\n2,\r\n");
+    medic_buf_reset(&b);
+    medic_table_render(&t, MEDIC_FORMAT_JSON, &b);
+    assert_string_equal(b.data, "[\n {\"id\":1,\"reason\":\"Xid 79, \\\"fell off\\\"\"},\n "
+                                "{\"id\":2,\"reason\":null}\n]\n");
+    medic_buf_reset(&b);
+    medic_table_render(&t, MEDIC_FORMAT_TABLE, &b);
+    assert_non_null(strstr(b.data, "ID  REASON\n1   Xid 79"));
+    medic_buf_release(&b);
+    medic_table_release(&t);
+}
+
+static void test_alert_node(void **state)
+{
+    (void)state;
+    struct medic_label items[] = {{"Hostname", "gpu-node-07"}, {"instance", "10.0.0.7:9400"}};
+    struct medic_labels labels = {items, 2};
+    const char *const by_instance[] = {"node", "instance"};
+    const char *const by_hostname[] = {"node", "Hostname", "instance"};
+    const char *const none[] = {"node"};
+    char out[64];
+    assert_int_equal(medic_alert_node(&labels, by_instance, 2, out, sizeof(out)), 0);
+    assert_string_equal(out, "10.0.0.7");
+    assert_int_equal(medic_alert_node(&labels, by_hostname, 3, out, sizeof(out)), 0);
+    assert_string_equal(out, "gpu-node-07");
+    assert_int_equal(medic_alert_node(&labels, none, 1, out, sizeof(out)), MEDIC_E_NOTFOUND);
+    struct medic_label v6[] = {{"instance", "[fe80::1]:9400"}};
+    struct medic_labels l6 = {v6, 1};
+    assert_int_equal(medic_alert_node(&l6, by_instance, 2, out, sizeof(out)), 0);
+    assert_string_equal(out, "fe80::1");
+    struct medic_label bare6[] = {{"instance", "fe80::1"}};
+    struct medic_labels lb = {bare6, 1};
+    assert_int_equal(medic_alert_node(&lb, by_instance, 2, out, sizeof(out)), 0);
+    assert_string_equal(out, "fe80::1");
+}
+
+static void test_sha256(void **state)
+{
+    (void)state;
+    char hex[65];
+    medic_sha256_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+static void test_auth_compare(void **state)
+{
+    (void)state;
+    assert_true(receiver_secure_equals("secret", 6, "secret"));
+    assert_false(receiver_secure_equals("secreT", 6, "secret"));
+    assert_false(receiver_secure_equals("secret1", 7, "secret"));
+    assert_false(receiver_secure_equals("secre", 5, "secret"));
+    assert_false(receiver_secure_equals("", 0, "secret"));
+    struct receiver_auth none = {0};
+    assert_true(receiver_auth_check(&none, NULL, NULL, NULL));
+    struct receiver_auth bearer = {.bearer_token = "tok"};
+    assert_true(receiver_auth_check(&bearer, "Bearer tok", NULL, NULL));
+    assert_true(receiver_auth_check(&bearer, "bearer  tok ", NULL, NULL));
+    assert_false(receiver_auth_check(&bearer, "Bearer tok2", NULL, NULL));
+    assert_false(receiver_auth_check(&bearer, NULL, NULL, NULL));
+    assert_false(receiver_auth_check(&bearer, "Basic dG9rOnRvaw==", "tok", "tok"));
+    struct receiver_auth basic = {.basic_username = "am", .basic_password = "pw"};
+    assert_true(receiver_auth_check(&basic, "Basic YW06cHc=", "am", "pw"));
+    assert_false(receiver_auth_check(&basic, "Basic YW06cHg=", "am", "px"));
+    assert_false(receiver_auth_check(&basic, "Bearer pw", NULL, NULL));
+}
+
+static void test_yaml_tree_positions(void **state)
+{
+    (void)state;
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    const char *doc = "a: 1\nb:\n  - x\n  - 'y'\n";
+    assert_int_equal(yaml_tree_parse("t.yaml", doc, strlen(doc), &tree, &err), 0);
+    const struct yaml_tree_node *b = yaml_tree_get(tree.root, "b");
+    assert_non_null(b);
+    assert_int_equal(b->kind, YAML_TREE_SEQUENCE);
+    assert_int_equal(b->items[1]->line, 4);
+    assert_int_equal(b->items[1]->col, 5);
+    assert_true(b->items[1]->quoted);
+    yaml_tree_release(&tree);
+
+    const char *bad = "a: 1\nb: [1, 2\n";
+    assert_int_equal(yaml_tree_parse("t.yaml", bad, strlen(bad), &tree, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "t.yaml:3:1: invalid YAML"));
+    const char *dup = "a: 1\na: 2\n";
+    assert_int_equal(yaml_tree_parse("t.yaml", dup, strlen(dup), &tree, &err), MEDIC_E_INVALID);
+    assert_string_equal(err.msg, "t.yaml:2:1: duplicate key 'a'");
+    const char *alias = "a: &x [1]\nb: *x\n";
+    assert_int_equal(yaml_tree_parse("t.yaml", alias, strlen(alias), &tree, &err),
+                     MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "anchors and aliases are not supported"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rfc3339),       cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_utf8),          cmocka_unit_test(test_buf_cap_and_json),
+        cmocka_unit_test(test_table_formats), cmocka_unit_test(test_alert_node),
+        cmocka_unit_test(test_sha256),        cmocka_unit_test(test_auth_compare),
+        cmocka_unit_test(test_yaml_tree_positions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

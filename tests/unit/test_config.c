@@ -1,0 +1,164 @@
+/* The configuration file: defaults, typed values, FILE:LINE:COL errors,
+ * secret files, and the rule that live mode needs webhook auth. */
+#include "config.h"
+#include "timeutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/medic-test-config-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *write_file(const char *name, const char *text, mode_t mode)
+{
+    static char path[4][160];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 160, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(p, mode);
+    return p;
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    const char *path = write_file("medic.yaml", text, 0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    assert_int_not_equal(medic_config_load(path, &c, &err), 0);
+    char want[512];
+    snprintf(want, sizeof(want), "%s:%s", path, message);
+    if (strncmp(err.msg, want, strlen(want)) != 0)
+        fail_msg("got '%s', wanted it to start with '%s'", err.msg, want);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct medic_config c;
+    assert_int_equal(medic_config_defaults(&c), 0);
+    assert_string_equal(c.listen, "127.0.0.1:9799");
+    assert_string_equal(c.audit_path, "./medic.db");
+    assert_int_equal(c.mode, MEDIC_MODE_DRY_RUN);
+    assert_int_equal(c.node_label_count, 3);
+    assert_string_equal(c.node_labels[0], "node");
+    medic_config_release(&c);
+    /* an empty file is the defaults too */
+    const char *path = write_file("empty.yaml", "", 0644);
+    struct medic_error err = {0};
+    assert_int_equal(medic_config_load(path, &c, &err), 0);
+    assert_int_equal(c.mode, MEDIC_MODE_DRY_RUN);
+    medic_config_release(&c);
+}
+
+static void test_full_config(void **state)
+{
+    (void)state;
+    const char *token = write_file("webhook.token", "s3cret\n", 0600);
+    const char *pw = write_file("admin.pw", "adminpw", 0400);
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "listen: 0.0.0.0:9800\n"
+             "mode: live\n"
+             "audit: { path: /var/lib/medic/medic.db, busy_timeout: 250ms, max_pending: 10 }\n"
+             "auth:\n"
+             "  webhook_bearer_token_file: %s\n"
+             "  admin_basic_auth: { username: ops, password_file: %s }\n"
+             "limits: { max_body_bytes: 2MiB, max_alerts: 50 }\n"
+             "inventory: { node_labels: [Hostname, instance] }\n"
+             "prometheus: { url: http://127.0.0.1:9090, timeout: 2s }\n"
+             "policies: []\n",
+             token, pw);
+    const char *path = write_file("medic.yaml", text, 0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(c.listen, "0.0.0.0:9800");
+    assert_int_equal(c.mode, MEDIC_MODE_LIVE);
+    assert_true(c.audit_busy_timeout == 250 * MEDIC_NS_PER_MS);
+    assert_int_equal(c.audit_max_pending, 10);
+    assert_string_equal(c.webhook_auth.bearer_token, "s3cret");
+    assert_string_equal(c.admin_auth.basic_username, "ops");
+    assert_string_equal(c.admin_auth.basic_password, "adminpw");
+    assert_int_equal(c.limits.max_body_bytes, 2 << 20);
+    assert_int_equal(c.limits.max_alerts, 50);
+    assert_int_equal(c.node_label_count, 2);
+    assert_string_equal(c.node_labels[1], "instance");
+    assert_int_equal(strlen(c.hash), 64);
+    medic_config_release(&c);
+}
+
+static void test_errors_have_positions(void **state)
+{
+    (void)state;
+    expect_error("listen: 127.0.0.1\n", "1:9: listen: expected HOST:PORT");
+    expect_error("mode: yolo\n", "1:7: mode: expected 'dry-run' or 'live'");
+    expect_error("listen: a:1\nlisen: b:2\n", "2:1: unknown key 'lisen'");
+    expect_error("audit:\n  path: x\n  busy_timeout: soon\n", "3:17: busy_timeout: 'soon' is not a duration");
+    expect_error("limits: { max_alerts: 0 }\n", "1:23: max_alerts: 0 is outside 1..100000");
+    expect_error("limits: { max_alerts: many }\n", "1:23: max_alerts: 'many' is not a number");
+    expect_error("audit: [1]\n", "1:8: audit: expected a mapping");
+    expect_error("inventory: { node_labels: [] }\n", "1:27: node_labels: expected a non-empty list");
+    expect_error("mode: live\n", "1:7: mode: live needs authentication on the webhook");
+    expect_error("tls: { cert_file: /nonexistent }\n", "1:6: tls: needs both cert_file and key_file");
+    expect_error("auth: { webhook_bearer_token_file: /nonexistent/token }\n",
+                 "1:36: webhook_bearer_token_file: cannot read '/nonexistent/token'");
+    expect_error("listen: [a\n", "2:1: invalid YAML");
+}
+
+static void test_secret_file_mode(void **state)
+{
+    (void)state;
+    const char *token = write_file("open.token", "tok", 0644);
+    char text[512];
+    snprintf(text, sizeof(text), "auth: { webhook_bearer_token_file: %s }\n", token);
+    const char *path = write_file("medic.yaml", text, 0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    assert_int_not_equal(medic_config_load(path, &c, &err), 0);
+    assert_non_null(strstr(err.msg, "readable by group or others (mode 644); chmod 600 it"));
+    /* the message names the file, never the secret */
+    assert_null(strstr(err.msg, ": tok"));
+    chmod(token, 0600);
+    assert_int_equal(medic_config_load(path, &c, &err), 0);
+    assert_string_equal(c.webhook_auth.bearer_token, "tok");
+    medic_config_release(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors_have_positions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_file_mode, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
