@@ -1,0 +1,312 @@
+"""medic's own test harness: starts real servers on 127.0.0.1, records their
+PIDs, stops them by PID. Uses only Python's standard library (run it with
+Debian's /usr/bin/python3).
+
+Servers: `medic serve` itself, Debian's prometheus-alertmanager (one replica
+or a gossiping HA pair). A test never skips a missing server: a missing
+binary is a failure."""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HOST = "127.0.0.1"
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, predicate, timeout=30.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            result = predicate()
+            if result:
+                return result
+        except Exception as exc:  # the server may not be up yet
+            last = exc
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" +
+                         (f" (last error: {last})" if last else ""))
+
+
+def request(method, url, body=None, headers=None, timeout=10, context=None):
+    """One HTTP request; returns (status, headers dict, body bytes)."""
+    scheme, rest = url.split("://", 1)
+    hostport, _, path = rest.partition("/")
+    host, port = hostport.rsplit(":", 1)
+    if scheme == "https":
+        conn = http.client.HTTPSConnection(host, int(port), timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        if isinstance(body, str):
+            body = body.encode()
+        conn.request(method, "/" + path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def require_binary(name):
+    path = shutil.which(name)
+    if not path:
+        raise AssertionError(f"'{name}' is not installed: run the README's test command, "
+                             "which installs every server the tests use")
+    return path
+
+
+class Process:
+    """A daemon we started: its PID is recorded in DIR/NAME.pid and it is
+    stopped by that PID only."""
+
+    def __init__(self, name, argv, workdir, env=None):
+        self.name = name
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.pid_path = os.path.join(workdir, f"{name}.pid")
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=workdir, env=env,
+                                     start_new_session=True)
+        with open(self.pid_path, "w") as f:
+            f.write(f"{self.proc.pid}\n")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def send(self, sig):
+        if self.running():
+            os.kill(self.proc.pid, sig)
+
+    def stop(self, timeout=20.0, sig=signal.SIGTERM):
+        """Returns the exit code; SIGKILL after the timeout."""
+        if self.running():
+            os.kill(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.log.close()
+        if os.path.exists(self.pid_path):
+            os.unlink(self.pid_path)
+        return self.proc.returncode
+
+    def tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"".join(f.readlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+
+class Medic:
+    """`medic serve` with a config file written from YAML text."""
+
+    def __init__(self, binary, workdir, config_text="", port=None, name="medic",
+                 audit_options=""):
+        self.binary = binary
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.db = os.path.join(workdir, "medic.db")
+        self.config_path = os.path.join(workdir, f"{name}.yaml")
+        self.name = name
+        self.scheme = "http"
+        self.context = None
+        self.audit_options = audit_options
+        self.write_config(config_text)
+        self.process = None
+
+    def write_config(self, text):
+        with open(self.config_path, "w") as f:
+            f.write(f"listen: {HOST}:{self.port}\n"
+                    f"audit: {{ path: {self.db}{self.audit_options} }}\n" + text)
+
+    @property
+    def url(self):
+        return f"{self.scheme}://{HOST}:{self.port}"
+
+    def start(self, wait=True):
+        self.process = Process(self.name, [self.binary, "serve", "--config", self.config_path,
+                                           "--log-level", "debug"], self.workdir)
+        if wait:
+            wait_until("medic /-/ready", lambda: self.get("/-/ready")[0] == 200
+                       or not self.process.running(), timeout=15)
+            if not self.process.running():
+                raise AssertionError("medic exited at start:\n" + self.process.tail())
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        return self.process.stop(sig=sig) if self.process else None
+
+    def get(self, path, headers=None):
+        return request("GET", self.url + path, headers=headers, context=self.context)
+
+    def post(self, path, body, headers=None, content_type="application/json"):
+        h = {"Content-Type": content_type} if content_type else {}
+        h.update(headers or {})
+        return request("POST", self.url + path, body=body, headers=h, context=self.context)
+
+    def audit(self, kind, *args):
+        out = subprocess.run([self.binary, "audit", kind, "--db", self.db, "--format", "json",
+                              "--limit", "100000", *args],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            raise AssertionError(f"medic audit {kind} failed: {out.stderr}")
+        return json.loads(out.stdout)
+
+    def metric(self, name_with_labels, headers=None):
+        status, _, body = self.get("/metrics", headers=headers)
+        assert status == 200, status
+        for line in body.decode().splitlines():
+            if line.startswith(name_with_labels + " "):
+                return float(line.split()[-1])
+        raise AssertionError(f"metric {name_with_labels} not exposed")
+
+
+class Alertmanager:
+    """Debian's prometheus-alertmanager on loopback; `peer` makes it one of
+    an HA pair."""
+
+    def __init__(self, workdir, webhook_url, bearer_token=None, name="am", route=None,
+                 port=None, cluster_port=None, peer=None, peer_timeout="15s"):
+        self.binary = require_binary("prometheus-alertmanager")
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.port = port or free_port()
+        self.cluster_port = cluster_port
+        self.name = name
+        route = route or {}
+        webhook = ("    webhook_configs:\n"
+                   f"      - url: {webhook_url}\n"
+                   "        send_resolved: true\n"
+                   "        max_alerts: 0\n")
+        if bearer_token:
+            webhook += ("        http_config:\n"
+                        "          authorization:\n"
+                        "            type: Bearer\n"
+                        f"            credentials: {bearer_token}\n")
+        with open(os.path.join(self.dir, "alertmanager.yml"), "w") as f:
+            f.write("route:\n"
+                    "  receiver: medic\n"
+                    "  group_by: [alertname, instance]\n"
+                    f"  group_wait: {route.get('group_wait', '1s')}\n"
+                    f"  group_interval: {route.get('group_interval', '2s')}\n"
+                    f"  repeat_interval: {route.get('repeat_interval', '1h')}\n"
+                    "receivers:\n"
+                    "  - name: medic\n" + webhook)
+        self.argv = [self.binary, f"--config.file={self.dir}/alertmanager.yml",
+                     f"--storage.path={self.dir}/data",
+                     f"--web.listen-address={HOST}:{self.port}",
+                     f"--web.external-url=http://{HOST}:{self.port}", "--log.level=debug"]
+        if cluster_port:
+            self.argv += [f"--cluster.listen-address={HOST}:{cluster_port}",
+                          f"--cluster.peer={HOST}:{peer}",
+                          f"--cluster.peer-timeout={peer_timeout}",
+                          "--cluster.settle-timeout=5s", "--cluster.reconnect-timeout=5m"]
+        else:
+            self.argv += ["--cluster.listen-address="]
+        self.process = None
+
+    @property
+    def url(self):
+        return f"http://{HOST}:{self.port}"
+
+    def start(self):
+        self.process = Process(self.name, self.argv, self.dir)
+        wait_until(f"{self.name} /-/ready",
+                   lambda: request("GET", self.url + "/-/ready")[0] == 200, timeout=30)
+        return self
+
+    def cluster_ready(self):
+        status, _, body = request("GET", self.url + "/api/v2/status")
+        return status == 200 and json.loads(body)["cluster"]["status"] == "ready"
+
+    def push(self, alerts):
+        status, _, body = request("POST", self.url + "/api/v2/alerts", body=json.dumps(alerts),
+                                  headers={"Content-Type": "application/json"})
+        assert status == 200, (status, body)
+
+    def stop(self):
+        return self.process.stop(timeout=20) if self.process else None
+
+
+class Suite:
+    """Runs test functions in order; prints 'N passed, N failed'."""
+
+    def __init__(self, description):
+        parser = argparse.ArgumentParser(description=description)
+        parser.add_argument("--medic", required=True, help="path to the medic binary")
+        parser.add_argument("--keep", action="store_true", help="keep the work directory")
+        self.args = parser.parse_args()
+        self.medic = os.path.abspath(self.args.medic)
+        self.workdir = tempfile.mkdtemp(prefix="medic-it-")
+        self.cleanups = []
+        self.passed = 0
+        self.failed = 0
+
+    def subdir(self, name):
+        path = os.path.join(self.workdir, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def on_exit(self, fn):
+        self.cleanups.append(fn)
+
+    def run(self, tests):
+        try:
+            for test in tests:
+                start = time.monotonic()
+                try:
+                    test(self)
+                    self.passed += 1
+                    print(f"PASS {test.__name__} ({time.monotonic() - start:.1f}s)", flush=True)
+                except Exception:
+                    self.failed += 1
+                    print(f"FAIL {test.__name__}", flush=True)
+                    traceback.print_exc()
+                finally:
+                    while self.cleanups:
+                        try:
+                            self.cleanups.pop()()
+                        except Exception:
+                            traceback.print_exc()
+        finally:
+            if not self.args.keep and self.failed == 0:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            elif self.failed:
+                print(f"work directory kept: {self.workdir}")
+        print(f"{self.passed} passed, {self.failed} failed", flush=True)
+        sys.exit(1 if self.failed else 0)
+
+
+def fixture(name):
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "fixtures", "alertmanager", name), "rb") as f:
+        return f.read()
+
+
+def write_secret(path, value):
+    with open(path, "w") as f:
+        f.write(value + "\n")
+    os.chmod(path, 0o600)
+    return path

@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""medic serve over real HTTP: every bad input gets its clear error and
+writes nothing, auth, TLS, /metrics under promtool, reload, 503 when the
+store is unavailable, concurrent commits, and a clean SIGTERM."""
+
+import concurrent.futures
+import json
+import os
+import signal
+import sqlite3
+import ssl
+import subprocess
+import threading
+import time
+
+from lab import Medic, Suite, fixture, request, require_binary, wait_until, write_secret
+
+TOKEN = "it-webhook-token"
+
+
+def payload(group="g1", n_alerts=1, status="firing", extra_label=None):
+    alerts = []
+    for i in range(n_alerts):
+        labels = {"alertname": "GPUXidError", "instance": f"gpu-node-0{i % 4 + 1}:9400",
+                  "gpu": str(i), "xid": "79"}
+        if extra_label:
+            labels.update(extra_label)
+        alerts.append({"status": status, "labels": labels, "annotations": {},
+                       "startsAt": "2026-11-22T07:54:16.335297267Z",
+                       "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "", "fingerprint": ""})
+    return json.dumps({"version": "4", "groupKey": group, "truncatedAlerts": 0,
+                       "status": status, "receiver": "medic", "groupLabels": {},
+                       "commonLabels": {}, "commonAnnotations": {},
+                       "externalURL": "http://127.0.0.1:9093", "alerts": alerts})
+
+
+def rows(medic):
+    """Rows in every table, read straight from SQLite."""
+    with sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True) as db:
+        return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("notifications", "alerts", "decisions", "actions")}
+
+
+def start_medic(suite, name, config="", auth=None, tls=None, **kw):
+    """medic with bearer auth on the webhook; auth replaces the auth section,
+    tls is (cert, key)."""
+    workdir = suite.subdir(name)
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    if auth is None:
+        auth = f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+    if tls:
+        config += f"tls: {{ cert_file: {tls[0]}, key_file: {tls[1]} }}\n"
+    medic = Medic(suite.medic, workdir, auth + config, **kw)
+    if tls:
+        medic.scheme = "https"
+        medic.context = ssl.create_default_context(cafile=tls[0])
+    medic.start()
+    suite.on_exit(medic.stop)
+    return medic
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_bad_input_gets_clear_error_and_writes_nothing(suite):
+    medic = start_medic(suite, "bad", "limits: { max_alerts: 5, max_body_bytes: 64KiB }\n")
+    deep = '{"version":"4","x":' + "[" * 70 + "]" * 70 + "}"
+    cases = [
+        ("invalid JSON", "{nope}", AUTH, "application/json", 400, "invalid JSON at line 1, column "),
+        ("truncated body", payload()[:-40], AUTH, "application/json", 400, "truncated?"),
+        ("wrong type", payload().replace('"truncatedAlerts": 0', '"truncatedAlerts": "0"'), AUTH,
+         "application/json", 400, "truncatedAlerts: expected an integer, got string"),
+        ("label not a string", payload().replace('"gpu": "0"', '"gpu": 0'), AUTH,
+         "application/json", 400, "alerts[0].labels.gpu: expected a string, got number"),
+        ("invalid UTF-8", payload().encode().replace(b"GPUXidError", b"GPU\xffXid", 1), AUTH,
+         "application/json", 400, "invalid UTF-8 at line 1"),
+        ("nesting deeper than 64", deep, AUTH, "application/json", 400,
+         "nested deeper than 64 levels"),
+        ("more alerts than the cap", payload(n_alerts=6), AUTH, "application/json", 400,
+         "alerts: 6 alerts, over the limit of 5"),
+        ("oversized label", payload(extra_label={"big": "x" * 5000}), AUTH, "application/json",
+         400, "alerts[0].labels.big: 5000 bytes, over the limit of 4096"),
+        ("body over the limit", payload(extra_label={"a": "y" * 70000}), AUTH,
+         "application/json", 413, "over the limit of 65536 bytes"),
+        ("wrong content type", payload(), AUTH, "text/plain", 415,
+         "content type 'text/plain' is not supported"),
+        ("no content type", payload(), AUTH, None, 415, "content type '(none)'"),
+        ("missing credentials", payload(), {}, "application/json", 401, "credentials required"),
+        ("wrong credentials", payload(), {"Authorization": "Bearer nope"}, "application/json",
+         401, "wrong credentials"),
+        ("basic instead of bearer", payload(), {"Authorization": "Basic bWVkaWM6bWVkaWM="},
+         "application/json", 401, "wrong credentials"),
+    ]
+    for name, body, headers, ctype, code, message in cases:
+        status, hdrs, resp = medic.post("/webhook", body, headers=headers, content_type=ctype)
+        assert status == code, f"{name}: got {status} {resp!r}, wanted {code}"
+        err = json.loads(resp)
+        assert err["status"] == "error" and message in err["error"], f"{name}: {err}"
+        if code == 401:
+            assert hdrs.get("www-authenticate") == 'Bearer realm="medic"', hdrs
+        assert medic.get("/-/healthy")[0] == 200, f"{name}: server stopped serving"
+    assert rows(medic) == {"notifications": 0, "alerts": 0, "decisions": 0, "actions": 0}
+    # a chunked body over the limit is cut off as it arrives
+    proc = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-XPOST",
+                           "-H", "Content-Type: application/json", "-H",
+                           f"Authorization: Bearer {TOKEN}", "-H", "Transfer-Encoding: chunked",
+                           "--data-binary", "@-", medic.url + "/webhook"],
+                          input=payload(extra_label={"a": "z" * 70000}).encode(),
+                          capture_output=True, timeout=30)
+    assert proc.stdout == b"413", proc
+    assert rows(medic)["notifications"] == 0
+    # and then a good one is accepted
+    status, _, resp = medic.post("/webhook", payload(), headers=AUTH)
+    assert status == 200, resp
+    assert json.loads(resp) == {"status": "accepted", "id": 1, "duplicate": False}
+    assert rows(medic)["notifications"] == 1
+    assert medic.metric('medic_http_requests_total{handler="/webhook",code="400"}') == 8
+    assert medic.metric('medic_http_requests_total{handler="/webhook",code="401"}') == 3
+
+
+def test_methods_and_routes(suite):
+    medic = start_medic(suite, "routes")
+    status, hdrs, body = medic.get("/webhook")
+    assert status == 405 and hdrs["allow"] == "POST", (status, hdrs)
+    assert "method GET is not allowed on /webhook" in json.loads(body)["error"]
+    assert medic.post("/-/healthy", "{}")[0] == 405
+    assert medic.get("/nope")[0] == 404
+    assert medic.get("/-/healthy")[0] == 200
+    assert medic.get("/-/ready")[0] == 200
+
+
+def test_real_payloads_and_duplicates(suite):
+    medic = start_medic(suite, "dup")
+    names = ["am-webhook-firing.json", "am-webhook-multi-alert.json",
+             "am-webhook-partially-resolved.json", "am-webhook-resolved.json",
+             "am-webhook-from-prometheus-firing.json", "am-webhook-from-prometheus-resolved.json"]
+    ids = {}
+    for name in names:
+        status, _, body = medic.post("/webhook", fixture(name), headers=AUTH)
+        assert status == 200, (name, body)
+        res = json.loads(body)
+        assert res["duplicate"] is False, (name, res)
+        ids[name] = res["id"]
+    # Alertmanager's retry: the byte-identical body again
+    status, _, body = medic.post("/webhook", fixture("am-webhook-multi-alert.json"), headers=AUTH)
+    res = json.loads(body)
+    assert status == 200 and res["duplicate"] is True, res
+    assert res["duplicate_of"] == ids["am-webhook-multi-alert.json"], res
+    # an HA replica's copy: other externalURL and receiver, same alerts
+    copy = json.loads(fixture("am-webhook-firing.json"))
+    copy["externalURL"] = "http://127.0.0.1:19022"
+    status, _, body = medic.post("/webhook", json.dumps(copy), headers=AUTH)
+    assert json.loads(body)["duplicate_of"] == ids["am-webhook-firing.json"], body
+    notes = medic.audit("notifications")
+    assert len(notes) == 8 and sum(1 for n in notes if n["duplicate_of"]) == 2, notes
+    alerts = medic.audit("alerts")
+    assert len(alerts) == 1 + 3 + 3 + 1 + 1 + 1, len(alerts)
+    resolved = medic.audit("alerts", "--status", "resolved")
+    assert {a["status"] for a in resolved} == {"resolved"} and len(resolved) == 3, resolved
+    node2 = medic.audit("alerts", "--node", "gpu-node-02")
+    assert node2 and all(a["node"] == "gpu-node-02" for a in node2), node2
+    # the raw payload is kept byte for byte
+    with sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True) as db:
+        raw = db.execute("SELECT payload FROM notifications WHERE id = ?",
+                         (ids["am-webhook-resolved.json"],)).fetchone()[0]
+    assert raw == fixture("am-webhook-resolved.json")
+    assert medic.metric("medic_duplicates_total") == 2
+    # the read API answers the same query
+    status, _, body = medic.get("/api/v1/alerts?node=gpu-node-02&status=firing")
+    data = json.loads(body)
+    assert status == 200 and data["status"] == "success" and data["data"], body
+    status, _, body = medic.get("/api/v1/decisions?since=1h")
+    assert status == 200 and json.loads(body)["data"] == [], body
+    assert medic.get("/api/v1/decisions?since=yesterday")[0] == 400
+
+
+def test_metrics_pass_promtool(suite):
+    promtool = require_binary("promtool")
+    medic = start_medic(suite, "metrics")
+    medic.post("/webhook", payload(), headers=AUTH)
+    medic.post("/webhook", "{", headers=AUTH)
+    status, hdrs, body = medic.get("/metrics")
+    assert status == 200 and hdrs["content-type"].startswith("text/plain; version=0.0.4")
+    check = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                           timeout=30)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.strip() == b"" and check.stderr.strip() == b"", check
+    text = body.decode()
+    for name in ("medic_http_requests_total", "medic_notifications_total",
+                 "medic_alerts_total", "medic_duplicates_total",
+                 "medic_audit_commit_duration_seconds_bucket", "medic_build_info",
+                 "medic_audit_queue_depth"):
+        assert name in text, name
+    assert medic.metric('medic_notifications_total{result="accepted"}') == 1
+    assert medic.metric('medic_alerts_total{status="firing"}') == 1
+    assert medic.metric("medic_audit_commit_duration_seconds_count") >= 1
+
+
+def test_read_and_admin_credentials(suite):
+    workdir = suite.subdir("creds")
+    read_token = write_secret(os.path.join(workdir, "read.token"), "reader")
+    admin_pw = write_secret(os.path.join(workdir, "admin.pw"), "adminpw")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    medic = start_medic(suite, "creds", auth="auth:\n"
+                        f"  webhook_bearer_token_file: {token}\n"
+                        f"  read_bearer_token_file: {read_token}\n"
+                        f"  admin_basic_auth: {{ username: ops, password_file: {admin_pw} }}\n")
+    assert medic.get("/api/v1/decisions")[0] == 401
+    assert medic.get("/metrics")[0] == 401
+    assert medic.get("/api/v1/decisions", headers={"Authorization": "Bearer reader"})[0] == 200
+    assert medic.get("/metrics", headers={"Authorization": "Bearer reader"})[0] == 200
+    # the webhook token does not open the read API, nor the reverse
+    assert medic.get("/api/v1/decisions", headers=AUTH)[0] == 401
+    assert medic.post("/webhook", payload(), headers={"Authorization": "Bearer reader"})[0] == 401
+    status, hdrs, _ = medic.post("/-/reload", "", content_type=None)
+    assert status == 401 and hdrs["www-authenticate"] == 'Basic realm="medic"'
+    ops = {"Authorization": "Basic b3BzOmFkbWlucHc="}  # ops:adminpw
+    status, _, body = medic.post("/-/reload", "", headers=ops, content_type=None)
+    assert status == 200, body
+    wrong = {"Authorization": "Basic b3BzOmFkbWlucHg="}  # ops:adminpx
+    assert medic.post("/-/reload", "", headers=wrong, content_type=None)[0] == 401
+
+
+def test_reload_keeps_running_config_when_invalid(suite):
+    medic = start_medic(suite, "reload")
+    good = open(medic.config_path).read()
+    with open(medic.config_path, "a") as f:
+        f.write("mode: sideways\n")
+    medic.process.send(signal.SIGHUP)
+    wait_until("failed reload counted",
+               lambda: medic.metric('medic_config_reloads_total{result="failure"}') == 1)
+    assert medic.metric("medic_config_last_reload_successful") == 0
+    assert medic.post("/webhook", payload("r1"), headers=AUTH)[0] == 200  # old token still works
+    status, _, body = medic.post("/-/reload", "", content_type=None)
+    assert status == 500 and "mode: expected 'dry-run' or 'live'" in json.loads(body)["error"]
+    # a valid change takes effect: a new token
+    new_token = write_secret(os.path.join(medic.workdir, "webhook2.token"), "rotated")
+    with open(medic.config_path, "w") as f:
+        f.write(good.replace("webhook.token", "webhook2.token"))
+    medic.process.send(signal.SIGHUP)
+    wait_until("reload", lambda: medic.metric('medic_config_reloads_total{result="success"}') == 1)
+    assert medic.metric("medic_config_last_reload_successful") == 1
+    assert medic.post("/webhook", payload("r2"), headers=AUTH)[0] == 401
+    assert medic.post("/webhook", payload("r2"),
+                      headers={"Authorization": "Bearer rotated"})[0] == 200
+    assert new_token
+
+
+def test_tls(suite):
+    openssl = require_binary("openssl")
+    workdir = suite.subdir("tls")
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
+    os.chmod(key, 0o600)
+    medic = start_medic(suite, "tls", tls=(cert, key))
+    status, _, body = medic.post("/webhook", payload(), headers=AUTH)
+    assert status == 200 and json.loads(body)["id"] == 1, body
+    # plain HTTP on the TLS port is not served
+    try:
+        plain = request("GET", f"http://127.0.0.1:{medic.port}/-/healthy", timeout=3)[0]
+    except Exception:
+        plain = None
+    assert plain != 200
+
+
+def test_store_unavailable_gives_503_then_recovers(suite):
+    # a short busy timeout, so that the lock below makes the commit fail fast
+    medic = start_medic(suite, "locked", audit_options=", busy_timeout: 200ms")
+    locker = sqlite3.connect(medic.db, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        status, hdrs, resp = medic.post("/webhook", payload("locked"), headers=AUTH)
+        assert status == 503, (status, resp)
+        assert "locked" in json.loads(resp)["error"] and hdrs.get("retry-after") == "1"
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+    assert rows(medic)["notifications"] == 0
+    status, _, resp = medic.post("/webhook", payload("locked"), headers=AUTH)
+    assert status == 200 and json.loads(resp)["duplicate"] is False, resp
+    assert medic.metric("medic_audit_commit_failures_total") == 1
+
+
+def test_concurrent_requests_share_commits(suite):
+    medic = start_medic(suite, "concurrent")
+    n = 200
+
+    def post(i):
+        return medic.post("/webhook", payload(f"group-{i}", n_alerts=3), headers=AUTH)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+        results = list(pool.map(post, range(n)))
+    assert all(r[0] == 200 for r in results), [r for r in results if r[0] != 200][:3]
+    ids = sorted(json.loads(r[2])["id"] for r in results)
+    assert ids == list(range(1, n + 1)), ids[:10]
+    assert rows(medic)["alerts"] == 3 * n
+    commits = medic.metric("medic_audit_commit_duration_seconds_count")
+    assert medic.metric("medic_audit_writes_total") == n
+    print(f"  {n} concurrent notifications in {int(commits)} commits")
+
+
+def test_sigterm_drains_and_closes_cleanly(suite):
+    medic = start_medic(suite, "drain")
+    answers = []
+    stop = threading.Event()
+
+    def client(k):
+        i = 0
+        while not stop.is_set():
+            try:
+                status, _, body = medic.post("/webhook", payload(f"drain-{k}-{i}"), headers=AUTH)
+                answers.append((status, body))
+            except OSError:
+                return
+            i += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    wait_until("some traffic", lambda: len(answers) >= 50, timeout=20)
+    code = medic.stop()
+    stop.set()
+    for t in threads:
+        t.join(10)
+    assert code == 0, (code, medic.process.tail())
+    accepted = {json.loads(b)["id"] for s, b in answers if s == 200}
+    # every 200 that went out is in the log; nothing partial
+    with sqlite3.connect(medic.db) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored = {r[0] for r in db.execute("SELECT id FROM notifications")}
+        per_note = db.execute("SELECT count(*) FROM notifications n WHERE alert_count != "
+                              "(SELECT count(*) FROM alerts a WHERE a.notification_id = n.id)"
+                              ).fetchone()[0]
+    assert accepted <= stored, accepted - stored
+    assert per_note == 0
+    log = medic.process.tail()
+    assert "shutting down" in log and "audit log closed" in log, log
+
+
+def test_audit_cli_while_serving(suite):
+    medic = start_medic(suite, "cli")
+    for i in range(3):
+        medic.post("/webhook", payload(f"cli-{i}"), headers=AUTH)
+    table = subprocess.run([suite.medic, "audit", "notifications", "--db", medic.db],
+                           capture_output=True, text=True, timeout=30)
+    assert table.returncode == 0 and table.stdout.startswith("ID "), table
+    assert len(table.stdout.strip().splitlines()) == 4
+    csv = subprocess.run([suite.medic, "audit", "alerts", "--db", medic.db, "--format", "csv",
+                          "--limit", "2"], capture_output=True, text=True, timeout=30)
+    assert csv.returncode == 0 and len(csv.stdout.splitlines()) == 3, csv
+    bad = subprocess.run([suite.medic, "audit", "alerts", "--db", medic.db, "--verdict", "x"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "--verdict does not apply to alerts" in bad.stderr, bad
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
+                            capture_output=True, text=True, timeout=30)
+    assert verify.returncode == 0 and verify.stdout.startswith("ok:"), verify
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([
+        test_bad_input_gets_clear_error_and_writes_nothing,
+        test_methods_and_routes,
+        test_real_payloads_and_duplicates,
+        test_metrics_pass_promtool,
+        test_read_and_admin_credentials,
+        test_reload_keeps_running_config_when_invalid,
+        test_tls,
+        test_store_unavailable_gives_503_then_recovers,
+        test_concurrent_requests_share_commits,
+        test_sigterm_drains_and_closes_cleanly,
+        test_audit_cli_while_serving,
+    ])
