@@ -57,6 +57,7 @@ struct request {
     enum handler handler;
     struct medic_buf body;
     int too_large;
+    size_t discarded;
     int counted;
 };
 
@@ -477,18 +478,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return first_call(srv, conn, req, url, method);
     }
     if (*upload_data_size) {
-        if (!req->too_large && medic_buf_append(&req->body, upload_data, *upload_data_size)) {
-            req->too_large = 1;
-            char msg[96];
-            snprintf(msg, sizeof(msg), "body is over the limit of %zu bytes", req->body.limit);
+        /* libmicrohttpd cannot answer in the middle of an upload, so an
+         * oversized body (chunked, or longer than its Content-Length said)
+         * is read and dropped, then answered 413; a sender that goes on far
+         * past the limit is disconnected */
+        if (req->too_large) {
+            req->discarded += *upload_data_size;
             *upload_data_size = 0;
-            return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+            return req->discarded > 16 * req->body.limit ? MHD_NO : MHD_YES;
+        }
+        if (medic_buf_append(&req->body, upload_data, *upload_data_size)) {
+            req->too_large = 1;
+            req->discarded = req->body.len + *upload_data_size;
+            medic_buf_release(&req->body);
         }
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req->too_large)
-        return MHD_YES;
+    if (req->too_large) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "body is over the limit of %zu bytes", req->body.limit);
+        return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+    }
     return dispatch(srv, conn, req, url);
 }
 
