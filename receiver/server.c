@@ -518,6 +518,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
+static void on_mhd_error(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Set-up, build and test for medic on Debian 12, as root.
+#
+#   scripts/dev.sh serve [ARGS]   install what is missing, build, run `medic serve`
+#   scripts/dev.sh test           install what is missing, build, run every test
+#   scripts/dev.sh deps           only install what is missing
+#   scripts/dev.sh build          only build (build/dev)
+#   scripts/dev.sh fuzz [SECONDS] build the libFuzzer targets with clang and fuzz
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
+  libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev)
+test_packages=(libcmocka-dev clang libclang-rt-14-dev python3 curl openssl
+  prometheus prometheus-alertmanager)
+
+say() { printf '==> %s\n' "$*"; }
+
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "dev.sh: installing packages needs root (run as root or with sudo)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() { # preset
+  say "building ($1)"
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$(nproc)"
+}
+
+run_ctest() { # preset
+  say "testing ($1)"
+  ctest --preset "$1" -j 2
+}
+
+fuzz() { # seconds
+  build fuzz
+  local corpus
+  corpus=$(mktemp -d)
+  cp tests/fuzz/corpus/webhook/* "$corpus/"
+  say "fuzzing the webhook parser for $1 s"
+  build/fuzz/tests/fuzz_webhook -max_total_time="$1" -max_len=65536 -print_final_stats=0 \
+    -close_fd_mask=3 "$corpus"
+  rm -rf "$corpus"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  deps)
+    install_missing "${build_packages[@]}" "${test_packages[@]}"
+    ;;
+  build)
+    install_missing "${build_packages[@]}"
+    build dev
+    ;;
+  serve)
+    install_missing "${build_packages[@]}"
+    build dev
+    say "starting medic serve (Ctrl-C stops it)"
+    exec build/dev/medic serve "$@"
+    ;;
+  test)
+    install_missing "${build_packages[@]}" "${test_packages[@]}"
+    status=0
+    build dev
+    run_ctest dev || status=1
+    fuzz "${MEDIC_FUZZ_SECONDS:-60}" || status=1
+    build asan
+    run_ctest asan || status=1
+    exit $status
+    ;;
+  fuzz)
+    install_missing "${build_packages[@]}" "${test_packages[@]}"
+    fuzz "${1:-300}"
+    ;;
+  *)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    [ "$cmd" = -h ] || [ "$cmd" = --help ] || exit 2
+    ;;
+esac
