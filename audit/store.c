@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
@@ -20,13 +21,25 @@ const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
 
 enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION };
 
+/* What the caller's thread computes before queueing a notification, so
+ * that the single writer thread does only database work: the dedupe key
+ * and every alert's labels and annotations as JSON, NUL-separated in one
+ * buffer (offsets[2i] labels, offsets[2i+1] annotations). */
+struct prepared_notification {
+    char dedupe_key[65];
+    struct medic_buf json;
+    size_t *offsets;
+};
+
 struct job {
     enum job_kind kind;
     const void *in;
+    const struct prepared_notification *prepared;
     void *out;
     int64_t id;
     int rc;
     int done;
+    pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
     struct medic_error err;
     struct job *next;
 };
@@ -53,12 +66,17 @@ struct audit_store {
     pthread_t writer;
     pthread_mutex_t lock;
     pthread_cond_t work;
-    pthread_cond_t done;
     struct job *head, *tail;
     size_t pending;
     int stopping;
     struct audit_stats stats; /* under lock */
-    struct medic_buf scratch; /* writer thread only */
+    /* checkpoints run on their own thread and connection, off the commit
+     * path, so that copying the WAL into the database never delays an
+     * answer to Alertmanager */
+    sqlite3 *checkpoint_db;
+    pthread_t checkpointer;
+    pthread_cond_t checkpoint_due;
+    int wal_pages;
 };
 
 void audit_options_default(struct audit_options *options)
@@ -161,14 +179,13 @@ static int labels_json(struct medic_buf *b, const struct medic_labels *l)
 static int write_notification(struct audit_store *s, struct job *job)
 {
     const struct audit_notification_in *in = job->in;
+    const struct prepared_notification *prep = job->prepared;
     struct audit_notification_result *out = job->out;
     const struct medic_notification *n = in->notification;
-    char key[65];
     int64_t first = 0;
-    medic_notification_dedupe_key(n, key);
 
     sqlite3_stmt *st = s->stmts[ST_FIND_FIRST];
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, prep->dedupe_key, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         first = sqlite3_column_int64(st, 0);
@@ -185,7 +202,7 @@ static int write_notification(struct audit_store *s, struct job *job)
     bind_text(st, 5, n->external_url);
     sqlite3_bind_int64(st, 6, n->truncated_alerts);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)n->alert_count);
-    sqlite3_bind_text(st, 8, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, prep->dedupe_key, -1, SQLITE_STATIC);
     bind_id(st, 9, first);
     bind_text(st, 10, in->remote_addr);
     sqlite3_bind_blob(st, 11, in->raw, (int)in->raw_len, SQLITE_STATIC);
@@ -201,12 +218,6 @@ static int write_notification(struct audit_store *s, struct job *job)
     st = s->stmts[ST_INSERT_ALERT];
     for (size_t i = 0; i < n->alert_count; i++) {
         const struct medic_alert *a = &n->alerts[i];
-        struct medic_buf *b = &s->scratch;
-        medic_buf_reset(b);
-        size_t labels_end;
-        if (labels_json(b, &a->labels) || (labels_end = b->len, medic_buf_append(b, "", 1)) ||
-            labels_json(b, &a->annotations))
-            return medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
         sqlite3_bind_int64(st, 1, id);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
         sqlite3_bind_int64(st, 3, in->received_at / MEDIC_NS_PER_MS);
@@ -217,12 +228,41 @@ static int write_notification(struct audit_store *s, struct job *job)
         bind_time_ms(st, 8, a->starts_at);
         bind_time_ms(st, 9, a->ends_at);
         bind_text(st, 10, a->generator_url);
-        sqlite3_bind_text(st, 11, b->data, (int)labels_end, SQLITE_STATIC);
-        sqlite3_bind_text(st, 12, b->data + labels_end + 1, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 11, prep->json.data + prep->offsets[2 * i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1], -1, SQLITE_STATIC);
         if ((rc = step_done(s, st, &job->err, "storing an alert")))
             return rc;
     }
     return 0;
+}
+
+static int prepare_notification(const struct medic_notification *n,
+                                 struct prepared_notification *p)
+{
+    medic_notification_dedupe_key(n, p->dedupe_key);
+    medic_buf_init(&p->json, 0);
+    p->offsets = calloc(2 * n->alert_count + 1, sizeof(*p->offsets));
+    if (!p->offsets)
+        return MEDIC_E_NOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
+        p->offsets[2 * i] = p->json.len;
+        rc = labels_json(&p->json, &n->alerts[i].labels);
+        if (rc == 0)
+            rc = medic_buf_append(&p->json, "", 1);
+        p->offsets[2 * i + 1] = p->json.len;
+        if (rc == 0)
+            rc = labels_json(&p->json, &n->alerts[i].annotations);
+        if (rc == 0)
+            rc = medic_buf_append(&p->json, "", 1);
+    }
+    return rc;
+}
+
+static void prepared_release(struct prepared_notification *p)
+{
+    medic_buf_release(&p->json);
+    free(p->offsets);
 }
 
 /* Fills the row's hash from its stored content and the previous hash. */
@@ -387,10 +427,55 @@ static void run_batch(struct audit_store *s, struct job *batch)
     double seconds = (double)(medic_time_monotonic() - start) / 1e9;
     pthread_mutex_lock(&s->lock);
     record_commit(s, seconds, ok, rc != 0);
-    for (struct job *j = batch; j; j = j->next)
+    for (struct job *j = batch; j; j = j->next) {
         j->done = 1;
-    pthread_cond_broadcast(&s->done);
+        pthread_cond_signal(&j->cond);
+    }
     pthread_mutex_unlock(&s->lock);
+}
+
+/* WAL pages after which a checkpoint is started (SQLite's default). */
+#define AUDIT_CHECKPOINT_PAGES 1000
+
+/* Called by SQLite on the writer thread after each commit. */
+static int on_wal_commit(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    (void)db;
+    (void)name;
+    struct audit_store *s = arg;
+    pthread_mutex_lock(&s->lock);
+    s->wal_pages = pages;
+    if (pages >= AUDIT_CHECKPOINT_PAGES)
+        pthread_cond_signal(&s->checkpoint_due);
+    pthread_mutex_unlock(&s->lock);
+    return SQLITE_OK;
+}
+
+static void *checkpointer_main(void *arg)
+{
+    struct audit_store *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        if (s->wal_pages < AUDIT_CHECKPOINT_PAGES) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&s->checkpoint_due, &s->lock, &until);
+        }
+        if (s->stopping || s->wal_pages == 0)
+            continue;
+        s->wal_pages = 0;
+        pthread_mutex_unlock(&s->lock);
+        int log_pages = 0, done_pages = 0;
+        int rc = sqlite3_wal_checkpoint_v2(s->checkpoint_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                           &log_pages, &done_pages);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            medic_log_warn("audit checkpoint failed", "error",
+                           sqlite3_errmsg(s->checkpoint_db), NULL);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
 }
 
 static void *writer_main(void *arg)
@@ -423,13 +508,16 @@ static void *writer_main(void *arg)
 
 static int submit(struct audit_store *s, struct job *job, struct medic_error *err)
 {
+    pthread_cond_init(&job->cond, NULL);
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
+        pthread_cond_destroy(&job->cond);
         return medic_error_set(err, MEDIC_E_CLOSED, "the audit log is closing");
     }
     if (s->pending >= s->options.max_pending) {
         pthread_mutex_unlock(&s->lock);
+        pthread_cond_destroy(&job->cond);
         return medic_error_set(err, MEDIC_E_BUSY, "the audit queue is full (%zu requests)",
                                s->options.max_pending);
     }
@@ -442,8 +530,9 @@ static int submit(struct audit_store *s, struct job *job, struct medic_error *er
     s->pending++;
     pthread_cond_signal(&s->work);
     while (!job->done)
-        pthread_cond_wait(&s->done, &s->lock);
+        pthread_cond_wait(&job->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    pthread_cond_destroy(&job->cond);
     if (job->rc && err) {
         *err = job->err;
         if (err->code == 0)
@@ -455,8 +544,15 @@ static int submit(struct audit_store *s, struct job *job, struct medic_error *er
 int audit_record_notification(struct audit_store *store, const struct audit_notification_in *in,
                               struct audit_notification_result *out, struct medic_error *err)
 {
-    struct job job = {.kind = JOB_NOTIFICATION, .in = in, .out = out};
-    return submit(store, &job, err);
+    struct prepared_notification prep;
+    if (prepare_notification(in->notification, &prep)) {
+        prepared_release(&prep);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    struct job job = {.kind = JOB_NOTIFICATION, .in = in, .prepared = &prep, .out = out};
+    int rc = submit(store, &job, err);
+    prepared_release(&prep);
+    return rc;
 }
 
 int audit_record_decision(struct audit_store *store, const struct audit_decision_in *in,
@@ -517,10 +613,9 @@ int audit_store_open(const char *path, const struct audit_options *options,
         s->options = *options;
     else
         audit_options_default(&s->options);
-    medic_buf_init(&s->scratch, 0);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
-    pthread_cond_init(&s->done, NULL);
+    pthread_cond_init(&s->checkpoint_due, NULL);
     int rc;
     if (sqlite3_open_v2(path, &s->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -538,17 +633,30 @@ int audit_store_open(const char *path, const struct audit_options *options,
         goto fail;
     if ((rc = audit_schema_migrate(s->db, err)) || (rc = prepare_all(s, err)))
         goto fail;
+    if (sqlite3_open_v2(path, &s->checkpoint_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
+                             s->checkpoint_db ? sqlite3_errmsg(s->checkpoint_db)
+                                              : "out of memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->checkpoint_db, s->options.busy_timeout_ms);
+    sqlite3_wal_autocheckpoint(s->db, 0);
+    sqlite3_wal_hook(s->db, on_wal_commit, s);
     if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
         goto fail;
+    }
+    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
+        MEDIC_BUG("cannot start the audit checkpoint thread");
     }
     *out = s;
     return 0;
 fail:
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(s->stmts[i]);
+    sqlite3_close(s->checkpoint_db);
     sqlite3_close(s->db);
-    medic_buf_release(&s->scratch);
     free(s);
     return rc;
 }
@@ -560,14 +668,16 @@ void audit_store_free(struct audit_store *store)
     pthread_mutex_lock(&store->lock);
     store->stopping = 1;
     pthread_cond_signal(&store->work);
+    pthread_cond_signal(&store->checkpoint_due);
     pthread_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
+    pthread_join(store->checkpointer, NULL);
+    sqlite3_close(store->checkpoint_db);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(store->stmts[i]);
     sqlite3_close(store->db);
-    medic_buf_release(&store->scratch);
     pthread_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);
-    pthread_cond_destroy(&store->done);
+    pthread_cond_destroy(&store->checkpoint_due);
     free(store);
 }

@@ -577,7 +577,7 @@ int receiver_server_start(const struct receiver_listen *listen,
         receiver_server_stop(srv, 0);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                          MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Throughput and latency of POST /webhook with the durable audit log (WAL,
+# fsync at every group commit), against nginx answering `return 200` to the
+# same requests in the same run.
+#
+#   bench/http-bench.sh [SECONDS] [CONNECTIONS]
+#
+# Needs: wrk, nginx (Debian packages wrk, nginx-light) and a built medic
+# (scripts/dev.sh build). Prints notifications/s, p50/p99 latency and the
+# ratio to nginx.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+duration=${1:-10}
+conns=${2:-32}
+medic=${MEDIC:-$top/build/dev/medic}
+payload=$top/tests/fixtures/alertmanager/am-webhook-multi-alert.json
+for tool in wrk nginx; do
+  command -v "$tool" >/dev/null || { echo "http-bench: install $tool (apt-get install wrk nginx-light)" >&2; exit 1; }
+done
+[ -x "$medic" ] || { echo "http-bench: build medic first (scripts/dev.sh build)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/medic-bench-XXXXXX)
+medic_port=19897
+nginx_port=19898
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  sleep 0.5
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+printf 'bench-token\n' >"$work/token"
+chmod 600 "$work/token"
+cat >"$work/medic.yaml" <<YAML
+listen: 127.0.0.1:$medic_port
+audit: { path: $work/medic.db }
+auth: { webhook_bearer_token_file: $work/token }
+log_level: warn
+YAML
+"$medic" serve --config "$work/medic.yaml" 2>"$work/medic.log" &
+pids+=($!)
+
+cat >"$work/nginx.conf" <<NGINX
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx-body;
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / { return 200 '{"status":"accepted","id":1,"duplicate":false}\n'; }
+  }
+}
+NGINX
+nginx -c "$work/nginx.conf" -p "$work"
+
+for port in $medic_port $nginx_port; do
+  for _ in $(seq 50); do
+    curl -fs -o /dev/null "http://127.0.0.1:$port/-/healthy" 2>/dev/null && break
+    curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && [ $port = $nginx_port ] && break
+    sleep 0.1
+  done
+done
+
+run() { # name port
+  wrk -t1 -c"$conns" -d"${duration}s" --latency -s "$top/bench/webhook-post.lua" \
+    "http://127.0.0.1:$2" -- "$payload" bench-token >"$work/$1.wrk"
+  local rps p50 p99
+  rps=$(awk '/^Requests\/sec/ {print $2}' "$work/$1.wrk")
+  p50=$(awk '$1 == "50%" {print $2}' "$work/$1.wrk")
+  p99=$(awk '$1 == "99%" {print $2}' "$work/$1.wrk")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/$1.wrk")
+  printf '%-6s %10.0f req/s   p50 %-8s p99 %-8s non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}"
+  echo "$rps" >"$work/$1.rps"
+}
+
+echo "POST /webhook, 3-alert payload, $conns connections, ${duration}s each, wrk -t1, $(nproc) cores"
+run medic $medic_port
+run nginx $nginx_port
+stored=$("$medic" audit notifications --db "$work/medic.db" --format csv --limit 1 | awk -F, 'NR==2 {print $1}')
+echo "medic committed $stored notifications ($(( stored * 3 )) alerts), every one before its 200"
+awk -v m="$(cat "$work/medic.rps")" -v n="$(cat "$work/nginx.rps")" \
+  'BEGIN { printf "ratio medic/nginx: %.2f\n", m / n }'
