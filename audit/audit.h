@@ -55,6 +55,19 @@ struct audit_notification_result {
 int audit_record_notification(struct audit_store *store, const struct audit_notification_in *in,
                               struct audit_notification_result *out, struct medic_error *err);
 
+/* Called on the writer thread once a request is durable (rc 0) or has
+ * failed (rc and err). It must not block. */
+typedef void (*audit_done_fn)(void *arg, int rc, const struct medic_error *err);
+
+/* The same as audit_record_notification without blocking: returns 0 when
+ * queued, and done(arg, ...) runs later; in and out must stay valid until
+ * then. Returns MEDIC_E_BUSY or MEDIC_E_CLOSED at once (done is not
+ * called) when the request cannot be queued. */
+int audit_record_notification_async(struct audit_store *store,
+                                    const struct audit_notification_in *in,
+                                    struct audit_notification_result *out, audit_done_fn done,
+                                    void *arg, struct medic_error *err);
+
 /* A decision of the policy engine; verdict is execute, dry_run,
  * suppressed or no_match. Strings may be NULL. */
 struct audit_decision_in {

@@ -16,6 +16,9 @@
 const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 
+/* WAL pages after which the writer checkpoints. */
+#define AUDIT_CHECKPOINT_PAGES 1000
+
 /* Most requests one transaction takes; more wait for the next one. */
 #define AUDIT_MAX_BATCH 512
 
@@ -27,6 +30,7 @@ enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION };
  * buffer (offsets[2i] labels, offsets[2i+1] annotations). */
 struct prepared_notification {
     char dedupe_key[65];
+    int64_t dedupe_prefix;
     struct medic_buf json;
     size_t *offsets;
 };
@@ -42,6 +46,11 @@ struct job {
     pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
     struct medic_error err;
     struct job *next;
+    /* asynchronous jobs: called on the writer thread when durable, then the
+     * job (heap, owned by the store) is freed */
+    audit_done_fn done_fn;
+    void *done_arg;
+    struct prepared_notification owned_prep;
 };
 
 enum stmt_id {
@@ -70,13 +79,6 @@ struct audit_store {
     size_t pending;
     int stopping;
     struct audit_stats stats; /* under lock */
-    /* checkpoints run on their own thread and connection, off the commit
-     * path, so that copying the WAL into the database never delays an
-     * answer to Alertmanager */
-    sqlite3 *checkpoint_db;
-    pthread_t checkpointer;
-    pthread_cond_t checkpoint_due;
-    int wal_pages;
 };
 
 void audit_options_default(struct audit_options *options)
@@ -87,11 +89,13 @@ void audit_options_default(struct audit_options *options)
 }
 
 static const char *const stmt_sql[ST_COUNT] = {
-    [ST_FIND_FIRST] = "SELECT id FROM notifications WHERE dedupe_key = ?1 AND duplicate_of IS NULL",
+    [ST_FIND_FIRST] = "SELECT id FROM notifications WHERE dedupe_prefix = ?2 AND duplicate_of IS NULL"
+                      " AND dedupe_key = ?1",
     [ST_INSERT_NOTIFICATION] =
         "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
-        " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
+        " dedupe_prefix)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_INSERT_ALERT] =
         "INSERT INTO alerts (notification_id, position, received_at, fingerprint, status,"
         " alertname, node, starts_at, ends_at, generator_url, labels, annotations)"
@@ -186,6 +190,7 @@ static int write_notification(struct audit_store *s, struct job *job)
 
     sqlite3_stmt *st = s->stmts[ST_FIND_FIRST];
     sqlite3_bind_text(st, 1, prep->dedupe_key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, prep->dedupe_prefix);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         first = sqlite3_column_int64(st, 0);
@@ -206,6 +211,7 @@ static int write_notification(struct audit_store *s, struct job *job)
     bind_id(st, 9, first);
     bind_text(st, 10, in->remote_addr);
     sqlite3_bind_blob(st, 11, in->raw, (int)in->raw_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 12, prep->dedupe_prefix);
     if ((rc = step_done(s, st, &job->err, "storing the notification")))
         return rc;
     int64_t id = sqlite3_last_insert_rowid(s->db);
@@ -236,10 +242,20 @@ static int write_notification(struct audit_store *s, struct job *job)
     return 0;
 }
 
+/* The first 64 bits of a lowercase hex digest, as an SQLite integer. */
+static int64_t hex_prefix64(const char *hex)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++)
+        v = v << 4 | (uint64_t)(hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
+    return (int64_t)v;
+}
+
 static int prepare_notification(const struct medic_notification *n,
                                  struct prepared_notification *p)
 {
     medic_notification_dedupe_key(n, p->dedupe_key);
+    p->dedupe_prefix = hex_prefix64(p->dedupe_key);
     medic_buf_init(&p->json, 0);
     p->offsets = calloc(2 * n->alert_count + 1, sizeof(*p->offsets));
     if (!p->offsets)
@@ -425,62 +441,34 @@ static void run_batch(struct audit_store *s, struct job *batch)
     if (rc)
         medic_log_error("audit commit failed", "error", err.msg, NULL);
     double seconds = (double)(medic_time_monotonic() - start) / 1e9;
+    struct job *async = NULL;
     pthread_mutex_lock(&s->lock);
     record_commit(s, seconds, ok, rc != 0);
-    for (struct job *j = batch; j; j = j->next) {
-        j->done = 1;
-        pthread_cond_signal(&j->cond);
-    }
-    pthread_mutex_unlock(&s->lock);
-}
-
-/* WAL pages after which a checkpoint is started (SQLite's default). */
-#define AUDIT_CHECKPOINT_PAGES 1000
-
-/* Called by SQLite on the writer thread after each commit. */
-static int on_wal_commit(void *arg, sqlite3 *db, const char *name, int pages)
-{
-    (void)db;
-    (void)name;
-    struct audit_store *s = arg;
-    pthread_mutex_lock(&s->lock);
-    s->wal_pages = pages;
-    if (pages >= AUDIT_CHECKPOINT_PAGES)
-        pthread_cond_signal(&s->checkpoint_due);
-    pthread_mutex_unlock(&s->lock);
-    return SQLITE_OK;
-}
-
-static void *checkpointer_main(void *arg)
-{
-    struct audit_store *s = arg;
-    pthread_mutex_lock(&s->lock);
-    while (!s->stopping) {
-        if (s->wal_pages < AUDIT_CHECKPOINT_PAGES) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
-            pthread_cond_timedwait(&s->checkpoint_due, &s->lock, &until);
+    for (struct job *j = batch, *next; j; j = next) {
+        next = j->next; /* a woken synchronous caller frees its job */
+        if (j->done_fn) {
+            j->next = async;
+            async = j;
+        } else {
+            j->done = 1;
+            pthread_cond_signal(&j->cond);
         }
-        if (s->stopping || s->wal_pages == 0)
-            continue;
-        s->wal_pages = 0;
-        pthread_mutex_unlock(&s->lock);
-        int log_pages = 0, done_pages = 0;
-        int rc = sqlite3_wal_checkpoint_v2(s->checkpoint_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-                                           &log_pages, &done_pages);
-        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-            medic_log_warn("audit checkpoint failed", "error",
-                           sqlite3_errmsg(s->checkpoint_db), NULL);
-        pthread_mutex_lock(&s->lock);
     }
     pthread_mutex_unlock(&s->lock);
-    return NULL;
+    for (struct job *j = async, *next; j; j = next) {
+        next = j->next;
+        if (j->rc && j->err.code == 0)
+            j->err.code = j->rc;
+        j->done_fn(j->done_arg, j->rc, &j->err);
+        prepared_release(&j->owned_prep);
+        free(j);
+    }
 }
 
 static void *writer_main(void *arg)
 {
     struct audit_store *s = arg;
+    pthread_setname_np(pthread_self(), "medic-audit");
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (!s->head && !s->stopping)
@@ -506,21 +494,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static int submit(struct audit_store *s, struct job *job, struct medic_error *err)
+/* Queues job under the lock; refuses when closing or full. */
+static int enqueue_locked(struct audit_store *s, struct job *job, struct medic_error *err)
 {
-    pthread_cond_init(&job->cond, NULL);
-    pthread_mutex_lock(&s->lock);
-    if (s->stopping) {
-        pthread_mutex_unlock(&s->lock);
-        pthread_cond_destroy(&job->cond);
+    if (s->stopping)
         return medic_error_set(err, MEDIC_E_CLOSED, "the audit log is closing");
-    }
-    if (s->pending >= s->options.max_pending) {
-        pthread_mutex_unlock(&s->lock);
-        pthread_cond_destroy(&job->cond);
+    if (s->pending >= s->options.max_pending)
         return medic_error_set(err, MEDIC_E_BUSY, "the audit queue is full (%zu requests)",
                                s->options.max_pending);
-    }
     job->next = NULL;
     if (s->tail)
         s->tail->next = job;
@@ -529,6 +510,19 @@ static int submit(struct audit_store *s, struct job *job, struct medic_error *er
     s->tail = job;
     s->pending++;
     pthread_cond_signal(&s->work);
+    return 0;
+}
+
+static int submit(struct audit_store *s, struct job *job, struct medic_error *err)
+{
+    pthread_cond_init(&job->cond, NULL);
+    pthread_mutex_lock(&s->lock);
+    int rc = enqueue_locked(s, job, err);
+    if (rc) {
+        pthread_mutex_unlock(&s->lock);
+        pthread_cond_destroy(&job->cond);
+        return rc;
+    }
     while (!job->done)
         pthread_cond_wait(&job->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
@@ -552,6 +546,35 @@ int audit_record_notification(struct audit_store *store, const struct audit_noti
     struct job job = {.kind = JOB_NOTIFICATION, .in = in, .prepared = &prep, .out = out};
     int rc = submit(store, &job, err);
     prepared_release(&prep);
+    return rc;
+}
+
+int audit_record_notification_async(struct audit_store *store,
+                                    const struct audit_notification_in *in,
+                                    struct audit_notification_result *out, audit_done_fn done,
+                                    void *arg, struct medic_error *err)
+{
+    struct job *job = calloc(1, sizeof(*job));
+    if (!job)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (prepare_notification(in->notification, &job->owned_prep)) {
+        prepared_release(&job->owned_prep);
+        free(job);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    job->kind = JOB_NOTIFICATION;
+    job->in = in;
+    job->prepared = &job->owned_prep;
+    job->out = out;
+    job->done_fn = done;
+    job->done_arg = arg;
+    pthread_mutex_lock(&store->lock);
+    int rc = enqueue_locked(store, job, err);
+    pthread_mutex_unlock(&store->lock);
+    if (rc) {
+        prepared_release(&job->owned_prep);
+        free(job);
+    }
     return rc;
 }
 
@@ -615,7 +638,6 @@ int audit_store_open(const char *path, const struct audit_options *options,
         audit_options_default(&s->options);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
-    pthread_cond_init(&s->checkpoint_due, NULL);
     int rc;
     if (sqlite3_open_v2(path, &s->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -633,29 +655,19 @@ int audit_store_open(const char *path, const struct audit_options *options,
         goto fail;
     if ((rc = audit_schema_migrate(s->db, err)) || (rc = prepare_all(s, err)))
         goto fail;
-    if (sqlite3_open_v2(path, &s->checkpoint_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rc = medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                             s->checkpoint_db ? sqlite3_errmsg(s->checkpoint_db)
-                                              : "out of memory");
-        goto fail;
-    }
-    sqlite3_busy_timeout(s->checkpoint_db, s->options.busy_timeout_ms);
-    sqlite3_wal_autocheckpoint(s->db, 0);
-    sqlite3_wal_hook(s->db, on_wal_commit, s);
+    /* the writer checkpoints after its own commits (SQLite's default of
+     * 1000 pages): the WAL then restarts from its beginning and stays small,
+     * where a checkpoint racing the writer from another thread lets it grow */
+    sqlite3_wal_autocheckpoint(s->db, AUDIT_CHECKPOINT_PAGES);
     if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
         goto fail;
-    }
-    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
-        MEDIC_BUG("cannot start the audit checkpoint thread");
     }
     *out = s;
     return 0;
 fail:
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(s->stmts[i]);
-    sqlite3_close(s->checkpoint_db);
     sqlite3_close(s->db);
     free(s);
     return rc;
@@ -668,16 +680,12 @@ void audit_store_free(struct audit_store *store)
     pthread_mutex_lock(&store->lock);
     store->stopping = 1;
     pthread_cond_signal(&store->work);
-    pthread_cond_signal(&store->checkpoint_due);
     pthread_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
-    pthread_join(store->checkpointer, NULL);
-    sqlite3_close(store->checkpoint_db);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(store->stmts[i]);
     sqlite3_close(store->db);
     pthread_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);
-    pthread_cond_destroy(&store->checkpoint_due);
     free(store);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: medic serve [--config FILE] [--listen ADDR:PORT] [--db PATH]\n"
@@ -46,41 +47,74 @@ struct serve_state {
     atomic_llong last_reload_time;
 };
 
+/* One notification on its way to the audit log: the node names are kept
+ * until the writer is done with them. */
+struct pending_record {
+    char (*nodes)[256];
+    const char **node_ptrs;
+    struct audit_notification_in in;
+    struct audit_notification_result res;
+    struct receiver_record_result *out;
+    receiver_record_done done;
+    void *request;
+};
+
+static void pending_free(struct pending_record *p)
+{
+    free(p->nodes);
+    free(p->node_ptrs);
+    free(p);
+}
+
+static void on_audit_done(void *arg, int rc, const struct medic_error *err)
+{
+    struct pending_record *p = arg;
+    if (rc == 0) {
+        p->out->id = p->res.id;
+        p->out->duplicate = p->res.duplicate;
+        p->out->duplicate_of = p->res.duplicate_of;
+    }
+    receiver_record_done done = p->done;
+    void *request = p->request;
+    pending_free(p);
+    done(request, rc, err);
+}
+
 static int hook_record(void *ctx, const struct medic_notification *n, const char *raw,
                        size_t raw_len, const char *remote, struct receiver_record_result *out,
-                       struct medic_error *err)
+                       receiver_record_done done, void *request, struct medic_error *err)
 {
     struct serve_state *st = ctx;
-    char(*nodes)[256] = calloc(n->alert_count, sizeof(*nodes));
-    const char **node_ptrs = calloc(n->alert_count, sizeof(*node_ptrs));
-    if (!nodes || !node_ptrs) {
-        free(nodes);
-        free(node_ptrs);
-        return medic_error_set(err, MEDIC_E_BUSY, "out of memory");
+    struct pending_record *p = calloc(1, sizeof(*p));
+    if (p) {
+        p->nodes = calloc(n->alert_count, sizeof(*p->nodes));
+        p->node_ptrs = calloc(n->alert_count, sizeof(*p->node_ptrs));
+    }
+    if (!p || !p->nodes || !p->node_ptrs) {
+        if (p)
+            pending_free(p);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     pthread_mutex_lock(&st->lock);
     for (size_t i = 0; i < n->alert_count; i++)
         if (medic_alert_node(&n->alerts[i].labels, (const char *const *)st->config.node_labels,
-                             st->config.node_label_count, nodes[i], sizeof(nodes[i])) == 0)
-            node_ptrs[i] = nodes[i];
+                             st->config.node_label_count, p->nodes[i], sizeof(p->nodes[i])) == 0)
+            p->node_ptrs[i] = p->nodes[i];
     pthread_mutex_unlock(&st->lock);
-    struct audit_notification_in in = {
+    p->in = (struct audit_notification_in){
         .notification = n,
         .raw = raw,
         .raw_len = raw_len,
         .received_at = medic_time_now(),
         .remote_addr = remote && *remote ? remote : NULL,
-        .alert_nodes = node_ptrs,
+        .alert_nodes = p->node_ptrs,
     };
-    struct audit_notification_result res;
-    int rc = audit_record_notification(st->store, &in, &res, err);
-    if (rc == 0) {
-        out->id = res.id;
-        out->duplicate = res.duplicate;
-        out->duplicate_of = res.duplicate_of;
-    }
-    free(nodes);
-    free(node_ptrs);
+    p->out = out;
+    p->done = done;
+    p->request = request;
+    int rc = audit_record_notification_async(st->store, &p->in, &p->res, on_audit_done, p, err);
+    if (rc)
+        pending_free(p);
     return rc;
 }
 
@@ -362,6 +396,7 @@ int medic_cmd_serve(int argc, char **argv)
     struct receiver_listen listen = {
         .address = st.config.listen,
         .max_connections = st.config.max_connections,
+        .threads = (unsigned int)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 1),
         .tls_cert_pem = st.config.tls_cert_pem,
         .tls_key_pem = st.config.tls_key_pem,
     };

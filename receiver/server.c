@@ -52,10 +52,20 @@ struct receiver_server {
     atomic_ullong alerts_resolved;
 };
 
+enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
+
 /* Per-request state kept between libmicrohttpd's calls. */
 struct request {
     enum handler handler;
+    struct MHD_Connection *conn;
     struct medic_buf body;
+    /* a webhook request between parse and commit */
+    atomic_int state;
+    struct medic_notification notification;
+    struct receiver_record_result result;
+    int record_rc;
+    struct medic_error record_err;
+    char remote[INET6_ADDRSTRLEN + 8];
     int too_large;
     size_t discarded;
     int counted;
@@ -259,63 +269,86 @@ static void remote_address(struct MHD_Connection *conn, char *out, size_t size)
         snprintf(out, size, "%s:%s", host, port);
 }
 
+/* The audit writer's answer: keep it and let libmicrohttpd call us again. */
+static void on_recorded(void *request, int rc, const struct medic_error *err)
+{
+    struct request *req = request;
+    req->record_rc = rc;
+    if (rc && err)
+        req->record_err = *err;
+    atomic_store(&req->state, WEBHOOK_DONE);
+    MHD_resume_connection(req->conn);
+}
+
+static enum MHD_Result answer_recorded(struct receiver_server *srv, struct MHD_Connection *conn,
+                                       struct request *req)
+{
+    const struct medic_notification *n = &req->notification;
+    const struct receiver_record_result *res = &req->result;
+    int rc = req->record_rc;
+    if (rc == MEDIC_E_INVALID)
+        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, req->record_err.msg, NULL,
+                             NULL);
+    if (rc) {
+        /* Alertmanager retries 5xx, so a notification that could not be
+         * committed is not lost */
+        medic_log_error("cannot commit notification", "remote", req->remote, "error",
+                        req->record_err.msg, NULL);
+        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, req->record_err.msg,
+                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    }
+    char body[160];
+    if (res->duplicate) {
+        snprintf(body, sizeof(body),
+                 "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":true,\"duplicate_of\":%lld}\n",
+                 (long long)res->id, (long long)res->duplicate_of);
+        atomic_fetch_add(&srv->notifications_duplicate, 1);
+    } else {
+        snprintf(body, sizeof(body), "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":false}\n",
+                 (long long)res->id);
+        atomic_fetch_add(&srv->notifications_accepted, 1);
+        for (size_t i = 0; i < n->alert_count; i++)
+            atomic_fetch_add(n->alerts[i].status == MEDIC_STATUS_FIRING ? &srv->alerts_firing
+                                                                        : &srv->alerts_resolved,
+                             1);
+    }
+    char id[24], count[24];
+    snprintf(id, sizeof(id), "%lld", (long long)res->id);
+    snprintf(count, sizeof(count), "%zu", n->alert_count);
+    medic_log_debug("notification committed", "id", id, "alerts", count, "duplicate",
+                    res->duplicate ? "true" : "false", "group_key", n->group_key, NULL);
+    return respond_json(srv, conn, req, MHD_HTTP_OK, body);
+}
+
 static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Connection *conn,
                                       struct request *req)
 {
+    if (atomic_load(&req->state) == WEBHOOK_DONE)
+        return answer_recorded(srv, conn, req);
+    if (atomic_load(&req->state) == WEBHOOK_WAITING)
+        return MHD_YES; /* not resumed yet */
+
     struct receiver_limits limits;
     pthread_rwlock_rdlock(&srv->settings_lock);
     limits = srv->settings->s.limits;
     pthread_rwlock_unlock(&srv->settings_lock);
 
-    struct medic_notification n;
     struct medic_error err = {0};
-    medic_notification_init(&n);
+    remote_address(conn, req->remote, sizeof(req->remote));
     int rc = receiver_payload_parse(req->body.data ? req->body.data : "", req->body.len, &limits,
-                                    &n, &err);
-    char remote[INET6_ADDRSTRLEN + 8];
-    remote_address(conn, remote, sizeof(remote));
-    enum MHD_Result r;
+                                    &req->notification, &err);
     if (rc) {
-        medic_log_warn("rejected notification", "remote", remote, "error", err.msg, NULL);
-        r = respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
-        medic_notification_release(&n);
-        return r;
+        medic_log_warn("rejected notification", "remote", req->remote, "error", err.msg, NULL);
+        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
     }
-    struct receiver_record_result res = {0};
-    rc = srv->hooks.record(srv->hooks.ctx, &n, req->body.data, req->body.len, remote, &res, &err);
-    if (rc == MEDIC_E_INVALID) {
-        r = respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
-    } else if (rc) {
-        /* Alertmanager retries 5xx, so a notification that could not be
-         * committed is not lost */
-        medic_log_error("cannot commit notification", "remote", remote, "error", err.msg, NULL);
-        r = respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg,
-                          MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    } else {
-        char body[160];
-        if (res.duplicate) {
-            snprintf(body, sizeof(body),
-                     "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":true,\"duplicate_of\":%lld}\n",
-                     (long long)res.id, (long long)res.duplicate_of);
-            atomic_fetch_add(&srv->notifications_duplicate, 1);
-        } else {
-            snprintf(body, sizeof(body), "{\"status\":\"accepted\",\"id\":%lld,\"duplicate\":false}\n",
-                     (long long)res.id);
-            atomic_fetch_add(&srv->notifications_accepted, 1);
-            for (size_t i = 0; i < n.alert_count; i++)
-                atomic_fetch_add(n.alerts[i].status == MEDIC_STATUS_FIRING ? &srv->alerts_firing
-                                                                           : &srv->alerts_resolved,
-                                 1);
-        }
-        char id[24], count[24];
-        snprintf(id, sizeof(id), "%lld", (long long)res.id);
-        snprintf(count, sizeof(count), "%zu", n.alert_count);
-        medic_log_debug("notification committed", "id", id, "alerts", count, "duplicate",
-                        res.duplicate ? "true" : "false", "group_key", n.group_key, NULL);
-        r = respond_json(srv, conn, req, MHD_HTTP_OK, body);
-    }
-    medic_notification_release(&n);
-    return r;
+    /* suspend first: the writer may finish before record() returns */
+    atomic_store(&req->state, WEBHOOK_WAITING);
+    MHD_suspend_connection(conn);
+    rc = srv->hooks.record(srv->hooks.ctx, &req->notification, req->body.data, req->body.len,
+                           req->remote, &req->result, on_recorded, req, &err);
+    if (rc)
+        on_recorded(req, rc, &err);
+    return MHD_YES;
 }
 
 static void render_metrics(struct receiver_server *srv, struct medic_buf *b)
@@ -470,6 +503,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         req->handler = route(url);
+        req->conn = conn;
+        medic_notification_init(&req->notification);
         pthread_rwlock_rdlock(&srv->settings_lock);
         medic_buf_init(&req->body, srv->settings->s.limits.max_body_bytes);
         pthread_rwlock_unlock(&srv->settings_lock);
@@ -513,6 +548,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     medic_buf_release(&req->body);
+    medic_notification_release(&req->notification);
     free(req);
     *con_cls = NULL;
     atomic_fetch_sub(&srv->in_flight, 1);
@@ -577,8 +613,8 @@ int receiver_server_start(const struct receiver_listen *listen,
         receiver_server_stop(srv, 0);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                         MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     int tls = listen->tls_cert_pem && listen->tls_key_pem;
@@ -590,6 +626,7 @@ int receiver_server_start(const struct receiver_listen *listen,
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_error, NULL},
         {MHD_OPTION_SOCK_ADDR, 0, &ss},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)listen->max_connections, NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)listen->threads, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},

@@ -1,5 +1,6 @@
-/* The HTTP front of `medic serve` (libmicrohttpd, one thread per
- * connection, so a request waiting for its commit blocks nobody else).
+/* The HTTP front of `medic serve` (libmicrohttpd, epoll, a thread per
+ * core). A webhook request waiting for its commit is suspended, so it holds
+ * no thread; the audit writer resumes it when its rows are durable.
  * The server knows nothing of the audit log: the wiring layer passes hooks
  * that commit notifications, answer queries and reload the config. */
 #ifndef MEDIC_RECEIVER_SERVER_H
@@ -25,13 +26,20 @@ struct receiver_query {
     const char *node, *alertname, *policy, *verdict, *status, *since, *until, *limit;
 };
 
+/* Tells the server that a notification handed to record() is durable
+ * (rc 0) or failed; may be called from any thread. */
+typedef void (*receiver_record_done)(void *request, int rc, const struct medic_error *err);
+
 struct receiver_hooks {
     void *ctx;
-    /* Commits a parsed notification before the answer goes out; may block.
-     * Returns 0, or MEDIC_E_BUSY / MEDIC_E_STORE / MEDIC_E_CLOSED (503). */
+    /* Starts committing a parsed notification and returns at once: 0 when
+     * it was queued (then done(request, ...) is called exactly once, from
+     * any thread, and n, raw and out stay valid until then), or
+     * MEDIC_E_BUSY / MEDIC_E_CLOSED / another error (503) when it was not
+     * (done is not called). The answer goes out only after done. */
     int (*record)(void *ctx, const struct medic_notification *n, const char *raw, size_t raw_len,
                   const char *remote_addr, struct receiver_record_result *out,
-                  struct medic_error *err);
+                  receiver_record_done done, void *request, struct medic_error *err);
     /* Appends the wiring layer's metrics to the exposition. */
     void (*metrics)(void *ctx, struct medic_buf *out);
     /* Reloads the configuration; 0 or an error with a message. */
@@ -53,6 +61,7 @@ struct receiver_settings {
 struct receiver_listen {
     const char *address; /* host:port; an IPv6 host in brackets */
     size_t max_connections;
+    unsigned int threads;     /* polling threads; at least 1 */
     const char *tls_cert_pem; /* both NULL for plain HTTP */
     const char *tls_key_pem;
 };
