@@ -135,21 +135,36 @@ def test_ha_pair_sends_one_notification_and_one_duplicate(suite):
     suite.on_exit(am2.stop)
     wait_until("gossip settled", lambda: am1.cluster_ready() and am2.cluster_ready(),
                timeout=40)
-    # Prometheus sends startsAt itself, so both replicas see the same alert
-    a = [alert("GPUXidError", "gpu-node-04", "5", now_rfc3339(-3))]
-    am1.push(a)
-    am2.push(a)
-    notes = wait_until("both replicas' notifications",
-                       lambda: len(medic.audit("notifications")) >= 2 and
-                       medic.audit("notifications"), timeout=30)
-    time.sleep(3)  # nothing more should come (repeat_interval is 1h)
-    notes = medic.audit("notifications")
-    firsts = [n for n in notes if not n["duplicate_of"]]
-    dups = [n for n in notes if n["duplicate_of"]]
-    assert len(firsts) == 1 and len(dups) == 1, notes
-    assert dups[0]["duplicate_of"] == firsts[0]["id"]
-    assert len(medic.audit("alerts")) == 1
+    # Whether the second replica sends too is a race between its 10 ms peer
+    # timeout and the first replica's gossiped notification log (which is
+    # written only after medic's durable 200): try up to five groups until
+    # one is sent twice. Every group must be stored once whatever happens.
+    for attempt in range(5):
+        node = f"gpu-node-{10 + attempt}"
+        # Prometheus sends startsAt itself, so both replicas see the same alert
+        a = [alert("GPUXidError", node, "5", now_rfc3339(-3))]
+        am1.push(a)
+        am2.push(a)
+        wait_until(f"the notification for {node}",
+                   lambda: alerts_of_node(medic, node), timeout=30)
+        time.sleep(3)  # the other replica's copy, if any, comes within this
+        notes = [n for n in medic.audit("notifications") if node in n["group_key"]]
+        firsts = [n for n in notes if not n["duplicate_of"]]
+        dups = [n for n in notes if n["duplicate_of"]]
+        assert len(firsts) == 1, notes
+        assert all(d["duplicate_of"] == firsts[0]["id"] for d in dups), notes
+        assert len(alerts_of_node(medic, node)) == 1
+        print(f"  attempt {attempt + 1}: {len(notes)} notification(s) for {node}")
+        if dups:
+            assert len(dups) == 1, notes
+            break
+    else:
+        raise AssertionError("the HA pair never sent a group twice in five attempts")
     assert medic.metric("medic_duplicates_total") == 1
+
+
+def alerts_of_node(medic, node):
+    return medic.audit("alerts", "--node", node)
 
 
 if __name__ == "__main__":
