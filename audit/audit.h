@@ -18,9 +18,9 @@
 struct audit_store;
 
 struct audit_options {
-    size_t max_pending;     /* queued write requests before MEDIC_E_BUSY; default 4096 */
-    int busy_timeout_ms;    /* wait for a lock held by another process; default 5000 */
-    int synchronous_full;   /* 1 (default): fsync the WAL at every commit */
+    size_t max_pending;   /* queued write requests before MEDIC_E_BUSY; default 4096 */
+    int busy_timeout_ms;  /* wait for a lock held by another process; default 5000 */
+    int synchronous_full; /* 1 (default): fsync the WAL at every commit */
 };
 
 void audit_options_default(struct audit_options *options);
@@ -37,8 +37,8 @@ struct audit_notification_in {
     const struct medic_notification *notification;
     const char *raw; /* the body exactly as received */
     size_t raw_len;
-    int64_t received_at;          /* ns */
-    const char *remote_addr;      /* may be NULL */
+    int64_t received_at;            /* ns */
+    const char *remote_addr;        /* may be NULL */
     const char *const *alert_nodes; /* alert_count entries, NULL where unknown */
 };
 
@@ -81,7 +81,7 @@ struct audit_decision_in {
     int step; /* -1 when none */
     const char *action;
     const char *params_json;
-    double risk;              /* NAN when unknown */
+    double risk; /* NAN when unknown */
     const char *model_hash;
     const char *verdict;
     const char *reason;

@@ -161,8 +161,8 @@ static const struct query_spec specs[] = {
                              "(SELECT a.alertname FROM alerts a WHERE a.notification_id = "
                              "COALESCE(n.duplicate_of, n.id) AND a.alertname = ?)",
                              NULL, NULL, "n.status"},
-    [AUDIT_ALERTS] = {COLS(alert_cols), "alerts a", "a.received_at", "a.node", "a.alertname",
-                      NULL, NULL, "a.status"},
+    [AUDIT_ALERTS] = {COLS(alert_cols), "alerts a", "a.received_at", "a.node", "a.alertname", NULL,
+                      NULL, "a.status"},
     [AUDIT_DECISIONS] = {COLS(decision_cols), "decisions d", "d.created_at", "d.node",
                          "d.alertname", "d.policy", "d.verdict", NULL},
     [AUDIT_ACTIONS] = {COLS(action_cols), "actions x JOIN decisions d ON d.id = x.decision_id",
@@ -171,8 +171,8 @@ static const struct query_spec specs[] = {
 };
 
 static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
-                         const char *flag, enum audit_kind kind, const char **binds,
-                         int *nbinds, struct medic_error *err)
+                         const char *flag, enum audit_kind kind, const char **binds, int *nbinds,
+                         struct medic_error *err)
 {
     static const char *const kind_names[] = {"notifications", "alerts", "decisions", "actions"};
     if (!value)
@@ -288,8 +288,7 @@ out:
 }
 
 static int verify_table(struct audit_reader *r, const char *table, const char *columns,
-                        int64_t *checked, struct audit_verify_result *out,
-                        struct medic_error *err)
+                        int64_t *checked, struct audit_verify_result *out, struct medic_error *err)
 {
     char sql[512];
     snprintf(sql, sizeof(sql), "SELECT %s, hash FROM %s ORDER BY id", columns, table);
@@ -350,8 +349,8 @@ static int verify_table(struct audit_reader *r, const char *table, const char *c
     }
     int rc = 0;
     if (out->ok && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table,
-                             sqlite3_errmsg(r->db));
+        rc =
+            medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table, sqlite3_errmsg(r->db));
     sqlite3_finalize(st);
     sqlite3_finalize(one);
     return rc;

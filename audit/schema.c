@@ -10,7 +10,7 @@ static const char *const migrations[] = {
     /* 1: notifications, alerts, decisions, actions */
     "CREATE TABLE notifications ("
     "  id INTEGER PRIMARY KEY,"
-    "  received_at INTEGER NOT NULL,"          /* unix ms */
+    "  received_at INTEGER NOT NULL," /* unix ms */
     "  group_key TEXT NOT NULL,"
     "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
     "  receiver TEXT,"
@@ -18,7 +18,7 @@ static const char *const migrations[] = {
     "  truncated_alerts INTEGER NOT NULL DEFAULT 0,"
     "  alert_count INTEGER NOT NULL,"
     "  dedupe_key TEXT NOT NULL,"
-    "  dedupe_prefix INTEGER NOT NULL,"         /* first 64 bits of dedupe_key */
+    "  dedupe_prefix INTEGER NOT NULL," /* first 64 bits of dedupe_key */
     "  duplicate_of INTEGER REFERENCES notifications(id),"
     "  remote_addr TEXT,"
     "  payload BLOB NOT NULL"
@@ -37,10 +37,10 @@ static const char *const migrations[] = {
     "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
     "  alertname TEXT,"
     "  node TEXT,"
-    "  starts_at INTEGER,"                     /* unix ms, NULL = unset */
+    "  starts_at INTEGER," /* unix ms, NULL = unset */
     "  ends_at INTEGER,"
     "  generator_url TEXT,"
-    "  labels TEXT NOT NULL,"                  /* JSON object */
+    "  labels TEXT NOT NULL," /* JSON object */
     "  annotations TEXT NOT NULL"
     ");"
     "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
@@ -58,8 +58,8 @@ static const char *const migrations[] = {
     "  policy TEXT,"
     "  step INTEGER,"
     "  action TEXT,"
-    "  params TEXT,"                           /* JSON object */
-    "  risk REAL,"                             /* NULL = unknown */
+    "  params TEXT," /* JSON object */
+    "  risk REAL,"   /* NULL = unknown */
     "  model_hash TEXT,"
     "  verdict TEXT NOT NULL CHECK (verdict IN ('execute','dry_run','suppressed','no_match')),"
     "  reason TEXT,"
@@ -155,8 +155,8 @@ int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             char why[400];
             snprintf(why, sizeof(why), "%.399s", err ? err->msg : "");
-            return medic_error_set(err, MEDIC_E_STORE, "migration to schema version %d: %s",
-                                   v + 1, why);
+            return medic_error_set(err, MEDIC_E_STORE, "migration to schema version %d: %s", v + 1,
+                                   why);
         }
     }
     return 0;

@@ -89,8 +89,9 @@ void audit_options_default(struct audit_options *options)
 }
 
 static const char *const stmt_sql[ST_COUNT] = {
-    [ST_FIND_FIRST] = "SELECT id FROM notifications WHERE dedupe_prefix = ?2 AND duplicate_of IS NULL"
-                      " AND dedupe_key = ?1",
+    [ST_FIND_FIRST] =
+        "SELECT id FROM notifications WHERE dedupe_prefix = ?2 AND duplicate_of IS NULL"
+        " AND dedupe_key = ?1",
     [ST_INSERT_NOTIFICATION] =
         "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
         " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
@@ -251,8 +252,7 @@ static int64_t hex_prefix64(const char *hex)
     return (int64_t)v;
 }
 
-static int prepare_notification(const struct medic_notification *n,
-                                 struct prepared_notification *p)
+static int prepare_notification(const struct medic_notification *n, struct prepared_notification *p)
 {
     medic_notification_dedupe_key(n, p->dedupe_key);
     p->dedupe_prefix = hex_prefix64(p->dedupe_key);
@@ -422,7 +422,8 @@ static void run_batch(struct audit_store *s, struct job *batch)
         }
         j->rc = run_job(s, j);
         if (j->rc) {
-            if (j->rc == MEDIC_E_STORE && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
+            if (j->rc == MEDIC_E_STORE &&
+                sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
                 j->err.code = MEDIC_E_INVALID;
             sqlite3_exec(s->db, "ROLLBACK TO request; RELEASE request", NULL, NULL, NULL);
         } else {

@@ -63,12 +63,12 @@ static int run_verify(const char *db)
 int medic_cmd_audit(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"node", required_argument, NULL, 'n'},    {"alertname", required_argument, NULL, 'a'},
-        {"policy", required_argument, NULL, 'p'},  {"verdict", required_argument, NULL, 'v'},
-        {"status", required_argument, NULL, 's'},  {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'},   {"limit", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},      {"format", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"node", required_argument, NULL, 'n'},   {"alertname", required_argument, NULL, 'a'},
+        {"policy", required_argument, NULL, 'p'}, {"verdict", required_argument, NULL, 'v'},
+        {"status", required_argument, NULL, 's'}, {"since", required_argument, NULL, 'S'},
+        {"until", required_argument, NULL, 'U'},  {"limit", required_argument, NULL, 'l'},
+        {"db", required_argument, NULL, 'd'},     {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct audit_filter filter;
     audit_filter_init(&filter);
@@ -130,7 +130,9 @@ int medic_cmd_audit(int argc, char **argv)
         }
     }
     if (optind != argc - 1) {
-        fputs(optind >= argc ? "medic audit: say what to query\n\n" : "medic audit: one query at a time\n\n", stderr);
+        fputs(optind >= argc ? "medic audit: say what to query\n\n"
+                             : "medic audit: one query at a time\n\n",
+              stderr);
         fputs(usage, stderr);
         return 2;
     }

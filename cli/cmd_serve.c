@@ -174,8 +174,8 @@ static void hook_metrics(void *ctx, struct medic_buf *b)
                      "# TYPE medic_build_info gauge\n"
                      "medic_build_info{version=\"%s\",config_hash=\"%s\"} 1\n",
                      atomic_load(&st->reloads_ok), atomic_load(&st->reloads_failed),
-                     atomic_load(&st->last_reload_ok), (long long)atomic_load(&st->last_reload_time),
-                     live, medic_version, hash);
+                     atomic_load(&st->last_reload_ok),
+                     (long long)atomic_load(&st->last_reload_time), live, medic_version, hash);
 }
 
 static int hook_ready(void *ctx)
@@ -254,8 +254,8 @@ static void settings_from_config(const struct medic_config *c, struct receiver_s
 
 static int load_config(struct serve_state *st, struct medic_config *out, struct medic_error *err)
 {
-    int rc = st->config_path ? medic_config_load(st->config_path, out, err)
-                             : medic_config_defaults(out);
+    int rc =
+        st->config_path ? medic_config_load(st->config_path, out, err) : medic_config_defaults(out);
     if (rc)
         return rc;
     if (st->listen_override) {
@@ -297,8 +297,7 @@ static int hook_reload(void *ctx, struct medic_error *err)
     if (strcmp(fresh.listen, st->config.listen) != 0 ||
         strcmp(fresh.audit_path, st->config.audit_path) != 0 ||
         (fresh.tls_cert_pem == NULL) != (st->config.tls_cert_pem == NULL))
-        medic_log_warn("listen, audit path and tls changes take effect at the next restart",
-                       NULL);
+        medic_log_warn("listen, audit path and tls changes take effect at the next restart", NULL);
     /* the listener and the store keep what they were started with */
     struct medic_config old = st->config;
     st->config = fresh;
@@ -314,7 +313,8 @@ static int hook_reload(void *ctx, struct medic_error *err)
     atomic_fetch_add(&st->reloads_ok, 1);
     atomic_store(&st->last_reload_ok, 1);
     atomic_store(&st->last_reload_time, medic_time_now() / MEDIC_NS_PER_SEC);
-    medic_log_info("configuration reloaded", "source", st->config_path ? st->config_path : "(built-in defaults)", NULL);
+    medic_log_info("configuration reloaded", "source",
+                   st->config_path ? st->config_path : "(built-in defaults)", NULL);
     return 0;
 }
 
@@ -375,8 +375,8 @@ int medic_cmd_serve(int argc, char **argv)
         medic_log_error("cannot load configuration", "error", err.msg, NULL);
         return 1;
     }
-    medic_log_set_level((enum medic_log_level)(log_level ? medic_log_parse_level(log_level)
-                                                         : st.config.log_level));
+    medic_log_set_level(
+        (enum medic_log_level)(log_level ? medic_log_parse_level(log_level) : st.config.log_level));
     pthread_mutex_init(&st.lock, NULL);
     atomic_store(&st.last_reload_ok, 1);
     atomic_store(&st.last_reload_time, medic_time_now() / MEDIC_NS_PER_SEC);
@@ -387,8 +387,8 @@ int medic_cmd_serve(int argc, char **argv)
     aopt.busy_timeout_ms = (int)(st.config.audit_busy_timeout / MEDIC_NS_PER_MS);
     aopt.max_pending = st.config.audit_max_pending;
     if (audit_store_open(st.config.audit_path, &aopt, &st.store, &err)) {
-        medic_log_error("cannot open the audit log", "path", st.config.audit_path, "error",
-                        err.msg, NULL);
+        medic_log_error("cannot open the audit log", "path", st.config.audit_path, "error", err.msg,
+                        NULL);
         goto out;
     }
     struct receiver_settings settings;
@@ -396,7 +396,8 @@ int medic_cmd_serve(int argc, char **argv)
     struct receiver_listen listen = {
         .address = st.config.listen,
         .max_connections = st.config.max_connections,
-        .threads = (unsigned int)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 1),
+        .threads =
+            (unsigned int)(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 1),
         .tls_cert_pem = st.config.tls_cert_pem,
         .tls_key_pem = st.config.tls_key_pem,
     };

@@ -111,8 +111,7 @@ static int known_keys(struct loader *l, const struct yaml_tree_node *map, const 
     return 0;
 }
 
-static int set_string(struct loader *l, const struct yaml_tree_node *n, const char *key,
-                      char **out)
+static int set_string(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out)
 {
     int rc = want_scalar(l, n, key);
     if (rc)
@@ -139,8 +138,8 @@ static int set_duration(struct loader *l, const struct yaml_tree_node *n, const 
     return 0;
 }
 
-static int set_size(struct loader *l, const struct yaml_tree_node *n, const char *key,
-                    size_t min, size_t max, size_t *out)
+static int set_size(struct loader *l, const struct yaml_tree_node *n, const char *key, size_t min,
+                    size_t max, size_t *out)
 {
     int rc = want_scalar(l, n, key);
     if (rc)
@@ -174,8 +173,8 @@ static int read_secret(struct loader *l, const struct yaml_tree_node *n, const c
     if (stat(n->value, &st) != 0)
         return fail(l, n, "%s: cannot read '%s': %s", key, n->value, strerror(errno));
     if (st.st_mode & 077)
-        return fail(l, n, "%s: '%s' is readable by group or others (mode %03o); chmod 600 it",
-                    key, n->value, (unsigned)(st.st_mode & 0777));
+        return fail(l, n, "%s: '%s' is readable by group or others (mode %03o); chmod 600 it", key,
+                    n->value, (unsigned)(st.st_mode & 0777));
     struct medic_error ferr;
     char *data;
     size_t len;
@@ -192,8 +191,7 @@ static int read_secret(struct loader *l, const struct yaml_tree_node *n, const c
     return 0;
 }
 
-static int load_pem(struct loader *l, const struct yaml_tree_node *n, const char *key,
-                    char **out)
+static int load_pem(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out)
 {
     int rc = want_scalar(l, n, key);
     if (rc)
@@ -233,9 +231,12 @@ static int load_basic(struct loader *l, const struct yaml_tree_node *n, const ch
 
 static int load_auth(struct loader *l, const struct yaml_tree_node *n)
 {
-    static const char *const keys[] = {"webhook_bearer_token_file", "webhook_basic_auth",
-                                       "read_bearer_token_file",    "read_basic_auth",
-                                       "admin_bearer_token_file",   "admin_basic_auth",
+    static const char *const keys[] = {"webhook_bearer_token_file",
+                                       "webhook_basic_auth",
+                                       "read_bearer_token_file",
+                                       "read_basic_auth",
+                                       "admin_bearer_token_file",
+                                       "admin_basic_auth",
                                        NULL};
     static const char *const classes[] = {"webhook", "read", "admin"};
     struct medic_credentials *targets[] = {&l->config->webhook_auth, &l->config->read_auth,
@@ -344,10 +345,11 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root)
 {
     /* sections read by other parts of medic are accepted here so that one
      * file serves every command */
-    static const char *const keys[] = {
-        "listen", "mode",   "log_level", "audit",     "auth",      "tls",
-        "limits", "inventory", "prometheus", "model", "credentials_file", "slurm",
-        "notifiers", "safety", "policies",  "policy_files", NULL};
+    static const char *const keys[] = {"listen",     "mode",   "log_level",        "audit",
+                                       "auth",       "tls",    "limits",           "inventory",
+                                       "prometheus", "model",  "credentials_file", "slurm",
+                                       "notifiers",  "safety", "policies",         "policy_files",
+                                       NULL};
     struct medic_config *c = l->config;
     if (!root)
         return 0; /* an empty file: the defaults */

@@ -35,7 +35,8 @@ void medic_sha256_field(struct medic_sha256 *h, const char *s)
 {
     char prefix[24];
     size_t len = s ? strlen(s) : 0;
-    int n = s ? snprintf(prefix, sizeof(prefix), "%zu:", len) : snprintf(prefix, sizeof(prefix), "-:");
+    int n =
+        s ? snprintf(prefix, sizeof(prefix), "%zu:", len) : snprintf(prefix, sizeof(prefix), "-:");
     medic_sha256_update(h, prefix, (size_t)n);
     medic_sha256_update(h, s, len);
 }

@@ -196,9 +196,8 @@ static int render_text(const struct medic_table *t, struct medic_buf *out)
     for (size_t c = 0; c < t->ncols && rc == 0; c++) {
         size_t i;
         for (i = 0; t->names[c][i] && i < sizeof(upper) - 1; i++)
-            upper[i] = (char)(t->names[c][i] >= 'a' && t->names[c][i] <= 'z'
-                                  ? t->names[c][i] - 32
-                                  : t->names[c][i]);
+            upper[i] = (char)(t->names[c][i] >= 'a' && t->names[c][i] <= 'z' ? t->names[c][i] - 32
+                                                                             : t->names[c][i]);
         upper[i] = '\0';
         rc = table_cell(out, upper, width[c], c + 1 == t->ncols);
     }

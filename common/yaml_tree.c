@@ -7,8 +7,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-int medic_read_file(const char *path, size_t max, char **out, size_t *len,
-                    struct medic_error *err)
+int medic_read_file(const char *path, size_t max, char **out, size_t *len, struct medic_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -179,8 +178,7 @@ static int build_node(struct builder *b, yaml_event_t *ev, int depth, struct yam
         rc = fail_at(b, MEDIC_E_LIMIT, &ev->start_mark, "YAML nested too deeply");
         goto out;
     }
-    if (ev->type == YAML_ALIAS_EVENT ||
-        (ev->type == YAML_SCALAR_EVENT && ev->data.scalar.anchor) ||
+    if (ev->type == YAML_ALIAS_EVENT || (ev->type == YAML_SCALAR_EVENT && ev->data.scalar.anchor) ||
         (ev->type == YAML_MAPPING_START_EVENT && ev->data.mapping_start.anchor) ||
         (ev->type == YAML_SEQUENCE_START_EVENT && ev->data.sequence_start.anchor)) {
         rc = fail_at(b, MEDIC_E_INVALID, &ev->start_mark,

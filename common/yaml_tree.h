@@ -13,11 +13,11 @@ enum yaml_node_kind { YAML_TREE_SCALAR, YAML_TREE_MAPPING, YAML_TREE_SEQUENCE };
 
 struct yaml_tree_node {
     enum yaml_node_kind kind;
-    int line, col;        /* 1-based */
-    char *value;          /* scalars */
-    int quoted;           /* scalar was quoted: never null/bool */
-    size_t count;         /* mapping pairs or sequence items */
-    char **keys;          /* mapping keys */
+    int line, col; /* 1-based */
+    char *value;   /* scalars */
+    int quoted;    /* scalar was quoted: never null/bool */
+    size_t count;  /* mapping pairs or sequence items */
+    char **keys;   /* mapping keys */
     int *key_lines, *key_cols;
     struct yaml_tree_node **items;
 };
@@ -44,7 +44,6 @@ const struct yaml_tree_node *yaml_tree_get(const struct yaml_tree_node *map, con
 
 /* Reads a whole file of at most max bytes into a NUL-terminated buffer
  * (caller frees). */
-int medic_read_file(const char *path, size_t max, char **out, size_t *len,
-                    struct medic_error *err);
+int medic_read_file(const char *path, size_t max, char **out, size_t *len, struct medic_error *err);
 
 #endif

@@ -103,16 +103,15 @@ static int get_string(struct parse_ctx *c, const cJSON *obj, const char *key, co
     if (!item) {
         *out = NULL;
         if (required)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
-                                   path);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing", path);
         return 0;
     }
     if (!cJSON_IsString(item))
         return wrong_type(c, path, "a string", item);
     size_t len = strlen(item->valuestring);
     if (len > max_len)
-        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu bytes, over the limit of %zu",
-                               path, len, max_len);
+        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu bytes, over the limit of %zu", path,
+                               len, max_len);
     *out = medic_arena_strndup(&c->out->arena, item->valuestring, len);
     return *out ? 0 : medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
 }
@@ -130,8 +129,7 @@ static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, co
     out->count = 0;
     if (!item) {
         if (required)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
-                                   path);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing", path);
         return 0;
     }
     if (!cJSON_IsObject(item))
@@ -152,8 +150,8 @@ static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, co
             return medic_error_set(c->err, MEDIC_E_INVALID, "%s: empty name", path);
         if (name_len > c->limits->max_label_name_bytes)
             return medic_error_set(c->err, MEDIC_E_LIMIT,
-                                   "%s: a name of %zu bytes, over the limit of %zu", path,
-                                   name_len, c->limits->max_label_name_bytes);
+                                   "%s: a name of %zu bytes, over the limit of %zu", path, name_len,
+                                   c->limits->max_label_name_bytes);
         if (!cJSON_IsString(e)) {
             char sub[320];
             snprintf(sub, sizeof(sub), "%s.%.256s", path, e->string);
@@ -162,8 +160,8 @@ static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, co
         size_t value_len = strlen(e->valuestring);
         if (value_len > max_value)
             return medic_error_set(c->err, MEDIC_E_LIMIT,
-                                   "%s.%.256s: %zu bytes, over the limit of %zu", path,
-                                   e->string, value_len, max_value);
+                                   "%s.%.256s: %zu bytes, over the limit of %zu", path, e->string,
+                                   value_len, max_value);
         out->items[i].name = medic_arena_strndup(&c->out->arena, e->string, name_len);
         out->items[i].value = medic_arena_strndup(&c->out->arena, e->valuestring, value_len);
         if (!out->items[i].name || !out->items[i].value)
@@ -207,8 +205,8 @@ static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, cons
         return 0;
     }
     if (medic_time_parse_rfc3339(s, strlen(s), out))
-        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: not an RFC 3339 time: \"%s\"",
-                               path, s);
+        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: not an RFC 3339 time: \"%s\"", path,
+                               s);
     return 0;
 }
 
@@ -252,8 +250,7 @@ static int parse_alert(struct parse_ctx *c, const cJSON *item, size_t index,
         (rc = get_time(c, item, "endsAt", AT("endsAt"), 0, &alert->ends_at)) ||
         (rc = get_string(c, item, "generatorURL", AT("generatorURL"), 0, lim->max_string_bytes,
                          &alert->generator_url)) ||
-        (rc = get_string(c, item, "fingerprint", AT("fingerprint"), 0, 128,
-                         &alert->fingerprint)))
+        (rc = get_string(c, item, "fingerprint", AT("fingerprint"), 0, 128, &alert->fingerprint)))
         return rc;
 #undef AT
     if (alert->labels.count == 0)
@@ -283,14 +280,14 @@ static int parse_root(struct parse_ctx *c, const cJSON *root)
     if ((rc = get_string(c, root, "groupKey", "groupKey", 1, lim->max_string_bytes,
                          &n->group_key)) ||
         (rc = get_status(c, root, "status", &n->status)) ||
-        (rc = get_string(c, root, "receiver", "receiver", 0, lim->max_string_bytes,
-                         &n->receiver)) ||
+        (rc =
+             get_string(c, root, "receiver", "receiver", 0, lim->max_string_bytes, &n->receiver)) ||
         (rc = get_string(c, root, "externalURL", "externalURL", 0, lim->max_string_bytes,
                          &n->external_url)) ||
         (rc = get_labels(c, root, "groupLabels", "groupLabels", 0, lim->max_label_value_bytes,
                          &n->group_labels)) ||
-        (rc = get_labels(c, root, "commonLabels", "commonLabels", 0,
-                         lim->max_label_value_bytes, &n->common_labels)) ||
+        (rc = get_labels(c, root, "commonLabels", "commonLabels", 0, lim->max_label_value_bytes,
+                         &n->common_labels)) ||
         (rc = get_labels(c, root, "commonAnnotations", "commonAnnotations", 0,
                          lim->max_annotation_value_bytes, &n->common_annotations)))
         return rc;
@@ -334,8 +331,8 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
     if (len == 0)
         return medic_error_set(err, MEDIC_E_INVALID, "empty body: expected a JSON object");
     if (len > limits->max_body_bytes)
-        return medic_error_set(err, MEDIC_E_LIMIT, "body of %zu bytes, over the limit of %zu",
-                               len, limits->max_body_bytes);
+        return medic_error_set(err, MEDIC_E_LIMIT, "body of %zu bytes, over the limit of %zu", len,
+                               limits->max_body_bytes);
     size_t bad = medic_utf8_check(body, len);
     if (bad != len) {
         size_t line, col;

@@ -9,14 +9,14 @@
 #include <stddef.h>
 
 struct receiver_limits {
-    size_t max_body_bytes;       /* checked by the HTTP layer: 413 */
-    size_t max_alerts;           /* alerts in one notification */
-    size_t max_labels;           /* labels (or annotations) in one set */
+    size_t max_body_bytes; /* checked by the HTTP layer: 413 */
+    size_t max_alerts;     /* alerts in one notification */
+    size_t max_labels;     /* labels (or annotations) in one set */
     size_t max_label_name_bytes;
     size_t max_label_value_bytes;
     size_t max_annotation_value_bytes;
-    size_t max_string_bytes;     /* groupKey, URLs, fingerprint, receiver */
-    int max_depth;               /* JSON nesting */
+    size_t max_string_bytes; /* groupKey, URLs, fingerprint, receiver */
+    int max_depth;           /* JSON nesting */
 };
 
 /* The defaults: 1 MiB body, 1000 alerts, 64 labels, names 256 bytes,

@@ -15,19 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum handler {
-    H_WEBHOOK,
-    H_METRICS,
-    H_HEALTHY,
-    H_READY,
-    H_RELOAD,
-    H_API_QUERY,
-    H_OTHER,
-    H_COUNT
-};
-static const char *const handler_names[H_COUNT] = {"/webhook", "/metrics",  "/-/healthy",
-                                                   "/-/ready", "/-/reload", "/api/v1/query",
-                                                   "other"};
+enum handler { H_WEBHOOK, H_METRICS, H_HEALTHY, H_READY, H_RELOAD, H_API_QUERY, H_OTHER, H_COUNT };
+static const char *const handler_names[H_COUNT] = {
+    "/webhook", "/metrics", "/-/healthy", "/-/ready", "/-/reload", "/api/v1/query", "other"};
 
 static const unsigned int tracked_codes[] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 #define N_CODES (sizeof(tracked_codes) / sizeof(tracked_codes[0]))
@@ -86,12 +76,11 @@ static struct settings_copy *settings_dup(const struct receiver_settings *s)
     if (!c)
         return NULL;
     c->s = *s;
-    const char **fields[9] = {
-        &c->s.webhook_auth.bearer_token, &c->s.webhook_auth.basic_username,
-        &c->s.webhook_auth.basic_password, &c->s.read_auth.bearer_token,
-        &c->s.read_auth.basic_username, &c->s.read_auth.basic_password,
-        &c->s.admin_auth.bearer_token, &c->s.admin_auth.basic_username,
-        &c->s.admin_auth.basic_password};
+    const char **fields[9] = {&c->s.webhook_auth.bearer_token,   &c->s.webhook_auth.basic_username,
+                              &c->s.webhook_auth.basic_password, &c->s.read_auth.bearer_token,
+                              &c->s.read_auth.basic_username,    &c->s.read_auth.basic_password,
+                              &c->s.admin_auth.bearer_token,     &c->s.admin_auth.basic_username,
+                              &c->s.admin_auth.basic_password};
     for (int i = 0; i < 9; i++) {
         if (!*fields[i])
             continue;
@@ -287,8 +276,7 @@ static enum MHD_Result answer_recorded(struct receiver_server *srv, struct MHD_C
     const struct receiver_record_result *res = &req->result;
     int rc = req->record_rc;
     if (rc == MEDIC_E_INVALID)
-        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, req->record_err.msg, NULL,
-                             NULL);
+        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, req->record_err.msg, NULL, NULL);
     if (rc) {
         /* Alertmanager retries 5xx, so a notification that could not be
          * committed is not lost */
@@ -432,9 +420,9 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         struct medic_buf b;
         medic_buf_init(&b, 0);
         render_metrics(srv, &b);
-        enum MHD_Result r = respond(srv, conn, req, MHD_HTTP_OK,
-                                    "text/plain; version=0.0.4; charset=utf-8",
-                                    b.data ? b.data : "", b.len, NULL, NULL);
+        enum MHD_Result r =
+            respond(srv, conn, req, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                    b.data ? b.data : "", b.len, NULL, NULL);
         medic_buf_release(&b);
         return r;
     }
@@ -491,9 +479,8 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     struct receiver_server *srv = cls;
@@ -554,7 +541,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
-static void on_mhd_error(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void on_mhd_error(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 {
@@ -581,7 +569,8 @@ static int parse_listen(const char *address, struct sockaddr_storage *ss, struct
         h[hl - 1] = '\0';
         h++;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &res);
@@ -634,8 +623,8 @@ int receiver_server_start(const struct receiver_listen *listen,
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)listen->tls_key_pem},
         {MHD_OPTION_END, 0, NULL},
     };
-    srv->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY,
-                                   opts, MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
+                                   MHD_OPTION_END);
     if (!srv->daemon) {
         receiver_server_stop(srv, 0);
         return medic_error_set(err, MEDIC_E_IO,

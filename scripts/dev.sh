@@ -13,7 +13,7 @@ cd "$top"
 
 build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
   libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev)
-test_packages=(libcmocka-dev clang libclang-rt-14-dev python3 curl openssl
+test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 curl openssl
   prometheus prometheus-alertmanager)
 
 say() { printf '==> %s\n' "$*"; }
@@ -75,6 +75,8 @@ case "$cmd" in
   test)
     install_missing "${build_packages[@]}" "${test_packages[@]}"
     status=0
+    say "checking formatting (clang-format)"
+    git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror || status=1
     build dev
     run_ctest dev || status=1
     fuzz "${MEDIC_FUZZ_SECONDS:-60}" || status=1

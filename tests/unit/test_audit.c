@@ -76,7 +76,7 @@ static int64_t record(struct audit_store *s, const char *text, int *duplicate)
     struct medic_notification n;
     parse(text, &n);
     const char *nodes[2] = {"gpu-node-01", "gpu-node-01"};
-    struct audit_notification_in in = {&n, text, strlen(text), medic_time_now(), "127.0.0.1:1",
+    struct audit_notification_in in = {&n,   text, strlen(text), medic_time_now(), "127.0.0.1:1",
                                        nodes};
     struct audit_notification_result res;
     struct medic_error err = {0};
@@ -151,11 +151,18 @@ static void test_newer_schema_refused(void **state)
 
 static int64_t decide(struct audit_store *s, const char *node, const char *verdict, double risk)
 {
-    struct audit_decision_in d = {
-        .created_at = medic_time_now(), .node = node, .alertname = "GPUXidError",
-        .policy = "xid-fell-off-bus", .step = 0, .action = "drain",
-        .params_json = "{\"reason\":\"Xid 79\"}", .risk = risk, .model_hash = "abc",
-        .verdict = verdict, .reason = "policy matched", .config_hash = "cfg"};
+    struct audit_decision_in d = {.created_at = medic_time_now(),
+                                  .node = node,
+                                  .alertname = "GPUXidError",
+                                  .policy = "xid-fell-off-bus",
+                                  .step = 0,
+                                  .action = "drain",
+                                  .params_json = "{\"reason\":\"Xid 79\"}",
+                                  .risk = risk,
+                                  .model_hash = "abc",
+                                  .verdict = verdict,
+                                  .reason = "policy matched",
+                                  .config_hash = "cfg"};
     int64_t id = 0;
     struct medic_error err = {0};
     if (audit_record_decision(s, &d, &id, &err))
@@ -166,9 +173,14 @@ static int64_t decide(struct audit_store *s, const char *node, const char *verdi
 static int act(struct audit_store *s, int64_t decision, int64_t intent, const char *result,
                int64_t *id)
 {
-    struct audit_action_in a = {.created_at = medic_time_now(), .decision_id = decision,
-                                .intent_id = intent, .action = "drain", .node = "gpu-node-01",
-                                .target = "gpu-node-01", .result = result, .duration_ms = intent ? 12 : -1,
+    struct audit_action_in a = {.created_at = medic_time_now(),
+                                .decision_id = decision,
+                                .intent_id = intent,
+                                .action = "drain",
+                                .node = "gpu-node-01",
+                                .target = "gpu-node-01",
+                                .result = result,
+                                .duration_ms = intent ? 12 : -1,
                                 .detail = intent ? "State=IDLE+DRAIN" : NULL};
     struct medic_error err = {0};
     return audit_record_action(s, &a, id, &err);

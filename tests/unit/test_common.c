@@ -37,18 +37,25 @@ static void test_rfc3339(void **state)
     assert_true(parse("2026-11-22t07:54:16z") == parse("2026-11-22T07:54:16Z"));
     assert_true(parse("0001-01-01T00:00:00Z") == MEDIC_TIME_UNSET);
     assert_true(parse("2024-02-29T00:00:00-00:30") == parse("2024-02-29T00:30:00Z"));
-    static const char *const bad[] = {"", "2026-11-22", "2026-11-22T07:54:16", "2026-13-01T00:00:00Z",
-                                      "2026-11-22T24:00:00Z", "2023-02-29T00:00:00Z",
-                                      "2026-11-22T07:54:16.Z", "2026-11-22T07:54:16Z ",
-                                      "0001-01-01T00:00:01Z", "2026-11-22T07:54:16+0200"};
+    static const char *const bad[] = {"",
+                                      "2026-11-22",
+                                      "2026-11-22T07:54:16",
+                                      "2026-13-01T00:00:00Z",
+                                      "2026-11-22T24:00:00Z",
+                                      "2023-02-29T00:00:00Z",
+                                      "2026-11-22T07:54:16.Z",
+                                      "2026-11-22T07:54:16Z ",
+                                      "0001-01-01T00:00:01Z",
+                                      "2026-11-22T07:54:16+0200"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t t;
         if (medic_time_parse_rfc3339(bad[i], strlen(bad[i]), &t) == 0)
             fail_msg("accepted '%s'", bad[i]);
     }
     char out[40];
-    assert_string_equal(medic_time_format(parse("2026-11-22T07:54:16.335297267Z"), out, sizeof(out)),
-                        "2026-11-22T07:54:16.335Z");
+    assert_string_equal(
+        medic_time_format(parse("2026-11-22T07:54:16.335297267Z"), out, sizeof(out)),
+        "2026-11-22T07:54:16.335Z");
     assert_string_equal(medic_time_format(MEDIC_TIME_UNSET, out, sizeof(out)),
                         "0001-01-01T00:00:00Z");
     assert_string_equal(medic_time_format(-1, out, sizeof(out)), "1969-12-31T23:59:59.999Z");
@@ -208,18 +215,21 @@ static void test_yaml_tree_positions(void **state)
     assert_int_equal(yaml_tree_parse("t.yaml", dup, strlen(dup), &tree, &err), MEDIC_E_INVALID);
     assert_string_equal(err.msg, "t.yaml:2:1: duplicate key 'a'");
     const char *alias = "a: &x [1]\nb: *x\n";
-    assert_int_equal(yaml_tree_parse("t.yaml", alias, strlen(alias), &tree, &err),
-                     MEDIC_E_INVALID);
+    assert_int_equal(yaml_tree_parse("t.yaml", alias, strlen(alias), &tree, &err), MEDIC_E_INVALID);
     assert_non_null(strstr(err.msg, "anchors and aliases are not supported"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rfc3339),       cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_utf8),          cmocka_unit_test(test_buf_cap_and_json),
-        cmocka_unit_test(test_table_formats), cmocka_unit_test(test_alert_node),
-        cmocka_unit_test(test_sha256),        cmocka_unit_test(test_auth_compare),
+        cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_buf_cap_and_json),
+        cmocka_unit_test(test_table_formats),
+        cmocka_unit_test(test_alert_node),
+        cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_auth_compare),
         cmocka_unit_test(test_yaml_tree_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,13 +121,16 @@ static void test_errors_have_positions(void **state)
     expect_error("listen: 127.0.0.1\n", "1:9: listen: expected HOST:PORT");
     expect_error("mode: yolo\n", "1:7: mode: expected 'dry-run' or 'live'");
     expect_error("listen: a:1\nlisen: b:2\n", "2:1: unknown key 'lisen'");
-    expect_error("audit:\n  path: x\n  busy_timeout: soon\n", "3:17: busy_timeout: 'soon' is not a duration");
+    expect_error("audit:\n  path: x\n  busy_timeout: soon\n",
+                 "3:17: busy_timeout: 'soon' is not a duration");
     expect_error("limits: { max_alerts: 0 }\n", "1:23: max_alerts: 0 is outside 1..100000");
     expect_error("limits: { max_alerts: many }\n", "1:23: max_alerts: 'many' is not a number");
     expect_error("audit: [1]\n", "1:8: audit: expected a mapping");
-    expect_error("inventory: { node_labels: [] }\n", "1:27: node_labels: expected a non-empty list");
+    expect_error("inventory: { node_labels: [] }\n",
+                 "1:27: node_labels: expected a non-empty list");
     expect_error("mode: live\n", "1:7: mode: live needs authentication on the webhook");
-    expect_error("tls: { cert_file: /nonexistent }\n", "1:6: tls: needs both cert_file and key_file");
+    expect_error("tls: { cert_file: /nonexistent }\n",
+                 "1:6: tls: needs both cert_file and key_file");
     expect_error("auth: { webhook_bearer_token_file: /nonexistent/token }\n",
                  "1:36: webhook_bearer_token_file: cannot read '/nonexistent/token'");
     expect_error("listen: [a\n", "2:1: invalid YAML");

@@ -39,12 +39,15 @@ static int parse_fixture(const char *name, struct medic_notification *n)
 static void test_real_payloads_parse(void **state)
 {
     (void)state;
-    static const char *const files[] = {
-        "am-webhook-firing.json",          "am-webhook-multi-alert.json",
-        "am-webhook-partially-resolved.json", "am-webhook-resolved.json",
-        "am-webhook-from-prometheus-firing.json", "am-webhook-from-prometheus-resolved.json",
-        "am-webhook-ha-replica1.json",     "am-webhook-ha-replica2.json",
-        "am-webhook-retry-attempt.body.json"};
+    static const char *const files[] = {"am-webhook-firing.json",
+                                        "am-webhook-multi-alert.json",
+                                        "am-webhook-partially-resolved.json",
+                                        "am-webhook-resolved.json",
+                                        "am-webhook-from-prometheus-firing.json",
+                                        "am-webhook-from-prometheus-resolved.json",
+                                        "am-webhook-ha-replica1.json",
+                                        "am-webhook-ha-replica2.json",
+                                        "am-webhook-retry-attempt.body.json"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         struct medic_notification n;
         assert_int_equal(parse_fixture(files[i], &n), 0);
@@ -144,8 +147,10 @@ struct bad_case {
     const char *message_part;
 };
 
-#define ALERT "{\"status\":\"firing\",\"labels\":{\"a\":\"b\"},\"startsAt\":\"2026-01-01T00:00:00Z\"}"
-#define WRAP(alerts) "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"alerts\":[" alerts "]}"
+#define ALERT                                                                                      \
+    "{\"status\":\"firing\",\"labels\":{\"a\":\"b\"},\"startsAt\":\"2026-01-01T00:00:00Z\"}"
+#define WRAP(alerts)                                                                               \
+    "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"alerts\":[" alerts "]}"
 
 static const struct bad_case bad_cases[] = {
     {"empty", "", MEDIC_E_INVALID, "empty body"},
@@ -153,7 +158,8 @@ static const struct bad_case bad_cases[] = {
     {"truncated", "{\"version\":\"4\",\"alerts\":[{", MEDIC_E_INVALID, "truncated"},
     {"trailing data", WRAP(ALERT) " x", MEDIC_E_INVALID, "unexpected data after the object"},
     {"array root", "[]", MEDIC_E_INVALID, "payload: expected an object, got array"},
-    {"version number", "{\"version\":4}", MEDIC_E_INVALID, "version: expected a string, got number"},
+    {"version number", "{\"version\":4}", MEDIC_E_INVALID,
+     "version: expected a string, got number"},
     {"version 3", "{\"version\":\"3\"}", MEDIC_E_INVALID, "not supported"},
     {"no group key", "{\"version\":\"4\",\"status\":\"firing\",\"alerts\":[" ALERT "]}",
      MEDIC_E_INVALID, "groupKey: required field is missing"},
@@ -167,18 +173,23 @@ static const struct bad_case bad_cases[] = {
      MEDIC_E_INVALID, "alerts[0].labels.gpu: expected a string, got number"},
     {"labels array", WRAP(ALERT ",{\"status\":\"firing\",\"labels\":[],\"startsAt\":\"x\"}"),
      MEDIC_E_INVALID, "alerts[1].labels: expected an object of strings, got array"},
-    {"bad time", WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"b\"},\"startsAt\":\"yesterday\"}"),
+    {"bad time",
+     WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"b\"},\"startsAt\":\"yesterday\"}"),
      MEDIC_E_INVALID, "alerts[0].startsAt: not an RFC 3339 time"},
     {"february 30",
      WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"b\"},\"startsAt\":\"2026-02-30T00:00:00Z\"}"),
      MEDIC_E_INVALID, "not an RFC 3339 time"},
     {"truncated alerts negative",
-     "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"truncatedAlerts\":-1,\"alerts\":[" ALERT "]}",
+     "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"truncatedAlerts\":-1,"
+     "\"alerts\":[" ALERT "]}",
      MEDIC_E_INVALID, "truncatedAlerts: expected a non-negative integer"},
     {"duplicate label",
-     WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"b\",\"a\":\"c\"},\"startsAt\":\"2026-01-01T00:00:00Z\"}"),
+     WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"b\",\"a\":\"c\"},\"startsAt\":\"2026-01-"
+          "01T00:00:00Z\"}"),
      MEDIC_E_INVALID, "duplicate name 'a'"},
-    {"invalid utf-8", WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"\xc3\x28\"},\"startsAt\":\"2026-01-01T00:00:00Z\"}"),
+    {"invalid utf-8",
+     WRAP("{\"status\":\"firing\",\"labels\":{\"a\":\"\xc3\x28\"},\"startsAt\":\"2026-01-01T00:00:"
+          "00Z\"}"),
      MEDIC_E_INVALID, "invalid UTF-8 at line 1, column 93 (byte 92)"},
     {"overlong utf-8", "{\"x\":\"\xc0\xaf\"}", MEDIC_E_INVALID, "invalid UTF-8"},
     {"surrogate utf-8", "{\"x\":\"\xed\xa0\x80\"}", MEDIC_E_INVALID, "invalid UTF-8"},
@@ -193,8 +204,8 @@ static void test_bad_payloads(void **state)
         struct medic_error err = {0};
         int rc = parse_text(c->body, &n, &err);
         if (rc != c->code || !strstr(err.msg, c->message_part))
-            fail_msg("%s: rc %d, message '%s' (wanted %d with '%s')", c->name, rc, err.msg,
-                     c->code, c->message_part);
+            fail_msg("%s: rc %d, message '%s' (wanted %d with '%s')", c->name, rc, err.msg, c->code,
+                     c->message_part);
         medic_notification_release(&n);
     }
 }
@@ -238,7 +249,9 @@ static void test_caps(void **state)
     /* more alerts than the cap */
     struct receiver_limits saved = limits;
     limits.max_alerts = 3;
-    char *many = repeat(ALERT ",", 4, "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"alerts\":[", ALERT "]}");
+    char *many = repeat(ALERT ",", 4,
+                        "{\"version\":\"4\",\"groupKey\":\"g\",\"status\":\"firing\",\"alerts\":[",
+                        ALERT "]}");
     assert_int_equal(parse_text(many, &n, &err), MEDIC_E_LIMIT);
     assert_non_null(strstr(err.msg, "alerts: 5 alerts, over the limit of 3"));
     medic_notification_release(&n);
