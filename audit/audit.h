@@ -9,6 +9,7 @@
 #define MEDIC_AUDIT_H
 
 #include "alert.h"
+#include "buf.h"
 #include "error.h"
 #include "table.h"
 
@@ -159,6 +160,12 @@ void audit_filter_init(struct audit_filter *filter);
 int audit_query(struct audit_reader *reader, enum audit_kind kind,
                 const struct audit_filter *filter, struct medic_table *table,
                 struct medic_error *err);
+
+/* The body of notification id exactly as Alertmanager sent it (stored
+ * compressed), appended to out. MEDIC_E_NOTFOUND when there is no such
+ * notification. */
+int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
+                       struct medic_error *err);
 
 struct audit_verify_result {
     int ok;

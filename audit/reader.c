@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 struct audit_reader {
     sqlite3 *db;
@@ -284,6 +285,55 @@ out:
     medic_buf_release(&sql);
     if (rc)
         medic_table_release(table);
+    return rc;
+}
+
+int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
+                       struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT payload, payload_encoding, payload_bytes FROM notifications "
+                           "WHERE id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_bind_int64(st, 1, id);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_DONE) {
+        rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no notification %lld", (long long)id);
+        goto out;
+    }
+    if (step != SQLITE_ROW) {
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+        goto out;
+    }
+    const void *data = sqlite3_column_blob(st, 0);
+    size_t len = (size_t)sqlite3_column_bytes(st, 0);
+    const char *encoding = (const char *)sqlite3_column_text(st, 1);
+    sqlite3_int64 bytes = sqlite3_column_int64(st, 2);
+    if (encoding && strcmp(encoding, "deflate") == 0) {
+        uLongf n = (uLongf)bytes;
+        unsigned char *raw = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!raw) {
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            goto out;
+        }
+        if (uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
+            free(raw);
+            rc = medic_error_set(err, MEDIC_E_STORE,
+                                 "the stored body of notification %lld is corrupt", (long long)id);
+            goto out;
+        }
+        rc = medic_buf_append(out, raw, n);
+        free(raw);
+    } else {
+        rc = medic_buf_append(out, data, len);
+    }
+    if (rc)
+        medic_error_set(err, rc, "the body does not fit in memory");
+out:
+    sqlite3_finalize(st);
     return rc;
 }
 

@@ -21,7 +21,9 @@ static const char *const migrations[] = {
     "  dedupe_prefix INTEGER NOT NULL," /* first 64 bits of dedupe_key */
     "  duplicate_of INTEGER REFERENCES notifications(id),"
     "  remote_addr TEXT,"
-    "  payload BLOB NOT NULL"
+    "  payload BLOB NOT NULL," /* the body as received, maybe compressed */
+    "  payload_encoding TEXT NOT NULL CHECK (payload_encoding IN ('identity','deflate')),"
+    "  payload_bytes INTEGER NOT NULL" /* length of the body as received */
     ");"
     /* an integer prefix keeps this randomly-ordered index small: fewer
      * pages written per commit than with the 64-character key */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
@@ -31,6 +32,8 @@ enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION };
 struct prepared_notification {
     char dedupe_key[65];
     int64_t dedupe_prefix;
+    unsigned char *deflated; /* the raw body compressed, when that is smaller */
+    size_t deflated_len;     /* 0: store the body as it is */
     struct medic_buf json;
     size_t *offsets;
 };
@@ -95,8 +98,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_NOTIFICATION] =
         "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
         " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
-        " dedupe_prefix)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        " dedupe_prefix, payload_encoding, payload_bytes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [ST_INSERT_ALERT] =
         "INSERT INTO alerts (notification_id, position, received_at, fingerprint, status,"
         " alertname, node, starts_at, ends_at, generator_url, labels, annotations)"
@@ -211,8 +214,15 @@ static int write_notification(struct audit_store *s, struct job *job)
     sqlite3_bind_text(st, 8, prep->dedupe_key, -1, SQLITE_STATIC);
     bind_id(st, 9, first);
     bind_text(st, 10, in->remote_addr);
-    sqlite3_bind_blob(st, 11, in->raw, (int)in->raw_len, SQLITE_STATIC);
+    if (prep->deflated_len) {
+        sqlite3_bind_blob(st, 11, prep->deflated, (int)prep->deflated_len, SQLITE_STATIC);
+        bind_text(st, 13, "deflate");
+    } else {
+        sqlite3_bind_blob(st, 11, in->raw, (int)in->raw_len, SQLITE_STATIC);
+        bind_text(st, 13, "identity");
+    }
     sqlite3_bind_int64(st, 12, prep->dedupe_prefix);
+    sqlite3_bind_int64(st, 14, (sqlite3_int64)in->raw_len);
     if ((rc = step_done(s, st, &job->err, "storing the notification")))
         return rc;
     int64_t id = sqlite3_last_insert_rowid(s->db);
@@ -252,8 +262,21 @@ static int64_t hex_prefix64(const char *hex)
     return (int64_t)v;
 }
 
-static int prepare_notification(const struct medic_notification *n, struct prepared_notification *p)
+static int prepare_notification(const struct audit_notification_in *in,
+                                struct prepared_notification *p)
 {
+    const struct medic_notification *n = in->notification;
+    memset(p, 0, sizeof(*p));
+    /* the raw body is most of what a notification writes: compress it
+     * (zlib, fastest level) here, on the caller's thread, so that the
+     * writer's commits write less */
+    uLongf bound = compressBound((uLong)in->raw_len);
+    p->deflated = malloc(bound);
+    if (p->deflated &&
+        compress2(p->deflated, &bound, (const Bytef *)in->raw, (uLong)in->raw_len, Z_BEST_SPEED) ==
+            Z_OK &&
+        bound < in->raw_len)
+        p->deflated_len = bound;
     medic_notification_dedupe_key(n, p->dedupe_key);
     p->dedupe_prefix = hex_prefix64(p->dedupe_key);
     medic_buf_init(&p->json, 0);
@@ -277,6 +300,7 @@ static int prepare_notification(const struct medic_notification *n, struct prepa
 
 static void prepared_release(struct prepared_notification *p)
 {
+    free(p->deflated);
     medic_buf_release(&p->json);
     free(p->offsets);
 }
@@ -540,7 +564,7 @@ int audit_record_notification(struct audit_store *store, const struct audit_noti
                               struct audit_notification_result *out, struct medic_error *err)
 {
     struct prepared_notification prep;
-    if (prepare_notification(in->notification, &prep)) {
+    if (prepare_notification(in, &prep)) {
         prepared_release(&prep);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
@@ -558,7 +582,7 @@ int audit_record_notification_async(struct audit_store *store,
     struct job *job = calloc(1, sizeof(*job));
     if (!job)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    if (prepare_notification(in->notification, &job->owned_prep)) {
+    if (prepare_notification(in, &job->owned_prep)) {
         prepared_release(&job->owned_prep);
         free(job);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");

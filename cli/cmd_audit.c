@@ -13,6 +13,7 @@ static const char usage[] =
     "usage: medic audit notifications|alerts|decisions|actions [FILTERS] [--db PATH]\n"
     "                   [--format table|json|csv]\n"
     "       medic audit verify [--db PATH]\n"
+    "       medic audit payload ID [--db PATH]\n"
     "\n"
     "Queries the audit log that medic serve writes, newest first. The database is\n"
     "opened read-only, so this works while the daemon runs.\n"
@@ -33,11 +34,37 @@ static const char usage[] =
     "  --db PATH         the audit database (default ./medic.db)\n"
     "  --format F        table (default), json (one JSON array) or csv\n"
     "\n"
+    "payload prints notification ID's body exactly as Alertmanager sent it.\n"
+    "\n"
     "verify recomputes the SHA-256 chains over decisions and actions and names the\n"
     "first row that was changed, removed or reordered; exit status 1 when broken.\n"
     "\n"
     "Times are UTC. Notifications and alerts are filtered by when medic received\n"
     "them; decisions and actions by when they were recorded.\n";
+
+static int run_payload(const char *db, const char *id_text)
+{
+    char *end;
+    long long id = strtoll(id_text, &end, 10);
+    if (*end || id <= 0) {
+        fprintf(stderr, "medic audit payload: '%s' is not a notification id\n", id_text);
+        return 2;
+    }
+    struct audit_reader *reader = NULL;
+    struct medic_error err = {0};
+    struct medic_buf out;
+    medic_buf_init(&out, (size_t)1 << 30);
+    int rc = audit_reader_open(db, &reader, &err);
+    if (rc == 0)
+        rc = audit_read_payload(reader, id, &out, &err);
+    audit_reader_free(reader);
+    if (rc)
+        fprintf(stderr, "medic audit payload: %s\n", err.msg);
+    else if (out.len)
+        fwrite(out.data, 1, out.len, stdout);
+    medic_buf_release(&out);
+    return rc ? 1 : 0;
+}
 
 static int run_verify(const char *db)
 {
@@ -129,6 +156,8 @@ int medic_cmd_audit(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc && strcmp(argv[optind], "payload") == 0 && optind == argc - 2)
+        return run_payload(db, argv[optind + 1]);
     if (optind != argc - 1) {
         fputs(optind >= argc ? "medic audit: say what to query\n\n"
                              : "medic audit: one query at a time\n\n",

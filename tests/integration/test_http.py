@@ -159,11 +159,19 @@ def test_real_payloads_and_duplicates(suite):
     assert {a["status"] for a in resolved} == {"resolved"} and len(resolved) == 3, resolved
     node2 = medic.audit("alerts", "--node", "gpu-node-02")
     assert node2 and all(a["node"] == "gpu-node-02" for a in node2), node2
-    # the raw payload is kept byte for byte
+    # the raw payload is kept byte for byte (stored compressed)
+    for name, nid in ids.items():
+        raw = subprocess.run([suite.medic, "audit", "payload", str(nid), "--db", medic.db],
+                             capture_output=True, timeout=30)
+        assert raw.returncode == 0 and raw.stdout == fixture(name), (name, raw.stderr)
     with sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True) as db:
-        raw = db.execute("SELECT payload FROM notifications WHERE id = ?",
-                         (ids["am-webhook-resolved.json"],)).fetchone()[0]
-    assert raw == fixture("am-webhook-resolved.json")
+        stored, original = db.execute("SELECT sum(length(payload)), sum(payload_bytes) "
+                                      "FROM notifications").fetchone()
+    print(f"  payloads stored in {stored} bytes for {original} received")
+    assert stored < original
+    missing = subprocess.run([suite.medic, "audit", "payload", "999", "--db", medic.db],
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 1 and "no notification 999" in missing.stderr, missing
     assert medic.metric("medic_duplicates_total") == 2
     # the read API answers the same query
     status, _, body = medic.get("/api/v1/alerts?node=gpu-node-02&status=firing")

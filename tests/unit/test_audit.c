@@ -125,9 +125,31 @@ static void test_schema_and_duplicates(void **state)
     assert_int_equal(count("SELECT count(*) FROM notifications WHERE duplicate_of IS NULL"), 1);
     assert_int_equal(count("SELECT count(*) FROM alerts"), 2); /* only the first's */
     assert_int_equal(count("SELECT count(*) FROM alerts WHERE node='gpu-node-01'"), 2);
-    assert_int_equal(count("SELECT length(payload) FROM notifications WHERE id=1"),
+    assert_int_equal(count("SELECT payload_bytes FROM notifications WHERE id=1"),
                      (int64_t)strlen(firing));
+    assert_true(count("SELECT length(payload) FROM notifications WHERE id=1") <
+                (int64_t)strlen(firing)); /* compressed */
     audit_store_free(s);
+    /* the body comes back byte for byte */
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    struct medic_buf body;
+    medic_buf_init(&body, 0);
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    assert_int_equal(audit_read_payload(r, first, &body, &err), 0);
+    assert_int_equal(body.len, strlen(firing));
+    assert_memory_equal(body.data, firing, body.len);
+    assert_int_equal(audit_read_payload(r, 99, &body, &err), MEDIC_E_NOTFOUND);
+    medic_buf_release(&body);
+    /* a corrupted stored body is reported, not returned */
+    audit_reader_free(r);
+    exec_rw("UPDATE notifications SET payload = x'00112233' WHERE id = 1");
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    medic_buf_init(&body, 0);
+    assert_int_equal(audit_read_payload(r, first, &body, &err), MEDIC_E_STORE);
+    assert_non_null(strstr(err.msg, "corrupt"));
+    medic_buf_release(&body);
+    audit_reader_free(r);
     /* reopening migrates nothing and keeps the rows */
     s = open_store();
     assert_int_equal(record(s, firing, &dup), first);
