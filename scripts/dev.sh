@@ -51,8 +51,9 @@ fuzz() { # seconds
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/webhook/* "$corpus/"
   say "fuzzing the webhook parser for $1 s"
-  build/fuzz/tests/fuzz_webhook -max_total_time="$1" -max_len=65536 -print_final_stats=0 \
-    -close_fd_mask=3 "$corpus"
+  # libFuzzer prints a line per new input: keep the end (a crash's report)
+  build/fuzz/tests/fuzz_webhook -max_total_time="$1" -max_len=65536 -print_final_stats=1 \
+    -close_fd_mask=3 "$corpus" 2>&1 | tail -n 40
   rm -rf "$corpus"
 }
 

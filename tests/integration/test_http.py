@@ -291,6 +291,36 @@ def test_store_unavailable_gives_503_then_recovers(suite):
     assert medic.metric("medic_audit_commit_failures_total") == 1
 
 
+def test_full_queue_gives_503(suite):
+    # one queued request at most, and a writer held up by another process's lock
+    medic = start_medic(suite, "queue", audit_options=", busy_timeout: 3s, max_pending: 1")
+    locker = sqlite3.connect(medic.db, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    results = {}
+
+    def post(name):
+        results[name] = medic.post("/webhook", payload(name), headers=AUTH)
+
+    try:
+        first = threading.Thread(target=post, args=("q1",))
+        first.start()  # taken by the writer, which waits for the lock
+        time.sleep(0.5)
+        second = threading.Thread(target=post, args=("q2",))
+        second.start()  # waits in the queue
+        wait_until("q2 queued", lambda: medic.metric("medic_audit_queue_depth") == 1, timeout=5)
+        status, hdrs, body = medic.post("/webhook", payload("q3"), headers=AUTH)
+        assert status == 503, (status, body)
+        assert "queue is full" in json.loads(body)["error"] and hdrs["retry-after"] == "1"
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+    first.join(10)
+    second.join(10)
+    # the lock was released within the writer's busy timeout: both committed
+    assert results["q1"][0] == 200 and results["q2"][0] == 200, results
+    assert rows(medic)["notifications"] == 2
+
+
 def test_concurrent_requests_share_commits(suite):
     medic = start_medic(suite, "concurrent")
     n = 200
@@ -376,6 +406,7 @@ if __name__ == "__main__":
         test_reload_keeps_running_config_when_invalid,
         test_tls,
         test_store_unavailable_gives_503_then_recovers,
+        test_full_queue_gives_503,
         test_concurrent_requests_share_commits,
         test_sigterm_drains_and_closes_cleanly,
         test_audit_cli_while_serving,
