@@ -1,0 +1,246 @@
+#include "inventory.h"
+#include "yaml_fields.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A sorted array of (name, node) for names and aliases, searched with
+ * bsearch. */
+struct inventory_entry {
+    const char *name;
+    size_t node;
+};
+
+struct inventory_index {
+    struct inventory_entry *entries;
+    size_t count;
+};
+
+static void node_release(struct inventory_node *n)
+{
+    free(n->name);
+    for (size_t i = 0; i < n->alias_count; i++)
+        free(n->aliases[i]);
+    free(n->bmc.address);
+    free(n->bmc.credentials);
+    free(n->bmc.driver);
+    for (size_t i = 0; i < n->bmc.workaround_count; i++)
+        free(n->bmc.workarounds[i]);
+    free(n->slurm_node);
+    free(n->agent_url);
+    free(n->agent_credentials);
+}
+
+void inventory_release(struct inventory *inv)
+{
+    for (size_t i = 0; i < inv->count; i++)
+        node_release(&inv->nodes[i]);
+    free(inv->nodes);
+    if (inv->index)
+        free(inv->index->entries);
+    free(inv->index);
+    memset(inv, 0, sizeof(*inv));
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    return strcmp(((const struct inventory_entry *)a)->name,
+                  ((const struct inventory_entry *)b)->name);
+}
+
+static int string_list(struct yaml_fields *f, const struct yaml_tree_node *n, const char *key,
+                       char **out, size_t max, size_t *count)
+{
+    int rc = yaml_fields_sequence(f, n, key);
+    if (rc)
+        return rc;
+    if (n->count > max)
+        return yaml_fields_fail(f, n, "%s: at most %zu entries", key, max);
+    for (size_t i = 0; i < n->count; i++) {
+        out[i] = NULL;
+        if ((rc = yaml_fields_string(f, n->items[i], key, &out[i])))
+            return rc;
+        (*count)++;
+    }
+    return 0;
+}
+
+static int parse_bmc(struct yaml_fields *f, const struct yaml_tree_node *n, struct inventory_bmc *b)
+{
+    static const char *const keys[] = {"address",      "credentials", "driver",
+                                       "cipher_suite", "workarounds", NULL};
+    int rc = yaml_fields_mapping(f, n, "bmc");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(f, n, "bmc", keys);
+    if (rc)
+        return rc;
+    const struct yaml_tree_node *v;
+    if (!(v = yaml_tree_get(n, "address")))
+        return yaml_fields_fail(f, n, "bmc: needs an address (host:port)");
+    if ((rc = yaml_fields_string(f, v, "address", &b->address)))
+        return rc;
+    if (!(v = yaml_tree_get(n, "credentials")))
+        return yaml_fields_fail(f, n, "bmc: needs credentials (a name in the credentials file)");
+    if ((rc = yaml_fields_string(f, v, "credentials", &b->credentials)))
+        return rc;
+    b->cipher_suite = 3;
+    if ((v = yaml_tree_get(n, "driver"))) {
+        if ((rc = yaml_fields_string(f, v, "driver", &b->driver)))
+            return rc;
+        if (strcmp(b->driver, "lan_2_0") != 0 && strcmp(b->driver, "lan") != 0)
+            return yaml_fields_fail(f, v, "driver: expected lan_2_0 or lan, got '%s'", b->driver);
+    } else if (!(b->driver = strdup("lan_2_0"))) {
+        return medic_error_set(f->err, MEDIC_E_NOMEM, "out of memory");
+    }
+    if ((v = yaml_tree_get(n, "cipher_suite"))) {
+        size_t cs;
+        if ((rc = yaml_fields_size(f, v, "cipher_suite", 0, 17, &cs)))
+            return rc;
+        b->cipher_suite = (int)cs;
+    }
+    if ((v = yaml_tree_get(n, "workarounds")))
+        rc = string_list(f, v, "workarounds", b->workarounds, INVENTORY_MAX_WORKAROUNDS,
+                         &b->workaround_count);
+    return rc;
+}
+
+static int parse_node(struct yaml_fields *f, const struct yaml_tree_node *n,
+                      struct inventory_node *node)
+{
+    static const char *const keys[] = {"name", "aliases", "bmc", "slurm", "agent", "gpus", NULL};
+    int rc = yaml_fields_mapping(f, n, "node");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(f, n, "a node", keys);
+    if (rc)
+        return rc;
+    const struct yaml_tree_node *v;
+    if (!(v = yaml_tree_get(n, "name")))
+        return yaml_fields_fail(f, n, "node: needs a name");
+    if ((rc = yaml_fields_string(f, v, "name", &node->name)))
+        return rc;
+    if ((v = yaml_tree_get(n, "aliases")) &&
+        (rc = string_list(f, v, "aliases", node->aliases, INVENTORY_MAX_ALIASES,
+                          &node->alias_count)))
+        return rc;
+    if ((v = yaml_tree_get(n, "bmc"))) {
+        node->has_bmc = 1;
+        if ((rc = parse_bmc(f, v, &node->bmc)))
+            return rc;
+    }
+    if ((v = yaml_tree_get(n, "slurm"))) {
+        static const char *const slurm_keys[] = {"node", NULL};
+        const struct yaml_tree_node *x;
+        if ((rc = yaml_fields_mapping(f, v, "slurm")) ||
+            (rc = yaml_fields_known_keys(f, v, "slurm", slurm_keys)))
+            return rc;
+        if (!(x = yaml_tree_get(v, "node")))
+            return yaml_fields_fail(f, v, "slurm: needs node (the Slurm node name)");
+        if ((rc = yaml_fields_string(f, x, "node", &node->slurm_node)))
+            return rc;
+    }
+    if ((v = yaml_tree_get(n, "agent"))) {
+        static const char *const agent_keys[] = {"url", "credentials", NULL};
+        const struct yaml_tree_node *x;
+        if ((rc = yaml_fields_mapping(f, v, "agent")) ||
+            (rc = yaml_fields_known_keys(f, v, "agent", agent_keys)))
+            return rc;
+        if (!(x = yaml_tree_get(v, "url")))
+            return yaml_fields_fail(f, v, "agent: needs a url");
+        if ((rc = yaml_fields_string(f, x, "url", &node->agent_url)))
+            return rc;
+        if (strncmp(node->agent_url, "http://", 7) != 0 &&
+            strncmp(node->agent_url, "https://", 8) != 0)
+            return yaml_fields_fail(f, x, "url: expected http:// or https://");
+        if ((x = yaml_tree_get(v, "credentials")) &&
+            (rc = yaml_fields_string(f, x, "credentials", &node->agent_credentials)))
+            return rc;
+    }
+    if ((v = yaml_tree_get(n, "gpus"))) {
+        size_t gpus;
+        if ((rc = yaml_fields_size(f, v, "gpus", 0, 64, &gpus)))
+            return rc;
+        node->gpus = (int)gpus;
+    }
+    return 0;
+}
+
+static int build_index(struct yaml_fields *f, const struct yaml_tree_node *list,
+                       struct inventory *inv)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < inv->count; i++)
+        total += 1 + inv->nodes[i].alias_count;
+    inv->index = calloc(1, sizeof(*inv->index));
+    if (!inv->index ||
+        !(inv->index->entries = calloc(total ? total : 1, sizeof(struct inventory_entry))))
+        return medic_error_set(f->err, MEDIC_E_NOMEM, "out of memory");
+    struct inventory_entry *e = inv->index->entries;
+    size_t k = 0;
+    for (size_t i = 0; i < inv->count; i++) {
+        e[k++] = (struct inventory_entry){inv->nodes[i].name, i};
+        for (size_t a = 0; a < inv->nodes[i].alias_count; a++)
+            e[k++] = (struct inventory_entry){inv->nodes[i].aliases[a], i};
+    }
+    qsort(e, total, sizeof(*e), compare_entries);
+    inv->index->count = total;
+    for (size_t i = 1; i < total; i++)
+        if (strcmp(e[i - 1].name, e[i].name) == 0) {
+            size_t later = e[i - 1].node > e[i].node ? e[i - 1].node : e[i].node;
+            return yaml_fields_fail(f, list->items[later],
+                                    "'%s' names two nodes (as a name or an alias)", e[i].name);
+        }
+    return 0;
+}
+
+int inventory_parse(const char *file, const struct yaml_tree_node *root, struct inventory *out,
+                    struct medic_error *err)
+{
+    static const char *const keys[] = {"nodes", NULL};
+    struct yaml_fields f = {file, err};
+    memset(out, 0, sizeof(*out));
+    const struct yaml_tree_node *list = yaml_tree_get(root, "nodes");
+    int rc = 0;
+    if (!root || (rc = yaml_fields_mapping(&f, root, "inventory")) ||
+        (rc = yaml_fields_known_keys(&f, root, "the inventory", keys)))
+        return rc ? rc : yaml_fields_fail(&f, root, "inventory: expected a mapping with nodes");
+    if (!list)
+        return yaml_fields_fail(&f, root, "inventory: needs nodes");
+    if ((rc = yaml_fields_sequence(&f, list, "nodes")))
+        return rc;
+    if (list->count > INVENTORY_MAX_NODES)
+        return yaml_fields_fail(&f, list, "nodes: more than %d", INVENTORY_MAX_NODES);
+    out->nodes = calloc(list->count ? list->count : 1, sizeof(*out->nodes));
+    if (!out->nodes)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < list->count; i++) {
+        out->count++;
+        rc = parse_node(&f, list->items[i], &out->nodes[i]);
+    }
+    if (rc == 0)
+        rc = build_index(&f, list, out);
+    if (rc)
+        inventory_release(out);
+    return rc;
+}
+
+int inventory_load(const char *path, struct inventory *out, struct medic_error *err)
+{
+    struct yaml_tree tree;
+    int rc = yaml_tree_load(path, &tree, err);
+    if (rc)
+        return rc;
+    rc = inventory_parse(path, tree.root, out, err);
+    yaml_tree_release(&tree);
+    return rc;
+}
+
+const struct inventory_node *inventory_find(const struct inventory *inv, const char *name)
+{
+    if (!inv || !inv->index || !name)
+        return NULL;
+    struct inventory_entry key = {name, 0};
+    const struct inventory_entry *e =
+        bsearch(&key, inv->index->entries, inv->index->count, sizeof(key), compare_entries);
+    return e ? &inv->nodes[e->node] : NULL;
+}

@@ -1,0 +1,238 @@
+#include "matcher.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cursor {
+    const char *s;
+    size_t len, pos;
+};
+
+static void skip_space(struct cursor *c)
+{
+    while (c->pos < c->len && (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' || c->s[c->pos] == '\n'))
+        c->pos++;
+}
+
+static int fail(struct cursor *c, int *col, struct medic_error *err, const char *what)
+{
+    if (col)
+        *col = (int)c->pos + 1;
+    return medic_error_set(err, MEDIC_E_INVALID, "matcher: %s at column %zu", what, c->pos + 1);
+}
+
+static int is_name_char(char ch, int first)
+{
+    return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (!first && ch >= '0' && ch <= '9');
+}
+
+/* A quoted string with Go's escapes \" \\ \n \t, or a bare word. */
+static int read_value(struct cursor *c, char **out, int *col, struct medic_error *err)
+{
+    char *buf = malloc(c->len + 1);
+    size_t n = 0;
+    if (!buf)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (c->pos < c->len && c->s[c->pos] == '"') {
+        c->pos++;
+        for (;;) {
+            if (c->pos >= c->len) {
+                free(buf);
+                return fail(c, col, err, "unterminated quoted value");
+            }
+            char ch = c->s[c->pos++];
+            if (ch == '"')
+                break;
+            if (ch == '\\') {
+                if (c->pos >= c->len) {
+                    free(buf);
+                    return fail(c, col, err, "unterminated quoted value");
+                }
+                char e = c->s[c->pos++];
+                ch = e == 'n' ? '\n' : e == 't' ? '\t' : e;
+                if (e != 'n' && e != 't' && e != '"' && e != '\\') {
+                    /* keep other escapes for the regex engine (\. \| ...) */
+                    buf[n++] = '\\';
+                }
+            }
+            buf[n++] = ch;
+        }
+    } else {
+        while (c->pos < c->len && c->s[c->pos] != ',' && c->s[c->pos] != '}' && c->s[c->pos] != ' ')
+            buf[n++] = c->s[c->pos++];
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+static int compile(struct policy_matcher *m, struct cursor *c, int *col, struct medic_error *err)
+{
+    /* refuse RE2 syntax that POSIX would read differently */
+    static const char *const unsupported[] = {"\\d", "\\D", "\\w", "\\W", "\\s", "\\S",
+                                              "(?",  "*?",  "+?",  "??",  "\\b"};
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+        if (strstr(m->value, unsupported[i])) {
+            char what[160];
+            snprintf(what, sizeof(what),
+                     "regex of '%s' uses '%s', which POSIX extended regexes do not support",
+                     m->name, unsupported[i]);
+            return fail(c, col, err, what);
+        }
+    size_t len = strlen(m->value);
+    char *anchored = malloc(len + 5);
+    if (!anchored)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    snprintf(anchored, len + 5, "^(%s)$", m->value);
+    int rc = regcomp(&m->re, anchored, REG_EXTENDED | REG_NOSUB);
+    free(anchored);
+    if (rc != 0) {
+        char msg[128], what[256];
+        regerror(rc, &m->re, msg, sizeof(msg));
+        snprintf(what, sizeof(what), "invalid regex for '%s': %s", m->name, msg);
+        return fail(c, col, err, what);
+    }
+    return 0;
+}
+
+static void matcher_release(struct policy_matcher *m)
+{
+    if (m->op == MATCHER_RE || m->op == MATCHER_NRE)
+        regfree(&m->re);
+    free(m->name);
+    free(m->value);
+}
+
+int policy_matchers_parse(const char *text, size_t len, struct policy_matchers *out, int *col,
+                          struct medic_error *err)
+{
+    struct cursor c = {text, len, 0};
+    memset(out, 0, sizeof(*out));
+    if (len > POLICY_MATCHER_TEXT_MAX)
+        return fail(&c, col, err, "longer than 4096 bytes");
+    out->items = calloc(POLICY_MATCHERS_MAX, sizeof(*out->items));
+    if (!out->items)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = 0;
+    skip_space(&c);
+    int braces = c.pos < len && text[c.pos] == '{';
+    if (braces)
+        c.pos++;
+    for (;;) {
+        skip_space(&c);
+        if (c.pos >= len || (braces && text[c.pos] == '}'))
+            break;
+        if (out->count == POLICY_MATCHERS_MAX) {
+            rc = fail(&c, col, err, "more than 32 matchers");
+            goto out;
+        }
+        struct policy_matcher *m = &out->items[out->count];
+        size_t start = c.pos;
+        if (c.pos < len && text[c.pos] == '"') {
+            if ((rc = read_value(&c, &m->name, col, err)))
+                goto out;
+        } else {
+            while (c.pos < len && is_name_char(text[c.pos], c.pos == start))
+                c.pos++;
+            if (c.pos == start) {
+                rc = fail(&c, col, err, "expected a label name");
+                goto out;
+            }
+            m->name = strndup(text + start, c.pos - start);
+        }
+        skip_space(&c);
+        if (c.pos + 1 < len && text[c.pos] == '=' && text[c.pos + 1] == '~') {
+            m->op = MATCHER_RE;
+            c.pos += 2;
+        } else if (c.pos + 1 < len && text[c.pos] == '!' && text[c.pos + 1] == '~') {
+            m->op = MATCHER_NRE;
+            c.pos += 2;
+        } else if (c.pos + 1 < len && text[c.pos] == '!' && text[c.pos + 1] == '=') {
+            m->op = MATCHER_NE;
+            c.pos += 2;
+        } else if (c.pos < len && text[c.pos] == '=') {
+            m->op = MATCHER_EQ;
+            c.pos++;
+        } else {
+            free(m->name);
+            m->name = NULL;
+            rc = fail(&c, col, err, "expected =, !=, =~ or !~");
+            goto out;
+        }
+        skip_space(&c);
+        if ((rc = read_value(&c, &m->value, col, err))) {
+            free(m->name);
+            m->name = NULL;
+            goto out;
+        }
+        if ((m->op == MATCHER_RE || m->op == MATCHER_NRE) && (rc = compile(m, &c, col, err))) {
+            m->op = MATCHER_EQ; /* nothing compiled to free */
+            out->count++;
+            goto out;
+        }
+        out->count++;
+        skip_space(&c);
+        if (c.pos < len && text[c.pos] == ',') {
+            c.pos++;
+            continue;
+        }
+        if (c.pos >= len || (braces && text[c.pos] == '}'))
+            break;
+        rc = fail(&c, col, err, "expected ',' between matchers");
+        goto out;
+    }
+    if (braces) {
+        if (c.pos >= len || text[c.pos] != '}') {
+            rc = fail(&c, col, err, "missing '}'");
+            goto out;
+        }
+        c.pos++;
+        skip_space(&c);
+    }
+    if (c.pos != len)
+        rc = fail(&c, col, err, "unexpected text after the matchers");
+    else if (out->count == 0)
+        rc = fail(&c, col, err, "no matchers (match every alert with {alertname=~\".+\"})");
+out:
+    if (rc)
+        policy_matchers_release(out);
+    return rc;
+}
+
+void policy_matchers_release(struct policy_matchers *m)
+{
+    for (size_t i = 0; m->items && i < m->count; i++)
+        matcher_release(&m->items[i]);
+    free(m->items);
+    memset(m, 0, sizeof(*m));
+}
+
+int policy_matchers_match(const struct policy_matchers *m, const struct medic_labels *labels)
+{
+    for (size_t i = 0; i < m->count; i++) {
+        const struct policy_matcher *x = &m->items[i];
+        const char *v = medic_labels_get(labels, x->name);
+        if (!v)
+            v = "";
+        int hit;
+        switch (x->op) {
+        case MATCHER_EQ:
+            hit = strcmp(v, x->value) == 0;
+            break;
+        case MATCHER_NE:
+            hit = strcmp(v, x->value) != 0;
+            break;
+        case MATCHER_RE:
+            hit = regexec(&x->re, v, 0, NULL, 0) == 0;
+            break;
+        default:
+            hit = regexec(&x->re, v, 0, NULL, 0) != 0;
+            break;
+        }
+        if (!hit)
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,42 @@
+/* Alertmanager's label matchers: `{alertname="GPUXidError", xid=~"79|48"}`
+ * with =, !=, =~ and !~. Regexes are anchored at both ends, as in
+ * Alertmanager, and use POSIX extended syntax (glibc regcomp): alternation,
+ * groups, classes and repetition work as in RE2; RE2-only syntax such as
+ * \d, (?i) or non-greedy repetition is refused when the policy is loaded. */
+#ifndef MEDIC_POLICIES_MATCHER_H
+#define MEDIC_POLICIES_MATCHER_H
+
+#include "alert.h"
+#include "error.h"
+
+#include <regex.h>
+#include <stddef.h>
+
+enum matcher_op { MATCHER_EQ, MATCHER_NE, MATCHER_RE, MATCHER_NRE };
+
+struct policy_matcher {
+    char *name;
+    enum matcher_op op;
+    char *value;
+    regex_t re; /* compiled for MATCHER_RE and MATCHER_NRE */
+};
+
+struct policy_matchers {
+    struct policy_matcher *items;
+    size_t count;
+};
+
+#define POLICY_MATCHERS_MAX 32
+#define POLICY_MATCHER_TEXT_MAX 4096
+
+/* Parses text (len bytes) into out. On failure returns MEDIC_E_INVALID and
+ * err says what, with the 1-based column in *col (when col is not NULL). */
+int policy_matchers_parse(const char *text, size_t len, struct policy_matchers *out, int *col,
+                          struct medic_error *err);
+void policy_matchers_release(struct policy_matchers *m);
+
+/* 1 when every matcher matches labels. A missing label matches as the
+ * empty string (Alertmanager's rule: {gpu=""} matches alerts without gpu). */
+int policy_matchers_match(const struct policy_matchers *m, const struct medic_labels *labels);
+
+#endif

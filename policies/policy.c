@@ -1,0 +1,456 @@
+#include "policy.h"
+#include "timeutil.h"
+#include "yaml_fields.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const action_names[] = {
+    [POLICY_ACTION_POWER_LIMIT] = "power_limit",
+    [POLICY_ACTION_RESTORE_POWER_LIMIT] = "restore_power_limit",
+    [POLICY_ACTION_IPMI_POWER_CYCLE] = "ipmi_power_cycle",
+    [POLICY_ACTION_DRAIN] = "drain",
+    [POLICY_ACTION_RESUME] = "resume",
+    [POLICY_ACTION_NOTIFY] = "notify",
+};
+
+const char *policy_action_name(enum policy_action action)
+{
+    return action_names[action];
+}
+
+int policy_action_disruptive(enum policy_action action)
+{
+    return action == POLICY_ACTION_POWER_LIMIT || action == POLICY_ACTION_IPMI_POWER_CYCLE ||
+           action == POLICY_ACTION_DRAIN;
+}
+
+void policy_safety_default(struct policy_safety *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->max_disruptive_in_flight = 2;
+    s->max_disrupted_fraction = 0.05;
+    s->storm_max_alerting_nodes = 20;
+    s->storm_window = 5 * 60 * MEDIC_NS_PER_SEC;
+    s->max_alert_age = 3600 * MEDIC_NS_PER_SEC;
+}
+
+struct parser {
+    struct yaml_fields f;
+    const char *const *notifiers;
+    size_t notifier_count;
+};
+
+static void step_release(struct policy_step *s)
+{
+    policy_template_release(&s->text);
+    free(s->notifier);
+}
+
+static void policy_release(struct policy *p)
+{
+    free(p->name);
+    free(p->match_text);
+    policy_matchers_release(&p->match);
+    for (size_t i = 0; i < p->step_count; i++)
+        step_release(&p->steps[i]);
+    for (size_t i = 0; i < p->on_resolved_count; i++)
+        step_release(&p->on_resolved[i]);
+    free(p->steps);
+    free(p->on_resolved);
+}
+
+void policy_set_release(struct policy_set *set)
+{
+    for (size_t i = 0; i < set->count; i++)
+        policy_release(&set->items[i]);
+    free(set->items);
+    for (size_t i = 0; i < set->safety.maintenance_count; i++) {
+        regfree(&set->safety.maintenance[i].nodes);
+        free(set->safety.maintenance[i].nodes_text);
+        free(set->safety.maintenance[i].reason);
+    }
+    free(set->safety.maintenance);
+    free(set->safety.storm_notifier);
+    memset(set, 0, sizeof(*set));
+}
+
+static int parse_template(struct parser *p, const struct yaml_tree_node *n, const char *key,
+                          struct policy_template *out)
+{
+    int rc = yaml_fields_scalar(&p->f, n, key);
+    if (rc)
+        return rc;
+    int col = 1;
+    struct medic_error err = {0};
+    if (policy_template_parse(n->value, out, &col, &err)) {
+        /* point inside the value: past the opening quote when quoted */
+        struct yaml_tree_node at = {.line = n->line, .col = n->col + col - 1 + (n->quoted ? 1 : 0)};
+        return yaml_fields_fail(&p->f, &at, "%s: %s", key, err.msg);
+    }
+    return 0;
+}
+
+static int known_notifier(struct parser *p, const struct yaml_tree_node *n, const char *name)
+{
+    if (!p->notifiers)
+        return 0;
+    for (size_t i = 0; i < p->notifier_count; i++)
+        if (strcmp(p->notifiers[i], name) == 0)
+            return 0;
+    return yaml_fields_fail(&p->f, n, "notifier '%s' is not defined under notifiers", name);
+}
+
+static int parse_gpus(struct parser *p, const struct yaml_tree_node *n, struct policy_step *s)
+{
+    int rc = yaml_fields_sequence(&p->f, n, "gpus");
+    if (rc)
+        return rc;
+    if (n->count == 0 || n->count > POLICY_MAX_GPUS)
+        return yaml_fields_fail(&p->f, n, "gpus: expected 1 to %d GPU indexes", POLICY_MAX_GPUS);
+    for (size_t i = 0; i < n->count; i++) {
+        double v;
+        if ((rc = yaml_fields_number(&p->f, n->items[i], "gpus", 0, 255, &v)))
+            return rc;
+        if (floor(v) != v)
+            return yaml_fields_fail(&p->f, n->items[i], "gpus: '%s' is not a GPU index",
+                                    n->items[i]->value);
+        s->gpus[s->gpu_count++] = (int)v;
+    }
+    return 0;
+}
+
+static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_resolved,
+                      struct policy_step *s)
+{
+    static const char *const keys[] = {"action",   "after",   "watts",    "gpus", "reason",
+                                       "notifier", "message", "power_on", NULL};
+    s->power_on = 1;
+    s->line = n->line;
+    s->col = n->col;
+    int rc = yaml_fields_mapping(&p->f, n, "step");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, n, "a step", keys);
+    if (rc)
+        return rc;
+    const struct yaml_tree_node *v = yaml_tree_get(n, "action");
+    if (!v)
+        return yaml_fields_fail(&p->f, n, "step: needs an action");
+    if ((rc = yaml_fields_scalar(&p->f, v, "action")))
+        return rc;
+    size_t a;
+    for (a = 0; a < sizeof(action_names) / sizeof(action_names[0]); a++)
+        if (strcmp(v->value, action_names[a]) == 0)
+            break;
+    if (a == sizeof(action_names) / sizeof(action_names[0]))
+        return yaml_fields_fail(&p->f, v,
+                                "action: '%s' is not one of power_limit, restore_power_limit, "
+                                "ipmi_power_cycle, drain, resume, notify",
+                                v->value);
+    s->action = (enum policy_action)a;
+    if (on_resolved && policy_action_disruptive(s->action))
+        return yaml_fields_fail(&p->f, v,
+                                "action: on_resolved takes resume, restore_power_limit or notify, "
+                                "not %s",
+                                v->value);
+    /* which keys each action takes */
+    struct {
+        const char *key;
+        int allowed;
+    } params[] = {
+        {"watts", s->action == POLICY_ACTION_POWER_LIMIT},
+        {"gpus", s->action == POLICY_ACTION_POWER_LIMIT},
+        {"reason", s->action == POLICY_ACTION_DRAIN},
+        {"notifier", s->action == POLICY_ACTION_NOTIFY},
+        {"message", s->action == POLICY_ACTION_NOTIFY},
+        {"power_on", s->action == POLICY_ACTION_IPMI_POWER_CYCLE},
+        {"after", !on_resolved},
+    };
+    for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+        const struct yaml_tree_node *x = yaml_tree_get(n, params[i].key);
+        if (x && !params[i].allowed)
+            return yaml_fields_fail(&p->f, x, "%s: not a parameter of %s%s", params[i].key,
+                                    v->value, on_resolved ? " in on_resolved" : "");
+    }
+    if ((v = yaml_tree_get(n, "after")) &&
+        (rc = yaml_fields_duration(&p->f, v, "after", &s->after)))
+        return rc;
+    if (s->action == POLICY_ACTION_POWER_LIMIT) {
+        double watts;
+        v = yaml_tree_get(n, "watts");
+        if (!v)
+            return yaml_fields_fail(&p->f, n, "power_limit: needs watts");
+        if ((rc = yaml_fields_number(&p->f, v, "watts", 50, 2000, &watts)))
+            return rc;
+        s->watts = (int)watts;
+        if ((v = yaml_tree_get(n, "gpus")) && (rc = parse_gpus(p, v, s)))
+            return rc;
+    }
+    if ((v = yaml_tree_get(n, "reason"))) {
+        if ((rc = parse_template(p, v, "reason", &s->text)))
+            return rc;
+        s->has_text = 1;
+    }
+    if ((v = yaml_tree_get(n, "message"))) {
+        if ((rc = parse_template(p, v, "message", &s->text)))
+            return rc;
+        s->has_text = 1;
+    }
+    if (s->action == POLICY_ACTION_NOTIFY) {
+        v = yaml_tree_get(n, "notifier");
+        if (!v)
+            return yaml_fields_fail(&p->f, n, "notify: needs a notifier");
+        if ((rc = yaml_fields_string(&p->f, v, "notifier", &s->notifier)) ||
+            (rc = known_notifier(p, v, s->notifier)))
+            return rc;
+    }
+    if ((v = yaml_tree_get(n, "power_on")) &&
+        (rc = yaml_fields_bool(&p->f, v, "power_on", &s->power_on)))
+        return rc;
+    return 0;
+}
+
+static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const char *key,
+                       int on_resolved, struct policy_step **out, size_t *count)
+{
+    int rc = yaml_fields_sequence(&p->f, n, key);
+    if (rc)
+        return rc;
+    if (n->count == 0 || n->count > POLICY_MAX_STEPS)
+        return yaml_fields_fail(&p->f, n, "%s: expected 1 to %d steps", key, POLICY_MAX_STEPS);
+    *out = calloc(n->count, sizeof(**out));
+    if (!*out)
+        return medic_error_set(p->f.err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n->count; i++) {
+        (*count)++;
+        if ((rc = parse_step(p, n->items[i], on_resolved, &(*out)[i])))
+            return rc;
+        if (i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
+            const struct yaml_tree_node *after = yaml_tree_get(n->items[i], "after");
+            return yaml_fields_fail(&p->f, after ? after : n->items[i],
+                                    "after: each step must come later than the one before");
+        }
+    }
+    return 0;
+}
+
+static int parse_when(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
+{
+    static const char *const keys[] = {"risk_at_least", "risk_unknown", NULL};
+    int rc = yaml_fields_mapping(&p->f, n, "when");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, n, "when", keys);
+    const struct yaml_tree_node *v;
+    if (rc == 0 && (v = yaml_tree_get(n, "risk_at_least")))
+        rc = yaml_fields_number(&p->f, v, "risk_at_least", 0, 1, &pol->risk_at_least);
+    if (rc == 0 && (v = yaml_tree_get(n, "risk_unknown"))) {
+        rc = yaml_fields_scalar(&p->f, v, "risk_unknown");
+        if (rc == 0 && strcmp(v->value, "act") == 0)
+            pol->act_on_unknown_risk = 1;
+        else if (rc == 0 && strcmp(v->value, "skip") == 0)
+            pol->act_on_unknown_risk = 0;
+        else if (rc == 0)
+            rc = yaml_fields_fail(&p->f, v, "risk_unknown: expected act or skip, got '%s'",
+                                  v->value);
+    }
+    return rc;
+}
+
+static int parse_budget(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
+{
+    static const char *const keys[] = {"count", "window", NULL};
+    int rc = yaml_fields_mapping(&p->f, n, "max_actions_per_node");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, n, "max_actions_per_node", keys);
+    const struct yaml_tree_node *count = yaml_tree_get(n, "count");
+    const struct yaml_tree_node *window = yaml_tree_get(n, "window");
+    if (rc == 0 && (!count || !window))
+        rc = yaml_fields_fail(&p->f, n, "max_actions_per_node: needs count and window");
+    if (rc == 0)
+        rc = yaml_fields_size(&p->f, count, "count", 1, 1000, &pol->budget_count);
+    if (rc == 0)
+        rc = yaml_fields_duration(&p->f, window, "window", &pol->budget_window);
+    if (rc == 0 && pol->budget_window == 0)
+        rc = yaml_fields_fail(&p->f, window, "window: must be longer than 0");
+    return rc;
+}
+
+static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
+{
+    static const char *const keys[] = {
+        "name",  "match",       "when",     "cooldown", "max_actions_per_node",
+        "steps", "on_resolved", "continue", "dry_run",  NULL};
+    pol->act_on_unknown_risk = 1;
+    pol->line = n->line;
+    pol->col = n->col;
+    int rc = yaml_fields_mapping(&p->f, n, "policy");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, n, "a policy", keys);
+    if (rc)
+        return rc;
+    const struct yaml_tree_node *v = yaml_tree_get(n, "name");
+    if (!v)
+        return yaml_fields_fail(&p->f, n, "policy: needs a name");
+    if ((rc = yaml_fields_string(&p->f, v, "name", &pol->name)))
+        return rc;
+    if (strspn(pol->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+            strlen(pol->name) ||
+        strlen(pol->name) > 64)
+        return yaml_fields_fail(&p->f, v, "name: use up to 64 letters, digits, '-', '_' or '.'");
+    v = yaml_tree_get(n, "match");
+    if (!v)
+        return yaml_fields_fail(&p->f, n, "policy '%s': needs match", pol->name);
+    if ((rc = yaml_fields_string(&p->f, v, "match", &pol->match_text)))
+        return rc;
+    int col = 1;
+    struct medic_error err = {0};
+    if (policy_matchers_parse(pol->match_text, strlen(pol->match_text), &pol->match, &col, &err)) {
+        struct yaml_tree_node at = {.line = v->line, .col = v->col + col - 1 + (v->quoted ? 1 : 0)};
+        return yaml_fields_fail(&p->f, &at, "%s", err.msg);
+    }
+    if ((v = yaml_tree_get(n, "when")) && (rc = parse_when(p, v, pol)))
+        return rc;
+    if ((v = yaml_tree_get(n, "cooldown")) &&
+        (rc = yaml_fields_duration(&p->f, v, "cooldown", &pol->cooldown)))
+        return rc;
+    if ((v = yaml_tree_get(n, "max_actions_per_node")) && (rc = parse_budget(p, v, pol)))
+        return rc;
+    v = yaml_tree_get(n, "steps");
+    if (!v)
+        return yaml_fields_fail(&p->f, n, "policy '%s': needs steps", pol->name);
+    if ((rc = parse_steps(p, v, "steps", 0, &pol->steps, &pol->step_count)))
+        return rc;
+    if ((v = yaml_tree_get(n, "on_resolved")) &&
+        (rc = parse_steps(p, v, "on_resolved", 1, &pol->on_resolved, &pol->on_resolved_count)))
+        return rc;
+    if ((v = yaml_tree_get(n, "continue")) &&
+        (rc = yaml_fields_bool(&p->f, v, "continue", &pol->continue_matching)))
+        return rc;
+    if ((v = yaml_tree_get(n, "dry_run")) &&
+        (rc = yaml_fields_bool(&p->f, v, "dry_run", &pol->dry_run)))
+        return rc;
+    return 0;
+}
+
+static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
+                             struct policy_safety *s)
+{
+    static const char *const keys[] = {"nodes", "start", "end", "reason", NULL};
+    int rc = yaml_fields_sequence(&p->f, n, "maintenance");
+    if (rc)
+        return rc;
+    s->maintenance = calloc(n->count ? n->count : 1, sizeof(*s->maintenance));
+    if (!s->maintenance)
+        return medic_error_set(p->f.err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n->count; i++) {
+        const struct yaml_tree_node *w = n->items[i];
+        struct maintenance_window *m = &s->maintenance[i];
+        if ((rc = yaml_fields_mapping(&p->f, w, "maintenance")) ||
+            (rc = yaml_fields_known_keys(&p->f, w, "a maintenance window", keys)))
+            return rc;
+        const struct yaml_tree_node *nodes = yaml_tree_get(w, "nodes");
+        const struct yaml_tree_node *start = yaml_tree_get(w, "start");
+        const struct yaml_tree_node *end = yaml_tree_get(w, "end");
+        if (!nodes || !start || !end)
+            return yaml_fields_fail(&p->f, w, "maintenance: needs nodes, start and end");
+        if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
+            return rc;
+        char anchored[600];
+        snprintf(anchored, sizeof(anchored), "^(%.512s)$", m->nodes_text);
+        if (strlen(m->nodes_text) > 512 || regcomp(&m->nodes, anchored, REG_EXTENDED | REG_NOSUB))
+            return yaml_fields_fail(&p->f, nodes, "nodes: not a valid regex");
+        s->maintenance_count++;
+        const struct yaml_tree_node *times[2] = {start, end};
+        int64_t *out[2] = {&m->start, &m->end};
+        for (int k = 0; k < 2; k++) {
+            if ((rc = yaml_fields_scalar(&p->f, times[k], k ? "end" : "start")))
+                return rc;
+            if (medic_time_parse_rfc3339(times[k]->value, strlen(times[k]->value), out[k]) ||
+                *out[k] == MEDIC_TIME_UNSET)
+                return yaml_fields_fail(&p->f, times[k], "%s: not an RFC 3339 time",
+                                        k ? "end" : "start");
+        }
+        if (m->end <= m->start)
+            return yaml_fields_fail(&p->f, end, "end: must come after start");
+        const struct yaml_tree_node *reason = yaml_tree_get(w, "reason");
+        if (reason && (rc = yaml_fields_string(&p->f, reason, "reason", &m->reason)))
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct policy_safety *s)
+{
+    static const char *const keys[] = {"max_disruptive_in_flight",
+                                       "max_disrupted_fraction",
+                                       "storm",
+                                       "max_alert_age",
+                                       "maintenance",
+                                       NULL};
+    static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
+    int rc = yaml_fields_mapping(&p->f, n, "safety");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, n, "safety", keys);
+    const struct yaml_tree_node *v;
+    if (rc == 0 && (v = yaml_tree_get(n, "max_disruptive_in_flight")))
+        rc = yaml_fields_size(&p->f, v, "max_disruptive_in_flight", 0, 100000,
+                              &s->max_disruptive_in_flight);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_disrupted_fraction")))
+        rc = yaml_fields_number(&p->f, v, "max_disrupted_fraction", 0, 1,
+                                &s->max_disrupted_fraction);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_alert_age")))
+        rc = yaml_fields_duration(&p->f, v, "max_alert_age", &s->max_alert_age);
+    if (rc == 0 && (v = yaml_tree_get(n, "storm"))) {
+        const struct yaml_tree_node *x;
+        rc = yaml_fields_mapping(&p->f, v, "storm");
+        if (rc == 0)
+            rc = yaml_fields_known_keys(&p->f, v, "storm", storm_keys);
+        if (rc == 0 && (x = yaml_tree_get(v, "max_alerting_nodes")))
+            rc = yaml_fields_size(&p->f, x, "max_alerting_nodes", 1, 1000000,
+                                  &s->storm_max_alerting_nodes);
+        if (rc == 0 && (x = yaml_tree_get(v, "window")))
+            rc = yaml_fields_duration(&p->f, x, "window", &s->storm_window);
+        if (rc == 0 && (x = yaml_tree_get(v, "notifier"))) {
+            rc = yaml_fields_string(&p->f, x, "notifier", &s->storm_notifier);
+            if (rc == 0)
+                rc = known_notifier(p, x, s->storm_notifier);
+        }
+    }
+    if (rc == 0 && (v = yaml_tree_get(n, "maintenance")))
+        rc = parse_maintenance(p, v, s);
+    return rc;
+}
+
+int policy_set_parse(const char *file, const struct yaml_tree_node *policies,
+                     const struct yaml_tree_node *safety, const char *const *notifiers,
+                     size_t notifier_count, struct policy_set *out, struct medic_error *err)
+{
+    struct parser p = {{file, err}, notifiers, notifier_count};
+    memset(out, 0, sizeof(*out));
+    policy_safety_default(&out->safety);
+    int rc = 0;
+    if (safety)
+        rc = parse_safety(&p, safety, &out->safety);
+    if (rc == 0 && policies) {
+        rc = yaml_fields_sequence(&p.f, policies, "policies");
+        if (rc == 0 && policies->count > POLICY_MAX_POLICIES)
+            rc = yaml_fields_fail(&p.f, policies, "policies: more than %d", POLICY_MAX_POLICIES);
+        if (rc == 0 && policies->count &&
+            !(out->items = calloc(policies->count, sizeof(*out->items))))
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        for (size_t i = 0; rc == 0 && i < policies->count; i++) {
+            out->count++;
+            rc = parse_policy(&p, policies->items[i], &out->items[i]);
+            for (size_t k = 0; rc == 0 && k < i; k++)
+                if (strcmp(out->items[k].name, out->items[i].name) == 0)
+                    rc = yaml_fields_fail(&p.f, yaml_tree_get(policies->items[i], "name"),
+                                          "name: policy '%s' is defined twice (first at line %d)",
+                                          out->items[i].name, out->items[k].line);
+        }
+    }
+    if (rc)
+        policy_set_release(out);
+    return rc;
+}
