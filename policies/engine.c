@@ -1,0 +1,811 @@
+#include "engine.h"
+#include "buf.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A copy of a label set that outlives the notification it came from. */
+struct label_copy {
+    struct medic_label *items;
+    size_t count;
+};
+
+/* One alert instance taken by one policy. */
+struct instance {
+    char *fingerprint;
+    int64_t starts_at;
+    char policy[65];
+    size_t next_step; /* steps [0, next_step) are decided */
+    int acted;        /* some step was executed or dry-run */
+    int disrupting;   /* some disruptive step was executed or dry-run */
+    int halted;       /* a disruptive step was suppressed: later ones are too */
+    char halted_by[96];
+    char node[128];
+    int in_inventory;
+    char alertname[128];
+    struct label_copy labels, annotations;
+    double risk;
+};
+
+/* An alert instance no policy took: remembered so that its repeats do not
+ * record another no_match. */
+struct unmatched {
+    char *fingerprint;
+    int64_t starts_at;
+    int64_t last_seen;
+};
+
+struct action_record {
+    char policy[65];
+    int64_t time;
+    char *fingerprint; /* the instance that acted */
+    int64_t starts_at;
+};
+
+struct node_state {
+    char name[128];
+    int drained_by_medic;
+    int limited_by_medic;
+    int disrupting_instances;
+    int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
+    struct action_record *history;
+    size_t history_count, history_cap;
+};
+
+struct engine_state {
+    struct instance *instances;
+    size_t instance_count, instance_cap;
+    struct unmatched *unmatched;
+    size_t unmatched_count, unmatched_cap;
+    struct node_state *nodes;
+    size_t node_count, node_cap;
+    int storm_active;
+};
+
+/* Unmatched instances are forgotten after this long without a repeat. */
+#define UNMATCHED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
+
+static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match"};
+
+const char *engine_verdict_name(enum engine_verdict v)
+{
+    return verdict_names[v];
+}
+
+void engine_decisions_init(struct engine_decisions *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+void engine_decisions_release(struct engine_decisions *d)
+{
+    free(d->items);
+    memset(d, 0, sizeof(*d));
+}
+
+static struct engine_decision *new_decision(struct engine_decisions *d)
+{
+    if (d->count == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 8;
+        struct engine_decision *items = realloc(d->items, cap * sizeof(*items));
+        if (!items)
+            return NULL;
+        d->items = items;
+        d->cap = cap;
+    }
+    struct engine_decision *x = &d->items[d->count++];
+    memset(x, 0, sizeof(*x));
+    x->step = -1;
+    strcpy(x->params, "{}");
+    return x;
+}
+
+/* Grows an array of elements of size elem to hold one more. */
+static int grow(void **items, size_t count, size_t *cap, size_t elem)
+{
+    if (count < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, c * elem);
+    if (!p)
+        return MEDIC_E_NOMEM;
+    *items = p;
+    *cap = c;
+    return 0;
+}
+
+struct engine_state *engine_state_new(void)
+{
+    return calloc(1, sizeof(struct engine_state));
+}
+
+static void labels_free(struct label_copy *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        free((char *)l->items[i].name);
+        free((char *)l->items[i].value);
+    }
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+static int labels_copy(struct label_copy *to, const struct medic_labels *from)
+{
+    memset(to, 0, sizeof(*to));
+    if (!from || from->count == 0)
+        return 0;
+    to->items = calloc(from->count, sizeof(*to->items));
+    if (!to->items)
+        return MEDIC_E_NOMEM;
+    for (size_t i = 0; i < from->count; i++) {
+        to->items[i].name = strdup(from->items[i].name);
+        to->items[i].value = strdup(from->items[i].value);
+        to->count++;
+        if (!to->items[i].name || !to->items[i].value)
+            return MEDIC_E_NOMEM;
+    }
+    return 0;
+}
+
+static void instance_free(struct instance *in)
+{
+    free(in->fingerprint);
+    labels_free(&in->labels);
+    labels_free(&in->annotations);
+}
+
+void engine_state_free(struct engine_state *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->instance_count; i++)
+        instance_free(&st->instances[i]);
+    for (size_t i = 0; i < st->unmatched_count; i++)
+        free(st->unmatched[i].fingerprint);
+    for (size_t i = 0; i < st->node_count; i++) {
+        for (size_t k = 0; k < st->nodes[i].history_count; k++)
+            free(st->nodes[i].history[k].fingerprint);
+        free(st->nodes[i].history);
+    }
+    free(st->instances);
+    free(st->unmatched);
+    free(st->nodes);
+    free(st);
+}
+
+static struct node_state *node_get(struct engine_state *st, const char *name, int create)
+{
+    for (size_t i = 0; i < st->node_count; i++)
+        if (strcmp(st->nodes[i].name, name) == 0)
+            return &st->nodes[i];
+    if (!create || grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)))
+        return NULL;
+    struct node_state *n = &st->nodes[st->node_count++];
+    memset(n, 0, sizeof(*n));
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    n->last_alerting = MEDIC_TIME_UNSET;
+    return n;
+}
+
+static int node_disrupted(const struct node_state *n)
+{
+    return n->drained_by_medic || n->limited_by_medic || n->disrupting_instances > 0;
+}
+
+size_t engine_disrupted_nodes(const struct engine_state *st)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < st->node_count; i++)
+        count += node_disrupted(&st->nodes[i]) ? 1 : 0;
+    return count;
+}
+
+int engine_storm_active(const struct engine_state *st)
+{
+    return st->storm_active;
+}
+
+static size_t alerting_nodes(const struct engine_state *st, int64_t now, int64_t window)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < st->node_count; i++)
+        if (st->nodes[i].last_alerting != MEDIC_TIME_UNSET &&
+            st->nodes[i].last_alerting > now - window)
+            count++;
+    return count;
+}
+
+static const struct policy *policy_by_name(const struct policy_set *ps, const char *name)
+{
+    for (size_t i = 0; i < ps->count; i++)
+        if (strcmp(ps->items[i].name, name) == 0)
+            return &ps->items[i];
+    return NULL;
+}
+
+static void format_duration(int64_t ns, char *out, size_t size)
+{
+    int64_t s = ns / MEDIC_NS_PER_SEC;
+    if (s % 86400 == 0 && s >= 86400)
+        snprintf(out, size, "%lldd", (long long)(s / 86400));
+    else if (s % 3600 == 0 && s >= 3600)
+        snprintf(out, size, "%lldh", (long long)(s / 3600));
+    else if (s % 60 == 0 && s >= 60)
+        snprintf(out, size, "%lldm", (long long)(s / 60));
+    else
+        snprintf(out, size, "%llds", (long long)s);
+}
+
+/* ---- parameters and reasons ---- */
+
+static void render_params(const struct policy_step *step, const struct instance *in,
+                          struct engine_decision *d)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, sizeof(d->params) - 1);
+    struct medic_labels labels = {in->labels.items, in->labels.count};
+    struct medic_labels annotations = {in->annotations.items, in->annotations.count};
+    struct template_vars vars = {&labels, &annotations, in->risk, in->node};
+    struct medic_buf text;
+    medic_buf_init(&text, POLICY_TEMPLATE_MAX_OUTPUT);
+    if (step->has_text)
+        policy_template_render(&step->text, &vars, &text);
+    medic_buf_puts(&b, "{");
+    switch (step->action) {
+    case POLICY_ACTION_POWER_LIMIT:
+        medic_buf_printf(&b, "\"watts\":%d", step->watts);
+        if (step->gpu_count) {
+            medic_buf_puts(&b, ",\"gpus\":[");
+            for (size_t i = 0; i < step->gpu_count; i++)
+                medic_buf_printf(&b, "%s%d", i ? "," : "", step->gpus[i]);
+            medic_buf_puts(&b, "]");
+        }
+        break;
+    case POLICY_ACTION_IPMI_POWER_CYCLE:
+        medic_buf_printf(&b, "\"power_on\":%s", step->power_on ? "true" : "false");
+        break;
+    case POLICY_ACTION_DRAIN:
+        medic_buf_puts(&b, "\"reason\":");
+        if (!step->has_text)
+            medic_buf_printf(&text, "%s on %s", in->alertname, in->node);
+        /* Slurm shows who drained: say it was medic */
+        medic_buf_printf(&text, " (medic policy %s)", in->policy);
+        medic_buf_json_string(&b, text.data ? text.data : "");
+        break;
+    case POLICY_ACTION_NOTIFY:
+        medic_buf_puts(&b, "\"notifier\":");
+        medic_buf_json_string(&b, step->notifier);
+        if (step->has_text) {
+            medic_buf_puts(&b, ",\"message\":");
+            medic_buf_json_string(&b, text.data ? text.data : "");
+        }
+        break;
+    default:
+        break;
+    }
+    if (medic_buf_puts(&b, "}") == 0 && b.data)
+        snprintf(d->params, sizeof(d->params), "%s", b.data);
+    else
+        snprintf(d->params, sizeof(d->params), "{\"error\":\"parameters too long\"}");
+    medic_buf_release(&text);
+    medic_buf_release(&b);
+}
+
+static struct engine_decision *decision_for(struct engine_decisions *out, const struct instance *in,
+                                            int64_t now)
+{
+    struct engine_decision *d = new_decision(out);
+    if (!d)
+        return NULL;
+    snprintf(d->node, sizeof(d->node), "%s", in->node);
+    d->in_inventory = in->in_inventory;
+    snprintf(d->alertname, sizeof(d->alertname), "%s", in->alertname);
+    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", in->fingerprint);
+    snprintf(d->policy, sizeof(d->policy), "%s", in->policy);
+    d->risk = in->risk;
+    d->time = now;
+    return d;
+}
+
+/* ---- the guards ---- */
+
+static int in_maintenance(const struct policy_safety *s, const char *node, int64_t now,
+                          char *reason, size_t size)
+{
+    for (size_t i = 0; i < s->maintenance_count; i++) {
+        const struct maintenance_window *m = &s->maintenance[i];
+        if (now >= m->start && now < m->end && regexec(&m->nodes, node, 0, NULL, 0) == 0) {
+            char until[40];
+            medic_time_format(m->end, until, sizeof(until));
+            snprintf(reason, size, "node '%s' is in a maintenance window until %s%s%s", node, until,
+                     m->reason ? ": " : "", m->reason ? m->reason : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The reason a disruptive step may not run, or "" when it may. */
+static void check_guards(const struct engine_context *ctx, struct engine_state *st,
+                         const struct policy *pol, const struct instance *in, int64_t now,
+                         char *reason, size_t size)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    char a[32], b[32];
+    reason[0] = '\0';
+    if (!in->in_inventory) {
+        if (in->node[0])
+            snprintf(reason, size, "node '%s' is not in the inventory", in->node);
+        else
+            snprintf(reason, size, "the alert names no node (none of the node labels is set)");
+        return;
+    }
+    if (in_maintenance(s, in->node, now, reason, size))
+        return;
+    if (now - in->starts_at > s->max_alert_age) {
+        format_duration(now - in->starts_at, a, sizeof(a));
+        format_duration(s->max_alert_age, b, sizeof(b));
+        snprintf(reason, size,
+                 "the alert started %s ago, older than max_alert_age %s: stale alerts never "
+                 "disrupt",
+                 a, b);
+        return;
+    }
+    if (st->storm_active) {
+        format_duration(s->storm_window, a, sizeof(a));
+        snprintf(reason, size,
+                 "storm: %zu nodes alerting within %s (max %zu); disruptive actions are held",
+                 alerting_nodes(st, now, s->storm_window), a, s->storm_max_alerting_nodes);
+        return;
+    }
+    struct node_state *n = node_get(st, in->node, 1);
+    if (!n) {
+        snprintf(reason, size, "out of memory");
+        return;
+    }
+    size_t recent = 0;
+    for (size_t i = 0; i < n->history_count; i++) {
+        const struct action_record *r = &n->history[i];
+        if (strcmp(r->policy, pol->name) != 0)
+            continue;
+        int same_instance =
+            strcmp(r->fingerprint, in->fingerprint) == 0 && r->starts_at == in->starts_at;
+        if (pol->cooldown && !same_instance && now - r->time < pol->cooldown) {
+            format_duration(pol->cooldown, a, sizeof(a));
+            format_duration(now - r->time, b, sizeof(b));
+            snprintf(reason, size, "cooldown: policy %s acted on node '%s' %s ago (cooldown %s)",
+                     pol->name, in->node, b, a);
+            return;
+        }
+        if (pol->budget_count && now - r->time < pol->budget_window)
+            recent++;
+    }
+    if (pol->budget_count && recent >= pol->budget_count) {
+        format_duration(pol->budget_window, a, sizeof(a));
+        snprintf(reason, size, "budget: %zu actions on node '%s' within %s (max %zu)", recent,
+                 in->node, a, pol->budget_count);
+        return;
+    }
+    if (!node_disrupted(n)) {
+        size_t disrupted = engine_disrupted_nodes(st);
+        size_t inventory = ctx->inventory ? ctx->inventory->count : 0;
+        if (disrupted + 1 > s->max_disruptive_in_flight) {
+            snprintf(reason, size,
+                     "fleet cap: %zu nodes already disrupted (max_disruptive_in_flight %zu)",
+                     disrupted, s->max_disruptive_in_flight);
+            return;
+        }
+        if (inventory == 0 ||
+            (double)(disrupted + 1) > s->max_disrupted_fraction * (double)inventory + 1e-9) {
+            snprintf(reason, size,
+                     "fleet cap: %zu of %zu nodes would be disrupted (max_disrupted_fraction "
+                     "%g)",
+                     disrupted + 1, inventory, s->max_disrupted_fraction);
+            return;
+        }
+    }
+}
+
+static void record_action(struct engine_state *st, const struct policy *pol,
+                          const struct instance *in, int64_t now)
+{
+    struct node_state *n = node_get(st, in->node, 1);
+    if (!n || grow((void **)&n->history, n->history_count, &n->history_cap, sizeof(*n->history)))
+        return;
+    /* forget what no cooldown or budget can still see */
+    int64_t keep = pol->cooldown > pol->budget_window ? pol->cooldown : pol->budget_window;
+    if (keep < 7 * 86400 * MEDIC_NS_PER_SEC)
+        keep = 7 * 86400 * MEDIC_NS_PER_SEC;
+    size_t w = 0;
+    for (size_t i = 0; i < n->history_count; i++) {
+        if (now - n->history[i].time < keep)
+            n->history[w++] = n->history[i];
+        else
+            free(n->history[i].fingerprint);
+    }
+    n->history_count = w;
+    struct action_record *r = &n->history[n->history_count];
+    snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
+    r->time = now;
+    r->starts_at = in->starts_at;
+    r->fingerprint = strdup(in->fingerprint);
+    if (r->fingerprint)
+        n->history_count++;
+}
+
+/* Decides one step of instance in; returns the verdict. */
+static void decide_step(const struct engine_context *ctx, struct engine_state *st,
+                        const struct policy *pol, struct instance *in,
+                        const struct policy_step *step, int index, int on_resolved, int64_t now,
+                        struct engine_decisions *out)
+{
+    struct engine_decision *d = decision_for(out, in, now);
+    if (!d)
+        return;
+    d->step = index;
+    d->on_resolved = on_resolved;
+    d->has_action = 1;
+    d->action = step->action;
+    d->disruptive = policy_action_disruptive(step->action);
+    render_params(step, in, d);
+    struct node_state *n = in->in_inventory ? node_get(st, in->node, 1) : NULL;
+    char reason[sizeof(d->reason)] = "";
+    switch (step->action) {
+    case POLICY_ACTION_RESUME:
+        if (!in->in_inventory)
+            snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
+        else if (!n || !n->drained_by_medic)
+            snprintf(reason, sizeof(reason),
+                     "medic did not drain node '%s': an operator's drain is never undone",
+                     in->node);
+        break;
+    case POLICY_ACTION_RESTORE_POWER_LIMIT:
+        if (!in->in_inventory)
+            snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
+        else if (!n || !n->limited_by_medic)
+            snprintf(reason, sizeof(reason), "medic did not limit the power of node '%s'",
+                     in->node);
+        break;
+    case POLICY_ACTION_NOTIFY:
+        break;
+    default:
+        if (in->halted)
+            snprintf(reason, sizeof(reason),
+                     "the ladder stopped: %s was suppressed, so later disruptive steps are too",
+                     in->halted_by);
+        else
+            check_guards(ctx, st, pol, in, now, reason, sizeof(reason));
+    }
+    if (reason[0]) {
+        d->verdict = VERDICT_SUPPRESSED;
+        snprintf(d->reason, sizeof(d->reason), "%s", reason);
+        if (d->disruptive && !in->halted) {
+            in->halted = 1;
+            snprintf(in->halted_by, sizeof(in->halted_by), "step %d (%s)", index + 1,
+                     policy_action_name(step->action));
+        }
+        return;
+    }
+    int live = ctx->live && !pol->dry_run;
+    d->verdict = live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    char after[32];
+    format_duration(step->after, after, sizeof(after));
+    if (on_resolved)
+        snprintf(d->reason, sizeof(d->reason), "policy %s: the alert resolved%s", pol->name,
+                 live ? ""
+                      : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode"));
+    else
+        snprintf(d->reason, sizeof(d->reason), "policy %s step %d: firing for %s or more%s",
+                 pol->name, index + 1, after,
+                 live ? ""
+                      : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode"));
+    in->acted = 1;
+    if (!in->in_inventory)
+        return;
+    n = node_get(st, in->node, 1);
+    if (!n)
+        return;
+    switch (step->action) {
+    case POLICY_ACTION_DRAIN:
+        n->drained_by_medic = 1;
+        break;
+    case POLICY_ACTION_POWER_LIMIT:
+        n->limited_by_medic = 1;
+        break;
+    case POLICY_ACTION_RESUME:
+        n->drained_by_medic = 0;
+        break;
+    case POLICY_ACTION_RESTORE_POWER_LIMIT:
+        n->limited_by_medic = 0;
+        break;
+    default:
+        break;
+    }
+    if (d->disruptive) {
+        record_action(st, pol, in, now);
+        if (!in->disrupting) {
+            in->disrupting = 1;
+            n->disrupting_instances++;
+        }
+    }
+}
+
+static void run_due_steps(const struct engine_context *ctx, struct engine_state *st,
+                          const struct policy *pol, struct instance *in, int64_t now,
+                          struct engine_decisions *out)
+{
+    while (in->next_step < pol->step_count &&
+           now - in->starts_at >= pol->steps[in->next_step].after) {
+        size_t k = in->next_step++;
+        decide_step(ctx, st, pol, in, &pol->steps[k], (int)k, 0, now, out);
+    }
+}
+
+/* ---- the storm breaker ---- */
+
+static void storm_notice(const struct engine_context *ctx, struct engine_state *st, int64_t now,
+                         int starting, struct engine_decisions *out)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    struct engine_decision *d = new_decision(out);
+    if (!d)
+        return;
+    char window[32];
+    format_duration(s->storm_window, window, sizeof(window));
+    size_t nodes = alerting_nodes(st, now, s->storm_window);
+    d->time = now;
+    d->risk = NAN;
+    if (s->storm_notifier) {
+        d->has_action = 1;
+        d->action = POLICY_ACTION_NOTIFY;
+        struct medic_buf b;
+        medic_buf_init(&b, sizeof(d->params) - 1);
+        char message[256];
+        snprintf(message, sizeof(message),
+                 starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu); "
+                            "disruptive actions are held until it passes"
+                          : "medic storm breaker: the storm passed (%zu nodes alerting within %s, "
+                            "max %zu); disruptive actions resume",
+                 nodes, window, s->storm_max_alerting_nodes);
+        medic_buf_puts(&b, "{\"notifier\":");
+        medic_buf_json_string(&b, s->storm_notifier);
+        medic_buf_puts(&b, ",\"message\":");
+        medic_buf_json_string(&b, message);
+        medic_buf_puts(&b, "}");
+        snprintf(d->params, sizeof(d->params), "%s", b.data ? b.data : "{}");
+        medic_buf_release(&b);
+        d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    } else {
+        d->verdict = VERDICT_SUPPRESSED;
+    }
+    snprintf(d->reason, sizeof(d->reason), "storm %s: %zu nodes alerting within %s (max %zu)%s",
+             starting ? "started" : "ended", nodes, window, s->storm_max_alerting_nodes,
+             s->storm_notifier ? "" : "; no safety.storm.notifier to tell");
+}
+
+static void update_storm(const struct engine_context *ctx, struct engine_state *st, int64_t now,
+                         struct engine_decisions *out)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    size_t nodes = alerting_nodes(st, now, s->storm_window);
+    if (!st->storm_active && nodes > s->storm_max_alerting_nodes) {
+        st->storm_active = 1;
+        storm_notice(ctx, st, now, 1, out);
+    } else if (st->storm_active && nodes <= s->storm_max_alerting_nodes) {
+        st->storm_active = 0;
+        storm_notice(ctx, st, now, 0, out);
+    }
+}
+
+/* ---- evaluation ---- */
+
+static struct instance *find_instance(struct engine_state *st, const char *fingerprint,
+                                      int64_t starts_at, const char *policy)
+{
+    for (size_t i = 0; i < st->instance_count; i++) {
+        struct instance *in = &st->instances[i];
+        if (in->starts_at == starts_at && strcmp(in->fingerprint, fingerprint) == 0 &&
+            strcmp(in->policy, policy) == 0)
+            return in;
+    }
+    return NULL;
+}
+
+static struct instance *new_instance(struct engine_state *st, const struct engine_alert *a,
+                                     int64_t starts_at, const struct policy *pol, const char *node,
+                                     int in_inventory)
+{
+    if (grow((void **)&st->instances, st->instance_count, &st->instance_cap,
+             sizeof(*st->instances)))
+        return NULL;
+    struct instance *in = &st->instances[st->instance_count];
+    memset(in, 0, sizeof(*in));
+    in->fingerprint = strdup(a->fingerprint);
+    in->starts_at = starts_at;
+    snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
+    snprintf(in->node, sizeof(in->node), "%s", node);
+    in->in_inventory = in_inventory;
+    const char *alertname = medic_labels_get(a->labels, "alertname");
+    snprintf(in->alertname, sizeof(in->alertname), "%s", alertname ? alertname : "");
+    in->risk = a->risk;
+    if (!in->fingerprint || labels_copy(&in->labels, a->labels) ||
+        labels_copy(&in->annotations, a->annotations)) {
+        instance_free(in);
+        return NULL;
+    }
+    st->instance_count++;
+    return in;
+}
+
+static void remove_instance(struct engine_state *st, struct instance *in)
+{
+    size_t i = (size_t)(in - st->instances);
+    instance_free(in);
+    memmove(&st->instances[i], &st->instances[i + 1],
+            (st->instance_count - i - 1) * sizeof(*st->instances));
+    st->instance_count--;
+}
+
+/* The alert's node: the first node label present, port stripped, then
+ * looked up by name or alias. */
+static const struct inventory_node *resolve_node(const struct engine_context *ctx,
+                                                 const struct medic_labels *labels, char *raw,
+                                                 size_t size)
+{
+    if (medic_alert_node(labels, ctx->node_labels, ctx->node_label_count, raw, size))
+        return NULL;
+    return inventory_find(ctx->inventory, raw);
+}
+
+static int remember_unmatched(struct engine_state *st, const struct engine_alert *a,
+                              int64_t starts_at, int64_t now)
+{
+    size_t w = 0;
+    int seen = 0;
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        struct unmatched *u = &st->unmatched[i];
+        if (u->starts_at == starts_at && strcmp(u->fingerprint, a->fingerprint) == 0) {
+            u->last_seen = now;
+            seen = 1;
+        }
+        if (now - u->last_seen < UNMATCHED_TTL)
+            st->unmatched[w++] = *u;
+        else
+            free(u->fingerprint);
+    }
+    st->unmatched_count = w;
+    if (seen)
+        return 1;
+    if (grow((void **)&st->unmatched, st->unmatched_count, &st->unmatched_cap,
+             sizeof(*st->unmatched)) == 0) {
+        char *fp = strdup(a->fingerprint);
+        if (fp)
+            st->unmatched[st->unmatched_count++] = (struct unmatched){fp, starts_at, now};
+    }
+    return 0;
+}
+
+static void forget_unmatched(struct engine_state *st, const char *fingerprint, int64_t starts_at)
+{
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        struct unmatched *u = &st->unmatched[i];
+        if (u->starts_at == starts_at && strcmp(u->fingerprint, fingerprint) == 0) {
+            free(u->fingerprint);
+            st->unmatched[i] = st->unmatched[--st->unmatched_count];
+            return;
+        }
+    }
+}
+
+static void evaluate_firing(const struct engine_context *ctx, struct engine_state *st,
+                            const struct engine_alert *a, int64_t starts_at, int64_t now,
+                            struct engine_decisions *out)
+{
+    const struct policy_set *ps = ctx->policies;
+    char raw[128];
+    const struct inventory_node *inv = resolve_node(ctx, a->labels, raw, sizeof(raw));
+    const char *node = inv ? inv->name : raw;
+
+    /* the storm window counts every alerting node, known or not */
+    struct node_state *ns = node_get(st, node[0] ? node : "(no node)", 1);
+    if (ns)
+        ns->last_alerting = now;
+    update_storm(ctx, st, now, out);
+
+    char skipped[384] = "";
+    int taken = 0;
+    for (size_t p = 0; p < ps->count; p++) {
+        const struct policy *pol = &ps->items[p];
+        struct instance *in = find_instance(st, a->fingerprint, starts_at, pol->name);
+        if (!in) {
+            if (!policy_matchers_match(&pol->match, a->labels))
+                continue;
+            int risk_ok = isnan(a->risk) ? pol->act_on_unknown_risk : a->risk >= pol->risk_at_least;
+            if (!risk_ok) {
+                size_t used = strlen(skipped);
+                if (isnan(a->risk))
+                    snprintf(skipped + used, sizeof(skipped) - used,
+                             "%spolicy %s skips alerts of unknown risk", used ? "; " : "",
+                             pol->name);
+                else
+                    snprintf(skipped + used, sizeof(skipped) - used,
+                             "%spolicy %s: risk %.2f below %.2f", used ? "; " : "", pol->name,
+                             a->risk, pol->risk_at_least);
+                continue;
+            }
+            in = new_instance(st, a, starts_at, pol, node, inv != NULL);
+            if (!in)
+                return;
+        }
+        taken = 1;
+        run_due_steps(ctx, st, pol, in, now, out);
+        if (!pol->continue_matching)
+            break;
+    }
+    if (taken || remember_unmatched(st, a, starts_at, now))
+        return;
+    struct engine_decision *d = new_decision(out);
+    if (!d)
+        return;
+    snprintf(d->node, sizeof(d->node), "%s", node);
+    d->in_inventory = inv != NULL;
+    const char *alertname = medic_labels_get(a->labels, "alertname");
+    snprintf(d->alertname, sizeof(d->alertname), "%s", alertname ? alertname : "");
+    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", a->fingerprint);
+    d->verdict = VERDICT_NO_MATCH;
+    d->risk = a->risk;
+    d->time = now;
+    snprintf(d->reason, sizeof(d->reason), "%s",
+             skipped[0] ? skipped : "no policy matches the alert's labels");
+}
+
+static void evaluate_resolved(const struct engine_context *ctx, struct engine_state *st,
+                              const struct engine_alert *a, int64_t starts_at, int64_t now,
+                              struct engine_decisions *out)
+{
+    forget_unmatched(st, a->fingerprint, starts_at);
+    for (size_t i = 0; i < st->instance_count;) {
+        struct instance *in = &st->instances[i];
+        if (in->starts_at != starts_at || strcmp(in->fingerprint, a->fingerprint) != 0) {
+            i++;
+            continue;
+        }
+        const struct policy *pol = policy_by_name(ctx->policies, in->policy);
+        if (pol && in->acted)
+            for (size_t k = 0; k < pol->on_resolved_count; k++)
+                decide_step(ctx, st, pol, in, &pol->on_resolved[k], (int)k, 1, now, out);
+        if (in->disrupting && in->in_inventory) {
+            struct node_state *n = node_get(st, in->node, 0);
+            if (n && n->disrupting_instances > 0)
+                n->disrupting_instances--;
+        }
+        remove_instance(st, in);
+    }
+}
+
+int engine_evaluate(const struct engine_context *ctx, struct engine_state *st,
+                    const struct engine_alert *alert, int64_t now, struct engine_decisions *out)
+{
+    int64_t starts_at = alert->starts_at == MEDIC_TIME_UNSET ? now : alert->starts_at;
+    if (alert->status == MEDIC_STATUS_FIRING)
+        evaluate_firing(ctx, st, alert, starts_at, now, out);
+    else
+        evaluate_resolved(ctx, st, alert, starts_at, now, out);
+    return 0;
+}
+
+int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64_t now,
+                struct engine_decisions *out)
+{
+    update_storm(ctx, st, now, out);
+    for (size_t i = 0; i < st->instance_count; i++) {
+        struct instance *in = &st->instances[i];
+        const struct policy *pol = policy_by_name(ctx->policies, in->policy);
+        if (pol)
+            run_due_steps(ctx, st, pol, in, now, out);
+    }
+    return 0;
+}

@@ -1,0 +1,556 @@
+/* The policy engine, driven with explicit times: matching, escalation,
+ * on_resolved, and a test for each safety invariant of the product
+ * contract. */
+#include "engine.h"
+#include "inventory.h"
+#include "policy.h"
+#include "timeutil.h"
+#include "yaml_tree.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MIN (60 * MEDIC_NS_PER_SEC)
+#define T0 (INT64_C(1795334400) * MEDIC_NS_PER_SEC) /* 2026-11-22T08:00:00Z */
+
+struct world {
+    struct policy_set policies;
+    struct inventory inventory;
+    struct engine_context ctx;
+    struct engine_state *state;
+    struct engine_decisions out;
+};
+
+static const char *const node_labels[] = {"node", "Hostname", "instance"};
+static const char *const notifiers[] = {"oncall"};
+
+static const char base_policies[] =
+    "policies:\n"
+    "  - name: xid-fell-off-bus\n"
+    "    match: '{alertname=\"GPUXidError\", xid=~\"79|48\"}'\n"
+    "    cooldown: 6h\n"
+    "    max_actions_per_node: { count: 3, window: 24h }\n"
+    "    steps:\n"
+    "      - action: drain\n"
+    "        reason: 'Xid {{ $labels.xid }} on GPU {{ $labels.gpu }}'\n"
+    "      - after: 10m\n"
+    "        action: ipmi_power_cycle\n"
+    "      - after: 30m\n"
+    "        action: notify\n"
+    "        notifier: oncall\n"
+    "    on_resolved:\n"
+    "      - action: resume\n"
+    "  - name: hot-gpu\n"
+    "    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
+    "    when: { risk_at_least: 0.85, risk_unknown: skip }\n"
+    "    steps:\n"
+    "      - action: power_limit\n"
+    "        watts: 300\n"
+    "    on_resolved:\n"
+    "      - action: restore_power_limit\n"
+    "  - name: operator-drained\n"
+    "    match: '{alertname=\"NodeBackFromRepair\"}'\n"
+    "    steps:\n"
+    "      - action: notify\n"
+    "        notifier: oncall\n"
+    "    on_resolved:\n"
+    "      - action: resume\n";
+
+/* A drain without cooldown, for the fleet caps. */
+static const char caps_policies[] = "policies:\n"
+                                    "  - name: drain-on-xid\n"
+                                    "    match: '{alertname=\"GPUXidError\"}'\n"
+                                    "    steps: [ { action: drain }, { after: 10m, action: "
+                                    "ipmi_power_cycle } ]\n";
+
+static void world_init(struct world *w, const char *policies_yaml, const char *safety_yaml,
+                       size_t nodes, int live)
+{
+    memset(w, 0, sizeof(*w));
+    char doc[8192];
+    snprintf(doc, sizeof(doc), "%s%s", policies_yaml, safety_yaml ? safety_yaml : "");
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    if (yaml_tree_parse("test.yaml", doc, strlen(doc), &tree, &err))
+        fail_msg("%s", err.msg);
+    if (policy_set_parse("test.yaml", yaml_tree_get(tree.root, "policies"),
+                         yaml_tree_get(tree.root, "safety"), notifiers, 1, &w->policies, &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+    char inv[65536] = "nodes:\n";
+    for (size_t i = 1; i <= nodes; i++)
+        snprintf(inv + strlen(inv), sizeof(inv) - strlen(inv),
+                 "  - { name: gpu-node-%02zu, aliases: [gpu-node-%02zu.example.org] }\n", i, i);
+    if (yaml_tree_parse("inv.yaml", inv, strlen(inv), &tree, &err) ||
+        inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+    w->ctx = (struct engine_context){&w->policies, &w->inventory, node_labels, 3, live};
+    w->state = engine_state_new();
+    engine_decisions_init(&w->out);
+}
+
+static void world_release(struct world *w)
+{
+    engine_decisions_release(&w->out);
+    engine_state_free(w->state);
+    inventory_release(&w->inventory);
+    policy_set_release(&w->policies);
+}
+
+/* An alert: labels as "name=value" strings, at most 8. */
+struct test_alert {
+    struct medic_label items[8];
+    struct medic_labels labels;
+    struct medic_labels annotations;
+    struct engine_alert alert;
+    char fingerprint[128];
+};
+
+static void make_alert(struct test_alert *t, const char *alertname, const char *instance,
+                       const char *gpu, const char *xid, int64_t starts_at, double risk)
+{
+    memset(t, 0, sizeof(*t));
+    size_t n = 0;
+    /* sorted by name */
+    t->items[n++] = (struct medic_label){"alertname", alertname};
+    if (gpu)
+        t->items[n++] = (struct medic_label){"gpu", gpu};
+    if (instance)
+        t->items[n++] = (struct medic_label){"instance", instance};
+    if (xid)
+        t->items[n++] = (struct medic_label){"xid", xid};
+    t->labels = (struct medic_labels){t->items, n};
+    snprintf(t->fingerprint, sizeof(t->fingerprint), "%s/%s/%s", alertname,
+             instance ? instance : "-", gpu ? gpu : "-");
+    t->alert = (struct engine_alert){t->fingerprint,  MEDIC_STATUS_FIRING, &t->labels,
+                                     &t->annotations, starts_at,           risk};
+}
+
+static size_t evaluate(struct world *w, struct test_alert *t, enum medic_alert_status status,
+                       int64_t now)
+{
+    size_t before = w->out.count;
+    t->alert.status = status;
+    assert_int_equal(engine_evaluate(&w->ctx, w->state, &t->alert, now, &w->out), 0);
+    return w->out.count - before;
+}
+
+static size_t tick(struct world *w, int64_t now)
+{
+    size_t before = w->out.count;
+    assert_int_equal(engine_tick(&w->ctx, w->state, now, &w->out), 0);
+    return w->out.count - before;
+}
+
+static const struct engine_decision *last(struct world *w, size_t back)
+{
+    assert_true(w->out.count > back);
+    return &w->out.items[w->out.count - 1 - back];
+}
+
+static void expect(const struct engine_decision *d, const char *node, const char *action,
+                   enum engine_verdict verdict, const char *reason_part)
+{
+    const char *got_action = d->has_action ? policy_action_name(d->action) : "-";
+    if (strcmp(d->node, node) != 0 || strcmp(got_action, action ? action : "-") != 0 ||
+        d->verdict != verdict || (reason_part && !strstr(d->reason, reason_part)))
+        fail_msg("decision %s %s %s '%s'; wanted %s %s %s '%s'", d->node, got_action,
+                 engine_verdict_name(d->verdict), d->reason, node, action ? action : "-",
+                 engine_verdict_name(verdict), reason_part ? reason_part : "");
+}
+
+static void test_escalation_ladder_and_resume(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "step 1");
+    assert_string_equal(last(&w, 0)->params,
+                        "{\"reason\":\"Xid 79 on GPU 0 (medic policy xid-fell-off-bus)\"}");
+    /* Alertmanager repeats the notification: nothing new is due */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 2 * MIN), 0);
+    /* the scheduler: the power cycle is due at 10 minutes */
+    assert_int_equal(tick(&w, T0 + 9 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE, "step 2");
+    assert_int_equal(tick(&w, T0 + 11 * MIN), 0);
+    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    /* resolved before the notify step: medic resumes what it drained */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "resolved");
+    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    assert_int_equal(tick(&w, T0 + 60 * MIN), 0); /* nothing left to escalate */
+    world_release(&w);
+}
+
+static void test_late_notification_runs_due_steps_once(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "1", "48", T0, NAN);
+    /* first seen 31 minutes after it started: three steps are due at once */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 31 * MIN), 3);
+    expect(last(&w, 2), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    expect(last(&w, 1), "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    expect(last(&w, 0), "gpu-node-02", "notify", VERDICT_EXECUTE, NULL);
+    assert_string_equal(last(&w, 0)->params, "{\"notifier\":\"oncall\"}");
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 32 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 90 * MIN), 0);
+    world_release(&w);
+}
+
+/* Invariant 1: no disruptive action outside the inventory; the target is
+ * the inventory's node, found by name or alias, never the raw label. */
+static void test_invariant_inventory(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "rogue-host:9400", "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "rogue-host", "drain", VERDICT_SUPPRESSED,
+           "node 'rogue-host' is not in the inventory");
+    assert_false(last(&w, 0)->in_inventory);
+    struct test_alert none;
+    make_alert(&none, "GPUXidError", NULL, "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &none, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "", "drain", VERDICT_SUPPRESSED, "names no node");
+    /* an alias resolves to the inventory name */
+    struct test_alert alias;
+    make_alert(&alias, "GPUXidError", "gpu-node-03.example.org:9400", "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &alias, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, NULL);
+    assert_true(last(&w, 0)->in_inventory);
+    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    world_release(&w);
+}
+
+/* Invariant 2: retries, HA copies and repeats never repeat an action. */
+static void test_invariant_no_action_twice(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-04", "0", "79", T0, 0.9);
+    size_t executes = 0;
+    for (int i = 0; i < 50; i++) {
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MIN / 2);
+        tick(&w, T0 + i * MIN / 2);
+    }
+    for (size_t i = 0; i < w.out.count; i++)
+        if (w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
+            w.out.items[i].action == POLICY_ACTION_DRAIN)
+            executes++;
+    assert_int_equal(executes, 1);
+    assert_int_equal(w.out.count, 2); /* drain at 0, power cycle at 10m; notify at 30m not yet */
+    world_release(&w);
+}
+
+/* Invariant 3: never more disrupted nodes than the caps. */
+static void test_invariant_fleet_caps(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, caps_policies,
+               "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 0.05 }\n", 40, 1);
+    /* 40 nodes at 5%: 2 nodes; in flight 3: the fraction binds first */
+    for (int i = 1; i <= 5; i++) {
+        char node[32];
+        snprintf(node, sizeof(node), "gpu-node-%02d", i);
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", node, "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MEDIC_NS_PER_SEC);
+        assert_true(engine_disrupted_nodes(w.state) <= 2);
+        if (i <= 2)
+            expect(last(&w, 0), node, "drain", VERDICT_EXECUTE, NULL);
+        else
+            expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED,
+                   "fleet cap: 3 of 40 nodes would be disrupted (max_disrupted_fraction 0.05)");
+    }
+    world_release(&w);
+    /* with a larger fleet the in-flight cap binds */
+    world_init(&w, caps_policies,
+               "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.5 }\n", 40, 1);
+    for (int i = 1; i <= 4; i++) {
+        char node[32];
+        snprintf(node, sizeof(node), "gpu-node-%02d", i);
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", node, "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+        if (i > 2)
+            expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED,
+                   "2 nodes already disrupted (max_disruptive_in_flight 2)");
+    }
+    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    /* a second alert on a node already disrupted does not count twice */
+    struct test_alert again;
+    make_alert(&again, "GPUXidError", "gpu-node-01", "5", "48", T0, 0.9);
+    evaluate(&w, &again, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    /* the suppressed ones never get their power cycle; the others do */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 5);
+    for (size_t i = 0; i < 5; i++) {
+        const struct engine_decision *d = last(&w, i);
+        assert_int_equal(d->action, POLICY_ACTION_IPMI_POWER_CYCLE);
+        if (strcmp(d->node, "gpu-node-03") == 0 || strcmp(d->node, "gpu-node-04") == 0)
+            expect(d, d->node, "ipmi_power_cycle", VERDICT_SUPPRESSED,
+                   "the ladder stopped: step 1 (drain) was suppressed");
+        else
+            assert_int_equal(d->verdict, VERDICT_EXECUTE);
+    }
+    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    world_release(&w);
+}
+
+/* Invariant 4: a storm holds disruptive actions and tells on-call once. */
+static void test_invariant_storm(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies,
+               "safety:\n  max_disruptive_in_flight: 100\n  max_disrupted_fraction: 1\n"
+               "  storm: { max_alerting_nodes: 3, window: 5m, notifier: oncall }\n",
+               40, 1);
+    size_t notices = 0;
+    for (int i = 1; i <= 6; i++) {
+        char node[32];
+        snprintf(node, sizeof(node), "gpu-node-%02d", i);
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", node, "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MEDIC_NS_PER_SEC);
+        if (i <= 3) {
+            expect(last(&w, 0), node, "drain", VERDICT_EXECUTE, NULL);
+        } else {
+            char reason[96];
+            snprintf(reason, sizeof(reason), "storm: %d nodes alerting within 5m (max 3)", i);
+            expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED, reason);
+        }
+    }
+    for (size_t i = 0; i < w.out.count; i++)
+        if (strstr(w.out.items[i].reason, "storm started")) {
+            notices++;
+            assert_int_equal(w.out.items[i].action, POLICY_ACTION_NOTIFY);
+            assert_int_equal(w.out.items[i].verdict, VERDICT_EXECUTE);
+        }
+    assert_int_equal(notices, 1);
+    assert_true(engine_storm_active(w.state));
+    /* 5 minutes without new alerting nodes: the storm passes, on-call is told */
+    assert_int_equal(tick(&w, T0 + 6 * MIN), 1);
+    assert_non_null(strstr(last(&w, 0)->reason, "storm ended"));
+    assert_false(engine_storm_active(w.state));
+    assert_non_null(strstr(last(&w, 0)->params, "the storm passed"));
+    /* a new alert now acts again */
+    struct test_alert after;
+    make_alert(&after, "GPUXidError", "gpu-node-30", "0", "79", T0 + 6 * MIN, 0.9);
+    evaluate(&w, &after, MEDIC_STATUS_FIRING, T0 + 6 * MIN);
+    expect(last(&w, 0), "gpu-node-30", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+/* Invariant 5: dry-run is the default mode; a dry_run policy never acts. */
+static void test_invariant_dry_run(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 0);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_DRY_RUN, "medic is in dry-run mode");
+    /* the state follows as in live mode, so caps show in a dry run */
+    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    world_release(&w);
+    static const char dry_policy[] = "policies:\n"
+                                     "  - name: careful\n"
+                                     "    match: '{alertname=\"GPUXidError\"}'\n"
+                                     "    dry_run: true\n"
+                                     "    steps: [ { action: drain } ]\n";
+    world_init(&w, dry_policy, NULL, 40, 1);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_DRY_RUN, "the policy is dry_run");
+    world_release(&w);
+}
+
+/* Invariant 6: medic resumes only what it drained, restores only what it
+ * limited. */
+static void test_invariant_only_undo_own(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert op;
+    make_alert(&op, "NodeBackFromRepair", "gpu-node-07", NULL, NULL, T0, NAN);
+    evaluate(&w, &op, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-07", "notify", VERDICT_EXECUTE, NULL);
+    evaluate(&w, &op, MEDIC_STATUS_RESOLVED, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-07", "resume", VERDICT_SUPPRESSED,
+           "medic did not drain node 'gpu-node-07'");
+    /* power limits: restored only after medic limited */
+    struct test_alert hot;
+    make_alert(&hot, "GPUTemperatureHigh", "gpu-node-08", "2", NULL, T0, 0.9);
+    evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-08", "power_limit", VERDICT_EXECUTE, NULL);
+    assert_string_equal(last(&w, 0)->params, "{\"watts\":300}");
+    evaluate(&w, &hot, MEDIC_STATUS_RESOLVED, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-08", "restore_power_limit", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+/* Invariant 7: stale alerts never disrupt. */
+static void test_invariant_stale(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, "safety: { max_alert_age: 1h }\n", 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 61 * MIN);
+    expect(last(&w, 2), "gpu-node-01", "drain", VERDICT_SUPPRESSED,
+           "the alert started 61m ago, older than max_alert_age 1h");
+    expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_SUPPRESSED, "ladder stopped");
+    expect(last(&w, 0), "gpu-node-01", "notify", VERDICT_EXECUTE, NULL); /* on-call hears */
+    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+static void test_cooldown_and_budget(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: ecc\n"
+                                   "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+                                   "    cooldown: 1h\n"
+                                   "    max_actions_per_node: { count: 2, window: 24h }\n"
+                                   "    steps: [ { action: drain } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    int64_t t = T0;
+    struct test_alert a;
+    make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, t);
+    expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, NULL);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t + 10 * MIN);
+    /* a new incident 30 minutes later: inside the cooldown */
+    make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 30 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 30 * MIN);
+    expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_SUPPRESSED,
+           "cooldown: policy ecc acted on node 'gpu-node-05' 30m ago (cooldown 1h)");
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t + 40 * MIN);
+    /* after the cooldown: allowed, the second action of the day */
+    make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 2 * 60 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 2 * 60 * MIN);
+    expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, NULL);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t + 3 * 60 * MIN);
+    /* the third within 24h: over the budget */
+    make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 5 * 60 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 5 * 60 * MIN);
+    expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_SUPPRESSED,
+           "budget: 2 actions on node 'gpu-node-05' within 1d (max 2)");
+    world_release(&w);
+}
+
+static void test_matching_risk_and_no_match(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert low, unknown, other;
+    make_alert(&low, "GPUTemperatureHigh", "gpu-node-01", "0", NULL, T0, 0.42);
+    evaluate(&w, &low, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", NULL, VERDICT_NO_MATCH,
+           "policy hot-gpu: risk 0.42 below 0.85");
+    assert_int_equal(evaluate(&w, &low, MEDIC_STATUS_FIRING, T0 + MIN), 0); /* once */
+    make_alert(&unknown, "GPUTemperatureHigh", "gpu-node-02", "0", NULL, T0, NAN);
+    evaluate(&w, &unknown, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-02", NULL, VERDICT_NO_MATCH, "skips alerts of unknown risk");
+    make_alert(&other, "GPUXidError", "gpu-node-03", "0", "13", T0, 0.99); /* xid 13 */
+    evaluate(&w, &other, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-03", NULL, VERDICT_NO_MATCH,
+           "no policy matches the alert's labels");
+    world_release(&w);
+}
+
+static void test_maintenance_window(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies,
+               "safety:\n  maintenance:\n    - { nodes: 'gpu-node-0[1-4]', start: "
+               "'2026-11-22T07:00:00Z', end: '2026-11-22T09:00:00Z', reason: 'firmware' }\n",
+               40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED,
+           "maintenance window until 2026-11-22T09:00:00.000Z: firmware");
+    make_alert(&b, "GPUXidError", "gpu-node-12", "0", "79", T0, 0.9);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-12", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+static void test_continue(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: tell\n"
+                                   "    match: '{alertname=~\"GPU.*\"}'\n"
+                                   "    continue: true\n"
+                                   "    steps: [ { action: notify, notifier: oncall, message: "
+                                   "'{{ $labels.alertname }} on {{ $node }} risk {{ $risk }}' } ]\n"
+                                   "  - name: drain-it\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: drain } ]\n"
+                                   "  - name: never\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: drain } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-09", "0", "79", T0, 0.5);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 2);
+    expect(last(&w, 1), "gpu-node-09", "notify", VERDICT_EXECUTE, NULL);
+    assert_string_equal(last(&w, 1)->params,
+                        "{\"notifier\":\"oncall\",\"message\":\"GPUXidError on gpu-node-09 risk "
+                        "0.50\"}");
+    assert_string_equal(last(&w, 0)->policy, "drain-it");
+    world_release(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escalation_ladder_and_resume),
+        cmocka_unit_test(test_late_notification_runs_due_steps_once),
+        cmocka_unit_test(test_invariant_inventory),
+        cmocka_unit_test(test_invariant_no_action_twice),
+        cmocka_unit_test(test_invariant_fleet_caps),
+        cmocka_unit_test(test_invariant_storm),
+        cmocka_unit_test(test_invariant_dry_run),
+        cmocka_unit_test(test_invariant_only_undo_own),
+        cmocka_unit_test(test_invariant_stale),
+        cmocka_unit_test(test_cooldown_and_budget),
+        cmocka_unit_test(test_matching_risk_and_no_match),
+        cmocka_unit_test(test_maintenance_window),
+        cmocka_unit_test(test_continue),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
