@@ -1,17 +1,54 @@
 #include "commands.h"
 #include "config.h"
+#include "policy.h"
+#include "yaml_fields.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char usage[] =
     "usage: medic check config FILE...\n"
+    "       medic check policy FILE...\n"
     "\n"
     "Validates configuration files without starting anything: YAML syntax, every\n"
-    "key and value, and the secret and certificate files they name. Errors are\n"
-    "printed as FILE:LINE:COL: message.\n"
+    "key and value, and the secret, certificate, inventory and policy files they\n"
+    "name. A policy file holds `policies` (and may hold `safety`); its notify\n"
+    "steps' notifiers are checked against the configuration that includes it.\n"
+    "Errors are printed as FILE:LINE:COL: message.\n"
     "\n"
     "Exit status: 0 when every file is valid, 1 when one is not, 2 on bad usage.\n";
+
+static int check_policies(int count, char **files)
+{
+    static const char *const keys[] = {"policies", "safety", NULL};
+    int status = 0;
+    for (int i = 0; i < count; i++) {
+        struct yaml_tree tree;
+        struct policy_set set;
+        struct medic_error err = {0};
+        struct yaml_fields f = {files[i], &err};
+        int rc = yaml_tree_load(files[i], &tree, &err);
+        if (rc == 0) {
+            if (!tree.root || !yaml_tree_get(tree.root, "policies"))
+                rc = yaml_fields_fail(&f, tree.root, "a policy file is a mapping with policies");
+            else
+                rc = yaml_fields_known_keys(&f, tree.root, "a policy file", keys);
+            if (rc == 0)
+                rc = policy_set_parse(files[i], yaml_tree_get(tree.root, "policies"),
+                                      yaml_tree_get(tree.root, "safety"), NULL, 0, &set, &err);
+            if (rc == 0) {
+                printf("%s: valid (%zu policies)\n", files[i], set.count);
+                policy_set_release(&set);
+            }
+            yaml_tree_release(&tree);
+        }
+        if (rc) {
+            fprintf(stderr, "%s\n", err.msg);
+            status = 1;
+        }
+    }
+    return status;
+}
 
 int medic_cmd_check(int argc, char **argv)
 {
@@ -19,6 +56,8 @@ int medic_cmd_check(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
+    if (argc >= 3 && strcmp(argv[1], "policy") == 0)
+        return check_policies(argc - 2, argv + 2);
     if (argc < 3 || strcmp(argv[1], "config") != 0) {
         if (argc >= 2 && strcmp(argv[1], "config") != 0)
             fprintf(stderr, "medic check: unknown check '%s'\n", argv[1]);
@@ -34,9 +73,15 @@ int medic_cmd_check(int argc, char **argv)
             status = 1;
             continue;
         }
-        printf("%s: valid (mode %s, listen %s, audit %s)\n", argv[i],
-               config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen,
-               config.audit_path);
+        if (medic_config_check_serving(&config, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            medic_config_release(&config);
+            status = 1;
+            continue;
+        }
+        printf("%s: valid (mode %s, listen %s, audit %s, %zu policies, %zu inventory nodes)\n",
+               argv[i], config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen,
+               config.audit_path, config.policies.count, config.inventory.count);
         medic_config_release(&config);
     }
     return status;

@@ -16,6 +16,46 @@
 #define CONFIG_MAX_SECRET_BYTES 4096
 #define CONFIG_MAX_PEM_BYTES (256 * 1024)
 
+/* The policies `medic serve` runs with when it has no configuration file.
+ * In dry-run mode and without an inventory nothing can be disrupted: every
+ * decision shows what the policy would do. */
+static const char builtin_policies[] =
+    "policies:\n"
+    "  - name: gpu-fell-off-bus\n"
+    "    match: '{alertname=~\"GPUXidError|DCGMXidError\", xid=~\"79|48|63|64|94|95\"}'\n"
+    "    cooldown: 6h\n"
+    "    max_actions_per_node: { count: 3, window: 24h }\n"
+    "    steps:\n"
+    "      - action: drain\n"
+    "        reason: 'Xid {{ $labels.xid }} on GPU {{ $labels.gpu }}'\n"
+    "      - after: 10m\n"
+    "        action: ipmi_power_cycle\n"
+    "    on_resolved:\n"
+    "      - action: resume\n"
+    "  - name: double-bit-ecc\n"
+    "    match: '{alertname=~\"GPUDoubleBitECC|GPURowRemapFailure\"}'\n"
+    "    cooldown: 6h\n"
+    "    steps:\n"
+    "      - action: drain\n"
+    "        reason: '{{ $labels.alertname }} on GPU {{ $labels.gpu }}'\n"
+    "    on_resolved:\n"
+    "      - action: resume\n";
+
+static int builtin_policy_set(struct policy_set *out)
+{
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    int rc = yaml_tree_parse("(built-in policies)", builtin_policies, sizeof(builtin_policies) - 1,
+                             &tree, &err);
+    if (rc == 0)
+        rc = policy_set_parse("(built-in policies)", yaml_tree_get(tree.root, "policies"), NULL,
+                              NULL, 0, out, &err);
+    yaml_tree_release(&tree);
+    if (rc && rc != MEDIC_E_NOMEM)
+        MEDIC_BUG("the built-in policies do not parse");
+    return rc;
+}
+
 int medic_config_defaults(struct medic_config *config)
 {
     static const char *const labels[] = {"node", "Hostname", "instance"};
@@ -35,6 +75,8 @@ int medic_config_defaults(struct medic_config *config)
     for (size_t i = 0; i < 3; i++)
         if (!config->node_labels[i])
             return MEDIC_E_NOMEM;
+    if (builtin_policy_set(&config->policies))
+        return MEDIC_E_NOMEM;
     return config->source && config->listen && config->audit_path ? 0 : MEDIC_E_NOMEM;
 }
 
@@ -58,6 +100,18 @@ void medic_config_release(struct medic_config *config)
     free(config->tls_key_pem);
     for (size_t i = 0; i < config->node_label_count; i++)
         free(config->node_labels[i]);
+    free(config->inventory_file);
+    inventory_release(&config->inventory);
+    for (size_t i = 0; i < config->notifier_count; i++) {
+        struct medic_notifier *n = &config->notifiers[i];
+        free(n->name);
+        free(n->url);
+        free(n->from);
+        for (size_t k = 0; k < n->to_count; k++)
+            free(n->to[k]);
+        free(n->routing_key);
+    }
+    policy_set_release(&config->policies);
     memset(config, 0, sizeof(*config));
 }
 
@@ -213,13 +267,180 @@ static int load_audit(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
+/* A path from the configuration, relative to the file's own folder. */
+static char *resolve_path(const char *config_file, const char *path)
+{
+    if (path[0] == '/' || !strchr(config_file, '/'))
+        return strdup(path);
+    const char *slash = strrchr(config_file, '/');
+    size_t dir = (size_t)(slash - config_file);
+    size_t len = dir + 1 + strlen(path) + 1;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%.*s/%s", (int)dir, config_file, path);
+    return out;
+}
+
+static int load_notifiers(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"type", "url", "from", "to", "routing_key", NULL};
+    static const char *const types[] = {"webhook", "slack", "pagerduty", "smtp"};
+    struct medic_config *c = l->config;
+    int rc = yaml_fields_mapping(&l->f, n, "notifiers");
+    if (rc)
+        return rc;
+    if (n->count > MEDIC_MAX_NOTIFIERS)
+        return yaml_fields_fail(&l->f, n, "notifiers: at most %d", MEDIC_MAX_NOTIFIERS);
+    for (size_t i = 0; i < n->count; i++) {
+        const struct yaml_tree_node *x = n->items[i], *v;
+        struct medic_notifier *nt = &c->notifiers[c->notifier_count++];
+        if (!(nt->name = strdup(n->keys[i])))
+            return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        if ((rc = yaml_fields_mapping(&l->f, x, nt->name)) ||
+            (rc = yaml_fields_known_keys(&l->f, x, "a notifier", keys)))
+            return rc;
+        if (!(v = yaml_tree_get(x, "type")))
+            return yaml_fields_fail(&l->f, x,
+                                    "notifier '%s': needs a type (webhook, slack, "
+                                    "pagerduty or smtp)",
+                                    nt->name);
+        if ((rc = yaml_fields_scalar(&l->f, v, "type")))
+            return rc;
+        size_t t;
+        for (t = 0; t < 4 && strcmp(v->value, types[t]) != 0; t++)
+            ;
+        if (t == 4)
+            return yaml_fields_fail(&l->f, v,
+                                    "type: expected webhook, slack, pagerduty or smtp, "
+                                    "got '%s'",
+                                    v->value);
+        nt->type = (enum medic_notifier_type)t;
+        if (!(v = yaml_tree_get(x, "url")))
+            return yaml_fields_fail(&l->f, x, "notifier '%s': needs a url", nt->name);
+        if ((rc = yaml_fields_string(&l->f, v, "url", &nt->url)))
+            return rc;
+        const char *scheme = nt->type == MEDIC_NOTIFIER_SMTP ? "smtp" : "http";
+        if (strncmp(nt->url, scheme, strlen(scheme)) != 0 || !strstr(nt->url, "://"))
+            return yaml_fields_fail(&l->f, v, "url: expected %s:// or %ss:// for a %s notifier",
+                                    scheme, scheme, types[t]);
+        if ((v = yaml_tree_get(x, "from")) &&
+            (rc = yaml_fields_string(&l->f, v, "from", &nt->from)))
+            return rc;
+        if ((v = yaml_tree_get(x, "to"))) {
+            if ((rc = yaml_fields_sequence(&l->f, v, "to")))
+                return rc;
+            if (v->count == 0 || v->count > 16)
+                return yaml_fields_fail(&l->f, v, "to: expected 1 to 16 addresses");
+            for (size_t k = 0; k < v->count; k++) {
+                if ((rc = yaml_fields_string(&l->f, v->items[k], "to", &nt->to[k])))
+                    return rc;
+                nt->to_count++;
+            }
+        }
+        if ((v = yaml_tree_get(x, "routing_key")) &&
+            (rc = yaml_fields_string(&l->f, v, "routing_key", &nt->routing_key)))
+            return rc;
+        if (nt->type == MEDIC_NOTIFIER_SMTP && (!nt->from || !nt->to_count))
+            return yaml_fields_fail(&l->f, x, "notifier '%s': smtp needs from and to", nt->name);
+    }
+    return 0;
+}
+
+/* Policies come inline (`policies`) and from `policy_files`, each a YAML
+ * file with a `policies` list; names must be unique across all of them. */
+static int load_policies(struct loader *l, const struct yaml_tree_node *root)
+{
+    struct medic_config *c = l->config;
+    const char *names[MEDIC_MAX_NOTIFIERS];
+    for (size_t i = 0; i < c->notifier_count; i++)
+        names[i] = c->notifiers[i].name;
+    policy_set_release(&c->policies); /* a file replaces the built-in policies */
+    int rc =
+        policy_set_parse(l->f.file, yaml_tree_get(root, "policies"), yaml_tree_get(root, "safety"),
+                         names, c->notifier_count, &c->policies, l->f.err);
+    const struct yaml_tree_node *files = yaml_tree_get(root, "policy_files");
+    if (rc || !files)
+        return rc;
+    if ((rc = yaml_fields_sequence(&l->f, files, "policy_files")))
+        return rc;
+    if (files->count > MEDIC_MAX_POLICY_FILES)
+        return yaml_fields_fail(&l->f, files, "policy_files: at most %d", MEDIC_MAX_POLICY_FILES);
+    for (size_t i = 0; i < files->count && rc == 0; i++) {
+        char *name = NULL, *path = NULL;
+        struct yaml_tree tree = {0};
+        struct policy_set more = {0};
+        rc = yaml_fields_string(&l->f, files->items[i], "policy_files", &name);
+        if (rc == 0 && !(path = resolve_path(l->f.file, name)))
+            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        if (rc == 0)
+            rc = yaml_tree_load(path, &tree, l->f.err);
+        if (rc == 0 && tree.root && tree.root->kind != YAML_TREE_MAPPING)
+            rc = medic_error_set(l->f.err, MEDIC_E_INVALID,
+                                 "%s:1:1: a policy file is a mapping with a policies list", path);
+        if (rc == 0) {
+            static const char *const keys[] = {"policies", NULL};
+            struct yaml_fields pf = {path, l->f.err};
+            if (tree.root)
+                rc = yaml_fields_known_keys(&pf, tree.root, "a policy file", keys);
+        }
+        if (rc == 0)
+            rc = policy_set_parse(path, yaml_tree_get(tree.root, "policies"), NULL, names,
+                                  c->notifier_count, &more, l->f.err);
+        if (rc == 0) {
+            for (size_t k = 0; k < more.count && rc == 0; k++)
+                for (size_t j = 0; j < c->policies.count && rc == 0; j++)
+                    if (strcmp(more.items[k].name, c->policies.items[j].name) == 0)
+                        rc = medic_error_set(
+                            l->f.err, MEDIC_E_INVALID, "%s:%d:%d: policy '%s' is defined twice",
+                            path, more.items[k].line, more.items[k].col, more.items[k].name);
+        }
+        if (rc == 0 && more.count) {
+            struct policy *all =
+                realloc(c->policies.items, (c->policies.count + more.count) * sizeof(*all));
+            if (!all) {
+                rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+            } else {
+                memcpy(all + c->policies.count, more.items, more.count * sizeof(*all));
+                c->policies.items = all;
+                c->policies.count += more.count;
+                free(more.items);
+                more.items = NULL;
+                more.count = 0;
+            }
+        }
+        policy_set_release(&more);
+        yaml_tree_release(&tree);
+        free(name);
+        free(path);
+    }
+    return rc;
+}
+
 static int load_inventory(struct loader *l, const struct yaml_tree_node *n)
 {
-    static const char *const keys[] = {"file", "node_labels", NULL};
+    static const char *const keys[] = {"file", "nodes", "node_labels", NULL};
     int rc = yaml_fields_mapping(&l->f, n, "inventory");
     if (rc == 0)
         rc = yaml_fields_known_keys(&l->f, n, "inventory", keys);
-    const struct yaml_tree_node *v = yaml_tree_get(n, "node_labels");
+    const struct yaml_tree_node *v = yaml_tree_get(n, "file");
+    if (rc == 0 && v) {
+        char *file = NULL;
+        struct medic_error ierr = {0};
+        rc = yaml_fields_string(&l->f, v, "file", &file);
+        if (rc == 0 && !(l->config->inventory_file = resolve_path(l->f.file, file)))
+            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        free(file);
+        if (rc == 0 && inventory_load(l->config->inventory_file, &l->config->inventory, &ierr))
+            rc = yaml_fields_fail(&l->f, v, "file: %s", ierr.msg);
+    }
+    if (rc == 0 && (v = yaml_tree_get(n, "nodes"))) {
+        if (l->config->inventory_file)
+            rc = yaml_fields_fail(&l->f, v,
+                                  "nodes: give the inventory inline or as a file, not both");
+        else
+            rc = inventory_parse_nodes(l->f.file, v, &l->config->inventory, l->f.err);
+    }
+    v = yaml_tree_get(n, "node_labels");
     if (rc || !v)
         return rc;
     if (v->kind != YAML_TREE_SEQUENCE || v->count == 0)
@@ -249,7 +470,8 @@ static int load_listen(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
-static int load_root(struct loader *l, const struct yaml_tree_node *root)
+static int load_root(struct loader *l, const struct yaml_tree_node *root,
+                     const char *const *extra_keys)
 {
     /* sections read by other parts of medic are accepted here so that one
      * file serves every command */
@@ -262,8 +484,17 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root)
     if (!root)
         return 0; /* an empty file: the defaults */
     int rc = yaml_fields_mapping(&l->f, root, "the configuration");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, root, NULL, keys);
+    for (size_t i = 0; rc == 0 && root && i < root->count; i++) {
+        int known = 0;
+        for (const char *const *k = keys; *k && !known; k++)
+            known = strcmp(root->keys[i], *k) == 0;
+        for (const char *const *k = extra_keys; k && *k && !known; k++)
+            known = strcmp(root->keys[i], *k) == 0;
+        if (!known) {
+            struct yaml_tree_node at = {.line = root->key_lines[i], .col = root->key_cols[i]};
+            rc = yaml_fields_fail(&l->f, &at, "unknown key '%s'", root->keys[i]);
+        }
+    }
     const struct yaml_tree_node *v;
     if (rc == 0 && (v = yaml_tree_get(root, "listen")))
         rc = load_listen(l, v);
@@ -290,6 +521,10 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root)
         rc = load_limits(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = load_inventory(l, v);
+    if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
+        rc = load_notifiers(l, v);
+    if (rc == 0)
+        rc = load_policies(l, root);
     if (rc == 0 && (v = yaml_tree_get(root, "tls"))) {
         static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
         const struct yaml_tree_node *cert, *key;
@@ -305,11 +540,6 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root)
         if (rc == 0)
             rc = read_secret(l, key, "key_file", &c->tls_key_pem);
     }
-    if (rc == 0 && c->mode == MEDIC_MODE_LIVE && !c->webhook_auth.bearer_token &&
-        !c->webhook_auth.basic_username)
-        rc = yaml_fields_fail(&l->f, yaml_tree_get(root, "mode"),
-                              "mode: live needs authentication on the webhook (auth: "
-                              "webhook_bearer_token_file or webhook_basic_auth)");
     return rc;
 }
 
@@ -328,7 +558,7 @@ int medic_config_load(const char *path, struct medic_config *config, struct medi
         rc = yaml_tree_parse(path, text, len, &tree, err);
     if (rc == 0) {
         struct loader l = {{path, err}, config};
-        rc = load_root(&l, tree.root);
+        rc = load_root(&l, tree.root, NULL);
     }
     if (rc == 0) {
         medic_sha256_hex(text, len, config->hash);
@@ -342,4 +572,37 @@ int medic_config_load(const char *path, struct medic_config *config, struct medi
     if (rc)
         medic_config_release(config);
     return rc;
+}
+
+int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
+                           const char *const *extra_keys, struct medic_config *config,
+                           struct medic_error *err)
+{
+    int rc = medic_config_defaults(config);
+    if (rc) {
+        medic_config_release(config);
+        return medic_error_set(err, rc, "out of memory");
+    }
+    struct loader l = {{file, err}, config};
+    rc = load_root(&l, root, extra_keys);
+    if (rc == 0) {
+        free(config->source);
+        config->source = strdup(file);
+        if (!config->source)
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    if (rc)
+        medic_config_release(config);
+    return rc;
+}
+
+int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)
+{
+    if (config->mode == MEDIC_MODE_LIVE && !config->webhook_auth.bearer_token &&
+        !config->webhook_auth.basic_username)
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "%s: mode: live needs authentication on the webhook (auth: "
+                               "webhook_bearer_token_file or webhook_basic_auth)",
+                               config->source);
+    return 0;
 }

@@ -5,7 +5,9 @@
 #define MEDIC_CONFIG_H
 
 #include "error.h"
+#include "inventory.h"
 #include "payload.h"
+#include "policy.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +22,27 @@ struct medic_credentials {
 };
 
 #define MEDIC_MAX_NODE_LABELS 16
+#define MEDIC_MAX_NOTIFIERS 64
+#define MEDIC_MAX_POLICY_FILES 64
+
+enum medic_notifier_type {
+    MEDIC_NOTIFIER_WEBHOOK,
+    MEDIC_NOTIFIER_SLACK,
+    MEDIC_NOTIFIER_PAGERDUTY,
+    MEDIC_NOTIFIER_SMTP
+};
+
+/* Where notify steps send: a generic JSON webhook, a Slack-compatible
+ * incoming webhook, PagerDuty's Events API v2, or mail over SMTP. */
+struct medic_notifier {
+    char *name;
+    enum medic_notifier_type type;
+    char *url;
+    char *from;   /* smtp */
+    char *to[16]; /* smtp */
+    size_t to_count;
+    char *routing_key; /* pagerduty; may come from credentials */
+};
 
 struct medic_config {
     char *source; /* the file, or "(built-in defaults)" */
@@ -38,7 +61,12 @@ struct medic_config {
     char *node_labels[MEDIC_MAX_NODE_LABELS];
     size_t node_label_count;
     int log_level;
-    char hash[65]; /* SHA-256 of the file's bytes ("" for the defaults) */
+    char *inventory_file; /* NULL: no inventory, so no disruptive action */
+    struct inventory inventory;
+    struct medic_notifier notifiers[MEDIC_MAX_NOTIFIERS];
+    size_t notifier_count;
+    struct policy_set policies; /* inline and from policy_files */
+    char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit
@@ -49,6 +77,18 @@ int medic_config_defaults(struct medic_config *config);
  * and err holds "FILE:LINE:COL: message". */
 int medic_config_load(const char *path, struct medic_config *config, struct medic_error *err);
 
+/* Loads a configuration from an already parsed document whose other keys
+ * (extra_keys, NULL-terminated) belong to the caller, such as a policy test
+ * file's `tests`. */
+int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
+                           const char *const *extra_keys, struct medic_config *config,
+                           struct medic_error *err);
+
 void medic_config_release(struct medic_config *config);
+
+/* The rules for a configuration `medic serve` runs with, beyond validity:
+ * live mode needs authentication on the webhook (an unauthenticated
+ * endpoint that can power-cycle a fleet is the failure to avoid). */
+int medic_config_check_serving(const struct medic_config *config, struct medic_error *err);
 
 #endif

@@ -18,7 +18,9 @@ static const char usage[] =
     "Commands:\n"
     "  serve     run the daemon (webhook receiver, audit log, /metrics)\n"
     "  audit     query the audit log: notifications, alerts, decisions, actions, verify\n"
-    "  check     validate a configuration file: check config FILE\n"
+    "  check     validate a configuration or policy file: check config|policy FILE\n"
+    "  dry-run   the decisions webhook payloads would produce, without acting\n"
+    "  policy    run policy unit tests: policy test FILE\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -40,10 +42,9 @@ int main(int argc, char **argv)
         const char *name;
         int (*run)(int, char **);
     } commands[] = {
-        {"serve", medic_cmd_serve},
-        {"audit", medic_cmd_audit},
-        {"check", medic_cmd_check},
-        {"version", medic_cmd_version},
+        {"serve", medic_cmd_serve},     {"audit", medic_cmd_audit},
+        {"check", medic_cmd_check},     {"version", medic_cmd_version},
+        {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -34,6 +34,23 @@ const char *medic_labels_get(const struct medic_labels *labels, const char *name
     return NULL;
 }
 
+void medic_labels_fingerprint(const struct medic_labels *l, char out[17])
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < l->count; i++) {
+        const char *parts[2] = {l->items[i].name, l->items[i].value};
+        for (int k = 0; k < 2; k++) {
+            for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
+                h ^= *p;
+                h *= UINT64_C(1099511628211);
+            }
+            h ^= 0xff;
+            h *= UINT64_C(1099511628211);
+        }
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
 const char *medic_alert_status_name(enum medic_alert_status status)
 {
     return status == MEDIC_STATUS_RESOLVED ? "resolved" : "firing";

@@ -53,6 +53,10 @@ void medic_notification_release(struct medic_notification *n);
 /* Returns the value of label name, or NULL. */
 const char *medic_labels_get(const struct medic_labels *labels, const char *name);
 
+/* Prometheus' fingerprint of a label set (FNV-1a 64 over name 0xff value
+ * 0xff in name order), as 16 hex digits and a NUL. */
+void medic_labels_fingerprint(const struct medic_labels *labels, char out[17]);
+
 /* "firing" or "resolved". */
 const char *medic_alert_status_name(enum medic_alert_status status);
 

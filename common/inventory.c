@@ -193,20 +193,13 @@ static int build_index(struct yaml_fields *f, const struct yaml_tree_node *list,
     return 0;
 }
 
-int inventory_parse(const char *file, const struct yaml_tree_node *root, struct inventory *out,
-                    struct medic_error *err)
+int inventory_parse_nodes(const char *file, const struct yaml_tree_node *list,
+                          struct inventory *out, struct medic_error *err)
 {
-    static const char *const keys[] = {"nodes", NULL};
     struct yaml_fields f = {file, err};
     memset(out, 0, sizeof(*out));
-    const struct yaml_tree_node *list = yaml_tree_get(root, "nodes");
-    int rc = 0;
-    if (!root || (rc = yaml_fields_mapping(&f, root, "inventory")) ||
-        (rc = yaml_fields_known_keys(&f, root, "the inventory", keys)))
-        return rc ? rc : yaml_fields_fail(&f, root, "inventory: expected a mapping with nodes");
-    if (!list)
-        return yaml_fields_fail(&f, root, "inventory: needs nodes");
-    if ((rc = yaml_fields_sequence(&f, list, "nodes")))
+    int rc = yaml_fields_sequence(&f, list, "nodes");
+    if (rc)
         return rc;
     if (list->count > INVENTORY_MAX_NODES)
         return yaml_fields_fail(&f, list, "nodes: more than %d", INVENTORY_MAX_NODES);
@@ -222,6 +215,24 @@ int inventory_parse(const char *file, const struct yaml_tree_node *root, struct 
     if (rc)
         inventory_release(out);
     return rc;
+}
+
+int inventory_parse(const char *file, const struct yaml_tree_node *root, struct inventory *out,
+                    struct medic_error *err)
+{
+    static const char *const keys[] = {"nodes", NULL};
+    struct yaml_fields f = {file, err};
+    memset(out, 0, sizeof(*out));
+    int rc;
+    if (!root)
+        return yaml_fields_fail(&f, root, "inventory: expected a mapping with nodes");
+    if ((rc = yaml_fields_mapping(&f, root, "inventory")) ||
+        (rc = yaml_fields_known_keys(&f, root, "the inventory", keys)))
+        return rc;
+    const struct yaml_tree_node *list = yaml_tree_get(root, "nodes");
+    if (!list)
+        return yaml_fields_fail(&f, root, "inventory: needs nodes");
+    return inventory_parse_nodes(file, list, out, err);
 }
 
 int inventory_load(const char *path, struct inventory *out, struct medic_error *err)

@@ -47,6 +47,9 @@ struct inventory {
  * be unique across the whole inventory. Errors are FILE:LINE:COL. */
 int inventory_parse(const char *file, const struct yaml_tree_node *root, struct inventory *out,
                     struct medic_error *err);
+/* Parses a `nodes` list on its own (an inventory given inline). */
+int inventory_parse_nodes(const char *file, const struct yaml_tree_node *list,
+                          struct inventory *out, struct medic_error *err);
 /* Reads and parses an inventory file. */
 int inventory_load(const char *path, struct inventory *out, struct medic_error *err);
 void inventory_release(struct inventory *inv);

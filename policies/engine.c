@@ -809,3 +809,32 @@ int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64
     }
     return 0;
 }
+
+int engine_decisions_table(const struct engine_decisions *d, struct medic_table *out)
+{
+    static const char *const names[] = {"time",   "node",    "alertname", "policy", "step",
+                                        "action", "verdict", "reason",    "risk",   "params"};
+    static const enum medic_column_type types[] = {
+        MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_INT,
+        MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_REAL, MEDIC_COL_JSON};
+    int rc = medic_table_init(out, 10, names, types);
+    for (size_t i = 0; i < d->count && rc == 0; i++) {
+        const struct engine_decision *x = &d->items[i];
+        char time[40], step[16], risk[32];
+        medic_time_format(x->time, time, sizeof(time));
+        snprintf(step, sizeof(step), "%d", x->step + 1);
+        snprintf(risk, sizeof(risk), "%.4g", x->risk);
+        const char *values[] = {time,
+                                x->node[0] ? x->node : NULL,
+                                x->alertname[0] ? x->alertname : NULL,
+                                x->policy[0] ? x->policy : NULL,
+                                x->step >= 0 ? step : NULL,
+                                x->has_action ? policy_action_name(x->action) : NULL,
+                                engine_verdict_name(x->verdict),
+                                x->reason,
+                                isnan(x->risk) ? NULL : risk,
+                                x->has_action ? x->params : NULL};
+        rc = medic_table_add_row(out, values);
+    }
+    return rc;
+}

@@ -24,6 +24,7 @@
 
 #include "alert.h"
 #include "inventory.h"
+#include "table.h"
 #include "policy.h"
 
 #include <stddef.h>
@@ -76,6 +77,10 @@ struct engine_decisions {
 
 void engine_decisions_init(struct engine_decisions *d);
 void engine_decisions_release(struct engine_decisions *d);
+
+/* The decisions as a table (time, node, alertname, policy, step, action,
+ * verdict, reason, risk, params), for printing. */
+int engine_decisions_table(const struct engine_decisions *d, struct medic_table *out);
 
 struct engine_state;
 

@@ -68,30 +68,95 @@ static int read_value(struct cursor *c, char **out, int *col, struct medic_error
     return 0;
 }
 
-static int compile(struct policy_matcher *m, struct cursor *c, int *col, struct medic_error *err)
+/* Refuses what POSIX would read differently from RE2, and what makes
+ * glibc's regcomp blow up in time or memory: stacked quantifiers (a++),
+ * large bounded repeats (a{1000}), very long patterns. */
+static const char *regex_problem(const char *pattern)
 {
-    /* refuse RE2 syntax that POSIX would read differently */
     static const char *const unsupported[] = {"\\d", "\\D", "\\w", "\\W", "\\s", "\\S",
                                               "(?",  "*?",  "+?",  "??",  "\\b"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
-        if (strstr(m->value, unsupported[i])) {
-            char what[160];
-            snprintf(what, sizeof(what),
-                     "regex of '%s' uses '%s', which POSIX extended regexes do not support",
-                     m->name, unsupported[i]);
-            return fail(c, col, err, what);
+        if (strstr(pattern, unsupported[i]))
+            return "uses RE2 syntax that POSIX extended regexes do not support (\\d, \\w, "
+                   "\\s, \\b, (?...), lazy quantifiers)";
+    if (strlen(pattern) > POLICY_REGEX_MAX_BYTES)
+        return "is longer than 512 bytes";
+    int quantified = 0, in_class = 0;
+    for (const char *p = pattern; *p; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            quantified = 0;
+            continue;
         }
-    size_t len = strlen(m->value);
+        if (in_class) {
+            in_class = *p != ']';
+            continue;
+        }
+        if (*p == '[') {
+            in_class = 1;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']')
+                p++;
+            quantified = 0;
+            continue;
+        }
+        int quantifier = *p == '*' || *p == '+' || *p == '?' || *p == '{';
+        if (quantifier && quantified)
+            return "stacks quantifiers (such as a++ or a*{2}), which POSIX reads as nested "
+                   "repetition";
+        if (*p == '{') {
+            char *end;
+            long lo = strtol(p + 1, &end, 10), hi = lo;
+            if (*end == ',')
+                hi = end[1] == '}' ? lo : strtol(end + 1, &end, 10);
+            if (lo > 100 || hi > 100)
+                return "repeats more than 100 times ({n,m} with n or m over 100)";
+        }
+        quantified = quantifier;
+        if (*p == '{')
+            while (p[1] && p[1] != '}')
+                p++;
+    }
+    return NULL;
+}
+
+int policy_regex_compile(const char *pattern, regex_t *out, char *why, size_t size)
+{
+    const char *problem = regex_problem(pattern);
+    if (problem) {
+        snprintf(why, size, "%s", problem);
+        return MEDIC_E_INVALID;
+    }
+    size_t len = strlen(pattern);
     char *anchored = malloc(len + 5);
-    if (!anchored)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    snprintf(anchored, len + 5, "^(%s)$", m->value);
-    int rc = regcomp(&m->re, anchored, REG_EXTENDED | REG_NOSUB);
+    if (!anchored) {
+        snprintf(why, size, "out of memory");
+        return MEDIC_E_NOMEM;
+    }
+    snprintf(anchored, len + 5, "^(%s)$", pattern);
+    int rc = regcomp(out, anchored, REG_EXTENDED | REG_NOSUB);
     free(anchored);
     if (rc != 0) {
-        char msg[128], what[256];
-        regerror(rc, &m->re, msg, sizeof(msg));
-        snprintf(what, sizeof(what), "invalid regex for '%s': %s", m->name, msg);
+        regerror(rc, out, why, size);
+        return MEDIC_E_INVALID;
+    }
+    return 0;
+}
+
+static int compile(struct policy_matcher *m, struct cursor *c, int *col, struct medic_error *err)
+{
+    char why[192], what[320];
+    int rc = policy_regex_compile(m->value, &m->re, why, sizeof(why));
+    if (rc == MEDIC_E_NOMEM)
+        return medic_error_set(err, rc, "out of memory");
+    if (rc) {
+        snprintf(what, sizeof(what), "the regex of '%.64s' %s%s", m->name,
+                 strncmp(why, "uses", 4) == 0 || strncmp(why, "is ", 3) == 0 ||
+                         strncmp(why, "stacks", 6) == 0 || strncmp(why, "repeats", 7) == 0
+                     ? ""
+                     : "is invalid: ",
+                 why);
         return fail(c, col, err, what);
     }
     return 0;
@@ -162,15 +227,26 @@ int policy_matchers_parse(const char *text, size_t len, struct policy_matchers *
             goto out;
         }
         skip_space(&c);
+        size_t value_start = c.pos;
         if ((rc = read_value(&c, &m->value, col, err))) {
             free(m->name);
             m->name = NULL;
             goto out;
         }
-        if ((m->op == MATCHER_RE || m->op == MATCHER_NRE) && (rc = compile(m, &c, col, err))) {
+        if ((m->op == MATCHER_RE || m->op == MATCHER_NRE) &&
+            (c.pos = value_start, rc = compile(m, &c, col, err))) {
             m->op = MATCHER_EQ; /* nothing compiled to free */
             out->count++;
             goto out;
+        }
+        if (m->op == MATCHER_RE || m->op == MATCHER_NRE) {
+            /* back past the value compile() was pointed at */
+            struct cursor skip = {text, len, value_start};
+            char *again = NULL;
+            if (read_value(&skip, &again, col, err) == 0) {
+                free(again);
+                c.pos = skip.pos;
+            }
         }
         out->count++;
         skip_space(&c);

@@ -27,6 +27,7 @@ struct policy_matchers {
 };
 
 #define POLICY_MATCHERS_MAX 32
+#define POLICY_REGEX_MAX_BYTES 512
 #define POLICY_MATCHER_TEXT_MAX 4096
 
 /* Parses text (len bytes) into out. On failure returns MEDIC_E_INVALID and
@@ -34,6 +35,11 @@ struct policy_matchers {
 int policy_matchers_parse(const char *text, size_t len, struct policy_matchers *out, int *col,
                           struct medic_error *err);
 void policy_matchers_release(struct policy_matchers *m);
+
+/* Compiles pattern anchored at both ends, after refusing RE2-only syntax
+ * and patterns that make regcomp explode (stacked quantifiers, repeats
+ * over 100, over 512 bytes). On failure why says what is wrong. */
+int policy_regex_compile(const char *pattern, regex_t *out, char *why, size_t size);
 
 /* 1 when every matcher matches labels. A missing label matches as the
  * empty string (Alertmanager's rule: {gpu=""} matches alerts without gpu). */

@@ -357,10 +357,9 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
             return yaml_fields_fail(&p->f, w, "maintenance: needs nodes, start and end");
         if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
             return rc;
-        char anchored[600];
-        snprintf(anchored, sizeof(anchored), "^(%.512s)$", m->nodes_text);
-        if (strlen(m->nodes_text) > 512 || regcomp(&m->nodes, anchored, REG_EXTENDED | REG_NOSUB))
-            return yaml_fields_fail(&p->f, nodes, "nodes: not a valid regex");
+        char why[192];
+        if (policy_regex_compile(m->nodes_text, &m->nodes, why, sizeof(why)))
+            return yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why);
         s->maintenance_count++;
         const struct yaml_tree_node *times[2] = {start, end};
         int64_t *out[2] = {&m->start, &m->end};

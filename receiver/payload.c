@@ -210,27 +210,6 @@ static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, cons
     return 0;
 }
 
-/* Prometheus' label-set fingerprint: FNV-1a 64 over name 0xff value 0xff
- * for each label in name order. */
-static const char *labels_fingerprint(struct medic_arena *arena, const struct medic_labels *l)
-{
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (size_t i = 0; i < l->count; i++) {
-        const char *parts[2] = {l->items[i].name, l->items[i].value};
-        for (int k = 0; k < 2; k++) {
-            for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
-                h ^= *p;
-                h *= UINT64_C(1099511628211);
-            }
-            h ^= 0xff;
-            h *= UINT64_C(1099511628211);
-        }
-    }
-    char hex[17];
-    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)h);
-    return medic_arena_strdup(arena, hex);
-}
-
 static int parse_alert(struct parse_ctx *c, const cJSON *item, size_t index,
                        struct medic_alert *alert)
 {
@@ -256,7 +235,9 @@ static int parse_alert(struct parse_ctx *c, const cJSON *item, size_t index,
     if (alert->labels.count == 0)
         return medic_error_set(c->err, MEDIC_E_INVALID, "%s.labels: an alert needs labels", base);
     if (!alert->fingerprint || !*alert->fingerprint) {
-        alert->fingerprint = labels_fingerprint(&c->out->arena, &alert->labels);
+        char hex[17];
+        medic_labels_fingerprint(&alert->labels, hex);
+        alert->fingerprint = medic_arena_strdup(&c->out->arena, hex);
         if (!alert->fingerprint)
             return medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
     }

@@ -45,16 +45,18 @@ run_ctest() { # preset
   ctest --preset "$1" -j 2
 }
 
-fuzz() { # seconds
+fuzz() { # seconds per target
   build fuzz
-  local corpus
-  corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/webhook/* "$corpus/"
-  say "fuzzing the webhook parser for $1 s"
-  # libFuzzer prints a line per new input: keep the end (a crash's report)
-  build/fuzz/tests/fuzz_webhook -max_total_time="$1" -max_len=65536 -print_final_stats=1 \
-    -close_fd_mask=3 "$corpus" 2>&1 | tail -n 40
-  rm -rf "$corpus"
+  local corpus target
+  for target in webhook policy; do
+    corpus=$(mktemp -d)
+    cp "tests/fuzz/corpus/$target"/* "$corpus/"
+    say "fuzzing the $target parser for $1 s"
+    # libFuzzer prints a line per new input: keep the end (a crash's report)
+    "build/fuzz/tests/fuzz_$target" -max_total_time="$1" -max_len=65536 -print_final_stats=1 \
+      -close_fd_mask=3 "$corpus" 2>&1 | tail -n 40
+    rm -rf "$corpus"
+  done
 }
 
 cmd=${1:-}
@@ -80,7 +82,7 @@ case "$cmd" in
     git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror || status=1
     build dev
     run_ctest dev || status=1
-    fuzz "${MEDIC_FUZZ_SECONDS:-60}" || status=1
+    fuzz "${MEDIC_FUZZ_SECONDS:-45}" || status=1
     build asan
     run_ctest asan || status=1
     exit $status

@@ -128,12 +128,30 @@ static void test_errors_have_positions(void **state)
     expect_error("audit: [1]\n", "1:8: audit: expected a mapping");
     expect_error("inventory: { node_labels: [] }\n",
                  "1:27: node_labels: expected a non-empty list");
-    expect_error("mode: live\n", "1:7: mode: live needs authentication on the webhook");
     expect_error("tls: { cert_file: /nonexistent }\n",
                  "1:6: tls: needs both cert_file and key_file");
     expect_error("auth: { webhook_bearer_token_file: /nonexistent/token }\n",
                  "1:36: webhook_bearer_token_file: cannot read '/nonexistent/token'");
     expect_error("listen: [a\n", "2:1: invalid YAML");
+}
+
+static void test_live_needs_auth(void **state)
+{
+    (void)state;
+    const char *path = write_file("live.yaml", "mode: live\n", 0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    assert_int_equal(medic_config_load(path, &c, &err), 0);                  /* valid... */
+    assert_int_equal(medic_config_check_serving(&c, &err), MEDIC_E_INVALID); /* ...not servable */
+    assert_non_null(strstr(err.msg, "mode: live needs authentication on the webhook"));
+    medic_config_release(&c);
+    const char *token = write_file("t.token", "x", 0600);
+    char text[256];
+    snprintf(text, sizeof(text), "mode: live\nauth: { webhook_bearer_token_file: %s }\n", token);
+    path = write_file("live2.yaml", text, 0644);
+    assert_int_equal(medic_config_load(path, &c, &err), 0);
+    assert_int_equal(medic_config_check_serving(&c, &err), 0);
+    medic_config_release(&c);
 }
 
 static void test_secret_file_mode(void **state)
@@ -162,6 +180,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_have_positions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_file_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_needs_auth, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,361 @@
+#include "commands.h"
+#include "config.h"
+#include "engine_setup.h"
+#include "timeutil.h"
+#include "yaml_fields.h"
+#include "yaml_tree.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: medic policy test FILE...\n"
+    "\n"
+    "Runs policy unit tests: each test plays a timeline of alerts through the\n"
+    "policy engine (a fresh state, times as offsets from the test's start) and\n"
+    "compares every decision with the expected ones. A test file names its\n"
+    "configuration (`config: ../medic.yaml`, relative to the test file) or holds\n"
+    "it inline (policies, safety, inventory, notifiers, mode). See\n"
+    "docs/policies.md for the format.\n"
+    "\n"
+    "An alert starts at its first firing event, or `started` before it\n"
+    "(`started: 2h` replays an alert that began two hours earlier).\n"
+    "At each alert's time the scheduler runs first, then the alert is\n"
+    "evaluated. Decisions with verdict no_match need no expectation; every\n"
+    "other decision must be expected, and every expectation met.\n"
+    "\n"
+    "Exit status: 0 when every test passes, 1 when one fails, 2 on bad usage.\n";
+
+/* Tests start at this instant (2026-01-01T00:00:00Z); `t` is an offset. */
+#define TEST_EPOCH (INT64_C(1767225600) * MEDIC_NS_PER_SEC)
+
+#define MAX_LABELS 64
+
+struct test_event {
+    int64_t t;
+    int64_t started; /* how long before t the alert started (its first event only) */
+    enum medic_alert_status status;
+    struct medic_label labels[MAX_LABELS];
+    struct medic_labels set;
+    double risk;
+    int line;
+};
+
+struct test_expect {
+    int64_t t;
+    const char *node, *action, *verdict, *policy, *reason;
+    int line;
+    int met;
+};
+
+static int compare_labels(const void *a, const void *b)
+{
+    return strcmp(((const struct medic_label *)a)->name, ((const struct medic_label *)b)->name);
+}
+
+static const char *scalar(const struct yaml_tree_node *map, const char *key)
+{
+    const struct yaml_tree_node *v = yaml_tree_get(map, key);
+    return v && v->kind == YAML_TREE_SCALAR ? v->value : NULL;
+}
+
+static int parse_offset(struct yaml_fields *f, const struct yaml_tree_node *item, int64_t *out)
+{
+    const struct yaml_tree_node *t = yaml_tree_get(item, "t");
+    if (!t)
+        return yaml_fields_fail(f, item, "needs t, an offset from the test's start (0s, 12m)");
+    return yaml_fields_duration(f, t, "t", out);
+}
+
+static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list,
+                        struct test_event *events, size_t *count)
+{
+    static const char *const keys[] = {"t", "status", "labels", "risk", "started", NULL};
+    int rc = yaml_fields_sequence(f, list, "alerts");
+    for (size_t i = 0; rc == 0 && i < list->count; i++) {
+        const struct yaml_tree_node *item = list->items[i];
+        struct test_event *e = &events[i];
+        memset(e, 0, sizeof(*e));
+        e->risk = NAN;
+        e->line = item->line;
+        if ((rc = yaml_fields_mapping(f, item, "alert")) ||
+            (rc = yaml_fields_known_keys(f, item, "an alert", keys)) ||
+            (rc = parse_offset(f, item, &e->t)))
+            return rc;
+        if (i > 0 && e->t < events[i - 1].t)
+            return yaml_fields_fail(f, item, "alerts: list them in time order");
+        const char *status = scalar(item, "status");
+        if (!status || (strcmp(status, "firing") && strcmp(status, "resolved")))
+            return yaml_fields_fail(f, item, "status: expected firing or resolved");
+        e->status = strcmp(status, "firing") == 0 ? MEDIC_STATUS_FIRING : MEDIC_STATUS_RESOLVED;
+        const struct yaml_tree_node *labels = yaml_tree_get(item, "labels");
+        if (!labels || labels->kind != YAML_TREE_MAPPING || labels->count == 0 ||
+            labels->count > MAX_LABELS)
+            return yaml_fields_fail(f, item, "labels: expected a mapping of 1 to %d labels",
+                                    MAX_LABELS);
+        for (size_t k = 0; k < labels->count; k++) {
+            if ((rc = yaml_fields_scalar(f, labels->items[k], labels->keys[k])))
+                return rc;
+            e->labels[k] = (struct medic_label){labels->keys[k], labels->items[k]->value};
+        }
+        qsort(e->labels, labels->count, sizeof(e->labels[0]), compare_labels);
+        e->set = (struct medic_labels){e->labels, labels->count};
+        const struct yaml_tree_node *started = yaml_tree_get(item, "started");
+        if (started && (rc = yaml_fields_duration(f, started, "started", &e->started)))
+            return rc;
+        const struct yaml_tree_node *risk = yaml_tree_get(item, "risk");
+        if (risk && (rc = yaml_fields_number(f, risk, "risk", 0, 1, &e->risk)))
+            return rc;
+        (*count)++;
+    }
+    return rc;
+}
+
+static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *list,
+                         struct test_expect *expects, size_t *count)
+{
+    static const char *const keys[] = {"t", "node", "action", "verdict", "policy", "reason", NULL};
+    static const char *const verdicts[] = {"execute", "dry_run", "suppressed", "no_match"};
+    int rc = yaml_fields_sequence(f, list, "expect");
+    for (size_t i = 0; rc == 0 && i < list->count; i++) {
+        const struct yaml_tree_node *item = list->items[i];
+        struct test_expect *x = &expects[i];
+        memset(x, 0, sizeof(*x));
+        x->line = item->line;
+        if ((rc = yaml_fields_mapping(f, item, "expectation")) ||
+            (rc = yaml_fields_known_keys(f, item, "an expectation", keys)) ||
+            (rc = parse_offset(f, item, &x->t)))
+            return rc;
+        x->node = scalar(item, "node");
+        x->action = scalar(item, "action");
+        x->verdict = scalar(item, "verdict");
+        x->policy = scalar(item, "policy");
+        x->reason = scalar(item, "reason");
+        if (!x->verdict)
+            return yaml_fields_fail(f, item, "expectation: needs a verdict");
+        int known = 0;
+        for (int v = 0; v < 4; v++)
+            known |= strcmp(x->verdict, verdicts[v]) == 0;
+        if (!known)
+            return yaml_fields_fail(f, yaml_tree_get(item, "verdict"),
+                                    "verdict: expected execute, dry_run, suppressed or no_match");
+        (*count)++;
+    }
+    return rc;
+}
+
+static int expect_matches(const struct test_expect *x, const struct engine_decision *d)
+{
+    const char *action = d->has_action ? policy_action_name(d->action) : NULL;
+    if (d->time != TEST_EPOCH + x->t || strcmp(x->verdict, engine_verdict_name(d->verdict)) != 0)
+        return 0;
+    if (x->node && strcmp(x->node, d->node) != 0)
+        return 0;
+    if ((x->action == NULL) != (action == NULL) || (action && strcmp(x->action, action) != 0))
+        return 0;
+    if (x->policy && strcmp(x->policy, d->policy) != 0)
+        return 0;
+    if (x->reason && !strstr(d->reason, x->reason))
+        return 0;
+    return 1;
+}
+
+static void format_offset(int64_t t, char *out, size_t size)
+{
+    int64_t s = t / MEDIC_NS_PER_SEC;
+    if (s % 3600 == 0 && s)
+        snprintf(out, size, "%lldh", (long long)(s / 3600));
+    else if (s % 60 == 0 && s)
+        snprintf(out, size, "%lldm", (long long)(s / 60));
+    else
+        snprintf(out, size, "%llds", (long long)s);
+}
+
+static void print_expect(char sign, const struct test_expect *x)
+{
+    char t[24];
+    format_offset(x->t, t, sizeof(t));
+    printf("    %c t=%-6s %-14s %-20s %-10s%s%s%s%s  (line %d)\n", sign, t, x->node ? x->node : "*",
+           x->action ? x->action : "-", x->verdict, x->policy ? " policy=" : "",
+           x->policy ? x->policy : "", x->reason ? " reason~" : "", x->reason ? x->reason : "",
+           x->line);
+}
+
+static void print_decision(char sign, const struct engine_decision *d)
+{
+    char t[24];
+    format_offset(d->time - TEST_EPOCH, t, sizeof(t));
+    printf("    %c t=%-6s %-14s %-20s %-10s policy=%s: %s\n", sign, t, d->node,
+           d->has_action ? policy_action_name(d->action) : "-", engine_verdict_name(d->verdict),
+           d->policy[0] ? d->policy : "-", d->reason);
+}
+
+/* Runs one test; returns 1 when it passes. */
+static int run_test(const struct medic_config *config, const char *name,
+                    const struct test_event *events, size_t event_count,
+                    struct test_expect *expects, size_t expect_count)
+{
+    struct engine_context ctx;
+    medic_engine_context(config, &ctx);
+    struct engine_state *st = engine_state_new();
+    struct engine_decisions out;
+    engine_decisions_init(&out);
+    /* an alert instance starts at its first firing event */
+    char starts_fp[256][17];
+    int64_t starts_at[256];
+    size_t starts = 0;
+    for (size_t i = 0; st && i < event_count; i++) {
+        const struct test_event *e = &events[i];
+        int64_t now = TEST_EPOCH + e->t;
+        char fp[17];
+        medic_labels_fingerprint(&e->set, fp);
+        size_t k;
+        for (k = 0; k < starts && strcmp(starts_fp[k], fp) != 0; k++)
+            ;
+        if (k == starts && starts < 256) {
+            snprintf(starts_fp[k], sizeof(starts_fp[k]), "%s", fp);
+            starts_at[k] = now - e->started;
+            starts++;
+        }
+        struct medic_labels none = {NULL, 0};
+        struct engine_alert a = {fp,     e->status, &e->set, &none, k < 256 ? starts_at[k] : now,
+                                 e->risk};
+        engine_tick(&ctx, st, now, &out);
+        engine_evaluate(&ctx, st, &a, now, &out);
+        if (e->status == MEDIC_STATUS_RESOLVED && k < starts) /* the next firing is new */
+            starts_fp[k][0] = '\0';
+    }
+    int ok = st != NULL;
+    int *used = calloc(out.count ? out.count : 1, sizeof(*used));
+    for (size_t x = 0; used && x < expect_count; x++) {
+        expects[x].met = 0;
+        for (size_t d = 0; d < out.count && !expects[x].met; d++)
+            if (!used[d] && expect_matches(&expects[x], &out.items[d]))
+                used[d] = expects[x].met = 1;
+        ok &= expects[x].met;
+    }
+    for (size_t d = 0; used && d < out.count; d++)
+        if (!used[d] && out.items[d].verdict != VERDICT_NO_MATCH)
+            ok = 0;
+    if (!used)
+        ok = 0;
+    printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+    if (!ok && used) {
+        printf("    decisions: '-' expected but not made, '+' made but not expected, ' ' as "
+               "expected\n");
+        for (size_t x = 0; x < expect_count; x++)
+            if (!expects[x].met)
+                print_expect('-', &expects[x]);
+        for (size_t d = 0; d < out.count; d++)
+            if (used[d])
+                print_decision(' ', &out.items[d]);
+            else if (out.items[d].verdict != VERDICT_NO_MATCH)
+                print_decision('+', &out.items[d]);
+    }
+    free(used);
+    engine_decisions_release(&out);
+    engine_state_free(st);
+    return ok;
+}
+
+static int run_file(const char *path, int *passed, int *failed)
+{
+    static const char *const extra[] = {"config", "tests", NULL};
+    static const char *const test_keys[] = {"name", "alerts", "expect", NULL};
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    struct medic_config config;
+    int rc = yaml_tree_load(path, &tree, &err);
+    if (rc) {
+        fprintf(stderr, "%s\n", err.msg);
+        return rc;
+    }
+    struct yaml_fields f = {path, &err};
+    const struct yaml_tree_node *root = tree.root;
+    const struct yaml_tree_node *tests = yaml_tree_get(root, "tests");
+    const char *config_file = scalar(root, "config");
+    if (!root || root->kind != YAML_TREE_MAPPING || !tests) {
+        rc = yaml_fields_fail(&f, root, "a policy test file is a mapping with tests");
+    } else if (config_file) {
+        char resolved[4096];
+        const char *slash = strrchr(path, '/');
+        if (config_file[0] != '/' && slash)
+            snprintf(resolved, sizeof(resolved), "%.*s/%s", (int)(slash - path), path, config_file);
+        else
+            snprintf(resolved, sizeof(resolved), "%s", config_file);
+        for (size_t i = 0; i < root->count; i++)
+            if (strcmp(root->keys[i], "config") && strcmp(root->keys[i], "tests")) {
+                struct yaml_tree_node at = {.line = root->key_lines[i], .col = root->key_cols[i]};
+                rc = yaml_fields_fail(&f, &at, "'%s' cannot stand beside config: put it in %s",
+                                      root->keys[i], config_file);
+            }
+        if (rc == 0)
+            rc = medic_config_load(resolved, &config, &err);
+    } else {
+        rc = medic_config_from_tree(path, root, extra, &config, &err);
+    }
+    if (rc == 0 && (rc = yaml_fields_sequence(&f, tests, "tests")) != 0)
+        medic_config_release(&config);
+    if (rc) {
+        fprintf(stderr, "%s\n", err.msg);
+        yaml_tree_release(&tree);
+        return rc;
+    }
+    for (size_t i = 0; rc == 0 && i < tests->count; i++) {
+        const struct yaml_tree_node *t = tests->items[i];
+        const struct yaml_tree_node *alerts = yaml_tree_get(t, "alerts");
+        const struct yaml_tree_node *expect = yaml_tree_get(t, "expect");
+        const char *name = scalar(t, "name");
+        if ((rc = yaml_fields_mapping(&f, t, "test")) ||
+            (rc = yaml_fields_known_keys(&f, t, "a test", test_keys)))
+            break;
+        if (!name || !alerts || !expect) {
+            rc = yaml_fields_fail(&f, t, "a test needs name, alerts and expect");
+            break;
+        }
+        struct test_event *events = calloc(alerts->count + 1, sizeof(*events));
+        struct test_expect *expects = calloc(expect->count + 1, sizeof(*expects));
+        size_t event_count = 0, expect_count = 0;
+        if (!events || !expects)
+            rc = medic_error_set(&err, MEDIC_E_NOMEM, "out of memory");
+        if (rc == 0)
+            rc = parse_events(&f, alerts, events, &event_count);
+        if (rc == 0)
+            rc = parse_expects(&f, expect, expects, &expect_count);
+        if (rc == 0) {
+            if (run_test(&config, name, events, event_count, expects, expect_count))
+                (*passed)++;
+            else
+                (*failed)++;
+        }
+        free(events);
+        free(expects);
+    }
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    medic_config_release(&config);
+    yaml_tree_release(&tree);
+    return rc;
+}
+
+int medic_cmd_policy(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc < 3 || strcmp(argv[1], "test") != 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    int passed = 0, failed = 0, broken = 0;
+    for (int i = 2; i < argc; i++)
+        if (run_file(argv[i], &passed, &failed))
+            broken++;
+    printf("%d passed, %d failed\n", passed, failed);
+    if (broken)
+        fprintf(stderr, "medic policy test: %d file(s) could not be run\n", broken);
+    return failed || broken ? 1 : 0;
+}
