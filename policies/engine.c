@@ -1,5 +1,6 @@
 #include "engine.h"
 #include "buf.h"
+#include "map.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -28,6 +29,9 @@ struct instance {
     char alertname[128];
     struct label_copy labels, annotations;
     double risk;
+    const struct policy *cached_policy; /* policy_by_name's last answer */
+    struct instance *next_same_alert;   /* other policies' instances (continue) */
+    int removed;                        /* resolved: dropped at the next compaction */
 };
 
 /* An alert instance no policy took: remembered so that its repeats do not
@@ -55,13 +59,21 @@ struct node_state {
     size_t history_count, history_cap;
 };
 
+/* Instances and nodes are allocated one by one (their addresses stay put)
+ * and kept in arrays in creation order, which is the order the scheduler
+ * visits them: first come, first served at the fleet caps. Hash maps find
+ * an alert's instances and a node by name. */
 struct engine_state {
-    struct instance *instances;
+    struct instance **instances;
     size_t instance_count, instance_cap;
-    struct unmatched *unmatched;
+    size_t removed_count;
+    struct medic_map instances_by_alert; /* "fingerprint starts_at" -> first instance */
+    struct unmatched **unmatched;        /* creation order, for expiry */
     size_t unmatched_count, unmatched_cap;
-    struct node_state *nodes;
+    struct medic_map unmatched_by_alert;
+    struct node_state **nodes;
     size_t node_count, node_cap;
+    struct medic_map nodes_by_name;
     int storm_active;
 };
 
@@ -119,7 +131,13 @@ static int grow(void **items, size_t count, size_t *cap, size_t elem)
 
 struct engine_state *engine_state_new(void)
 {
-    return calloc(1, sizeof(struct engine_state));
+    struct engine_state *st = calloc(1, sizeof(struct engine_state));
+    if (st) {
+        medic_map_init(&st->instances_by_alert);
+        medic_map_init(&st->nodes_by_name);
+        medic_map_init(&st->unmatched_by_alert);
+    }
+    return st;
 }
 
 static void labels_free(struct label_copy *l)
@@ -155,6 +173,7 @@ static void instance_free(struct instance *in)
     free(in->fingerprint);
     labels_free(&in->labels);
     labels_free(&in->annotations);
+    free(in);
 }
 
 void engine_state_free(struct engine_state *st)
@@ -162,31 +181,41 @@ void engine_state_free(struct engine_state *st)
     if (!st)
         return;
     for (size_t i = 0; i < st->instance_count; i++)
-        instance_free(&st->instances[i]);
-    for (size_t i = 0; i < st->unmatched_count; i++)
-        free(st->unmatched[i].fingerprint);
+        instance_free(st->instances[i]);
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        free(st->unmatched[i]->fingerprint);
+        free(st->unmatched[i]);
+    }
+    medic_map_release(&st->unmatched_by_alert);
     for (size_t i = 0; i < st->node_count; i++) {
-        for (size_t k = 0; k < st->nodes[i].history_count; k++)
-            free(st->nodes[i].history[k].fingerprint);
-        free(st->nodes[i].history);
+        for (size_t k = 0; k < st->nodes[i]->history_count; k++)
+            free(st->nodes[i]->history[k].fingerprint);
+        free(st->nodes[i]->history);
+        free(st->nodes[i]);
     }
     free(st->instances);
     free(st->unmatched);
     free(st->nodes);
+    medic_map_release(&st->instances_by_alert);
+    medic_map_release(&st->nodes_by_name);
     free(st);
 }
 
 static struct node_state *node_get(struct engine_state *st, const char *name, int create)
 {
-    for (size_t i = 0; i < st->node_count; i++)
-        if (strcmp(st->nodes[i].name, name) == 0)
-            return &st->nodes[i];
-    if (!create || grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)))
+    struct node_state *n = medic_map_get(&st->nodes_by_name, name);
+    if (n || !create)
+        return n;
+    if (grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)) ||
+        !(n = calloc(1, sizeof(*n))))
         return NULL;
-    struct node_state *n = &st->nodes[st->node_count++];
-    memset(n, 0, sizeof(*n));
     snprintf(n->name, sizeof(n->name), "%s", name);
     n->last_alerting = MEDIC_TIME_UNSET;
+    if (medic_map_put(&st->nodes_by_name, n->name, n)) {
+        free(n);
+        return NULL;
+    }
+    st->nodes[st->node_count++] = n;
     return n;
 }
 
@@ -199,7 +228,7 @@ size_t engine_disrupted_nodes(const struct engine_state *st)
 {
     size_t count = 0;
     for (size_t i = 0; i < st->node_count; i++)
-        count += node_disrupted(&st->nodes[i]) ? 1 : 0;
+        count += node_disrupted(st->nodes[i]) ? 1 : 0;
     return count;
 }
 
@@ -212,14 +241,15 @@ static size_t alerting_nodes(const struct engine_state *st, int64_t now, int64_t
 {
     size_t count = 0;
     for (size_t i = 0; i < st->node_count; i++)
-        if (st->nodes[i].last_alerting != MEDIC_TIME_UNSET &&
-            st->nodes[i].last_alerting > now - window)
+        if (st->nodes[i]->last_alerting != MEDIC_TIME_UNSET &&
+            st->nodes[i]->last_alerting > now - window)
             count++;
     return count;
 }
 
 static const struct policy *policy_by_name(const struct policy_set *ps, const char *name)
 {
+    /* linear: called when an instance's cached policy is not in this set */
     for (size_t i = 0; i < ps->count; i++)
         if (strcmp(ps->items[i].name, name) == 0)
             return &ps->items[i];
@@ -237,6 +267,18 @@ static void format_duration(int64_t ns, char *out, size_t size)
         snprintf(out, size, "%lldm", (long long)(s / 60));
     else
         snprintf(out, size, "%llds", (long long)s);
+}
+
+/* The instance's policy in the current set (a reload may have replaced
+ * it), or NULL when the set no longer has it. */
+static const struct policy *instance_policy(const struct engine_context *ctx, struct instance *in)
+{
+    const struct policy_set *ps = ctx->policies;
+    if (in->cached_policy >= ps->items && in->cached_policy < ps->items + ps->count &&
+        strcmp(in->cached_policy->name, in->policy) == 0)
+        return in->cached_policy;
+    in->cached_policy = policy_by_name(ps, in->policy);
+    return in->cached_policy;
 }
 
 /* ---- parameters and reasons ---- */
@@ -602,16 +644,18 @@ static void update_storm(const struct engine_context *ctx, struct engine_state *
 
 /* ---- evaluation ---- */
 
-static struct instance *find_instance(struct engine_state *st, const char *fingerprint,
-                                      int64_t starts_at, const char *policy)
+static void alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size)
 {
-    for (size_t i = 0; i < st->instance_count; i++) {
-        struct instance *in = &st->instances[i];
-        if (in->starts_at == starts_at && strcmp(in->fingerprint, fingerprint) == 0 &&
-            strcmp(in->policy, policy) == 0)
-            return in;
-    }
-    return NULL;
+    snprintf(out, size, "%s %lld", fingerprint, (long long)starts_at);
+}
+
+/* The first of an alert instance's per-policy instances, or NULL. */
+static struct instance *alert_instances(struct engine_state *st, const char *fingerprint,
+                                        int64_t starts_at)
+{
+    char key[200];
+    alert_key(fingerprint, starts_at, key, sizeof(key));
+    return medic_map_get(&st->instances_by_alert, key);
 }
 
 static struct instance *new_instance(struct engine_state *st, const struct engine_alert *a,
@@ -621,32 +665,58 @@ static struct instance *new_instance(struct engine_state *st, const struct engin
     if (grow((void **)&st->instances, st->instance_count, &st->instance_cap,
              sizeof(*st->instances)))
         return NULL;
-    struct instance *in = &st->instances[st->instance_count];
-    memset(in, 0, sizeof(*in));
+    struct instance *in = calloc(1, sizeof(*in));
+    if (!in)
+        return NULL;
     in->fingerprint = strdup(a->fingerprint);
     in->starts_at = starts_at;
     snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
+    in->cached_policy = pol;
     snprintf(in->node, sizeof(in->node), "%s", node);
     in->in_inventory = in_inventory;
     const char *alertname = medic_labels_get(a->labels, "alertname");
     snprintf(in->alertname, sizeof(in->alertname), "%s", alertname ? alertname : "");
     in->risk = a->risk;
+    char key[200];
+    alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    struct instance *first = medic_map_get(&st->instances_by_alert, key);
     if (!in->fingerprint || labels_copy(&in->labels, a->labels) ||
-        labels_copy(&in->annotations, a->annotations)) {
+        labels_copy(&in->annotations, a->annotations) ||
+        (!first && medic_map_put(&st->instances_by_alert, key, in))) {
         instance_free(in);
         return NULL;
     }
-    st->instance_count++;
+    if (first) {
+        while (first->next_same_alert)
+            first = first->next_same_alert;
+        first->next_same_alert = in;
+    }
+    st->instances[st->instance_count++] = in;
     return in;
 }
 
-static void remove_instance(struct engine_state *st, struct instance *in)
+/* Drops an alert's instances once its on_resolved steps ran; the array is
+ * compacted when half of it is dropped. */
+static void remove_alert_instances(struct engine_state *st, struct instance *first)
 {
-    size_t i = (size_t)(in - st->instances);
-    instance_free(in);
-    memmove(&st->instances[i], &st->instances[i + 1],
-            (st->instance_count - i - 1) * sizeof(*st->instances));
-    st->instance_count--;
+    char key[200];
+    alert_key(first->fingerprint, first->starts_at, key, sizeof(key));
+    medic_map_remove(&st->instances_by_alert, key);
+    for (struct instance *in = first; in; in = in->next_same_alert) {
+        in->removed = 1;
+        st->removed_count++;
+    }
+    if (st->removed_count * 2 < st->instance_count)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < st->instance_count; i++) {
+        if (st->instances[i]->removed)
+            instance_free(st->instances[i]);
+        else
+            st->instances[w++] = st->instances[i];
+    }
+    st->instance_count = w;
+    st->removed_count = 0;
 }
 
 /* The alert's node: the first node label present, port stripped, then
@@ -660,44 +730,61 @@ static const struct inventory_node *resolve_node(const struct engine_context *ct
     return inventory_find(ctx->inventory, raw);
 }
 
+/* Returns 1 when the alert instance was seen unmatched before. */
 static int remember_unmatched(struct engine_state *st, const struct engine_alert *a,
                               int64_t starts_at, int64_t now)
 {
-    size_t w = 0;
-    int seen = 0;
-    for (size_t i = 0; i < st->unmatched_count; i++) {
-        struct unmatched *u = &st->unmatched[i];
-        if (u->starts_at == starts_at && strcmp(u->fingerprint, a->fingerprint) == 0) {
-            u->last_seen = now;
-            seen = 1;
-        }
-        if (now - u->last_seen < UNMATCHED_TTL)
-            st->unmatched[w++] = *u;
-        else
-            free(u->fingerprint);
-    }
-    st->unmatched_count = w;
-    if (seen)
+    char key[200];
+    alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
+    if (u) {
+        u->last_seen = now;
         return 1;
-    if (grow((void **)&st->unmatched, st->unmatched_count, &st->unmatched_cap,
-             sizeof(*st->unmatched)) == 0) {
-        char *fp = strdup(a->fingerprint);
-        if (fp)
-            st->unmatched[st->unmatched_count++] = (struct unmatched){fp, starts_at, now};
     }
+    if (grow((void **)&st->unmatched, st->unmatched_count, &st->unmatched_cap,
+             sizeof(*st->unmatched)) ||
+        !(u = calloc(1, sizeof(*u))))
+        return 0;
+    *u = (struct unmatched){strdup(a->fingerprint), starts_at, now};
+    if (!u->fingerprint || medic_map_put(&st->unmatched_by_alert, key, u)) {
+        free(u->fingerprint);
+        free(u);
+        return 0;
+    }
+    st->unmatched[st->unmatched_count++] = u;
     return 0;
 }
 
 static void forget_unmatched(struct engine_state *st, const char *fingerprint, int64_t starts_at)
 {
-    for (size_t i = 0; i < st->unmatched_count; i++) {
-        struct unmatched *u = &st->unmatched[i];
-        if (u->starts_at == starts_at && strcmp(u->fingerprint, fingerprint) == 0) {
-            free(u->fingerprint);
-            st->unmatched[i] = st->unmatched[--st->unmatched_count];
-            return;
-        }
+    char key[200];
+    alert_key(fingerprint, starts_at, key, sizeof(key));
+    struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
+    if (u) {
+        medic_map_remove(&st->unmatched_by_alert, key);
+        u->last_seen = INT64_MIN; /* freed by the next expiry */
     }
+}
+
+/* Forgets unmatched alerts not seen for UNMATCHED_TTL (and resolved ones). */
+static void expire_unmatched(struct engine_state *st, int64_t now)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        struct unmatched *u = st->unmatched[i];
+        if (u->last_seen != INT64_MIN && now - u->last_seen < UNMATCHED_TTL) {
+            st->unmatched[w++] = u;
+            continue;
+        }
+        if (u->last_seen != INT64_MIN) {
+            char key[200];
+            alert_key(u->fingerprint, u->starts_at, key, sizeof(key));
+            medic_map_remove(&st->unmatched_by_alert, key);
+        }
+        free(u->fingerprint);
+        free(u);
+    }
+    st->unmatched_count = w;
 }
 
 static void evaluate_firing(const struct engine_context *ctx, struct engine_state *st,
@@ -717,9 +804,12 @@ static void evaluate_firing(const struct engine_context *ctx, struct engine_stat
 
     char skipped[384] = "";
     int taken = 0;
+    struct instance *existing = alert_instances(st, a->fingerprint, starts_at);
     for (size_t p = 0; p < ps->count; p++) {
         const struct policy *pol = &ps->items[p];
-        struct instance *in = find_instance(st, a->fingerprint, starts_at, pol->name);
+        struct instance *in = existing;
+        while (in && strcmp(in->policy, pol->name) != 0)
+            in = in->next_same_alert;
         if (!in) {
             if (!policy_matchers_match(&pol->match, a->labels))
                 continue;
@@ -767,13 +857,9 @@ static void evaluate_resolved(const struct engine_context *ctx, struct engine_st
                               struct engine_decisions *out)
 {
     forget_unmatched(st, a->fingerprint, starts_at);
-    for (size_t i = 0; i < st->instance_count;) {
-        struct instance *in = &st->instances[i];
-        if (in->starts_at != starts_at || strcmp(in->fingerprint, a->fingerprint) != 0) {
-            i++;
-            continue;
-        }
-        const struct policy *pol = policy_by_name(ctx->policies, in->policy);
+    struct instance *first = alert_instances(st, a->fingerprint, starts_at);
+    for (struct instance *in = first; in; in = in->next_same_alert) {
+        const struct policy *pol = instance_policy(ctx, in);
         if (pol && in->acted)
             for (size_t k = 0; k < pol->on_resolved_count; k++)
                 decide_step(ctx, st, pol, in, &pol->on_resolved[k], (int)k, 1, now, out);
@@ -782,8 +868,9 @@ static void evaluate_resolved(const struct engine_context *ctx, struct engine_st
             if (n && n->disrupting_instances > 0)
                 n->disrupting_instances--;
         }
-        remove_instance(st, in);
     }
+    if (first)
+        remove_alert_instances(st, first);
 }
 
 int engine_evaluate(const struct engine_context *ctx, struct engine_state *st,
@@ -801,10 +888,11 @@ int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64
                 struct engine_decisions *out)
 {
     update_storm(ctx, st, now, out);
+    expire_unmatched(st, now);
     for (size_t i = 0; i < st->instance_count; i++) {
-        struct instance *in = &st->instances[i];
-        const struct policy *pol = policy_by_name(ctx->policies, in->policy);
-        if (pol)
+        struct instance *in = st->instances[i];
+        const struct policy *pol = in->removed ? NULL : instance_policy(ctx, in);
+        if (pol && in->next_step < pol->step_count)
             run_due_steps(ctx, st, pol, in, now, out);
     }
     return 0;

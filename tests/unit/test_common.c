@@ -3,6 +3,7 @@
 #include "alert.h"
 #include "auth.h"
 #include "buf.h"
+#include "map.h"
 #include "sha256.h"
 #include "table.h"
 #include "timeutil.h"
@@ -219,6 +220,41 @@ static void test_yaml_tree_positions(void **state)
     assert_non_null(strstr(err.msg, "anchors and aliases are not supported"));
 }
 
+static void test_map(void **state)
+{
+    (void)state;
+    struct medic_map m;
+    medic_map_init(&m);
+    assert_null(medic_map_get(&m, "x"));
+    static int values[1000];
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        assert_int_equal(medic_map_put(&m, key, &values[i]), 0);
+    }
+    assert_int_equal(m.used, 1000);
+    for (int i = 0; i < 1000; i += 2) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        medic_map_remove(&m, key);
+    }
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        assert_ptr_equal(medic_map_get(&m, key), i % 2 ? &values[i] : NULL);
+    }
+    /* reinsert over tombstones, replace a value */
+    for (int round = 0; round < 20; round++)
+        for (int i = 0; i < 1000; i += 2) {
+            snprintf(key, sizeof(key), "key-%d", i);
+            assert_int_equal(medic_map_put(&m, key, &values[i]), 0);
+            medic_map_remove(&m, key);
+        }
+    assert_int_equal(m.used, 500);
+    assert_int_equal(medic_map_put(&m, "key-1", &values[7]), 0);
+    assert_ptr_equal(medic_map_get(&m, "key-1"), &values[7]);
+    assert_int_equal(m.used, 500);
+    medic_map_release(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_auth_compare),
         cmocka_unit_test(test_yaml_tree_positions),
+        cmocka_unit_test(test_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
