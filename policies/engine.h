@@ -23,6 +23,7 @@
 #define MEDIC_POLICIES_ENGINE_H
 
 #include "alert.h"
+#include "buf.h"
 #include "inventory.h"
 #include "table.h"
 #include "policy.h"
@@ -95,6 +96,16 @@ int engine_evaluate(const struct engine_context *ctx, struct engine_state *st,
  * firing, and ends a storm that has passed. Call it periodically. */
 int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64_t now,
                 struct engine_decisions *out);
+
+/* The state as JSON, for keeping it across restarts: alert instances with
+ * their progress and labels, nodes with what medic did to them and their
+ * recent actions, unmatched alerts, the storm flag. Times are strings of
+ * nanoseconds (JSON numbers would round them). */
+int engine_state_save(const struct engine_state *st, struct medic_buf *out);
+/* Rebuilds a state saved by engine_state_save. MEDIC_E_INVALID with a
+ * message when the text is not such a state. */
+int engine_state_load(const char *json, size_t len, struct engine_state **out,
+                      struct medic_error *err);
 
 /* Nodes disrupted now (drained or power-limited by medic, or with a
  * disruptive step of a firing alert), for tests and /metrics. */

@@ -535,6 +535,51 @@ static void test_continue(void **state)
     world_release(&w);
 }
 
+/* The state survives a restart: saved, loaded, and the ladder goes on
+ * where it was, without repeating a step. */
+static void test_state_survives_restart(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, "safety: { storm: { max_alerting_nodes: 1 } }\n", 40, 1);
+    struct test_alert a, b, hot;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "rogue", "0", "13", T0, 0.9); /* unmatched */
+    make_alert(&hot, "GPUTemperatureHigh", "gpu-node-02", "1", NULL, T0, 0.99);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0 + 1);
+    struct medic_buf saved, again;
+    medic_buf_init(&saved, 0);
+    medic_buf_init(&again, 0);
+    assert_int_equal(engine_state_save(w.state, &saved), 0);
+    struct engine_state *restored = NULL;
+    struct medic_error err = {0};
+    if (engine_state_load(saved.data, saved.len, &restored, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(engine_state_save(restored, &again), 0);
+    assert_string_equal(saved.data, again.data);
+    engine_state_free(w.state);
+    w.state = restored;
+    assert_int_equal(engine_disrupted_nodes(w.state), 1); /* node-02 was held by the storm */
+    assert_true(engine_storm_active(w.state));
+    /* repeats after the restart decide nothing new */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN), 0);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + MIN), 0);
+    /* the ladder continues: storm still on (2 nodes alerting in 5m), so the
+     * power cycle is suppressed; the resolution resumes */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 2); /* storm ends, power cycle due */
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
+    medic_buf_release(&saved);
+    medic_buf_release(&again);
+    /* garbage is refused with a message */
+    assert_int_equal(engine_state_load("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "instances"));
+    assert_int_equal(engine_state_load("nope", 4, &restored, &err), MEDIC_E_INVALID);
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_matching_risk_and_no_match),
         cmocka_unit_test(test_maintenance_window),
         cmocka_unit_test(test_continue),
+        cmocka_unit_test(test_state_survives_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
