@@ -112,6 +112,24 @@ struct audit_action_in {
 int audit_record_action(struct audit_store *store, const struct audit_action_in *in,
                         int64_t *out_id, struct medic_error *err);
 
+/* One round of the policy engine: its decisions, the notifications it
+ * evaluated and its state after them, committed together, so that a crash
+ * never leaves a decision without the state that remembers it (which would
+ * decide it again after a restart). */
+struct audit_evaluation_in {
+    const struct audit_decision_in *decisions;
+    size_t decision_count;
+    const int64_t *evaluated; /* notification ids */
+    size_t evaluated_count;
+    int64_t evaluated_at;  /* ns */
+    const char *state_json; /* NULL: the state did not change */
+};
+
+/* Records an evaluation; decision_ids (decision_count entries, may be NULL)
+ * receive the decisions' ids. */
+int audit_record_evaluation(struct audit_store *store, const struct audit_evaluation_in *in,
+                            int64_t *decision_ids, struct medic_error *err);
+
 /* Counters for /metrics. Commit durations are in a histogram with the
  * bucket bounds of audit_commit_buckets (seconds). */
 #define AUDIT_COMMIT_BUCKETS 12
@@ -166,6 +184,19 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
  * notification. */
 int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
                        struct medic_error *err);
+
+/* Calls fn for up to limit notifications (first ones, not duplicates) the
+ * engine has not evaluated yet, oldest first: id, the id of its first alert
+ * (alerts have consecutive ids), and the body as received. A non-zero
+ * return from fn stops the walk and is returned. */
+typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, const char *body,
+                                size_t len);
+int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
+                                void *arg, struct medic_error *err);
+
+/* The engine's saved state into out; MEDIC_E_NOTFOUND when none. */
+int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
+                            struct medic_error *err);
 
 struct audit_verify_result {
     int ok;

@@ -337,6 +337,53 @@ out:
     return rc;
 }
 
+int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
+                                void *arg, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id ="
+                           " n.id) FROM notifications n WHERE n.evaluated_at IS NULL AND"
+                           " n.duplicate_of IS NULL ORDER BY n.id LIMIT ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+    int rc = 0, step;
+    struct medic_buf body;
+    medic_buf_init(&body, (size_t)64 << 20);
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int64_t first_alert = sqlite3_column_int64(st, 1);
+        medic_buf_reset(&body);
+        rc = audit_read_payload(reader, id, &body, err);
+        if (rc == 0)
+            rc = fn(arg, id, first_alert, body.data ? body.data : "", body.len);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    medic_buf_release(&body);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
+                            struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db, "SELECT state FROM engine_state WHERE id = 1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    int rc, step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        rc = medic_buf_append(out, sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+    else if (step == SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no saved engine state");
+    else
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int verify_table(struct audit_reader *r, const char *table, const char *columns,
                         int64_t *checked, struct audit_verify_result *out, struct medic_error *err)
 {

@@ -102,6 +102,16 @@ static const char *const migrations[] = {
     "CREATE INDEX actions_by_node ON actions(node, created_at);"
     "CREATE INDEX actions_by_time ON actions(created_at);"
     "CREATE INDEX actions_by_result ON actions(result, created_at);",
+    /* 2: the policy engine's progress: which notifications it evaluated,
+     * and its state, both written with the decisions they led to */
+    "ALTER TABLE notifications ADD COLUMN evaluated_at INTEGER;"
+    "CREATE INDEX notifications_pending ON notifications(id)"
+    "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
+    "CREATE TABLE engine_state ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  updated_at INTEGER NOT NULL,"
+    "  state TEXT NOT NULL"
+    ");",
 };
 
 const char audit_decision_hashed_columns[] =

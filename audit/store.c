@@ -23,7 +23,7 @@ const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
 /* Most requests one transaction takes; more wait for the next one. */
 #define AUDIT_MAX_BATCH 512
 
-enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION };
+enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
 
 /* What the caller's thread computes before queueing a notification, so
  * that the single writer thread does only database work: the dedupe key
@@ -68,6 +68,8 @@ enum stmt_id {
     ST_SELECT_ACTION,
     ST_SET_DECISION_HASH,
     ST_SET_ACTION_HASH,
+    ST_MARK_EVALUATED,
+    ST_SAVE_ENGINE_STATE,
     ST_COUNT
 };
 
@@ -119,6 +121,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SELECT_ACTION] = NULL,
     [ST_SET_DECISION_HASH] = "UPDATE decisions SET hash = ?2 WHERE id = ?1",
     [ST_SET_ACTION_HASH] = "UPDATE actions SET hash = ?2 WHERE id = ?1",
+    [ST_MARK_EVALUATED] = "UPDATE notifications SET evaluated_at = ?2 WHERE id = ?1",
+    [ST_SAVE_ENGINE_STATE] = "INSERT INTO engine_state (id, updated_at, state) VALUES (1, ?1, ?2)"
+                             " ON CONFLICT (id) DO UPDATE SET updated_at = ?1, state = ?2",
 };
 
 static int store_fail(struct audit_store *s, struct medic_error *err, const char *what)
@@ -339,11 +344,45 @@ static int last_hash(struct audit_store *s, enum stmt_id which, char out[65],
     return 0;
 }
 
+static int insert_decision(struct audit_store *s, const struct audit_decision_in *in,
+                           int64_t *id, struct medic_error *err);
+
 static int write_decision(struct audit_store *s, struct job *job)
 {
-    const struct audit_decision_in *in = job->in;
+    return insert_decision(s, job->in, &job->id, &job->err);
+}
+
+static int write_evaluation(struct audit_store *s, struct job *job)
+{
+    const struct audit_evaluation_in *in = job->in;
+    int64_t *ids = job->out;
+    int rc = 0;
+    for (size_t i = 0; i < in->decision_count && rc == 0; i++) {
+        int64_t id = 0;
+        rc = insert_decision(s, &in->decisions[i], &id, &job->err);
+        if (ids)
+            ids[i] = id;
+    }
+    sqlite3_stmt *st = s->stmts[ST_MARK_EVALUATED];
+    for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
+        sqlite3_bind_int64(st, 1, in->evaluated[i]);
+        sqlite3_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
+        rc = step_done(s, st, &job->err, "marking a notification evaluated");
+    }
+    if (rc == 0 && in->state_json) {
+        st = s->stmts[ST_SAVE_ENGINE_STATE];
+        sqlite3_bind_int64(st, 1, in->evaluated_at / MEDIC_NS_PER_MS);
+        sqlite3_bind_text(st, 2, in->state_json, -1, SQLITE_STATIC);
+        rc = step_done(s, st, &job->err, "saving the engine state");
+    }
+    return rc;
+}
+
+static int insert_decision(struct audit_store *s, const struct audit_decision_in *in,
+                           int64_t *out_id, struct medic_error *err)
+{
     char prev[65];
-    int rc = last_hash(s, ST_LAST_DECISION_HASH, prev, &job->err);
+    int rc = last_hash(s, ST_LAST_DECISION_HASH, prev, err);
     if (rc)
         return rc;
     sqlite3_stmt *st = s->stmts[ST_INSERT_DECISION];
@@ -365,10 +404,10 @@ static int write_decision(struct audit_store *s, struct job *job)
     bind_text(st, 14, in->reason);
     bind_text(st, 15, in->config_hash);
     sqlite3_bind_text(st, 16, prev, -1, SQLITE_TRANSIENT);
-    if ((rc = step_done(s, st, &job->err, "storing a decision")))
+    if ((rc = step_done(s, st, err, "storing a decision")))
         return rc;
-    job->id = sqlite3_last_insert_rowid(s->db);
-    return seal_row(s, ST_SELECT_DECISION, ST_SET_DECISION_HASH, job->id, &job->err);
+    *out_id = sqlite3_last_insert_rowid(s->db);
+    return seal_row(s, ST_SELECT_DECISION, ST_SET_DECISION_HASH, *out_id, err);
 }
 
 static int write_action(struct audit_store *s, struct job *job)
@@ -407,6 +446,8 @@ static int run_job(struct audit_store *s, struct job *job)
         return write_decision(s, job);
     case JOB_ACTION:
         return write_action(s, job);
+    case JOB_EVALUATION:
+        return write_evaluation(s, job);
     }
     MEDIC_BUG("unknown audit job");
 }
@@ -572,6 +613,13 @@ int audit_record_notification(struct audit_store *store, const struct audit_noti
     int rc = submit(store, &job, err);
     prepared_release(&prep);
     return rc;
+}
+
+int audit_record_evaluation(struct audit_store *store, const struct audit_evaluation_in *in,
+                            int64_t *decision_ids, struct medic_error *err)
+{
+    struct job job = {.kind = JOB_EVALUATION, .in = in, .out = decision_ids};
+    return submit(store, &job, err);
 }
 
 int audit_record_notification_async(struct audit_store *store,

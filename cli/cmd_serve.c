@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "config.h"
 #include "log.h"
+#include "serve_engine.h"
 #include "server.h"
 #include "table.h"
 #include "timeutil.h"
@@ -40,6 +41,7 @@ struct serve_state {
     const char *listen_override;
     const char *db_override;
     struct audit_store *store;
+    struct serve_engine *engine;
     struct receiver_server *server;
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;
@@ -50,6 +52,7 @@ struct serve_state {
 /* One notification on its way to the audit log: the node names are kept
  * until the writer is done with them. */
 struct pending_record {
+    struct serve_state *st;
     char (*nodes)[256];
     const char **node_ptrs;
     struct audit_notification_in in;
@@ -73,6 +76,9 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         p->out->id = p->res.id;
         p->out->duplicate = p->res.duplicate;
         p->out->duplicate_of = p->res.duplicate_of;
+        /* duplicates are never evaluated: their alerts were */
+        if (!p->res.duplicate && p->st->engine)
+            serve_engine_wake(p->st->engine);
     }
     receiver_record_done done = p->done;
     void *request = p->request;
@@ -109,6 +115,7 @@ static int hook_record(void *ctx, const struct medic_notification *n, const char
         .remote_addr = remote && *remote ? remote : NULL,
         .alert_nodes = p->node_ptrs,
     };
+    p->st = st;
     p->out = out;
     p->done = done;
     p->request = request;
@@ -176,6 +183,12 @@ static void hook_metrics(void *ctx, struct medic_buf *b)
                      atomic_load(&st->reloads_ok), atomic_load(&st->reloads_failed),
                      atomic_load(&st->last_reload_ok),
                      (long long)atomic_load(&st->last_reload_time), live, medic_version, hash);
+}
+
+static int hook_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
+{
+    struct serve_state *st = ctx;
+    return serve_engine_dry_run(st->engine, body, len, out);
 }
 
 static int hook_ready(void *ctx)
@@ -391,6 +404,11 @@ int medic_cmd_serve(int argc, char **argv)
                         NULL);
         goto out;
     }
+    if (serve_engine_start(st.store, st.config.audit_path, &st.lock, &st.config,
+                           5 * MEDIC_NS_PER_SEC, &st.engine, &err)) {
+        medic_log_error("cannot start the policy engine", "error", err.msg, NULL);
+        goto out;
+    }
     struct receiver_settings settings;
     settings_from_config(&st.config, &settings);
     struct receiver_listen listen = {
@@ -408,6 +426,7 @@ int medic_cmd_serve(int argc, char **argv)
         .reload = hook_reload,
         .ready = hook_ready,
         .query = hook_query,
+        .dry_run = hook_dry_run,
     };
     if (receiver_server_start(&listen, &settings, &hooks, &st.server, &err)) {
         medic_log_error("cannot start the http server", "error", err.msg, NULL);
@@ -417,7 +436,9 @@ int medic_cmd_serve(int argc, char **argv)
         medic_log_warn("the webhook accepts unauthenticated requests; set "
                        "auth.webhook_bearer_token_file",
                        NULL);
-    medic_log_info("medic serve started", "listen", st.config.listen, "tls",
+    char policies[24];
+    snprintf(policies, sizeof(policies), "%zu", st.config.policies.count);
+    medic_log_info("medic serve started", "policies", policies, "listen", st.config.listen, "tls",
                    st.config.tls_cert_pem ? "on" : "off", "audit", st.config.audit_path, "mode",
                    st.config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", "config",
                    st.config.source, "version", medic_version, NULL);
@@ -437,6 +458,7 @@ int medic_cmd_serve(int argc, char **argv)
     status = 0;
 out:
     receiver_server_stop(st.server, 10000);
+    serve_engine_stop(st.engine);
     audit_store_free(st.store);
     if (status == 0)
         medic_log_info("stopped; audit log closed", NULL);

@@ -604,5 +604,12 @@ int medic_config_check_serving(const struct medic_config *config, struct medic_e
                                "%s: mode: live needs authentication on the webhook (auth: "
                                "webhook_bearer_token_file or webhook_basic_auth)",
                                config->source);
+    /* until the action executors exist, a decision to execute could not be
+     * carried out: refuse live mode rather than record actions not taken */
+    if (config->mode == MEDIC_MODE_LIVE)
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "%s: mode: live is not available in this build: it has no action "
+                               "executors yet (use dry-run; decisions show what live would do)",
+                               config->source);
     return 0;
 }

@@ -15,9 +15,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum handler { H_WEBHOOK, H_METRICS, H_HEALTHY, H_READY, H_RELOAD, H_API_QUERY, H_OTHER, H_COUNT };
+enum handler {
+    H_WEBHOOK,
+    H_METRICS,
+    H_HEALTHY,
+    H_READY,
+    H_RELOAD,
+    H_API_QUERY,
+    H_DRY_RUN,
+    H_OTHER,
+    H_COUNT
+};
 static const char *const handler_names[H_COUNT] = {
-    "/webhook", "/metrics", "/-/healthy", "/-/ready", "/-/reload", "/api/v1/query", "other"};
+    "/webhook",      "/metrics",        "/-/healthy", "/-/ready",
+    "/-/reload",     "/api/v1/query",   "/api/v1/dry-run", "other"};
 
 static const unsigned int tracked_codes[] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 #define N_CODES (sizeof(tracked_codes) / sizeof(tracked_codes[0]))
@@ -160,6 +171,8 @@ static enum handler route(const char *url)
         return H_READY;
     if (strcmp(url, "/-/reload") == 0)
         return H_RELOAD;
+    if (strcmp(url, "/api/v1/dry-run") == 0)
+        return H_DRY_RUN;
     if (strncmp(url, "/api/v1/", 8) == 0)
         return H_API_QUERY;
     return H_OTHER;
@@ -170,6 +183,7 @@ static const char *allowed_method(enum handler h)
     switch (h) {
     case H_WEBHOOK:
     case H_RELOAD:
+    case H_DRY_RUN:
         return "POST";
     case H_HEALTHY:
     case H_READY:
@@ -181,7 +195,7 @@ static const char *allowed_method(enum handler h)
 
 static int method_ok(enum handler h, const char *method)
 {
-    if (h == H_WEBHOOK || h == H_RELOAD)
+    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN)
         return strcmp(method, "POST") == 0;
     if (h == H_HEALTHY || h == H_READY)
         return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -196,6 +210,7 @@ static const struct receiver_auth *auth_for(const struct receiver_settings *s, e
         return &s->webhook_auth;
     case H_API_QUERY:
     case H_METRICS:
+    case H_DRY_RUN:
         return &s->read_auth;
     case H_RELOAD:
         return &s->admin_auth;
@@ -432,6 +447,19 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         return respond_error(srv, conn, req, MHD_HTTP_INTERNAL_SERVER_ERROR, err.msg, NULL, NULL);
     case H_API_QUERY:
         return handle_query(srv, conn, req, url);
+    case H_DRY_RUN: {
+        if (!srv->hooks.dry_run)
+            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                 NULL);
+        struct medic_buf b;
+        medic_buf_init(&b, (size_t)32 << 20);
+        int code = srv->hooks.dry_run(srv->hooks.ctx, req->body.data ? req->body.data : "",
+                                      req->body.len, &b);
+        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
+                                    b.data ? b.data : "", b.len, NULL, NULL);
+        medic_buf_release(&b);
+        return r;
+    }
     default:
         return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
     }
@@ -459,7 +487,7 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
                              given ? "wrong credentials" : "credentials required",
                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
-    if (req->handler != H_WEBHOOK)
+    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (!is_json_content_type(ct)) {

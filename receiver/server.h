@@ -48,6 +48,9 @@ struct receiver_hooks {
     int (*ready)(void *ctx);
     /* Answers an audit query as JSON into out; returns the HTTP status. */
     int (*query)(void *ctx, const struct receiver_query *q, struct medic_buf *out);
+    /* POST /api/v1/dry-run: a webhook payload in, decisions out as JSON, no
+     * side effects; returns the HTTP status. */
+    int (*dry_run)(void *ctx, const char *body, size_t len, struct medic_buf *out);
 };
 
 /* What may change on reload. Strings are copied. */

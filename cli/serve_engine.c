@@ -1,0 +1,388 @@
+#include "serve_engine.h"
+#include "engine_setup.h"
+#include "log.h"
+#include "payload.h"
+#include "table.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Notifications evaluated per round at most; more wait for the next one. */
+#define ROUND_LIMIT 256
+
+struct serve_engine {
+    struct audit_store *store;
+    struct audit_reader *reader;
+    pthread_mutex_t *config_lock;
+    const struct medic_config *config;
+    int64_t tick_interval;
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards wake, stopping and state */
+    pthread_cond_t cond;
+    int wake, stopping;
+    struct engine_state *state;
+    int64_t last_tick;
+    atomic_ullong decisions[4]; /* by verdict */
+    atomic_ullong rounds_failed;
+    atomic_int disrupted_nodes;
+    atomic_int storm;
+};
+
+/* What a round collects while evaluating pending notifications. */
+struct round {
+    struct serve_engine *e;
+    struct engine_context ctx;
+    struct engine_decisions out;
+    int64_t now;
+    int64_t evaluated[ROUND_LIMIT];
+    size_t evaluated_count;
+    /* per decision: the notification and alert it came from (0: a tick) */
+    int64_t *notification_of, *alert_of;
+    size_t origin_cap;
+};
+
+static int remember_origin(struct round *r, size_t from, int64_t notification,
+                           const struct medic_notification *n, int64_t first_alert)
+{
+    if (r->out.count > r->origin_cap) {
+        size_t cap = r->out.count * 2;
+        int64_t *a = realloc(r->notification_of, cap * sizeof(*a));
+        if (a)
+            r->notification_of = a;
+        int64_t *b = realloc(r->alert_of, cap * sizeof(*b));
+        if (b)
+            r->alert_of = b;
+        if (!a || !b)
+            return MEDIC_E_NOMEM;
+        r->origin_cap = cap;
+    }
+    for (size_t i = from; i < r->out.count; i++) {
+        r->notification_of[i] = notification;
+        r->alert_of[i] = 0;
+        for (size_t k = 0; n && first_alert > 0 && k < n->alert_count; k++)
+            if (strcmp(n->alerts[k].fingerprint, r->out.items[i].fingerprint) == 0)
+                r->alert_of[i] = first_alert + (int64_t)k;
+    }
+    return 0;
+}
+
+static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const char *body,
+                            size_t len)
+{
+    struct round *r = arg;
+    struct medic_notification n;
+    struct medic_error err = {0};
+    struct receiver_limits limits;
+    receiver_limits_default(&limits);
+    limits.max_body_bytes = len + 1; /* it was accepted under the limits of its day */
+    limits.max_alerts = (size_t)-1;
+    medic_notification_init(&n);
+    size_t from = r->out.count;
+    if (receiver_payload_parse(body, len, &limits, &n, &err) == 0)
+        medic_engine_notification(&r->ctx, r->e->state, &n, NAN, r->now, &r->out);
+    else
+        medic_log_error("cannot evaluate a stored notification", "error", err.msg, NULL);
+    int rc = remember_origin(r, from, id, &n, first_alert);
+    medic_notification_release(&n);
+    r->evaluated[r->evaluated_count++] = id;
+    return rc;
+}
+
+static void to_audit(const struct round *r, const char *config_hash, struct audit_decision_in *d)
+{
+    for (size_t i = 0; i < r->out.count; i++) {
+        const struct engine_decision *x = &r->out.items[i];
+        d[i] = (struct audit_decision_in){
+            .created_at = x->time,
+            .notification_id = r->notification_of[i],
+            .alert_id = r->alert_of[i],
+            .fingerprint = x->fingerprint[0] ? x->fingerprint : NULL,
+            .node = x->node[0] ? x->node : NULL,
+            .alertname = x->alertname[0] ? x->alertname : NULL,
+            .policy = x->policy[0] ? x->policy : NULL,
+            .step = x->step,
+            .action = x->has_action ? policy_action_name(x->action) : NULL,
+            .params_json = x->has_action ? x->params : NULL,
+            .risk = x->risk,
+            .model_hash = NULL,
+            .verdict = engine_verdict_name(x->verdict),
+            .reason = x->reason,
+            .config_hash = config_hash[0] ? config_hash : "builtin",
+        };
+    }
+}
+
+/* Reloads the last committed state after a failed commit, so that the
+ * notifications of the failed round are evaluated again from it. */
+static void restore_state(struct serve_engine *e)
+{
+    struct medic_buf saved;
+    struct medic_error err = {0};
+    struct engine_state *st = NULL;
+    medic_buf_init(&saved, (size_t)1 << 30);
+    int rc = audit_read_engine_state(e->reader, &saved, &err);
+    if (rc == 0)
+        rc = engine_state_load(saved.data, saved.len, &st, &err);
+    else if (rc == MEDIC_E_NOTFOUND)
+        rc = (st = engine_state_new()) ? 0 : MEDIC_E_NOMEM;
+    medic_buf_release(&saved);
+    if (rc) {
+        medic_log_error("cannot restore the engine state", "error", err.msg, NULL);
+        return;
+    }
+    pthread_mutex_lock(&e->lock);
+    engine_state_free(e->state);
+    e->state = st;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* One round: the scheduler when due, then the pending notifications; then
+ * one commit of decisions, evaluated ids and state. Returns 1 when it did
+ * anything, 0 when there was nothing to do, -1 when it failed. */
+static int run_round(struct serve_engine *e, int64_t now, int tick)
+{
+    struct round r = {.e = e, .now = now};
+    struct medic_error err = {0};
+    char config_hash[65];
+    engine_decisions_init(&r.out);
+    pthread_mutex_lock(e->config_lock);
+    pthread_mutex_lock(&e->lock);
+    medic_engine_context(e->config, &r.ctx);
+    snprintf(config_hash, sizeof(config_hash), "%s", e->config->hash);
+    int rc = 0;
+    if (tick)
+        rc = engine_tick(&r.ctx, e->state, now, &r.out);
+    if (rc == 0)
+        rc = remember_origin(&r, 0, 0, NULL, 0);
+    if (rc == 0)
+        rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_pending, &r, &err);
+    struct medic_buf state;
+    medic_buf_init(&state, (size_t)1 << 30);
+    int changed = r.out.count || r.evaluated_count;
+    if (rc == 0 && changed)
+        rc = engine_state_save(e->state, &state);
+    e->disrupted_nodes = (int)engine_disrupted_nodes(e->state);
+    e->storm = engine_storm_active(e->state);
+    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(e->config_lock);
+
+    if (rc == 0 && changed) {
+        struct audit_decision_in *d = calloc(r.out.count + 1, sizeof(*d));
+        if (!d) {
+            rc = MEDIC_E_NOMEM;
+        } else {
+            to_audit(&r, config_hash, d);
+            struct audit_evaluation_in in = {d,         r.out.count,   r.evaluated,
+                                             r.evaluated_count, now, state.data};
+            rc = audit_record_evaluation(e->store, &in, NULL, &err);
+            free(d);
+        }
+        if (rc == 0)
+            for (size_t i = 0; i < r.out.count; i++)
+                atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
+    }
+    if (rc) {
+        atomic_fetch_add(&e->rounds_failed, 1);
+        medic_log_error("policy engine round failed; retrying from the last committed state",
+                        "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
+        restore_state(e);
+    } else {
+        for (size_t i = 0; i < r.out.count; i++) {
+            const struct engine_decision *x = &r.out.items[i];
+            if (x->verdict == VERDICT_NO_MATCH)
+                continue;
+            medic_log_info("decision", "verdict", engine_verdict_name(x->verdict), "node", x->node,
+                           "policy", x->policy, "action",
+                           x->has_action ? policy_action_name(x->action) : "", "reason",
+                           x->reason, NULL);
+        }
+    }
+    medic_buf_release(&state);
+    free(r.notification_of);
+    free(r.alert_of);
+    engine_decisions_release(&r.out);
+    return rc ? -1 : changed;
+}
+
+static void *engine_main(void *arg)
+{
+    struct serve_engine *e = arg;
+    pthread_setname_np(pthread_self(), "medic-engine");
+    pthread_mutex_lock(&e->lock);
+    while (!e->stopping) {
+        int64_t now = medic_time_now();
+        int tick = now - e->last_tick >= e->tick_interval;
+        if (!e->wake && !tick) {
+            int64_t due = e->last_tick + e->tick_interval;
+            struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC),
+                                     (long)(due % MEDIC_NS_PER_SEC)};
+            pthread_cond_timedwait(&e->cond, &e->lock, &until);
+            continue;
+        }
+        e->wake = 0;
+        if (tick)
+            e->last_tick = now;
+        pthread_mutex_unlock(&e->lock);
+        int did = run_round(e, now, tick);
+        pthread_mutex_lock(&e->lock);
+        if (did > 0) {
+            e->wake = 1; /* a full round may leave more pending: go again at once */
+        } else if (did < 0 && !e->stopping) {
+            /* the store failed: wait a second before retrying */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&e->cond, &e->lock, &until);
+            e->wake = 1;
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+int serve_engine_start(struct audit_store *store, const char *db_path,
+                       pthread_mutex_t *config_lock, const struct medic_config *config,
+                       int64_t tick_interval, struct serve_engine **out, struct medic_error *err)
+{
+    struct serve_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    e->store = store;
+    e->config_lock = config_lock;
+    e->config = config;
+    e->tick_interval = tick_interval;
+    e->wake = 1; /* evaluate what a previous run left pending */
+    e->last_tick = medic_time_now();
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    int rc = audit_reader_open(db_path, &e->reader, err);
+    if (rc == 0) {
+        struct medic_buf saved;
+        medic_buf_init(&saved, (size_t)1 << 30);
+        rc = audit_read_engine_state(e->reader, &saved, err);
+        if (rc == 0) {
+            rc = engine_state_load(saved.data, saved.len, &e->state, err);
+            if (rc == 0)
+                medic_log_info("policy engine state restored", NULL);
+        } else if (rc == MEDIC_E_NOTFOUND) {
+            rc = (e->state = engine_state_new()) ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        }
+        medic_buf_release(&saved);
+    }
+    if (rc == 0 && pthread_create(&e->thread, NULL, engine_main, e) != 0)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the engine thread");
+    if (rc) {
+        audit_reader_free(e->reader);
+        engine_state_free(e->state);
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void serve_engine_wake(struct serve_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->wake = 1;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void serve_engine_stop(struct serve_engine *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stopping = 1;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(e->thread, NULL);
+    audit_reader_free(e->reader);
+    engine_state_free(e->state);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    free(e);
+}
+
+void serve_engine_metrics(struct serve_engine *e, struct medic_buf *b)
+{
+    medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
+                      "# TYPE medic_decisions_total counter\n");
+    for (int v = 0; v < 4; v++)
+        medic_buf_printf(b, "medic_decisions_total{verdict=\"%s\"} %llu\n",
+                         engine_verdict_name((enum engine_verdict)v),
+                         atomic_load(&e->decisions[v]));
+    medic_buf_printf(b,
+                     "# HELP medic_engine_rounds_failed_total Engine rounds whose commit failed "
+                     "(retried).\n"
+                     "# TYPE medic_engine_rounds_failed_total counter\n"
+                     "medic_engine_rounds_failed_total %llu\n"
+                     "# HELP medic_disrupted_nodes Nodes drained, power-limited or being "
+                     "power-cycled by medic.\n"
+                     "# TYPE medic_disrupted_nodes gauge\n"
+                     "medic_disrupted_nodes %d\n"
+                     "# HELP medic_storm_active 1 while the storm breaker holds disruptive "
+                     "actions.\n"
+                     "# TYPE medic_storm_active gauge\n"
+                     "medic_storm_active %d\n",
+                     atomic_load(&e->rounds_failed), atomic_load(&e->disrupted_nodes),
+                     atomic_load(&e->storm));
+}
+
+int serve_engine_dry_run(struct serve_engine *e, const char *body, size_t len,
+                         struct medic_buf *out)
+{
+    struct medic_notification n;
+    struct medic_error err = {0};
+    struct engine_decisions decisions;
+    struct medic_buf saved;
+    struct engine_state *copy = NULL;
+    int code = 200;
+    medic_notification_init(&n);
+    engine_decisions_init(&decisions);
+    medic_buf_init(&saved, (size_t)1 << 30);
+    pthread_mutex_lock(e->config_lock);
+    struct receiver_limits limits = e->config->limits;
+    if (receiver_payload_parse(body, len, &limits, &n, &err)) {
+        code = 400;
+    } else {
+        pthread_mutex_lock(&e->lock);
+        int rc = engine_state_save(e->state, &saved);
+        pthread_mutex_unlock(&e->lock);
+        if (rc == 0)
+            rc = engine_state_load(saved.data, saved.len, &copy, &err);
+        struct engine_context ctx;
+        medic_engine_context(e->config, &ctx);
+        if (rc == 0)
+            rc = medic_engine_notification(&ctx, copy, &n, NAN, medic_time_now(), &decisions);
+        if (rc) {
+            code = 500;
+            if (!err.msg[0])
+                medic_error_set(&err, rc, "%s", medic_strerror(rc));
+        }
+    }
+    pthread_mutex_unlock(e->config_lock);
+    if (code == 200) {
+        struct medic_table table;
+        medic_buf_puts(out, "{\"status\":\"success\",\"data\":");
+        if (engine_decisions_table(&decisions, &table) == 0)
+            medic_table_render(&table, MEDIC_FORMAT_JSON, out);
+        medic_table_release(&table);
+        medic_buf_puts(out, "}\n");
+    } else {
+        medic_buf_puts(out, "{\"status\":\"error\",\"error\":");
+        medic_buf_json_string(out, err.msg);
+        medic_buf_puts(out, "}\n");
+    }
+    engine_state_free(copy);
+    medic_buf_release(&saved);
+    engine_decisions_release(&decisions);
+    medic_notification_release(&n);
+    return code;
+}
