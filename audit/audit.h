@@ -121,7 +121,7 @@ struct audit_evaluation_in {
     size_t decision_count;
     const int64_t *evaluated; /* notification ids */
     size_t evaluated_count;
-    int64_t evaluated_at;  /* ns */
+    int64_t evaluated_at;   /* ns */
     const char *state_json; /* NULL: the state did not change */
 };
 

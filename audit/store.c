@@ -344,8 +344,8 @@ static int last_hash(struct audit_store *s, enum stmt_id which, char out[65],
     return 0;
 }
 
-static int insert_decision(struct audit_store *s, const struct audit_decision_in *in,
-                           int64_t *id, struct medic_error *err);
+static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
+                           struct medic_error *err);
 
 static int write_decision(struct audit_store *s, struct job *job)
 {

@@ -183,6 +183,8 @@ static void hook_metrics(void *ctx, struct medic_buf *b)
                      atomic_load(&st->reloads_ok), atomic_load(&st->reloads_failed),
                      atomic_load(&st->last_reload_ok),
                      (long long)atomic_load(&st->last_reload_time), live, medic_version, hash);
+    if (st->engine)
+        serve_engine_metrics(st->engine, b);
 }
 
 static int hook_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)

@@ -177,8 +177,8 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
             rc = MEDIC_E_NOMEM;
         } else {
             to_audit(&r, config_hash, d);
-            struct audit_evaluation_in in = {d,         r.out.count,   r.evaluated,
-                                             r.evaluated_count, now, state.data};
+            struct audit_evaluation_in in = {d,   r.out.count, r.evaluated, r.evaluated_count,
+                                             now, state.data};
             rc = audit_record_evaluation(e->store, &in, NULL, &err);
             free(d);
         }
@@ -198,8 +198,8 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
                 continue;
             medic_log_info("decision", "verdict", engine_verdict_name(x->verdict), "node", x->node,
                            "policy", x->policy, "action",
-                           x->has_action ? policy_action_name(x->action) : "", "reason",
-                           x->reason, NULL);
+                           x->has_action ? policy_action_name(x->action) : "", "reason", x->reason,
+                           NULL);
         }
     }
     medic_buf_release(&state);
@@ -245,9 +245,9 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
-int serve_engine_start(struct audit_store *store, const char *db_path,
-                       pthread_mutex_t *config_lock, const struct medic_config *config,
-                       int64_t tick_interval, struct serve_engine **out, struct medic_error *err)
+int serve_engine_start(struct audit_store *store, const char *db_path, pthread_mutex_t *config_lock,
+                       const struct medic_config *config, int64_t tick_interval,
+                       struct serve_engine **out, struct medic_error *err)
 {
     struct serve_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -270,7 +270,9 @@ int serve_engine_start(struct audit_store *store, const char *db_path,
             if (rc == 0)
                 medic_log_info("policy engine state restored", NULL);
         } else if (rc == MEDIC_E_NOTFOUND) {
-            rc = (e->state = engine_state_new()) ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            rc = (e->state = engine_state_new())
+                     ? 0
+                     : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
         }
         medic_buf_release(&saved);
     }

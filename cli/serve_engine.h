@@ -18,9 +18,9 @@ struct serve_engine;
 
 /* config (guarded by config_lock) may be replaced by reloads; the engine
  * takes the lock for each round. */
-int serve_engine_start(struct audit_store *store, const char *db_path,
-                       pthread_mutex_t *config_lock, const struct medic_config *config,
-                       int64_t tick_interval, struct serve_engine **out, struct medic_error *err);
+int serve_engine_start(struct audit_store *store, const char *db_path, pthread_mutex_t *config_lock,
+                       const struct medic_config *config, int64_t tick_interval,
+                       struct serve_engine **out, struct medic_error *err);
 
 /* A notification was committed: evaluate soon. Cheap; any thread. */
 void serve_engine_wake(struct serve_engine *e);

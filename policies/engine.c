@@ -953,8 +953,8 @@ static void json_labels(struct medic_buf *b, const char *key, const struct label
 
 int engine_state_save(const struct engine_state *st, struct medic_buf *b)
 {
-    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"instances\":[",
-                     ENGINE_STATE_VERSION, st->storm_active ? "true" : "false");
+    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"instances\":[", ENGINE_STATE_VERSION,
+                     st->storm_active ? "true" : "false");
     int first = 1;
     for (size_t i = 0; i < st->instance_count; i++) {
         const struct instance *in = st->instances[i];
@@ -1005,8 +1005,9 @@ int engine_state_save(const struct engine_state *st, struct medic_buf *b)
         const struct node_state *n = st->nodes[i];
         medic_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
         medic_buf_json_string(b, n->name);
-        medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,"
-                            "\"disrupting_instances\":%d,",
+        medic_buf_printf(b,
+                         ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,"
+                         "\"disrupting_instances\":%d,",
                          n->drained_by_medic, n->limited_by_medic, n->disrupting_instances);
         json_time(b, "last_alerting", n->last_alerting);
         medic_buf_puts(b, ",\"history\":[");
@@ -1113,8 +1114,8 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
         struct medic_label none_items[1];
         struct medic_labels none = {none_items, 0};
-        struct engine_alert a = {text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, &none,
-                                 &none, 0, NAN};
+        struct engine_alert a = {
+            text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, &none, &none, 0, NAN};
         const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
         a.risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
         struct policy stub = {0};
@@ -1145,8 +1146,8 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
     }
     list = l.failed ? NULL : field(&l, root, "unmatched", cJSON_Array);
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        struct engine_alert a = {text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, NULL,
-                                 NULL, 0, NAN};
+        struct engine_alert a = {
+            text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, NULL, NULL, 0, NAN};
         int64_t starts_at = time_field(&l, e, "starts_at");
         int64_t last_seen = time_field(&l, e, "last_seen");
         if (!l.failed)

@@ -26,9 +26,9 @@ enum handler {
     H_OTHER,
     H_COUNT
 };
-static const char *const handler_names[H_COUNT] = {
-    "/webhook",      "/metrics",        "/-/healthy", "/-/ready",
-    "/-/reload",     "/api/v1/query",   "/api/v1/dry-run", "other"};
+static const char *const handler_names[H_COUNT] = {"/webhook",        "/metrics",  "/-/healthy",
+                                                   "/-/ready",        "/-/reload", "/api/v1/query",
+                                                   "/api/v1/dry-run", "other"};
 
 static const unsigned int tracked_codes[] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 #define N_CODES (sizeof(tracked_codes) / sizeof(tracked_codes[0]))

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""The policy engine inside medic serve: decisions for committed
+notifications, escalation by the scheduler, the state kept across a
+restart (no step decided twice), POST /api/v1/dry-run without side effects,
+and the decision chain intact under `medic audit verify`."""
+
+import datetime
+import json
+import os
+import subprocess
+import time
+
+from lab import Medic, Suite, wait_until, write_secret
+
+TOKEN = "engine-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+CONFIG = """
+mode: dry-run
+inventory:
+  nodes:
+    - { name: gpu-node-01, aliases: [10.0.0.11] }
+    - { name: gpu-node-02 }
+    - { name: gpu-node-03 }
+    - { name: gpu-node-04 }
+notifiers:
+  oncall: { type: webhook, url: http://127.0.0.1:9/hook }
+safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.5 }
+policies:
+  - name: xid
+    match: '{alertname="GPUXidError"}'
+    steps:
+      - action: drain
+        reason: 'Xid {{ $labels.xid }} on GPU {{ $labels.gpu }}'
+      - after: 4s
+        action: ipmi_power_cycle
+    on_resolved:
+      - action: resume
+"""
+
+
+def rfc3339(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def payload(status, instance, starts_at, ends_at=None, gpu="0"):
+    alert = {"status": status,
+             "labels": {"alertname": "GPUXidError", "instance": instance, "gpu": gpu,
+                        "xid": "79"},
+             "annotations": {}, "startsAt": rfc3339(starts_at),
+             "endsAt": rfc3339(ends_at) if ends_at else "0001-01-01T00:00:00Z"}
+    return json.dumps({"version": "4", "groupKey": f"{{}}:{{instance=\"{instance}\"}}",
+                       "status": status, "receiver": "medic", "groupLabels": {},
+                       "commonLabels": {}, "commonAnnotations": {}, "externalURL": "",
+                       "alerts": [alert]})
+
+
+def start(suite, name):
+    workdir = suite.subdir(name)
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    medic = Medic(suite.medic, workdir,
+                  f"auth: {{ webhook_bearer_token_file: {token} }}\n" + CONFIG)
+    medic.start()
+    suite.on_exit(medic.stop)
+    return medic
+
+
+def decisions(medic, *args):
+    return list(reversed(medic.audit("decisions", *args)))  # oldest first
+
+
+def test_decisions_escalation_restart_and_resume(suite):
+    medic = start(suite, "ladder")
+    t0 = time.time()
+    status, _, body = medic.post("/webhook", payload("firing", "10.0.0.11:9400", t0), headers=AUTH)
+    assert status == 200, body
+    first = wait_until("the drain decision", lambda: decisions(medic), timeout=10)
+    d = first[0]
+    assert (d["node"], d["action"], d["verdict"], d["policy"]) == (
+        "gpu-node-01", "drain", "dry_run", "xid"), d
+    assert d["params"] == {"reason": "Xid 79 on GPU 0 (medic policy xid)"}, d
+    assert d["alert_id"] and d["notification_id"], d
+    # the scheduler decides the power cycle once the alert has fired 4 s
+    cycle = wait_until("the power cycle", lambda: [x for x in decisions(medic)
+                                                    if x["action"] == "ipmi_power_cycle"],
+                       timeout=15)
+    assert len(cycle) == 1 and cycle[0]["verdict"] == "dry_run", cycle
+    # restart: the state comes back from the audit log
+    assert medic.stop() == 0
+    medic.start()
+    assert "policy engine state restored" in medic.process.tail(50)
+    # Alertmanager re-sends the firing alert: nothing is decided again
+    medic.post("/webhook", payload("firing", "10.0.0.11:9400", t0), headers=AUTH)
+    time.sleep(2)
+    assert len(decisions(medic)) == 2, decisions(medic)
+    # resolution: medic resumes what it drained
+    medic.post("/webhook", payload("resolved", "10.0.0.11:9400", t0, time.time()), headers=AUTH)
+    resume = wait_until("the resume", lambda: [x for x in decisions(medic)
+                                               if x["action"] == "resume"], timeout=10)
+    assert resume[0]["verdict"] == "dry_run" and resume[0]["node"] == "gpu-node-01", resume
+    assert len(decisions(medic)) == 3
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
+                            capture_output=True, text=True, timeout=30)
+    assert verify.returncode == 0 and "3 decisions" in verify.stdout, verify
+    assert medic.metric('medic_decisions_total{verdict="dry_run"}') == 1  # since the restart
+
+
+def test_guards_in_serve(suite):
+    medic = start(suite, "guards")
+    now = time.time()
+    for i, node in enumerate(["gpu-node-02", "gpu-node-03", "gpu-node-04", "rogue"]):
+        medic.post("/webhook", payload("firing", node, now, gpu=str(i)), headers=AUTH)
+    got = wait_until("four decisions", lambda: len(decisions(medic)) >= 4 and decisions(medic),
+                     timeout=10)
+    by_node = {d["node"]: d for d in got}
+    assert by_node["gpu-node-02"]["verdict"] == "dry_run"
+    assert by_node["gpu-node-03"]["verdict"] == "dry_run"
+    assert by_node["gpu-node-04"]["verdict"] == "suppressed"
+    assert "fleet cap" in by_node["gpu-node-04"]["reason"], by_node
+    assert by_node["rogue"]["verdict"] == "suppressed"
+    assert "not in the inventory" in by_node["rogue"]["reason"]
+    assert medic.metric("medic_disrupted_nodes") == 2
+    # a stale alert: started two hours ago
+    medic.post("/webhook", payload("firing", "gpu-node-01", now - 7200), headers=AUTH)
+    stale = wait_until("the stale decision", lambda: [d for d in decisions(medic)
+                                                      if d["node"] == "gpu-node-01"], timeout=10)
+    assert stale[0]["verdict"] == "suppressed" and "max_alert_age" in stale[0]["reason"], stale
+
+
+def test_dry_run_endpoint_has_no_side_effects(suite):
+    medic = start(suite, "dryrun")
+    before = len(decisions(medic))
+    status, _, body = medic.post("/api/v1/dry-run", payload("firing", "gpu-node-02", time.time()))
+    assert status == 200, body
+    data = json.loads(body)["data"]
+    assert [(d["node"], d["action"], d["verdict"]) for d in data] == [
+        ("gpu-node-02", "drain", "dry_run")], data
+    # the same again: still a first decision, since nothing was kept
+    status, _, body = medic.post("/api/v1/dry-run", payload("firing", "gpu-node-02", time.time()))
+    assert len(json.loads(body)["data"]) == 1
+    time.sleep(1)
+    assert len(decisions(medic)) == before
+    status, _, body = medic.post("/api/v1/dry-run", "{not json")
+    assert status == 400 and "invalid JSON" in json.loads(body)["error"], body
+    assert medic.get("/api/v1/dry-run")[0] == 405
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([
+        test_decisions_escalation_restart_and_resume,
+        test_guards_in_serve,
+        test_dry_run_endpoint_has_no_side_effects,
+    ])
