@@ -194,6 +194,13 @@ typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, c
 int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
                                 void *arg, struct medic_error *err);
 
+/* Calls fn for every first (not duplicate) notification received in
+ * [since, until), oldest first, with the time it was received (ns). */
+typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, const char *body,
+                             size_t len);
+int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
+                             audit_walk_fn fn, void *arg, struct medic_error *err);
+
 /* The engine's saved state into out; MEDIC_E_NOTFOUND when none. */
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err);

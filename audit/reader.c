@@ -136,6 +136,7 @@ static const struct col decision_cols[] = {
     {"alert_id", "d.alert_id", SHOW_INT},
     {"model_hash", "d.model_hash", SHOW_TEXT},
     {"config_hash", "d.config_hash", SHOW_TEXT},
+    {"fingerprint", "d.fingerprint", SHOW_TEXT},
 };
 
 static const struct col action_cols[] = {
@@ -337,33 +338,56 @@ out:
     return rc;
 }
 
-int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
-                                void *arg, struct medic_error *err)
+static int walk_notifications(struct audit_reader *reader, const char *where, int64_t a, int64_t b,
+                              size_t limit, audit_pending_fn fn, audit_walk_fn walk, void *arg,
+                              struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db,
-                           "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id ="
-                           " n.id) FROM notifications n WHERE n.evaluated_at IS NULL AND"
-                           " n.duplicate_of IS NULL ORDER BY n.id LIMIT ?1",
-                           -1, &st, NULL) != SQLITE_OK)
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id = n.id),"
+             " n.received_at FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
+             " ORDER BY n.id LIMIT ?3",
+             where);
+    if (sqlite3_prepare_v2(reader->db, sql, -1, &st, NULL) != SQLITE_OK)
         return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)limit);
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)limit);
     int rc = 0, step;
     struct medic_buf body;
     medic_buf_init(&body, (size_t)64 << 20);
     while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
         int64_t first_alert = sqlite3_column_int64(st, 1);
+        int64_t received = sqlite3_column_int64(st, 2) * MEDIC_NS_PER_MS;
         medic_buf_reset(&body);
         rc = audit_read_payload(reader, id, &body, err);
-        if (rc == 0)
+        if (rc == 0 && fn)
             rc = fn(arg, id, first_alert, body.data ? body.data : "", body.len);
+        if (rc == 0 && walk)
+            rc = walk(arg, id, received, body.data ? body.data : "", body.len);
     }
     if (rc == 0 && step != SQLITE_DONE)
         rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
     medic_buf_release(&body);
     sqlite3_finalize(st);
     return rc;
+}
+
+int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
+                                void *arg, struct medic_error *err)
+{
+    return walk_notifications(reader, "n.evaluated_at IS NULL AND ?1 = ?2", 0, 0, limit, fn, NULL,
+                              arg, err);
+}
+
+int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
+                             audit_walk_fn fn, void *arg, struct medic_error *err)
+{
+    return walk_notifications(reader, "n.received_at >= ?1 AND n.received_at < ?2",
+                              since / MEDIC_NS_PER_MS, until / MEDIC_NS_PER_MS, (size_t)INT64_MAX,
+                              NULL, fn, arg, err);
 }
 
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,

@@ -10,6 +10,7 @@ int medic_cmd_check(int argc, char **argv);
 int medic_cmd_version(int argc, char **argv);
 int medic_cmd_dry_run(int argc, char **argv);
 int medic_cmd_policy(int argc, char **argv);
+int medic_cmd_replay(int argc, char **argv);
 
 /* "medic" plus build facts, for version output and /metrics. */
 extern const char medic_version[];

@@ -121,6 +121,26 @@ def test_guards_in_serve(suite):
     assert by_node["rogue"]["verdict"] == "suppressed"
     assert "not in the inventory" in by_node["rogue"]["reason"]
     assert medic.metric("medic_disrupted_nodes") == 2
+    # an SRE checks a tighter cap against what was recorded
+    tighter = os.path.join(medic.workdir, "tighter.yaml")
+    with open(tighter, "w") as f:
+        f.write(CONFIG.replace("max_disruptive_in_flight: 2", "max_disruptive_in_flight: 1"))
+    replay = subprocess.run([suite.medic, "replay", "--config", tighter, "--db", medic.db,
+                             "--since", "1h", "--format", "json"],
+                            capture_output=True, text=True, timeout=60)
+    assert replay.returncode == 0, replay.stderr
+    report = json.loads(replay.stdout)
+    assert report["recorded"] == 4 and report["replayed"] == 4, report
+    # gpu-node-03 is now suppressed; gpu-node-04 still is, for another reason
+    assert report["execute_to_suppressed"] == 1 and report["changed"] == 2, report
+    change = report["changes"][0]
+    assert (change["node"], change["old_verdict"], change["new_verdict"]) == (
+        "gpu-node-03", "dry_run", "suppressed"), change
+    assert "max_disruptive_in_flight 1" in change["new_reason"], change
+    assert "max_disruptive_in_flight 2" in report["changes"][1]["old_reason"], report
+    same = subprocess.run([suite.medic, "replay", "--config", medic.config_path, "--db",
+                           medic.db, "--since", "1h"], capture_output=True, text=True, timeout=60)
+    assert "unchanged 4, changed 0, new 0, gone 0" in same.stdout, same.stdout
     # a stale alert: started two hours ago
     medic.post("/webhook", payload("firing", "gpu-node-01", now - 7200), headers=AUTH)
     stale = wait_until("the stale decision", lambda: [d for d in decisions(medic)
