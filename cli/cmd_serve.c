@@ -407,7 +407,7 @@ int medic_cmd_serve(int argc, char **argv)
         goto out;
     }
     if (serve_engine_start(st.store, st.config.audit_path, &st.lock, &st.config,
-                           5 * MEDIC_NS_PER_SEC, &st.engine, &err)) {
+                           st.config.engine_tick_interval, &st.engine, &err)) {
         medic_log_error("cannot start the policy engine", "error", err.msg, NULL);
         goto out;
     }

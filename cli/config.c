@@ -67,6 +67,7 @@ int medic_config_defaults(struct medic_config *config)
     config->audit_busy_timeout = 5 * MEDIC_NS_PER_SEC;
     config->audit_max_pending = 4096;
     config->max_connections = 512;
+    config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
     config->log_level = 1;
     receiver_limits_default(&config->limits);
     for (size_t i = 0; i < 3; i++)
@@ -479,7 +480,7 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
                                        "auth",       "tls",    "limits",           "inventory",
                                        "prometheus", "model",  "credentials_file", "slurm",
                                        "notifiers",  "safety", "policies",         "policy_files",
-                                       NULL};
+                                       "engine",     NULL};
     struct medic_config *c = l->config;
     if (!root)
         return 0; /* an empty file: the defaults */
@@ -523,6 +524,19 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
         rc = load_inventory(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
         rc = load_notifiers(l, v);
+    if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
+        static const char *const engine_keys[] = {"tick_interval", NULL};
+        const struct yaml_tree_node *x;
+        rc = yaml_fields_mapping(&l->f, v, "engine");
+        if (rc == 0)
+            rc = yaml_fields_known_keys(&l->f, v, "engine", engine_keys);
+        if (rc == 0 && (x = yaml_tree_get(v, "tick_interval"))) {
+            rc = yaml_fields_duration(&l->f, x, "tick_interval", &c->engine_tick_interval);
+            if (rc == 0 && (c->engine_tick_interval < 10 * MEDIC_NS_PER_MS ||
+                            c->engine_tick_interval > 3600 * MEDIC_NS_PER_SEC))
+                rc = yaml_fields_fail(&l->f, x, "tick_interval: between 10ms and 1h");
+        }
+    }
     if (rc == 0)
         rc = load_policies(l, root);
     if (rc == 0 && (v = yaml_tree_get(root, "tls"))) {

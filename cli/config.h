@@ -65,8 +65,9 @@ struct medic_config {
     struct inventory inventory;
     struct medic_notifier notifiers[MEDIC_MAX_NOTIFIERS];
     size_t notifier_count;
-    struct policy_set policies; /* inline and from policy_files */
-    char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */
+    struct policy_set policies;   /* inline and from policy_files */
+    int64_t engine_tick_interval; /* how often the escalation scheduler runs */
+    char hash[65];                /* SHA-256 of the file's bytes ("" for the defaults) */
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit

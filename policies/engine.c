@@ -25,6 +25,8 @@ struct instance {
     int acted;        /* some step was executed or dry-run */
     int disrupting;   /* some disruptive step was executed or dry-run */
     int halted;       /* a disruptive step was suppressed: later ones are too */
+    int drained;      /* this instance drained its node (and holds the drain) */
+    int limited;      /* this instance power-limited its node */
     char halted_by[96];
     char node[128];
     int in_inventory;
@@ -55,6 +57,8 @@ struct node_state {
     char name[128];
     int drained_by_medic;
     int limited_by_medic;
+    int drain_holders; /* open instances that drained the node */
+    int limit_holders; /* open instances that limited it */
     int disrupting_instances;
     int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
     struct action_record *history;
@@ -505,6 +509,11 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
             snprintf(reason, sizeof(reason),
                      "medic did not drain node '%s': an operator's drain is never undone",
                      in->node);
+        else if (n->drain_holders > 0)
+            snprintf(reason, sizeof(reason),
+                     "%d other open alert(s) on node '%s' still hold its drain; the last to "
+                     "resolve resumes it",
+                     n->drain_holders, in->node);
         break;
     case POLICY_ACTION_RESTORE_POWER_LIMIT:
         if (!in->in_inventory)
@@ -512,6 +521,10 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
         else if (!n || !n->limited_by_medic)
             snprintf(reason, sizeof(reason), "medic did not limit the power of node '%s'",
                      in->node);
+        else if (n->limit_holders > 0)
+            snprintf(reason, sizeof(reason),
+                     "%d other open alert(s) on node '%s' still hold its power limit",
+                     n->limit_holders, in->node);
         break;
     case POLICY_ACTION_NOTIFY:
         break;
@@ -555,9 +568,17 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
     switch (step->action) {
     case POLICY_ACTION_DRAIN:
         n->drained_by_medic = 1;
+        if (!in->drained) {
+            in->drained = 1;
+            n->drain_holders++;
+        }
         break;
     case POLICY_ACTION_POWER_LIMIT:
         n->limited_by_medic = 1;
+        if (!in->limited) {
+            in->limited = 1;
+            n->limit_holders++;
+        }
         break;
     case POLICY_ACTION_RESUME:
         n->drained_by_medic = 0;
@@ -860,6 +881,16 @@ static void evaluate_resolved(const struct engine_context *ctx, struct engine_st
 {
     forget_unmatched(st, a->fingerprint, starts_at);
     struct instance *first = alert_instances(st, a->fingerprint, starts_at);
+    /* this alert lets go of what it holds first, so that its own resume
+     * sees whether other open alerts still need the node out */
+    for (struct instance *in = first; in; in = in->next_same_alert) {
+        struct node_state *n = in->in_inventory ? node_get(st, in->node, 0) : NULL;
+        if (n && in->drained && n->drain_holders > 0)
+            n->drain_holders--;
+        if (n && in->limited && n->limit_holders > 0)
+            n->limit_holders--;
+        in->drained = in->limited = 0;
+    }
     for (struct instance *in = first; in; in = in->next_same_alert) {
         const struct policy *pol = instance_policy(ctx, in);
         if (pol && in->acted)
@@ -968,8 +999,11 @@ int engine_state_save(const struct engine_state *st, struct medic_buf *b)
         json_time(b, "starts_at", in->starts_at);
         medic_buf_puts(b, ",\"policy\":");
         medic_buf_json_string(b, in->policy);
-        medic_buf_printf(b, ",\"next_step\":%zu,\"acted\":%d,\"disrupting\":%d,\"halted\":%d,",
-                         in->next_step, in->acted, in->disrupting, in->halted);
+        medic_buf_printf(b,
+                         ",\"next_step\":%zu,\"acted\":%d,\"disrupting\":%d,\"halted\":%d,"
+                         "\"drained\":%d,\"limited\":%d,",
+                         in->next_step, in->acted, in->disrupting, in->halted, in->drained,
+                         in->limited);
         medic_buf_puts(b, "\"halted_by\":");
         medic_buf_json_string(b, in->halted_by);
         medic_buf_puts(b, ",\"node\":");
@@ -1009,6 +1043,8 @@ int engine_state_save(const struct engine_state *st, struct medic_buf *b)
                          ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,"
                          "\"disrupting_instances\":%d,",
                          n->drained_by_medic, n->limited_by_medic, n->disrupting_instances);
+        medic_buf_printf(b, "\"drain_holders\":%d,\"limit_holders\":%d,", n->drain_holders,
+                         n->limit_holders);
         json_time(b, "last_alerting", n->last_alerting);
         medic_buf_puts(b, ",\"history\":[");
         for (size_t k = 0; k < n->history_count; k++) {
@@ -1135,6 +1171,8 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
         in->acted = int_field(&l, e, "acted");
         in->disrupting = int_field(&l, e, "disrupting");
         in->halted = int_field(&l, e, "halted");
+        in->drained = int_field(&l, e, "drained");
+        in->limited = int_field(&l, e, "limited");
         snprintf(in->halted_by, sizeof(in->halted_by), "%s", text_field(&l, e, "halted_by"));
         snprintf(in->alertname, sizeof(in->alertname), "%s", text_field(&l, e, "alertname"));
         if (load_labels(&l, e, "labels", &in->labels) ||
@@ -1163,6 +1201,8 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
         n->drained_by_medic = int_field(&l, e, "drained_by_medic");
         n->limited_by_medic = int_field(&l, e, "limited_by_medic");
         n->disrupting_instances = int_field(&l, e, "disrupting_instances");
+        n->drain_holders = int_field(&l, e, "drain_holders");
+        n->limit_holders = int_field(&l, e, "limit_holders");
         n->last_alerting = time_field(&l, e, "last_alerting");
         const cJSON *history = field(&l, e, "history", cJSON_Array);
         for (const cJSON *h = history ? history->child : NULL; h && !l.failed; h = h->next) {

@@ -413,6 +413,34 @@ static void test_invariant_only_undo_own(void **state)
     world_release(&w);
 }
 
+/* Two open alerts drained one node: the first resolution does not put it
+ * back in service, the last one does. */
+static void test_resume_waits_for_the_last_alert(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: gpu\n"
+                                   "    match: '{alertname=~\"GPUXidError|GPUDoubleBitECC\"}'\n"
+                                   "    steps: [ { action: drain } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert xid, ecc;
+    make_alert(&xid, "GPUXidError", "gpu-node-06", "0", "79", T0, NAN);
+    make_alert(&ecc, "GPUDoubleBitECC", "gpu-node-06", "3", NULL, T0 + MIN, NAN);
+    evaluate(&w, &xid, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &ecc, MEDIC_STATUS_FIRING, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-06", "drain", VERDICT_EXECUTE, NULL);
+    evaluate(&w, &xid, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
+    expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_SUPPRESSED,
+           "1 other open alert(s) on node 'gpu-node-06' still hold its drain");
+    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    evaluate(&w, &ecc, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
+    expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
+    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
 /* Invariant 7: stale alerts never disrupt. */
 static void test_invariant_stale(void **state)
 {
@@ -592,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_invariant_dry_run),
         cmocka_unit_test(test_invariant_only_undo_own),
         cmocka_unit_test(test_invariant_stale),
+        cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_cooldown_and_budget),
         cmocka_unit_test(test_matching_risk_and_no_match),
         cmocka_unit_test(test_maintenance_window),
