@@ -9,6 +9,7 @@ import collections
 import datetime
 import json
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -178,9 +179,11 @@ def test_infinitehbd_trace(suite):
         assert status == 200, resp
     played = time.time() - t0
     # let the engine catch up, the scheduler finish the ladders
-    wait_until("every notification evaluated", lambda: subprocess.run(
-        ["sqlite3", medic.db, "SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"],
-        capture_output=True, text=True).stdout.strip() == "0", timeout=60)
+    def pending():
+        with sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True) as db:
+            return db.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
+                              " AND duplicate_of IS NULL").fetchone()[0]
+    wait_until("every notification evaluated", lambda: pending() == 0, timeout=60)
     time.sleep(1)
     decisions = list(reversed(medic.audit("decisions")))
 
