@@ -1,3 +1,4 @@
+#include "audit.h"
 #include "commands.h"
 #include "config.h"
 #include "engine_setup.h"
@@ -13,14 +14,16 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic dry-run [--config FILE] [--at TIME] [--risk R] [--format table|json]\n"
-    "                     PAYLOAD.json...\n"
+    "usage: medic dry-run [--config FILE] [--db PATH] [--at TIME] [--risk R]\n"
+    "                     [--format table|json] PAYLOAD.json...\n"
     "\n"
     "Prints the decisions that Alertmanager webhook payloads would produce, in\n"
     "order, without acting and without writing anything. The payloads are read\n"
     "as medic serve reads them; their alerts go through the policies, the\n"
     "inventory and every safety guard of the configuration (the built-in\n"
-    "policies without --config), starting from an empty state.\n"
+    "policies without --config), starting from an empty state, or from the\n"
+    "state medic serve keeps in the audit database given with --db (steps\n"
+    "already taken, nodes drained, cooldowns). The database is only read.\n"
     "\n"
     "Options:\n"
     "  --config FILE   the configuration to test\n"
@@ -36,11 +39,15 @@ static const char usage[] =
 int medic_cmd_dry_run(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"config", required_argument, NULL, 'c'}, {"at", required_argument, NULL, 'a'},
-        {"risk", required_argument, NULL, 'r'},   {"format", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"at", required_argument, NULL, 'a'},
+        {"db", required_argument, NULL, 'd'},
+        {"risk", required_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL;
+    const char *config_path = NULL, *db = NULL;
     int64_t now = medic_time_now();
     double risk = NAN;
     int format = MEDIC_FORMAT_TABLE, opt;
@@ -50,6 +57,9 @@ int medic_cmd_dry_run(int argc, char **argv)
         switch (opt) {
         case 'c':
             config_path = optarg;
+            break;
+        case 'd':
+            db = optarg;
             break;
         case 'a':
             if (medic_time_parse_rfc3339(optarg, strlen(optarg), &now) || now == MEDIC_TIME_UNSET) {
@@ -93,7 +103,28 @@ int medic_cmd_dry_run(int argc, char **argv)
     }
     struct engine_context ctx;
     medic_engine_context(&config, &ctx);
-    struct engine_state *st = engine_state_new();
+    struct engine_state *st = NULL;
+    if (db) {
+        struct audit_reader *reader = NULL;
+        struct medic_buf saved;
+        medic_buf_init(&saved, (size_t)1 << 30);
+        rc = audit_reader_open(db, &reader, &err);
+        if (rc == 0)
+            rc = audit_read_engine_state(reader, &saved, &err);
+        if (rc == 0)
+            rc = engine_state_load(saved.data, saved.len, &st, &err);
+        else if (rc == MEDIC_E_NOTFOUND)
+            rc = 0; /* nothing evaluated yet: an empty state */
+        medic_buf_release(&saved);
+        audit_reader_free(reader);
+        if (rc) {
+            fprintf(stderr, "medic dry-run: %s\n", err.msg);
+            medic_config_release(&config);
+            return 1;
+        }
+    }
+    if (!st)
+        st = engine_state_new();
     struct engine_decisions out;
     engine_decisions_init(&out);
     struct receiver_limits limits = config.limits;

@@ -141,6 +141,20 @@ def test_guards_in_serve(suite):
     same = subprocess.run([suite.medic, "replay", "--config", medic.config_path, "--db",
                            medic.db, "--since", "1h"], capture_output=True, text=True, timeout=60)
     assert "unchanged 4, changed 0, new 0, gone 0" in same.stdout, same.stdout
+    # medic dry-run from the daemon's state: node-02 is already drained, so a
+    # new alert there fits under the cap, one on gpu-node-01 does not
+    payload_file = os.path.join(medic.workdir, "new.json")
+    with open(payload_file, "w") as f:
+        f.write(payload("firing", "gpu-node-01", time.time(), gpu="7"))
+    dry = subprocess.run([suite.medic, "dry-run", "--config", medic.config_path, "--db", medic.db,
+                          "--format", "json", payload_file],
+                         capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    got = json.loads(dry.stdout)
+    assert got[0]["verdict"] == "suppressed" and "fleet cap" in got[0]["reason"], got
+    fresh = subprocess.run([suite.medic, "dry-run", "--config", medic.config_path, "--format",
+                            "json", payload_file], capture_output=True, text=True, timeout=60)
+    assert json.loads(fresh.stdout)[0]["verdict"] == "dry_run", fresh.stdout
     # a stale alert: started two hours ago
     medic.post("/webhook", payload("firing", "gpu-node-01", now - 7200), headers=AUTH)
     stale = wait_until("the stale decision", lambda: [d for d in decisions(medic)
