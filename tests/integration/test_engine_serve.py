@@ -180,9 +180,34 @@ def test_dry_run_endpoint_has_no_side_effects(suite):
     assert medic.get("/api/v1/dry-run")[0] == 405
 
 
+def test_reload_swaps_policies(suite):
+    medic = start(suite, "reload")
+    medic.post("/webhook", payload("firing", "gpu-node-02", time.time()), headers=AUTH)
+    wait_until("the first decision", lambda: decisions(medic), timeout=10)
+    good = open(medic.config_path).read()
+    # a broken policy file keeps the running policies
+    with open(medic.config_path, "w") as f:
+        f.write(good.replace("action: drain", "action: reboot"))
+    status, _, body = medic.post("/-/reload", "", content_type=None)
+    assert status == 500 and "'reboot' is not one of" in json.loads(body)["error"], body
+    assert medic.metric('medic_config_reloads_total{result="failure"}') == 1
+    # a valid change: the drain's reason
+    with open(medic.config_path, "w") as f:
+        f.write(good.replace("reason: 'Xid", "reason: 'reloaded Xid"))
+    assert medic.post("/-/reload", "", content_type=None)[0] == 200
+    medic.post("/webhook", payload("firing", "gpu-node-03", time.time()), headers=AUTH)
+    got = wait_until("the decision under the new policy",
+                     lambda: [d for d in decisions(medic) if d["node"] == "gpu-node-03"],
+                     timeout=10)
+    assert got[0]["params"]["reason"].startswith("reloaded Xid 79"), got
+    first = [d for d in decisions(medic) if d["node"] == "gpu-node-02"][0]
+    assert first["config_hash"] != got[0]["config_hash"], (first, got)
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([
         test_decisions_escalation_restart_and_resume,
         test_guards_in_serve,
         test_dry_run_endpoint_has_no_side_effects,
+        test_reload_swaps_policies,
     ])
