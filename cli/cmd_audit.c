@@ -143,10 +143,8 @@ int medic_cmd_audit(int argc, char **argv)
             db = optarg;
             break;
         case 'f':
-            if ((format = medic_table_parse_format(optarg)) < 0) {
-                fprintf(stderr, "medic audit: --format is table, json or csv\n");
+            if ((format = medic_cli_format("audit", optarg, 1)) < 0)
                 return 2;
-            }
             break;
         case 'h':
             fputs(usage, stdout);

@@ -75,11 +75,8 @@ int medic_cmd_dry_run(int argc, char **argv)
             }
             break;
         case 'f':
-            format = medic_table_parse_format(optarg);
-            if (format != MEDIC_FORMAT_TABLE && format != MEDIC_FORMAT_JSON) {
-                fprintf(stderr, "medic dry-run: --format is table or json\n");
+            if ((format = medic_cli_format("dry-run", optarg, 0)) < 0)
                 return 2;
-            }
             break;
         case 'h':
             fputs(usage, stdout);

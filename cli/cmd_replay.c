@@ -150,11 +150,8 @@ int medic_cmd_replay(int argc, char **argv)
             }
             break;
         case 'f':
-            format = medic_table_parse_format(optarg);
-            if (format != MEDIC_FORMAT_TABLE && format != MEDIC_FORMAT_JSON) {
-                fprintf(stderr, "medic replay: --format is table or json\n");
+            if ((format = medic_cli_format("replay", optarg, 0)) < 0)
                 return 2;
-            }
             break;
         case 'h':
             fputs(usage, stdout);

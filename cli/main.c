@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "table.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,17 @@ static const char usage[] =
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
+
+int medic_cli_format(const char *command, const char *value, int allow_csv)
+{
+    int format = medic_table_parse_format(value);
+    if (format == MEDIC_FORMAT_CSV && !allow_csv)
+        format = -1;
+    if (format < 0)
+        fprintf(stderr, "medic %s: --format is table%s or json\n", command,
+                allow_csv ? ", csv" : "");
+    return format;
+}
 
 int main(int argc, char **argv)
 {
