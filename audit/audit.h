@@ -201,6 +201,13 @@ typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, const c
 int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
                              audit_walk_fn fn, void *arg, struct medic_error *err);
 
+/* Calls fn for every action intent that has no outcome (left by a crash),
+ * oldest first. */
+typedef int (*audit_intent_fn)(void *arg, int64_t intent_id, int64_t decision_id,
+                               const char *action, const char *node);
+int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
+                       struct medic_error *err);
+
 /* The engine's saved state into out; MEDIC_E_NOTFOUND when none. */
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err);

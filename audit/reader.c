@@ -390,6 +390,26 @@ int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t
                               NULL, fn, arg, err);
 }
 
+int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
+                       struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
+                           " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
+                           " o.intent_id = i.id) ORDER BY i.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3));
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err)
 {

@@ -42,6 +42,7 @@ struct serve_state {
     const char *db_override;
     struct audit_store *store;
     struct serve_engine *engine;
+    struct serve_actions *actions;
     struct receiver_server *server;
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;
@@ -185,6 +186,8 @@ static void hook_metrics(void *ctx, struct medic_buf *b)
                      (long long)atomic_load(&st->last_reload_time), live, medic_version, hash);
     if (st->engine)
         serve_engine_metrics(st->engine, b);
+    if (st->actions)
+        serve_actions_metrics(st->actions, b);
 }
 
 static int hook_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
@@ -406,8 +409,13 @@ int medic_cmd_serve(int argc, char **argv)
                         NULL);
         goto out;
     }
+    if (serve_actions_start(st.store, st.config.audit_path, &st.lock, &st.config, &st.actions,
+                            &err)) {
+        medic_log_error("cannot start the action executor", "error", err.msg, NULL);
+        goto out;
+    }
     if (serve_engine_start(st.store, st.config.audit_path, &st.lock, &st.config,
-                           st.config.engine_tick_interval, &st.engine, &err)) {
+                           st.config.engine_tick_interval, st.actions, &st.engine, &err)) {
         medic_log_error("cannot start the policy engine", "error", err.msg, NULL);
         goto out;
     }
@@ -461,6 +469,7 @@ int medic_cmd_serve(int argc, char **argv)
 out:
     receiver_server_stop(st.server, 10000);
     serve_engine_stop(st.engine);
+    serve_actions_stop(st.actions);
     audit_store_free(st.store);
     if (status == 0)
         medic_log_info("stopped; audit log closed", NULL);

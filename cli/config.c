@@ -81,7 +81,7 @@ int medic_config_defaults(struct medic_config *config)
     return config->source && config->listen && config->audit_path ? 0 : MEDIC_E_NOMEM;
 }
 
-static void credentials_release(struct medic_credentials *c)
+static void auth_credentials_release(struct medic_credentials *c)
 {
     free(c->bearer_token);
     free(c->basic_username);
@@ -94,9 +94,9 @@ void medic_config_release(struct medic_config *config)
     free(config->source);
     free(config->listen);
     free(config->audit_path);
-    credentials_release(&config->webhook_auth);
-    credentials_release(&config->read_auth);
-    credentials_release(&config->admin_auth);
+    auth_credentials_release(&config->webhook_auth);
+    auth_credentials_release(&config->read_auth);
+    auth_credentials_release(&config->admin_auth);
     free(config->tls_cert_pem);
     free(config->tls_key_pem);
     for (size_t i = 0; i < config->node_label_count; i++)
@@ -111,7 +111,10 @@ void medic_config_release(struct medic_config *config)
         for (size_t k = 0; k < n->to_count; k++)
             free(n->to[k]);
         free(n->routing_key);
+        free(n->credentials);
     }
+    free(config->credentials_file);
+    credentials_release(&config->credentials);
     policy_set_release(&config->policies);
     memset(config, 0, sizeof(*config));
 }
@@ -284,7 +287,8 @@ static char *resolve_path(const char *config_file, const char *path)
 
 static int load_notifiers(struct loader *l, const struct yaml_tree_node *n)
 {
-    static const char *const keys[] = {"type", "url", "from", "to", "routing_key", NULL};
+    static const char *const keys[] = {"type",        "url",         "from", "to",
+                                       "routing_key", "credentials", NULL};
     static const char *const types[] = {"webhook", "slack", "pagerduty", "smtp"};
     struct medic_config *c = l->config;
     int rc = yaml_fields_mapping(&l->f, n, "notifiers");
@@ -341,6 +345,16 @@ static int load_notifiers(struct loader *l, const struct yaml_tree_node *n)
         if ((v = yaml_tree_get(x, "routing_key")) &&
             (rc = yaml_fields_string(&l->f, v, "routing_key", &nt->routing_key)))
             return rc;
+        if ((v = yaml_tree_get(x, "credentials"))) {
+            if ((rc = yaml_fields_string(&l->f, v, "credentials", &nt->credentials)))
+                return rc;
+            if (!credentials_find(&c->credentials, nt->credentials))
+                return yaml_fields_fail(&l->f, v,
+                                        "credentials: '%s' is not in the credentials "
+                                        "file%s",
+                                        nt->credentials,
+                                        c->credentials_file ? "" : " (no credentials_file is set)");
+        }
         if (nt->type == MEDIC_NOTIFIER_SMTP && (!nt->from || !nt->to_count))
             return yaml_fields_fail(&l->f, x, "notifier '%s': smtp needs from and to", nt->name);
     }
@@ -522,6 +536,16 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
         rc = load_limits(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = load_inventory(l, v);
+    if (rc == 0 && (v = yaml_tree_get(root, "credentials_file"))) {
+        char *file = NULL;
+        struct medic_error cerr = {0};
+        rc = yaml_fields_string(&l->f, v, "credentials_file", &file);
+        if (rc == 0 && !(c->credentials_file = resolve_path(l->f.file, file)))
+            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        free(file);
+        if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
+            rc = yaml_fields_fail(&l->f, v, "credentials_file: %s", cerr.msg);
+    }
     if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
         rc = load_notifiers(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
@@ -610,6 +634,11 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
     return rc;
 }
 
+int medic_action_supported(enum policy_action action)
+{
+    return action == POLICY_ACTION_NOTIFY;
+}
+
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)
 {
     if (config->mode == MEDIC_MODE_LIVE && !config->webhook_auth.bearer_token &&
@@ -618,12 +647,23 @@ int medic_config_check_serving(const struct medic_config *config, struct medic_e
                                "%s: mode: live needs authentication on the webhook (auth: "
                                "webhook_bearer_token_file or webhook_basic_auth)",
                                config->source);
-    /* until the action executors exist, a decision to execute could not be
-     * carried out: refuse live mode rather than record actions not taken */
-    if (config->mode == MEDIC_MODE_LIVE)
-        return medic_error_set(err, MEDIC_E_INVALID,
-                               "%s: mode: live is not available in this build: it has no action "
-                               "executors yet (use dry-run; decisions show what live would do)",
-                               config->source);
+    /* a decision to execute must be able to run: live mode needs an
+     * executor for every action the policies use */
+    if (config->mode == MEDIC_MODE_LIVE) {
+        for (size_t i = 0; i < config->policies.count; i++) {
+            const struct policy *p = &config->policies.items[i];
+            for (int phase = 0; phase < 2; phase++) {
+                const struct policy_step *steps = phase ? p->on_resolved : p->steps;
+                size_t n = phase ? p->on_resolved_count : p->step_count;
+                for (size_t k = 0; k < n; k++)
+                    if (!medic_action_supported(steps[k].action))
+                        return medic_error_set(
+                            err, MEDIC_E_INVALID,
+                            "%s: mode: live, but policy '%s' uses %s, which this build "
+                            "cannot execute yet (use dry-run, or a policy without it)",
+                            config->source, p->name, policy_action_name(steps[k].action));
+            }
+        }
+    }
     return 0;
 }

@@ -4,6 +4,7 @@
 #ifndef MEDIC_CONFIG_H
 #define MEDIC_CONFIG_H
 
+#include "credentials.h"
 #include "error.h"
 #include "inventory.h"
 #include "payload.h"
@@ -41,7 +42,8 @@ struct medic_notifier {
     char *from;   /* smtp */
     char *to[16]; /* smtp */
     size_t to_count;
-    char *routing_key; /* pagerduty; may come from credentials */
+    char *routing_key; /* pagerduty; or the token of `credentials` */
+    char *credentials; /* a name in the credentials file: token, or username/password */
 };
 
 struct medic_config {
@@ -65,7 +67,9 @@ struct medic_config {
     struct inventory inventory;
     struct medic_notifier notifiers[MEDIC_MAX_NOTIFIERS];
     size_t notifier_count;
-    struct policy_set policies;   /* inline and from policy_files */
+    struct policy_set policies; /* inline and from policy_files */
+    char *credentials_file;
+    struct credentials credentials;
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
     char hash[65];                /* SHA-256 of the file's bytes ("" for the defaults) */
 };
@@ -86,6 +90,9 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
                            struct medic_error *err);
 
 void medic_config_release(struct medic_config *config);
+
+/* 1 when this build can execute the action in live mode. */
+int medic_action_supported(enum policy_action action);
 
 /* The rules for a configuration `medic serve` runs with, beyond validity:
  * live mode needs authentication on the webhook (an unauthenticated

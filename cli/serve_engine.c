@@ -17,6 +17,7 @@
 
 struct serve_engine {
     struct audit_store *store;
+    struct serve_actions *actions;
     struct audit_reader *reader;
     pthread_mutex_t *config_lock;
     const struct medic_config *config;
@@ -179,7 +180,13 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
             to_audit(&r, config_hash, d);
             struct audit_evaluation_in in = {d,   r.out.count, r.evaluated, r.evaluated_count,
                                              now, state.data};
-            rc = audit_record_evaluation(e->store, &in, NULL, &err);
+            int64_t *ids = calloc(r.out.count + 1, sizeof(*ids));
+            rc = ids ? audit_record_evaluation(e->store, &in, ids, &err) : MEDIC_E_NOMEM;
+            /* only what is committed may run: a decision is in the log first */
+            for (size_t i = 0; rc == 0 && e->actions && i < r.out.count; i++)
+                if (r.out.items[i].verdict == VERDICT_EXECUTE && r.out.items[i].has_action)
+                    serve_actions_execute(e->actions, &r.out.items[i], ids[i]);
+            free(ids);
             free(d);
         }
         if (rc == 0)
@@ -247,12 +254,14 @@ static void *engine_main(void *arg)
 
 int serve_engine_start(struct audit_store *store, const char *db_path, pthread_mutex_t *config_lock,
                        const struct medic_config *config, int64_t tick_interval,
-                       struct serve_engine **out, struct medic_error *err)
+                       struct serve_actions *actions, struct serve_engine **out,
+                       struct medic_error *err)
 {
     struct serve_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     e->store = store;
+    e->actions = actions;
     e->config_lock = config_lock;
     e->config = config;
     e->tick_interval = tick_interval;

@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "buf.h"
 #include "config.h"
+#include "serve_actions.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -20,7 +21,8 @@ struct serve_engine;
  * takes the lock for each round. */
 int serve_engine_start(struct audit_store *store, const char *db_path, pthread_mutex_t *config_lock,
                        const struct medic_config *config, int64_t tick_interval,
-                       struct serve_engine **out, struct medic_error *err);
+                       struct serve_actions *actions, struct serve_engine **out,
+                       struct medic_error *err);
 
 /* A notification was committed: evaluate soon. Cheap; any thread. */
 void serve_engine_wake(struct serve_engine *e);

@@ -310,3 +310,81 @@ def write_secret(path, value):
         f.write(value + "\n")
     os.chmod(path, 0o600)
     return path
+
+
+class RecordingReceiver:
+    """A recording HTTP receiver on 127.0.0.1 (the stand-in for a webhook,
+    Slack or PagerDuty endpoint): keeps every request's path, headers and
+    body; answers each with the next queued status, 200 when none."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        receiver = self
+        self.requests = []
+        self.statuses = []
+        self.lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.requests.append({"path": self.path, "headers": dict(self.headers),
+                                              "body": body, "status": status})
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return f"http://{HOST}:{self.port}"
+
+    def fail_next(self, *statuses):
+        with self.lock:
+            self.statuses.extend(statuses)
+
+    def received(self, path=None):
+        with self.lock:
+            return [r for r in self.requests if path is None or r["path"] == path]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class SmtpSink:
+    """A real SMTP server (Debian's python3-aiosmtpd) on 127.0.0.1 that keeps
+    every message it accepts."""
+
+    def __init__(self):
+        try:
+            from aiosmtpd.controller import Controller
+        except ImportError:
+            raise AssertionError("python3-aiosmtpd is not installed: run the README's test "
+                                 "command, which installs it")
+        sink = self
+        self.messages = []
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                sink.messages.append({"from": envelope.mail_from, "to": list(envelope.rcpt_tos),
+                                      "data": envelope.content.decode("utf-8", "replace")})
+                return "250 Message accepted for delivery"
+
+        self.port = free_port()
+        self.controller = Controller(Handler(), hostname=HOST, port=self.port)
+        self.controller.start()
+
+    def stop(self):
+        self.controller.stop()

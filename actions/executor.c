@@ -1,0 +1,145 @@
+#include "executor.h"
+#include "log.h"
+#include "timeutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct executor {
+    struct executor_hooks hooks;
+    pthread_t *threads;
+    size_t thread_count;
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct executor_job *ring;
+    size_t capacity, head, count;
+    size_t in_flight;
+    int stopping;
+    uint64_t results[3];
+    uint64_t rejected;
+};
+
+const char *executor_result_name(enum executor_result r)
+{
+    static const char *const names[] = {"succeeded", "failed", "timed_out"};
+    return names[r];
+}
+
+static void run_job(struct executor *e, const struct executor_job *job)
+{
+    struct medic_error err = {0};
+    int64_t intent = 0;
+    if (e->hooks.intent(e->hooks.ctx, job, &intent, &err)) {
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)job->decision_id);
+        medic_log_error("action not started: its intent could not be recorded", "decision", id,
+                        "action", job->action, "error", err.msg, NULL);
+        pthread_mutex_lock(&e->lock);
+        e->rejected++;
+        pthread_mutex_unlock(&e->lock);
+        return;
+    }
+    char detail[512] = "";
+    int64_t start = medic_time_monotonic();
+    enum executor_result r = e->hooks.run(e->hooks.ctx, job, detail, sizeof(detail));
+    int64_t ms = (medic_time_monotonic() - start) / MEDIC_NS_PER_MS;
+    e->hooks.outcome(e->hooks.ctx, job, intent, r, ms, detail);
+    pthread_mutex_lock(&e->lock);
+    e->results[r]++;
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void *worker(void *arg)
+{
+    struct executor *e = arg;
+    pthread_setname_np(pthread_self(), "medic-action");
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (!e->count && !e->stopping)
+            pthread_cond_wait(&e->work, &e->lock);
+        if (!e->count)
+            break;
+        struct executor_job job = e->ring[e->head];
+        e->head = (e->head + 1) % e->capacity;
+        e->count--;
+        e->in_flight++;
+        pthread_mutex_unlock(&e->lock);
+        run_job(e, &job);
+        pthread_mutex_lock(&e->lock);
+        e->in_flight--;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+int executor_start(size_t threads, size_t capacity, const struct executor_hooks *hooks,
+                   struct executor **out, struct medic_error *err)
+{
+    struct executor *e = calloc(1, sizeof(*e));
+    if (!e || !(e->ring = calloc(capacity, sizeof(*e->ring))) ||
+        !(e->threads = calloc(threads, sizeof(*e->threads)))) {
+        if (e)
+            free(e->ring);
+        free(e);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    e->hooks = *hooks;
+    e->capacity = capacity;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->work, NULL);
+    for (size_t i = 0; i < threads; i++) {
+        if (pthread_create(&e->threads[i], NULL, worker, e) != 0) {
+            e->thread_count = i;
+            executor_stop(e);
+            return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the action workers");
+        }
+    }
+    e->thread_count = threads;
+    *out = e;
+    return 0;
+}
+
+int executor_submit(struct executor *e, const struct executor_job *job)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->stopping || e->count == e->capacity) {
+        e->rejected++;
+        pthread_mutex_unlock(&e->lock);
+        return e->stopping ? MEDIC_E_CLOSED : MEDIC_E_BUSY;
+    }
+    e->ring[(e->head + e->count) % e->capacity] = *job;
+    e->count++;
+    pthread_cond_signal(&e->work);
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+void executor_stats(struct executor *e, struct executor_stats *out)
+{
+    pthread_mutex_lock(&e->lock);
+    out->queued = e->count;
+    out->in_flight = e->in_flight;
+    out->capacity = e->capacity;
+    memcpy(out->results, e->results, sizeof(out->results));
+    out->rejected = e->rejected;
+    pthread_mutex_unlock(&e->lock);
+}
+
+void executor_stop(struct executor *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stopping = 1;
+    pthread_cond_broadcast(&e->work);
+    pthread_mutex_unlock(&e->lock);
+    for (size_t i = 0; i < e->thread_count; i++)
+        pthread_join(e->threads[i], NULL);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->work);
+    free(e->threads);
+    free(e->ring);
+    free(e);
+}
