@@ -1,4 +1,5 @@
 #include "config.h"
+#include "ipmi.h"
 #include "log.h"
 #include "sha256.h"
 #include "timeutil.h"
@@ -485,6 +486,28 @@ static int load_listen(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
+/* Each BMC's workarounds are known to FreeIPMI, and its credentials are in
+ * the credentials file when one is given. */
+static int check_bmcs(struct loader *l, const struct yaml_tree_node *at)
+{
+    const struct medic_config *c = l->config;
+    for (size_t i = 0; i < c->inventory.count; i++) {
+        const struct inventory_node *n = &c->inventory.nodes[i];
+        if (!n->has_bmc)
+            continue;
+        unsigned int flags;
+        struct medic_error werr = {0};
+        if (ipmi_workaround_flags((const char *const *)n->bmc.workarounds, n->bmc.workaround_count,
+                                  strcmp(n->bmc.driver, "lan") != 0, &flags, &werr))
+            return yaml_fields_fail(&l->f, at, "inventory node '%s': %s", n->name, werr.msg);
+        if (c->credentials_file && !credentials_find(&c->credentials, n->bmc.credentials))
+            return yaml_fields_fail(&l->f, at,
+                                    "inventory node '%s': bmc credentials '%s' are not in %s",
+                                    n->name, n->bmc.credentials, c->credentials_file);
+    }
+    return 0;
+}
+
 static int load_root(struct loader *l, const struct yaml_tree_node *root,
                      const char *const *extra_keys)
 {
@@ -546,6 +569,8 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
         if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
             rc = yaml_fields_fail(&l->f, v, "credentials_file: %s", cerr.msg);
     }
+    if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
+        rc = check_bmcs(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
         rc = load_notifiers(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
@@ -636,7 +661,7 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
 
 int medic_action_supported(enum policy_action action)
 {
-    return action == POLICY_ACTION_NOTIFY;
+    return action == POLICY_ACTION_NOTIFY || action == POLICY_ACTION_IPMI_POWER_CYCLE;
 }
 
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)

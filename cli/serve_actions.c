@@ -1,5 +1,6 @@
 #include "serve_actions.h"
 #include "executor.h"
+#include "ipmi.h"
 #include "log.h"
 #include "notify.h"
 #include "timeutil.h"
@@ -147,12 +148,86 @@ static enum executor_result run_notify(struct serve_actions *a, const struct exe
     return r;
 }
 
+/* The BMC of an inventory node, copied under the configuration lock. */
+struct bmc_copy {
+    struct ipmi_target target;
+    char address[256], username[256], password[256];
+};
+
+static int find_bmc(struct serve_actions *a, const char *node, struct bmc_copy *b, char *detail,
+                    size_t size)
+{
+    int rc = -1;
+    memset(b, 0, sizeof(*b));
+    pthread_mutex_lock(a->config_lock);
+    const struct inventory_node *n = inventory_find(&a->config->inventory, node);
+    const struct credential *cred =
+        n && n->has_bmc ? credentials_find(&a->config->credentials, n->bmc.credentials) : NULL;
+    struct medic_error err = {0};
+    if (!n)
+        snprintf(detail, size, "node '%s' is not in the inventory", node);
+    else if (!n->has_bmc)
+        snprintf(detail, size, "node '%s' has no bmc in the inventory", node);
+    else if (!cred || !cred->username || !cred->password)
+        snprintf(detail, size, "no username and password for bmc credentials '%s'",
+                 n->bmc.credentials);
+    else if (ipmi_workaround_flags((const char *const *)n->bmc.workarounds, n->bmc.workaround_count,
+                                   strcmp(n->bmc.driver, "lan") != 0, &b->target.workarounds, &err))
+        snprintf(detail, size, "%s", err.msg);
+    else {
+        copy_text(b->address, sizeof(b->address), n->bmc.address);
+        copy_text(b->username, sizeof(b->username), cred->username);
+        copy_text(b->password, sizeof(b->password), cred->password);
+        b->target.address = b->address;
+        b->target.username = b->username;
+        b->target.password = b->password;
+        b->target.lan_2_0 = strcmp(n->bmc.driver, "lan") != 0;
+        b->target.cipher_suite = n->bmc.cipher_suite;
+        rc = 0;
+    }
+    pthread_mutex_unlock(a->config_lock);
+    return rc;
+}
+
+static enum executor_result run_power_cycle(struct serve_actions *a, const struct executor_job *job,
+                                            char *detail, size_t size)
+{
+    struct bmc_copy *b = malloc(sizeof(*b));
+    enum executor_result r = EXECUTOR_FAILED;
+    if (!b) {
+        snprintf(detail, size, "out of memory");
+        return r;
+    }
+    if (find_bmc(a, job->node, b, detail, size) == 0) {
+        cJSON *params = cJSON_Parse(job->params);
+        int power_on = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(params, "power_on"));
+        cJSON_Delete(params);
+        struct ipmi_options o;
+        ipmi_options_default(&o);
+        switch (ipmi_power_cycle(&b->target, power_on, &o, detail, size)) {
+        case IPMI_DONE:
+            r = EXECUTOR_SUCCEEDED;
+            break;
+        case IPMI_TIMED_OUT:
+            r = EXECUTOR_TIMED_OUT;
+            break;
+        default:
+            r = EXECUTOR_FAILED;
+        }
+    }
+    memset(b, 0, sizeof(*b)); /* secrets */
+    free(b);
+    return r;
+}
+
 static enum executor_result hook_run(void *ctx, const struct executor_job *job, char *detail,
                                      size_t size)
 {
     struct serve_actions *a = ctx;
     if (strcmp(job->action, "notify") == 0)
         return run_notify(a, job, detail, size);
+    if (strcmp(job->action, "ipmi_power_cycle") == 0)
+        return run_power_cycle(a, job, detail, size);
     /* live mode refuses policies with actions this build cannot run, so
      * this is reached only if a reload raced a decision */
     snprintf(detail, size, "%s cannot be executed by this build", job->action);

@@ -388,3 +388,93 @@ class SmtpSink:
 
     def stop(self):
         self.controller.stop()
+
+
+class IpmiBmc:
+    """One BMC simulated by Debian's ipmi_sim (OpenIPMI) on a UDP port of
+    127.0.0.1, reached over RMCP+ like a real one. Its chassis control hook
+    keeps the power state in DIR/power and appends every change to
+    DIR/power.log ("<time> set power 0"), which is how a test sees what was
+    done. ipmi_sim's own power cycle turns power off, then on about a second
+    later."""
+
+    HOOK = """#!/bin/sh
+dir=$1; shift; op=$1; shift
+case $op in
+get)
+  for p in "$@"; do
+    case $p in
+      power) echo "power:$(cat "$dir/power" 2>/dev/null || echo 1)" ;;
+      boot) echo "boot:default" ;;
+      *) echo "Invalid parameter: $p"; exit 1 ;;
+    esac
+  done ;;
+set)
+  while [ $# -ge 2 ]; do
+    p=$1; v=$2; shift 2
+    echo "$(date +%s.%N) set $p $v" >>"$dir/power.log"
+    case $p in
+      power) echo "$v" >"$dir/power" ;;
+      identify) [ $# -ge 1 ] && shift ;;
+    esac
+  done ;;
+*) exit 1 ;;
+esac
+exit 0
+"""
+
+    def __init__(self, workdir, name, user="admin", password="secret", power=1):
+        self.binary = require_binary("ipmi_sim")
+        self.dir = os.path.join(workdir, "bmc-" + name)
+        os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
+        self.name = name
+        self.port = free_port(socket.SOCK_DGRAM)
+        self.user, self.password = user, password
+        hook = os.path.join(self.dir, "chassis-control.sh")
+        with open(hook, "w") as f:
+            f.write(self.HOOK)
+        os.chmod(hook, 0o755)
+        with open(os.path.join(self.dir, "power"), "w") as f:
+            f.write(f"{power}\n")
+        open(os.path.join(self.dir, "power.log"), "w").close()
+        auths = "none md2 md5 straight"
+        with open(os.path.join(self.dir, "lan.conf"), "w") as f:
+            f.write(f'name "{name}"\nset_working_mc 0x20\n  startlan 1\n'
+                    f"    addr {HOST} {self.port}\n    priv_limit admin\n"
+                    f"    allowed_auths_callback {auths}\n    allowed_auths_user {auths}\n"
+                    f"    allowed_auths_operator {auths}\n    allowed_auths_admin {auths}\n"
+                    f"    guid a123456789abcdefa123456789abcd{self.port % 256:02x}\n  endlan\n"
+                    f'  chassis_control "{hook} {self.dir}"\n'
+                    f'  user 1 false ""  "disabled" user 1 none\n'
+                    f'  user 2 true "{user}" "{password}" admin 10 {auths}\n')
+        with open(os.path.join(self.dir, "node.emu"), "w") as f:
+            f.write("mc_setbmc 0x20\n"
+                    "mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
+                    "mc_enable 0x20\n")
+        self.process = None
+
+    @property
+    def address(self):
+        return f"{HOST}:{self.port}"
+
+    def start(self):
+        self.process = Process("ipmi_sim", [self.binary, "-n", "-c", "lan.conf", "-f", "node.emu",
+                                            "-s", "state"], self.dir)
+        chassis = require_binary("ipmi-chassis")
+        wait_until(f"BMC {self.name} answering", lambda: subprocess.run(
+            [chassis, "-h", self.address, "--driver-type=LAN_2_0", "-u", self.user, "-p",
+             self.password, "-W", "opensesspriv", "--session-timeout=1500",
+             "--retransmission-timeout=500", "--get-status"],
+            capture_output=True, timeout=10).returncode == 0, timeout=20)
+        return self
+
+    def stop(self):
+        return self.process.stop(timeout=10) if self.process else None
+
+    def power(self):
+        with open(os.path.join(self.dir, "power")) as f:
+            return int(f.read().strip() or "1")
+
+    def log(self):
+        with open(os.path.join(self.dir, "power.log")) as f:
+            return [line.split()[1:] for line in f if line.strip()]
