@@ -116,6 +116,8 @@ void medic_config_release(struct medic_config *config)
     }
     free(config->credentials_file);
     credentials_release(&config->credentials);
+    free(config->slurm_conf);
+    free(config->scontrol);
     policy_set_release(&config->policies);
     memset(config, 0, sizeof(*config));
 }
@@ -571,6 +573,22 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     }
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = check_bmcs(l, v);
+    if (rc == 0 && (v = yaml_tree_get(root, "slurm"))) {
+        static const char *const slurm_keys[] = {"conf", "scontrol", NULL};
+        const struct yaml_tree_node *x;
+        char *text = NULL;
+        rc = yaml_fields_mapping(&l->f, v, "slurm");
+        if (rc == 0)
+            rc = yaml_fields_known_keys(&l->f, v, "slurm", slurm_keys);
+        if (rc == 0 && (x = yaml_tree_get(v, "conf"))) {
+            rc = yaml_fields_string(&l->f, x, "conf", &text);
+            if (rc == 0 && !(c->slurm_conf = resolve_path(l->f.file, text)))
+                rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+            free(text);
+        }
+        if (rc == 0 && (x = yaml_tree_get(v, "scontrol")))
+            rc = yaml_fields_string(&l->f, x, "scontrol", &c->scontrol);
+    }
     if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
         rc = load_notifiers(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
@@ -661,7 +679,8 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
 
 int medic_action_supported(enum policy_action action)
 {
-    return action == POLICY_ACTION_NOTIFY || action == POLICY_ACTION_IPMI_POWER_CYCLE;
+    return action == POLICY_ACTION_NOTIFY || action == POLICY_ACTION_IPMI_POWER_CYCLE ||
+           action == POLICY_ACTION_DRAIN || action == POLICY_ACTION_RESUME;
 }
 
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)

@@ -70,6 +70,8 @@ struct medic_config {
     struct policy_set policies; /* inline and from policy_files */
     char *credentials_file;
     struct credentials credentials;
+    char *slurm_conf;             /* SLURM_CONF for scontrol; NULL: Slurm's default */
+    char *scontrol;               /* the scontrol program; NULL: "scontrol" in PATH */
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
     char hash[65];                /* SHA-256 of the file's bytes ("" for the defaults) */
 };

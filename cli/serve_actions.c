@@ -1,6 +1,7 @@
 #include "serve_actions.h"
 #include "executor.h"
 #include "ipmi.h"
+#include "slurm.h"
 #include "log.h"
 #include "notify.h"
 #include "timeutil.h"
@@ -220,6 +221,41 @@ static enum executor_result run_power_cycle(struct serve_actions *a, const struc
     return r;
 }
 
+static enum executor_result run_slurm(struct serve_actions *a, const struct executor_job *job,
+                                      int drain, char *detail, size_t size)
+{
+    char node[256] = "", conf[4096] = "", scontrol[4096] = "scontrol";
+    pthread_mutex_lock(a->config_lock);
+    const struct inventory_node *n = inventory_find(&a->config->inventory, job->node);
+    if (n && n->slurm_node)
+        copy_text(node, sizeof(node), n->slurm_node);
+    if (a->config->slurm_conf)
+        copy_text(conf, sizeof(conf), a->config->slurm_conf);
+    if (a->config->scontrol)
+        copy_text(scontrol, sizeof(scontrol), a->config->scontrol);
+    pthread_mutex_unlock(a->config_lock);
+    if (!node[0]) {
+        snprintf(detail, size, "node '%s' has no slurm node in the inventory", job->node);
+        return EXECUTOR_FAILED;
+    }
+    struct slurm_options o;
+    slurm_options_default(&o);
+    o.scontrol = scontrol;
+    o.slurm_conf = conf[0] ? conf : NULL;
+    enum slurm_outcome r;
+    if (drain) {
+        cJSON *params = cJSON_Parse(job->params);
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(params, "reason");
+        r = slurm_drain(&o, node, cJSON_IsString(reason) ? reason->valuestring : NULL, detail,
+                        size);
+        cJSON_Delete(params);
+    } else {
+        r = slurm_resume(&o, node, detail, size);
+    }
+    return r == SLURM_DONE ? EXECUTOR_SUCCEEDED
+                           : (r == SLURM_TIMED_OUT ? EXECUTOR_TIMED_OUT : EXECUTOR_FAILED);
+}
+
 static enum executor_result hook_run(void *ctx, const struct executor_job *job, char *detail,
                                      size_t size)
 {
@@ -228,6 +264,8 @@ static enum executor_result hook_run(void *ctx, const struct executor_job *job, 
         return run_notify(a, job, detail, size);
     if (strcmp(job->action, "ipmi_power_cycle") == 0)
         return run_power_cycle(a, job, detail, size);
+    if (strcmp(job->action, "drain") == 0 || strcmp(job->action, "resume") == 0)
+        return run_slurm(a, job, strcmp(job->action, "drain") == 0, detail, size);
     /* live mode refuses policies with actions this build cannot run, so
      * this is reached only if a reload raced a decision */
     snprintf(detail, size, "%s cannot be executed by this build", job->action);

@@ -14,7 +14,8 @@ cd "$top"
 build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
   libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev)
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
-  openssl prometheus prometheus-alertmanager openipmi freeipmi-tools)
+  openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
+  slurm-client)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -478,3 +478,87 @@ exit 0
     def log(self):
         with open(os.path.join(self.dir, "power.log")) as f:
             return [line.split()[1:] for line in f if line.strip()]
+
+
+class SlurmCluster:
+    """A real Slurm cluster on 127.0.0.1 (Debian's munge, slurmctld and one
+    slurmd per node, each node its own port), in its own folder: its own
+    munge key and socket, slurm.conf, state and logs. Clients use
+    SLURM_CONF=self.conf."""
+
+    def __init__(self, workdir, nodes):
+        for b in ("munged", "slurmctld", "slurmd", "scontrol"):
+            require_binary(b)
+        self.dir = os.path.join(workdir, "slurm")
+        self.nodes = list(nodes)
+        # munged wants every folder above its socket executable by all
+        # (tempfile.mkdtemp makes the suite's folder 0700)
+        os.chmod(workdir, 0o755)
+        for sub in ("etc", "state", "spool", "log", "run", "munge"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        os.chmod(os.path.join(self.dir, "munge"), 0o755)  # munged insists
+        keydir = os.path.join(self.dir, "munge", "key")
+        os.makedirs(keydir, mode=0o700, exist_ok=True)
+        os.chmod(keydir, 0o700)
+        self.key = os.path.join(keydir, "munge.key")
+        with open(self.key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(self.key, 0o400)
+        self.socket = os.path.join(self.dir, "munge", "munge.socket.2")
+        self.conf = os.path.join(self.dir, "etc", "slurm.conf")
+        ctld_port = free_port()
+        d = self.dir
+        lines = [
+            "ClusterName=medic", f"SlurmctldHost=localhost({HOST})", f"SlurmctldPort={ctld_port}",
+            "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny", "AuthType=auth/munge",
+            f"AuthInfo=socket={self.socket}", "CredType=cred/munge", "SlurmUser=root",
+            "SlurmdUser=root", f"StateSaveLocation={d}/state", f"SlurmdSpoolDir={d}/spool/%n",
+            f"SlurmctldPidFile={d}/run/slurmctld.pid", f"SlurmdPidFile={d}/run/slurmd-%n.pid",
+            f"SlurmctldLogFile={d}/log/slurmctld.log", f"SlurmdLogFile={d}/log/slurmd-%n.log",
+            "ProctrackType=proctrack/pgid", "TaskPlugin=task/none", "MpiDefault=none",
+            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "ReturnToService=2",
+            "SlurmctldTimeout=30", "SlurmdTimeout=30", "InactiveLimit=0", "KillWait=5"]
+        for n in self.nodes:
+            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr={HOST} "
+                         f"Port={free_port()} CPUs=1 RealMemory=100 State=UNKNOWN")
+        lines.append(f"PartitionName=gpu Nodes={','.join(self.nodes)} Default=YES "
+                     "MaxTime=INFINITE State=UP")
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.env = dict(os.environ, SLURM_CONF=self.conf)
+        self.processes = []
+
+    def scontrol(self, *args):
+        return subprocess.run(["scontrol", *args], capture_output=True, text=True,
+                              env=self.env, timeout=30)
+
+    def node(self, name):
+        """State and Reason of a node, from `scontrol show node -o`."""
+        out = self.scontrol("show", "node", "-o", name).stdout
+        state = out.split(" State=")[1].split()[0] if " State=" in out else ""
+        reason = out.split(" Reason=", 1)[1].strip() if " Reason=" in out else ""
+        return state, reason
+
+    def start(self):
+        d = self.dir
+        munged = Process("munged", ["munged", "-F", f"--socket={self.socket}",
+                                    f"--key-file={self.key}", f"--log-file={d}/log/munged.log",
+                                    f"--pid-file={d}/munge/munged.pid",
+                                    f"--seed-file={d}/munge/munged.seed"], d)
+        self.processes.append(munged)
+        wait_until("munged", lambda: os.path.exists(self.socket), timeout=15)
+        self.processes.append(Process("slurmctld", ["slurmctld", "-D", "-f", self.conf], d,
+                                      env=self.env))
+        wait_until("slurmctld", lambda: self.scontrol("ping").returncode == 0, timeout=40)
+        for n in self.nodes:
+            self.processes.append(Process(f"slurmd-{n}", ["slurmd", "-D", "-N", n, "-f", self.conf],
+                                          d, env=self.env))
+        wait_until("every node idle", lambda: all(
+            self.node(n)[0].startswith("IDLE") and "NOT_RESPONDING" not in self.node(n)[0]
+            for n in self.nodes), timeout=40)
+        return self
+
+    def stop(self):
+        for p in reversed(self.processes):
+            p.stop(timeout=25)
+        self.processes = []

@@ -1,0 +1,235 @@
+#include "slurm.h"
+#include "timeutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define REASON_MAX 200
+
+void slurm_options_default(struct slurm_options *o)
+{
+    o->scontrol = "scontrol";
+    o->slurm_conf = NULL;
+    o->timeout_ms = 10000;
+}
+
+/* Runs scontrol with args; its output (stdout and stderr) into out.
+ * Returns the exit status, -1 when it could not run, -2 on timeout. */
+static int run_scontrol(const struct slurm_options *o, const char *const *args, char *out,
+                        size_t size)
+{
+    int pipefd[2];
+    out[0] = '\0';
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        snprintf(out, size, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    /* the environment: ours, with SLURM_CONF set when configured */
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof(*env));
+    char conf[4200];
+    size_t k = 0;
+    for (size_t i = 0; env && i < n; i++)
+        if (!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+            env[k++] = environ[i];
+    if (env && o->slurm_conf) {
+        snprintf(conf, sizeof(conf), "SLURM_CONF=%s", o->slurm_conf);
+        env[k++] = conf;
+    }
+    const char *argv[16];
+    size_t a = 0;
+    argv[a++] = o->scontrol;
+    for (size_t i = 0; args[i] && a < 15; i++)
+        argv[a++] = args[i];
+    argv[a] = NULL;
+    pid_t pid;
+    int rc = env ? posix_spawnp(&pid, o->scontrol, &fa, NULL, (char *const *)argv, env) : ENOMEM;
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(pipefd[1]);
+    if (rc != 0) {
+        close(pipefd[0]);
+        snprintf(out, size, "cannot run %s: %s", o->scontrol, strerror(rc));
+        return -1;
+    }
+    size_t len = 0;
+    int64_t deadline = medic_time_monotonic() + (int64_t)o->timeout_ms * MEDIC_NS_PER_MS;
+    int status = 0, timed_out = 0;
+    for (;;) {
+        int64_t left = (deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS;
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {pipefd[0], POLLIN, 0};
+        int ready = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+        if (ready > 0) {
+            char chunk[512];
+            ssize_t got = read(pipefd[0], chunk, sizeof(chunk));
+            if (got <= 0)
+                break; /* EOF: it closed its output */
+            size_t take = (size_t)got < size - 1 - len ? (size_t)got : size - 1 - len;
+            memcpy(out + len, chunk, take);
+            len += take;
+            out[len] = '\0';
+        }
+    }
+    close(pipefd[0]);
+    if (timed_out) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -2;
+    }
+    /* output closed: wait for the exit, still within the deadline */
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (medic_time_monotonic() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -2;
+        }
+        usleep(10 * 1000);
+    }
+    while (len && (out[len - 1] == '\n' || out[len - 1] == ' '))
+        out[--len] = '\0';
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The value of key= in `scontrol show node -o` output, up to the next
+ * " Key=" (reasons hold spaces). */
+static void field_value(const char *text, const char *key, char *out, size_t size)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), " %s=", key);
+    const char *p = strstr(text, pattern);
+    if (!p && strncmp(text, pattern + 1, strlen(pattern) - 1) == 0)
+        p = text - 1;
+    out[0] = '\0';
+    if (!p)
+        return;
+    p += strlen(pattern);
+    const char *end = p;
+    if (strcmp(key, "Reason") == 0) {
+        /* Reason is followed by a known key, or ends the line */
+        const char *next = strstr(p, " Comment=");
+        const char *alt = strstr(p, " ExtSensorsJoules=");
+        end = next ? next : (alt ? alt : p + strlen(p));
+    } else {
+        while (*end && *end != ' ' && *end != '\n')
+            end++;
+    }
+    snprintf(out, size, "%.*s", (int)(end - p), p);
+}
+
+int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
+                    char *reason, size_t reason_size, char *detail, size_t size)
+{
+    char out[8192];
+    const char *args[] = {"show", "node", "-o", node, NULL};
+    int rc = run_scontrol(o, args, out, sizeof(out));
+    if (rc != 0) {
+        snprintf(detail, size, "scontrol show node %s: %s", node,
+                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+        return -1;
+    }
+    field_value(out, "State", state, state_size);
+    field_value(out, "Reason", reason, reason_size);
+    if (!state[0]) {
+        snprintf(detail, size, "scontrol show node %s: no State in its answer", node);
+        return -1;
+    }
+    return 0;
+}
+
+static int drained(const char *state)
+{
+    return strstr(state, "DRAIN") != NULL;
+}
+
+enum slurm_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
+                               char *detail, size_t size)
+{
+    char state[256], current[1024], out[2048];
+    if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
+        return strstr(detail, "timed out") ? SLURM_TIMED_OUT : SLURM_FAILED;
+    if (drained(state) && !strstr(current, SLURM_MEDIC_MARK)) {
+        snprintf(detail, size,
+                 "already drained by an operator (State=%s Reason=%s); left as it is, and "
+                 "medic will not resume it",
+                 state, current);
+        return SLURM_DONE;
+    }
+    char clean[REASON_MAX + 1];
+    size_t n = 0;
+    for (const char *p = reason ? reason : "medic"; *p && n < REASON_MAX; p++)
+        clean[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+    clean[n] = '\0';
+    char node_arg[300], reason_arg[REASON_MAX + 16];
+    snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
+    snprintf(reason_arg, sizeof(reason_arg), "Reason=%s", clean);
+    const char *args[] = {"update", node_arg, "State=DRAIN", reason_arg, NULL};
+    int rc = run_scontrol(o, args, out, sizeof(out));
+    if (rc != 0) {
+        snprintf(detail, size, "scontrol update %s State=DRAIN: %s", node,
+                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+        return rc == -2 ? SLURM_TIMED_OUT : SLURM_FAILED;
+    }
+    if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
+        return SLURM_FAILED;
+    if (!drained(state)) {
+        snprintf(detail, size, "drain accepted but the node reads State=%s", state);
+        return SLURM_FAILED;
+    }
+    snprintf(detail, size, "drained: State=%s Reason=%s", state, current);
+    return SLURM_DONE;
+}
+
+enum slurm_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
+                                size_t size)
+{
+    char state[256], current[1024], out[2048];
+    if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
+        return strstr(detail, "timed out") ? SLURM_TIMED_OUT : SLURM_FAILED;
+    if (!drained(state)) {
+        snprintf(detail, size, "not drained (State=%s): nothing to resume", state);
+        return SLURM_DONE;
+    }
+    if (!strstr(current, SLURM_MEDIC_MARK)) {
+        snprintf(detail, size,
+                 "drained by someone else (Reason=%s): medic resumes only its own drains", current);
+        return SLURM_FAILED;
+    }
+    char node_arg[300];
+    snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
+    const char *args[] = {"update", node_arg, "State=RESUME", NULL};
+    int rc = run_scontrol(o, args, out, sizeof(out));
+    if (rc != 0) {
+        snprintf(detail, size, "scontrol update %s State=RESUME: %s", node,
+                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+        return rc == -2 ? SLURM_TIMED_OUT : SLURM_FAILED;
+    }
+    if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
+        return SLURM_FAILED;
+    if (drained(state)) {
+        snprintf(detail, size, "resume accepted but the node still reads State=%s", state);
+        return SLURM_FAILED;
+    }
+    snprintf(detail, size, "resumed: State=%s", state);
+    return SLURM_DONE;
+}

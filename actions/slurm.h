@@ -1,0 +1,38 @@
+/* Slurm drain and resume with scontrol, started with posix_spawn and an argv
+ * array (no shell), under a hard timeout, and confirmed by reading the
+ * node's state back. medic marks its drains in the reason, and resumes only
+ * nodes whose drain carries that mark: an operator's own drain is never
+ * undone, nor overwritten. */
+#ifndef MEDIC_ACTIONS_SLURM_H
+#define MEDIC_ACTIONS_SLURM_H
+
+#include <stddef.h>
+
+/* What medic's drain reasons contain (the policy engine appends it). */
+#define SLURM_MEDIC_MARK "(medic policy "
+
+struct slurm_options {
+    const char *scontrol;   /* program, looked up in PATH; default "scontrol" */
+    const char *slurm_conf; /* SLURM_CONF for scontrol; NULL: Slurm's default */
+    int timeout_ms;         /* per scontrol run; default 10000 */
+};
+
+void slurm_options_default(struct slurm_options *o);
+
+enum slurm_outcome { SLURM_DONE, SLURM_FAILED, SLURM_TIMED_OUT };
+
+/* Drains node with reason (control characters are replaced, length capped).
+ * A node an operator already drained is left as it is. */
+enum slurm_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
+                               char *detail, size_t size);
+
+/* Resumes node when medic drained it; refuses a foreign drain. */
+enum slurm_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
+                                size_t size);
+
+/* Reads the node: its State= and Reason= into state and reason ("" when
+ * none). 0, or -1 with detail. */
+int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
+                    char *reason, size_t reason_size, char *detail, size_t size);
+
+#endif
