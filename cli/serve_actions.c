@@ -1,4 +1,5 @@
 #include "serve_actions.h"
+#include "agent_client.h"
 #include "executor.h"
 #include "ipmi.h"
 #include "slurm.h"
@@ -256,6 +257,58 @@ static enum executor_result run_slurm(struct serve_actions *a, const struct exec
                            : (r == SLURM_TIMED_OUT ? EXECUTOR_TIMED_OUT : EXECUTOR_FAILED);
 }
 
+static enum executor_result run_power_limit(struct serve_actions *a, const struct executor_job *job,
+                                            int restore, char *detail, size_t size)
+{
+    char url[1024] = "", token[512] = "";
+    int missing_token = 0;
+    pthread_mutex_lock(a->config_lock);
+    const struct inventory_node *n = inventory_find(&a->config->inventory, job->node);
+    if (n && n->agent_url) {
+        copy_text(url, sizeof(url), n->agent_url);
+        const struct credential *cred =
+            credentials_find(&a->config->credentials, n->agent_credentials);
+        if (cred && cred->token)
+            copy_text(token, sizeof(token), cred->token);
+        else
+            missing_token = 1;
+    }
+    pthread_mutex_unlock(a->config_lock);
+    if (!url[0]) {
+        snprintf(detail, size, "node '%s' has no agent in the inventory", job->node);
+        return EXECUTOR_FAILED;
+    }
+    if (missing_token) {
+        snprintf(detail, size, "no token for the agent of node '%s' in the credentials file",
+                 job->node);
+        return EXECUTOR_FAILED;
+    }
+    enum agent_outcome r;
+    if (restore) {
+        r = agent_restore(url, token, 10000, detail, size);
+    } else {
+        cJSON *params = cJSON_Parse(job->params);
+        const cJSON *watts = cJSON_GetObjectItemCaseSensitive(params, "watts");
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(params, "gpus"), *g;
+        int gpus[64];
+        size_t count = 0;
+        cJSON_ArrayForEach(g, list)
+        {
+            if (cJSON_IsNumber(g) && count < 64)
+                gpus[count++] = g->valueint;
+        }
+        r = cJSON_IsNumber(watts)
+                ? agent_power_limit(url, token, gpus, count, watts->valueint, 10000, detail, size)
+                : AGENT_FAILED;
+        if (!cJSON_IsNumber(watts))
+            snprintf(detail, size, "the decision has no watts");
+        cJSON_Delete(params);
+    }
+    memset(token, 0, sizeof(token));
+    return r == AGENT_DONE ? EXECUTOR_SUCCEEDED
+                           : (r == AGENT_TIMED_OUT ? EXECUTOR_TIMED_OUT : EXECUTOR_FAILED);
+}
+
 static enum executor_result hook_run(void *ctx, const struct executor_job *job, char *detail,
                                      size_t size)
 {
@@ -266,6 +319,9 @@ static enum executor_result hook_run(void *ctx, const struct executor_job *job, 
         return run_power_cycle(a, job, detail, size);
     if (strcmp(job->action, "drain") == 0 || strcmp(job->action, "resume") == 0)
         return run_slurm(a, job, strcmp(job->action, "drain") == 0, detail, size);
+    if (strcmp(job->action, "power_limit") == 0 || strcmp(job->action, "restore_power_limit") == 0)
+        return run_power_limit(a, job, strcmp(job->action, "restore_power_limit") == 0, detail,
+                               size);
     /* live mode refuses policies with actions this build cannot run, so
      * this is reached only if a reload raced a decision */
     snprintf(detail, size, "%s cannot be executed by this build", job->action);

@@ -1,0 +1,361 @@
+#include "agent.h"
+#include "buf.h"
+#include "log.h"
+#include "nvml.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define AGENT_MAX_GPUS 64
+#define AGENT_MAX_BODY 4096
+
+struct agent {
+    struct MHD_Daemon *daemon;
+    struct nvml *nvml;
+    char *token;
+    char *state_file;
+    pthread_mutex_t lock;              /* remembered limits and their file */
+    double remembered[AGENT_MAX_GPUS]; /* 0: none */
+    int port;
+};
+
+struct request {
+    struct medic_buf body;
+    int too_large;
+};
+
+static int secure_equals(const char *a, size_t alen, const char *secret)
+{
+    size_t slen = strlen(secret);
+    volatile unsigned char diff = (unsigned char)(alen != slen);
+    for (size_t i = 0; i < slen; i++)
+        diff |= (unsigned char)((i < alen ? (unsigned char)a[i] : 0) ^ (unsigned char)secret[i]);
+    return diff == 0;
+}
+
+static void load_state(struct agent *a)
+{
+    FILE *f = fopen(a->state_file, "r");
+    unsigned int i;
+    double w;
+    while (f && fscanf(f, "%u %lf", &i, &w) == 2)
+        if (i < AGENT_MAX_GPUS)
+            a->remembered[i] = w;
+    if (f)
+        fclose(f);
+}
+
+static int save_state(struct agent *a)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", a->state_file);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    for (unsigned int i = 0; i < AGENT_MAX_GPUS; i++)
+        if (a->remembered[i] > 0)
+            fprintf(f, "%u %.3f\n", i, a->remembered[i]);
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    return ok && rename(tmp, a->state_file) == 0 ? 0 : -1;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, struct medic_buf *b)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(b->len, b->data ? b->data : (void *)"",
+                                                             MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned int code, const char *msg)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, 4096);
+    medic_buf_puts(&b, "{\"status\":\"error\",\"error\":");
+    medic_buf_json_string(&b, msg);
+    medic_buf_puts(&b, "}\n");
+    enum MHD_Result r = reply(c, code, &b);
+    medic_buf_release(&b);
+    return r;
+}
+
+static void gpu_json(struct medic_buf *b, const struct nvml_gpu *g, double remembered)
+{
+    medic_buf_printf(b, "{\"index\":%u,\"uuid\":", g->index);
+    medic_buf_json_string(b, g->uuid);
+    medic_buf_puts(b, ",\"name\":");
+    medic_buf_json_string(b, g->name);
+    medic_buf_printf(b,
+                     ",\"power_limit_w\":%.1f,\"min_w\":%.1f,\"max_w\":%.1f,\"default_w\":%.1f,"
+                     "\"power_draw_w\":%.1f",
+                     g->limit_w, g->min_w, g->max_w, g->default_w, g->draw_w);
+    if (remembered > 0)
+        medic_buf_printf(b, ",\"replaced_limit_w\":%.1f", remembered);
+    medic_buf_puts(b, "}");
+}
+
+static enum MHD_Result list_gpus(struct agent *a, struct MHD_Connection *c)
+{
+    struct medic_error err = {0};
+    unsigned int count;
+    if (nvml_count(a->nvml, &count, &err))
+        return reply_error(c, 500, err.msg);
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    medic_buf_puts(&b, "{\"status\":\"success\",\"gpus\":[");
+    for (unsigned int i = 0; i < count && i < AGENT_MAX_GPUS; i++) {
+        struct nvml_gpu g;
+        if (nvml_read(a->nvml, i, &g, &err)) {
+            medic_buf_release(&b);
+            return reply_error(c, 500, err.msg);
+        }
+        if (i)
+            medic_buf_puts(&b, ",");
+        pthread_mutex_lock(&a->lock);
+        gpu_json(&b, &g, a->remembered[i]);
+        pthread_mutex_unlock(&a->lock);
+    }
+    medic_buf_puts(&b, "]}\n");
+    enum MHD_Result r = reply(c, 200, &b);
+    medic_buf_release(&b);
+    return r;
+}
+
+static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsigned int index,
+                                 const struct medic_buf *body)
+{
+    cJSON *j = cJSON_ParseWithLength(body->data ? body->data : "", body->len);
+    const cJSON *watts = cJSON_GetObjectItemCaseSensitive(j, "watts");
+    if (!cJSON_IsNumber(watts)) {
+        cJSON_Delete(j);
+        return reply_error(c, 400, "expected {\"watts\": N}");
+    }
+    double w = watts->valuedouble;
+    cJSON_Delete(j);
+    struct medic_error err = {0};
+    struct nvml_gpu g;
+    if (index >= AGENT_MAX_GPUS || nvml_read(a->nvml, index, &g, &err))
+        return reply_error(c, 404, err.msg[0] ? err.msg : "no such GPU");
+    if (w < g.min_w || w > g.max_w) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%.1f W is outside GPU %u's limits %.1f..%.1f W", w, index,
+                 g.min_w, g.max_w);
+        return reply_error(c, 400, msg);
+    }
+    pthread_mutex_lock(&a->lock);
+    /* remember the limit medic replaced, once: a second limit keeps the first original */
+    int first = a->remembered[index] <= 0;
+    if (first)
+        a->remembered[index] = g.limit_w;
+    int saved = save_state(a);
+    pthread_mutex_unlock(&a->lock);
+    if (saved) {
+        if (first) {
+            pthread_mutex_lock(&a->lock);
+            a->remembered[index] = 0;
+            pthread_mutex_unlock(&a->lock);
+        }
+        return reply_error(c, 500, "cannot write the agent's state file");
+    }
+    if (nvml_set_limit(a->nvml, index, w, &err))
+        return reply_error(c, 500, err.msg);
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    medic_buf_printf(&b,
+                     "{\"status\":\"success\",\"index\":%u,\"previous_w\":%.1f,\"limit_w\":%.1f}\n",
+                     index, g.limit_w, w);
+    medic_log_info("power limit set", "gpu", g.uuid, NULL);
+    enum MHD_Result r = reply(c, 200, &b);
+    medic_buf_release(&b);
+    return r;
+}
+
+static enum MHD_Result restore_all(struct agent *a, struct MHD_Connection *c)
+{
+    struct medic_buf b;
+    struct medic_error err = {0};
+    medic_buf_init(&b, 0);
+    medic_buf_puts(&b, "{\"status\":\"success\",\"restored\":[");
+    int n = 0, failed = 0;
+    pthread_mutex_lock(&a->lock);
+    for (unsigned int i = 0; i < AGENT_MAX_GPUS; i++) {
+        if (a->remembered[i] <= 0)
+            continue;
+        if (nvml_set_limit(a->nvml, i, a->remembered[i], &err)) {
+            failed = 1;
+            break;
+        }
+        medic_buf_printf(&b, "%s{\"index\":%u,\"limit_w\":%.1f}", n++ ? "," : "", i,
+                         a->remembered[i]);
+        a->remembered[i] = 0;
+    }
+    save_state(a);
+    pthread_mutex_unlock(&a->lock);
+    enum MHD_Result r;
+    if (failed)
+        r = reply_error(c, 500, err.msg);
+    else if (n == 0)
+        r = reply_error(c, 409, "no power limit of medic's to restore on this node");
+    else {
+        medic_buf_puts(&b, "]}\n");
+        r = reply(c, 200, &b);
+    }
+    medic_buf_release(&b);
+    return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct agent *a = cls;
+    struct request *req = *con_cls;
+    if (!req) {
+        if (!(req = calloc(1, sizeof(*req))))
+            return MHD_NO;
+        medic_buf_init(&req->body, AGENT_MAX_BODY);
+        *con_cls = req;
+        if (strcmp(url, "/-/healthy") == 0)
+            return MHD_YES;
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        const char *tok = auth && strncasecmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
+        if (!tok || !secure_equals(tok, strlen(tok), a->token))
+            return reply_error(c, 401, tok ? "wrong token" : "a bearer token is required");
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (medic_buf_append(&req->body, upload, *upload_size))
+            req->too_large = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (req->too_large)
+        return reply_error(c, 413, "body over 4 KiB");
+    if (strcmp(url, "/-/healthy") == 0) {
+        struct medic_buf b;
+        medic_buf_init(&b, 64);
+        medic_buf_puts(&b, "{\"status\":\"healthy\"}\n");
+        enum MHD_Result r = reply(c, 200, &b);
+        medic_buf_release(&b);
+        return r;
+    }
+    unsigned int index;
+    char tail[32];
+    if (strcmp(url, "/v1/gpus") == 0)
+        return strcmp(method, "GET") == 0 ? list_gpus(a, c) : reply_error(c, 405, "use GET");
+    if (strcmp(url, "/v1/restore") == 0)
+        return strcmp(method, "POST") == 0 ? restore_all(a, c) : reply_error(c, 405, "use POST");
+    if (sscanf(url, "/v1/gpus/%u/%31s", &index, tail) == 2 && strcmp(tail, "power-limit") == 0)
+        return strcmp(method, "POST") == 0 ? set_limit(a, c, index, &req->body)
+                                           : reply_error(c, 405, "use POST");
+    return reply_error(c, 404, "no such endpoint");
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                    enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    struct request *req = *con_cls;
+    if (req) {
+        medic_buf_release(&req->body);
+        free(req);
+        *con_cls = NULL;
+    }
+}
+
+int agent_start(const struct agent_options *o, struct agent **out, struct medic_error *err)
+{
+    struct agent *a = calloc(1, sizeof(*a));
+    if (!a)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    pthread_mutex_init(&a->lock, NULL);
+    a->token = strdup(o->token);
+    a->state_file = strdup(o->state_file);
+    int rc = a->token && a->state_file ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (rc == 0)
+        rc = nvml_open(o->nvml_library, &a->nvml, err);
+    if (rc == 0)
+        load_state(a);
+    char host[256] = "";
+    const char *colon = strrchr(o->listen, ':');
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (rc == 0) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        struct addrinfo *res = NULL;
+        snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - o->listen) : 0, o->listen);
+        if (!colon || getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res) != 0)
+            rc = medic_error_set(err, MEDIC_E_INVALID, "listen address '%s' is not HOST:PORT",
+                                 o->listen);
+        else {
+            memcpy(&ss, res->ai_addr, res->ai_addrlen);
+            freeaddrinfo(res);
+        }
+    }
+    if (rc == 0) {
+        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+        if (ss.ss_family == AF_INET6)
+            flags |= MHD_USE_IPv6;
+        int tls = o->tls_cert_pem && o->tls_key_pem;
+        if (tls)
+            flags |= MHD_USE_TLS;
+        struct MHD_OptionItem opts[] = {
+            {MHD_OPTION_SOCK_ADDR, 0, &ss},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_done, a},
+            {MHD_OPTION_CONNECTION_LIMIT, 64, NULL},
+            {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+            {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)o->tls_cert_pem},
+            {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key_pem},
+            {MHD_OPTION_END, 0, NULL},
+        };
+        a->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a, MHD_OPTION_ARRAY, opts,
+                                     MHD_OPTION_END);
+        if (!a->daemon)
+            rc = medic_error_set(err, MEDIC_E_IO, "cannot listen on %s", o->listen);
+    }
+    if (rc) {
+        agent_stop(a);
+        return rc;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    a->port = info ? info->port : 0;
+    *out = a;
+    return 0;
+}
+
+int agent_port(struct agent *a)
+{
+    return a->port;
+}
+
+void agent_stop(struct agent *a)
+{
+    if (!a)
+        return;
+    if (a->daemon)
+        MHD_stop_daemon(a->daemon);
+    nvml_close(a->nvml);
+    if (a->token)
+        memset(a->token, 0, strlen(a->token));
+    free(a->token);
+    free(a->state_file);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}

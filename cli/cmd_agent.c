@@ -1,0 +1,148 @@
+#include "agent.h"
+#include "commands.h"
+#include "log.h"
+#include "yaml_tree.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "usage: medic agent --token-file FILE [--listen ADDR:PORT] [--state FILE]\n"
+    "                   [--nvml LIBRARY] [--tls-cert FILE --tls-key FILE]\n"
+    "\n"
+    "The node agent for power limits: run one on each GPU node. medic serve calls\n"
+    "it for power_limit and restore_power_limit (the inventory's agent.url).\n"
+    "\n"
+    "  GET  /v1/gpus                    index, UUID, name, current/min/max/default\n"
+    "                                   limit and draw of every GPU (watts)\n"
+    "  POST /v1/gpus/N/power-limit      {\"watts\": W}: set GPU N's limit, within its\n"
+    "                                   bounds; the limit it replaces is remembered\n"
+    "  POST /v1/restore                 put every remembered limit back\n"
+    "  GET  /-/healthy\n"
+    "\n"
+    "Every /v1 request needs `Authorization: Bearer TOKEN` (the token file's\n"
+    "content; mode 0600 or 0400). NVML is loaded at start with dlopen\n"
+    "(libnvidia-ml.so.1, or --nvml); remembered limits live in --state (default\n"
+    "./medic-agent.state) so a restore works after the agent restarts.\n"
+    "\n"
+    "Options:\n"
+    "  --listen ADDR:PORT   default 0.0.0.0:9800\n"
+    "  --token-file FILE    the bearer token (required)\n"
+    "  --state FILE         remembered limits\n"
+    "  --nvml LIBRARY       the NVML library to load\n"
+    "  --tls-cert, --tls-key  serve HTTPS\n";
+
+static char *read_secret_file(const char *path, const char *what)
+{
+    struct stat st;
+    char *data = NULL;
+    size_t len;
+    struct medic_error err = {0};
+    if (stat(path, &st) != 0 || (st.st_mode & 077)) {
+        fprintf(stderr, "medic agent: %s '%s' is missing or readable by others (chmod 600)\n", what,
+                path);
+        return NULL;
+    }
+    if (medic_read_file(path, 65536, &data, &len, &err)) {
+        fprintf(stderr, "medic agent: %s\n", err.msg);
+        return NULL;
+    }
+    while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+        data[--len] = '\0';
+    return data;
+}
+
+int medic_cmd_agent(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"listen", required_argument, NULL, 'l'},   {"token-file", required_argument, NULL, 't'},
+        {"state", required_argument, NULL, 's'},    {"nvml", required_argument, NULL, 'n'},
+        {"tls-cert", required_argument, NULL, 'c'}, {"tls-key", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    struct agent_options o = {.listen = "0.0.0.0:9800", .state_file = "./medic-agent.state"};
+    const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'l':
+            o.listen = optarg;
+            break;
+        case 't':
+            token_file = optarg;
+            break;
+        case 's':
+            o.state_file = optarg;
+            break;
+        case 'n':
+            o.nvml_library = optarg;
+            break;
+        case 'c':
+            cert_file = optarg;
+            break;
+        case 'k':
+            key_file = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (!token_file || optind != argc || (!cert_file != !key_file)) {
+        fputs(!token_file ? "medic agent: --token-file is required\n\n"
+                          : "medic agent: bad arguments\n\n",
+              stderr);
+        fputs(usage, stderr);
+        return 2;
+    }
+    char *token = read_secret_file(token_file, "token file");
+    char *cert = NULL, *key = NULL;
+    size_t len;
+    struct medic_error err = {0};
+    if (!token)
+        return 1;
+    if (cert_file && (medic_read_file(cert_file, 256 * 1024, &cert, &len, &err) ||
+                      !(key = read_secret_file(key_file, "TLS key")))) {
+        fprintf(stderr, "medic agent: %s\n", err.msg[0] ? err.msg : "cannot read the TLS files");
+        free(token);
+        free(cert);
+        return 1;
+    }
+    o.token = token;
+    o.tls_cert_pem = cert;
+    o.tls_key_pem = key;
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct agent *a = NULL;
+    int status = 0;
+    if (agent_start(&o, &a, &err)) {
+        medic_log_error("cannot start the agent", "error", err.msg, NULL);
+        status = 1;
+    } else {
+        char port[16];
+        snprintf(port, sizeof(port), "%d", agent_port(a));
+        medic_log_info("medic agent started", "listen", o.listen, "port", port, "tls",
+                       cert ? "on" : "off", NULL);
+        int sig;
+        sigwait(&signals, &sig);
+        medic_log_info("medic agent stopping", NULL);
+        agent_stop(a);
+    }
+    memset(token, 0, strlen(token));
+    free(token);
+    free(cert);
+    free(key);
+    return status;
+}

@@ -1,0 +1,171 @@
+/* A STAND-IN for NVIDIA's libnvidia-ml.so.1, for tests on machines without
+ * a GPU: it implements the dozen NVML functions `medic agent` calls, for
+ * MEDIC_NVML_STANDIN_GPUS GPUs (default 8) whose power limits persist in the
+ * file MEDIC_NVML_STANDIN_STATE (one "index limit_mw" line per GPU), so a
+ * test can read what the agent set. Limits are 100-400 W, default 350 W. It
+ * is not NVML and must never be installed as libnvidia-ml.so.1. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_FOUND 6
+#define MAX_GPUS 64
+
+static unsigned int gpus = 8;
+static unsigned int limits[MAX_GPUS];
+static const unsigned int min_mw = 100000, max_mw = 400000, default_mw = 350000;
+
+static void load(void)
+{
+    const char *n = getenv("MEDIC_NVML_STANDIN_GPUS");
+    gpus = n ? (unsigned int)atoi(n) : 8;
+    if (gpus > MAX_GPUS)
+        gpus = MAX_GPUS;
+    for (unsigned int i = 0; i < MAX_GPUS; i++)
+        limits[i] = default_mw;
+    const char *path = getenv("MEDIC_NVML_STANDIN_STATE");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    unsigned int i, mw;
+    while (f && fscanf(f, "%u %u", &i, &mw) == 2)
+        if (i < MAX_GPUS)
+            limits[i] = mw;
+    if (f)
+        fclose(f);
+}
+
+static void save(void)
+{
+    const char *path = getenv("MEDIC_NVML_STANDIN_STATE");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    for (unsigned int i = 0; f && i < gpus; i++)
+        fprintf(f, "%u %u\n", i, limits[i]);
+    if (f)
+        fclose(f);
+}
+
+typedef void *nvmlDevice_t;
+
+static int handle_index(nvmlDevice_t dev, unsigned int *index)
+{
+    unsigned long v = (unsigned long)dev;
+    if (v == 0 || v > gpus)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *index = (unsigned int)(v - 1);
+    return NVML_SUCCESS;
+}
+
+int nvmlInit_v2(void);
+int nvmlShutdown(void);
+const char *nvmlErrorString(int r);
+int nvmlDeviceGetCount_v2(unsigned int *count);
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev);
+int nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int size);
+int nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int size);
+int nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned int *mw);
+int nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t dev, unsigned int *lo,
+                                                 unsigned int *hi);
+int nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t dev, unsigned int *mw);
+int nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw);
+int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned int mw);
+
+int nvmlInit_v2(void)
+{
+    load();
+    return NVML_SUCCESS;
+}
+
+int nvmlShutdown(void)
+{
+    return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(int r)
+{
+    return r == NVML_ERROR_INVALID_ARGUMENT ? "Invalid Argument (stand-in)"
+           : r == NVML_ERROR_NOT_FOUND      ? "Not Found (stand-in)"
+                                            : "Unknown Error (stand-in)";
+}
+
+int nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    *count = gpus;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
+{
+    if (index >= gpus)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *dev = (nvmlDevice_t)(unsigned long)(index + 1);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int size)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(uuid, size, "GPU-5ta0d1n0-0000-0000-0000-%012u", i);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int size)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(name, size, "NVML stand-in GPU");
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    load();
+    *mw = limits[i];
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t dev, unsigned int *lo,
+                                                 unsigned int *hi)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *lo = min_mw;
+    *hi = max_mw;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t dev, unsigned int *mw)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *mw = default_mw;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *mw = limits[i] * 3 / 4;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned int mw)
+{
+    unsigned int i;
+    if (handle_index(dev, &i) || mw < min_mw || mw > max_mw)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    load();
+    limits[i] = mw;
+    save();
+    return NVML_SUCCESS;
+}
