@@ -562,3 +562,91 @@ class SlurmCluster:
         for p in reversed(self.processes):
             p.stop(timeout=25)
         self.processes = []
+
+
+class DcgmExporterStandin:
+    """A STAND-IN for NVIDIA's DCGM exporter (no GPU here): serves
+    DCGM_FI_DEV_* gauges for some nodes' GPUs in Prometheus' text format on
+    /metrics, each series labelled like the real exporter (gpu, UUID,
+    Hostname, modelName); a test sets values with set()."""
+
+    METRICS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS",
+               "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+
+    def __init__(self, nodes, gpus=4):
+        import http.server
+        import threading
+        self.lock = threading.Lock()
+        self.values = {(n, g, m): (45.0 if m.endswith("TEMP") else 200.0 if "POWER" in m else 0.0)
+                       for n in nodes for g in range(gpus) for m in self.METRICS}
+        exporter = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                lines = []
+                with exporter.lock:
+                    for m in exporter.METRICS:
+                        lines.append(f"# TYPE {m} gauge")
+                        for (n, g, metric), v in sorted(exporter.values.items()):
+                            if metric == m:
+                                lines.append(
+                                    f'{m}{{gpu="{g}",UUID="GPU-standin-{n}-{g}",Hostname="{n}",'
+                                    f'modelName="stand-in"}} {v}')
+                body = ("\n".join(lines) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def set(self, node, gpu, metric, value):
+        with self.lock:
+            self.values[(node, gpu, metric)] = float(value)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Prometheus:
+    """Debian's prometheus on 127.0.0.1, scraping targets every second and
+    evaluating a rule file every second, sending alerts to Alertmanager."""
+
+    def __init__(self, workdir, targets, rules, alertmanager_port):
+        self.binary = require_binary("prometheus")
+        self.dir = os.path.join(workdir, "prometheus")
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.port = free_port()
+        with open(os.path.join(self.dir, "rules.yml"), "w") as f:
+            f.write(rules)
+        with open(os.path.join(self.dir, "prometheus.yml"), "w") as f:
+            f.write("global: { scrape_interval: 1s, evaluation_interval: 1s }\n"
+                    "rule_files: [rules.yml]\n"
+                    "alerting:\n  alertmanagers:\n"
+                    f"    - static_configs: [ {{ targets: ['{HOST}:{alertmanager_port}'] }} ]\n"
+                    "scrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n"
+                    f"    static_configs: [ {{ targets: {json.dumps(targets)} }} ]\n")
+        self.process = None
+
+    @property
+    def url(self):
+        return f"http://{HOST}:{self.port}"
+
+    def start(self):
+        self.process = Process("prometheus", [
+            self.binary, f"--config.file={self.dir}/prometheus.yml",
+            f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address={HOST}:{self.port}",
+            "--web.enable-lifecycle"], self.dir)
+        wait_until("prometheus ready", lambda: request("GET", self.url + "/-/ready")[0] == 200,
+                   timeout=30)
+        return self
+
+    def stop(self):
+        return self.process.stop(timeout=20) if self.process else None
