@@ -17,9 +17,20 @@ struct executor {
     size_t capacity, head, count;
     size_t in_flight;
     int stopping;
-    uint64_t results[3];
+    uint64_t results[EXECUTOR_ACTIONS][3];
     uint64_t rejected;
 };
+
+const char *const executor_action_names[EXECUTOR_ACTIONS] = {
+    "drain", "resume", "ipmi_power_cycle", "power_limit", "restore_power_limit", "notify", "other"};
+
+static size_t action_index(const char *action)
+{
+    for (size_t i = 0; i + 1 < EXECUTOR_ACTIONS; i++)
+        if (strcmp(action, executor_action_names[i]) == 0)
+            return i;
+    return EXECUTOR_ACTIONS - 1;
+}
 
 const char *executor_result_name(enum executor_result r)
 {
@@ -47,7 +58,7 @@ static void run_job(struct executor *e, const struct executor_job *job)
     int64_t ms = (medic_time_monotonic() - start) / MEDIC_NS_PER_MS;
     e->hooks.outcome(e->hooks.ctx, job, intent, r, ms, detail);
     pthread_mutex_lock(&e->lock);
-    e->results[r]++;
+    e->results[action_index(job->action)][r]++;
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -40,10 +40,14 @@ struct executor_hooks {
                     enum executor_result result, int64_t duration_ms, const char *detail);
 };
 
+/* The actions the statistics count separately; others count as "other". */
+#define EXECUTOR_ACTIONS 7
+extern const char *const executor_action_names[EXECUTOR_ACTIONS];
+
 struct executor_stats {
     size_t queued, in_flight, capacity;
-    uint64_t results[3]; /* by executor_result */
-    uint64_t rejected;   /* queue full or intent refused */
+    uint64_t results[EXECUTOR_ACTIONS][3]; /* by action, by executor_result */
+    uint64_t rejected;                     /* queue full or intent refused */
 };
 
 struct executor;

@@ -417,17 +417,21 @@ void serve_actions_metrics(struct serve_actions *a, struct medic_buf *b)
                      "# HELP medic_actions_in_flight Actions running.\n"
                      "# TYPE medic_actions_in_flight gauge\n"
                      "medic_actions_in_flight %zu\n"
-                     "# HELP medic_actions_total Actions finished, by result.\n"
-                     "# TYPE medic_actions_total counter\n"
-                     "medic_actions_total{result=\"succeeded\"} %llu\n"
-                     "medic_actions_total{result=\"failed\"} %llu\n"
-                     "medic_actions_total{result=\"timed_out\"} %llu\n"
+                     "# HELP medic_actions_total Actions finished, by action and result.\n"
+                     "# TYPE medic_actions_total counter\n",
+                     s.queued, s.in_flight);
+    for (size_t i = 0; i < EXECUTOR_ACTIONS; i++)
+        for (int r = 0; r < 3; r++)
+            if (s.results[i][r] || i + 1 < EXECUTOR_ACTIONS)
+                medic_buf_printf(b, "medic_actions_total{action=\"%s\",result=\"%s\"} %llu\n",
+                                 executor_action_names[i],
+                                 executor_result_name((enum executor_result)r),
+                                 (unsigned long long)s.results[i][r]);
+    medic_buf_printf(b,
                      "# HELP medic_actions_rejected_total Actions not started (queue full or "
                      "intent refused).\n"
                      "# TYPE medic_actions_rejected_total counter\n"
                      "medic_actions_rejected_total %llu\n",
-                     s.queued, s.in_flight, (unsigned long long)s.results[0],
-                     (unsigned long long)s.results[1], (unsigned long long)s.results[2],
                      (unsigned long long)s.rejected);
 }
 

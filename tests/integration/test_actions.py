@@ -106,7 +106,7 @@ def test_notify_four_ways(suite):
     for row in actions(medic) + decisions:
         text = json.dumps(row)
         assert "hook-secret-123" not in text and "pd-routing-key-456" not in text, row
-    assert medic.metric('medic_actions_total{result="succeeded"}') == 4
+    assert medic.metric('medic_actions_total{action="notify",result="succeeded"}') == 4
 
     # a restart and Alertmanager's re-send: nothing runs twice
     assert medic.stop() == 0
