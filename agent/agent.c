@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "log.h"
 #include "nvml.h"
+#include "secure.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -32,15 +33,6 @@ struct request {
     struct medic_buf body;
     int too_large;
 };
-
-static int secure_equals(const char *a, size_t alen, const char *secret)
-{
-    size_t slen = strlen(secret);
-    volatile unsigned char diff = (unsigned char)(alen != slen);
-    for (size_t i = 0; i < slen; i++)
-        diff |= (unsigned char)((i < alen ? (unsigned char)a[i] : 0) ^ (unsigned char)secret[i]);
-    return diff == 0;
-}
 
 static void load_state(struct agent *a)
 {
@@ -232,7 +224,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         const char *tok = auth && strncasecmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
-        if (!tok || !secure_equals(tok, strlen(tok), a->token))
+        if (!tok || !medic_secure_equals(tok, strlen(tok), a->token))
             return reply_error(c, 401, tok ? "wrong token" : "a bearer token is required");
         return MHD_YES;
     }

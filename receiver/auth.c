@@ -1,17 +1,12 @@
 #include "auth.h"
+#include "secure.h"
 
 #include <string.h>
 #include <strings.h>
 
 int receiver_secure_equals(const char *candidate, size_t candidate_len, const char *secret)
 {
-    size_t secret_len = strlen(secret);
-    volatile unsigned char diff = (unsigned char)(candidate_len != secret_len);
-    for (size_t i = 0; i < secret_len; i++) {
-        unsigned char c = i < candidate_len ? (unsigned char)candidate[i] : 0;
-        diff |= (unsigned char)(c ^ (unsigned char)secret[i]);
-    }
-    return diff == 0;
+    return medic_secure_equals(candidate, candidate_len, secret);
 }
 
 int receiver_auth_required(const struct receiver_auth *auth)
