@@ -24,6 +24,7 @@ static const char usage[] =
     "  policy    run policy unit tests: policy test FILE\n"
     "  replay    what another configuration would have decided on recorded notifications\n"
     "  agent     the node agent for GPU power limits (NVML)\n"
+    "  model     the failure-risk LSTM: info, check against PyTorch, bench\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -60,6 +61,7 @@ int main(int argc, char **argv)
         {"check", medic_cmd_check},     {"version", medic_cmd_version},
         {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
         {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
+        {"model", medic_cmd_model},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
