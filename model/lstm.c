@@ -79,16 +79,25 @@ int model_load_bytes(unsigned char *bytes, size_t size, struct model *m, struct 
             m->w_hh_t[k * G + j] = w_hh[j * H + k];
     }
     /* weights must be finite: a NaN would poison every prediction */
-    for (size_t i = 0; i < G * D; i++)
-        if (!isfinite(m->w_ih[i])) {
-            rc = medic_error_set(err, MEDIC_E_INVALID, "lstm.weight_ih_l0 holds NaN or inf");
-            goto out;
-        }
-    for (size_t i = 0; i < G * H; i++)
-        if (!isfinite(m->w_hh_t[i])) {
-            rc = medic_error_set(err, MEDIC_E_INVALID, "lstm.weight_hh_l0 holds NaN or inf");
-            goto out;
-        }
+    {
+        const struct {
+            const float *v;
+            size_t n;
+            const char *name;
+        } all[] = {{m->w_ih, G * D, "lstm.weight_ih_l0"},
+                   {m->w_hh_t, G * H, "lstm.weight_hh_l0"},
+                   {m->bias, G, "lstm.bias_ih_l0 + lstm.bias_hh_l0"},
+                   {m->c0_w, C * H, "classifier.0.weight"},
+                   {m->c0_b, C, "classifier.0.bias"},
+                   {m->c2_w, C, "classifier.2.weight"},
+                   {&m->c2_b, 1, "classifier.2.bias"}};
+        for (size_t t = 0; t < sizeof(all) / sizeof(all[0]); t++)
+            for (size_t i = 0; i < all[t].n; i++)
+                if (!isfinite(all[t].v[i])) {
+                    rc = medic_error_set(err, MEDIC_E_INVALID, "%s holds NaN or inf", all[t].name);
+                    goto out;
+                }
+    }
 out:
     free(w_hh);
     free(b_ih);
@@ -147,7 +156,9 @@ void model_workspace_release(struct model_workspace *w)
  * of two is built in the exponent bits). */
 static inline float exp_neg(float x)
 {
-    x = x < -87.0f ? -87.0f : x;
+    /* written so that NaN (only an overflowing, hostile model makes one)
+     * becomes -87 too: the conversion to int below must stay in range */
+    x = x >= -87.0f ? x : -87.0f;
     float n = floorf(x * 1.44269504088896341f + 0.5f);
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;

@@ -49,7 +49,7 @@ run_ctest() { # preset
 fuzz() { # seconds per target
   build fuzz
   local corpus target
-  for target in webhook policy; do
+  for target in webhook policy model; do
     corpus=$(mktemp -d)
     cp "tests/fuzz/corpus/$target"/* "$corpus/"
     say "fuzzing the $target parser for $1 s"
@@ -83,7 +83,7 @@ case "$cmd" in
     git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror || status=1
     build dev
     run_ctest dev || status=1
-    fuzz "${MEDIC_FUZZ_SECONDS:-45}" || status=1
+    fuzz "${MEDIC_FUZZ_SECONDS:-30}" || status=1
     build asan
     run_ctest asan || status=1
     exit $status
