@@ -13,6 +13,7 @@ int medic_cmd_policy(int argc, char **argv);
 int medic_cmd_replay(int argc, char **argv);
 int medic_cmd_agent(int argc, char **argv);
 int medic_cmd_model(int argc, char **argv);
+int medic_cmd_predict(int argc, char **argv);
 
 /* Parses a --format value for command: table or json, and csv when
  * allow_csv. Prints the error and returns -1 when the value is not one. */

@@ -25,6 +25,7 @@ static const char usage[] =
     "  replay    what another configuration would have decided on recorded notifications\n"
     "  agent     the node agent for GPU power limits (NVML)\n"
     "  model     the failure-risk LSTM: info, check against PyTorch, bench\n"
+    "  predict   the failure risk of one window of telemetry (CSV or Prometheus)\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
         {"check", medic_cmd_check},     {"version", medic_cmd_version},
         {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
         {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
-        {"model", medic_cmd_model},
+        {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -76,10 +76,9 @@ static void check_case(const char *name)
 static void test_matches_pytorch(void **state)
 {
     (void)state;
-    static const char *const cases[] = {"v1_d8_h64_t60_b4",        "v2_d8_h64_t1_b1",
-                                        "v3_d8_h64_t300_b2",       "v4_d8_h32_t6_b3",
-                                        "v5_d12_h16_t24_b5",       "v6_d8_h64_t60_b4_large",
-                                        "v7_d8_h64_t60_b2_extreme"};
+    static const char *const cases[] = {
+        "v1_d8_h64_t60_b4",  "v2_d8_h64_t1_b1",        "v3_d8_h64_t300_b2",       "v4_d8_h32_t6_b3",
+        "v5_d12_h16_t24_b5", "v6_d8_h64_t60_b4_large", "v7_d8_h64_t60_b2_extreme"};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_case(cases[i]);
 }

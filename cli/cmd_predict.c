@@ -1,0 +1,234 @@
+#include "commands.h"
+#include "feature_spec.h"
+#include "lstm.h"
+#include "prometheus.h"
+#include "timeutil.h"
+#include "yaml_tree.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: medic predict --model FILE (--csv FILE | --prometheus URL --node N [--gpu G])\n"
+    "                     [--format text|json]\n"
+    "\n"
+    "The failure risk of one window of telemetry.\n"
+    "\n"
+    "  --csv FILE         rows are time steps, oldest first; a header row names the\n"
+    "                     columns, which must be the model's features (in any order).\n"
+    "                     Values are raw: the model's scaler is applied. The last\n"
+    "                     `window` rows are used.\n"
+    "  --prometheus URL   fetch the window from Prometheus with query_range, each\n"
+    "                     feature's PromQL template filled with --node and --gpu;\n"
+    "                     without --gpu every GPU of the node is scored and the\n"
+    "                     highest risk is the node's.\n"
+    "\n"
+    "The model file must describe its features (window, step, features with\n"
+    "PromQL templates and scaler); see docs/model.md.\n";
+
+static int read_csv(const char *path, const struct feature_spec *spec, float *rows, size_t *steps,
+                    struct medic_error *err)
+{
+    char *text;
+    size_t len;
+    int rc = medic_read_file(path, (size_t)64 << 20, &text, &len, err);
+    if (rc)
+        return rc;
+    int column_of[FEATURES_MAX];
+    size_t columns = 0, count = 0, cap = spec->window;
+    char *save = NULL;
+    float *all = calloc(1, sizeof(float));
+    size_t all_rows = 0;
+    for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+         line = strtok_r(NULL, "\n", &save)) {
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\r')
+            line[--l] = '\0';
+        if (!l)
+            continue;
+        char *cs = NULL;
+        if (columns == 0) {
+            for (char *name = strtok_r(line, ",", &cs); name; name = strtok_r(NULL, ",", &cs)) {
+                int found = -1;
+                for (size_t d = 0; d < spec->count; d++)
+                    if (strcmp(spec->items[d].name, name) == 0)
+                        found = (int)d;
+                if (found < 0 || columns >= FEATURES_MAX) {
+                    rc = medic_error_set(err, MEDIC_E_INVALID,
+                                         "%s: column '%.60s' is not one of the model's features",
+                                         path, name);
+                    break;
+                }
+                column_of[columns++] = found;
+            }
+            if (rc == 0 && columns != spec->count)
+                rc = medic_error_set(err, MEDIC_E_INVALID, "%s: %zu columns for %zu features", path,
+                                     columns, spec->count);
+            continue;
+        }
+        float *grown = realloc(all, (all_rows + 1) * spec->count * sizeof(float));
+        if (!grown) {
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            break;
+        }
+        all = grown;
+        size_t c = 0;
+        for (char *v = strtok_r(line, ",", &cs); v && c < columns; v = strtok_r(NULL, ",", &cs)) {
+            char *end;
+            double x = strtod(v, &end);
+            if (end == v || *end || !isfinite(x)) {
+                rc = medic_error_set(err, MEDIC_E_INVALID, "%s: row %zu: '%.30s' is not a number",
+                                     path, all_rows + 1, v);
+                break;
+            }
+            all[all_rows * spec->count + (size_t)column_of[c++]] = (float)x;
+        }
+        if (rc == 0 && c != columns)
+            rc = medic_error_set(err, MEDIC_E_INVALID, "%s: row %zu has %zu values, not %zu", path,
+                                 all_rows + 1, c, columns);
+        all_rows++;
+    }
+    (void)count;
+    if (rc == 0 && all_rows < cap)
+        rc = medic_error_set(err, MEDIC_E_INVALID, "%s: %zu rows, the model's window is %zu", path,
+                             all_rows, cap);
+    if (rc == 0) {
+        memcpy(rows, all + (all_rows - cap) * spec->count, cap * spec->count * sizeof(float));
+        *steps = cap;
+    }
+    free(all);
+    free(text);
+    return rc;
+}
+
+int medic_cmd_predict(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"csv", required_argument, NULL, 'c'},
+        {"prometheus", required_argument, NULL, 'p'},
+        {"node", required_argument, NULL, 'n'},
+        {"gpu", required_argument, NULL, 'g'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *model_path = NULL, *csv = NULL, *prom = NULL, *node = NULL, *gpu = NULL;
+    int json = 0, opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'm':
+            model_path = optarg;
+            break;
+        case 'c':
+            csv = optarg;
+            break;
+        case 'p':
+            prom = optarg;
+            break;
+        case 'n':
+            node = optarg;
+            break;
+        case 'g':
+            gpu = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+                fprintf(stderr, "medic predict: --format is text or json\n");
+                return 2;
+            }
+            json = strcmp(optarg, "json") == 0;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (!model_path || optind != argc || (!csv == !prom) || (prom && !node)) {
+        fputs(!model_path ? "medic predict: --model is required (this build has no built-in "
+                            "model yet)\n\n"
+                          : "medic predict: give --csv FILE, or --prometheus URL with --node\n\n",
+              stderr);
+        fputs(usage, stderr);
+        return 2;
+    }
+    struct model m;
+    struct feature_spec spec;
+    struct medic_error err = {0};
+    if (model_load(model_path, &m, &err) || features_from_metadata(&m.file, m.D, &spec, &err)) {
+        fprintf(stderr, "medic predict: %s\n", err.msg);
+        if (m.w_ih)
+            model_release(&m);
+        return 1;
+    }
+    struct model_workspace w;
+    int status = 1;
+    float *rows = calloc(spec.window * spec.count * PROMETHEUS_MAX_SERIES, sizeof(float));
+    if (!rows || model_workspace_init(&w, &m, PROMETHEUS_MAX_SERIES, spec.window)) {
+        fprintf(stderr, "medic predict: out of memory\n");
+        free(rows);
+        model_release(&m);
+        return 1;
+    }
+    char gpus[PROMETHEUS_MAX_SERIES][32];
+    size_t sequences = 0, steps = spec.window;
+    if (csv) {
+        if (read_csv(csv, &spec, rows, &steps, &err) == 0) {
+            sequences = 1;
+            snprintf(gpus[0], sizeof(gpus[0]), "%s", gpu ? gpu : "");
+        }
+    } else {
+        struct prometheus_window pw = {0};
+        if (prometheus_fetch_window(prom, 5000, &spec, node, gpu, medic_time_now(), &pw, &err) ==
+            0) {
+            sequences = pw.count;
+            for (size_t s = 0; s < pw.count; s++) {
+                memcpy(rows + s * spec.window * spec.count, pw.rows[s],
+                       spec.window * spec.count * sizeof(float));
+                snprintf(gpus[s], sizeof(gpus[s]), "%s", pw.gpu[s]);
+            }
+            prometheus_window_release(&pw);
+        }
+    }
+    if (!sequences) {
+        fprintf(stderr, "medic predict: %s\n", err.msg);
+        goto out;
+    }
+    for (size_t s = 0; s < sequences; s++)
+        features_scale(&spec, rows + s * spec.window * spec.count, steps);
+    float risk[PROMETHEUS_MAX_SERIES];
+    if (model_predict(&m, &w, rows, sequences, steps, risk, NULL)) {
+        fprintf(stderr, "medic predict: the prediction failed\n");
+        goto out;
+    }
+    size_t worst = 0;
+    for (size_t s = 1; s < sequences; s++)
+        if (risk[s] > risk[worst])
+            worst = s;
+    if (json) {
+        printf("{\"risk\":%.6f,\"model_hash\":\"%s\",\"node\":", risk[worst], m.hash);
+        printf(node ? "\"%s\"" : "null", node);
+        printf(",\"gpus\":[");
+        for (size_t s = 0; s < sequences; s++)
+            printf("%s{\"gpu\":\"%s\",\"risk\":%.6f}", s ? "," : "", gpus[s], risk[s]);
+        printf("]}\n");
+    } else {
+        for (size_t s = 0; s < sequences; s++)
+            printf("gpu %-4s risk %.4f\n", gpus[s][0] ? gpus[s] : "-", risk[s]);
+        printf("risk %.4f (model %.12s, window %zu x %llds)\n", risk[worst], m.hash, steps,
+               (long long)(spec.step / MEDIC_NS_PER_SEC));
+    }
+    status = 0;
+out:
+    free(rows);
+    model_workspace_release(&w);
+    model_release(&m);
+    return status;
+}

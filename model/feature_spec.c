@@ -1,0 +1,115 @@
+#include "feature_spec.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int features_from_metadata(const struct safetensors *st, size_t input_dim, struct feature_spec *out,
+                           struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *window = safetensors_meta(st, "window");
+    const char *step = safetensors_meta(st, "step");
+    const char *features = safetensors_meta(st, "features");
+    if (!window && !step && !features)
+        return medic_error_set(err, MEDIC_E_NOTFOUND,
+                               "the model file describes no features (window, step, features)");
+    char *end;
+    long w = window ? strtol(window, &end, 10) : 0;
+    if (!window || *end || w < 1 || w > 100000)
+        return medic_error_set(err, MEDIC_E_INVALID, "metadata window: expected 1..100000 steps");
+    out->window = (size_t)w;
+    if (!step || medic_duration_parse(step, &out->step) || out->step <= 0)
+        return medic_error_set(err, MEDIC_E_INVALID, "metadata step: expected a duration (60s)");
+    cJSON *list = features ? cJSON_Parse(features) : NULL;
+    int rc = 0;
+    if (!cJSON_IsArray(list) || (size_t)cJSON_GetArraySize(list) != input_dim ||
+        input_dim > FEATURES_MAX)
+        rc = medic_error_set(err, MEDIC_E_INVALID,
+                             "metadata features: expected a JSON array of %zu features", input_dim);
+    const cJSON *f;
+    cJSON_ArrayForEach(f, list)
+    {
+        if (rc)
+            break;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+        const cJSON *query = cJSON_GetObjectItemCaseSensitive(f, "query");
+        const cJSON *center = cJSON_GetObjectItemCaseSensitive(f, "center");
+        const cJSON *scale = cJSON_GetObjectItemCaseSensitive(f, "scale");
+        if (!cJSON_IsString(name) || !cJSON_IsString(query) || !cJSON_IsNumber(center) ||
+            !cJSON_IsNumber(scale) || !isfinite(center->valuedouble) ||
+            !isfinite(scale->valuedouble) || scale->valuedouble == 0 ||
+            strlen(name->valuestring) >= sizeof(out->items[0].name) ||
+            strlen(query->valuestring) >= sizeof(out->items[0].query)) {
+            rc = medic_error_set(err, MEDIC_E_INVALID,
+                                 "metadata features[%zu]: needs name, query (at most 511 bytes), "
+                                 "center and a non-zero scale",
+                                 out->count);
+            break;
+        }
+        struct feature *x = &out->items[out->count++];
+        snprintf(x->name, sizeof(x->name), "%s", name->valuestring);
+        snprintf(x->query, sizeof(x->query), "%s", query->valuestring);
+        x->center = center->valuedouble;
+        x->scale = scale->valuedouble;
+    }
+    cJSON_Delete(list);
+    return rc;
+}
+
+static int put(char *out, size_t size, size_t *n, const char *s, int escape)
+{
+    for (; *s; s++) {
+        if (escape && (*s == '"' || *s == '\\')) {
+            if (*n + 1 >= size)
+                return MEDIC_E_LIMIT;
+            out[(*n)++] = '\\';
+        }
+        if (escape && (unsigned char)*s < 0x20)
+            continue; /* no control characters inside a PromQL string */
+        if (*n + 1 >= size)
+            return MEDIC_E_LIMIT;
+        out[(*n)++] = *s;
+    }
+    out[*n] = '\0';
+    return 0;
+}
+
+int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
+                   size_t size)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *p = f->query; *p;) {
+        int rc = 0;
+        if (!gpu && strncmp(p, "=\"{{gpu}}\"", 10) == 0) {
+            /* no GPU named: every GPU of the node */
+            rc = put(out, size, &n, "=~\".+\"", 0);
+            p += 10;
+        } else if (strncmp(p, "{{node}}", 8) == 0) {
+            rc = put(out, size, &n, node ? node : "", 1);
+            p += 8;
+        } else if (strncmp(p, "{{gpu}}", 7) == 0) {
+            rc = put(out, size, &n, gpu ? gpu : "", 1);
+            p += 7;
+        } else {
+            char one[2] = {*p++, 0};
+            rc = put(out, size, &n, one, 0);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void features_scale(const struct feature_spec *spec, float *rows, size_t steps)
+{
+    for (size_t t = 0; t < steps; t++)
+        for (size_t d = 0; d < spec->count; d++) {
+            float *v = &rows[t * spec->count + d];
+            *v = (float)((*v - spec->items[d].center) / spec->items[d].scale);
+        }
+}

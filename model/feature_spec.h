@@ -1,0 +1,50 @@
+/* What the model's input means, from the model file's metadata: the window
+ * (steps and the step between them), and per feature its name, a PromQL
+ * template with {{node}} and {{gpu}}, and the robust scaler's center and
+ * scale ((raw - center) / scale). Metadata values are strings; "features"
+ * holds a JSON array:
+ *
+ *   "window": "60", "step": "60s",
+ *   "features": "[{\"name\":\"temp\",\"query\":\"DCGM_FI_DEV_GPU_TEMP{Hostname=\\\"{{node}}\\\",
+ *                 gpu=\\\"{{gpu}}\\\"}\",\"center\":55.0,\"scale\":12.5}, ...]"
+ */
+#ifndef MEDIC_MODEL_FEATURE_SPEC_H
+#define MEDIC_MODEL_FEATURE_SPEC_H
+
+#include "error.h"
+#include "safetensors.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FEATURES_MAX 64
+
+struct feature {
+    char name[64];
+    char query[512]; /* PromQL with {{node}} and {{gpu}} */
+    double center, scale;
+};
+
+struct feature_spec {
+    size_t window; /* steps */
+    int64_t step;  /* ns */
+    struct feature items[FEATURES_MAX];
+    size_t count;
+};
+
+/* Reads the spec from a model file's metadata. MEDIC_E_NOTFOUND when the
+ * file has none (a model made for tests), MEDIC_E_INVALID when it is
+ * malformed or its feature count differs from the model's input size D. */
+int features_from_metadata(const struct safetensors *st, size_t input_dim, struct feature_spec *out,
+                           struct medic_error *err);
+
+/* Renders a feature's query for a node and a GPU; label values are escaped
+ * for a PromQL string. With gpu NULL, `gpu="{{gpu}}"` becomes
+ * `gpu=~".+"`: every GPU of the node. Returns 0 or MEDIC_E_LIMIT. */
+int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
+                   size_t size);
+
+/* Scales raw values in place: (raw - center) / scale, per feature. */
+void features_scale(const struct feature_spec *spec, float *rows, size_t steps);
+
+#endif

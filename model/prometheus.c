@@ -1,0 +1,159 @@
+#include "prometheus.h"
+#include "buf.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void prometheus_window_release(struct prometheus_window *w)
+{
+    for (size_t i = 0; i < w->count; i++)
+        free(w->rows[i]);
+    memset(w, 0, sizeof(*w));
+}
+
+static size_t collect(char *data, size_t size, size_t n, void *arg)
+{
+    return medic_buf_append(arg, data, size * n) == 0 ? size * n : 0;
+}
+
+static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
+                 int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
+{
+    char *escaped = curl_easy_escape(c, query, 0);
+    if (!escaped)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=%lld",
+             url, escaped, (long long)(start / MEDIC_NS_PER_SEC),
+             (long long)(end / MEDIC_NS_PER_SEC), (long long)(step / MEDIC_NS_PER_SEC));
+    curl_free(escaped);
+    medic_buf_reset(out);
+    curl_easy_setopt(c, CURLOPT_URL, full);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode rc = curl_easy_perform(c);
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    if (rc != CURLE_OK)
+        return medic_error_set(err, MEDIC_E_IO, "prometheus %s: %s", url, curl_easy_strerror(rc));
+    if (code != 200)
+        return medic_error_set(err, MEDIC_E_IO, "prometheus %s: HTTP %ld for %.200s", url, code,
+                               query);
+    return 0;
+}
+
+static int slot_for(struct prometheus_window *w, const char *gpu, size_t cells, int create)
+{
+    for (size_t i = 0; i < w->count; i++)
+        if (strcmp(w->gpu[i], gpu) == 0)
+            return (int)i;
+    if (!create || w->count == PROMETHEUS_MAX_SERIES)
+        return -1;
+    w->rows[w->count] = malloc(cells * sizeof(float));
+    if (!w->rows[w->count])
+        return -1;
+    for (size_t i = 0; i < cells; i++)
+        w->rows[w->count][i] = NAN;
+    snprintf(w->gpu[w->count], sizeof(w->gpu[0]), "%s", gpu);
+    return (int)w->count++;
+}
+
+int prometheus_fetch_window(const char *url, long timeout_ms, const struct feature_spec *spec,
+                            const char *node, const char *gpu, int64_t now,
+                            struct prometheus_window *out, struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const size_t W = spec->window, F = spec->count;
+    int64_t end = now / spec->step * spec->step;
+    int64_t start = end - (int64_t)(W - 1) * spec->step;
+    CURL *c = curl_easy_init();
+    struct medic_buf body;
+    medic_buf_init(&body, (size_t)16 << 20);
+    int rc = c ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "cannot create a curl handle");
+    for (size_t d = 0; d < F && rc == 0; d++) {
+        char query[1024];
+        if (features_query(&spec->items[d], node, gpu, query, sizeof(query))) {
+            rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: query too long",
+                                 spec->items[d].name);
+            break;
+        }
+        if ((rc = fetch(c, url, query, start, end, spec->step, timeout_ms, &body, err)))
+            break;
+        cJSON *j = cJSON_ParseWithLength(body.data ? body.data : "", body.len);
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+        const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result"), *series;
+        if (!cJSON_IsArray(result)) {
+            rc = medic_error_set(err, MEDIC_E_INVALID, "prometheus: no result for feature %s",
+                                 spec->items[d].name);
+            cJSON_Delete(j);
+            break;
+        }
+        cJSON_ArrayForEach(series, result)
+        {
+            const cJSON *metric = cJSON_GetObjectItemCaseSensitive(series, "metric");
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(metric, "gpu");
+            const char *label = gpu ? gpu : (cJSON_IsString(g) ? g->valuestring : "");
+            /* the first feature decides which GPUs there are */
+            int slot = slot_for(out, label, W * F, d == 0);
+            if (slot < 0)
+                continue;
+            const cJSON *values = cJSON_GetObjectItemCaseSensitive(series, "values"), *v;
+            cJSON_ArrayForEach(v, values)
+            {
+                const cJSON *ts = cJSON_GetArrayItem(v, 0), *val = cJSON_GetArrayItem(v, 1);
+                if (!cJSON_IsNumber(ts) || !cJSON_IsString(val))
+                    continue;
+                double x = strtod(val->valuestring, NULL);
+                int64_t t = (int64_t)llround(ts->valuedouble * 1e9);
+                int64_t k = (t - start + spec->step / 2) / spec->step;
+                if (k >= 0 && (size_t)k < W && isfinite(x))
+                    out->rows[slot][(size_t)k * F + d] = (float)x;
+            }
+        }
+        cJSON_Delete(j);
+        if (d == 0 && out->count == 0) {
+            rc = medic_error_set(err, MEDIC_E_NOTFOUND,
+                                 "prometheus has no %s series for node %s%s%s in the window",
+                                 spec->items[0].name, node, gpu ? " gpu " : "", gpu ? gpu : "");
+            break;
+        }
+    }
+    /* forward-fill short gaps; a long one, or no data at the start, is refused */
+    for (size_t s = 0; s < out->count && rc == 0; s++)
+        for (size_t d = 0; d < F && rc == 0; d++) {
+            size_t gap = 0;
+            for (size_t k = 0; k < W; k++) {
+                float *x = &out->rows[s][k * F + d];
+                if (!isnan(*x)) {
+                    gap = 0;
+                    continue;
+                }
+                if (k == 0 || ++gap > PROMETHEUS_MAX_GAP) {
+                    rc = medic_error_set(err, MEDIC_E_INVALID,
+                                         "feature %s of gpu %s: %s (more than %d steps missing)",
+                                         spec->items[d].name, out->gpu[s][0] ? out->gpu[s] : "-",
+                                         k == 0 ? "no data at the window's start"
+                                                : "a gap in the window",
+                                         PROMETHEUS_MAX_GAP);
+                    break;
+                }
+                *x = out->rows[s][(k - 1) * F + d];
+                out->filled++;
+            }
+        }
+    medic_buf_release(&body);
+    if (c)
+        curl_easy_cleanup(c);
+    if (rc)
+        prometheus_window_release(out);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* Fetching a model's input window from Prometheus: one query_range per
+ * feature over the window, on the model's step grid, with libcurl (one
+ * connection for all of them, a timeout per request). Short gaps are
+ * filled with the last value; a long one makes the window unusable, said
+ * in the error, so that the risk is "unknown" rather than made up. */
+#ifndef MEDIC_MODEL_PROMETHEUS_H
+#define MEDIC_MODEL_PROMETHEUS_H
+
+#include "error.h"
+#include "feature_spec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROMETHEUS_MAX_SERIES 16 /* GPUs of one node */
+#define PROMETHEUS_MAX_GAP 5     /* steps filled with the previous value */
+
+struct prometheus_window {
+    size_t count;                        /* sequences: one per GPU */
+    char gpu[PROMETHEUS_MAX_SERIES][32]; /* the gpu label of each */
+    float *rows[PROMETHEUS_MAX_SERIES];  /* [window][features], raw values */
+    size_t filled;                       /* points forward-filled */
+};
+
+/* The window ending at now (aligned down to the step) for node and gpu
+ * (NULL: every GPU the first feature shows). Errors: MEDIC_E_IO
+ * (Prometheus unreachable, slow or failing: err says which),
+ * MEDIC_E_NOTFOUND (no series), MEDIC_E_INVALID (a gap longer than
+ * PROMETHEUS_MAX_GAP steps, or a malformed answer). */
+int prometheus_fetch_window(const char *url, long timeout_ms, const struct feature_spec *spec,
+                            const char *node, const char *gpu, int64_t now,
+                            struct prometheus_window *out, struct medic_error *err);
+void prometheus_window_release(struct prometheus_window *w);
+
+#endif

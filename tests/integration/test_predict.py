@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""medic predict against a real Prometheus whose history was backfilled
+with `promtool tsdb create-blocks-from openmetrics`: the risk from
+Prometheus equals the risk from the same window given as CSV (the CSV path
+runs the forward pass checked against PyTorch's vectors); every GPU of an
+8-GPU node is scored and the highest risk is the node's; a gap longer than
+5 steps and a stopped Prometheus give clear errors, in bounded time."""
+
+import json
+import math
+import os
+import subprocess
+import time
+
+from lab import Process, Suite, free_port, request, require_binary, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "..", "data", "lstm", "dcgm-d8-w30.model.safetensors")
+METRICS = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+           "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+           "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS"]
+
+
+def value(metric, node, gpu, t):
+    """Known telemetry: smooth, different per GPU, with a hot GPU 5 on gpu-node-08."""
+    hot = 25.0 if (node == "gpu-node-08" and gpu == 5) else 0.0
+    base = {"DCGM_FI_DEV_GPU_TEMP": 55 + hot + 5 * math.sin(t / 600 + gpu),
+            "DCGM_FI_DEV_MEMORY_TEMP": 60 + hot + 4 * math.cos(t / 900 + gpu),
+            "DCGM_FI_DEV_POWER_USAGE": 240 + 30 * math.sin(t / 300 + gpu),
+            "DCGM_FI_DEV_FB_USED": 30000 + 1000 * gpu,
+            "DCGM_FI_DEV_SM_CLOCK": 1410 - 10 * gpu,
+            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": int(t / 1800) * (gpu % 2),
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
+            "DCGM_FI_DEV_XID_ERRORS": 79 if hot and t % 1200 < 300 else 0}[metric]
+    return round(base, 3)
+
+
+def openmetrics(nodes, start, end, step=15, hole=None):
+    lines = []
+    for m in METRICS:
+        lines.append(f"# TYPE {m} gauge")
+        for node, gpus in nodes.items():
+            for g in range(gpus):
+                for t in range(start, end + 1, step):
+                    if hole and (node, g) == hole[0] and hole[1] <= t < hole[2]:
+                        continue
+                    lines.append(f'{m}{{Hostname="{node}",gpu="{g}",job="dcgm"}} '
+                                 f"{value(m, node, g, t)} {t}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def start_prometheus(suite, name, history):
+    prom_bin, promtool = require_binary("prometheus"), require_binary("promtool")
+    d = suite.subdir(name)
+    om = os.path.join(d, "history.om")
+    with open(om, "w") as f:
+        f.write(history)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", om,
+                    os.path.join(d, "data")], check=True, capture_output=True, timeout=120)
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("global: { scrape_interval: 15s }\n")
+    port = free_port()
+    p = Process("prometheus", [prom_bin, f"--config.file={d}/prometheus.yml",
+                               f"--storage.tsdb.path={d}/data",
+                               f"--web.listen-address=127.0.0.1:{port}",
+                               "--storage.tsdb.retention.time=30d"], d)
+    suite.on_exit(p.stop)
+    url = f"http://127.0.0.1:{port}"
+    wait_until("prometheus ready", lambda: request("GET", url + "/-/ready")[0] == 200, timeout=30)
+    # the backfilled block is there once a query sees it
+    wait_until("history queryable", lambda: json.loads(request(
+        "GET", url + "/api/v1/query?query=count(DCGM_FI_DEV_GPU_TEMP)")[2])["data"]["result"],
+        timeout=90)
+    return url, p
+
+
+def predict(suite, *args):
+    out = subprocess.run([suite.medic, "predict", "--model", MODEL, "--format", "json", *args],
+                         capture_output=True, text=True, timeout=60)
+    return out
+
+
+def window_csv(path, node, gpu, end, first_sample, last_sample, steps=30, step=60):
+    """The window medic reads, computed from the same formula: the value of
+    each feature at each grid time (the latest sample at or before it).
+    For a GPU whose counters do not move, increase() is 0."""
+    names = ["gpu_temp", "memory_temp", "power", "fb_used", "sm_clock", "ecc_sbe_rate",
+             "ecc_dbe_rate", "xid"]
+    with open(path, "w") as f:
+        f.write(",".join(names) + "\n")
+        for k in range(steps):
+            t = end - (steps - 1 - k) * step
+            sample = min(first_sample + (t - first_sample) // 15 * 15, last_sample)
+            row = []
+            for m in METRICS:
+                if m.endswith("_TOTAL"):
+                    assert value(m, node, gpu, sample) == value(m, node, gpu, first_sample)
+                    row.append("0")
+                else:
+                    row.append(str(value(m, node, gpu, sample)))
+            f.write(",".join(row) + "\n")
+
+
+def test_prometheus_window_matches_csv(suite):
+    now = int(time.time())
+    end_hist = now - 30
+    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8}, end_hist - 2 * 3600, end_hist)
+    url, _ = start_prometheus(suite, "prom", history)
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-01", "--gpu", "0")
+    grid_end = int(time.time()) // 60 * 60  # the window ends at now, aligned down to the step
+    assert out.returncode == 0, out.stderr
+    from_prom = json.loads(out.stdout)
+    assert grid_end <= end_hist + 300  # still inside Prometheus' 5 minute lookback
+    csv = os.path.join(suite.workdir, "window.csv")
+    window_csv(csv, "gpu-node-01", 0, grid_end, end_hist - 2 * 3600, end_hist)
+    from_csv = json.loads(predict(suite, "--csv", csv).stdout)
+    assert abs(from_prom["risk"] - from_csv["risk"]) < 1e-5, (from_prom, from_csv)
+    print(f"  gpu-node-01 gpu 0: risk {from_prom['risk']:.6f} from Prometheus, "
+          f"{from_csv['risk']:.6f} from the same window as CSV")
+    # every GPU of an 8-GPU node: the node's risk is the highest
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-08")
+    node = json.loads(out.stdout)
+    assert len(node["gpus"]) == 8, node
+    assert node["risk"] == max(g["risk"] for g in node["gpus"]), node
+    hot = [g for g in node["gpus"] if g["gpu"] == "5"][0]
+    print(f"  gpu-node-08: 8 GPUs scored, node risk {node['risk']:.4f}, hot GPU 5 "
+          f"{hot['risk']:.4f}")
+    # a node Prometheus does not know
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-99")
+    assert out.returncode == 1 and "no gpu_temp series for node gpu-node-99" in out.stderr, out
+
+
+def test_gap_and_prometheus_down(suite):
+    now = int(time.time())
+    end_hist = now - 30
+    history = openmetrics({"gpu-node-02": 1}, end_hist - 2 * 3600, end_hist,
+                          hole=(("gpu-node-02", 0), end_hist - 1500, end_hist - 600))
+    url, prom = start_prometheus(suite, "gap", history)
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-02", "--gpu", "0")
+    assert out.returncode == 1 and "a gap in the window" in out.stderr, out
+    prom.stop()
+    started = time.monotonic()
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-02", "--gpu", "0")
+    assert out.returncode == 1 and "prometheus http://127.0.0.1" in out.stderr, out
+    assert time.monotonic() - started < 10
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_prometheus_window_matches_csv, test_gap_and_prometheus_down])
