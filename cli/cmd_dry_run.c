@@ -133,7 +133,7 @@ int medic_cmd_dry_run(int argc, char **argv)
         medic_notification_init(&n);
         if (medic_read_file(argv[i], limits.max_body_bytes, &text, &len, &err) == 0) {
             if (receiver_payload_parse(text, len, &limits, &n, &err) == 0)
-                rc = medic_engine_notification(&ctx, st, &n, risk, now, &out);
+                rc = medic_engine_notification(&ctx, st, &n, NULL, risk, now, &out);
             else
                 rc = MEDIC_E_INVALID;
             free(text);

@@ -1,7 +1,7 @@
 #include "commands.h"
 #include "feature_spec.h"
 #include "lstm.h"
-#include "prometheus.h"
+#include "risk.h"
 #include "timeutil.h"
 #include "yaml_tree.h"
 
@@ -168,67 +168,45 @@ int medic_cmd_predict(int argc, char **argv)
             model_release(&m);
         return 1;
     }
-    struct model_workspace w;
+    struct risk_scorer scorer;
+    struct risk_score score = {0};
     int status = 1;
-    float *rows = calloc(spec.window * spec.count * PROMETHEUS_MAX_SERIES, sizeof(float));
-    if (!rows || model_workspace_init(&w, &m, PROMETHEUS_MAX_SERIES, spec.window)) {
+    if (risk_scorer_init(&scorer, &m, &spec)) {
         fprintf(stderr, "medic predict: out of memory\n");
-        free(rows);
         model_release(&m);
         return 1;
     }
-    char gpus[PROMETHEUS_MAX_SERIES][32];
-    size_t sequences = 0, steps = spec.window;
+    size_t steps = spec.window;
+    int rc;
     if (csv) {
-        if (read_csv(csv, &spec, rows, &steps, &err) == 0) {
-            sequences = 1;
-            snprintf(gpus[0], sizeof(gpus[0]), "%s", gpu ? gpu : "");
-        }
+        rc = read_csv(csv, &spec, scorer.rows, &steps, &err);
+        if (rc == 0 && (rc = risk_score_rows(&scorer, 1, steps, &score)))
+            medic_error_set(&err, rc, "the prediction failed");
+        snprintf(score.gpu[0], sizeof(score.gpu[0]), "%s", gpu ? gpu : "");
     } else {
-        struct prometheus_window pw = {0};
-        if (prometheus_fetch_window(prom, 5000, &spec, node, gpu, medic_time_now(), &pw, &err) ==
-            0) {
-            sequences = pw.count;
-            for (size_t s = 0; s < pw.count; s++) {
-                memcpy(rows + s * spec.window * spec.count, pw.rows[s],
-                       spec.window * spec.count * sizeof(float));
-                snprintf(gpus[s], sizeof(gpus[s]), "%s", pw.gpu[s]);
-            }
-            prometheus_window_release(&pw);
-        }
+        rc = risk_score_prometheus(&scorer, prom, 5000, node, gpu, medic_time_now(), &score, &err);
     }
-    if (!sequences) {
+    if (rc) {
         fprintf(stderr, "medic predict: %s\n", err.msg);
         goto out;
     }
-    for (size_t s = 0; s < sequences; s++)
-        features_scale(&spec, rows + s * spec.window * spec.count, steps);
-    float risk[PROMETHEUS_MAX_SERIES];
-    if (model_predict(&m, &w, rows, sequences, steps, risk, NULL)) {
-        fprintf(stderr, "medic predict: the prediction failed\n");
-        goto out;
-    }
-    size_t worst = 0;
-    for (size_t s = 1; s < sequences; s++)
-        if (risk[s] > risk[worst])
-            worst = s;
     if (json) {
-        printf("{\"risk\":%.6f,\"model_hash\":\"%s\",\"node\":", risk[worst], m.hash);
+        printf("{\"risk\":%.6f,\"model_hash\":\"%s\",\"node\":", score.risk, m.hash);
         printf(node ? "\"%s\"" : "null", node);
         printf(",\"gpus\":[");
-        for (size_t s = 0; s < sequences; s++)
-            printf("%s{\"gpu\":\"%s\",\"risk\":%.6f}", s ? "," : "", gpus[s], risk[s]);
+        for (size_t s = 0; s < score.count; s++)
+            printf("%s{\"gpu\":\"%s\",\"risk\":%.6f}", s ? "," : "", score.gpu[s],
+                   score.gpu_risk[s]);
         printf("]}\n");
     } else {
-        for (size_t s = 0; s < sequences; s++)
-            printf("gpu %-4s risk %.4f\n", gpus[s][0] ? gpus[s] : "-", risk[s]);
-        printf("risk %.4f (model %.12s, window %zu x %llds)\n", risk[worst], m.hash, steps,
+        for (size_t s = 0; s < score.count; s++)
+            printf("gpu %-4s risk %.4f\n", score.gpu[s][0] ? score.gpu[s] : "-", score.gpu_risk[s]);
+        printf("risk %.4f (model %.12s, window %zu x %llds)\n", score.risk, m.hash, steps,
                (long long)(spec.step / MEDIC_NS_PER_SEC));
     }
     status = 0;
 out:
-    free(rows);
-    model_workspace_release(&w);
+    risk_scorer_release(&scorer);
     model_release(&m);
     return status;
 }

@@ -94,7 +94,7 @@ static int replay_notification(void *arg, int64_t id, int64_t received_at, const
     medic_notification_init(&n);
     r->limits.max_body_bytes = len + 1;
     if (receiver_payload_parse(body, len, &r->limits, &n, &err) == 0)
-        medic_engine_notification(&r->ctx, r->state, &n, NAN, received_at, &r->out);
+        medic_engine_notification(&r->ctx, r->state, &n, NULL, NAN, received_at, &r->out);
     medic_notification_release(&n);
     return 0;
 }

@@ -69,6 +69,7 @@ int medic_config_defaults(struct medic_config *config)
     config->audit_max_pending = 4096;
     config->max_connections = 512;
     config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
+    config->prometheus_timeout = 2 * MEDIC_NS_PER_SEC;
     config->log_level = 1;
     receiver_limits_default(&config->limits);
     for (size_t i = 0; i < 3; i++)
@@ -118,6 +119,10 @@ void medic_config_release(struct medic_config *config)
     credentials_release(&config->credentials);
     free(config->slurm_conf);
     free(config->scontrol);
+    free(config->model_path);
+    if (config->model.w_ih)
+        model_release(&config->model);
+    free(config->prometheus_url);
     policy_set_release(&config->policies);
     memset(config, 0, sizeof(*config));
 }
@@ -573,6 +578,43 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     }
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = check_bmcs(l, v);
+    if (rc == 0 && (v = yaml_tree_get(root, "model"))) {
+        static const char *const model_keys[] = {"path", NULL};
+        const struct yaml_tree_node *x;
+        char *text = NULL;
+        struct medic_error merr = {0};
+        rc = yaml_fields_mapping(&l->f, v, "model");
+        if (rc == 0)
+            rc = yaml_fields_known_keys(&l->f, v, "model", model_keys);
+        if (rc == 0 && (x = yaml_tree_get(v, "path"))) {
+            rc = yaml_fields_string(&l->f, x, "path", &text);
+            if (rc == 0 && !(c->model_path = resolve_path(l->f.file, text)))
+                rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+            free(text);
+            if (rc == 0 &&
+                (model_load(c->model_path, &c->model, &merr) ||
+                 features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
+                rc = yaml_fields_fail(&l->f, x, "path: %s", merr.msg);
+        }
+    }
+    if (rc == 0 && (v = yaml_tree_get(root, "prometheus"))) {
+        static const char *const prom_keys[] = {"url", "timeout", NULL};
+        const struct yaml_tree_node *x;
+        rc = yaml_fields_mapping(&l->f, v, "prometheus");
+        if (rc == 0)
+            rc = yaml_fields_known_keys(&l->f, v, "prometheus", prom_keys);
+        if (rc == 0 && (x = yaml_tree_get(v, "url"))) {
+            rc = yaml_fields_string(&l->f, x, "url", &c->prometheus_url);
+            if (rc == 0 && strncmp(c->prometheus_url, "http", 4) != 0)
+                rc = yaml_fields_fail(&l->f, x, "url: expected http:// or https://");
+        }
+        if (rc == 0 && (x = yaml_tree_get(v, "timeout"))) {
+            rc = yaml_fields_duration(&l->f, x, "timeout", &c->prometheus_timeout);
+            if (rc == 0 && (c->prometheus_timeout < 10 * MEDIC_NS_PER_MS ||
+                            c->prometheus_timeout > 60 * MEDIC_NS_PER_SEC))
+                rc = yaml_fields_fail(&l->f, x, "timeout: between 10ms and 60s");
+        }
+    }
     if (rc == 0 && (v = yaml_tree_get(root, "slurm"))) {
         static const char *const slurm_keys[] = {"conf", "scontrol", NULL};
         const struct yaml_tree_node *x;

@@ -5,6 +5,8 @@
 #define MEDIC_CONFIG_H
 
 #include "credentials.h"
+#include "feature_spec.h"
+#include "lstm.h"
 #include "error.h"
 #include "inventory.h"
 #include "payload.h"
@@ -73,7 +75,12 @@ struct medic_config {
     char *slurm_conf;             /* SLURM_CONF for scontrol; NULL: Slurm's default */
     char *scontrol;               /* the scontrol program; NULL: "scontrol" in PATH */
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
-    char hash[65];                /* SHA-256 of the file's bytes ("" for the defaults) */
+    char *model_path;             /* NULL: alerts are scored with no risk */
+    struct model model;
+    struct feature_spec features;
+    char *prometheus_url;       /* where the model's telemetry is read */
+    int64_t prometheus_timeout; /* ns, per query */
+    char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit

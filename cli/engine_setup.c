@@ -10,14 +10,14 @@ void medic_engine_context(const struct medic_config *config, struct engine_conte
 }
 
 int medic_engine_notification(const struct engine_context *ctx, struct engine_state *st,
-                              const struct medic_notification *n, double risk, int64_t now,
-                              struct engine_decisions *out)
+                              const struct medic_notification *n, const double *risks, double risk,
+                              int64_t now, struct engine_decisions *out)
 {
     int rc = engine_tick(ctx, st, now, out);
     for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
         struct engine_alert ea = {a->fingerprint,  a->status,    &a->labels,
-                                  &a->annotations, a->starts_at, risk};
+                                  &a->annotations, a->starts_at, risks ? risks[i] : risk};
         rc = engine_evaluate(ctx, st, &ea, now, out);
     }
     return rc;

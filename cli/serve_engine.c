@@ -2,6 +2,7 @@
 #include "engine_setup.h"
 #include "log.h"
 #include "payload.h"
+#include "serve_risk.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -45,6 +46,7 @@ struct round {
     /* per decision: the notification and alert it came from (0: a tick) */
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
+    struct serve_risk risk;
 };
 
 static int remember_origin(struct round *r, size_t from, int64_t notification,
@@ -84,17 +86,49 @@ static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const ch
     limits.max_alerts = (size_t)-1;
     medic_notification_init(&n);
     size_t from = r->out.count;
-    if (receiver_payload_parse(body, len, &limits, &n, &err) == 0)
-        medic_engine_notification(&r->ctx, r->e->state, &n, NAN, r->now, &r->out);
-    else
+    if (receiver_payload_parse(body, len, &limits, &n, &err) == 0) {
+        double *risks = malloc((n.alert_count + 1) * sizeof(*risks));
+        const struct serve_risk_entry **scored = calloc(n.alert_count + 1, sizeof(*scored));
+        if (!risks || !scored) {
+            free(risks);
+            free(scored);
+            medic_notification_release(&n);
+            return MEDIC_E_NOMEM;
+        }
+        /* Prometheus is read without the engine's lock, so that the
+         * receiver is never kept waiting by it; only this thread changes
+         * the engine's state */
+        pthread_mutex_unlock(&r->e->lock);
+        for (size_t k = 0; k < n.alert_count; k++) {
+            scored[k] = serve_risk_alert(&r->risk, &n.alerts[k]);
+            risks[k] = scored[k] ? scored[k]->risk : NAN;
+        }
+        pthread_mutex_lock(&r->e->lock);
+        medic_engine_notification(&r->ctx, r->e->state, &n, risks, NAN, r->now, &r->out);
+        for (size_t i = from; i < r->out.count; i++) {
+            struct engine_decision *x = &r->out.items[i];
+            for (size_t k = 0; k < n.alert_count; k++) {
+                if (!scored[k] || strcmp(n.alerts[k].fingerprint, x->fingerprint) != 0)
+                    continue;
+                size_t at = strlen(x->reason);
+                snprintf(x->reason + at, sizeof(x->reason) - at, "%s%s", at ? "; " : "",
+                         scored[k]->note);
+                break;
+            }
+        }
+        free(risks);
+        free(scored);
+    } else {
         medic_log_error("cannot evaluate a stored notification", "error", err.msg, NULL);
+    }
     int rc = remember_origin(r, from, id, &n, first_alert);
     medic_notification_release(&n);
     r->evaluated[r->evaluated_count++] = id;
     return rc;
 }
 
-static void to_audit(const struct round *r, const char *config_hash, struct audit_decision_in *d)
+static void to_audit(const struct round *r, const char *config_hash, const char *model_hash,
+                     struct audit_decision_in *d)
 {
     for (size_t i = 0; i < r->out.count; i++) {
         const struct engine_decision *x = &r->out.items[i];
@@ -110,7 +144,7 @@ static void to_audit(const struct round *r, const char *config_hash, struct audi
             .action = x->has_action ? policy_action_name(x->action) : NULL,
             .params_json = x->has_action ? x->params : NULL,
             .risk = x->risk,
-            .model_hash = NULL,
+            .model_hash = model_hash[0] ? model_hash : NULL,
             .verdict = engine_verdict_name(x->verdict),
             .reason = x->reason,
             .config_hash = config_hash[0] ? config_hash : "builtin",
@@ -149,12 +183,15 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
 {
     struct round r = {.e = e, .now = now};
     struct medic_error err = {0};
-    char config_hash[65];
+    char config_hash[65], model_hash[65] = "";
     engine_decisions_init(&r.out);
     pthread_mutex_lock(e->config_lock);
     pthread_mutex_lock(&e->lock);
     medic_engine_context(e->config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", e->config->hash);
+    if (e->config->model_path)
+        snprintf(model_hash, sizeof(model_hash), "%s", e->config->model.hash);
+    serve_risk_begin(&r.risk, e->config, now);
     int rc = 0;
     if (tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
@@ -169,6 +206,7 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
         rc = engine_state_save(e->state, &state);
     e->disrupted_nodes = (int)engine_disrupted_nodes(e->state);
     e->storm = engine_storm_active(e->state);
+    serve_risk_end(&r.risk);
     pthread_mutex_unlock(&e->lock);
     pthread_mutex_unlock(e->config_lock);
 
@@ -177,7 +215,7 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
         if (!d) {
             rc = MEDIC_E_NOMEM;
         } else {
-            to_audit(&r, config_hash, d);
+            to_audit(&r, config_hash, model_hash, d);
             struct audit_evaluation_in in = {d,   r.out.count, r.evaluated, r.evaluated_count,
                                              now, state.data};
             int64_t *ids = calloc(r.out.count + 1, sizeof(*ids));
@@ -371,7 +409,7 @@ int serve_engine_dry_run(struct serve_engine *e, const char *body, size_t len,
         struct engine_context ctx;
         medic_engine_context(e->config, &ctx);
         if (rc == 0)
-            rc = medic_engine_notification(&ctx, copy, &n, NAN, medic_time_now(), &decisions);
+            rc = medic_engine_notification(&ctx, copy, &n, NULL, NAN, medic_time_now(), &decisions);
         if (rc) {
             code = 500;
             if (!err.msg[0])

@@ -79,14 +79,22 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
     struct medic_buf body;
     medic_buf_init(&body, (size_t)16 << 20);
     int rc = c ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "cannot create a curl handle");
+    /* the timeout bounds the whole window, not each query */
+    const int64_t deadline = medic_time_monotonic() + (int64_t)timeout_ms * MEDIC_NS_PER_MS;
     for (size_t d = 0; d < F && rc == 0; d++) {
+        long left = (long)((deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
+        if (left <= 0) {
+            rc = medic_error_set(err, MEDIC_E_IO, "prometheus %s: timed out after %ldms", url,
+                                 timeout_ms);
+            break;
+        }
         char query[1024];
         if (features_query(&spec->items[d], node, gpu, query, sizeof(query))) {
             rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: query too long",
                                  spec->items[d].name);
             break;
         }
-        if ((rc = fetch(c, url, query, start, end, spec->step, timeout_ms, &body, err)))
+        if ((rc = fetch(c, url, query, start, end, spec->step, left, &body, err)))
             break;
         cJSON *j = cJSON_ParseWithLength(body.data ? body.data : "", body.len);
         const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");

@@ -23,7 +23,7 @@ struct prometheus_window {
 };
 
 /* The window ending at now (aligned down to the step) for node and gpu
- * (NULL: every GPU the first feature shows). Errors: MEDIC_E_IO
+ * (NULL: every GPU the first feature shows), within timeout_ms in all. Errors: MEDIC_E_IO
  * (Prometheus unreachable, slow or failing: err says which),
  * MEDIC_E_NOTFOUND (no series), MEDIC_E_INVALID (a gap longer than
  * PROMETHEUS_MAX_GAP steps, or a malformed answer). */

@@ -12,7 +12,8 @@ import os
 import subprocess
 import time
 
-from lab import Process, Suite, free_port, request, require_binary, wait_until
+from lab import Medic, Process, Suite, free_port, request, require_binary, wait_until, \
+    write_secret
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "data", "lstm", "dcgm-d8-w30.model.safetensors")
@@ -147,5 +148,79 @@ def test_gap_and_prometheus_down(suite):
     assert time.monotonic() - started < 10
 
 
+SERVE_CONFIG = """
+model: { path: %s }
+prometheus: { url: %s, timeout: 3s }
+inventory:
+  nodes: [ { name: gpu-node-01 }, { name: gpu-node-08 } ]
+policies:
+  - name: risky-gpu
+    match: '{alertname="GPUHot"}'
+    when: { risk_at_least: 0.0, risk_unknown: skip }
+    steps:
+      - action: drain
+"""
+
+
+def hot_alert(node, gpu=None):
+    labels = {"alertname": "GPUHot", "Hostname": node}
+    if gpu is not None:
+        labels["gpu"] = gpu
+    alert = {"status": "firing", "labels": labels, "annotations": {},
+             "startsAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "endsAt": "0001-01-01T00:00:00Z"}
+    return json.dumps({"version": "4", "groupKey": f"{{}}:{{Hostname=\"{node}\"}}",
+                       "status": "firing", "receiver": "medic", "groupLabels": {},
+                       "commonLabels": {}, "commonAnnotations": {}, "externalURL": "",
+                       "alerts": [alert]})
+
+
+def test_serve_enriches_alerts_with_risk(suite):
+    now = int(time.time())
+    end_hist = now - 30
+    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8}, end_hist - 2 * 3600, end_hist)
+    url, prom = start_prometheus(suite, "serve-prom", history)
+    workdir = suite.subdir("serve")
+    token = write_secret(os.path.join(workdir, "webhook.token"), "risk-token")
+    medic = Medic(suite.medic, workdir, f"auth: {{ webhook_bearer_token_file: {token} }}\n" +
+                  SERVE_CONFIG % (os.path.abspath(MODEL), url))
+    medic.start()
+    suite.on_exit(medic.stop)
+    auth = {"Authorization": "Bearer risk-token"}
+
+    def expected(*args):
+        return json.loads(predict(suite, "--prometheus", url, "--node", *args).stdout)["risk"]
+
+    cases = [("gpu-node-08", "5"), ("gpu-node-08", None), ("gpu-node-01", "1")]
+    for node, gpu in cases:
+        args = [node] + (["--gpu", gpu] if gpu else [])
+        before = expected(*args)
+        seen = len(medic.audit("decisions"))
+        status, _, body = medic.post("/webhook", hot_alert(node, gpu), headers=auth)
+        assert status == 200, body
+        d = wait_until("the decision", lambda: medic.audit("decisions")[:-seen or None],
+                       timeout=20)[0]
+        after = expected(*args)
+        assert d["node"] == node and d["policy"] == "risky-gpu", d
+        assert d["risk"] is not None and min(abs(d["risk"] - before),
+                                             abs(d["risk"] - after)) < 1e-5, (d, before, after)
+        assert len(d["model_hash"]) == 64 and "gpu_temp=" in d["reason"], d
+        print(f"  {node} gpu {gpu or '(all)'}: {d['verdict']}, risk {d['risk']:.6f} in the "
+              f"audit log (medic predict: {before:.6f}); reason: {d['reason'][:100]}")
+    # with Prometheus stopped the risk is unknown, with the reason, promptly
+    prom.stop()
+    started = time.monotonic()
+    status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "0"), headers=auth)
+    assert status == 200 and time.monotonic() - started < 2
+    d = wait_until("the unknown-risk decision", lambda: [
+        x for x in medic.audit("decisions") if "risk unknown" in (x["reason"] or "")],
+        timeout=10)[0]
+    assert d["risk"] is None and d["verdict"] == "no_match", d
+    assert "prometheus http://127.0.0.1" in d["reason"], d
+    assert time.monotonic() - started < 8
+    print(f"  Prometheus stopped: {d['verdict']}, {d['reason'][:100]}")
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_prometheus_window_matches_csv, test_gap_and_prometheus_down])
+    Suite(__doc__).run([test_prometheus_window_matches_csv, test_gap_and_prometheus_down,
+                        test_serve_enriches_alerts_with_risk])

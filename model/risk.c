@@ -1,0 +1,71 @@
+#include "risk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int risk_scorer_init(struct risk_scorer *s, const struct model *m, const struct feature_spec *spec)
+{
+    memset(s, 0, sizeof(*s));
+    s->model = m;
+    s->spec = spec;
+    s->rows = calloc(PROMETHEUS_MAX_SERIES * spec->window * spec->count, sizeof(float));
+    if (!s->rows || model_workspace_init(&s->w, m, PROMETHEUS_MAX_SERIES, spec->window)) {
+        free(s->rows);
+        s->rows = NULL;
+        return MEDIC_E_NOMEM;
+    }
+    return 0;
+}
+
+void risk_scorer_release(struct risk_scorer *s)
+{
+    if (s->rows)
+        model_workspace_release(&s->w);
+    free(s->rows);
+    memset(s, 0, sizeof(*s));
+}
+
+int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct risk_score *out)
+{
+    const size_t per = s->spec->window * s->spec->count;
+    if (count == 0 || count > PROMETHEUS_MAX_SERIES || steps == 0 || steps > s->spec->window)
+        return MEDIC_E_INVALID;
+    const size_t F = s->spec->count;
+    float last[PROMETHEUS_MAX_SERIES][FEATURES_MAX];
+    for (size_t i = 0; i < count; i++) {
+        memcpy(last[i], s->rows + i * per + (steps - 1) * F, F * sizeof(float));
+        features_scale(s->spec, s->rows + i * per, steps);
+    }
+    if (model_predict(s->model, &s->w, s->rows, count, steps, out->gpu_risk, NULL))
+        return MEDIC_E_INVALID;
+    out->count = count;
+    out->worst = 0;
+    for (size_t i = 1; i < count; i++)
+        if (out->gpu_risk[i] > out->gpu_risk[out->worst])
+            out->worst = i;
+    out->risk = out->gpu_risk[out->worst];
+    memcpy(out->last, last[out->worst], F * sizeof(float));
+    return 0;
+}
+
+int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
+                          const char *gpu, int64_t now, struct risk_score *out,
+                          struct medic_error *err)
+{
+    struct prometheus_window pw = {0};
+    int rc = prometheus_fetch_window(url, timeout_ms, s->spec, node, gpu, now, &pw, err);
+    if (rc)
+        return rc;
+    const size_t per = s->spec->window * s->spec->count;
+    for (size_t i = 0; i < pw.count; i++) {
+        memcpy(s->rows + i * per, pw.rows[i], per * sizeof(float));
+        snprintf(out->gpu[i], sizeof(out->gpu[i]), "%s", pw.gpu[i]);
+    }
+    size_t count = pw.count;
+    prometheus_window_release(&pw);
+    rc = risk_score_rows(s, count, s->spec->window, out);
+    if (rc)
+        medic_error_set(err, rc, "the model could not score the window");
+    return rc;
+}

@@ -1,0 +1,44 @@
+/* A node's failure risk: its window fetched from Prometheus, scaled as the
+ * model's metadata says, scored by the LSTM; the node's risk is its worst
+ * GPU's. A scorer owns the buffers one scoring needs, so a caller that
+ * scores many nodes allocates once. */
+#ifndef MEDIC_MODEL_RISK_H
+#define MEDIC_MODEL_RISK_H
+
+#include "error.h"
+#include "feature_spec.h"
+#include "lstm.h"
+#include "prometheus.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct risk_scorer {
+    const struct model *model;
+    const struct feature_spec *spec;
+    struct model_workspace w;
+    float *rows; /* [PROMETHEUS_MAX_SERIES][window][features] */
+};
+
+struct risk_score {
+    double risk; /* the worst GPU's */
+    size_t worst;
+    size_t count;
+    char gpu[PROMETHEUS_MAX_SERIES][32];
+    float gpu_risk[PROMETHEUS_MAX_SERIES];
+    float last[FEATURES_MAX]; /* the worst GPU's latest raw values */
+};
+
+int risk_scorer_init(struct risk_scorer *s, const struct model *m, const struct feature_spec *spec);
+void risk_scorer_release(struct risk_scorer *s);
+
+/* Scores count raw sequences of steps rows already in s->rows. */
+int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct risk_score *out);
+
+/* Scores node (and gpu; NULL: every GPU) from the window ending at now.
+ * Errors are prometheus_fetch_window's. */
+int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
+                          const char *gpu, int64_t now, struct risk_score *out,
+                          struct medic_error *err);
+
+#endif
