@@ -3,6 +3,7 @@
 #include "config.h"
 #include "log.h"
 #include "serve_engine.h"
+#include "serve_fleet.h"
 #include "server.h"
 #include "table.h"
 #include "timeutil.h"
@@ -43,6 +44,7 @@ struct serve_state {
     struct audit_store *store;
     struct serve_engine *engine;
     struct serve_actions *actions;
+    struct serve_fleet *fleet;
     struct receiver_server *server;
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;
@@ -188,6 +190,8 @@ static void hook_metrics(void *ctx, struct medic_buf *b)
         serve_engine_metrics(st->engine, b);
     if (st->actions)
         serve_actions_metrics(st->actions, b);
+    if (st->fleet)
+        serve_fleet_metrics(st->fleet, b);
 }
 
 static int hook_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
@@ -419,6 +423,10 @@ int medic_cmd_serve(int argc, char **argv)
         medic_log_error("cannot start the policy engine", "error", err.msg, NULL);
         goto out;
     }
+    if (serve_fleet_start(&st.lock, &st.config, &st.fleet)) {
+        medic_log_error("cannot start fleet scoring", NULL);
+        goto out;
+    }
     struct receiver_settings settings;
     settings_from_config(&st.config, &settings);
     struct receiver_listen listen = {
@@ -468,6 +476,7 @@ int medic_cmd_serve(int argc, char **argv)
     status = 0;
 out:
     receiver_server_stop(st.server, 10000);
+    serve_fleet_stop(st.fleet);
     serve_engine_stop(st.engine);
     serve_actions_stop(st.actions);
     audit_store_free(st.store);

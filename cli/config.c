@@ -579,7 +579,7 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = check_bmcs(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "model"))) {
-        static const char *const model_keys[] = {"path", NULL};
+        static const char *const model_keys[] = {"path", "fleet_interval", NULL};
         const struct yaml_tree_node *x;
         char *text = NULL;
         struct medic_error merr = {0};
@@ -595,6 +595,11 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
                 (model_load(c->model_path, &c->model, &merr) ||
                  features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
                 rc = yaml_fields_fail(&l->f, x, "path: %s", merr.msg);
+        }
+        if (rc == 0 && (x = yaml_tree_get(v, "fleet_interval"))) {
+            rc = yaml_fields_duration(&l->f, x, "fleet_interval", &c->fleet_interval);
+            if (rc == 0 && c->fleet_interval < MEDIC_NS_PER_SEC)
+                rc = yaml_fields_fail(&l->f, x, "fleet_interval: at least 1s");
         }
     }
     if (rc == 0 && (v = yaml_tree_get(root, "prometheus"))) {

@@ -78,6 +78,7 @@ struct medic_config {
     char *model_path;             /* NULL: alerts are scored with no risk */
     struct model model;
     struct feature_spec features;
+    int64_t fleet_interval;     /* ns; 0: no fleet scoring */
     char *prometheus_url;       /* where the model's telemetry is read */
     int64_t prometheus_timeout; /* ns, per query */
     char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */

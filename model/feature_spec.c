@@ -2,6 +2,7 @@
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,4 +113,27 @@ void features_scale(const struct feature_spec *spec, float *rows, size_t steps)
             float *v = &rows[t * spec->count + d];
             *v = (float)((*v - spec->items[d].center) / spec->items[d].scale);
         }
+}
+
+int features_node_label(const struct feature *f, char *out, size_t size)
+{
+    const char *at = strstr(f->query, "\"{{node}}\"");
+    if (!at || at - f->query < 2)
+        return MEDIC_E_NOTFOUND;
+    const char *end = at - 1; /* at '=' or '~' */
+    if (*end == '~')
+        end--;
+    if (end <= f->query || *end != '=')
+        return MEDIC_E_NOTFOUND;
+    while (end > f->query && end[-1] == ' ')
+        end--;
+    const char *begin = end;
+    while (begin > f->query && (begin[-1] == '_' || isalnum((unsigned char)begin[-1])))
+        begin--;
+    size_t n = (size_t)(end - begin);
+    if (n == 0 || n >= size)
+        return MEDIC_E_NOTFOUND;
+    memcpy(out, begin, n);
+    out[n] = 0;
+    return 0;
 }

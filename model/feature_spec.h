@@ -45,6 +45,10 @@ int features_query(const struct feature *f, const char *node, const char *gpu, c
                    size_t size);
 
 /* Scales raw values in place: (raw - center) / scale, per feature. */
+/* The label whose value {{node}} stands for in f's query (the name before
+ * ="{{node}}" or =~"{{node}}"), into out; MEDIC_E_NOTFOUND when there is none. */
+int features_node_label(const struct feature *f, char *out, size_t size);
+
 void features_scale(const struct feature_spec *spec, float *rows, size_t steps);
 
 #endif

@@ -21,17 +21,9 @@ static size_t collect(char *data, size_t size, size_t n, void *arg)
     return medic_buf_append(arg, data, size * n) == 0 ? size * n : 0;
 }
 
-static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
-                 int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
+static int get(CURL *c, const char *url, const char *full, long timeout_ms, struct medic_buf *out,
+               struct medic_error *err)
 {
-    char *escaped = curl_easy_escape(c, query, 0);
-    if (!escaped)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=%lld",
-             url, escaped, (long long)(start / MEDIC_NS_PER_SEC),
-             (long long)(end / MEDIC_NS_PER_SEC), (long long)(step / MEDIC_NS_PER_SEC));
-    curl_free(escaped);
     medic_buf_reset(out);
     curl_easy_setopt(c, CURLOPT_URL, full);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
@@ -47,8 +39,73 @@ static int fetch(CURL *c, const char *url, const char *query, int64_t start, int
         return medic_error_set(err, MEDIC_E_IO, "prometheus %s: %s", url, curl_easy_strerror(rc));
     if (code != 200)
         return medic_error_set(err, MEDIC_E_IO, "prometheus %s: HTTP %ld for %.200s", url, code,
-                               query);
+                               full + strlen(url));
     return 0;
+}
+
+static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
+                 int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
+{
+    char *escaped = curl_easy_escape(c, query, 0);
+    if (!escaped)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=%lld",
+             url, escaped, (long long)(start / MEDIC_NS_PER_SEC),
+             (long long)(end / MEDIC_NS_PER_SEC), (long long)(step / MEDIC_NS_PER_SEC));
+    curl_free(escaped);
+    return get(c, url, full, timeout_ms, out, err);
+}
+
+int prometheus_label_values(const char *url, long timeout_ms, const char *label, size_t max_values,
+                            char ***values, size_t *count, struct medic_error *err)
+{
+    *values = NULL;
+    *count = 0;
+    for (const char *p = label; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (p != label && *p >= '0' && *p <= '9')))
+            return medic_error_set(err, MEDIC_E_INVALID, "not a label name: %.64s", label);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return medic_error_set(err, MEDIC_E_NOMEM, "cannot create a curl handle");
+    struct medic_buf body;
+    medic_buf_init(&body, (size_t)16 << 20);
+    char full[1024];
+    snprintf(full, sizeof(full), "%s/api/v1/label/%s/values", url, label);
+    int rc = get(c, url, full, timeout_ms, &body, err);
+    cJSON *j = rc ? NULL : cJSON_ParseWithLength(body.data ? body.data : "", body.len);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *v;
+    if (rc == 0 && !cJSON_IsArray(data))
+        rc = medic_error_set(err, MEDIC_E_INVALID, "prometheus: no label values for %s", label);
+    size_t n = rc ? 0 : (size_t)cJSON_GetArraySize(data);
+    if (n > max_values)
+        n = max_values;
+    if (rc == 0 && n && !(*values = calloc(n, sizeof(char *))))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (rc == 0)
+        cJSON_ArrayForEach(v, data)
+        {
+            if (*count == n)
+                break;
+            if (cJSON_IsString(v) && !((*values)[*count] = strdup(v->valuestring))) {
+                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+                break;
+            }
+            if (cJSON_IsString(v))
+                (*count)++;
+        }
+    cJSON_Delete(j);
+    medic_buf_release(&body);
+    curl_easy_cleanup(c);
+    if (rc) {
+        for (size_t i = 0; i < *count; i++)
+            free((*values)[i]);
+        free(*values);
+        *values = NULL;
+        *count = 0;
+    }
+    return rc;
 }
 
 static int slot_for(struct prometheus_window *w, const char *gpu, size_t cells, int create)

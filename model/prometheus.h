@@ -32,4 +32,9 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
                             struct prometheus_window *out, struct medic_error *err);
 void prometheus_window_release(struct prometheus_window *w);
 
+/* The values label takes in Prometheus (at most max_values of them), in
+ * *values (each and the array to be freed by the caller). */
+int prometheus_label_values(const char *url, long timeout_ms, const char *label, size_t max_values,
+                            char ***values, size_t *count, struct medic_error *err);
+
 #endif

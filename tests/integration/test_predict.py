@@ -149,7 +149,7 @@ def test_gap_and_prometheus_down(suite):
 
 
 SERVE_CONFIG = """
-model: { path: %s }
+model: { path: %s, fleet_interval: 1s }
 prometheus: { url: %s, timeout: 3s }
 inventory:
   nodes: [ { name: gpu-node-01 }, { name: gpu-node-08 } ]
@@ -207,6 +207,18 @@ def test_serve_enriches_alerts_with_risk(suite):
         assert len(d["model_hash"]) == 64 and "gpu_temp=" in d["reason"], d
         print(f"  {node} gpu {gpu or '(all)'}: {d['verdict']}, risk {d['risk']:.6f} in the "
               f"audit log (medic predict: {before:.6f}); reason: {d['reason'][:100]}")
+    # fleet scoring: every GPU Prometheus knows, on /metrics
+    before = expected("gpu-node-08", "--gpu", "5")
+    risk = wait_until("fleet scores", lambda: medic.metric(
+        'medic_gpu_failure_risk{node="gpu-node-08",gpu="5"}') if medic.metric(
+        "medic_fleet_scoring_cycles_total") >= 2 else None, timeout=20)
+    after = expected("gpu-node-08", "--gpu", "5")
+    assert min(abs(risk - before), abs(risk - after)) < 1e-5, (risk, before, after)
+    body = medic.get("/metrics")[2].decode()
+    gpus = [line for line in body.splitlines() if line.startswith("medic_gpu_failure_risk{")]
+    assert len(gpus) == 10, gpus  # 2 GPUs of gpu-node-01, 8 of gpu-node-08
+    assert medic.metric("medic_fleet_scoring_node_failures_total") == 0
+    print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, gpu-node-08 gpu 5 at {risk:.6f}")
     # with Prometheus stopped the risk is unknown, with the reason, promptly
     prom.stop()
     started = time.monotonic()
