@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,46 @@ static int slot_for(struct prometheus_window *w, const char *gpu, size_t cells, 
     return (int)w->count++;
 }
 
+int prometheus_parse_range(const char *body, size_t len, const struct feature_spec *spec, size_t d,
+                           const char *gpu, int64_t start, struct prometheus_window *out,
+                           struct medic_error *err)
+{
+    const size_t W = spec->window, F = spec->count;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+    const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result"), *series;
+    if (!cJSON_IsArray(result)) {
+        cJSON_Delete(j);
+        return medic_error_set(err, MEDIC_E_INVALID, "prometheus: no result for feature %s",
+                               spec->items[d].name);
+    }
+    cJSON_ArrayForEach(series, result)
+    {
+        const cJSON *metric = cJSON_GetObjectItemCaseSensitive(series, "metric");
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(metric, "gpu");
+        const char *label = gpu ? gpu : (cJSON_IsString(g) ? g->valuestring : "");
+        /* the first feature decides which GPUs there are */
+        int slot = slot_for(out, label, W * F, d == 0);
+        if (slot < 0)
+            continue;
+        const cJSON *values = cJSON_GetObjectItemCaseSensitive(series, "values"), *v;
+        cJSON_ArrayForEach(v, values)
+        {
+            const cJSON *ts = cJSON_GetArrayItem(v, 0), *val = cJSON_GetArrayItem(v, 1);
+            /* seconds before 2096: the ns arithmetic below cannot overflow */
+            if (!cJSON_IsNumber(ts) || !cJSON_IsString(val) || !(fabs(ts->valuedouble) < 4e9))
+                continue;
+            double x = strtod(val->valuestring, NULL);
+            int64_t t = (int64_t)llround(ts->valuedouble * 1e9);
+            int64_t k = (t - start + spec->step / 2) / spec->step;
+            if (k >= 0 && (size_t)k < W && fabs(x) <= FLT_MAX)
+                out->rows[slot][(size_t)k * F + d] = (float)x;
+        }
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
 int prometheus_fetch_window(const char *url, long timeout_ms, const struct feature_spec *spec,
                             const char *node, const char *gpu, int64_t now,
                             struct prometheus_window *out, struct medic_error *err)
@@ -153,38 +194,9 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
         }
         if ((rc = fetch(c, url, query, start, end, spec->step, left, &body, err)))
             break;
-        cJSON *j = cJSON_ParseWithLength(body.data ? body.data : "", body.len);
-        const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
-        const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result"), *series;
-        if (!cJSON_IsArray(result)) {
-            rc = medic_error_set(err, MEDIC_E_INVALID, "prometheus: no result for feature %s",
-                                 spec->items[d].name);
-            cJSON_Delete(j);
+        if ((rc = prometheus_parse_range(body.data ? body.data : "", body.len, spec, d, gpu, start,
+                                         out, err)))
             break;
-        }
-        cJSON_ArrayForEach(series, result)
-        {
-            const cJSON *metric = cJSON_GetObjectItemCaseSensitive(series, "metric");
-            const cJSON *g = cJSON_GetObjectItemCaseSensitive(metric, "gpu");
-            const char *label = gpu ? gpu : (cJSON_IsString(g) ? g->valuestring : "");
-            /* the first feature decides which GPUs there are */
-            int slot = slot_for(out, label, W * F, d == 0);
-            if (slot < 0)
-                continue;
-            const cJSON *values = cJSON_GetObjectItemCaseSensitive(series, "values"), *v;
-            cJSON_ArrayForEach(v, values)
-            {
-                const cJSON *ts = cJSON_GetArrayItem(v, 0), *val = cJSON_GetArrayItem(v, 1);
-                if (!cJSON_IsNumber(ts) || !cJSON_IsString(val))
-                    continue;
-                double x = strtod(val->valuestring, NULL);
-                int64_t t = (int64_t)llround(ts->valuedouble * 1e9);
-                int64_t k = (t - start + spec->step / 2) / spec->step;
-                if (k >= 0 && (size_t)k < W && isfinite(x))
-                    out->rows[slot][(size_t)k * F + d] = (float)x;
-            }
-        }
-        cJSON_Delete(j);
         if (d == 0 && out->count == 0) {
             rc = medic_error_set(err, MEDIC_E_NOTFOUND,
                                  "prometheus has no %s series for node %s%s%s in the window",

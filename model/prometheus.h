@@ -32,6 +32,15 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
                             struct prometheus_window *out, struct medic_error *err);
 void prometheus_window_release(struct prometheus_window *w);
 
+/* Places one query_range answer (body) for feature d into out on the grid
+ * that starts at start; with d == 0 it creates a row per GPU it sees (at
+ * most PROMETHEUS_MAX_SERIES; gpu not NULL: one, named gpu). Points off
+ * the grid, non-finite values and malformed entries are ignored; an answer
+ * without data.result is MEDIC_E_INVALID. out must start zeroed. */
+int prometheus_parse_range(const char *body, size_t len, const struct feature_spec *spec, size_t d,
+                           const char *gpu, int64_t start, struct prometheus_window *out,
+                           struct medic_error *err);
+
 /* The values label takes in Prometheus (at most max_values of them), in
  * *values (each and the array to be freed by the caller). */
 int prometheus_label_values(const char *url, long timeout_ms, const char *label, size_t max_values,

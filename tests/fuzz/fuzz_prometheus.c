@@ -1,0 +1,36 @@
+/* libFuzzer target: a Prometheus query_range answer, as the first and then
+ * a second feature of a window, must be placed on the grid or refused,
+ * never crash; the input is capped like the fetcher's body. */
+#include "prometheus.h"
+#include "timeutil.h"
+
+#include <stdint.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > (1 << 20))
+        return 0;
+    static struct feature_spec spec;
+    if (!spec.count) {
+        spec.window = 30;
+        spec.step = 60 * MEDIC_NS_PER_SEC;
+        spec.count = 2;
+        strcpy(spec.items[0].name, "a");
+        strcpy(spec.items[1].name, "b");
+    }
+    struct prometheus_window w;
+    struct medic_error err;
+    const int64_t start = 1795340000LL * MEDIC_NS_PER_SEC;
+    for (int with_gpu = 0; with_gpu < 2; with_gpu++) {
+        memset(&w, 0, sizeof(w));
+        if (prometheus_parse_range((const char *)data, size, &spec, 0, with_gpu ? "3" : NULL, start,
+                                   &w, &err) == 0)
+            prometheus_parse_range((const char *)data, size, &spec, 1, with_gpu ? "3" : NULL, start,
+                                   &w, &err);
+        prometheus_window_release(&w);
+    }
+    return 0;
+}
