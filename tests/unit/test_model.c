@@ -1,6 +1,9 @@
 /* The safetensors loader and the model: PyTorch's numbers, and hostile
  * files refused with a message instead of a crash. */
+#include "feature_spec.h"
 #include "lstm.h"
+#include "prometheus.h"
+#include "timeutil.h"
 #include "safetensors.h"
 #include "yaml_tree.h"
 
@@ -146,11 +149,123 @@ static void test_hostile_files(void **state)
     assert_non_null(strstr(err.msg, "lstm.weight_ih_l0"));
 }
 
+static void test_non_finite_weights(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *bytes = read_all("v4_d8_h32_t6_b3.model.safetensors", &len);
+    struct safetensors st;
+    struct medic_error err = {0};
+    unsigned char *copy = malloc(len);
+    memcpy(copy, bytes, len);
+    assert_int_equal(safetensors_parse(copy, len, &st, &err), 0);
+    const struct safetensor *t = safetensors_find(&st, "lstm.weight_hh_l0");
+    assert_non_null(t);
+    size_t at = (size_t)(st.data - st.file) + t->begin + 4 * 5;
+    safetensors_release(&st);
+    const float nan = NAN;
+    memcpy(bytes + at, &nan, sizeof(nan));
+    struct model m;
+    assert_int_equal(model_load_bytes(bytes, len, &m, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "lstm.weight_hh_l0"));
+}
+
+static int spec_from(const char *meta, size_t D, struct feature_spec *spec, struct medic_error *err)
+{
+    char header[4096];
+    snprintf(header, sizeof(header), "{\"__metadata__\":%s}", meta);
+    size_t size;
+    unsigned char *b = file_with(header, 0, &size);
+    struct safetensors st;
+    assert_int_equal(safetensors_parse(b, size, &st, err), 0);
+    int rc = features_from_metadata(&st, D, spec, err);
+    safetensors_release(&st);
+    return rc;
+}
+
+#define TWO_FEATURES                                                                               \
+    "\"[{\\\"name\\\":\\\"temp\\\",\\\"query\\\":\\\"T{Hostname=\\\\\\\"{{node}}\\\\\\\","         \
+    "gpu=\\\\\\\"{{gpu}}\\\\\\\"}\\\",\\\"center\\\":60,\\\"scale\\\":10},"                        \
+    "{\\\"name\\\":\\\"power\\\",\\\"query\\\":\\\"P{Hostname=\\\\\\\"{{node}}\\\\\\\","           \
+    "gpu=\\\\\\\"{{gpu}}\\\\\\\"}\\\",\\\"center\\\":250,\\\"scale\\\":50}]\""
+
+static void test_feature_metadata(void **state)
+{
+    (void)state;
+    struct feature_spec spec;
+    struct medic_error err = {0};
+    const char *meta = "{\"window\":\"30\",\"step\":\"60s\",\"features\":" TWO_FEATURES "}";
+    if (spec_from(meta, 2, &spec, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(spec.window, 30);
+    assert_int_equal(spec.step, 60 * MEDIC_NS_PER_SEC);
+    assert_int_equal(spec.count, 2);
+    assert_string_equal(spec.items[1].name, "power");
+    /* label values are escaped for PromQL; no gpu selects every GPU */
+    char q[512], label[64];
+    assert_int_equal(features_query(&spec.items[0], "n\"1\\", "3", q, sizeof(q)), 0);
+    assert_string_equal(q, "T{Hostname=\"n\\\"1\\\\\",gpu=\"3\"}");
+    assert_int_equal(features_query(&spec.items[0], "n1", NULL, q, sizeof(q)), 0);
+    assert_string_equal(q, "T{Hostname=\"n1\",gpu=~\".+\"}");
+    assert_int_equal(features_node_label(&spec.items[1], label, sizeof(label)), 0);
+    assert_string_equal(label, "Hostname");
+    /* the scaler: (raw - center) / scale */
+    float rows[4] = {70, 350, 60, 200};
+    features_scale(&spec, rows, 2);
+    assert_float_equal(rows[0], 1.0, 1e-6);
+    assert_float_equal(rows[1], 2.0, 1e-6);
+    assert_float_equal(rows[2], 0.0, 1e-6);
+    assert_float_equal(rows[3], -1.0, 1e-6);
+    /* refused: a count that is not the model's input size, a bad window */
+    assert_int_equal(spec_from(meta, 3, &spec, &err), MEDIC_E_INVALID);
+    assert_int_equal(spec_from("{\"window\":\"0\",\"step\":\"60s\",\"features\":" TWO_FEATURES "}",
+                               2, &spec, &err),
+                     MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "window"));
+    assert_int_equal(spec_from("{\"arch\":\"x\"}", 2, &spec, &err), MEDIC_E_NOTFOUND);
+}
+
+static void test_prometheus_answer(void **state)
+{
+    (void)state;
+    struct feature_spec spec = {.window = 3, .step = 60 * MEDIC_NS_PER_SEC, .count = 2};
+    strcpy(spec.items[0].name, "temp");
+    strcpy(spec.items[1].name, "power");
+    const int64_t start = 1000 * MEDIC_NS_PER_SEC;
+    const char *temp =
+        "{\"status\":\"success\",\"data\":{\"result\":["
+        "{\"metric\":{\"gpu\":\"0\"},\"values\":[[1000,\"50\"],[1060,\"51\"],[1120,\"52\"]]},"
+        "{\"metric\":{\"gpu\":\"1\"},\"values\":[[1000,\"60\"],[1121,\"62\"],[1e12,\"9\"]]}]}}";
+    const char *power = "{\"data\":{\"result\":[{\"metric\":{\"gpu\":\"1\"},"
+                        "\"values\":[[1060,\"300\"],[1120,\"1e300\"]]},"
+                        "{\"metric\":{\"gpu\":\"7\"},\"values\":[[1000,\"1\"]]}]}}";
+    struct prometheus_window w = {0};
+    struct medic_error err = {0};
+    assert_int_equal(prometheus_parse_range(temp, strlen(temp), &spec, 0, NULL, start, &w, &err),
+                     0);
+    assert_int_equal(prometheus_parse_range(power, strlen(power), &spec, 1, NULL, start, &w, &err),
+                     0);
+    assert_int_equal(w.count, 2); /* gpu 7 has no first feature: not a GPU of the window */
+    assert_string_equal(w.gpu[1], "1");
+    assert_float_equal(w.rows[0][2 * 2], 52.0, 0);
+    assert_float_equal(w.rows[1][2 * 2], 62.0, 0); /* 1121 lands on the 1120 step */
+    assert_true(isnan(w.rows[1][1 * 2]));          /* no sample at 1060 */
+    assert_float_equal(w.rows[1][1 * 2 + 1], 300.0, 0);
+    assert_true(isnan(w.rows[1][2 * 2 + 1])); /* beyond float: ignored */
+    assert_true(isnan(w.rows[0][1]));         /* gpu 0 has no power */
+    prometheus_window_release(&w);
+    assert_int_equal(
+        prometheus_parse_range("{\"status\":\"error\"}", 18, &spec, 0, NULL, start, &w, &err),
+        MEDIC_E_INVALID);
+    prometheus_window_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_pytorch),
-        cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_matches_pytorch),    cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_non_finite_weights), cmocka_unit_test(test_feature_metadata),
+        cmocka_unit_test(test_prometheus_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
