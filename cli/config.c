@@ -620,6 +620,9 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
                 rc = yaml_fields_fail(&l->f, x, "timeout: between 10ms and 60s");
         }
     }
+    if (rc == 0 && c->model_path && !c->prometheus_url)
+        rc = yaml_fields_fail(&l->f, yaml_tree_get(root, "model"),
+                              "model: needs prometheus.url, where its telemetry is read");
     if (rc == 0 && (v = yaml_tree_get(root, "slurm"))) {
         static const char *const slurm_keys[] = {"conf", "scontrol", NULL};
         const struct yaml_tree_node *x;

@@ -135,6 +135,43 @@ static void test_errors_have_positions(void **state)
     expect_error("listen: [a\n", "2:1: invalid YAML");
 }
 
+#define LSTM_DIR MEDIC_FIXTURES "/../data/lstm/"
+
+static void test_model_config(void **state)
+{
+    (void)state;
+    expect_error("model: { path: " LSTM_DIR "dcgm-d8-w30.model.safetensors }\n",
+                 "1:8: model: needs prometheus.url");
+    expect_error("model: { path: " LSTM_DIR "v1_d8_h64_t60_b4.model.safetensors }\n"
+                 "prometheus: { url: http://127.0.0.1:9090 }\n",
+                 "1:16: path: the model file describes no features");
+    expect_error("model: { path: /nonexistent.safetensors }\n", "1:16: path: ");
+    expect_error("prometheus: { url: ftp://x }\n", "1:20: url: expected http:// or https://");
+    expect_error("prometheus: { url: http://x, timeout: 5ms }\n",
+                 "1:39: timeout: between 10ms and 60s");
+    expect_error("model: { fleet_interval: 0s, path: " LSTM_DIR "dcgm-d8-w30.model.safetensors }\n"
+                 "prometheus: { url: http://127.0.0.1:9090 }\n",
+                 "1:26: fleet_interval: at least 1s");
+    const char *path = write_file("model.yaml",
+                                  "model: { path: " LSTM_DIR "dcgm-d8-w30.model.safetensors, "
+                                  "fleet_interval: 30s }\n"
+                                  "prometheus: { url: http://127.0.0.1:9090, timeout: 1500ms }\n",
+                                  0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.model.D, 8);
+    assert_int_equal(c.features.count, 8);
+    assert_int_equal(c.features.window, 30);
+    assert_string_equal(c.features.items[0].name, "gpu_temp");
+    assert_int_equal(strlen(c.model.hash), 64);
+    assert_string_equal(c.prometheus_url, "http://127.0.0.1:9090");
+    assert_int_equal(c.prometheus_timeout, 1500 * MEDIC_NS_PER_MS);
+    assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC);
+    medic_config_release(&c);
+}
+
 static void test_live_needs_auth(void **state)
 {
     (void)state;
@@ -199,6 +236,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_have_positions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_model_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_needs_auth, setup, teardown),
     };
