@@ -63,6 +63,25 @@ static void check_case(const char *name)
         assert_int_equal(model_predict(&m, &w, x + b * T * m.D, 1, T, &one, NULL), 0);
         assert_true(fabsf(one - got[b]) <= 1e-6f);
     }
+    /* the cases tiled into a batch of 11: eight at once, a pair and one
+     * alone give PyTorch's numbers too */
+    enum { TILED = 11 };
+    struct model_workspace wt;
+    float *xt = malloc(TILED * T * m.D * 4), tiled[TILED], *tiled_h = malloc(TILED * m.H * 4);
+    for (size_t b = 0; b < TILED; b++)
+        memcpy(xt + b * T * m.D, x + (b % B) * T * m.D, T * m.D * 4);
+    assert_int_equal(model_workspace_init(&wt, &m, TILED, T), 0);
+    assert_int_equal(model_predict(&m, &wt, xt, TILED, T, tiled, tiled_h), 0);
+    for (size_t b = 0; b < TILED; b++) {
+        if (!(fabsf(tiled[b] - y[b % B]) <= 1e-5f))
+            fail_msg("%s: tiled output %zu is %g, PyTorch says %g", name, b, tiled[b], y[b % B]);
+        for (size_t k = 0; k < m.H; k++)
+            if (!(fabsf(tiled_h[b * m.H + k] - hy[(b % B) * m.H + k]) <= 1e-5f))
+                fail_msg("%s: tiled last_hidden %zu,%zu differs from PyTorch", name, b, k);
+    }
+    model_workspace_release(&wt);
+    free(xt);
+    free(tiled_h);
     /* NaN input is refused, not propagated */
     x[0] = NAN;
     assert_int_equal(model_predict(&m, &w, x, B, T, got, NULL), MEDIC_E_INVALID);
