@@ -44,6 +44,15 @@ int medic_error_set(struct medic_error *err, int code, const char *fmt, ...)
     return code;
 }
 
+void medic_error_prefix(struct medic_error *err, const char *prefix)
+{
+    if (!err)
+        return;
+    char why[sizeof(err->msg)];
+    snprintf(why, sizeof(why), "%s", err->msg);
+    snprintf(err->msg, sizeof(err->msg), "%.100s: %.400s", prefix, why);
+}
+
 void medic_bug(const char *file, int line, const char *msg)
 {
     fprintf(stderr, "BUG at %s:%d: %s\n", file, line, msg);

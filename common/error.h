@@ -33,6 +33,9 @@ const char *medic_strerror(int code);
 int medic_error_set(struct medic_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Puts "prefix: " (a file name, say) before err's message. */
+void medic_error_prefix(struct medic_error *err, const char *prefix);
+
 /* Aborts with file:line for a broken invariant (a bug, never bad input). */
 #define MEDIC_BUG(msg) medic_bug(__FILE__, __LINE__, (msg))
 void medic_bug(const char *file, int line, const char *msg) __attribute__((noreturn));

@@ -27,13 +27,12 @@ void model_release(struct model *m)
     memset(m, 0, sizeof(*m));
 }
 
-int model_load_bytes(unsigned char *bytes, size_t size, struct model *m, struct medic_error *err)
+/* Builds m from an already parsed file, which m takes over. */
+static int model_from_file(struct safetensors *file, struct model *m, struct medic_error *err)
 {
-    memset(m, 0, sizeof(*m));
-    medic_sha256_hex(bytes, size, m->hash);
-    int rc = safetensors_parse(bytes, size, &m->file, err);
-    if (rc)
-        return rc;
+    int rc = 0;
+    m->file = *file;
+    medic_sha256_hex(file->file, file->size, m->hash);
     const struct safetensor *ih = safetensors_find(&m->file, "lstm.weight_ih_l0");
     if (!ih || ih->dims != 2 || ih->shape[0] % 4 || !ih->shape[0] || !ih->shape[1] ||
         ih->shape[0] / 4 > MODEL_MAX_DIM || ih->shape[1] > MODEL_MAX_DIM) {
@@ -107,19 +106,21 @@ out:
     return rc;
 }
 
-int model_load(const char *path, struct model *out, struct medic_error *err)
+int model_load_bytes(unsigned char *bytes, size_t size, struct model *m, struct medic_error *err)
 {
-    char *bytes;
-    size_t len;
-    int rc = medic_read_file(path, SAFETENSORS_MAX_FILE, &bytes, &len, err);
-    if (rc)
-        return rc;
-    rc = model_load_bytes((unsigned char *)bytes, len, out, err);
-    if (rc) {
-        char why[sizeof(err->msg)];
-        snprintf(why, sizeof(why), "%s", err->msg);
-        medic_error_set(err, rc, "%s: %.400s", path, why);
-    }
+    struct safetensors file;
+    memset(m, 0, sizeof(*m));
+    int rc = safetensors_parse(bytes, size, &file, err);
+    return rc ? rc : model_from_file(&file, m, err);
+}
+
+int model_load(const char *path, struct model *m, struct medic_error *err)
+{
+    struct safetensors file;
+    memset(m, 0, sizeof(*m));
+    int rc = safetensors_load(path, &file, err);
+    if (rc == 0 && (rc = model_from_file(&file, m, err)))
+        medic_error_prefix(err, path);
     return rc;
 }
 
@@ -227,41 +228,45 @@ static inline void activate(float *g, size_t H)
         g[j] = sigmoid(g[j]);
 }
 
+/* y[j] = init[j] + sum over k < n of mat[k*stride + j] * v[k], for j from
+ * j0 to stride: 64 outputs at a time in registers, then one at a time.
+ * Always inlined, so that it is compiled for the caller's clone. */
+static inline __attribute__((always_inline)) void sum_columns(float *y, const float *init,
+                                                              const float *mat, size_t stride,
+                                                              const float *v, size_t n, size_t j0)
+{
+    for (; j0 + GATE_BLOCK <= stride; j0 += GATE_BLOCK) {
+        vec16 a0 = load16(init + j0), a1 = load16(init + j0 + 16);
+        vec16 a2 = load16(init + j0 + 32), a3 = load16(init + j0 + 48);
+        const float *row = mat + j0;
+        for (size_t k = 0; k < n; k++, row += stride) {
+            const float vk = v[k];
+            a0 += load16(row) * vk;
+            a1 += load16(row + 16) * vk;
+            a2 += load16(row + 32) * vk;
+            a3 += load16(row + 48) * vk;
+        }
+        memcpy(y + j0, &a0, sizeof(a0));
+        memcpy(y + j0 + 16, &a1, sizeof(a1));
+        memcpy(y + j0 + 32, &a2, sizeof(a2));
+        memcpy(y + j0 + 48, &a3, sizeof(a3));
+    }
+    for (size_t j = j0; j < stride; j++) {
+        float a = init[j];
+        for (size_t k = 0; k < n; k++)
+            a += mat[k * stride + j] * v[k];
+        y[j] = a;
+    }
+}
+
 MODEL_CLONES
 static void run_batch(const struct model *m, struct model_workspace *w, const float *input,
                       size_t batch, size_t steps, float *out, float *last_hidden)
 {
     const size_t D = m->D, H = m->H, G = 4 * H, C = MODEL_CLASSIFIER_HIDDEN;
     /* input projections for every step at once: xproj = x W_ih^T + bias */
-    for (size_t s = 0; s < batch * steps; s++) {
-        const float *x = input + s * D;
-        float *y = w->xproj + s * G;
-        size_t j0 = 0;
-        /* a block of 64 outputs summed over every input in registers */
-        for (; j0 + GATE_BLOCK <= G; j0 += GATE_BLOCK) {
-            const float *bias = m->bias + j0;
-            vec16 a0 = load16(bias), a1 = load16(bias + 16);
-            vec16 a2 = load16(bias + 32), a3 = load16(bias + 48);
-            const float *col = m->w_ih_t + j0;
-            for (size_t d = 0; d < D; d++, col += G) {
-                const float xd = x[d];
-                a0 += load16(col) * xd;
-                a1 += load16(col + 16) * xd;
-                a2 += load16(col + 32) * xd;
-                a3 += load16(col + 48) * xd;
-            }
-            memcpy(y + j0, &a0, sizeof(a0));
-            memcpy(y + j0 + 16, &a1, sizeof(a1));
-            memcpy(y + j0 + 32, &a2, sizeof(a2));
-            memcpy(y + j0 + 48, &a3, sizeof(a3));
-        }
-        for (size_t j = j0; j < G; j++) {
-            float a = m->bias[j];
-            for (size_t d = 0; d < D; d++)
-                a += m->w_ih_t[d * G + j] * x[d];
-            y[j] = a;
-        }
-    }
+    for (size_t s = 0; s < batch * steps; s++)
+        sum_columns(w->xproj + s * G, m->bias, m->w_ih_t, G, input + s * D, D, 0);
     memset(w->h, 0, batch * H * sizeof(float));
     memset(w->c, 0, batch * H * sizeof(float));
     for (size_t t = 0; t < steps; t++) {
@@ -367,28 +372,7 @@ static void run_batch(const struct model *m, struct model_workspace *w, const fl
                 memcpy(g + j0 + 96, &a6, sizeof(a6));
                 memcpy(g + j0 + 112, &a7, sizeof(a7));
             }
-            for (; j0 + GATE_BLOCK <= G; j0 += GATE_BLOCK) {
-                vec16 a0 = load16(xp + j0), a1 = load16(xp + j0 + 16);
-                vec16 a2 = load16(xp + j0 + 32), a3 = load16(xp + j0 + 48);
-                const float *row = m->w_hh_t + j0;
-                for (size_t k = 0; k < H; k++, row += G) {
-                    const float hk = h[k];
-                    a0 += load16(row) * hk;
-                    a1 += load16(row + 16) * hk;
-                    a2 += load16(row + 32) * hk;
-                    a3 += load16(row + 48) * hk;
-                }
-                memcpy(g + j0, &a0, sizeof(a0));
-                memcpy(g + j0 + 16, &a1, sizeof(a1));
-                memcpy(g + j0 + 32, &a2, sizeof(a2));
-                memcpy(g + j0 + 48, &a3, sizeof(a3));
-            }
-            for (size_t j = j0; j < G; j++) { /* H not a multiple of 16 */
-                float a = xp[j];
-                for (size_t k = 0; k < H; k++)
-                    a += m->w_hh_t[k * G + j] * h[k];
-                g[j] = a;
-            }
+            sum_columns(g, xp, m->w_hh_t, G, h, H, j0);
             activate(g, H);
         }
         for (size_t s = 0; s < batch; s++) {

@@ -206,11 +206,8 @@ int safetensors_load(const char *path, struct safetensors *out, struct medic_err
     if (rc)
         return rc;
     rc = safetensors_parse((unsigned char *)bytes, len, out, err);
-    if (rc) {
-        char why[sizeof(err->msg)];
-        snprintf(why, sizeof(why), "%s", err->msg);
-        medic_error_set(err, rc, "%s: %.400s", path, why);
-    }
+    if (rc)
+        medic_error_prefix(err, path);
     return rc;
 }
 
