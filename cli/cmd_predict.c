@@ -2,9 +2,11 @@
 #include "feature_spec.h"
 #include "lstm.h"
 #include "risk.h"
+#include "table.h"
 #include "timeutil.h"
 #include "yaml_tree.h"
 
+#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +15,7 @@
 
 static const char usage[] =
     "usage: medic predict --model FILE (--csv FILE | --prometheus URL --node N [--gpu G])\n"
-    "                     [--format text|json]\n"
+    "                     [--format table|json]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"
     "\n"
@@ -137,11 +139,9 @@ int medic_cmd_predict(int argc, char **argv)
             gpu = optarg;
             break;
         case 'f':
-            if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-                fprintf(stderr, "medic predict: --format is text or json\n");
+            if ((json = medic_cli_format("predict", optarg, 0)) < 0)
                 return 2;
-            }
-            json = strcmp(optarg, "json") == 0;
+            json = json == MEDIC_FORMAT_JSON;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -191,13 +191,25 @@ int medic_cmd_predict(int argc, char **argv)
         goto out;
     }
     if (json) {
-        printf("{\"risk\":%.6f,\"model_hash\":\"%s\",\"node\":", score.risk, m.hash);
-        printf(node ? "\"%s\"" : "null", node);
-        printf(",\"gpus\":[");
-        for (size_t s = 0; s < score.count; s++)
-            printf("%s{\"gpu\":\"%s\",\"risk\":%.6f}", s ? "," : "", score.gpu[s],
-                   score.gpu_risk[s]);
-        printf("]}\n");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "risk", score.risk);
+        cJSON_AddStringToObject(o, "model_hash", m.hash);
+        if (node)
+            cJSON_AddStringToObject(o, "node", node);
+        else
+            cJSON_AddNullToObject(o, "node");
+        cJSON *gpus = cJSON_AddArrayToObject(o, "gpus");
+        for (size_t s = 0; s < score.count; s++) {
+            cJSON *g = cJSON_CreateObject();
+            cJSON_AddStringToObject(g, "gpu", score.gpu[s]);
+            cJSON_AddNumberToObject(g, "risk", score.gpu_risk[s]);
+            cJSON_AddItemToArray(gpus, g);
+        }
+        char *text = cJSON_PrintUnformatted(o);
+        if (text)
+            puts(text);
+        free(text);
+        cJSON_Delete(o);
     } else {
         for (size_t s = 0; s < score.count; s++)
             printf("gpu %-4s risk %.4f\n", score.gpu[s][0] ? score.gpu[s] : "-", score.gpu_risk[s]);
