@@ -9,6 +9,7 @@ runs the forward pass checked against PyTorch's vectors); every GPU of an
 import json
 import math
 import os
+import socket
 import subprocess
 import time
 
@@ -219,19 +220,34 @@ def test_serve_enriches_alerts_with_risk(suite):
     assert len(gpus) == 10, gpus  # 2 GPUs of gpu-node-01, 8 of gpu-node-08
     assert medic.metric("medic_fleet_scoring_node_failures_total") == 0
     print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, gpu-node-08 gpu 5 at {risk:.6f}")
-    # with Prometheus stopped the risk is unknown, with the reason, promptly
+    # with Prometheus stopped the risk is unknown, with the reason
     prom.stop()
-    started = time.monotonic()
     status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "0"), headers=auth)
-    assert status == 200 and time.monotonic() - started < 2
+    assert status == 200
     d = wait_until("the unknown-risk decision", lambda: [
         x for x in medic.audit("decisions") if "risk unknown" in (x["reason"] or "")],
         timeout=10)[0]
     assert d["risk"] is None and d["verdict"] == "no_match", d
-    assert "prometheus http://127.0.0.1" in d["reason"], d
-    assert time.monotonic() - started < 8
+    assert "Couldn't connect" in d["reason"], d
     print(f"  Prometheus stopped: {d['verdict']}, {d['reason'][:100]}")
-
+    # a Prometheus that accepts connections and never answers: the webhook
+    # is answered while the engine still waits on it, and the wait ends at
+    # the configured timeout with the reason
+    host, port = url.rsplit("/", 1)[1].split(":")
+    hang = socket.socket()
+    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hang.bind((host, int(port)))
+    hang.listen(16)
+    suite.on_exit(hang.close)
+    seen = len(medic.audit("decisions"))
+    status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "1"), headers=auth)
+    assert status == 200
+    assert len(medic.audit("decisions")) == seen, "decided before Prometheus answered"
+    d = wait_until("the timed-out decision", lambda: medic.audit("decisions")[:-seen or None],
+                   timeout=15)[0]
+    assert d["risk"] is None and "risk unknown" in d["reason"], d
+    assert "timed out" in d["reason"].lower() or "timeout" in d["reason"].lower(), d
+    print(f"  Prometheus silent: answered at once, then {d['verdict']}, {d['reason'][:110]}")
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_prometheus_window_matches_csv, test_gap_and_prometheus_down,
