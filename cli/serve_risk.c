@@ -13,15 +13,15 @@ void serve_risk_begin(struct serve_risk *r, const struct medic_config *config, i
     r->count = 0;
     r->unavailable[0] = 0;
     r->deadline = medic_time_monotonic() + config->prometheus_timeout;
-    r->enabled = config->model_path && config->prometheus_url &&
-                 risk_scorer_init(&r->scorer, &config->model, &config->features) == 0;
+    r->enabled = config->model_path && config->prometheus_url;
+    r->scorer_ready = 0;
 }
 
 void serve_risk_end(struct serve_risk *r)
 {
-    if (r->enabled)
+    if (r->scorer_ready)
         risk_scorer_release(&r->scorer);
-    r->enabled = 0;
+    r->enabled = r->scorer_ready = 0;
 }
 
 static void summarise(const struct feature_spec *spec, const struct risk_score *s,
@@ -49,6 +49,12 @@ static void score(struct serve_risk *r, struct serve_risk_entry *e)
         snprintf(e->note, sizeof(e->note), "risk unknown: %.199s", r->unavailable);
         return;
     }
+    if (!r->scorer_ready &&
+        risk_scorer_init(&r->scorer, &r->config->model, &r->config->features) != 0) {
+        snprintf(e->note, sizeof(e->note), "risk unknown: out of memory");
+        return;
+    }
+    r->scorer_ready = 1;
     struct risk_score s;
     struct medic_error err = {0};
     int rc = risk_score_prometheus(&r->scorer, r->config->prometheus_url, left, e->node,

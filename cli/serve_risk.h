@@ -27,9 +27,10 @@ struct serve_risk_entry {
 struct serve_risk {
     const struct medic_config *config;
     int enabled;
-    int64_t now, deadline; /* deadline: monotonic */
-    char unavailable[200]; /* "" while Prometheus answers */
-    struct risk_scorer scorer;
+    int64_t now, deadline;     /* deadline: monotonic */
+    char unavailable[200];     /* "" while Prometheus answers */
+    struct risk_scorer scorer; /* set up at the round's first scoring */
+    int scorer_ready;
     size_t count;
     struct serve_risk_entry items[SERVE_RISK_MAX];
 };
