@@ -6,6 +6,7 @@ runs the forward pass checked against PyTorch's vectors); every GPU of an
 8-GPU node is scored and the highest risk is the node's; a gap longer than
 5 steps and a stopped Prometheus give clear errors, in bounded time."""
 
+import datetime
 import json
 import math
 import os
@@ -168,7 +169,10 @@ def hot_alert(node, gpu=None):
     if gpu is not None:
         labels["gpu"] = gpu
     alert = {"status": "firing", "labels": labels, "annotations": {},
-             "startsAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             # to the microsecond: the same alert sent again within a second
+             # would be a duplicate, recorded and not evaluated again
+             "startsAt": datetime.datetime.now(datetime.timezone.utc).isoformat().replace(
+                 "+00:00", "Z"),
              "endsAt": "0001-01-01T00:00:00Z"}
     return json.dumps({"version": "4", "groupKey": f"{{}}:{{Hostname=\"{node}\"}}",
                        "status": "firing", "receiver": "medic", "groupLabels": {},
