@@ -194,6 +194,27 @@ typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, c
 int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
                                 void *arg, struct medic_error *err);
 
+/* An action medic carried out and saw succeed, with the alert behind it:
+ * what `medic model dataset` takes for a confirmed fault. at is the
+ * alert's startsAt (the decision's time when unset), ns; gpu the alert's
+ * gpu label or NULL. */
+struct audit_incident {
+    const char *action, *node, *alertname, *gpu;
+    int64_t at;
+};
+typedef int (*audit_incident_fn)(void *arg, const struct audit_incident *incident);
+
+/* Calls fn for each incident whose time is in [since, until), oldest
+ * first, keeping those whose action is one of actions (all when
+ * action_count is 0). */
+int audit_incidents(struct audit_reader *reader, int64_t since, int64_t until,
+                    const char *const *actions, size_t action_count, audit_incident_fn fn,
+                    void *arg, struct medic_error *err);
+
+/* Whether node has a decision other than no_match in [since, until). */
+int audit_node_has_decisions(struct audit_reader *reader, const char *node, int64_t since,
+                             int64_t until, int *out, struct medic_error *err);
+
 /* Calls fn for every first (not duplicate) notification received in
  * [since, until), oldest first, with the time it was received (ns). */
 typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, const char *body,

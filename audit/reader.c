@@ -512,3 +512,65 @@ int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
     sqlite3_exec(reader->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }
+
+int audit_incidents(struct audit_reader *reader, int64_t since, int64_t until,
+                    const char *const *actions, size_t action_count, audit_incident_fn fn,
+                    void *arg, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(
+            reader->db,
+            "SELECT o.action, o.node, COALESCE(a.starts_at, d.created_at), a.alertname,"
+            " json_extract(a.labels, '$.gpu')"
+            " FROM actions o JOIN actions i ON i.id = o.intent_id"
+            " JOIN decisions d ON d.id = i.decision_id LEFT JOIN alerts a ON a.id = d.alert_id"
+            " WHERE o.phase = 'outcome' AND o.result = 'succeeded' AND o.node IS NOT NULL"
+            " AND COALESCE(a.starts_at, d.created_at) >= ?1"
+            " AND COALESCE(a.starts_at, d.created_at) < ?2 ORDER BY o.id",
+            -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_bind_int64(st, 1, since / MEDIC_NS_PER_MS);
+    sqlite3_bind_int64(st, 2, until / MEDIC_NS_PER_MS);
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *action = (const char *)sqlite3_column_text(st, 0);
+        int wanted = action_count == 0;
+        for (size_t i = 0; i < action_count && !wanted; i++)
+            wanted = strcmp(action, actions[i]) == 0;
+        if (!wanted)
+            continue;
+        struct audit_incident in = {
+            .action = action,
+            .node = (const char *)sqlite3_column_text(st, 1),
+            .at = sqlite3_column_int64(st, 2) * MEDIC_NS_PER_MS,
+            .alertname = (const char *)sqlite3_column_text(st, 3),
+            .gpu = (const char *)sqlite3_column_text(st, 4),
+        };
+        rc = fn(arg, &in);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int audit_node_has_decisions(struct audit_reader *reader, const char *node, int64_t since,
+                             int64_t until, int *out, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT EXISTS (SELECT 1 FROM decisions WHERE node = ?1 AND"
+                           " created_at >= ?2 AND created_at < ?3 AND verdict != 'no_match')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, since / MEDIC_NS_PER_MS);
+    sqlite3_bind_int64(st, 3, until / MEDIC_NS_PER_MS);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *out = sqlite3_column_int(st, 0);
+    else
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "default_model.h"
 #include "lstm.h"
 #include "timeutil.h"
 
@@ -9,15 +10,19 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic model info FILE\n"
+    "usage: medic model info [FILE]\n"
     "       medic model check --model FILE --vectors FILE [--tolerance X]\n"
     "       medic model bench [--model FILE] [--batch B] [--seq T] [--seconds S]\n"
+    "       medic model dataset --db FILE --prometheus URL --out FILE [...]\n"
     "\n"
-    "info   prints a model file's tensors and metadata.\n"
+    "info   prints a model file's tensors and metadata; without FILE, the model\n"
+    "       built into medic (used when the configuration names none).\n"
     "check  runs the vectors' `input` through the model and compares with their\n"
     "       `output` and `last_hidden` (computed by PyTorch); prints\n"
     "       max_abs_err=<x> and exits 1 above the tolerance (default 1e-5) or on\n"
     "       NaN or inf.\n"
+    "dataset exports labelled windows from Prometheus around the audit log's\n"
+    "       incidents, for retraining (medic model dataset --help).\n"
     "bench  times predictions on one core: microseconds per prediction at batch 1\n"
     "       and predictions per second at batch B (default 64), windows of T steps\n"
     "       (default 60). Without --model it uses a D=8, H=64 model with seeded\n"
@@ -27,13 +32,14 @@ static int cmd_info(const char *path)
 {
     struct model m;
     struct medic_error err = {0};
-    if (model_load(path, &m, &err)) {
+    if (model_load_or_builtin(path, &m, &err)) {
         fprintf(stderr, "medic model info: %s\n", err.msg);
         return 1;
     }
     printf("model: %s\nsha256: %s\narchitecture: FaultPredictor, input %zu, hidden %zu, "
            "classifier %d\n\ntensors:\n",
-           path, m.hash, m.D, m.H, MODEL_CLASSIFIER_HIDDEN);
+           path ? path : MODEL_BUILTIN_NAME " (model/default.safetensors, embedded at build time)",
+           m.hash, m.D, m.H, MODEL_CLASSIFIER_HIDDEN);
     for (size_t i = 0; i < m.file.count; i++) {
         const struct safetensor *t = &m.file.tensors[i];
         printf("  %-22s %s [", t->name, t->dtype);
@@ -232,6 +238,8 @@ int medic_cmd_model(int argc, char **argv)
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (strcmp(argv[1], "dataset") == 0)
+        return medic_cmd_model_dataset(argc - 1, argv + 1);
     const char *what = argv[1], *model = NULL, *vectors = NULL;
     double tolerance = 1e-5, seconds = 2.0;
     long batch = 64, steps = 60;
@@ -270,13 +278,8 @@ int medic_cmd_model(int argc, char **argv)
             return 2;
         }
     }
-    if (strcmp(what, "info") == 0 && optind == argc - 1)
-        return cmd_info(argv[optind]);
-    if (strcmp(what, "info") == 0) {
-        fprintf(stderr, "medic model info: name a model file (this build has no built-in "
-                        "model yet)\n");
-        return 2;
-    }
+    if (strcmp(what, "info") == 0 && optind >= argc - 1)
+        return cmd_info(optind == argc - 1 ? argv[optind] : NULL);
     if (strcmp(what, "check") == 0 && model && vectors && optind == argc)
         return cmd_check(model, vectors, tolerance);
     if (strcmp(what, "bench") == 0 && optind == argc && batch > 0 && batch <= 4096 && steps > 0 &&

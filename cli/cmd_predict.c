@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "default_model.h"
 #include "feature_spec.h"
 #include "lstm.h"
 #include "risk.h"
@@ -14,7 +15,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic predict --model FILE (--csv FILE | --prometheus URL --node N [--gpu G])\n"
+    "usage: medic predict [--model FILE] (--csv FILE | --prometheus URL --node N [--gpu G])\n"
     "                     [--format table|json]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"
@@ -27,6 +28,9 @@ static const char usage[] =
     "                     feature's PromQL template filled with --node and --gpu;\n"
     "                     without --gpu every GPU of the node is scored and the\n"
     "                     highest risk is the node's.\n"
+    "\n"
+    "  --model FILE       a model file; without it, the model built into medic\n"
+    "                     (`medic model info` shows it).\n"
     "\n"
     "The model file must describe its features (window, step, features with\n"
     "PromQL templates and scaler); see docs/model.md.\n";
@@ -151,18 +155,16 @@ int medic_cmd_predict(int argc, char **argv)
             return 2;
         }
     }
-    if (!model_path || optind != argc || (!csv == !prom) || (prom && !node)) {
-        fputs(!model_path ? "medic predict: --model is required (this build has no built-in "
-                            "model yet)\n\n"
-                          : "medic predict: give --csv FILE, or --prometheus URL with --node\n\n",
-              stderr);
+    if (optind != argc || (!csv == !prom) || (prom && !node)) {
+        fputs("medic predict: give --csv FILE, or --prometheus URL with --node\n\n", stderr);
         fputs(usage, stderr);
         return 2;
     }
     struct model m;
     struct feature_spec spec;
     struct medic_error err = {0};
-    if (model_load(model_path, &m, &err) || features_from_metadata(&m.file, m.D, &spec, &err)) {
+    if (model_load_or_builtin(model_path, &m, &err) ||
+        features_from_metadata(&m.file, m.D, &spec, &err)) {
         fprintf(stderr, "medic predict: %s\n", err.msg);
         if (m.w_ih)
             model_release(&m);

@@ -14,6 +14,8 @@ int medic_cmd_replay(int argc, char **argv);
 int medic_cmd_agent(int argc, char **argv);
 int medic_cmd_model(int argc, char **argv);
 int medic_cmd_predict(int argc, char **argv);
+/* medic model dataset, argv starting at "dataset" */
+int medic_cmd_model_dataset(int argc, char **argv);
 
 /* Parses a --format value for command: table or json, and csv when
  * allow_csv. Prints the error and returns -1 when the value is not one. */

@@ -1,4 +1,5 @@
 #include "config.h"
+#include "default_model.h"
 #include "ipmi.h"
 #include "log.h"
 #include "sha256.h"
@@ -80,6 +81,10 @@ int medic_config_defaults(struct medic_config *config)
             return MEDIC_E_NOMEM;
     if (builtin_policy_set(&config->policies))
         return MEDIC_E_NOMEM;
+    struct medic_error merr = {0};
+    if (model_load_builtin(&config->model, &merr) ||
+        features_from_metadata(&config->model.file, config->model.D, &config->features, &merr))
+        return merr.code ? merr.code : MEDIC_E_INVALID;
     return config->source && config->listen && config->audit_path ? 0 : MEDIC_E_NOMEM;
 }
 
@@ -591,6 +596,10 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             if (rc == 0 && !(c->model_path = resolve_path(l->f.file, text)))
                 rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
             free(text);
+            if (rc == 0 && c->model.w_ih) { /* replaces the built-in model */
+                model_release(&c->model);
+                memset(&c->model, 0, sizeof(c->model));
+            }
             if (rc == 0 &&
                 (model_load(c->model_path, &c->model, &merr) ||
                  features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))

@@ -75,8 +75,8 @@ struct medic_config {
     char *slurm_conf;             /* SLURM_CONF for scontrol; NULL: Slurm's default */
     char *scontrol;               /* the scontrol program; NULL: "scontrol" in PATH */
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
-    char *model_path;             /* NULL: alerts are scored with no risk */
-    struct model model;
+    char *model_path;             /* NULL: the built-in model */
+    struct model model;           /* the file's, or the built-in one */
     struct feature_spec features;
     int64_t fleet_interval;     /* ns; 0: no fleet scoring */
     char *prometheus_url;       /* where the model's telemetry is read */

@@ -1,4 +1,5 @@
 #include "serve_fleet.h"
+#include "default_model.h"
 #include "log.h"
 #include "risk.h"
 #include "timeutil.h"
@@ -39,9 +40,9 @@ static int settings(struct serve_fleet *f, struct fleet_settings *s)
 {
     pthread_mutex_lock(f->config_lock);
     const struct medic_config *c = f->config;
-    int on = c->model_path && c->prometheus_url && c->fleet_interval > 0;
+    int on = c->model.w_ih && c->prometheus_url && c->fleet_interval > 0;
     if (on) {
-        snprintf(s->model_path, sizeof(s->model_path), "%s", c->model_path);
+        snprintf(s->model_path, sizeof(s->model_path), "%s", c->model_path ? c->model_path : "");
         snprintf(s->url, sizeof(s->url), "%s", c->prometheus_url);
         s->timeout = c->prometheus_timeout;
         s->interval = c->fleet_interval;
@@ -77,7 +78,7 @@ static void cycle(struct serve_fleet *f, const struct fleet_settings *s)
     struct medic_error err = {0};
     char label[64];
     long timeout_ms = (long)(s->timeout / MEDIC_NS_PER_MS);
-    if (model_load(s->model_path, &m, &err)) {
+    if (model_load_or_builtin(s->model_path[0] ? s->model_path : NULL, &m, &err)) {
         medic_log_warn("fleet scoring: cannot load the model", "error", err.msg, NULL);
         return;
     }

@@ -2,9 +2,11 @@
 #include "yaml_tree.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void safetensors_release(struct safetensors *st)
 {
@@ -252,5 +254,65 @@ int safetensors_f32(const struct safetensors *st, const char *name, const size_t
     }
     /* little-endian F32, possibly only 4-aligned: copy */
     memcpy(out, st->data + t->begin, t->end - t->begin);
+    return 0;
+}
+
+int safetensors_write(const char *path, const struct safetensors_out *tensors, size_t count,
+                      const struct safetensors_meta *meta, size_t meta_count,
+                      struct medic_error *err)
+{
+    cJSON *header = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(header, "__metadata__");
+    size_t offset = 0;
+    int ok = header && m;
+    for (size_t i = 0; ok && i < meta_count; i++)
+        ok = cJSON_AddStringToObject(m, meta[i].key, meta[i].value) != NULL;
+    for (size_t i = 0; ok && i < count; i++) {
+        const struct safetensors_out *t = &tensors[i];
+        size_t n = 1;
+        cJSON *o = cJSON_AddObjectToObject(header, t->name), *shape = NULL, *range = NULL;
+        ok = o && cJSON_AddStringToObject(o, "dtype", "F32") &&
+             (shape = cJSON_AddArrayToObject(o, "shape"));
+        for (size_t d = 0; ok && d < t->dims; d++) {
+            n *= t->shape[d];
+            ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
+        }
+        ok = ok && (range = cJSON_AddArrayToObject(o, "data_offsets")) &&
+             cJSON_AddItemToArray(range, cJSON_CreateNumber((double)offset)) &&
+             cJSON_AddItemToArray(range, cJSON_CreateNumber((double)(offset + 4 * n)));
+        offset += 4 * n;
+    }
+    char *text = ok ? cJSON_PrintUnformatted(header) : NULL;
+    cJSON_Delete(header);
+    if (!text)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    size_t len = strlen(text), padded = len + (8 - (8 + len) % 8) % 8;
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        free(text);
+        return medic_error_set(err, MEDIC_E_LIMIT, "%s: path too long", path);
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(text);
+        return medic_error_set(err, MEDIC_E_IO, "%s: %s", tmp, strerror(errno));
+    }
+    unsigned char size_le[8];
+    for (int i = 0; i < 8; i++)
+        size_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    int wrote = fwrite(size_le, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
+    for (size_t i = len; wrote && i < padded; i++)
+        wrote = fputc(' ', f) != EOF;
+    for (size_t i = 0; wrote && i < count; i++) {
+        size_t n = 1;
+        for (size_t d = 0; d < tensors[i].dims; d++)
+            n *= tensors[i].shape[d];
+        wrote = fwrite(tensors[i].data, sizeof(float), n, f) == n; /* little-endian hosts */
+    }
+    free(text);
+    if (fclose(f) != 0 || !wrote || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return medic_error_set(err, MEDIC_E_IO, "%s: %s", path, strerror(e));
+    }
     return 0;
 }

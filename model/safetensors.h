@@ -55,4 +55,19 @@ const char *safetensors_meta(const struct safetensors *st, const char *key);
 int safetensors_f32(const struct safetensors *st, const char *name, const size_t *shape,
                     size_t dims, float *out, struct medic_error *err);
 
+/* A tensor to write: F32, row-major, shape[0..dims). */
+struct safetensors_out {
+    const char *name;
+    const size_t *shape;
+    size_t dims;
+    const float *data;
+};
+
+/* Writes a safetensors file (through path.tmp, renamed into place): the
+ * tensors in the order given (give them sorted by name, as PyTorch's
+ * writer does) and the metadata strings. */
+int safetensors_write(const char *path, const struct safetensors_out *tensors, size_t count,
+                      const struct safetensors_meta *meta, size_t meta_count,
+                      struct medic_error *err);
+
 #endif

@@ -1,0 +1,420 @@
+/* medic model dataset: training windows from the operator's own Prometheus
+ * around the incidents in medic's audit log, for model/train/. */
+#include "audit.h"
+#include "commands.h"
+#include "default_model.h"
+#include "feature_spec.h"
+#include "prometheus.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: medic model dataset --db FILE --prometheus URL --out FILE [--model FILE]\n"
+    "                           [--since T] [--until T] [--actions LIST]\n"
+    "                           [--horizon D] [--stride D] [--negatives N] [--quiet D]\n"
+    "                           [--seed N] [--timeout D]\n"
+    "\n"
+    "Exports labelled windows of telemetry for retraining the model\n"
+    "(model/train/medic_train.py retrain --dataset FILE).\n"
+    "\n"
+    "Positives: for each action in the audit log that medic carried out and saw\n"
+    "succeed (by default drain and ipmi_power_cycle: the hardware faults it\n"
+    "confirmed) and whose alert started in [since, until), the windows ending\n"
+    "every STRIDE before the alert's start, back to HORIZON before it; for the\n"
+    "alert's GPU (its gpu label), or every GPU of the node without one.\n"
+    "Negatives: N times drawn at random in [since, until] on random nodes that\n"
+    "Prometheus knows (the model's node label), keeping only those with no\n"
+    "decision in the audit log within QUIET of the time; every GPU of the node.\n"
+    "\n"
+    "The windows are the model's (its features, window and step: the built-in\n"
+    "model unless --model), raw values, fetched with query_range as `medic\n"
+    "predict` does; a window with a gap is skipped and counted.\n"
+    "\n"
+    "  --since T, --until T  RFC 3339 or relative (7d = 7 days ago); default the\n"
+    "                     last 7 days\n"
+    "  --actions LIST     comma-separated action names (default drain,ipmi_power_cycle)\n"
+    "  --horizon D        how far before an incident positives go (default 60m)\n"
+    "  --stride D         between positive windows (default 5m)\n"
+    "  --negatives N      healthy node-times to sample (default 50)\n"
+    "  --quiet D          how far from any decision a healthy sample stays (default 24h)\n"
+    "  --seed N           the sampling's random seed (default 1)\n"
+    "  --timeout D        per window fetch (default 10s)\n"
+    "\n"
+    "The file is safetensors: `windows` [N, window, features] F32, `labels` [N]\n"
+    "(1 positive, 0 negative), and metadata: the model's `features`, `window`,\n"
+    "`step`, and `samples` (JSON: node, gpu, end, label, source per window).\n";
+
+#define MAX_INCIDENTS 100000
+#define MAX_ACTIONS 16
+
+struct incident {
+    char node[128], gpu[32], source[160];
+    int64_t at;
+};
+
+struct dataset {
+    const char *url;
+    long timeout_ms;
+    const struct feature_spec *spec;
+    float *windows;
+    float *labels;
+    size_t count, cap, positives, negatives, skipped;
+    cJSON *samples;
+    struct incident *incidents;
+    size_t incident_count;
+};
+
+static int add_incident(void *arg, const struct audit_incident *in)
+{
+    struct dataset *d = arg;
+    if (d->incident_count == MAX_INCIDENTS)
+        return 0;
+    if (d->incident_count % 256 == 0) {
+        struct incident *more =
+            realloc(d->incidents, (d->incident_count + 256) * sizeof(*d->incidents));
+        if (!more)
+            return MEDIC_E_NOMEM;
+        d->incidents = more;
+    }
+    struct incident *x = &d->incidents[d->incident_count++];
+    snprintf(x->node, sizeof(x->node), "%s", in->node);
+    snprintf(x->gpu, sizeof(x->gpu), "%s", in->gpu ? in->gpu : "");
+    snprintf(x->source, sizeof(x->source), "%s after %s", in->action,
+             in->alertname ? in->alertname : "(no alert)");
+    x->at = in->at;
+    return 0;
+}
+
+static int append(struct dataset *d, const struct prometheus_window *w, size_t s, const char *node,
+                  int64_t end, int label, const char *source)
+{
+    size_t cells = d->spec->window * d->spec->count;
+    if (d->count == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 256;
+        float *wins = realloc(d->windows, cap * cells * sizeof(float));
+        if (!wins)
+            return MEDIC_E_NOMEM;
+        d->windows = wins;
+        float *labels = realloc(d->labels, cap * sizeof(float));
+        if (!labels)
+            return MEDIC_E_NOMEM;
+        d->labels = labels;
+        d->cap = cap;
+    }
+    memcpy(d->windows + d->count * cells, w->rows[s], cells * sizeof(float));
+    d->labels[d->count++] = (float)label;
+    char when[40];
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(d->samples, o) || !cJSON_AddStringToObject(o, "node", node) ||
+        !cJSON_AddStringToObject(o, "gpu", w->gpu[s]) ||
+        !cJSON_AddStringToObject(o, "end", medic_time_format(end, when, sizeof(when))) ||
+        !cJSON_AddNumberToObject(o, "label", label) ||
+        !cJSON_AddStringToObject(o, "source", source))
+        return MEDIC_E_NOMEM;
+    *(label ? &d->positives : &d->negatives) += 1;
+    return 0;
+}
+
+/* The window(s) of node (and gpu, "" for all) ending at end; a window that
+ * cannot be had is reported and skipped. */
+static int fetch(struct dataset *d, const char *node, const char *gpu, int64_t end, int label,
+                 const char *source)
+{
+    struct prometheus_window w;
+    struct medic_error err = {0};
+    char when[40];
+    if (prometheus_fetch_window(d->url, d->timeout_ms, d->spec, node, gpu[0] ? gpu : NULL, end, &w,
+                                &err)) {
+        fprintf(stderr, "  skipped %s%s%s at %s: %s\n", node, gpu[0] ? " gpu " : "", gpu,
+                medic_time_format(end, when, sizeof(when)), err.msg);
+        d->skipped++;
+        return err.code == MEDIC_E_NOMEM ? MEDIC_E_NOMEM : 0;
+    }
+    int rc = 0;
+    for (size_t s = 0; rc == 0 && s < w.count; s++)
+        rc = append(d, &w, s, node, end, label, source);
+    prometheus_window_release(&w);
+    return rc;
+}
+
+static uint64_t next_random(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+struct dataset_options {
+    const char *db, *url, *out, *model;
+    int64_t since, until, horizon, stride, quiet, timeout;
+    long negatives;
+    uint64_t seed;
+    const char *actions[MAX_ACTIONS];
+    size_t action_count;
+};
+
+static int positives(struct dataset *d, const struct dataset_options *o)
+{
+    for (size_t i = 0; i < d->incident_count; i++) {
+        const struct incident *x = &d->incidents[i];
+        char when[40];
+        size_t before = d->count;
+        for (int64_t back = o->stride; back <= o->horizon; back += o->stride) {
+            int rc = fetch(d, x->node, x->gpu, x->at - back, 1, x->source);
+            if (rc)
+                return rc;
+        }
+        fprintf(stderr, "incident %zu/%zu: %s on %s at %s: %zu windows\n", i + 1, d->incident_count,
+                x->source, x->node, medic_time_format(x->at, when, sizeof(when)),
+                d->count - before);
+    }
+    return 0;
+}
+
+static int negatives(struct dataset *d, const struct dataset_options *o,
+                     struct audit_reader *reader, struct medic_error *err)
+{
+    char label[64], **nodes = NULL;
+    size_t node_count = 0;
+    if (o->negatives == 0)
+        return 0;
+    if (features_node_label(&d->spec->items[0], label, sizeof(label)))
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "the model's first feature has no {{node}} label to list nodes by");
+    int rc =
+        prometheus_label_values(o->url, d->timeout_ms, label, 100000, &nodes, &node_count, err);
+    if (rc)
+        return rc;
+    if (node_count == 0) {
+        free(nodes);
+        return medic_error_set(err, MEDIC_E_NOTFOUND, "Prometheus knows no %s values", label);
+    }
+    uint64_t state = o->seed;
+    int64_t first = o->since + (int64_t)d->spec->window * d->spec->step;
+    int64_t span = o->until > first ? o->until - first : 1;
+    long drawn = 0, tries = 0;
+    while (rc == 0 && drawn < o->negatives && tries++ < 20 * o->negatives) {
+        const char *node = nodes[next_random(&state) % node_count];
+        int64_t at = first + (int64_t)(next_random(&state) % (uint64_t)span);
+        int busy = 0;
+        rc = audit_node_has_decisions(reader, node, at - o->quiet, at + o->quiet, &busy, err);
+        if (rc || busy)
+            continue;
+        drawn++;
+        rc = fetch(d, node, "", at, 0, "healthy sample");
+        if (drawn % 10 == 0 || drawn == o->negatives)
+            fprintf(stderr, "healthy samples: %ld/%ld (%zu windows)\n", drawn, o->negatives,
+                    d->negatives);
+    }
+    for (size_t i = 0; i < node_count; i++)
+        free(nodes[i]);
+    free(nodes);
+    if (rc == 0 && drawn < o->negatives)
+        fprintf(stderr, "only %ld healthy samples: the other nodes and times were busy\n", drawn);
+    return rc;
+}
+
+static int write_dataset(struct dataset *d, const struct dataset_options *o, const struct model *m,
+                         struct medic_error *err)
+{
+    char *samples = cJSON_PrintUnformatted(d->samples);
+    char since[40], until[40], horizon[32], stride[32];
+    snprintf(horizon, sizeof(horizon), "%llds", (long long)(o->horizon / MEDIC_NS_PER_SEC));
+    snprintf(stride, sizeof(stride), "%llds", (long long)(o->stride / MEDIC_NS_PER_SEC));
+    const char *features = safetensors_meta(&m->file, "features");
+    const struct safetensors_meta meta[] = {
+        {"format", "medic-dataset"},
+        {"features", (char *)features},
+        {"window", (char *)safetensors_meta(&m->file, "window")},
+        {"step", (char *)safetensors_meta(&m->file, "step")},
+        {"horizon", horizon},
+        {"stride", stride},
+        {"since", medic_time_format(o->since, since, sizeof(since))},
+        {"until", medic_time_format(o->until, until, sizeof(until))},
+        {"prometheus", (char *)o->url},
+        {"model_hash", (char *)m->hash},
+        {"samples", samples},
+    };
+    size_t wshape[3] = {d->count, d->spec->window, d->spec->count}, lshape[1] = {d->count};
+    const struct safetensors_out tensors[] = {
+        {"labels", lshape, 1, d->labels},
+        {"windows", wshape, 3, d->windows},
+    };
+    int rc = samples
+                 ? safetensors_write(o->out, tensors, 2, meta, sizeof(meta) / sizeof(meta[0]), err)
+                 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    free(samples);
+    return rc;
+}
+
+static int parse_actions(char *list, struct dataset_options *o)
+{
+    o->action_count = 0;
+    for (char *save = NULL, *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        if (o->action_count == MAX_ACTIONS)
+            return -1;
+        o->actions[o->action_count++] = a;
+    }
+    return o->action_count ? 0 : -1;
+}
+
+static int parse_options(int argc, char **argv, struct dataset_options *o)
+{
+    static const struct option options[] = {
+        {"db", required_argument, NULL, 'd'},
+        {"prometheus", required_argument, NULL, 'p'},
+        {"out", required_argument, NULL, 'o'},
+        {"model", required_argument, NULL, 'm'},
+        {"since", required_argument, NULL, 'S'},
+        {"until", required_argument, NULL, 'U'},
+        {"actions", required_argument, NULL, 'a'},
+        {"horizon", required_argument, NULL, 'H'},
+        {"stride", required_argument, NULL, 's'},
+        {"negatives", required_argument, NULL, 'n'},
+        {"quiet", required_argument, NULL, 'q'},
+        {"seed", required_argument, NULL, 'r'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int64_t now = medic_time_now();
+    const char *since = "7d", *until = NULL;
+    static char default_actions[] = "drain,ipmi_power_cycle";
+    parse_actions(default_actions, o);
+    o->horizon = 60 * MEDIC_NS_PER_SEC * 60;
+    o->stride = 5 * 60 * MEDIC_NS_PER_SEC;
+    o->quiet = 24 * 3600 * MEDIC_NS_PER_SEC;
+    o->timeout = 10 * MEDIC_NS_PER_SEC;
+    o->negatives = 50;
+    o->seed = 1;
+    int opt, bad = 0;
+    optind = 1;
+    while (!bad && (opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        char *end = NULL;
+        switch (opt) {
+        case 'd':
+            o->db = optarg;
+            break;
+        case 'p':
+            o->url = optarg;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 'm':
+            o->model = optarg;
+            break;
+        case 'S':
+            since = optarg;
+            break;
+        case 'U':
+            until = optarg;
+            break;
+        case 'a':
+            bad = parse_actions(optarg, o);
+            break;
+        case 'H':
+            bad = medic_duration_parse(optarg, &o->horizon) || o->horizon <= 0;
+            break;
+        case 's':
+            bad = medic_duration_parse(optarg, &o->stride) || o->stride <= 0;
+            break;
+        case 'q':
+            bad = medic_duration_parse(optarg, &o->quiet) || o->quiet < 0;
+            break;
+        case 't':
+            bad = medic_duration_parse(optarg, &o->timeout) || o->timeout <= 0;
+            break;
+        case 'n':
+            o->negatives = strtol(optarg, &end, 10);
+            bad = *end || o->negatives < 0 || o->negatives > 1000000;
+            break;
+        case 'r':
+            o->seed = strtoull(optarg, &end, 10);
+            bad = *end != 0;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 1;
+        default:
+            bad = 1;
+        }
+        if (bad)
+            fprintf(stderr, "medic model dataset: bad value '%s'\n", optarg ? optarg : "");
+    }
+    if (!bad && (!o->db || !o->url || !o->out || optind != argc)) {
+        fputs("medic model dataset: --db, --prometheus and --out are required\n", stderr);
+        bad = 1;
+    }
+    o->until = now;
+    if (!bad && ((until && medic_time_parse_bound(until, now, &o->until)) ||
+                 medic_time_parse_bound(since, now, &o->since) || o->since >= o->until)) {
+        fputs("medic model dataset: --since and --until: RFC 3339 or relative (7d), since "
+              "before until\n",
+              stderr);
+        bad = 1;
+    }
+    if (bad)
+        fputs(usage, stderr);
+    return bad ? 2 : 0;
+}
+
+int medic_cmd_model_dataset(int argc, char **argv)
+{
+    struct dataset_options o = {0};
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    struct model m;
+    struct feature_spec spec;
+    struct audit_reader *reader = NULL;
+    struct medic_error err = {0};
+    struct dataset d = {.url = o.url,
+                        .timeout_ms = (long)(o.timeout / MEDIC_NS_PER_MS),
+                        .spec = &spec,
+                        .samples = cJSON_CreateArray()};
+    memset(&m, 0, sizeof(m));
+    rc = d.samples ? 0 : medic_error_set(&err, MEDIC_E_NOMEM, "out of memory");
+    if (rc == 0)
+        rc = model_load_or_builtin(o.model, &m, &err);
+    if (rc == 0)
+        rc = features_from_metadata(&m.file, m.D, &spec, &err);
+    if (rc == 0)
+        rc = audit_reader_open(o.db, &reader, &err);
+    if (rc == 0)
+        rc = audit_incidents(reader, o.since, o.until, o.actions, o.action_count, add_incident, &d,
+                             &err);
+    if (rc == 0) {
+        fprintf(stderr, "%zu incidents in %s\n", d.incident_count, o.db);
+        rc = positives(&d, &o);
+    }
+    if (rc == 0)
+        rc = negatives(&d, &o, reader, &err);
+    if (rc == 0 && d.count == 0)
+        rc = medic_error_set(&err, MEDIC_E_NOTFOUND,
+                             "no windows: no incidents or healthy samples with telemetry in the "
+                             "range (--since, --until)");
+    if (rc == 0)
+        rc = write_dataset(&d, &o, &m, &err);
+    if (rc == 0)
+        printf("wrote %s: %zu windows (%zu positive, %zu negative), %zu skipped\n", o.out, d.count,
+               d.positives, d.negatives, d.skipped);
+    else
+        fprintf(stderr, "medic model dataset: %s\n",
+                err.msg[0] ? err.msg : (rc == MEDIC_E_NOMEM ? "out of memory" : "failed"));
+    if (reader)
+        audit_reader_free(reader);
+    if (m.w_ih)
+        model_release(&m);
+    cJSON_Delete(d.samples);
+    free(d.windows);
+    free(d.labels);
+    free(d.incidents);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,166 @@
+"""The FaultPredictor, its training and its export to the model file medic
+reads (safetensors; metadata as in SPEC.md's "Model file")."""
+
+import json
+import math
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+import windows
+
+
+class FaultPredictor(nn.Module):
+    def __init__(self, input_dim=10, hidden_dim=64):
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True)
+        self.classifier = nn.Sequential(nn.Linear(hidden_dim, 32), nn.ReLU(), nn.Linear(32, 1),
+                                        nn.Sigmoid())
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.classifier(out[:, -1, :])
+
+
+class FocalLoss(nn.Module):
+    """Binary focal loss (Lin et al., 2017) on probabilities: easy, well
+    classified windows (most healthy ones) count for little."""
+
+    def __init__(self, alpha=0.25, gamma=2.0):
+        super().__init__()
+        self.alpha, self.gamma = alpha, gamma
+
+    def forward(self, p, y):
+        p = p.clamp(1e-6, 1 - 1e-6)
+        pt = torch.where(y > 0.5, p, 1 - p)
+        at = torch.where(y > 0.5, torch.full_like(p, self.alpha), torch.full_like(p, 1 - self.alpha))
+        return (-at * (1 - pt) ** self.gamma * torch.log(pt)).mean()
+
+
+def fit_scaler(x):
+    """Robust scaler from training windows only: center the median, scale
+    the 5th-95th percentile range (scikit-learn's RobustScaler with
+    quantile_range=(5, 95): the interquartile range of a clock that sits at
+    its maximum most of the time is a few MHz, and a throttled GPU would be
+    hundreds of units off the scale); where that is 0 (counters that are
+    mostly 0), the distance from the median to the 99th percentile, at
+    least 1."""
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    q05, q50, q95, q99 = np.percentile(flat, [5, 50, 95, 99], axis=0)
+    scale = q95 - q05
+    fallback = np.maximum(q99 - q50, 1.0)
+    scale = np.where(scale > 1e-6, scale, fallback)
+    return q50, scale
+
+
+def time_warp(x, rng, strength=0.2):
+    """Resamples each window along a smoothly stretched time axis (the end
+    stays the end): a build-up a little faster or slower."""
+    b, t, d = x.shape
+    base = np.linspace(0, 1, t)
+    out = np.empty_like(x)
+    for i in range(b):
+        k = 1 + rng.uniform(-strength, strength)
+        pos = (1 - (1 - base) ** k) * (t - 1)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, t - 1)
+        w = (pos - lo)[:, None]
+        out[i] = x[i, lo] * (1 - w) + x[i, hi] * w
+    return out
+
+
+def augment(xb, rng, noise=0.05, p=0.5):
+    """Time warp and Gaussian noise (on scaled inputs), each on about half
+    of a batch."""
+    xb = xb.copy()
+    warp = rng.random(len(xb)) < p
+    if warp.any():
+        xb[warp] = time_warp(xb[warp], rng)
+    jitter = rng.random(len(xb)) < p
+    xb[jitter] += rng.normal(0, noise, xb[jitter].shape).astype(np.float32)
+    return xb
+
+
+def predict(model, x, batch=4096):
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(x), batch):
+            out.append(model(torch.from_numpy(x[i:i + batch])).numpy()[:, 0])
+    return np.concatenate(out) if out else np.zeros(0, np.float32)
+
+
+def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=2e-3,
+          max_steps=None, log=print):
+    """Trains on the windows outside val_mask; keeps the weights of the
+    epoch with the best validation loss; stops after `patience` epochs
+    without improvement (or after max_steps batches). Returns (model,
+    center, scale, history)."""
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    tr, va = ~val_mask, val_mask
+    center, scale = fit_scaler(x[tr])
+    center, scale = np.round(center, 6), np.round(scale, 6)  # as exported
+    xs = ((x - center) / scale).astype(np.float32)
+    y = m["label"].astype(np.float32)
+    model = FaultPredictor(x.shape[-1], hidden)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = FocalLoss()
+    xv, yv = torch.from_numpy(xs[va]), torch.from_numpy(y[va])[:, None]
+    best, best_state, bad, steps, history = math.inf, None, 0, 0, []
+    idx = np.nonzero(tr)[0]
+    for epoch in range(epochs):
+        t0 = time.time()
+        model.train()
+        rng.shuffle(idx)
+        total = 0.0
+        for i in range(0, len(idx), batch):
+            j = idx[i:i + batch]
+            xb = torch.from_numpy(augment(xs[j], rng))
+            loss = loss_fn(model(xb), torch.from_numpy(y[j])[:, None])
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            total += loss.item() * len(j)
+            steps += 1
+            if max_steps and steps >= max_steps:
+                break
+        model.eval()
+        with torch.no_grad():
+            vloss = loss_fn(model(xv), yv).item() if len(xv) else total / len(idx)
+        history.append((epoch + 1, total / len(idx), vloss))
+        log(f"epoch {epoch + 1}: train loss {total / len(idx):.5f}, validation loss {vloss:.5f}"
+            f" ({time.time() - t0:.0f} s)")
+        if vloss < best - 1e-6:
+            best, bad = vloss, 0
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= patience:
+                log(f"early stop: no better validation loss for {patience} epochs")
+                break
+        if max_steps and steps >= max_steps:
+            break
+    model.load_state_dict(best_state)
+    return model, center, scale, history
+
+
+def export(path, model, center, scale, features, step, description, extra=None):
+    """Writes the state_dict and the metadata medic reads."""
+    feats = [{"name": n, "query": q, "center": round(float(c), 6), "scale": round(float(s), 6)}
+             for (n, q), c, s in zip(features, center, scale)]
+    sd = model.state_dict()
+    meta = {
+        "arch": "FaultPredictor", "format": "pt", "gate_order": "i,f,g,o",
+        "input_dim": str(model.lstm.input_size), "hidden_dim": str(model.lstm.hidden_size),
+        "classifier_hidden": "32", "torch_version": torch.__version__,
+        "window": str(windows.WINDOW), "step": step, "horizon": f"{windows.HORIZON}m",
+        "features": json.dumps(feats, separators=(",", ":")),
+        "description": description,
+    }
+    meta.update(extra or {})
+    windows.write_safetensors(path, {k: v.numpy() for k, v in sd.items()}, meta)

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""Trains, evaluates and regenerates medic's failure-risk model.
+
+    medic_train.py default  [--out FILE]            the shipped model
+    medic_train.py evaluate [--model FILE] [--report FILE] [--plot FILE]
+    medic_train.py retrain  --dataset FILE [--dataset FILE ...] --out FILE
+    medic_train.py compare  A B [--tolerance X]
+    medic_train.py smoke    [--dir DIR]              a few hundred steps, a tiny fleet
+
+Needs Debian's python3-torch and python3-numpy (run with /usr/bin/python3);
+`evaluate` also needs python3-matplotlib for the plot. See README.md."""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import evaluate  # noqa: E402
+import fault_predictor as fp  # noqa: E402
+import simulate  # noqa: E402
+import sources  # noqa: E402
+import windows  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+DEFAULT_MODEL = os.path.join(ROOT, "model", "default.safetensors")
+
+# The shipped model's recipe. Training and evaluation fleets differ in
+# seed and size; faults come 10x faster than the cited rate so that a few
+# weeks hold hundreds of them (windows.py weighs negatives back).
+TRAIN = {"fleets": [(11, 64, 14), (12, 48, 21), (13, 80, 10)], "accel": 10,
+         "pos_stride": 5, "neg_stride": 480, "hidden": 32, "seed": 20261122,
+         "epochs": 25, "patience": 4, "batch": 256, "lr": 3e-3}
+HELD_OUT = {"fleets": [(101, 128, 14), (202, 40, 42)], "accel": 10, "pos_stride": 1,
+            "neg_stride": 240}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def progress(label):
+    def report(done, total):
+        if done == total or done % max(total // 4, 1) == 0:
+            log(f"{label}: {done}/{total} nodes")
+    return report
+
+
+def fleets(spec, label):
+    xs, ms = [], []
+    for seed, nodes, days in spec["fleets"]:
+        x, m = windows.fleet_windows(seed, nodes, days, spec["accel"], spec["pos_stride"],
+                                     spec["neg_stride"], progress(f"{label} fleet {seed}"))
+        xs.append(x)
+        ms.append(m)
+    return np.concatenate(xs), np.concatenate(ms)
+
+
+def describe(spec):
+    mix = ", ".join(f"{k} {v:.0%}" for k, v in sources.fault_mix().items())
+    sizes = "; ".join(f"seed {s}: {n} nodes x {d} days" for s, n, d in spec["fleets"])
+    return ("SYNTHETIC data from model/train/simulate.py, not a real fleet: 8-GPU servers, "
+            f"DCGM exporter metrics every 60 s ({sizes}); server MTBF {sources.SERVER_MTBF_HOURS:.0f} h "
+            f"(x{spec['accel']} for training), fault mix {mix}; label: a hardware fault takes "
+            f"the GPU out within {windows.HORIZON} min")
+
+
+def train_on(x, m, cfg, val_mask, log=log, max_steps=None):
+    return fp.train(x, m, val_mask, cfg["seed"], hidden=cfg["hidden"], epochs=cfg["epochs"],
+                    patience=cfg["patience"], batch=cfg["batch"], lr=cfg["lr"],
+                    max_steps=max_steps, log=log)
+
+
+def cmd_default(args):
+    t0 = time.time()
+    x, m = fleets(TRAIN, "training")
+    val = m["node"] % 10 == 0  # a tenth of each fleet's nodes, never trained on
+    log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
+    model, center, scale, hist = train_on(x, m, TRAIN, val)
+    threshold = operating_threshold(model, x, m, val, center, scale)
+    fp.export(args.out, model, center, scale, simulate.FEATURES, "60s", describe(TRAIN),
+              {"seed": str(TRAIN["seed"]), "threshold": f"{threshold:.4f}",
+               "epochs": str(len(hist)), "recipe": "model/train/medic_train.py default"})
+    log(f"wrote {args.out} in {time.time() - t0:.0f} s (operating threshold {threshold:.4f})")
+
+
+def operating_threshold(model, x, m, val, center, scale):
+    """The validation windows' best-F1 threshold (at the real base rate)."""
+    s = fp.predict(model, ((x[val] - center) / scale).astype(np.float32))
+    return evaluate.best_f1_threshold(m["label"][val], m["weight"][val], s)
+
+
+def load_model(path):
+    import torch
+    tensors, meta = windows.read_safetensors(path)
+    d, h = tensors["lstm.weight_ih_l0"].shape[1], tensors["lstm.weight_hh_l0"].shape[1]
+    model = fp.FaultPredictor(d, h)
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()})
+    feats = json.loads(meta["features"])
+    center = np.array([f["center"] for f in feats], np.float32)
+    scale = np.array([f["scale"] for f in feats], np.float32)
+    return model, center, scale, meta
+
+
+def cmd_evaluate(args):
+    import report
+    model, center, scale, meta = load_model(args.model)
+    x, m = fleets(HELD_OUT, "held-out")
+    log(f"{len(x)} held-out windows ({int(m['label'].sum())} positive); scoring")
+    score = fp.predict(model, ((x - center) / scale).astype(np.float32))
+    report.write(args.report, args.plot, args.model, meta, x, m, score, HELD_OUT, TRAIN,
+                 describe(HELD_OUT))
+    log(f"wrote {args.report} and {args.plot}")
+
+
+def cmd_retrain(args):
+    xs, ms, meta = [], [], None
+    for path in args.dataset:
+        x, m, meta_i = windows.dataset_windows(path)
+        if meta and meta_i.get("features") != meta.get("features"):
+            sys.exit(f"{path}: its features differ from {args.dataset[0]}'s")
+        meta = meta_i
+        m["fleet"] = len(xs)
+        xs.append(x)
+        ms.append(m)
+    x, m = np.concatenate(xs), np.concatenate(ms)
+    if m["label"].sum() == 0 or (m["label"] == 0).sum() == 0:
+        sys.exit("the datasets need both positive and negative windows")
+    feats = [(f["name"], f["query"]) for f in json.loads(meta["features"])]
+    val = (m["node"] % 5) == 0 if len(np.unique(m["node"])) >= 5 else \
+        np.random.default_rng(1).random(len(m)) < 0.2
+    cfg = dict(TRAIN, epochs=args.epochs)
+    log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
+    model, center, scale, hist = train_on(x, m, cfg, val)
+    threshold = operating_threshold(model, x, m, val, center, scale)
+    windows.WINDOW = int(meta["window"])
+    fp.export(args.out, model, center, scale, feats, meta["step"],
+              f"retrained on {len(x)} windows from medic model dataset: "
+              + ", ".join(os.path.basename(p) for p in args.dataset),
+              {"seed": str(cfg["seed"]), "threshold": f"{threshold:.4f}",
+               "epochs": str(len(hist))})
+    log(f"wrote {args.out} (operating threshold {threshold:.4f})")
+
+
+def cmd_compare(args):
+    a, ma = windows.read_safetensors(args.a)
+    b, mb = windows.read_safetensors(args.b)
+    if sorted(a) != sorted(b) or any(a[k].shape != b[k].shape for k in a):
+        sys.exit("the files hold different tensors")
+    worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    # the same windows (a small fleet neither was trained on) through both
+    x, _ = windows.fleet_windows(303, 8, 3, 10, 5, 240)
+    scores = []
+    for path in (args.a, args.b):
+        model, center, scale, _ = load_model(path)
+        scores.append(fp.predict(model, ((x - center) / scale).astype(np.float32)))
+    sa, sb = scores
+    risk = float(np.abs(sa - sb).max())
+    print(f"max_abs_weight_diff={worst:.3g} max_abs_risk_diff={risk:.3g} windows={len(x)}")
+    if risk > args.tolerance:
+        sys.exit(f"risks differ by more than {args.tolerance}")
+
+
+def cmd_smoke(args):
+    """A tiny fleet, a few hundred steps: the pipeline runs end to end and
+    the file it writes is a model medic can read."""
+    os.makedirs(args.dir, exist_ok=True)
+    spec = {"fleets": [(5, 12, 4)], "accel": 40, "pos_stride": 5, "neg_stride": 120}
+    x, m = fleets(spec, "smoke")
+    val = m["node"] % 4 == 0
+    cfg = dict(TRAIN, epochs=50, patience=50, hidden=16, batch=64)
+    model, center, scale, hist = train_on(x, m, cfg, val, max_steps=args.steps)
+    out = os.path.join(args.dir, "smoke.safetensors")
+    fp.export(out, model, center, scale, simulate.FEATURES, "60s", describe(spec))
+    s = fp.predict(model, ((x - center) / scale).astype(np.float32))
+    prec, rec, fpr, _, ap = evaluate.pr_curve(m["label"], np.ones(len(m)), s)
+    base = m["label"].mean()
+    print(f"smoke: {len(x)} windows, {sum(1 for _ in hist)} epochs, average precision "
+          f"{ap:.3f} (base rate {base:.3f}), wrote {out}")
+    if not np.isfinite(s).all() or ap <= base:
+        sys.exit("smoke: the model learned nothing (average precision at or below the base rate)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("default", help="train the shipped model")
+    d.add_argument("--out", default=DEFAULT_MODEL)
+    e = sub.add_parser("evaluate", help="the held-out evaluation report")
+    e.add_argument("--model", default=DEFAULT_MODEL)
+    e.add_argument("--report", default=os.path.join(ROOT, "docs", "model-evaluation.md"))
+    e.add_argument("--plot", default=os.path.join(ROOT, "docs", "model-evaluation-pr.png"))
+    r = sub.add_parser("retrain", help="train on `medic model dataset` files")
+    r.add_argument("--dataset", action="append", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--epochs", type=int, default=TRAIN["epochs"])
+    c = sub.add_parser("compare", help="compare two model files")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--tolerance", type=float, default=1e-3)
+    s = sub.add_parser("smoke", help="a quick end-to-end run on a tiny fleet")
+    s.add_argument("--dir", default="/tmp/medic-train-smoke")
+    s.add_argument("--steps", type=int, default=300)
+    args = p.parse_args()
+    {"default": cmd_default, "evaluate": cmd_evaluate, "retrain": cmd_retrain,
+     "compare": cmd_compare, "smoke": cmd_smoke}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

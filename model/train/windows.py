@@ -1,0 +1,106 @@
+"""Labelled windows: from simulated fleets, and from the files
+`medic model dataset` exports.
+
+A window is WINDOW steps of every feature for one GPU, ending at minute e.
+It is positive when a hardware fault takes that GPU out within HORIZON
+minutes after e (a GPU fault for its GPU, a node fault for all of them).
+Positives are taken every pos_stride minutes before each fault, negatives
+every neg_stride minutes (random phase) on healthy GPUs. Each window has a
+weight: how many windows of a fleet scored every minute, at the real fault
+rate, it stands for (pos_stride for positives, neg_stride x accel for
+negatives), so that precision is measured at the real base rate."""
+
+import datetime
+import json
+import struct
+
+import numpy as np
+
+import simulate
+
+WINDOW = 30
+HORIZON = 60
+
+
+def fleet_windows(seed, nodes, days, accel, pos_stride, neg_stride, progress=None):
+    xs, meta = [], []
+    rng = np.random.default_rng(seed + 7919)
+    for n, x, faults, down in simulate.simulate_fleet(seed, nodes, days, accel):
+        T = x.shape[1]
+        up = ~down
+        # a window is usable when every step of it has the node up
+        ok = np.convolve(up.astype(int), np.ones(WINDOW, int), "valid") == WINDOW
+        usable = np.zeros(T, bool)
+        usable[WINDOW - 1:] = ok
+        soon = np.zeros((simulate.GPUS, T), bool)  # a fault within HORIZON
+        for start, cls, gpu, lead in faults:
+            rows = slice(None) if gpu < 0 else slice(gpu, gpu + 1)
+            soon[rows, max(start - HORIZON, 0):start] = True
+            for e in range(start - 1, start - HORIZON - 1, -pos_stride):
+                if e < WINDOW - 1 or not usable[e]:
+                    continue
+                for g in (range(simulate.GPUS) if gpu < 0 else [gpu]):
+                    xs.append(x[g, e - WINDOW + 1:e + 1])
+                    meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride))
+        for g in range(simulate.GPUS):
+            for e in range(WINDOW - 1 + int(rng.integers(neg_stride)), T, neg_stride):
+                if usable[e] and not soon[g, e]:
+                    xs.append(x[g, e - WINDOW + 1:e + 1])
+                    meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel))
+        if progress:
+            progress(n + 1, nodes)
+    dtype = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
+             ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
+    return np.stack(xs).astype(np.float32), np.array(meta, dtype=dtype)
+
+
+def read_safetensors(path):
+    """(tensors as numpy arrays, metadata) of a safetensors file."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__", {})
+    kinds = {"F32": np.float32, "I64": np.int64, "U8": np.uint8}
+    out = {}
+    for name, t in header.items():
+        a, b = t["data_offsets"]
+        out[name] = np.frombuffer(data[a:b], kinds[t["dtype"]]).reshape(t["shape"])
+    return out, meta
+
+
+def write_safetensors(path, tensors, metadata):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name], dtype=np.float32)
+        raw = a.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    header = {"__metadata__": metadata, **header}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def dataset_windows(path):
+    """Windows from a `medic model dataset` file: tensors `windows`
+    [N, T, D] (raw values) and `labels` [N]; metadata `features`, `window`,
+    `step` as in a model file, and `samples` (JSON: node, gpu, end per
+    window). Every window weighs 1."""
+    tensors, meta = read_safetensors(path)
+    x, y = tensors["windows"], tensors["labels"].astype(np.int8)
+    samples = json.loads(meta.get("samples", "[]"))
+    nodes = {s["node"]: i for i, s in enumerate({s["node"]: s for s in samples}.values())}
+    dtype = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
+             ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
+    m = np.zeros(len(y), dtype=dtype)
+    m["label"] = y
+    m["weight"] = 1.0
+    if len(samples) == len(y):
+        m["node"] = [nodes[s["node"]] for s in samples]
+        m["end"] = [int(datetime.datetime.fromisoformat(s["end"].replace("Z", "+00:00"))
+                        .timestamp()) // 60 for s in samples]
+    return x, m, meta

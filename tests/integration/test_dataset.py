@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""From an operator's Prometheus and medic's audit log to a retrained
+model: medic power-cycles a node for real (ipmi_sim over RMCP+), `medic
+model dataset` exports the windows before that incident as positives and
+windows of healthy nodes as negatives from a Prometheus whose history was
+backfilled with promtool, the values are those Prometheus holds, and
+model/train/medic_train.py retrains on the file into a model that medic
+loads and scores with."""
+
+import json
+import math
+import os
+import struct
+import subprocess
+import time
+
+from lab import IpmiBmc, Medic, Suite, wait_until, write_secret
+from test_predict import start_prometheus
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+TRAIN = os.path.join(ROOT, "model", "train", "medic_train.py")
+# the built-in model's inputs: the metric behind each feature
+METRICS = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+           "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+           "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+           "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_XID_ERRORS"]
+NODES = {"gpu-node-01": 2, "gpu-node-02": 2, "gpu-node-03": 2}
+STEP = 15
+
+
+def value(metric, node, gpu, t):
+    """Known telemetry; gpu-node-01 GPU 0 runs hot (the GPU that fails)."""
+    hot = 20.0 if (node == "gpu-node-01" and gpu == 0) else 0.0
+    n = int(node[-1])
+    return round({"DCGM_FI_DEV_GPU_TEMP": 60 + hot + 3 * math.sin(t / 500 + gpu + n),
+                  "DCGM_FI_DEV_MEMORY_TEMP": 70 + hot + 2 * math.cos(t / 700 + gpu),
+                  "DCGM_FI_DEV_POWER_USAGE": 300 + 20 * math.sin(t / 300 + n),
+                  "DCGM_FI_DEV_FB_USED": 40000 + 1000 * gpu + 100 * n,
+                  "DCGM_FI_DEV_SM_CLOCK": 1410 - 5 * gpu,
+                  "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": 0,
+                  "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
+                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 2 if hot else 0,
+                  "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
+                  "DCGM_FI_DEV_XID_ERRORS": 0}[metric], 3)
+
+
+def history(start, end):
+    lines = []
+    for m in METRICS:
+        lines.append(f"# TYPE {m} gauge")
+        for node, gpus in NODES.items():
+            for g in range(gpus):
+                for t in range(start, end + 1, STEP):
+                    lines.append(f'{m}{{Hostname="{node}",gpu="{g}",job="dcgm"}} '
+                                 f"{value(m, node, g, t)} {t}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def read_dataset(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__")
+    out = {}
+    for name, t in header.items():
+        a, b = t["data_offsets"]
+        assert t["dtype"] == "F32" and b - a == 4 * math.prod(t["shape"]), t
+        out[name] = (t["shape"], struct.unpack(f"<{(b - a) // 4}f", data[a:b]))
+    return out, meta
+
+
+def power_cycle_incident(suite, starts_at):
+    """medic, live, power-cycles gpu-node-01 through its BMC for an alert
+    that started at starts_at; returns the audit database."""
+    bmc = IpmiBmc(suite.workdir, "gpu-node-01")
+    bmc.start()
+    suite.on_exit(bmc.stop)
+    workdir = suite.subdir("medic")
+    token = write_secret(os.path.join(workdir, "webhook.token"), "dataset-token")
+    creds = os.path.join(workdir, "credentials.yaml")
+    with open(creds, "w") as f:
+        f.write("bmc-lab: { username: admin, password: secret }\n")
+    os.chmod(creds, 0o600)
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+                  f"credentials_file: {creds}\n"
+                  "inventory:\n  nodes:\n"
+                  f"    - {{ name: gpu-node-01, bmc: {{ address: '{bmc.address}', "
+                  "credentials: bmc-lab, workarounds: [opensesspriv] } }\n"
+                  "    - { name: gpu-node-02 }\n    - { name: gpu-node-03 }\n"
+                  "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1 }\n"
+                  "policies:\n  - name: cycle\n    match: '{alertname=\"GPUFellOffBus\"}'\n"
+                  "    steps: [ { action: ipmi_power_cycle } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+    t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(starts_at))
+    body = json.dumps({"version": "4", "groupKey": "g", "status": "firing", "receiver": "medic",
+                       "alerts": [{"status": "firing",
+                                   "labels": {"alertname": "GPUFellOffBus",
+                                              "Hostname": "gpu-node-01", "gpu": "0"},
+                                   "annotations": {}, "startsAt": t,
+                                   "endsAt": "0001-01-01T00:00:00Z"}]})
+    status, _, _ = medic.post("/webhook", body,
+                              headers={"Authorization": "Bearer dataset-token"})
+    assert status == 200
+    out = wait_until("the power cycle's outcome", lambda: [
+        a for a in medic.audit("actions") if a["phase"] == "outcome"], timeout=60)[0]
+    assert out["result"] == "succeeded" and out["action"] == "ipmi_power_cycle", out
+    medic.stop()
+    return medic.db
+
+
+def dataset(suite, *args):
+    return subprocess.run([suite.medic, "model", "dataset", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_dataset_from_audit_log_and_prometheus(suite):
+    now = int(time.time())
+    url, _ = start_prometheus(suite, "prom", history(now - 4 * 3600, now - 30))
+    starts_at = now - 20
+    db = power_cycle_incident(suite, starts_at)
+    out_path = os.path.join(suite.workdir, "dataset.safetensors")
+    r = dataset(suite, "--db", db, "--prometheus", url, "--out", out_path, "--since", "3h",
+                "--horizon", "30m", "--stride", "5m", "--negatives", "6", "--quiet", "1h",
+                "--seed", "7")
+    assert r.returncode == 0, r.stderr
+    print("  " + r.stdout.strip())
+    tensors, meta = read_dataset(out_path)
+    (wshape, wins), (lshape, labels) = tensors["windows"], tensors["labels"]
+    samples = json.loads(meta["samples"])
+    n = wshape[0]
+    assert wshape[1:] == [30, 10] and lshape == [n] and len(samples) == n, (wshape, lshape)
+    assert meta["format"] == "medic-dataset" and len(json.loads(meta["features"])) == 10
+    pos = [s for s in samples if s["label"] == 1]
+    neg = [s for s in samples if s["label"] == 0]
+    # six windows (30m back, every 5m) for the alert's GPU, none for the others
+    assert len(pos) == 6 and all(s["node"] == "gpu-node-01" and s["gpu"] == "0" for s in pos)
+    assert all("ipmi_power_cycle after GPUFellOffBus" == s["source"] for s in pos), pos[0]
+    # six healthy node-times, all GPUs of each; none near the incident on its node
+    assert len(neg) == 12, neg
+    for s in neg:
+        end = time.mktime(time.strptime(s["end"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        assert s["node"] != "gpu-node-01" or abs(end - starts_at) >= 3600, s
+    assert [labels[i] for i in range(n)] == [float(s["label"]) for s in samples]
+    # the values are Prometheus's: the last step of each window, for the
+    # gauges, is the latest sample at or before the window's end
+    cells = 30 * 10
+    for i, s in enumerate(samples):
+        end = int(time.mktime(time.strptime(s["end"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone)
+        end -= end % 60
+        sample_t = end - (end - (now - 4 * 3600)) % STEP
+        last = wins[i * cells + 29 * 10:i * cells + 30 * 10]
+        for d, m in [(0, METRICS[0]), (2, METRICS[2]), (7, METRICS[7])]:
+            want = value(m, s["node"], int(s["gpu"]), sample_t)
+            assert abs(last[d] - want) < 1e-3, (s, m, last[d], want)
+    print(f"  {len(pos)} positive windows before the power cycle, {len(neg)} healthy; "
+          "values match the backfilled history")
+
+    # retraining on it gives a model medic loads and scores with
+    model = os.path.join(suite.workdir, "retrained.safetensors")
+    r = subprocess.run(["/usr/bin/python3", TRAIN, "retrain", "--dataset", out_path, "--out",
+                        model, "--epochs", "3"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    info = subprocess.run([suite.medic, "model", "info", model], capture_output=True, text=True)
+    assert info.returncode == 0 and "retrained on 18 windows" in info.stdout, info.stdout
+    p = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url, "--node",
+                        "gpu-node-01", "--format", "json"], capture_output=True, text=True,
+                       timeout=60)
+    risk = json.loads(p.stdout)["risk"]
+    assert p.returncode == 0 and 0 <= risk <= 1, p
+    print(f"  retrained model scores gpu-node-01 at {risk:.4f}")
+
+
+def test_dataset_errors(suite):
+    db = os.path.join(suite.workdir, "empty.db")
+    out_path = os.path.join(suite.workdir, "none.safetensors")
+    # an audit log that does not exist
+    r = dataset(suite, "--db", db, "--prometheus", "http://127.0.0.1:1", "--out", out_path)
+    assert r.returncode == 1 and "medic model dataset:" in r.stderr, r.stderr
+    # usage errors name what is missing or wrong
+    r = dataset(suite, "--db", db)
+    assert r.returncode == 2 and "--prometheus and --out are required" in r.stderr, r.stderr
+    r = dataset(suite, "--db", db, "--prometheus", "http://x", "--out", out_path,
+                "--horizon", "soon")
+    assert r.returncode == 2 and "bad value 'soon'" in r.stderr, r.stderr
+    assert not os.path.exists(out_path)
+    print("  missing audit log and bad options: clear errors, no file written")
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_dataset_from_audit_log_and_prometheus, test_dataset_errors])
