@@ -1,7 +1,10 @@
 /* The safetensors loader and the model: PyTorch's numbers, and hostile
  * files refused with a message instead of a crash. */
+#include "default_model.h"
 #include "feature_spec.h"
 #include "lstm.h"
+#include "risk.h"
+#include "sha256.h"
 #include "prometheus.h"
 #include "timeutil.h"
 #include "safetensors.h"
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -279,12 +283,93 @@ static void test_prometheus_answer(void **state)
     prometheus_window_release(&w);
 }
 
+/* The built-in model is model/default.safetensors byte for byte, reads
+ * DCGM telemetry, and has learned the simulator's lesson: a GPU whose
+ * correctable errors climb, with rows remapped and an Xid 48, is riskier
+ * than a steady healthy one. */
+static void test_builtin_model(void **state)
+{
+    (void)state;
+    struct model m;
+    struct feature_spec spec;
+    struct medic_error err = {0};
+    assert_int_equal(model_load_builtin(&m, &err), 0);
+    assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
+    assert_int_equal(spec.count, 10);
+    assert_int_equal(spec.window, 30);
+    assert_true(spec.step == 60 * MEDIC_NS_PER_SEC);
+    assert_string_equal(spec.items[0].name, "gpu_temp");
+    assert_non_null(strstr(spec.items[0].query, "DCGM_FI_DEV_GPU_TEMP"));
+    assert_non_null(safetensors_meta(&m.file, "threshold"));
+    assert_non_null(strstr(safetensors_meta(&m.file, "description"), "SYNTHETIC"));
+
+    char path[512], *data, hex[65];
+    size_t len;
+    snprintf(path, sizeof(path), "%s/../../model/default.safetensors", MEDIC_FIXTURES);
+    assert_int_equal(medic_read_file(path, SAFETENSORS_MAX_FILE, &data, &len, &err), 0);
+    medic_sha256_hex(data, len, hex);
+    assert_string_equal(hex, m.hash);
+    free(data);
+
+    struct risk_scorer scorer;
+    struct risk_score healthy, failing;
+    assert_int_equal(risk_scorer_init(&scorer, &m, &spec), 0);
+    static const float steady[10] = {70, 80, 340, 45000, 1410, 0, 0, 0, 0, 0};
+    for (size_t t = 0; t < spec.window; t++)
+        memcpy(&scorer.rows[t * 10], steady, sizeof(steady));
+    assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &healthy), 0);
+    for (size_t t = 0; t < spec.window; t++) {
+        float *row = &scorer.rows[t * 10];
+        memcpy(row, steady, sizeof(steady));
+        row[1] += 3;
+        row[5] = 2.0f * (float)t;  /* single-bit errors per 5 min, climbing */
+        row[7] = (float)(t / 6);   /* rows remapped */
+        row[6] = t >= 27 ? 1 : 0;  /* a double-bit error at the end */
+        row[9] = t >= 27 ? 48 : 0; /* and its Xid */
+    }
+    assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &failing), 0);
+    assert_true(healthy.risk >= 0 && failing.risk <= 1);
+    assert_true(failing.risk > healthy.risk + 0.2);
+    risk_scorer_release(&scorer);
+    model_release(&m);
+}
+
+/* What safetensors_write writes, safetensors_load reads back. */
+static void test_safetensors_write(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/medic-test-st-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    static const float a[6] = {1, -2.5f, 3, 4, 5, 6e-7f}, b[1] = {42};
+    size_t ashape[2] = {2, 3}, bshape[1] = {1};
+    const struct safetensors_out tensors[] = {{"a", ashape, 2, a}, {"b", bshape, 1, b}};
+    const struct safetensors_meta meta[] = {{"note", "quotes \" and \\ survive"}};
+    struct medic_error err = {0};
+    assert_int_equal(safetensors_write(path, tensors, 2, meta, 1, &err), 0);
+    struct safetensors st;
+    assert_int_equal(safetensors_load(path, &st, &err), 0);
+    assert_int_equal((8 + (st.data - st.file - 8)) % 8, 0);
+    float got[6];
+    assert_int_equal(safetensors_f32(&st, "a", ashape, 2, got, &err), 0);
+    assert_memory_equal(got, a, sizeof(a));
+    assert_int_equal(safetensors_f32(&st, "b", bshape, 1, got, &err), 0);
+    assert_true(got[0] == 42);
+    assert_string_equal(safetensors_meta(&st, "note"), "quotes \" and \\ survive");
+    safetensors_release(&st);
+    unlink(path);
+    char bad[] = "/nonexistent-dir/x.safetensors";
+    assert_int_equal(safetensors_write(bad, tensors, 2, meta, 1, &err), MEDIC_E_IO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_pytorch),    cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_non_finite_weights), cmocka_unit_test(test_feature_metadata),
-        cmocka_unit_test(test_prometheus_answer),
+        cmocka_unit_test(test_prometheus_answer),  cmocka_unit_test(test_builtin_model),
+        cmocka_unit_test(test_safetensors_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
