@@ -79,9 +79,12 @@ int medic_cmd_check(int argc, char **argv)
             status = 1;
             continue;
         }
-        printf("%s: valid (mode %s, listen %s, audit %s, %zu policies, %zu inventory nodes)\n",
+        printf("%s: valid (mode %s, listen %s, audit %s, %zu policies, %zu inventory nodes, "
+               "model %s %.12s%s)\n",
                argv[i], config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen,
-               config.audit_path, config.policies.count, config.inventory.count);
+               config.audit_path, config.policies.count, config.inventory.count,
+               config.model_path ? config.model_path : "built-in", config.model.hash,
+               config.prometheus_url ? "" : ", no prometheus.url: alerts are not scored");
         medic_config_release(&config);
     }
     return status;

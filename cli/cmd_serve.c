@@ -27,12 +27,13 @@ static const char usage[] =
     "/-/healthy, /-/ready, POST /-/reload and GET /api/v1/decisions (also\n"
     "/api/v1/notifications, /api/v1/alerts, /api/v1/actions).\n"
     "\n"
-    "With model and prometheus in the configuration, each firing alert gets a\n"
-    "failure risk from its GPU's telemetry before the policies see it\n"
-    "(docs/model.md).\n"
+    "With prometheus.url in the configuration, each firing alert gets a failure\n"
+    "risk from its GPU's telemetry before the policies see it, from the model\n"
+    "file in model.path or the model built into medic (docs/model.md).\n"
     "\n"
     "Without --config it runs on embedded defaults: listen 127.0.0.1:9799, audit\n"
-    "database ./medic.db, mode dry-run, no authentication (loopback only).\n"
+    "database ./medic.db, mode dry-run, no authentication (loopback only), the\n"
+    "built-in policies and model.\n"
     "--listen and --db override the configuration file.\n"
     "\n"
     "Signals: SIGTERM and SIGINT drain requests in flight and close the audit log;\n"
@@ -464,6 +465,13 @@ int medic_cmd_serve(int argc, char **argv)
                    st.config.tls_cert_pem ? "on" : "off", "audit", st.config.audit_path, "mode",
                    st.config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", "config",
                    st.config.source, "version", medic_version, NULL);
+    char model_hash[13];
+    snprintf(model_hash, sizeof(model_hash), "%.12s", st.config.model.hash);
+    medic_log_info("risk model", "model", st.config.model_path ? st.config.model_path : "built-in",
+                   "sha256", model_hash, "scoring",
+                   st.config.prometheus_url ? st.config.prometheus_url
+                                            : "off (no prometheus.url configured)",
+                   NULL);
     for (;;) {
         int sig = 0;
         if (sigwait(&signals, &sig) != 0)

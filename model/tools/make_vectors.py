@@ -15,17 +15,16 @@ import argparse
 import json
 import os
 import struct
+import sys
 
 import torch
-import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
+import fault_predictor  # noqa: E402
 
 
-class FaultPredictor(nn.Module):
-    def __init__(self, input_dim=8, hidden_dim=64):
-        super().__init__()
-        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True)
-        self.classifier = nn.Sequential(nn.Linear(hidden_dim, 32), nn.ReLU(), nn.Linear(32, 1),
-                                        nn.Sigmoid())
+class FaultPredictor(fault_predictor.FaultPredictor):
+    """The trained architecture, also returning the last hidden state."""
 
     def forward(self, x):
         out, _ = self.lstm(x)

@@ -33,11 +33,9 @@ def payload(alertname, instance, starts_at, status="firing"):
 def start(suite, name, notifiers, policies):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    creds = os.path.join(workdir, "credentials.yaml")
-    with open(creds, "w") as f:
-        f.write("hook-token: { token: hook-secret-123 }\n"
-                "pd-key: { token: pd-routing-key-456 }\n")
-    os.chmod(creds, 0o600)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "hook-token: { token: hook-secret-123 }\n"
+                         "pd-key: { token: pd-routing-key-456 }\n")
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\n"

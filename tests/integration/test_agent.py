@@ -94,10 +94,8 @@ def test_policy_limits_and_restores(suite):
     suite.on_exit(agent.stop)
     workdir = suite.subdir("medic")
     token = write_secret(os.path.join(workdir, "webhook.token"), "w")
-    creds = os.path.join(workdir, "credentials.yaml")
-    with open(creds, "w") as f:
-        f.write(f"agent-lab: {{ token: {TOKEN} }}\n")
-    os.chmod(creds, 0o600)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         f"agent-lab: {{ token: {TOKEN} }}\n")
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\n"

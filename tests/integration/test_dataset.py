@@ -80,10 +80,8 @@ def power_cycle_incident(suite, starts_at):
     suite.on_exit(bmc.stop)
     workdir = suite.subdir("medic")
     token = write_secret(os.path.join(workdir, "webhook.token"), "dataset-token")
-    creds = os.path.join(workdir, "credentials.yaml")
-    with open(creds, "w") as f:
-        f.write("bmc-lab: { username: admin, password: secret }\n")
-    os.chmod(creds, 0o600)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\n"

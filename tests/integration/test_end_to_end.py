@@ -38,10 +38,8 @@ def test_fault_to_drain_cycle_and_resume(suite):
 
     workdir = suite.subdir("medic")
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    creds = os.path.join(workdir, "credentials.yaml")
-    with open(creds, "w") as f:
-        f.write("bmc-lab: { username: admin, password: secret }\n")
-    os.chmod(creds, 0o600)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"

@@ -31,11 +31,9 @@ def payload(node, starts_at, alertname="GPUFellOffBus"):
 def start_lab(suite, name, bmcs, passwords=None):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    creds = os.path.join(workdir, "credentials.yaml")
-    with open(creds, "w") as f:
-        f.write("bmc-lab: { username: admin, password: secret }\n"
-                "bmc-wrong: { username: admin, password: not-the-password }\n")
-    os.chmod(creds, 0o600)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n"
+                         "bmc-wrong: { username: admin, password: not-the-password }\n")
     nodes = "".join(
         f"    - {{ name: {n}, bmc: {{ address: '{b.address}', "
         f"credentials: {(passwords or {}).get(n, 'bmc-lab')}, workarounds: [opensesspriv] }} }}\n"
