@@ -5,7 +5,8 @@ model dataset` exports the windows before that incident as positives and
 windows of healthy nodes as negatives from a Prometheus whose history was
 backfilled with promtool, the values are those Prometheus holds, and
 model/train/medic_train.py retrains on the file into a model that medic
-loads and scores with."""
+loads and scores with. Without a model file, medic serve and medic predict
+score with the model built into medic."""
 
 import json
 import math
@@ -15,7 +16,7 @@ import subprocess
 import time
 
 from lab import IpmiBmc, Medic, Suite, wait_until, write_secret
-from test_predict import start_prometheus
+from test_predict import hot_alert, start_prometheus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -173,6 +174,47 @@ def test_dataset_from_audit_log_and_prometheus(suite):
     print(f"  retrained model scores gpu-node-01 at {risk:.4f}")
 
 
+def test_builtin_model_scores_alerts(suite):
+    """No model.path: medic serve scores with the built-in model, as medic
+    predict does without --model, and the decision names its hash."""
+    now = int(time.time())
+    url, _ = start_prometheus(suite, "prom-builtin", history(now - 2 * 3600, now - 30))
+    info = subprocess.run([suite.medic, "model", "info"], capture_output=True, text=True)
+    assert info.returncode == 0 and "model: built-in" in info.stdout, info.stdout
+    sha = info.stdout.split("sha256: ")[1].split()[0]
+    workdir = suite.subdir("medic-builtin")
+    token = write_secret(os.path.join(workdir, "webhook.token"), "builtin-token")
+    medic = Medic(suite.medic, workdir,
+                  f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+                  f"prometheus: {{ url: {url}, timeout: 3s }}\n"
+                  "inventory:\n  nodes: [ { name: gpu-node-01 } ]\n"
+                  "policies:\n  - name: risky\n    match: '{alertname=\"GPUHot\"}'\n"
+                  "    when: { risk_at_least: 0.0, risk_unknown: skip }\n"
+                  "    steps: [ { action: drain } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def predicted():
+        p = subprocess.run([suite.medic, "predict", "--prometheus", url, "--node", "gpu-node-01",
+                            "--gpu", "0", "--format", "json"], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    before = predicted()
+    status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "0"),
+                              headers={"Authorization": "Bearer builtin-token"})
+    assert status == 200
+    d = wait_until("the decision", lambda: medic.audit("decisions"), timeout=20)[0]
+    after = predicted()
+    assert before["model_hash"] == sha and d["model_hash"] == sha, (d, before)
+    assert d["risk"] is not None and min(abs(d["risk"] - before["risk"]),
+                                         abs(d["risk"] - after["risk"])) < 1e-5, (d, before)
+    assert "remapped_rows=2" in d["reason"], d
+    print(f"  built-in model {sha[:12]}: decision risk {d['risk']:.4f}, medic predict "
+          f"{before['risk']:.4f}")
+
+
 def test_dataset_errors(suite):
     db = os.path.join(suite.workdir, "empty.db")
     out_path = os.path.join(suite.workdir, "none.safetensors")
@@ -190,4 +232,5 @@ def test_dataset_errors(suite):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_dataset_from_audit_log_and_prometheus, test_dataset_errors])
+    Suite(__doc__).run([test_dataset_from_audit_log_and_prometheus,
+                        test_builtin_model_scores_alerts, test_dataset_errors])
