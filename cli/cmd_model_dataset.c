@@ -50,6 +50,7 @@ static const char usage[] =
     "`step`, and `samples` (JSON: node, gpu, end, label, source per window).\n";
 
 #define MAX_INCIDENTS 100000
+#define MAX_WINDOWS 200000 /* 240 MB of a 30 x 10 model's windows */
 #define MAX_ACTIONS 16
 
 struct incident {
@@ -94,6 +95,8 @@ static int append(struct dataset *d, const struct prometheus_window *w, size_t s
                   int64_t end, int label, const char *source)
 {
     size_t cells = d->spec->window * d->spec->count;
+    if (d->count == MAX_WINDOWS)
+        return MEDIC_E_LIMIT;
     if (d->count == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 256;
         float *wins = realloc(d->windows, cap * cells * sizeof(float));
@@ -317,7 +320,7 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
             until = optarg;
             break;
         case 'a':
-            bad = parse_actions(optarg, o);
+            bad = parse_actions(optarg, o) != 0;
             break;
         case 'H':
             bad = medic_duration_parse(optarg, &o->horizon) || o->horizon <= 0;
@@ -343,10 +346,10 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
             fputs(usage, stdout);
             return 1;
         default:
-            bad = 1;
+            bad = 2; /* getopt said why */
         }
-        if (bad)
-            fprintf(stderr, "medic model dataset: bad value '%s'\n", optarg ? optarg : "");
+        if (bad == 1)
+            fprintf(stderr, "medic model dataset: bad value '%s'\n", optarg);
     }
     if (!bad && (!o->db || !o->url || !o->out || optind != argc)) {
         fputs("medic model dataset: --db, --prometheus and --out are required\n", stderr);
@@ -407,7 +410,11 @@ int medic_cmd_model_dataset(int argc, char **argv)
                d.positives, d.negatives, d.skipped);
     else
         fprintf(stderr, "medic model dataset: %s\n",
-                err.msg[0] ? err.msg : (rc == MEDIC_E_NOMEM ? "out of memory" : "failed"));
+                err.msg[0]            ? err.msg
+                : rc == MEDIC_E_LIMIT ? "more than 200000 windows: narrow --since and --until, "
+                                        "or lower --negatives"
+                : rc == MEDIC_E_NOMEM ? "out of memory"
+                                      : "failed");
     if (reader)
         audit_reader_free(reader);
     if (m.w_ih)
