@@ -44,7 +44,7 @@ def fit_scaler(x):
     RobustScaler): center the median, scale the interquartile range; where
     that is 0 (counters that are mostly 0), the distance from the median to
     the 99th percentile, at least 1. (A 5th-95th percentile range, tried to
-    keep a throttled clock nearer the scale, did no better on validation.)"""
+    keep a throttled clock nearer the scale, did no better.)"""
     flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
     q25, q50, q75, q99 = np.percentile(flat, [25, 50, 75, 99], axis=0)
     scale = q75 - q25

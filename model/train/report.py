@@ -22,7 +22,8 @@ def _row(name, y, w, m, score, alarm):
             f"{len(leads)}/{faults} |"), r
 
 
-def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train, description):
+def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train, validation,
+          description):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -59,7 +60,9 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
             seen.add(k)
             faults[r["cls"]] += 1
     out(f"- Held-out fleets ({sizes}); the model was trained on other seeds and sizes "
-        f"({tsizes}), with its early stopping on a tenth of those fleets' nodes.")
+        f"({tsizes}), with its early stopping and operating threshold on another "
+        f"(seed {validation['fleets'][0][0]}: {validation['fleets'][0][1]} nodes x "
+        f"{validation['fleets'][0][2]} days).")
     out(f"- 8 GPUs per server, one sample a minute, windows of {windows.WINDOW} minutes. "
         f"A window is positive when a hardware fault takes its GPU out within "
         f"{windows.HORIZON} minutes (a GPU fault: that GPU; a node fault: all eight).")
@@ -107,7 +110,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
     out("")
     out("Precision, recall, F1 and FPR are per window at the detector's threshold. The "
         "LSTM's operating point is the threshold with the best F1 on the validation "
-        "nodes, stored in the model file's metadata (`threshold`). PR-AUC is the average "
+        "fleet, stored in the model file's metadata (`threshold`). PR-AUC is the average "
         "precision (the area under the step curve); a rule is a yes/no detector, so its "
         "curve is a single point. Median lead is the time from a fault's first warning "
         "(within the hour before it) to the fault, over the faults that were warned of.\n")
