@@ -161,7 +161,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         "(for instance ignoring application Xids 13, 31 and 43), and would then do "
         "better than here.\n")
     out("## Reproducing\n")
-    out("`model/train/regenerate.sh` trains the model again (about 3 minutes on one core "
+    out("`model/train/regenerate.sh` trains the model again (about 4 minutes on one core "
         "with Debian's torch, reference BLAS, one thread) and compares it with the committed "
         "file; `/usr/bin/python3 model/train/medic_train.py evaluate` rewrites this page and "
         "its plot (about 2 minutes).\n")
