@@ -76,6 +76,27 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         f"{held_out['neg_stride']} minutes per GPU. {len(seen)} faults: "
         + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) + ".\n")
 
+    out("## Where the simulator's figures come from\n")
+    mix = sources.fault_mix()
+    out(f"- Fault rate: a server MTBF of {sources.SERVER_MTBF_HOURS:,.0f} hours (the source "
+        "documents' 8xA100 figure). For comparison, the InfiniteHBD trace has one hardware "
+        f"fault per {sources.infinitehbd_server_mtbf_hours():,.0f} server-hours, and the "
+        "Llama 3 run one unexpected interruption per "
+        f"{sources.llama3_gpu_mtbf_hours():,.0f} GPU-hours "
+        f"({sources.llama3_gpu_mtbf_hours() / 8:,.0f} hours per 8 GPUs); the simulator "
+        "takes the most frequent of the three.")
+    out(f"- Fault mix: memory {mix['gpu_memory']:.0%} and power supply "
+        f"{mix['power_supply']:.0%} (source documents); the rest split as the InfiniteHBD "
+        f"trace splits its other hardware faults: GPU other than ECC {mix['gpu_other']:.1%}, "
+        f"cooling (fans) {mix['cooling']:.1%}, faults GPU telemetry cannot see (NIC, cables, "
+        f"boards, CPU) {mix['unseen']:.1%}. The Llama 3 report's GPU-heavy mix (faulty GPU "
+        f"{sources.LLAMA3['faulty_gpu']:.1%}, HBM3 {sources.LLAMA3['hbm3_memory']:.1%}) is "
+        "consistent with memory and GPU faults dominating.")
+    out("- Repair time: drawn from the InfiniteHBD trace's hardware faults (fault start "
+        "to end).")
+    out("- Everything else (how each class shows beforehand, the share that is sudden, the "
+        "healthy fleet's load and benign events) is an assumption, marked in "
+        "`model/train/simulate.py`.\n")
     out("## Results\n")
     out("| detector | precision | recall | F1 | PR-AUC | recall at 1% FPR | FPR | "
         "median lead | faults warned |")

@@ -43,6 +43,17 @@ def infinitehbd_hardware_classes():
     return {k: v for k, v in hw.items() if isinstance(v, dict)}
 
 
+def infinitehbd_server_mtbf_hours():
+    """Server-hours per hardware fault in the InfiniteHBD trace (400
+    servers over its span)."""
+    with open(os.path.join(TRACE_DIR, "fault_trace.json")) as f:
+        events = json.load(f)
+    starts = [e for e in events if e["event_type"] == "fault_start"
+              and e["fault_type"]["Level"] == "Hardware Failure"]
+    days = max(e["event_time"] for e in events)
+    return 400 * days * 24.0 / len(starts)
+
+
 def infinitehbd_repair_hours():
     """Durations (hours) from fault_start to fault_end of the trace's
     hardware faults: how long a failed node stays out."""
