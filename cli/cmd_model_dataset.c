@@ -67,14 +67,16 @@ struct dataset {
     size_t count, cap, positives, negatives, skipped;
     cJSON *samples;
     struct incident *incidents;
-    size_t incident_count;
+    size_t incident_count, incidents_left_out;
 };
 
 static int add_incident(void *arg, const struct audit_incident *in)
 {
     struct dataset *d = arg;
-    if (d->incident_count == MAX_INCIDENTS)
+    if (d->incident_count == MAX_INCIDENTS) {
+        d->incidents_left_out++;
         return 0;
+    }
     if (d->incident_count % 256 == 0) {
         struct incident *more =
             realloc(d->incidents, (d->incident_count + 256) * sizeof(*d->incidents));
@@ -288,8 +290,9 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
     };
     int64_t now = medic_time_now();
     const char *since = "7d", *until = NULL;
-    static char default_actions[] = "drain,ipmi_power_cycle";
-    parse_actions(default_actions, o);
+    o->actions[0] = "drain";
+    o->actions[1] = "ipmi_power_cycle";
+    o->action_count = 2;
     o->horizon = 60 * MEDIC_NS_PER_SEC * 60;
     o->stride = 5 * 60 * MEDIC_NS_PER_SEC;
     o->quiet = 24 * 3600 * MEDIC_NS_PER_SEC;
@@ -395,6 +398,10 @@ int medic_cmd_model_dataset(int argc, char **argv)
                              &err);
     if (rc == 0) {
         fprintf(stderr, "%zu incidents in %s\n", d.incident_count, o.db);
+        if (d.incidents_left_out)
+            fprintf(stderr,
+                    "%zu later incidents left out (at most %d): narrow --since and --until\n",
+                    d.incidents_left_out, MAX_INCIDENTS);
         rc = positives(&d, &o);
     }
     if (rc == 0)

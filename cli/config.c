@@ -58,7 +58,8 @@ static int builtin_policy_set(struct policy_set *out)
     return rc;
 }
 
-int medic_config_defaults(struct medic_config *config)
+/* Everything but the model: a file may name one. */
+static int set_defaults(struct medic_config *config)
 {
     static const char *const labels[] = {"node", "Hostname", "instance"};
     memset(config, 0, sizeof(*config));
@@ -81,11 +82,23 @@ int medic_config_defaults(struct medic_config *config)
             return MEDIC_E_NOMEM;
     if (builtin_policy_set(&config->policies))
         return MEDIC_E_NOMEM;
-    struct medic_error merr = {0};
-    if (model_load_builtin(&config->model, &merr) ||
-        features_from_metadata(&config->model.file, config->model.D, &config->features, &merr))
-        return merr.code ? merr.code : MEDIC_E_INVALID;
     return config->source && config->listen && config->audit_path ? 0 : MEDIC_E_NOMEM;
+}
+
+static int builtin_model(struct medic_config *config, struct medic_error *err)
+{
+    return model_load_builtin(&config->model, err) ||
+                   features_from_metadata(&config->model.file, config->model.D, &config->features,
+                                          err)
+               ? (err->code ? err->code : MEDIC_E_INVALID)
+               : 0;
+}
+
+int medic_config_defaults(struct medic_config *config)
+{
+    struct medic_error err = {0};
+    int rc = set_defaults(config);
+    return rc ? rc : builtin_model(config, &err);
 }
 
 static void auth_credentials_release(struct medic_credentials *c)
@@ -596,10 +609,6 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             if (rc == 0 && !(c->model_path = resolve_path(l->f.file, text)))
                 rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
             free(text);
-            if (rc == 0 && c->model.w_ih) { /* replaces the built-in model */
-                model_release(&c->model);
-                memset(&c->model, 0, sizeof(c->model));
-            }
             if (rc == 0 &&
                 (model_load(c->model_path, &c->model, &merr) ||
                  features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
@@ -632,6 +641,8 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     if (rc == 0 && c->model_path && !c->prometheus_url)
         rc = yaml_fields_fail(&l->f, yaml_tree_get(root, "model"),
                               "model: needs prometheus.url, where its telemetry is read");
+    if (rc == 0 && !c->model_path)
+        rc = builtin_model(c, l->f.err);
     if (rc == 0 && (v = yaml_tree_get(root, "slurm"))) {
         static const char *const slurm_keys[] = {"conf", "scontrol", NULL};
         const struct yaml_tree_node *x;
@@ -688,7 +699,7 @@ int medic_config_load(const char *path, struct medic_config *config, struct medi
     char *text = NULL;
     size_t len;
     struct yaml_tree tree = {0};
-    int rc = medic_config_defaults(config);
+    int rc = set_defaults(config);
     if (rc) {
         medic_config_release(config);
         return medic_error_set(err, rc, "out of memory");
@@ -718,7 +729,7 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
                            const char *const *extra_keys, struct medic_config *config,
                            struct medic_error *err)
 {
-    int rc = medic_config_defaults(config);
+    int rc = set_defaults(config);
     if (rc) {
         medic_config_release(config);
         return medic_error_set(err, rc, "out of memory");

@@ -76,7 +76,7 @@ struct medic_config {
     char *scontrol;               /* the scontrol program; NULL: "scontrol" in PATH */
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
     char *model_path;             /* NULL: the built-in model */
-    struct model model;           /* the file's, or the built-in one */
+    struct model model;           /* the file's, or the built-in one: always loaded */
     struct feature_spec features;
     int64_t fleet_interval;     /* ns; 0: no fleet scoring */
     char *prometheus_url;       /* where the model's telemetry is read */
@@ -85,7 +85,8 @@ struct medic_config {
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit
- * ./medic.db, mode dry-run, node labels node, Hostname, instance. */
+ * ./medic.db, mode dry-run, node labels node, Hostname, instance, the
+ * built-in policies and model. */
 int medic_config_defaults(struct medic_config *config);
 
 /* Loads path into config (a fresh struct). On error config is released

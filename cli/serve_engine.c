@@ -189,9 +189,9 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
     pthread_mutex_lock(&e->lock);
     medic_engine_context(e->config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", e->config->hash);
-    if (e->config->model.w_ih && e->config->prometheus_url) /* alerts are scored */
-        snprintf(model_hash, sizeof(model_hash), "%s", e->config->model.hash);
     serve_risk_begin(&r.risk, e->config, now);
+    if (r.risk.enabled) /* alerts are scored */
+        snprintf(model_hash, sizeof(model_hash), "%s", e->config->model.hash);
     int rc = 0;
     if (tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);

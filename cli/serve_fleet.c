@@ -40,7 +40,7 @@ static int settings(struct serve_fleet *f, struct fleet_settings *s)
 {
     pthread_mutex_lock(f->config_lock);
     const struct medic_config *c = f->config;
-    int on = c->model.w_ih && c->prometheus_url && c->fleet_interval > 0;
+    int on = c->prometheus_url && c->fleet_interval > 0;
     if (on) {
         snprintf(s->model_path, sizeof(s->model_path), "%s", c->model_path ? c->model_path : "");
         snprintf(s->url, sizeof(s->url), "%s", c->prometheus_url);

@@ -13,7 +13,7 @@ void serve_risk_begin(struct serve_risk *r, const struct medic_config *config, i
     r->count = 0;
     r->unavailable[0] = 0;
     r->deadline = medic_time_monotonic() + config->prometheus_timeout;
-    r->enabled = config->model.w_ih && config->prometheus_url;
+    r->enabled = config->prometheus_url != NULL; /* the model is always there */
     r->scorer_ready = 0;
 }
 

@@ -59,18 +59,22 @@ def lead_times(m, alarm):
     first alarming window before it and the fault; faults with no alarm in
     the horizon are missed. Returns (lead minutes of detected faults,
     number of faults)."""
+    pos, first, ids = fault_ids(m)
+    best = np.full(len(first), -1, np.int64)
+    hit = alarm[pos]
+    np.maximum.at(best, ids[hit], m["lead"][pos][hit])
+    return best[best >= 0], len(first)
+
+
+def fault_ids(m):
+    """The faults behind the positive windows (a fault is a fleet, node and
+    fault minute): the positives' mask, the index among positives of each
+    fault's first window, and each positive's fault number."""
     pos = m["label"] == 1
     key = m["fleet"][pos].astype(np.int64) * 10**12 + m["node"][pos].astype(np.int64) * 10**6 \
         + (m["end"][pos] + m["lead"][pos])
-    lead = m["lead"][pos]
-    a = alarm[pos]
-    faults = np.unique(key)
-    leads = []
-    for k in faults:
-        hit = a & (key == k)
-        if hit.any():
-            leads.append(int(lead[hit].max()))
-    return np.array(leads), len(faults)
+    _, first, ids = np.unique(key, return_index=True, return_inverse=True)
+    return pos, first, ids
 
 
 def best_f1_threshold(y, w, score):

@@ -147,7 +147,8 @@ def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=
     return model, center, scale, history
 
 
-def export(path, model, center, scale, features, step, description, extra=None):
+def export(path, model, center, scale, features, window, step, horizon, description,
+           extra=None):
     """Writes the state_dict and the metadata medic reads."""
     feats = [{"name": n, "query": q, "center": round(float(c), 6), "scale": round(float(s), 6)}
              for (n, q), c, s in zip(features, center, scale)]
@@ -156,7 +157,7 @@ def export(path, model, center, scale, features, step, description, extra=None):
         "arch": "FaultPredictor", "format": "pt", "gate_order": "i,f,g,o",
         "input_dim": str(model.lstm.input_size), "hidden_dim": str(model.lstm.hidden_size),
         "classifier_hidden": "32", "torch_version": torch.__version__,
-        "window": str(windows.WINDOW), "step": step, "horizon": f"{windows.HORIZON}m",
+        "window": str(window), "step": step, "horizon": horizon,
         "features": json.dumps(feats, separators=(",", ":")),
         "description": description,
     }

@@ -86,7 +86,8 @@ def cmd_default(args):
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
     model, center, scale, hist = train_on(x, m, TRAIN, val)
     threshold = operating_threshold(model, x, m, val, center, scale)
-    fp.export(args.out, model, center, scale, simulate.FEATURES, "60s", describe(TRAIN),
+    fp.export(args.out, model, center, scale, simulate.FEATURES, windows.WINDOW, "60s",
+              f"{windows.HORIZON}m", describe(TRAIN),
               {"seed": str(TRAIN["seed"]), "threshold": f"{threshold:.4f}",
                "epochs": str(len(hist)), "recipe": "model/train/medic_train.py default"})
     log(f"wrote {args.out} in {time.time() - t0:.0f} s (operating threshold {threshold:.4f})")
@@ -141,8 +142,8 @@ def cmd_retrain(args):
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
     model, center, scale, hist = train_on(x, m, cfg, val)
     threshold = operating_threshold(model, x, m, val, center, scale)
-    windows.WINDOW = int(meta["window"])
-    fp.export(args.out, model, center, scale, feats, meta["step"],
+    fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],
+              meta.get("horizon", ""),
               f"retrained on {len(x)} windows from medic model dataset: "
               + ", ".join(os.path.basename(p) for p in args.dataset),
               {"seed": str(cfg["seed"]), "threshold": f"{threshold:.4f}",
@@ -179,7 +180,8 @@ def cmd_smoke(args):
     cfg = dict(TRAIN, epochs=50, patience=50, hidden=16, batch=64)
     model, center, scale, hist = train_on(x, m, cfg, val, max_steps=args.steps)
     out = os.path.join(args.dir, "smoke.safetensors")
-    fp.export(out, model, center, scale, simulate.FEATURES, "60s", describe(spec))
+    fp.export(out, model, center, scale, simulate.FEATURES, windows.WINDOW, "60s",
+              f"{windows.HORIZON}m", describe(spec))
     s = fp.predict(model, ((x - center) / scale).astype(np.float32))
     prec, rec, fpr, _, ap = evaluate.pr_curve(m["label"], np.ones(len(m)), s)
     base = m["label"].mean()

@@ -52,13 +52,8 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
     out("## Held-out data\n")
     sizes = ", ".join(f"seed {s}: {n} nodes x {d} days" for s, n, d in held_out["fleets"])
     tsizes = ", ".join(f"seed {s}: {n} nodes x {d} days" for s, n, d in train["fleets"])
-    faults = collections.Counter()
-    seen = set()
-    for r in m[m["label"] == 1]:
-        k = (r["fleet"], r["node"], r["end"] + r["lead"])
-        if k not in seen:
-            seen.add(k)
-            faults[r["cls"]] += 1
+    pos, first, _ = evaluate.fault_ids(m)
+    faults = collections.Counter(m["cls"][pos][first])
     out(f"- Held-out fleets ({sizes}); the model was trained on other seeds and sizes "
         f"({tsizes}), with its early stopping and operating threshold on another "
         f"(seed {validation['fleets'][0][0]}: {validation['fleets'][0][1]} nodes x "
@@ -73,7 +68,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         "scored every minute.")
     out(f"- {len(x)} windows: {int(y.sum())} positive (every minute of the hour before "
         f"each fault) and {int((y == 0).sum())} healthy ones, one every "
-        f"{held_out['neg_stride']} minutes per GPU. {len(seen)} faults: "
+        f"{held_out['neg_stride']} minutes per GPU. {len(first)} faults: "
         + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())) + ".\n")
 
     out("## Where the simulator's figures come from\n")
@@ -112,10 +107,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
     out(row)
     lstm_leads, n_faults = evaluate.lead_times(m, score >= threshold)
     rule_leads, _ = evaluate.lead_times(m, any_rule)
-    pos = m[m["label"] == 1]
-    _, first = np.unique(pos["fleet"].astype(np.int64) * 10**12 + pos["node"].astype(np.int64)
-                         * 10**6 + pos["end"] + pos["lead"], return_index=True)
-    silent = float(np.mean(pos["build_up"][first] == 0))
+    silent = float(np.mean(m["build_up"][pos][first] == 0))
     lines.insert(summary_at, (
         "## Summary\n\n"
         f"On held-out synthetic fleets, at its operating point the LSTM warns of "
@@ -139,7 +131,6 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
     out("### Per fault class (faults warned of within the hour before them)\n")
     out("| class | faults | LSTM | rules | LSTM median lead | rules median lead |")
     out("|---|---|---|---|---|---|")
-    pos = m["label"] == 1
     for cls in sorted(faults):
         sel = (m["cls"] == cls) | ~pos
         sub = m[sel]

@@ -186,7 +186,6 @@ def simulate_node(rng, minutes, faults):
         elif cls == "cooling":  # a fan going: the whole node warms up
             temp_add[rows, span] += 18 * p ** 1.5
 
-    brake &= True
     power = np.where(brake, power * 0.55, power) + rng.normal(0, 1, (G, T)) * power_sd
     temp = _smooth(ambient[None, :] + 6 + u * 50 * cool, 3.0) + temp_add
     temp += rng.normal(0, 0.6, (G, T))

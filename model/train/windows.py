@@ -20,6 +20,10 @@ import simulate
 
 WINDOW = 30
 HORIZON = 60
+# what is known of each window: where it comes from, its label, and for a
+# positive the minutes to the fault, the fault's class and build-up
+META_DTYPE = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
+              ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
 
 
 def fleet_windows(seed, nodes, days, accel, pos_stride, neg_stride, progress=None):
@@ -49,9 +53,7 @@ def fleet_windows(seed, nodes, days, accel, pos_stride, neg_stride, progress=Non
                     meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel))
         if progress:
             progress(n + 1, nodes)
-    dtype = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
-             ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
-    return np.stack(xs).astype(np.float32), np.array(meta, dtype=dtype)
+    return np.stack(xs).astype(np.float32), np.array(meta, dtype=META_DTYPE)
 
 
 def read_safetensors(path):
@@ -94,9 +96,7 @@ def dataset_windows(path):
     x, y = tensors["windows"], tensors["labels"].astype(np.int8)
     samples = json.loads(meta.get("samples", "[]"))
     nodes = {s["node"]: i for i, s in enumerate({s["node"]: s for s in samples}.values())}
-    dtype = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
-             ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
-    m = np.zeros(len(y), dtype=dtype)
+    m = np.zeros(len(y), dtype=META_DTYPE)
     m["label"] = y
     m["weight"] = 1.0
     if len(samples) == len(y):

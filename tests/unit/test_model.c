@@ -350,7 +350,7 @@ static void test_safetensors_write(void **state)
     assert_int_equal(safetensors_write(path, tensors, 2, meta, 1, &err), 0);
     struct safetensors st;
     assert_int_equal(safetensors_load(path, &st, &err), 0);
-    assert_int_equal((8 + (st.data - st.file - 8)) % 8, 0);
+    assert_int_equal((st.data - st.file) % 8, 0); /* the header is padded */
     float got[6];
     assert_int_equal(safetensors_f32(&st, "a", ashape, 2, got, &err), 0);
     assert_memory_equal(got, a, sizeof(a));
