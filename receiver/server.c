@@ -344,6 +344,14 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
         medic_log_warn("rejected notification", "remote", req->remote, "error", err.msg, NULL);
         return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
     }
+    /* Once stopping, nothing more is suspended: libmicrohttpd aborts when it
+     * is stopped with a suspended connection. If this check sees stopping
+     * unset, the stop has yet to read in_flight, which already counts this
+     * request (from its first call), so the stop waits for it (both are
+     * sequentially consistent atomics). Alertmanager retries the 503. */
+    if (atomic_load(&srv->stopping))
+        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down",
+                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* suspend first: the writer may finish before record() returns */
     atomic_store(&req->state, WEBHOOK_WAITING);
     MHD_suspend_connection(conn);
