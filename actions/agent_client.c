@@ -55,7 +55,7 @@ static void error_of(const struct medic_buf *b, long code, char *out, size_t siz
     cJSON_Delete(j);
 }
 
-enum agent_outcome agent_power_limit(const char *url, const char *token, const int *gpus,
+enum medic_outcome agent_power_limit(const char *url, const char *token, const int *gpus,
                                      size_t gpu_count, int watts, long timeout_ms, char *detail,
                                      size_t size)
 {
@@ -69,7 +69,7 @@ enum agent_outcome agent_power_limit(const char *url, const char *token, const i
             if (code > 0)
                 error_of(&b, code, detail, size);
             medic_buf_release(&b);
-            return code == -2 ? AGENT_TIMED_OUT : AGENT_FAILED;
+            return code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
         }
         cJSON *j = cJSON_Parse(b.data);
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "gpus"), *g;
@@ -84,7 +84,7 @@ enum agent_outcome agent_power_limit(const char *url, const char *token, const i
         if (!gpu_count) {
             snprintf(detail, size, "the agent lists no GPU");
             medic_buf_release(&b);
-            return AGENT_FAILED;
+            return MEDIC_OUTCOME_FAILED;
         }
     }
     size_t used = 0;
@@ -98,7 +98,7 @@ enum agent_outcome agent_power_limit(const char *url, const char *token, const i
             if (code > 0)
                 error_of(&b, code, detail + used, size - used);
             medic_buf_release(&b);
-            return code == -2 ? AGENT_TIMED_OUT : AGENT_FAILED;
+            return code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
         }
         cJSON *j = cJSON_Parse(b.data ? b.data : "");
         const cJSON *prev = cJSON_GetObjectItemCaseSensitive(j, "previous_w");
@@ -110,16 +110,16 @@ enum agent_outcome agent_power_limit(const char *url, const char *token, const i
         cJSON_Delete(j);
     }
     medic_buf_release(&b);
-    return AGENT_DONE;
+    return MEDIC_OUTCOME_SUCCEEDED;
 }
 
-enum agent_outcome agent_restore(const char *url, const char *token, long timeout_ms, char *detail,
+enum medic_outcome agent_restore(const char *url, const char *token, long timeout_ms, char *detail,
                                  size_t size)
 {
     struct medic_buf b;
     medic_buf_init(&b, (size_t)1 << 20);
     long code = call(url, "/v1/restore", token, "{}", timeout_ms, &b, detail, size);
-    enum agent_outcome r = AGENT_DONE;
+    enum medic_outcome r = MEDIC_OUTCOME_SUCCEEDED;
     if (code == 200) {
         cJSON *j = cJSON_Parse(b.data ? b.data : "");
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "restored"), *g;
@@ -136,7 +136,7 @@ enum agent_outcome agent_restore(const char *url, const char *token, long timeou
     } else {
         if (code > 0)
             error_of(&b, code, detail, size);
-        r = code == -2 ? AGENT_TIMED_OUT : AGENT_FAILED;
+        r = code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     }
     medic_buf_release(&b);
     return r;

@@ -3,16 +3,15 @@
 #ifndef MEDIC_ACTIONS_AGENT_CLIENT_H
 #define MEDIC_ACTIONS_AGENT_CLIENT_H
 
+#include "action.h"
 #include <stddef.h>
 
-enum agent_outcome { AGENT_DONE, AGENT_FAILED, AGENT_TIMED_OUT };
-
 /* Sets watts on gpus (gpu_count of them; 0: every GPU the agent lists). */
-enum agent_outcome agent_power_limit(const char *url, const char *token, const int *gpus,
+enum medic_outcome agent_power_limit(const char *url, const char *token, const int *gpus,
                                      size_t gpu_count, int watts, long timeout_ms, char *detail,
                                      size_t size);
 /* Puts back every limit the agent remembers replacing. */
-enum agent_outcome agent_restore(const char *url, const char *token, long timeout_ms, char *detail,
+enum medic_outcome agent_restore(const char *url, const char *token, long timeout_ms, char *detail,
                                  size_t size);
 
 #endif

@@ -17,28 +17,11 @@ struct executor {
     size_t capacity, head, count;
     size_t in_flight;
     int stopping;
-    uint64_t results[EXECUTOR_ACTIONS][3];
+    uint64_t results[MEDIC_ACTION_KIND_COUNT][MEDIC_OUTCOME_COUNT];
     uint64_t rejected;
 };
 
-const char *const executor_action_names[EXECUTOR_ACTIONS] = {
-    "drain", "resume", "ipmi_power_cycle", "power_limit", "restore_power_limit", "notify", "other"};
-
-static size_t action_index(const char *action)
-{
-    for (size_t i = 0; i + 1 < EXECUTOR_ACTIONS; i++)
-        if (strcmp(action, executor_action_names[i]) == 0)
-            return i;
-    return EXECUTOR_ACTIONS - 1;
-}
-
-const char *executor_result_name(enum executor_result r)
-{
-    static const char *const names[] = {"succeeded", "failed", "timed_out"};
-    return names[r];
-}
-
-static void run_job(struct executor *e, const struct executor_job *job)
+static void run_job(struct executor *e, struct executor_job *job)
 {
     struct medic_error err = {0};
     int64_t intent = 0;
@@ -46,20 +29,22 @@ static void run_job(struct executor *e, const struct executor_job *job)
         char id[24];
         snprintf(id, sizeof(id), "%lld", (long long)job->decision_id);
         medic_log_error("action not started: its intent could not be recorded", "decision", id,
-                        "action", job->action, "error", err.msg, NULL);
+                        "action", medic_action_name(job->action.kind), "error", err.msg, NULL);
         pthread_mutex_lock(&e->lock);
         e->rejected++;
         pthread_mutex_unlock(&e->lock);
+        medic_action_release(&job->action);
         return;
     }
     char detail[512] = "";
     int64_t start = medic_time_monotonic();
-    enum executor_result r = e->hooks.run(e->hooks.ctx, job, detail, sizeof(detail));
+    enum medic_outcome r = e->hooks.run(e->hooks.ctx, job, detail, sizeof(detail));
     int64_t ms = (medic_time_monotonic() - start) / MEDIC_NS_PER_MS;
     e->hooks.outcome(e->hooks.ctx, job, intent, r, ms, detail);
     pthread_mutex_lock(&e->lock);
-    e->results[action_index(job->action)][r]++;
+    e->results[job->action.kind][r]++;
     pthread_mutex_unlock(&e->lock);
+    medic_action_release(&job->action);
 }
 
 static void *worker(void *arg)

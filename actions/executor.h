@@ -1,12 +1,13 @@
 /* The executor: a bounded pool of worker threads, apart from the HTTP
  * threads and the policy engine, that carries out decided actions. For each
  * job it records an intent before the action starts and an outcome after
- * (succeeded, failed, timed_out), through hooks the wiring layer provides;
+ * (one enum medic_outcome), through hooks the wiring layer provides;
  * a job whose intent cannot be recorded (a decision that already has one)
  * never runs, so no decision ever runs twice. */
 #ifndef MEDIC_ACTIONS_EXECUTOR_H
 #define MEDIC_ACTIONS_EXECUTOR_H
 
+#include "action.h"
 #include "error.h"
 
 #include <stddef.h>
@@ -14,17 +15,12 @@
 
 struct executor_job {
     int64_t decision_id;
-    char action[32];
+    struct medic_action action; /* typed parameters; owned by the job */
     char node[128];
     char policy[65];
     char alertname[128];
     char reason[512];
-    char params[1024]; /* JSON */
 };
-
-enum executor_result { EXECUTOR_SUCCEEDED, EXECUTOR_FAILED, EXECUTOR_TIMED_OUT };
-
-const char *executor_result_name(enum executor_result r);
 
 struct executor_hooks {
     void *ctx;
@@ -33,28 +29,24 @@ struct executor_hooks {
     int (*intent)(void *ctx, const struct executor_job *job, int64_t *intent_id,
                   struct medic_error *err);
     /* Carries the action out within its own hard timeouts; fills detail. */
-    enum executor_result (*run)(void *ctx, const struct executor_job *job, char *detail,
-                                size_t size);
+    enum medic_outcome (*run)(void *ctx, const struct executor_job *job, char *detail, size_t size);
     /* Records the outcome. */
     void (*outcome)(void *ctx, const struct executor_job *job, int64_t intent_id,
-                    enum executor_result result, int64_t duration_ms, const char *detail);
+                    enum medic_outcome outcome, int64_t duration_ms, const char *detail);
 };
-
-/* The actions the statistics count separately; others count as "other". */
-#define EXECUTOR_ACTIONS 7
-extern const char *const executor_action_names[EXECUTOR_ACTIONS];
 
 struct executor_stats {
     size_t queued, in_flight, capacity;
-    uint64_t results[EXECUTOR_ACTIONS][3]; /* by action, by executor_result */
-    uint64_t rejected;                     /* queue full or intent refused */
+    uint64_t results[MEDIC_ACTION_KIND_COUNT][MEDIC_OUTCOME_COUNT];
+    uint64_t rejected; /* queue full or intent refused */
 };
 
 struct executor;
 
 int executor_start(size_t threads, size_t capacity, const struct executor_hooks *hooks,
                    struct executor **out, struct medic_error *err);
-/* Queues a copy of job; MEDIC_E_BUSY when the queue is full. */
+/* Queues job, taking its action on success; MEDIC_E_BUSY when the queue
+ * is full, MEDIC_E_CLOSED when stopping (the caller still owns it). */
 int executor_submit(struct executor *e, const struct executor_job *job);
 void executor_stats(struct executor *e, struct executor_stats *out);
 /* Lets the queued and running jobs finish, then stops. NULL is a no-op. */

@@ -154,8 +154,8 @@ static int64_t wait_for(ipmi_ctx_t *ctx, const struct ipmi_target *t, const stru
     return -1;
 }
 
-enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
-                                   const struct ipmi_options *o, char *detail, size_t size)
+enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
+                                    const struct ipmi_options *o, char *detail, size_t size)
 {
     struct ipmi_options defaults;
     if (!o) {
@@ -165,28 +165,28 @@ enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
     char why[256] = "";
     ipmi_ctx_t ctx = open_session(t, o, detail, size);
     if (!ctx)
-        return strstr(detail, "timeout") || strstr(detail, "timed out") ? IPMI_TIMED_OUT
-                                                                        : IPMI_FAILED;
+        return strstr(detail, "timeout") || strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT
+                                                                        : MEDIC_OUTCOME_FAILED;
     int64_t start = medic_time_monotonic();
     int64_t deadline = start + (int64_t)o->confirm_timeout_ms * MEDIC_NS_PER_MS;
     int before = read_power(ctx, detail, size);
     if (before < 0) {
         close_session(ctx);
-        return IPMI_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     }
-    enum ipmi_outcome result = IPMI_DONE;
+    enum medic_outcome result = MEDIC_OUTCOME_SUCCEEDED;
     if (before == 0) {
         /* a power cycle does nothing to a node that is off */
         if (!power_on) {
             snprintf(detail, size, "the node was off; not powered on (power_on: false)");
             close_session(ctx);
-            return IPMI_FAILED;
+            return MEDIC_OUTCOME_FAILED;
         }
         if (chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_UP, why, sizeof(why)) < 0 &&
             wait_for(&ctx, t, o, 1, start, start + 5 * MEDIC_NS_PER_SEC, detail, size) < 0) {
             snprintf(detail, size, "the node was off; power on failed: %s", why);
             close_session(ctx);
-            return IPMI_FAILED;
+            return MEDIC_OUTCOME_FAILED;
         }
         int64_t on_ms = wait_for(&ctx, t, o, 1, start, deadline, detail, size);
         if (on_ms < 0)
@@ -196,7 +196,7 @@ enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
             snprintf(detail, size, "the node was off: powered on (on after %lld ms)",
                      (long long)on_ms);
         close_session(ctx);
-        return on_ms < 0 ? IPMI_TIMED_OUT : IPMI_DONE;
+        return on_ms < 0 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_SUCCEEDED;
     }
     int sent = chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_CYCLE, why, sizeof(why)) >= 0;
     /* sent or not, the power state is the truth: a lost reply is not resent */
@@ -210,7 +210,7 @@ enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
             snprintf(detail, size,
                      "power cycle failed (%s) and the node never went off; not resent", why);
         close_session(ctx);
-        return sent ? IPMI_TIMED_OUT : IPMI_FAILED;
+        return sent ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     }
     int64_t on_ms = wait_for(&ctx, t, o, 1, start, deadline, detail, size);
     if (on_ms < 0 && power_on) {
@@ -227,15 +227,15 @@ enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
                      "power cycled: off after %lld ms, stayed off, powered on (on %lld ms later)",
                      (long long)off_ms, (long long)on_ms);
         else
-            result = IPMI_TIMED_OUT;
+            result = MEDIC_OUTCOME_TIMED_OUT;
     } else if (on_ms >= 0) {
         snprintf(detail, size, "power cycled%s: off after %lld ms, on after %lld ms",
                  sent ? "" : " (the reply was lost; the power state confirms it)",
                  (long long)off_ms, (long long)on_ms);
     } else {
-        result = IPMI_TIMED_OUT;
+        result = MEDIC_OUTCOME_TIMED_OUT;
     }
-    if (result == IPMI_TIMED_OUT)
+    if (result == MEDIC_OUTCOME_TIMED_OUT)
         snprintf(detail, size, "power cycle: off after %lld ms, not back on within %u ms%s",
                  (long long)off_ms, o->confirm_timeout_ms,
                  power_on ? " even after a power on" : " (power_on: false)");

@@ -6,6 +6,7 @@
 #ifndef MEDIC_ACTIONS_IPMI_H
 #define MEDIC_ACTIONS_IPMI_H
 
+#include "action.h"
 #include "error.h"
 
 #include <stddef.h>
@@ -34,12 +35,10 @@ void ipmi_options_default(struct ipmi_options *o);
 int ipmi_workaround_flags(const char *const *names, size_t count, int lan_2_0, unsigned int *flags,
                           struct medic_error *err);
 
-enum ipmi_outcome { IPMI_DONE, IPMI_FAILED, IPMI_TIMED_OUT };
-
 /* Power cycles; when the node stays off and power_on is set, powers it on.
  * detail says what was seen (times, the BMC's error). */
-enum ipmi_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
-                                   const struct ipmi_options *o, char *detail, size_t size);
+enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
+                                    const struct ipmi_options *o, char *detail, size_t size);
 
 /* Reads the power state: 1 on, 0 off, -1 error (detail says why). */
 int ipmi_power_state(const struct ipmi_target *t, const struct ipmi_options *o, char *detail,

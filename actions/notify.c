@@ -160,10 +160,12 @@ static size_t discard(char *buf, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* One attempt; returns 0, 1 for a transient failure, -1 for a permanent one. */
+/* One attempt; returns 0, 1 for a transient failure, -1 for a permanent one;
+ * *timed_out says whether the server did not answer in time. */
 static int attempt(const struct notify_target *t, const struct medic_buf *body, long timeout_ms,
-                   char *why, size_t size)
+                   char *why, size_t size, int *timed_out)
 {
+    *timed_out = 0;
     CURL *c = curl_easy_init();
     if (!c) {
         snprintf(why, size, "cannot create a curl handle");
@@ -216,6 +218,7 @@ static int attempt(const struct notify_target *t, const struct medic_buf *body, 
     if (rc == CURLE_OK && (t->kind == NOTIFY_SMTP || (code >= 200 && code < 300)))
         return 0;
     if (rc != CURLE_OK) {
+        *timed_out = rc == CURLE_OPERATION_TIMEDOUT;
         /* the URL is not secret, but a userinfo part could be: say the host only */
         snprintf(why, size, "%s%s", curl_easy_strerror(rc),
                  code ? (code >= 500 ? " (server error)" : " (refused)") : "");
@@ -229,37 +232,47 @@ static int attempt(const struct notify_target *t, const struct medic_buf *body, 
     return code >= 500 || code == 429 || code == 408 ? 1 : -1;
 }
 
-int notify_send(const struct notify_target *t, const struct notify_message *m,
-                const struct notify_options *o, struct medic_error *err)
+enum medic_outcome notify_send(const struct notify_target *t, const struct notify_message *m,
+                               const struct notify_options *o, struct medic_error *err)
 {
     struct notify_options defaults;
     if (!o) {
         notify_options_default(&defaults);
         o = &defaults;
     }
-    if (t->kind == NOTIFY_PAGERDUTY && (!t->routing_key || !*t->routing_key))
-        return medic_error_set(err, MEDIC_E_INVALID, "pagerduty needs a routing_key");
-    if (t->kind == NOTIFY_SMTP && (!t->from || !t->to_count))
-        return medic_error_set(err, MEDIC_E_INVALID, "smtp needs from and to");
+    if (t->kind == NOTIFY_PAGERDUTY && (!t->routing_key || !*t->routing_key)) {
+        medic_error_set(err, MEDIC_E_INVALID, "pagerduty needs a routing_key");
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    if (t->kind == NOTIFY_SMTP && (!t->from || !t->to_count)) {
+        medic_error_set(err, MEDIC_E_INVALID, "smtp needs from and to");
+        return MEDIC_OUTCOME_REFUSED;
+    }
     struct medic_buf body;
     medic_buf_init(&body, (size_t)1 << 20);
     if (t->kind == NOTIFY_SMTP)
         build_mail(t, m, &body);
     else
         build_body(t, m, &body);
+    if (body.error) { /* never send half a message */
+        int code = body.error;
+        medic_buf_release(&body);
+        medic_error_set(err, code, "the message does not fit in %d bytes", 1 << 20);
+        return MEDIC_OUTCOME_REFUSED;
+    }
     char why[256] = "";
     long delay = o->backoff_ms;
-    int rc = 1, tries = 0;
+    int rc = 1, tries = 0, timed_out = 0;
     while (rc > 0 && tries < o->attempts) {
         if (tries++) {
             usleep((useconds_t)delay * 1000);
             delay *= 2;
         }
-        rc = attempt(t, &body, o->timeout_ms, why, sizeof(why));
+        rc = attempt(t, &body, o->timeout_ms, why, sizeof(why), &timed_out);
     }
     medic_buf_release(&body);
     if (rc == 0)
-        return 0;
-    return medic_error_set(err, MEDIC_E_IO, "%s after %d attempt%s", why, tries,
-                           tries == 1 ? "" : "s");
+        return MEDIC_OUTCOME_SUCCEEDED;
+    medic_error_set(err, MEDIC_E_IO, "%s after %d attempt%s", why, tries, tries == 1 ? "" : "s");
+    return timed_out ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
 }

@@ -5,6 +5,7 @@
 #ifndef MEDIC_ACTIONS_NOTIFY_H
 #define MEDIC_ACTIONS_NOTIFY_H
 
+#include "action.h"
 #include "error.h"
 
 #include <stddef.h>
@@ -39,10 +40,11 @@ struct notify_options {
 
 void notify_options_default(struct notify_options *o);
 
-/* Sends m to t. Returns 0, MEDIC_E_IO (failed after the retries; err says
- * what the server or the network answered last) or MEDIC_E_INVALID. */
-int notify_send(const struct notify_target *t, const struct notify_message *m,
-                const struct notify_options *o, struct medic_error *err);
+/* Sends m to t. Returns succeeded; failed or timed_out after the retries
+ * (err says what the server or the network answered last); refused when
+ * the target or the message cannot be sent at all. */
+enum medic_outcome notify_send(const struct notify_target *t, const struct notify_message *m,
+                               const struct notify_options *o, struct medic_error *err);
 
 /* Call once before threads start. */
 void notify_global_init(void);

@@ -162,18 +162,18 @@ static int drained(const char *state)
     return strstr(state, "DRAIN") != NULL;
 }
 
-enum slurm_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
+enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
                                char *detail, size_t size)
 {
     char state[256], current[1024], out[2048];
     if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
-        return strstr(detail, "timed out") ? SLURM_TIMED_OUT : SLURM_FAILED;
+        return strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     if (drained(state) && !strstr(current, SLURM_MEDIC_MARK)) {
         snprintf(detail, size,
                  "already drained by an operator (State=%s Reason=%s); left as it is, and "
                  "medic will not resume it",
                  state, current);
-        return SLURM_DONE;
+        return MEDIC_OUTCOME_SUCCEEDED;
     }
     char clean[REASON_MAX + 1];
     size_t n = 0;
@@ -188,32 +188,32 @@ enum slurm_outcome slurm_drain(const struct slurm_options *o, const char *node, 
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=DRAIN: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
-        return rc == -2 ? SLURM_TIMED_OUT : SLURM_FAILED;
+        return rc == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     }
     if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
-        return SLURM_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     if (!drained(state)) {
         snprintf(detail, size, "drain accepted but the node reads State=%s", state);
-        return SLURM_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     }
     snprintf(detail, size, "drained: State=%s Reason=%s", state, current);
-    return SLURM_DONE;
+    return MEDIC_OUTCOME_SUCCEEDED;
 }
 
-enum slurm_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
+enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
                                 size_t size)
 {
     char state[256], current[1024], out[2048];
     if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
-        return strstr(detail, "timed out") ? SLURM_TIMED_OUT : SLURM_FAILED;
+        return strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     if (!drained(state)) {
         snprintf(detail, size, "not drained (State=%s): nothing to resume", state);
-        return SLURM_DONE;
+        return MEDIC_OUTCOME_SUCCEEDED;
     }
     if (!strstr(current, SLURM_MEDIC_MARK)) {
         snprintf(detail, size,
                  "drained by someone else (Reason=%s): medic resumes only its own drains", current);
-        return SLURM_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     }
     char node_arg[300];
     snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
@@ -222,14 +222,14 @@ enum slurm_outcome slurm_resume(const struct slurm_options *o, const char *node,
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=RESUME: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
-        return rc == -2 ? SLURM_TIMED_OUT : SLURM_FAILED;
+        return rc == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     }
     if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
-        return SLURM_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     if (drained(state)) {
         snprintf(detail, size, "resume accepted but the node still reads State=%s", state);
-        return SLURM_FAILED;
+        return MEDIC_OUTCOME_FAILED;
     }
     snprintf(detail, size, "resumed: State=%s", state);
-    return SLURM_DONE;
+    return MEDIC_OUTCOME_SUCCEEDED;
 }

@@ -6,6 +6,7 @@
 #ifndef MEDIC_ACTIONS_SLURM_H
 #define MEDIC_ACTIONS_SLURM_H
 
+#include "action.h"
 #include <stddef.h>
 
 /* What medic's drain reasons contain (the policy engine appends it). */
@@ -19,15 +20,13 @@ struct slurm_options {
 
 void slurm_options_default(struct slurm_options *o);
 
-enum slurm_outcome { SLURM_DONE, SLURM_FAILED, SLURM_TIMED_OUT };
-
 /* Drains node with reason (control characters are replaced, length capped).
  * A node an operator already drained is left as it is. */
-enum slurm_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
+enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
                                char *detail, size_t size);
 
 /* Resumes node when medic drained it; refuses a foreign drain. */
-enum slurm_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
+enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
                                 size_t size);
 
 /* Reads the node: its State= and Reason= into state and reason ("" when

@@ -143,6 +143,7 @@ struct audit_stats {
     double commit_seconds_sum;
     size_t queue_depth;
     size_t max_pending;
+    int unhealthy; /* 1 from a failed commit until the next one that writes */
 };
 
 void audit_store_stats(struct audit_store *store, struct audit_stats *out);
@@ -228,6 +229,19 @@ typedef int (*audit_intent_fn)(void *arg, int64_t intent_id, int64_t decision_id
                                const char *action, const char *node);
 int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
                        struct medic_error *err);
+
+/* A decision to execute that never got an action intent: it was queued in
+ * memory when medic stopped. Times are ns; strings may be NULL. */
+struct audit_unstarted {
+    int64_t decision_id, created_at;
+    const char *node, *alertname, *policy, *action, *params_json, *reason;
+    int64_t alert_started_at; /* the alert's startsAt, else the decision's time */
+    int resolved;             /* the alert resolved after the decision */
+};
+typedef int (*audit_unstarted_fn)(void *arg, const struct audit_unstarted *decision);
+/* Calls fn for every such decision, oldest first. */
+int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
+                              struct medic_error *err);
 
 /* The engine's saved state into out; MEDIC_E_NOTFOUND when none. */
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,

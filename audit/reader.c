@@ -410,6 +410,44 @@ int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *ar
     return rc;
 }
 
+int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
+                              struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(
+            reader->db,
+            "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action, d.params,"
+            " d.reason, COALESCE(a.starts_at, d.created_at),"
+            " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
+            "  r.node IS d.node AND r.fingerprint = d.fingerprint AND r.status = 'resolved'"
+            "  AND r.id > COALESCE(d.alert_id, 0))"
+            " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
+            " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id) ORDER BY d.id",
+            -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        struct audit_unstarted u = {
+            .decision_id = sqlite3_column_int64(st, 0),
+            .created_at = sqlite3_column_int64(st, 1) * MEDIC_NS_PER_MS,
+            .node = (const char *)sqlite3_column_text(st, 2),
+            .alertname = (const char *)sqlite3_column_text(st, 3),
+            .policy = (const char *)sqlite3_column_text(st, 4),
+            .action = (const char *)sqlite3_column_text(st, 5),
+            .params_json = (const char *)sqlite3_column_text(st, 6),
+            .reason = (const char *)sqlite3_column_text(st, 7),
+            .alert_started_at = sqlite3_column_int64(st, 8) * MEDIC_NS_PER_MS,
+            .resolved = sqlite3_column_int(st, 9),
+        };
+        rc = fn(arg, &u);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err)
 {

@@ -457,8 +457,11 @@ static void record_commit(struct audit_store *s, double seconds, size_t committe
     struct audit_stats *st = &s->stats;
     if (failed) {
         st->commit_failures++;
+        st->unhealthy = 1; /* until the next commit that writes something */
         return;
     }
+    if (committed)
+        st->unhealthy = 0;
     st->commits++;
     st->requests_committed += committed;
     st->commit_seconds_sum += seconds;
@@ -474,6 +477,7 @@ static void run_batch(struct audit_store *s, struct job *batch)
     int64_t start = medic_time_monotonic();
     struct medic_error err = {0};
     size_t ok = 0;
+    int store_failed = 0; /* a request failed in the database itself (disk full, I/O) */
     int rc = exec_sql(s, "BEGIN IMMEDIATE", &err);
     for (struct job *j = batch; j; j = j->next) {
         if (rc) {
@@ -490,6 +494,8 @@ static void run_batch(struct audit_store *s, struct job *batch)
             if (j->rc == MEDIC_E_STORE &&
                 sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
                 j->err.code = MEDIC_E_INVALID;
+            else if (j->rc == MEDIC_E_STORE)
+                store_failed = 1;
             sqlite3_exec(s->db, "ROLLBACK TO request; RELEASE request", NULL, NULL, NULL);
         } else {
             sqlite3_exec(s->db, "RELEASE request", NULL, NULL, NULL);
@@ -509,7 +515,7 @@ static void run_batch(struct audit_store *s, struct job *batch)
     double seconds = (double)(medic_time_monotonic() - start) / 1e9;
     struct job *async = NULL;
     pthread_mutex_lock(&s->lock);
-    record_commit(s, seconds, ok, rc != 0);
+    record_commit(s, seconds, ok, rc != 0 || (store_failed && ok == 0));
     for (struct job *j = batch, *next; j; j = next) {
         next = j->next; /* a woken synchronous caller frees its job */
         if (j->done_fn) {

@@ -3,7 +3,7 @@
  * time per alert; run it a few times, the machines are noisy.
  *
  *   build/dev/bench/policy-bench [ALERTS] [POLICIES] */
-#include "engine.h"
+#include "policy_engine.h"
 #include "inventory.h"
 #include "policy.h"
 #include "timeutil.h"
@@ -83,31 +83,31 @@ int main(int argc, char **argv)
         snprintf(fps[i], sizeof(fps[i]), "%016x", (unsigned)i * 2654435761u);
     }
     static const char *const node_labels[] = {"node", "instance"};
-    struct engine_context ctx = {&set, &inv, node_labels, 2, 1};
-    struct engine_state *st = engine_state_new();
-    struct engine_decisions out;
-    engine_decisions_init(&out);
+    struct policy_context ctx = {&set, &inv, node_labels, 2, 1};
+    struct policy_state *st = policy_state_new();
+    struct policy_decisions out;
+    policy_decisions_init(&out);
     struct medic_labels none = {NULL, 0};
     int64_t t0 = INT64_C(1795334400) * MEDIC_NS_PER_SEC;
 
     int64_t start = medic_time_monotonic();
     for (int i = 0; i < alerts; i++) {
         struct medic_labels l = {labels[i], 4};
-        struct engine_alert a = {fps[i], MEDIC_STATUS_FIRING, &l, &none, t0, (i % 10) / 10.0};
-        engine_evaluate(&ctx, st, &a, t0 + i * MEDIC_NS_PER_SEC / 100, &out);
+        struct policy_alert a = {fps[i], MEDIC_STATUS_FIRING, &l, &none, t0, (i % 10) / 10.0};
+        policy_evaluate(&ctx, st, &a, t0 + i * MEDIC_NS_PER_SEC / 100, &out);
         if (out.count > 4096)
             out.count = 0; /* the caller would record and drop them */
     }
     double firing = (double)(medic_time_monotonic() - start) / 1e3 / alerts;
     start = medic_time_monotonic();
-    engine_tick(&ctx, st, t0 + 20 * 60 * MEDIC_NS_PER_SEC, &out);
+    policy_tick(&ctx, st, t0 + 20 * 60 * MEDIC_NS_PER_SEC, &out);
     double tick_ms = (double)(medic_time_monotonic() - start) / 1e6;
     out.count = 0;
     start = medic_time_monotonic();
     for (int i = 0; i < alerts; i++) {
         struct medic_labels l = {labels[i], 4};
-        struct engine_alert a = {fps[i], MEDIC_STATUS_RESOLVED, &l, &none, t0, NAN};
-        engine_evaluate(&ctx, st, &a, t0 + 30 * 60 * MEDIC_NS_PER_SEC, &out);
+        struct policy_alert a = {fps[i], MEDIC_STATUS_RESOLVED, &l, &none, t0, NAN};
+        policy_evaluate(&ctx, st, &a, t0 + 30 * 60 * MEDIC_NS_PER_SEC, &out);
         if (out.count > 4096)
             out.count = 0;
     }
@@ -117,8 +117,8 @@ int main(int argc, char **argv)
     printf("  firing:   %.2f us per alert\n", firing);
     printf("  tick over every open instance: %.2f ms\n", tick_ms);
     printf("  resolved: %.2f us per alert\n", resolved);
-    engine_decisions_release(&out);
-    engine_state_free(st);
+    policy_decisions_release(&out);
+    policy_state_free(st);
     policy_set_release(&set);
     inventory_release(&inv);
     free(labels);

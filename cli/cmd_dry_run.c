@@ -1,7 +1,7 @@
 #include "audit.h"
 #include "commands.h"
 #include "config.h"
-#include "engine_setup.h"
+#include "engine_evaluate.h"
 #include "payload.h"
 #include "table.h"
 #include "timeutil.h"
@@ -98,9 +98,9 @@ int medic_cmd_dry_run(int argc, char **argv)
         fprintf(stderr, "medic dry-run: %s\n", err.msg[0] ? err.msg : medic_strerror(rc));
         return 1;
     }
-    struct engine_context ctx;
-    medic_engine_context(&config, &ctx);
-    struct engine_state *st = NULL;
+    struct policy_context ctx;
+    engine_context_from_config(&config, &ctx);
+    struct policy_state *st = NULL;
     if (db) {
         struct audit_reader *reader = NULL;
         struct medic_buf saved;
@@ -109,7 +109,7 @@ int medic_cmd_dry_run(int argc, char **argv)
         if (rc == 0)
             rc = audit_read_engine_state(reader, &saved, &err);
         if (rc == 0)
-            rc = engine_state_load(saved.data, saved.len, &st, &err);
+            rc = policy_state_load(saved.data, saved.len, &st, &err);
         else if (rc == MEDIC_E_NOTFOUND)
             rc = 0; /* nothing evaluated yet: an empty state */
         medic_buf_release(&saved);
@@ -121,9 +121,9 @@ int medic_cmd_dry_run(int argc, char **argv)
         }
     }
     if (!st)
-        st = engine_state_new();
-    struct engine_decisions out;
-    engine_decisions_init(&out);
+        st = policy_state_new();
+    struct policy_decisions out;
+    policy_decisions_init(&out);
     struct receiver_limits limits = config.limits;
     int status = st ? 0 : 1;
     for (int i = optind; i < argc && status == 0; i++) {
@@ -133,7 +133,7 @@ int medic_cmd_dry_run(int argc, char **argv)
         medic_notification_init(&n);
         if (medic_read_file(argv[i], limits.max_body_bytes, &text, &len, &err) == 0) {
             if (receiver_payload_parse(text, len, &limits, &n, &err) == 0)
-                rc = medic_engine_notification(&ctx, st, &n, NULL, risk, now, &out);
+                rc = engine_evaluate_notification(&ctx, st, &n, NULL, risk, now, &out);
             else
                 rc = MEDIC_E_INVALID;
             free(text);
@@ -150,14 +150,14 @@ int medic_cmd_dry_run(int argc, char **argv)
         struct medic_table table;
         struct medic_buf buf;
         medic_buf_init(&buf, (size_t)1 << 30);
-        if (engine_decisions_table(&out, &table) == 0 &&
+        if (policy_decisions_table(&out, &table) == 0 &&
             medic_table_render(&table, (enum medic_table_format)format, &buf) == 0 && buf.len)
             fwrite(buf.data, 1, buf.len, stdout);
         medic_table_release(&table);
         medic_buf_release(&buf);
     }
-    engine_decisions_release(&out);
-    engine_state_free(st);
+    policy_decisions_release(&out);
+    policy_state_free(st);
     medic_config_release(&config);
     return status;
 }

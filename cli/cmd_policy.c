@@ -1,6 +1,7 @@
+#include "action.h"
 #include "commands.h"
 #include "config.h"
-#include "engine_setup.h"
+#include "engine_evaluate.h"
 #include "timeutil.h"
 #include "yaml_fields.h"
 #include "yaml_tree.h"
@@ -12,6 +13,11 @@
 
 static const char usage[] =
     "usage: medic policy test FILE...\n"
+    "       medic policy actions\n"
+    "\n"
+    "`medic policy actions` prints the actions a step may take, their\n"
+    "parameters and whether they pass the safety guards, as the Markdown table\n"
+    "in docs/policies.md (made from the same table medic parses policies with).\n"
     "\n"
     "Runs policy unit tests: each test plays a timeline of alerts through the\n"
     "policy engine (a fresh state, times as offsets from the test's start) and\n"
@@ -146,10 +152,10 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
     return rc;
 }
 
-static int expect_matches(const struct test_expect *x, const struct engine_decision *d)
+static int expect_matches(const struct test_expect *x, const struct policy_decision *d)
 {
-    const char *action = d->has_action ? policy_action_name(d->action) : NULL;
-    if (d->time != TEST_EPOCH + x->t || strcmp(x->verdict, engine_verdict_name(d->verdict)) != 0)
+    const char *action = d->has_action ? medic_action_name(d->action.kind) : NULL;
+    if (d->time != TEST_EPOCH + x->t || strcmp(x->verdict, policy_verdict_name(d->verdict)) != 0)
         return 0;
     if (x->node && strcmp(x->node, d->node) != 0)
         return 0;
@@ -183,12 +189,12 @@ static void print_expect(char sign, const struct test_expect *x)
            x->line);
 }
 
-static void print_decision(char sign, const struct engine_decision *d)
+static void print_decision(char sign, const struct policy_decision *d)
 {
     char t[24];
     format_offset(d->time - TEST_EPOCH, t, sizeof(t));
     printf("    %c t=%-6s %-14s %-20s %-10s policy=%s: %s\n", sign, t, d->node,
-           d->has_action ? policy_action_name(d->action) : "-", engine_verdict_name(d->verdict),
+           d->has_action ? medic_action_name(d->action.kind) : "-", policy_verdict_name(d->verdict),
            d->policy[0] ? d->policy : "-", d->reason);
 }
 
@@ -197,11 +203,11 @@ static int run_test(const struct medic_config *config, const char *name,
                     const struct test_event *events, size_t event_count,
                     struct test_expect *expects, size_t expect_count)
 {
-    struct engine_context ctx;
-    medic_engine_context(config, &ctx);
-    struct engine_state *st = engine_state_new();
-    struct engine_decisions out;
-    engine_decisions_init(&out);
+    struct policy_context ctx;
+    engine_context_from_config(config, &ctx);
+    struct policy_state *st = policy_state_new();
+    struct policy_decisions out;
+    policy_decisions_init(&out);
     /* an alert instance starts at its first firing event */
     char starts_fp[256][17];
     int64_t starts_at[256];
@@ -220,10 +226,10 @@ static int run_test(const struct medic_config *config, const char *name,
             starts++;
         }
         struct medic_labels none = {NULL, 0};
-        struct engine_alert a = {fp,     e->status, &e->set, &none, k < 256 ? starts_at[k] : now,
+        struct policy_alert a = {fp,     e->status, &e->set, &none, k < 256 ? starts_at[k] : now,
                                  e->risk};
-        engine_tick(&ctx, st, now, &out);
-        engine_evaluate(&ctx, st, &a, now, &out);
+        policy_tick(&ctx, st, now, &out);
+        policy_evaluate(&ctx, st, &a, now, &out);
         if (e->status == MEDIC_STATUS_RESOLVED && k < starts) /* the next firing is new */
             starts_fp[k][0] = '\0';
     }
@@ -255,8 +261,8 @@ static int run_test(const struct medic_config *config, const char *name,
                 print_decision('+', &out.items[d]);
     }
     free(used);
-    engine_decisions_release(&out);
-    engine_state_free(st);
+    policy_decisions_release(&out);
+    policy_state_free(st);
     return ok;
 }
 
@@ -340,12 +346,36 @@ static int run_file(const char *path, int *passed, int *failed)
     return rc;
 }
 
+/* The action reference, from the table that drives the policy parser. */
+static int print_actions(void)
+{
+    printf("| action | what it does | parameters | disruptive |\n|---|---|---|---|\n");
+    for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++) {
+        enum medic_action_kind kind = (enum medic_action_kind)k;
+        printf("| `%s` | %s | ", medic_action_name(kind), medic_action_doc(kind));
+        int first = 1;
+        for (size_t i = 0; i < medic_action_param_count; i++) {
+            const struct medic_action_param *p = &medic_action_params[i];
+            if (p->kind != kind)
+                continue;
+            printf("%s`%s`%s: %s", first ? "" : "; ", p->key, p->required ? " (required)" : "",
+                   p->doc);
+            first = 0;
+        }
+        printf("%s | %s |\n", first ? "none" : "",
+               medic_action_disruptive(kind) ? "yes: passes the safety guards" : "no");
+    }
+    return 0;
+}
+
 int medic_cmd_policy(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(usage, stdout);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "actions") == 0)
+        return print_actions();
     if (argc < 3 || strcmp(argv[1], "test") != 0) {
         fputs(usage, stderr);
         return 2;

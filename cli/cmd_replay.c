@@ -1,7 +1,7 @@
 #include "audit.h"
 #include "commands.h"
 #include "config.h"
-#include "engine_setup.h"
+#include "engine_evaluate.h"
 #include "payload.h"
 #include "table.h"
 #include "timeutil.h"
@@ -78,9 +78,9 @@ static void copy(char *to, size_t size, const char *from)
 }
 
 struct replay {
-    struct engine_context ctx;
-    struct engine_state *state;
-    struct engine_decisions out;
+    struct policy_context ctx;
+    struct policy_state *state;
+    struct policy_decisions out;
     struct receiver_limits limits;
 };
 
@@ -94,7 +94,7 @@ static int replay_notification(void *arg, int64_t id, int64_t received_at, const
     medic_notification_init(&n);
     r->limits.max_body_bytes = len + 1;
     if (receiver_payload_parse(body, len, &r->limits, &n, &err) == 0)
-        medic_engine_notification(&r->ctx, r->state, &n, NULL, NAN, received_at, &r->out);
+        engine_evaluate_notification(&r->ctx, r->state, &n, NULL, NAN, received_at, &r->out);
     medic_notification_release(&n);
     return 0;
 }
@@ -176,15 +176,15 @@ int medic_cmd_replay(int argc, char **argv)
     struct replay_side old = {0}, new = {0};
     struct medic_table recorded = {0}, changes = {0};
     int status = 1;
-    medic_engine_context(&config, &r.ctx);
-    r.state = engine_state_new();
-    engine_decisions_init(&r.out);
+    engine_context_from_config(&config, &r.ctx);
+    r.state = policy_state_new();
+    policy_decisions_init(&r.out);
     receiver_limits_default(&r.limits);
     r.limits.max_alerts = (size_t)-1;
     if (!r.state || audit_reader_open(db, &reader, &err) ||
         audit_walk_notifications(reader, since, until, replay_notification, &r, &err))
         goto out;
-    engine_tick(&r.ctx, r.state, until, &r.out);
+    policy_tick(&r.ctx, r.state, until, &r.out);
     struct audit_filter f;
     audit_filter_init(&f);
     f.since = since;
@@ -210,7 +210,7 @@ int medic_cmd_replay(int argc, char **argv)
         make_key(&old, row, c[15]);
     }
     for (size_t i = 0; i < r.out.count; i++) {
-        const struct engine_decision *d = &r.out.items[i];
+        const struct policy_decision *d = &r.out.items[i];
         struct replay_row *row = add_row(&new);
         if (!row)
             goto out;
@@ -218,8 +218,9 @@ int medic_cmd_replay(int argc, char **argv)
         copy(row->node, sizeof(row->node), d->node);
         copy(row->alertname, sizeof(row->alertname), d->alertname);
         copy(row->policy, sizeof(row->policy), d->policy);
-        copy(row->action, sizeof(row->action), d->has_action ? policy_action_name(d->action) : "");
-        copy(row->verdict, sizeof(row->verdict), engine_verdict_name(d->verdict));
+        copy(row->action, sizeof(row->action),
+             d->has_action ? medic_action_name(d->action.kind) : "");
+        copy(row->verdict, sizeof(row->verdict), policy_verdict_name(d->verdict));
         copy(row->reason, sizeof(row->reason), d->reason);
         make_key(&new, row, d->fingerprint);
     }
@@ -297,8 +298,8 @@ out:
     free(old.rows);
     free(new.rows);
     audit_reader_free(reader);
-    engine_decisions_release(&r.out);
-    engine_state_free(r.state);
+    policy_decisions_release(&r.out);
+    policy_state_free(r.state);
     medic_config_release(&config);
     return status;
 }

@@ -1,4 +1,5 @@
 #include "buf.h"
+#include "utf8.h"
 #include "error.h"
 
 #include <stdio.h>
@@ -13,6 +14,7 @@ void medic_buf_init(struct medic_buf *b, size_t limit)
     b->len = 0;
     b->cap = 0;
     b->limit = limit ? limit : MEDIC_BUF_DEFAULT_LIMIT;
+    b->error = 0;
 }
 
 void medic_buf_release(struct medic_buf *b)
@@ -20,19 +22,31 @@ void medic_buf_release(struct medic_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->error = 0;
 }
 
 void medic_buf_reset(struct medic_buf *b)
 {
     b->len = 0;
+    b->error = 0;
     if (b->data)
         b->data[0] = '\0';
 }
 
+void medic_buf_truncate(struct medic_buf *b, size_t len)
+{
+    if (len >= b->len)
+        return;
+    b->len = len;
+    b->data[len] = '\0';
+}
+
 static int buf_reserve(struct medic_buf *b, size_t extra)
 {
+    if (b->error)
+        return b->error;
     if (extra > b->limit || b->len > b->limit - extra)
-        return MEDIC_E_LIMIT;
+        return b->error = MEDIC_E_LIMIT;
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -41,7 +55,7 @@ static int buf_reserve(struct medic_buf *b, size_t extra)
         cap *= 2;
     char *p = realloc(b->data, cap);
     if (!p)
-        return MEDIC_E_NOMEM;
+        return b->error = MEDIC_E_NOMEM;
     b->data = p;
     b->cap = cap;
     return 0;
@@ -92,12 +106,29 @@ int medic_buf_printf(struct medic_buf *b, const char *fmt, ...)
 int medic_buf_json_stringn(struct medic_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
+    size_t mark = b->len;
     int rc = medic_buf_append(b, "\"", 1);
     size_t start = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0;) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+        if (c >= 0x80) {
+            /* valid UTF-8 passes; a broken byte becomes U+FFFD, so that the
+             * output is always valid JSON text */
+            size_t len = medic_utf8_char_len(s + i, n - i);
+            if (len) {
+                i += len;
+                continue;
+            }
+            rc = medic_buf_append(b, s + start, i - start);
+            if (rc == 0)
+                rc = medic_buf_append(b, "\\ufffd", 6);
+            start = ++i;
             continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
         rc = medic_buf_append(b, s + start, i - start);
         if (rc)
             break;
@@ -128,12 +159,14 @@ int medic_buf_json_stringn(struct medic_buf *b, const char *s, size_t n)
             elen = 6;
         }
         rc = medic_buf_append(b, esc, elen);
-        start = i + 1;
+        start = ++i;
     }
     if (rc == 0)
         rc = medic_buf_append(b, s + start, n - start);
     if (rc == 0)
         rc = medic_buf_append(b, "\"", 1);
+    if (rc)
+        medic_buf_truncate(b, mark); /* nothing partial */
     return rc;
 }
 

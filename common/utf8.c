@@ -40,3 +40,28 @@ size_t medic_utf8_check(const char *s, size_t len)
     }
     return len;
 }
+
+size_t medic_utf8_char_len(const char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    size_t window = len < 4 ? len : 4;
+    if (medic_utf8_check(s, window) == 0)
+        return 0;
+    unsigned char c = (unsigned char)s[0];
+    return c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+}
+
+size_t medic_utf8_boundary(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0)
+        return 0;
+    /* the start of the last character: back over continuation bytes */
+    size_t j = n - 1;
+    while (j > 0 && n - j < 4 && (p[j] & 0xc0) == 0x80)
+        j--;
+    unsigned char c = p[j];
+    size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return j + want <= n ? n : j;
+}

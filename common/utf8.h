@@ -8,4 +8,12 @@
  * byte of the first invalid sequence. */
 size_t medic_utf8_check(const char *s, size_t len);
 
+/* The length of the valid UTF-8 character at s (at most len bytes), or 0
+ * when s does not start with one. */
+size_t medic_utf8_char_len(const char *s, size_t len);
+
+/* The largest k <= n such that s[0..k) does not end inside a character:
+ * where to cut a string of valid UTF-8 to at most n bytes. */
+size_t medic_utf8_boundary(const char *s, size_t n);
+
 #endif

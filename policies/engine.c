@@ -1,4 +1,4 @@
-#include "engine.h"
+#include "policy_engine.h"
 #include "buf.h"
 
 #include <cjson/cJSON.h>
@@ -69,7 +69,7 @@ struct node_state {
  * and kept in arrays in creation order, which is the order the scheduler
  * visits them: first come, first served at the fleet caps. Hash maps find
  * an alert's instances and a node by name. */
-struct engine_state {
+struct policy_state {
     struct instance **instances;
     size_t instance_count, instance_cap;
     size_t removed_count;
@@ -88,36 +88,40 @@ struct engine_state {
 
 static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match"};
 
-const char *engine_verdict_name(enum engine_verdict v)
+const char *policy_verdict_name(enum policy_verdict v)
 {
     return verdict_names[v];
 }
 
-void engine_decisions_init(struct engine_decisions *d)
+void policy_decisions_init(struct policy_decisions *d)
 {
     memset(d, 0, sizeof(*d));
 }
 
-void engine_decisions_release(struct engine_decisions *d)
+void policy_decisions_release(struct policy_decisions *d)
 {
+    for (size_t i = 0; i < d->count; i++)
+        if (d->items[i].has_action)
+            medic_action_release(&d->items[i].action);
     free(d->items);
     memset(d, 0, sizeof(*d));
 }
 
-static struct engine_decision *new_decision(struct engine_decisions *d)
+static struct policy_decision *new_decision(struct policy_decisions *d)
 {
     if (d->count == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
-        struct engine_decision *items = realloc(d->items, cap * sizeof(*items));
-        if (!items)
+        struct policy_decision *items = realloc(d->items, cap * sizeof(*items));
+        if (!items) {
+            d->failed = MEDIC_E_NOMEM; /* the caller records that a decision is missing */
             return NULL;
+        }
         d->items = items;
         d->cap = cap;
     }
-    struct engine_decision *x = &d->items[d->count++];
+    struct policy_decision *x = &d->items[d->count++];
     memset(x, 0, sizeof(*x));
     x->step = -1;
-    strcpy(x->params, "{}");
     return x;
 }
 
@@ -135,9 +139,9 @@ static int grow(void **items, size_t count, size_t *cap, size_t elem)
     return 0;
 }
 
-struct engine_state *engine_state_new(void)
+struct policy_state *policy_state_new(void)
 {
-    struct engine_state *st = calloc(1, sizeof(struct engine_state));
+    struct policy_state *st = calloc(1, sizeof(struct policy_state));
     if (st) {
         medic_map_init(&st->instances_by_alert);
         medic_map_init(&st->nodes_by_name);
@@ -182,7 +186,7 @@ static void instance_free(struct instance *in)
     free(in);
 }
 
-void engine_state_free(struct engine_state *st)
+void policy_state_free(struct policy_state *st)
 {
     if (!st)
         return;
@@ -207,7 +211,7 @@ void engine_state_free(struct engine_state *st)
     free(st);
 }
 
-static struct node_state *node_get(struct engine_state *st, const char *name, int create)
+static struct node_state *node_get(struct policy_state *st, const char *name, int create)
 {
     struct node_state *n = medic_map_get(&st->nodes_by_name, name);
     if (n || !create)
@@ -230,7 +234,7 @@ static int node_disrupted(const struct node_state *n)
     return n->drained_by_medic || n->limited_by_medic || n->disrupting_instances > 0;
 }
 
-size_t engine_disrupted_nodes(const struct engine_state *st)
+size_t policy_disrupted_nodes(const struct policy_state *st)
 {
     size_t count = 0;
     for (size_t i = 0; i < st->node_count; i++)
@@ -238,12 +242,12 @@ size_t engine_disrupted_nodes(const struct engine_state *st)
     return count;
 }
 
-int engine_storm_active(const struct engine_state *st)
+int policy_storm_active(const struct policy_state *st)
 {
     return st->storm_active;
 }
 
-static size_t alerting_nodes(const struct engine_state *st, int64_t now, int64_t window)
+static size_t alerting_nodes(const struct policy_state *st, int64_t now, int64_t window)
 {
     size_t count = 0;
     for (size_t i = 0; i < st->node_count; i++)
@@ -277,7 +281,7 @@ static void format_duration(int64_t ns, char *out, size_t size)
 
 /* The instance's policy in the current set (a reload may have replaced
  * it), or NULL when the set no longer has it. */
-static const struct policy *instance_policy(const struct engine_context *ctx, struct instance *in)
+static const struct policy *instance_policy(const struct policy_context *ctx, struct instance *in)
 {
     const struct policy_set *ps = ctx->policies;
     if (in->cached_policy >= ps->items && in->cached_policy < ps->items + ps->count &&
@@ -289,63 +293,51 @@ static const struct policy *instance_policy(const struct engine_context *ctx, st
 
 /* ---- parameters and reasons ---- */
 
-static void render_params(const struct policy_step *step, const struct instance *in,
-                          struct engine_decision *d)
+/* The decided action: the step's literal parameters, its text rendered
+ * from the template and cut to MEDIC_ACTION_TEXT_MAX at a UTF-8 boundary
+ * with a visible marker. Returns 0 or MEDIC_E_NOMEM. */
+static int build_action(const struct policy_step *step, const struct instance *in,
+                        struct policy_decision *d)
 {
-    struct medic_buf b;
-    medic_buf_init(&b, sizeof(d->params) - 1);
+    int rc = medic_action_copy(&d->action, &step->action);
+    if (rc)
+        return rc;
+    d->has_action = 1;
+    const char *text_key = step->action.kind == MEDIC_ACTION_DRAIN    ? "reason"
+                           : step->action.kind == MEDIC_ACTION_NOTIFY ? "message"
+                                                                      : NULL;
+    if (!text_key || (!step->has_text && step->action.kind != MEDIC_ACTION_DRAIN))
+        return 0;
     struct medic_labels labels = {in->labels.items, in->labels.count};
     struct medic_labels annotations = {in->annotations.items, in->annotations.count};
     struct template_vars vars = {&labels, &annotations, in->risk, in->node};
     struct medic_buf text;
-    medic_buf_init(&text, POLICY_TEMPLATE_MAX_OUTPUT);
+    medic_buf_init(&text, POLICY_TEMPLATE_MAX_OUTPUT + 1);
     if (step->has_text)
-        policy_template_render(&step->text, &vars, &text);
-    medic_buf_puts(&b, "{");
-    switch (step->action) {
-    case POLICY_ACTION_POWER_LIMIT:
-        medic_buf_printf(&b, "\"watts\":%d", step->watts);
-        if (step->gpu_count) {
-            medic_buf_puts(&b, ",\"gpus\":[");
-            for (size_t i = 0; i < step->gpu_count; i++)
-                medic_buf_printf(&b, "%s%d", i ? "," : "", step->gpus[i]);
-            medic_buf_puts(&b, "]");
-        }
-        break;
-    case POLICY_ACTION_IPMI_POWER_CYCLE:
-        medic_buf_printf(&b, "\"power_on\":%s", step->power_on ? "true" : "false");
-        break;
-    case POLICY_ACTION_DRAIN:
-        medic_buf_puts(&b, "\"reason\":");
-        if (!step->has_text)
-            medic_buf_printf(&text, "%s on %s", in->alertname, in->node);
-        /* Slurm shows who drained: say it was medic */
-        medic_buf_printf(&text, " (medic policy %s)", in->policy);
-        medic_buf_json_string(&b, text.data ? text.data : "");
-        break;
-    case POLICY_ACTION_NOTIFY:
-        medic_buf_puts(&b, "\"notifier\":");
-        medic_buf_json_string(&b, step->notifier);
-        if (step->has_text) {
-            medic_buf_puts(&b, ",\"message\":");
-            medic_buf_json_string(&b, text.data ? text.data : "");
-        }
-        break;
-    default:
-        break;
-    }
-    if (medic_buf_puts(&b, "}") == 0 && b.data)
-        snprintf(d->params, sizeof(d->params), "%s", b.data);
+        rc = policy_template_render(&step->text, &vars, &text);
     else
-        snprintf(d->params, sizeof(d->params), "{\"error\":\"parameters too long\"}");
+        rc = medic_buf_printf(&text, "%s on %s", in->alertname, in->node);
+    char suffix[96] = "";
+    if (step->action.kind == MEDIC_ACTION_DRAIN) /* Slurm shows who drained: say it was medic */
+        snprintf(suffix, sizeof(suffix), " (medic policy %s)", in->policy);
+    size_t size = MEDIC_ACTION_TEXT_MAX + 1 - strlen(suffix);
+    char *fitted = rc == 0 ? malloc(MEDIC_ACTION_TEXT_MAX + 1) : NULL;
+    if (fitted) {
+        size_t len = medic_text_fit(fitted, size, text.data ? text.data : "", text.len);
+        memcpy(fitted + len, suffix, strlen(suffix) + 1);
+        rc = medic_action_set_text(&d->action, text_key, fitted, strlen(fitted));
+    } else if (rc == 0) {
+        rc = MEDIC_E_NOMEM;
+    }
+    free(fitted);
     medic_buf_release(&text);
-    medic_buf_release(&b);
+    return rc;
 }
 
-static struct engine_decision *decision_for(struct engine_decisions *out, const struct instance *in,
+static struct policy_decision *decision_for(struct policy_decisions *out, const struct instance *in,
                                             int64_t now)
 {
-    struct engine_decision *d = new_decision(out);
+    struct policy_decision *d = new_decision(out);
     if (!d)
         return NULL;
     snprintf(d->node, sizeof(d->node), "%s", in->node);
@@ -377,7 +369,7 @@ static int in_maintenance(const struct policy_safety *s, const char *node, int64
 }
 
 /* The reason a disruptive step may not run, or "" when it may. */
-static void check_guards(const struct engine_context *ctx, struct engine_state *st,
+static void check_guards(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, const struct instance *in, int64_t now,
                          char *reason, size_t size)
 {
@@ -438,7 +430,7 @@ static void check_guards(const struct engine_context *ctx, struct engine_state *
         return;
     }
     if (!node_disrupted(n)) {
-        size_t disrupted = engine_disrupted_nodes(st);
+        size_t disrupted = policy_disrupted_nodes(st);
         size_t inventory = ctx->inventory ? ctx->inventory->count : 0;
         if (disrupted + 1 > s->max_disruptive_in_flight) {
             snprintf(reason, size,
@@ -457,7 +449,7 @@ static void check_guards(const struct engine_context *ctx, struct engine_state *
     }
 }
 
-static void record_action(struct engine_state *st, const struct policy *pol,
+static void record_action(struct policy_state *st, const struct policy *pol,
                           const struct instance *in, int64_t now)
 {
     struct node_state *n = node_get(st, in->node, 1);
@@ -485,24 +477,25 @@ static void record_action(struct engine_state *st, const struct policy *pol,
 }
 
 /* Decides one step of instance in; returns the verdict. */
-static void decide_step(const struct engine_context *ctx, struct engine_state *st,
+static void decide_step(const struct policy_context *ctx, struct policy_state *st,
                         const struct policy *pol, struct instance *in,
                         const struct policy_step *step, int index, int on_resolved, int64_t now,
-                        struct engine_decisions *out)
+                        struct policy_decisions *out)
 {
-    struct engine_decision *d = decision_for(out, in, now);
+    struct policy_decision *d = decision_for(out, in, now);
     if (!d)
         return;
     d->step = index;
     d->on_resolved = on_resolved;
-    d->has_action = 1;
-    d->action = step->action;
-    d->disruptive = policy_action_disruptive(step->action);
-    render_params(step, in, d);
+    d->disruptive = medic_action_disruptive(step->action.kind);
+    if (build_action(step, in, d)) {
+        out->failed = MEDIC_E_NOMEM;
+        return;
+    }
     struct node_state *n = in->in_inventory ? node_get(st, in->node, 1) : NULL;
     char reason[sizeof(d->reason)] = "";
-    switch (step->action) {
-    case POLICY_ACTION_RESUME:
+    switch (step->action.kind) {
+    case MEDIC_ACTION_RESUME:
         if (!in->in_inventory)
             snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
         else if (!n || !n->drained_by_medic)
@@ -515,7 +508,7 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
                      "resolve resumes it",
                      n->drain_holders, in->node);
         break;
-    case POLICY_ACTION_RESTORE_POWER_LIMIT:
+    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
         if (!in->in_inventory)
             snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
         else if (!n || !n->limited_by_medic)
@@ -526,7 +519,7 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
                      "%d other open alert(s) on node '%s' still hold its power limit",
                      n->limit_holders, in->node);
         break;
-    case POLICY_ACTION_NOTIFY:
+    case MEDIC_ACTION_NOTIFY:
         break;
     default:
         if (in->halted)
@@ -542,7 +535,7 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
         if (d->disruptive && !in->halted) {
             in->halted = 1;
             snprintf(in->halted_by, sizeof(in->halted_by), "step %d (%s)", index + 1,
-                     policy_action_name(step->action));
+                     medic_action_name(step->action.kind));
         }
         return;
     }
@@ -565,25 +558,25 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
     n = node_get(st, in->node, 1);
     if (!n)
         return;
-    switch (step->action) {
-    case POLICY_ACTION_DRAIN:
+    switch (step->action.kind) {
+    case MEDIC_ACTION_DRAIN:
         n->drained_by_medic = 1;
         if (!in->drained) {
             in->drained = 1;
             n->drain_holders++;
         }
         break;
-    case POLICY_ACTION_POWER_LIMIT:
+    case MEDIC_ACTION_POWER_LIMIT:
         n->limited_by_medic = 1;
         if (!in->limited) {
             in->limited = 1;
             n->limit_holders++;
         }
         break;
-    case POLICY_ACTION_RESUME:
+    case MEDIC_ACTION_RESUME:
         n->drained_by_medic = 0;
         break;
-    case POLICY_ACTION_RESTORE_POWER_LIMIT:
+    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
         n->limited_by_medic = 0;
         break;
     default:
@@ -598,9 +591,9 @@ static void decide_step(const struct engine_context *ctx, struct engine_state *s
     }
 }
 
-static void run_due_steps(const struct engine_context *ctx, struct engine_state *st,
+static void run_due_steps(const struct policy_context *ctx, struct policy_state *st,
                           const struct policy *pol, struct instance *in, int64_t now,
-                          struct engine_decisions *out)
+                          struct policy_decisions *out)
 {
     while (in->next_step < pol->step_count &&
            now - in->starts_at >= pol->steps[in->next_step].after) {
@@ -611,11 +604,11 @@ static void run_due_steps(const struct engine_context *ctx, struct engine_state 
 
 /* ---- the storm breaker ---- */
 
-static void storm_notice(const struct engine_context *ctx, struct engine_state *st, int64_t now,
-                         int starting, struct engine_decisions *out)
+static void storm_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                         int starting, struct policy_decisions *out)
 {
     const struct policy_safety *s = &ctx->policies->safety;
-    struct engine_decision *d = new_decision(out);
+    struct policy_decision *d = new_decision(out);
     if (!d)
         return;
     char window[32];
@@ -624,10 +617,6 @@ static void storm_notice(const struct engine_context *ctx, struct engine_state *
     d->time = now;
     d->risk = NAN;
     if (s->storm_notifier) {
-        d->has_action = 1;
-        d->action = POLICY_ACTION_NOTIFY;
-        struct medic_buf b;
-        medic_buf_init(&b, sizeof(d->params) - 1);
         char message[256];
         snprintf(message, sizeof(message),
                  starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu); "
@@ -635,13 +624,12 @@ static void storm_notice(const struct engine_context *ctx, struct engine_state *
                           : "medic storm breaker: the storm passed (%zu nodes alerting within %s, "
                             "max %zu); disruptive actions resume",
                  nodes, window, s->storm_max_alerting_nodes);
-        medic_buf_puts(&b, "{\"notifier\":");
-        medic_buf_json_string(&b, s->storm_notifier);
-        medic_buf_puts(&b, ",\"message\":");
-        medic_buf_json_string(&b, message);
-        medic_buf_puts(&b, "}");
-        snprintf(d->params, sizeof(d->params), "%s", b.data ? b.data : "{}");
-        medic_buf_release(&b);
+        medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
+        d->has_action = 1;
+        if (medic_action_set_text(&d->action, "notifier", s->storm_notifier,
+                                  strlen(s->storm_notifier)) ||
+            medic_action_set_text(&d->action, "message", message, strlen(message)))
+            out->failed = MEDIC_E_NOMEM;
         d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
     } else {
         d->verdict = VERDICT_SUPPRESSED;
@@ -651,8 +639,8 @@ static void storm_notice(const struct engine_context *ctx, struct engine_state *
              s->storm_notifier ? "" : "; no safety.storm.notifier to tell");
 }
 
-static void update_storm(const struct engine_context *ctx, struct engine_state *st, int64_t now,
-                         struct engine_decisions *out)
+static void update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                         struct policy_decisions *out)
 {
     const struct policy_safety *s = &ctx->policies->safety;
     size_t nodes = alerting_nodes(st, now, s->storm_window);
@@ -673,7 +661,7 @@ static void alert_key(const char *fingerprint, int64_t starts_at, char *out, siz
 }
 
 /* The first of an alert instance's per-policy instances, or NULL. */
-static struct instance *alert_instances(struct engine_state *st, const char *fingerprint,
+static struct instance *alert_instances(struct policy_state *st, const char *fingerprint,
                                         int64_t starts_at)
 {
     char key[200];
@@ -681,7 +669,7 @@ static struct instance *alert_instances(struct engine_state *st, const char *fin
     return medic_map_get(&st->instances_by_alert, key);
 }
 
-static struct instance *new_instance(struct engine_state *st, const struct engine_alert *a,
+static struct instance *new_instance(struct policy_state *st, const struct policy_alert *a,
                                      int64_t starts_at, const struct policy *pol, const char *node,
                                      int in_inventory)
 {
@@ -720,7 +708,7 @@ static struct instance *new_instance(struct engine_state *st, const struct engin
 
 /* Drops an alert's instances once its on_resolved steps ran; the array is
  * compacted when half of it is dropped. */
-static void remove_alert_instances(struct engine_state *st, struct instance *first)
+static void remove_alert_instances(struct policy_state *st, struct instance *first)
 {
     char key[200];
     alert_key(first->fingerprint, first->starts_at, key, sizeof(key));
@@ -744,7 +732,7 @@ static void remove_alert_instances(struct engine_state *st, struct instance *fir
 
 /* The alert's node: the first node label present, port stripped, then
  * looked up by name or alias. */
-static const struct inventory_node *resolve_node(const struct engine_context *ctx,
+static const struct inventory_node *resolve_node(const struct policy_context *ctx,
                                                  const struct medic_labels *labels, char *raw,
                                                  size_t size)
 {
@@ -754,7 +742,7 @@ static const struct inventory_node *resolve_node(const struct engine_context *ct
 }
 
 /* Returns 1 when the alert instance was seen unmatched before. */
-static int remember_unmatched(struct engine_state *st, const struct engine_alert *a,
+static int remember_unmatched(struct policy_state *st, const struct policy_alert *a,
                               int64_t starts_at, int64_t now)
 {
     char key[200];
@@ -778,7 +766,7 @@ static int remember_unmatched(struct engine_state *st, const struct engine_alert
     return 0;
 }
 
-static void forget_unmatched(struct engine_state *st, const char *fingerprint, int64_t starts_at)
+static void forget_unmatched(struct policy_state *st, const char *fingerprint, int64_t starts_at)
 {
     char key[200];
     alert_key(fingerprint, starts_at, key, sizeof(key));
@@ -790,7 +778,7 @@ static void forget_unmatched(struct engine_state *st, const char *fingerprint, i
 }
 
 /* Forgets unmatched alerts not seen for UNMATCHED_TTL (and resolved ones). */
-static void expire_unmatched(struct engine_state *st, int64_t now)
+static void expire_unmatched(struct policy_state *st, int64_t now)
 {
     size_t w = 0;
     for (size_t i = 0; i < st->unmatched_count; i++) {
@@ -810,9 +798,9 @@ static void expire_unmatched(struct engine_state *st, int64_t now)
     st->unmatched_count = w;
 }
 
-static void evaluate_firing(const struct engine_context *ctx, struct engine_state *st,
-                            const struct engine_alert *a, int64_t starts_at, int64_t now,
-                            struct engine_decisions *out)
+static void evaluate_firing(const struct policy_context *ctx, struct policy_state *st,
+                            const struct policy_alert *a, int64_t starts_at, int64_t now,
+                            struct policy_decisions *out)
 {
     const struct policy_set *ps = ctx->policies;
     char raw[128];
@@ -860,7 +848,7 @@ static void evaluate_firing(const struct engine_context *ctx, struct engine_stat
     }
     if (taken || remember_unmatched(st, a, starts_at, now))
         return;
-    struct engine_decision *d = new_decision(out);
+    struct policy_decision *d = new_decision(out);
     if (!d)
         return;
     snprintf(d->node, sizeof(d->node), "%s", node);
@@ -875,9 +863,9 @@ static void evaluate_firing(const struct engine_context *ctx, struct engine_stat
              skipped[0] ? skipped : "no policy matches the alert's labels");
 }
 
-static void evaluate_resolved(const struct engine_context *ctx, struct engine_state *st,
-                              const struct engine_alert *a, int64_t starts_at, int64_t now,
-                              struct engine_decisions *out)
+static void evaluate_resolved(const struct policy_context *ctx, struct policy_state *st,
+                              const struct policy_alert *a, int64_t starts_at, int64_t now,
+                              struct policy_decisions *out)
 {
     forget_unmatched(st, a->fingerprint, starts_at);
     struct instance *first = alert_instances(st, a->fingerprint, starts_at);
@@ -906,19 +894,19 @@ static void evaluate_resolved(const struct engine_context *ctx, struct engine_st
         remove_alert_instances(st, first);
 }
 
-int engine_evaluate(const struct engine_context *ctx, struct engine_state *st,
-                    const struct engine_alert *alert, int64_t now, struct engine_decisions *out)
+int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
+                    const struct policy_alert *alert, int64_t now, struct policy_decisions *out)
 {
     int64_t starts_at = alert->starts_at == MEDIC_TIME_UNSET ? now : alert->starts_at;
     if (alert->status == MEDIC_STATUS_FIRING)
         evaluate_firing(ctx, st, alert, starts_at, now, out);
     else
         evaluate_resolved(ctx, st, alert, starts_at, now, out);
-    return 0;
+    return out->failed;
 }
 
-int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64_t now,
-                struct engine_decisions *out)
+int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                struct policy_decisions *out)
 {
     update_storm(ctx, st, now, out);
     expire_unmatched(st, now);
@@ -928,10 +916,10 @@ int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64
         if (pol && in->next_step < pol->step_count)
             run_due_steps(ctx, st, pol, in, now, out);
     }
-    return 0;
+    return out->failed;
 }
 
-int engine_decisions_table(const struct engine_decisions *d, struct medic_table *out)
+int policy_decisions_table(const struct policy_decisions *d, struct medic_table *out)
 {
     static const char *const names[] = {"time",   "node",    "alertname", "policy", "step",
                                         "action", "verdict", "reason",    "risk",   "params"};
@@ -939,9 +927,14 @@ int engine_decisions_table(const struct engine_decisions *d, struct medic_table 
         MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_INT,
         MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_REAL, MEDIC_COL_JSON};
     int rc = medic_table_init(out, 10, names, types);
+    struct medic_buf params;
+    medic_buf_init(&params, 0);
     for (size_t i = 0; i < d->count && rc == 0; i++) {
-        const struct engine_decision *x = &d->items[i];
+        const struct policy_decision *x = &d->items[i];
         char time[40], step[16], risk[32];
+        medic_buf_reset(&params);
+        if (x->has_action && (rc = medic_action_params_json(&x->action, &params)))
+            break;
         medic_time_format(x->time, time, sizeof(time));
         snprintf(step, sizeof(step), "%d", x->step + 1);
         snprintf(risk, sizeof(risk), "%.4g", x->risk);
@@ -950,13 +943,14 @@ int engine_decisions_table(const struct engine_decisions *d, struct medic_table 
                                 x->alertname[0] ? x->alertname : NULL,
                                 x->policy[0] ? x->policy : NULL,
                                 x->step >= 0 ? step : NULL,
-                                x->has_action ? policy_action_name(x->action) : NULL,
-                                engine_verdict_name(x->verdict),
+                                x->has_action ? medic_action_name(x->action.kind) : NULL,
+                                policy_verdict_name(x->verdict),
                                 x->reason,
                                 isnan(x->risk) ? NULL : risk,
-                                x->has_action ? x->params : NULL};
+                                x->has_action ? params.data : NULL};
         rc = medic_table_add_row(out, values);
     }
+    medic_buf_release(&params);
     return rc;
 }
 
@@ -982,7 +976,7 @@ static void json_labels(struct medic_buf *b, const char *key, const struct label
     medic_buf_puts(b, "}");
 }
 
-int engine_state_save(const struct engine_state *st, struct medic_buf *b)
+int policy_state_save(const struct policy_state *st, struct medic_buf *b)
 {
     medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"instances\":[", ENGINE_STATE_VERSION,
                      st->storm_active ? "true" : "false");
@@ -1129,15 +1123,15 @@ static int load_labels(struct loader *l, const cJSON *obj, const char *key, stru
     return 0;
 }
 
-int engine_state_load(const char *json, size_t len, struct engine_state **out,
+int policy_state_load(const char *json, size_t len, struct policy_state **out,
                       struct medic_error *err)
 {
     struct loader l = {err, 0};
     cJSON *root = cJSON_ParseWithLength(json, len);
-    struct engine_state *st = engine_state_new();
+    struct policy_state *st = policy_state_new();
     if (!root || !st) {
         cJSON_Delete(root);
-        engine_state_free(st);
+        policy_state_free(st);
         return medic_error_set(err, MEDIC_E_INVALID, "engine state: not JSON");
     }
     if (int_field(&l, root, "version") != ENGINE_STATE_VERSION && !l.failed) {
@@ -1150,7 +1144,7 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
         struct medic_label none_items[1];
         struct medic_labels none = {none_items, 0};
-        struct engine_alert a = {
+        struct policy_alert a = {
             text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, &none, &none, 0, NAN};
         const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
         a.risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
@@ -1184,7 +1178,7 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
     }
     list = l.failed ? NULL : field(&l, root, "unmatched", cJSON_Array);
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        struct engine_alert a = {
+        struct policy_alert a = {
             text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, NULL, NULL, 0, NAN};
         int64_t starts_at = time_field(&l, e, "starts_at");
         int64_t last_seen = time_field(&l, e, "last_seen");
@@ -1222,7 +1216,7 @@ int engine_state_load(const char *json, size_t len, struct engine_state **out,
     }
     cJSON_Delete(root);
     if (l.failed) {
-        engine_state_free(st);
+        policy_state_free(st);
         return err && err->code ? err->code : MEDIC_E_INVALID;
     }
     *out = st;

@@ -7,26 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const action_names[] = {
-    [POLICY_ACTION_POWER_LIMIT] = "power_limit",
-    [POLICY_ACTION_RESTORE_POWER_LIMIT] = "restore_power_limit",
-    [POLICY_ACTION_IPMI_POWER_CYCLE] = "ipmi_power_cycle",
-    [POLICY_ACTION_DRAIN] = "drain",
-    [POLICY_ACTION_RESUME] = "resume",
-    [POLICY_ACTION_NOTIFY] = "notify",
-};
-
-const char *policy_action_name(enum policy_action action)
-{
-    return action_names[action];
-}
-
-int policy_action_disruptive(enum policy_action action)
-{
-    return action == POLICY_ACTION_POWER_LIMIT || action == POLICY_ACTION_IPMI_POWER_CYCLE ||
-           action == POLICY_ACTION_DRAIN;
-}
-
 void policy_safety_default(struct policy_safety *s)
 {
     memset(s, 0, sizeof(*s));
@@ -46,7 +26,7 @@ struct parser {
 static void step_release(struct policy_step *s)
 {
     policy_template_release(&s->text);
-    free(s->notifier);
+    medic_action_release(&s->action);
 }
 
 static void policy_release(struct policy *p)
@@ -103,36 +83,67 @@ static int known_notifier(struct parser *p, const struct yaml_tree_node *n, cons
     return yaml_fields_fail(&p->f, n, "notifier '%s' is not defined under notifiers", name);
 }
 
-static int parse_gpus(struct parser *p, const struct yaml_tree_node *n, struct policy_step *s)
+static int parse_gpus(struct parser *p, const struct yaml_tree_node *n,
+                      const struct medic_action_param *param, struct medic_gpu_list *out)
 {
-    int rc = yaml_fields_sequence(&p->f, n, "gpus");
+    int rc = yaml_fields_sequence(&p->f, n, param->key);
     if (rc)
         return rc;
-    if (n->count == 0 || n->count > POLICY_MAX_GPUS)
-        return yaml_fields_fail(&p->f, n, "gpus: expected 1 to %d GPU indexes", POLICY_MAX_GPUS);
+    if (n->count == 0 || n->count > MEDIC_ACTION_MAX_GPUS)
+        return yaml_fields_fail(&p->f, n, "%s: expected 1 to %d GPU indexes", param->key,
+                                MEDIC_ACTION_MAX_GPUS);
     for (size_t i = 0; i < n->count; i++) {
         double v;
-        if ((rc = yaml_fields_number(&p->f, n->items[i], "gpus", 0, 255, &v)))
+        if ((rc = yaml_fields_number(&p->f, n->items[i], param->key, (double)param->min,
+                                     (double)param->max, &v)))
             return rc;
         if (floor(v) != v)
-            return yaml_fields_fail(&p->f, n->items[i], "gpus: '%s' is not a GPU index",
+            return yaml_fields_fail(&p->f, n->items[i], "%s: '%s' is not a GPU index", param->key,
                                     n->items[i]->value);
-        s->gpus[s->gpu_count++] = (int)v;
+        out->items[out->count++] = (int)v;
     }
     return 0;
+}
+
+/* Reads one parameter of the step's action, as the table types it. */
+static int parse_param(struct parser *p, const struct yaml_tree_node *v,
+                       const struct medic_action_param *param, struct policy_step *s)
+{
+    void *field = (char *)&s->action + param->offset;
+    double number;
+    int rc;
+    switch (param->type) {
+    case MEDIC_PARAM_INT:
+        rc = yaml_fields_number(&p->f, v, param->key, (double)param->min, (double)param->max,
+                                &number);
+        if (rc == 0 && floor(number) != number)
+            rc = yaml_fields_fail(&p->f, v, "%s: expected a whole number", param->key);
+        if (rc == 0)
+            *(int *)field = (int)number;
+        return rc;
+    case MEDIC_PARAM_BOOL:
+        return yaml_fields_bool(&p->f, v, param->key, (int *)field);
+    case MEDIC_PARAM_GPUS:
+        return parse_gpus(p, v, param, field);
+    case MEDIC_PARAM_NAME:
+        rc = yaml_fields_string(&p->f, v, param->key, (char **)field);
+        if (rc == 0 && strcmp(param->key, "notifier") == 0)
+            rc = known_notifier(p, v, *(char **)field);
+        return rc;
+    case MEDIC_PARAM_TEXT:
+        rc = parse_template(p, v, param->key, &s->text);
+        s->has_text = rc == 0;
+        return rc;
+    }
+    return MEDIC_E_INVALID;
 }
 
 static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_resolved,
                       struct policy_step *s)
 {
-    static const char *const keys[] = {"action",   "after",   "watts",    "gpus", "reason",
-                                       "notifier", "message", "power_on", NULL};
-    s->power_on = 1;
     s->line = n->line;
     s->col = n->col;
     int rc = yaml_fields_mapping(&p->f, n, "step");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&p->f, n, "a step", keys);
     if (rc)
         return rc;
     const struct yaml_tree_node *v = yaml_tree_get(n, "action");
@@ -140,75 +151,59 @@ static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_r
         return yaml_fields_fail(&p->f, n, "step: needs an action");
     if ((rc = yaml_fields_scalar(&p->f, v, "action")))
         return rc;
-    size_t a;
-    for (a = 0; a < sizeof(action_names) / sizeof(action_names[0]); a++)
-        if (strcmp(v->value, action_names[a]) == 0)
-            break;
-    if (a == sizeof(action_names) / sizeof(action_names[0]))
-        return yaml_fields_fail(&p->f, v,
-                                "action: '%s' is not one of power_limit, restore_power_limit, "
-                                "ipmi_power_cycle, drain, resume, notify",
-                                v->value);
-    s->action = (enum policy_action)a;
-    if (on_resolved && policy_action_disruptive(s->action))
+    int kind = medic_action_parse_kind(v->value);
+    if (kind < 0) {
+        char names[256] = "";
+        for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++) {
+            size_t at = strlen(names);
+            snprintf(names + at, sizeof(names) - at, "%s%s", k ? ", " : "",
+                     medic_action_name((enum medic_action_kind)k));
+        }
+        return yaml_fields_fail(&p->f, v, "action: '%s' is not one of %s", v->value, names);
+    }
+    medic_action_init(&s->action, (enum medic_action_kind)kind);
+    const char *name = v->value;
+    if (on_resolved && medic_action_disruptive(s->action.kind))
         return yaml_fields_fail(&p->f, v,
                                 "action: on_resolved takes resume, restore_power_limit or notify, "
                                 "not %s",
-                                v->value);
-    /* which keys each action takes */
-    struct {
-        const char *key;
-        int allowed;
-    } params[] = {
-        {"watts", s->action == POLICY_ACTION_POWER_LIMIT},
-        {"gpus", s->action == POLICY_ACTION_POWER_LIMIT},
-        {"reason", s->action == POLICY_ACTION_DRAIN},
-        {"notifier", s->action == POLICY_ACTION_NOTIFY},
-        {"message", s->action == POLICY_ACTION_NOTIFY},
-        {"power_on", s->action == POLICY_ACTION_IPMI_POWER_CYCLE},
-        {"after", !on_resolved},
-    };
-    for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
-        const struct yaml_tree_node *x = yaml_tree_get(n, params[i].key);
-        if (x && !params[i].allowed)
-            return yaml_fields_fail(&p->f, x, "%s: not a parameter of %s%s", params[i].key,
-                                    v->value, on_resolved ? " in on_resolved" : "");
-    }
-    if ((v = yaml_tree_get(n, "after")) &&
-        (rc = yaml_fields_duration(&p->f, v, "after", &s->after)))
-        return rc;
-    if (s->action == POLICY_ACTION_POWER_LIMIT) {
-        double watts;
-        v = yaml_tree_get(n, "watts");
-        if (!v)
-            return yaml_fields_fail(&p->f, n, "power_limit: needs watts");
-        if ((rc = yaml_fields_number(&p->f, v, "watts", 50, 2000, &watts)))
-            return rc;
-        s->watts = (int)watts;
-        if ((v = yaml_tree_get(n, "gpus")) && (rc = parse_gpus(p, v, s)))
+                                name);
+    /* every key is the action, after, or a parameter of this action */
+    for (size_t i = 0; i < n->count; i++) {
+        const char *key = n->keys[i];
+        if (strcmp(key, "action") == 0)
+            continue;
+        struct yaml_tree_node at = {.line = n->key_lines[i], .col = n->key_cols[i]};
+        if (strcmp(key, "after") == 0) {
+            if (on_resolved)
+                return yaml_fields_fail(&p->f, n->items[i],
+                                        "after: not a parameter of %s in on_resolved", name);
+            if ((rc = yaml_fields_duration(&p->f, n->items[i], "after", &s->after)))
+                return rc;
+            continue;
+        }
+        const struct medic_action_param *param = NULL;
+        int known = 0;
+        for (size_t k = 0; k < medic_action_param_count; k++) {
+            if (strcmp(medic_action_params[k].key, key) != 0)
+                continue;
+            known = 1;
+            if (medic_action_params[k].kind == s->action.kind)
+                param = &medic_action_params[k];
+        }
+        if (!param && known)
+            return yaml_fields_fail(&p->f, n->items[i], "%s: not a parameter of %s%s", key, name,
+                                    on_resolved ? " in on_resolved" : "");
+        if (!param)
+            return yaml_fields_fail(&p->f, &at, "unknown key '%s' in a step", key);
+        if ((rc = parse_param(p, n->items[i], param, s)))
             return rc;
     }
-    if ((v = yaml_tree_get(n, "reason"))) {
-        if ((rc = parse_template(p, v, "reason", &s->text)))
-            return rc;
-        s->has_text = 1;
+    for (size_t k = 0; k < medic_action_param_count; k++) {
+        const struct medic_action_param *param = &medic_action_params[k];
+        if (param->kind == s->action.kind && param->required && !yaml_tree_get(n, param->key))
+            return yaml_fields_fail(&p->f, n, "%s: needs %s", name, param->key);
     }
-    if ((v = yaml_tree_get(n, "message"))) {
-        if ((rc = parse_template(p, v, "message", &s->text)))
-            return rc;
-        s->has_text = 1;
-    }
-    if (s->action == POLICY_ACTION_NOTIFY) {
-        v = yaml_tree_get(n, "notifier");
-        if (!v)
-            return yaml_fields_fail(&p->f, n, "notify: needs a notifier");
-        if ((rc = yaml_fields_string(&p->f, v, "notifier", &s->notifier)) ||
-            (rc = known_notifier(p, v, s->notifier)))
-            return rc;
-    }
-    if ((v = yaml_tree_get(n, "power_on")) &&
-        (rc = yaml_fields_bool(&p->f, v, "power_on", &s->power_on)))
-        return rc;
     return 0;
 }
 
@@ -415,6 +410,11 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
             rc = yaml_fields_string(&p->f, x, "notifier", &s->storm_notifier);
             if (rc == 0)
                 rc = known_notifier(p, x, s->storm_notifier);
+        } else if (rc == 0) {
+            /* a breaker that holds actions back must tell someone */
+            rc = yaml_fields_fail(&p->f, v,
+                                  "storm: needs a notifier, told when a storm starts and ends "
+                                  "(disruptive actions are held meanwhile)");
         }
     }
     if (rc == 0 && (v = yaml_tree_get(n, "maintenance")))

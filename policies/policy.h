@@ -5,6 +5,7 @@
 #ifndef MEDIC_POLICIES_POLICY_H
 #define MEDIC_POLICIES_POLICY_H
 
+#include "action.h"
 #include "error.h"
 #include "matcher.h"
 #include "template.h"
@@ -13,33 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum policy_action {
-    POLICY_ACTION_POWER_LIMIT,
-    POLICY_ACTION_RESTORE_POWER_LIMIT,
-    POLICY_ACTION_IPMI_POWER_CYCLE,
-    POLICY_ACTION_DRAIN,
-    POLICY_ACTION_RESUME,
-    POLICY_ACTION_NOTIFY,
-};
-
-/* "power_limit", "drain", ... */
-const char *policy_action_name(enum policy_action action);
-/* 1 for the actions that take capacity away from a node: power_limit,
- * ipmi_power_cycle, drain. Only these pass the safety guards. */
-int policy_action_disruptive(enum policy_action action);
-
-#define POLICY_MAX_GPUS 64
-
+/* One rung of a ladder: an action with its literal parameters (watts,
+ * GPUs, power_on, notifier) and, for a drain's reason or a notification's
+ * message, a template rendered when the step is decided. */
 struct policy_step {
     int64_t after; /* ns after the alert started; 0 for the first step */
-    enum policy_action action;
-    int watts;                 /* power_limit */
-    int gpus[POLICY_MAX_GPUS]; /* power_limit: which GPUs; none = all */
-    size_t gpu_count;
-    int power_on;                /* ipmi_power_cycle: power on if it stays off (default 1) */
-    struct policy_template text; /* drain: reason; notify: message */
+    struct medic_action action;
+    struct policy_template text; /* the action's MEDIC_PARAM_TEXT parameter */
     int has_text;
-    char *notifier; /* notify */
     int line, col;
 };
 

@@ -142,7 +142,7 @@ int policy_template_render(const struct policy_template *t, const struct templat
         }
         if (!v)
             continue;
-        size_t room = POLICY_TEMPLATE_MAX_OUTPUT - (out->len - start);
+        size_t room = POLICY_TEMPLATE_MAX_OUTPUT + 1 - (out->len - start);
         size_t n = strlen(v);
         rc = medic_buf_append(out, v, n < room ? n : room);
     }

@@ -6,6 +6,7 @@
 #ifndef MEDIC_POLICIES_TEMPLATE_H
 #define MEDIC_POLICIES_TEMPLATE_H
 
+#include "action.h"
 #include "alert.h"
 #include "buf.h"
 #include "error.h"
@@ -25,7 +26,9 @@ struct policy_template {
 };
 
 #define POLICY_TEMPLATE_MAX_BYTES 4096
-#define POLICY_TEMPLATE_MAX_OUTPUT 16384
+/* Rendering stops one byte past this (so a caller can tell the text was
+ * longer); callers cut it with medic_text_fit, which marks the cut. */
+#define POLICY_TEMPLATE_MAX_OUTPUT MEDIC_ACTION_TEXT_MAX
 
 /* Parses text; on error returns MEDIC_E_INVALID with the 1-based column in
  * *col and a message in err. */
@@ -41,7 +44,8 @@ struct template_vars {
     const char *node;
 };
 
-/* Appends the rendering to out, cut at POLICY_TEMPLATE_MAX_OUTPUT bytes. */
+/* Appends the rendering to out, at most POLICY_TEMPLATE_MAX_OUTPUT + 1
+ * bytes (possibly ending inside a character: cut it with medic_text_fit). */
 int policy_template_render(const struct policy_template *t, const struct template_vars *vars,
                            struct medic_buf *out);
 

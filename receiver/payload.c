@@ -8,6 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+void receiver_limits_widest(struct receiver_limits *limits)
+{
+    limits->max_body_bytes = RECEIVER_WIDEST_BODY_BYTES;
+    limits->max_alerts = RECEIVER_WIDEST_ALERTS;
+    limits->max_labels = RECEIVER_WIDEST_LABELS;
+    limits->max_label_name_bytes = 256;
+    limits->max_label_value_bytes = RECEIVER_WIDEST_VALUE_BYTES;
+    limits->max_annotation_value_bytes = RECEIVER_WIDEST_VALUE_BYTES;
+    limits->max_string_bytes = 8192;
+    limits->max_depth = 64;
+}
+
 void receiver_limits_default(struct receiver_limits *limits)
 {
     limits->max_body_bytes = (size_t)1 << 20;
@@ -64,16 +76,27 @@ static void line_col(const char *body, size_t offset, size_t *line, size_t *col)
     }
 }
 
-/* Refuses nesting deeper than the limit before cJSON builds anything; sets
- * *unterminated when the body ends inside a string, object or array. */
+/* Refuses nesting deeper than the limit and raw control characters inside
+ * strings (a NUL among them: JSON needs them escaped, and C strings would
+ * silently end there) before cJSON builds anything; sets *unterminated
+ * when the body ends inside a string, object or array. */
 static int check_depth(const char *body, size_t len, int max_depth, int *unterminated,
                        struct medic_error *err)
 {
     int depth = 0, in_string = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = body[i];
+        if (ch == '\0' || (in_string && (unsigned char)ch < 0x20)) {
+            size_t line, col;
+            line_col(body, i, &line, &col);
+            return medic_error_set(err, MEDIC_E_INVALID,
+                                   "invalid JSON: raw control character U+%04X %sat line %zu, "
+                                   "column %zu (byte %zu); JSON needs it escaped",
+                                   (unsigned)(unsigned char)ch, in_string ? "inside a string " : "",
+                                   line, col, i);
+        }
         if (in_string) {
-            if (ch == '\\')
+            if (ch == '\\' && i + 1 < len && body[i + 1] != '\0')
                 i++;
             else if (ch == '"')
                 in_string = 0;

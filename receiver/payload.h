@@ -24,6 +24,15 @@ struct receiver_limits {
  * nesting 64. */
 void receiver_limits_default(struct receiver_limits *limits);
 
+/* The widest limits a configuration may set; a stored notification is
+ * parsed again under these, since it was accepted under the limits of its
+ * day (which a reload may since have narrowed). */
+#define RECEIVER_WIDEST_BODY_BYTES ((size_t)64 << 20)
+#define RECEIVER_WIDEST_ALERTS 100000
+#define RECEIVER_WIDEST_LABELS 1024
+#define RECEIVER_WIDEST_VALUE_BYTES ((size_t)1 << 20)
+void receiver_limits_widest(struct receiver_limits *limits);
+
 /* Parses body (len bytes, not necessarily NUL-terminated) into out, which
  * must be initialised with medic_notification_init(); out owns everything
  * it points to. On failure returns MEDIC_E_INVALID or MEDIC_E_LIMIT with a

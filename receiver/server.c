@@ -452,7 +452,12 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     case H_RELOAD:
         if (!srv->hooks.reload || srv->hooks.reload(srv->hooks.ctx, &err) == 0)
             return respond_json(srv, conn, req, MHD_HTTP_OK, "{\"status\":\"reloaded\"}\n");
-        return respond_error(srv, conn, req, MHD_HTTP_INTERNAL_SERVER_ERROR, err.msg, NULL, NULL);
+        /* a configuration that is refused is the client's to fix: 400 with
+         * its FILE:LINE:COL message; the running one stays */
+        return respond_error(srv, conn, req,
+                             err.code == MEDIC_E_NOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                       : MHD_HTTP_BAD_REQUEST,
+                             err.msg, NULL, NULL);
     case H_API_QUERY:
         return handle_query(srv, conn, req, url);
     case H_DRY_RUN: {

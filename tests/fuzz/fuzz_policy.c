@@ -1,7 +1,7 @@
 /* libFuzzer target: a policy file (YAML, matchers, templates, durations)
  * must never crash or leak, whatever the bytes; when it loads, evaluating
  * an alert with it must not either. */
-#include "engine.h"
+#include "policy_engine.h"
 #include "policy.h"
 #include "timeutil.h"
 #include "yaml_tree.h"
@@ -26,17 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct medic_label labels[] = {
             {"alertname", "GPUXidError"}, {"gpu", "0"}, {"instance", "gpu-node-01"}, {"xid", "79"}};
         struct medic_labels set_labels = {labels, 4}, none = {NULL, 0};
-        struct engine_context ctx = {&set, NULL, node_labels, 1, 1};
-        struct engine_state *st = engine_state_new();
-        struct engine_decisions out;
-        engine_decisions_init(&out);
-        struct engine_alert a = {"fp", MEDIC_STATUS_FIRING, &set_labels, &none, 0, 0.5};
-        engine_evaluate(&ctx, st, &a, 3600 * MEDIC_NS_PER_SEC, &out);
-        engine_tick(&ctx, st, 7200 * MEDIC_NS_PER_SEC, &out);
+        struct policy_context ctx = {&set, NULL, node_labels, 1, 1};
+        struct policy_state *st = policy_state_new();
+        struct policy_decisions out;
+        policy_decisions_init(&out);
+        struct policy_alert a = {"fp", MEDIC_STATUS_FIRING, &set_labels, &none, 0, 0.5};
+        policy_evaluate(&ctx, st, &a, 3600 * MEDIC_NS_PER_SEC, &out);
+        policy_tick(&ctx, st, 7200 * MEDIC_NS_PER_SEC, &out);
         a.status = MEDIC_STATUS_RESOLVED;
-        engine_evaluate(&ctx, st, &a, 7300 * MEDIC_NS_PER_SEC, &out);
-        engine_decisions_release(&out);
-        engine_state_free(st);
+        policy_evaluate(&ctx, st, &a, 7300 * MEDIC_NS_PER_SEC, &out);
+        policy_decisions_release(&out);
+        policy_state_free(st);
         policy_set_release(&set);
     }
     yaml_tree_release(&tree);

@@ -315,12 +315,14 @@ def write_secret(path, value):
 class RecordingReceiver:
     """A recording HTTP receiver on 127.0.0.1 (the stand-in for a webhook,
     Slack or PagerDuty endpoint): keeps every request's path, headers and
-    body; answers each with the next queued status, 200 when none."""
+    body; answers each with the next queued status, 200 when none, after
+    `delay` seconds (a slow endpoint)."""
 
-    def __init__(self):
+    def __init__(self, delay=0.0):
         import http.server
         import threading
         receiver = self
+        self.delay = delay
         self.requests = []
         self.statuses = []
         self.lock = threading.Lock()
@@ -329,14 +331,19 @@ class RecordingReceiver:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
+                if receiver.delay:
+                    time.sleep(receiver.delay)
                 with receiver.lock:
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                     receiver.requests.append({"path": self.path, "headers": dict(self.headers),
                                               "body": body, "status": status})
-                self.send_response(status)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the sender gave up (or was killed) while we waited
 
             def log_message(self, *args):
                 pass

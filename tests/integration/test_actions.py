@@ -104,7 +104,8 @@ def test_notify_four_ways(suite):
     for row in actions(medic) + decisions:
         text = json.dumps(row)
         assert "hook-secret-123" not in text and "pd-routing-key-456" not in text, row
-    assert medic.metric('medic_actions_total{action="notify",result="succeeded"}') == 4
+    assert medic.metric('medic_actions_total{action="notify",result="succeeded"}',
+                        headers=AUTH) == 4
 
     # a restart and Alertmanager's re-send: nothing runs twice
     assert medic.stop() == 0
@@ -164,7 +165,7 @@ def test_crash_mid_action_is_interrupted_not_rerun(suite):
     assert medic.stop(sig=9) == -9  # killed mid-action: the intent has no outcome
     assert [a["phase"] for a in actions(medic)] == ["intent"]
     medic.start()
-    log = wait_until("the interruption", lambda: "marked interrupted" in medic.process.tail(50)
+    log = wait_until("the interruption", lambda: "interrupted actions are not run again" in medic.process.tail(50)
                      and medic.process.tail(50), timeout=10)
     rows = actions(medic)
     assert [a["phase"] for a in rows] == ["intent", "outcome"], rows

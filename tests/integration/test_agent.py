@@ -102,7 +102,9 @@ def test_policy_limits_and_restores(suite):
                   "inventory:\n  nodes:\n"
                   f"    - {{ name: gpu-node-01, agent: {{ url: '{agent.url}', "
                   "credentials: agent-lab }, gpus: 8 }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1 }\n"
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: hot\n    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
                   "    steps: [ { action: power_limit, watts: 300, gpus: [2, 5] } ]\n"
                   "    on_resolved: [ { action: restore_power_limit } ]\n")

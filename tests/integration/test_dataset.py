@@ -90,7 +90,9 @@ def power_cycle_incident(suite, starts_at):
                   f"    - {{ name: gpu-node-01, bmc: {{ address: '{bmc.address}', "
                   "credentials: bmc-lab, workarounds: [opensesspriv] } }\n"
                   "    - { name: gpu-node-02 }\n    - { name: gpu-node-03 }\n"
-                  "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1 }\n"
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: cycle\n    match: '{alertname=\"GPUFellOffBus\"}'\n"
                   "    steps: [ { action: ipmi_power_cycle } ]\n")
     medic.start()

@@ -189,7 +189,7 @@ def test_reload_swaps_policies(suite):
     with open(medic.config_path, "w") as f:
         f.write(good.replace("action: drain", "action: reboot"))
     status, _, body = medic.post("/-/reload", "", content_type=None)
-    assert status == 500 and "'reboot' is not one of" in json.loads(body)["error"], body
+    assert status == 400 and "'reboot' is not one of" in json.loads(body)["error"], body
     assert medic.metric('medic_config_reloads_total{result="failure"}') == 1
     # a valid change: the drain's reason
     with open(medic.config_path, "w") as f:

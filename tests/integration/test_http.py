@@ -5,6 +5,7 @@ store is unavailable, concurrent commits, and a clean SIGTERM."""
 
 import concurrent.futures
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -249,7 +250,10 @@ def test_reload_keeps_running_config_when_invalid(suite):
     assert medic.metric("medic_config_last_reload_successful") == 0
     assert medic.post("/webhook", payload("r1"), headers=AUTH)[0] == 200  # old token still works
     status, _, body = medic.post("/-/reload", "", content_type=None)
-    assert status == 500 and "mode: expected 'dry-run' or 'live'" in json.loads(body)["error"]
+    # a refused configuration is the client's to fix: 400 with FILE:LINE:COL
+    error = json.loads(body)["error"]
+    assert status == 400, status
+    assert re.search(r"medic\.yaml:\d+:\d+: mode: expected 'dry-run' or 'live'", error), error
     # a valid change takes effect: a new token
     new_token = write_secret(os.path.join(medic.workdir, "webhook2.token"), "rotated")
     with open(medic.config_path, "w") as f:

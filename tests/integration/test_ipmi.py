@@ -42,7 +42,9 @@ def start_lab(suite, name, bmcs, passwords=None):
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\n"
                   f"inventory:\n  nodes:\n{nodes}"
-                  "safety: { max_disruptive_in_flight: 4, max_disrupted_fraction: 1 }\n"
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { max_disruptive_in_flight: 4, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: cycle\n    match: '{alertname=\"GPUFellOffBus\"}'\n"
                   "    steps: [ { action: ipmi_power_cycle } ]\n")
     medic.start()

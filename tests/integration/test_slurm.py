@@ -46,7 +46,9 @@ def test_drain_resume_and_operator_drains(suite):
                   "    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
                   "    - { name: gpu-node-02, slurm: { node: gpu-node-02 } }\n"
                   "    - { name: gpu-node-09, slurm: { node: no-such-node } }\n"
-                  "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 1 }\n"
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: ecc\n    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
                   "    steps: [ { action: drain, reason: 'DBE on GPU {{ $labels.gpu }}' } ]\n"
                   "    on_resolved: [ { action: resume } ]\n")

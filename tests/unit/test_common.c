@@ -1,5 +1,6 @@
 /* The shared layer: times, durations, UTF-8, buffers, tables, node names,
  * SHA-256, the YAML tree. */
+#include "action.h"
 #include "alert.h"
 #include "auth.h"
 #include "buf.h"
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -112,6 +114,103 @@ static void test_buf_cap_and_json(void **state)
     medic_buf_json_string(&b, "a\"b\\c\nd\x01");
     assert_string_equal(b.data, "\"a\\\"b\\\\c\\nd\\u0001\"");
     medic_buf_release(&b);
+}
+
+/* A capped buffer fails whole: an overflow sticks, a JSON string that does
+ * not fit leaves nothing behind, and broken UTF-8 never reaches JSON. */
+static void test_buf_fails_whole(void **state)
+{
+    (void)state;
+    struct medic_buf b;
+    medic_buf_init(&b, 10);
+    assert_int_equal(medic_buf_puts(&b, "{\"a\":"), 0);
+    assert_int_equal(medic_buf_json_string(&b, "0123456789"), MEDIC_E_LIMIT);
+    assert_string_equal(b.data, "{\"a\":"); /* no half string */
+    assert_int_equal(b.error, MEDIC_E_LIMIT);
+    assert_int_equal(medic_buf_puts(&b, "}"), MEDIC_E_LIMIT); /* sticks */
+    medic_buf_reset(&b);
+    assert_int_equal(medic_buf_puts(&b, "ok"), 0);
+    medic_buf_release(&b);
+
+    medic_buf_init(&b, 0);
+    /* a cut two-byte character and a stray continuation byte */
+    assert_int_equal(medic_buf_json_stringn(&b, "\xc3\xa9x\xc3", 4), 0);
+    assert_string_equal(b.data, "\"\xc3\xa9x\\ufffd\"");
+    medic_buf_reset(&b);
+    assert_int_equal(medic_buf_json_string(&b, "\x80\xe2\x82\xac"), 0);
+    assert_string_equal(b.data, "\"\\ufffd\xe2\x82\xac\"");
+    medic_buf_release(&b);
+}
+
+static void test_utf8_cut(void **state)
+{
+    (void)state;
+    const char *euro = "ab\xe2\x82\xac"; /* 5 bytes */
+    assert_int_equal(medic_utf8_boundary(euro, 5), 5);
+    assert_int_equal(medic_utf8_boundary(euro, 4), 2);
+    assert_int_equal(medic_utf8_boundary(euro, 3), 2);
+    assert_int_equal(medic_utf8_boundary(euro, 2), 2);
+    assert_int_equal(medic_utf8_boundary("\xf0\x9f\x98\x80", 4), 4);
+    assert_int_equal(medic_utf8_boundary("\xf0\x9f\x98\x80", 3), 0);
+    char out[64];
+    char long_text[200];
+    for (size_t i = 0; i + 2 < sizeof(long_text); i += 2)
+        memcpy(long_text + i, "\xc3\xa9", 2);
+    size_t n = medic_text_fit(out, sizeof(out), long_text, sizeof(long_text) - 2);
+    assert_true(n < sizeof(out));
+    assert_int_equal(medic_utf8_check(out, n), n);
+    assert_non_null(strstr(out, MEDIC_ACTION_TEXT_CUT_MARKER));
+    n = medic_text_fit(out, sizeof(out), "short", 5);
+    assert_string_equal(out, "short");
+}
+
+/* The action table drives names, kinds and JSON. */
+static void test_actions(void **state)
+{
+    (void)state;
+    for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++)
+        assert_int_equal(medic_action_parse_kind(medic_action_name((enum medic_action_kind)k)), k);
+    assert_int_equal(medic_action_parse_kind("reboot"), -1);
+    assert_true(medic_action_disruptive(MEDIC_ACTION_DRAIN));
+    assert_false(medic_action_disruptive(MEDIC_ACTION_NOTIFY));
+    struct medic_action a, copy;
+    medic_action_init(&a, MEDIC_ACTION_NOTIFY);
+    assert_int_equal(medic_action_set_text(&a, "notifier", "oncall", 6), 0);
+    assert_int_equal(medic_action_set_text(&a, "message", "a\"b\n\x01", 5), 0);
+    assert_int_equal(medic_action_set_text(&a, "watts", "1", 1), MEDIC_E_INVALID);
+    assert_int_equal(medic_action_copy(&copy, &a), 0);
+    medic_action_release(&a);
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    assert_int_equal(medic_action_params_json(&copy, &b), 0);
+    assert_string_equal(b.data, "{\"notifier\":\"oncall\",\"message\":\"a\\\"b\\n\\u0001\"}");
+    medic_action_release(&copy);
+    medic_action_init(&a, MEDIC_ACTION_POWER_LIMIT);
+    a.u.power_limit.watts = 300;
+    a.u.power_limit.gpus.items[0] = 1;
+    a.u.power_limit.gpus.items[1] = 3;
+    a.u.power_limit.gpus.count = 2;
+    medic_buf_reset(&b);
+    assert_int_equal(medic_action_params_json(&a, &b), 0);
+    assert_string_equal(b.data, "{\"watts\":300,\"gpus\":[1,3]}");
+    medic_buf_release(&b);
+    /* a message far over the cap is cut at a character boundary, marked */
+    size_t big = 3 * MEDIC_ACTION_TEXT_MAX;
+    char *text = malloc(big);
+    assert_non_null(text);
+    for (size_t i = 0; i + 3 <= big; i += 3)
+        memcpy(text + i, "\xe2\x82\xac", 3);
+    medic_action_init(&a, MEDIC_ACTION_NOTIFY);
+    assert_int_equal(medic_action_set_text(&a, "message", text, big), 0);
+    size_t len = strlen(a.u.notify.message);
+    assert_true(len <= MEDIC_ACTION_TEXT_MAX);
+    assert_int_equal(medic_utf8_check(a.u.notify.message, len), len);
+    assert_non_null(strstr(a.u.notify.message, MEDIC_ACTION_TEXT_CUT_MARKER));
+    medic_action_release(&a);
+    free(text);
+    for (int o = 0; o < MEDIC_OUTCOME_COUNT; o++)
+        assert_true(strlen(medic_outcome_strerror((enum medic_outcome)o)) > 10);
+    assert_string_equal(medic_outcome_name(MEDIC_OUTCOME_TIMED_OUT), "timed_out");
 }
 
 static void test_table_formats(void **state)
@@ -262,6 +361,9 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_buf_cap_and_json),
+        cmocka_unit_test(test_buf_fails_whole),
+        cmocka_unit_test(test_utf8_cut),
+        cmocka_unit_test(test_actions),
         cmocka_unit_test(test_table_formats),
         cmocka_unit_test(test_alert_node),
         cmocka_unit_test(test_sha256),

@@ -189,29 +189,60 @@ static void test_model_config(void **state)
 static void test_live_needs_auth(void **state)
 {
     (void)state;
-    const char *path = write_file("live.yaml", "mode: live\n", 0644);
+    const char *path = write_file("live.yaml", "listen: 127.0.0.1:1\nmode: live\n", 0644);
     struct medic_config c;
     struct medic_error err = {0};
+    char want[512];
     assert_int_equal(medic_config_load(path, &c, &err), 0);                  /* valid... */
     assert_int_equal(medic_config_check_serving(&c, &err), MEDIC_E_INVALID); /* ...not servable */
-    assert_non_null(strstr(err.msg, "mode: live needs authentication on the webhook"));
+    snprintf(want, sizeof(want), "%s:2:7: mode: live needs authentication on the webhook", path);
+    assert_non_null(strstr(err.msg, want));
     medic_config_release(&c);
-    const char *token = write_file("t.token", "x", 0600);
+    char token[512];
+    snprintf(token, sizeof(token), "%s", write_file("t.token", "x", 0600));
     char text[1024];
     snprintf(text, sizeof(text), "mode: live\nauth: { webhook_bearer_token_file: %s }\n", token);
     path = write_file("live2.yaml", text, 0644);
     assert_int_equal(medic_config_load(path, &c, &err), 0);
     assert_int_equal(medic_config_check_serving(&c, &err), 0); /* no policies: nothing to run */
+    /* in live mode the read API and admin endpoints fall back to the
+     * webhook's credentials; in dry-run they stay open unless set */
+    assert_ptr_equal(medic_config_read_auth(&c), &c.webhook_auth);
+    assert_ptr_equal(medic_config_admin_auth(&c), &c.webhook_auth);
+    c.mode = MEDIC_MODE_DRY_RUN;
+    assert_ptr_equal(medic_config_read_auth(&c), &c.read_auth);
     medic_config_release(&c);
-    /* live mode with a drain policy: every action has its executor */
+    /* live mode with a drain policy and no storm notifier: a storm would
+     * hold the drains back and tell nobody */
     snprintf(text, sizeof(text),
              "mode: live\nauth: { webhook_bearer_token_file: %s }\n"
              "policies: [ { name: d, match: '{a=\"b\"}', steps: [ { action: drain } ] } ]\n",
              token);
     path = write_file("live4.yaml", text, 0644);
     assert_int_equal(medic_config_load(path, &c, &err), 0);
+    assert_int_equal(medic_config_check_serving(&c, &err), MEDIC_E_INVALID);
+    snprintf(want, sizeof(want),
+             "%s:1:7: mode: live with disruptive policies needs "
+             "safety.storm.notifier",
+             path);
+    assert_non_null(strstr(err.msg, want));
+    medic_config_release(&c);
+    snprintf(text, sizeof(text),
+             "mode: live\nauth: { webhook_bearer_token_file: %s }\n"
+             "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+             "safety: { storm: { max_alerting_nodes: 5, notifier: oncall } }\n"
+             "policies: [ { name: d, match: '{a=\"b\"}', steps: [ { action: drain } ] } ]\n",
+             token);
+    path = write_file("live5.yaml", text, 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
     assert_int_equal(medic_config_check_serving(&c, &err), 0);
     medic_config_release(&c);
+    /* a storm breaker written without anyone to tell is a config error */
+    path = write_file("storm.yaml", "safety:\n  storm: { max_alerting_nodes: 5 }\n", 0644);
+    assert_int_not_equal(medic_config_load(path, &c, &err), 0);
+    snprintf(want, sizeof(want), "%s:2:10: storm: needs a notifier", path);
+    assert_non_null(strstr(err.msg, want));
     snprintf(text, sizeof(text),
              "mode: live\nauth: { webhook_bearer_token_file: %s }\n"
              "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
@@ -221,7 +252,7 @@ static void test_live_needs_auth(void **state)
     path = write_file("live3.yaml", text, 0644);
     if (medic_config_load(path, &c, &err))
         fail_msg("%s", err.msg);
-    assert_int_equal(medic_config_check_serving(&c, &err), 0);
+    assert_int_equal(medic_config_check_serving(&c, &err), 0); /* notify only: no storm rule */
     medic_config_release(&c);
 }
 

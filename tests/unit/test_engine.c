@@ -1,7 +1,7 @@
 /* The policy engine, driven with explicit times: matching, escalation,
  * on_resolved, and a test for each safety invariant of the product
  * contract. */
-#include "engine.h"
+#include "policy_engine.h"
 #include "inventory.h"
 #include "policy.h"
 #include "timeutil.h"
@@ -24,9 +24,9 @@
 struct world {
     struct policy_set policies;
     struct inventory inventory;
-    struct engine_context ctx;
-    struct engine_state *state;
-    struct engine_decisions out;
+    struct policy_context ctx;
+    struct policy_state *state;
+    struct policy_decisions out;
 };
 
 static const char *const node_labels[] = {"node", "Hostname", "instance"};
@@ -71,6 +71,18 @@ static const char caps_policies[] = "policies:\n"
                                     "    steps: [ { action: drain }, { after: 10m, action: "
                                     "ipmi_power_cycle } ]\n";
 
+/* A decision's parameters as the audit log stores them (JSON). */
+static const char *params_of(const struct policy_decision *d)
+{
+    static char text[32768];
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    assert_int_equal(medic_action_params_json(&d->action, &b), 0);
+    snprintf(text, sizeof(text), "%s", b.data);
+    medic_buf_release(&b);
+    return text;
+}
+
 static void world_init(struct world *w, const char *policies_yaml, const char *safety_yaml,
                        size_t nodes, int live)
 {
@@ -93,15 +105,15 @@ static void world_init(struct world *w, const char *policies_yaml, const char *s
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct engine_context){&w->policies, &w->inventory, node_labels, 3, live};
-    w->state = engine_state_new();
-    engine_decisions_init(&w->out);
+    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live};
+    w->state = policy_state_new();
+    policy_decisions_init(&w->out);
 }
 
 static void world_release(struct world *w)
 {
-    engine_decisions_release(&w->out);
-    engine_state_free(w->state);
+    policy_decisions_release(&w->out);
+    policy_state_free(w->state);
     inventory_release(&w->inventory);
     policy_set_release(&w->policies);
 }
@@ -111,7 +123,7 @@ struct test_alert {
     struct medic_label items[8];
     struct medic_labels labels;
     struct medic_labels annotations;
-    struct engine_alert alert;
+    struct policy_alert alert;
     char fingerprint[128];
 };
 
@@ -131,7 +143,7 @@ static void make_alert(struct test_alert *t, const char *alertname, const char *
     t->labels = (struct medic_labels){t->items, n};
     snprintf(t->fingerprint, sizeof(t->fingerprint), "%s/%s/%s", alertname,
              instance ? instance : "-", gpu ? gpu : "-");
-    t->alert = (struct engine_alert){t->fingerprint,  MEDIC_STATUS_FIRING, &t->labels,
+    t->alert = (struct policy_alert){t->fingerprint,  MEDIC_STATUS_FIRING, &t->labels,
                                      &t->annotations, starts_at,           risk};
 }
 
@@ -140,32 +152,32 @@ static size_t evaluate(struct world *w, struct test_alert *t, enum medic_alert_s
 {
     size_t before = w->out.count;
     t->alert.status = status;
-    assert_int_equal(engine_evaluate(&w->ctx, w->state, &t->alert, now, &w->out), 0);
+    assert_int_equal(policy_evaluate(&w->ctx, w->state, &t->alert, now, &w->out), 0);
     return w->out.count - before;
 }
 
 static size_t tick(struct world *w, int64_t now)
 {
     size_t before = w->out.count;
-    assert_int_equal(engine_tick(&w->ctx, w->state, now, &w->out), 0);
+    assert_int_equal(policy_tick(&w->ctx, w->state, now, &w->out), 0);
     return w->out.count - before;
 }
 
-static const struct engine_decision *last(struct world *w, size_t back)
+static const struct policy_decision *last(struct world *w, size_t back)
 {
     assert_true(w->out.count > back);
     return &w->out.items[w->out.count - 1 - back];
 }
 
-static void expect(const struct engine_decision *d, const char *node, const char *action,
-                   enum engine_verdict verdict, const char *reason_part)
+static void expect(const struct policy_decision *d, const char *node, const char *action,
+                   enum policy_verdict verdict, const char *reason_part)
 {
-    const char *got_action = d->has_action ? policy_action_name(d->action) : "-";
+    const char *got_action = d->has_action ? medic_action_name(d->action.kind) : "-";
     if (strcmp(d->node, node) != 0 || strcmp(got_action, action ? action : "-") != 0 ||
         d->verdict != verdict || (reason_part && !strstr(d->reason, reason_part)))
         fail_msg("decision %s %s %s '%s'; wanted %s %s %s '%s'", d->node, got_action,
-                 engine_verdict_name(d->verdict), d->reason, node, action ? action : "-",
-                 engine_verdict_name(verdict), reason_part ? reason_part : "");
+                 policy_verdict_name(d->verdict), d->reason, node, action ? action : "-",
+                 policy_verdict_name(verdict), reason_part ? reason_part : "");
 }
 
 static void test_escalation_ladder_and_resume(void **state)
@@ -177,7 +189,7 @@ static void test_escalation_ladder_and_resume(void **state)
     make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "step 1");
-    assert_string_equal(last(&w, 0)->params,
+    assert_string_equal(params_of(last(&w, 0)),
                         "{\"reason\":\"Xid 79 on GPU 0 (medic policy xid-fell-off-bus)\"}");
     /* Alertmanager repeats the notification: nothing new is due */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 2 * MIN), 0);
@@ -186,11 +198,11 @@ static void test_escalation_ladder_and_resume(void **state)
     assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
     expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE, "step 2");
     assert_int_equal(tick(&w, T0 + 11 * MIN), 0);
-    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
     /* resolved before the notify step: medic resumes what it drained */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN), 1);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "resolved");
-    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
     assert_int_equal(tick(&w, T0 + 60 * MIN), 0); /* nothing left to escalate */
     world_release(&w);
 }
@@ -207,7 +219,7 @@ static void test_late_notification_runs_due_steps_once(void **state)
     expect(last(&w, 2), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
     expect(last(&w, 1), "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     expect(last(&w, 0), "gpu-node-02", "notify", VERDICT_EXECUTE, NULL);
-    assert_string_equal(last(&w, 0)->params, "{\"notifier\":\"oncall\"}");
+    assert_string_equal(params_of(last(&w, 0)), "{\"notifier\":\"oncall\"}");
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 32 * MIN), 0);
     assert_int_equal(tick(&w, T0 + 90 * MIN), 0);
     world_release(&w);
@@ -236,7 +248,7 @@ static void test_invariant_inventory(void **state)
     assert_int_equal(evaluate(&w, &alias, MEDIC_STATUS_FIRING, T0), 1);
     expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, NULL);
     assert_true(last(&w, 0)->in_inventory);
-    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
     world_release(&w);
 }
 
@@ -255,7 +267,7 @@ static void test_invariant_no_action_twice(void **state)
     }
     for (size_t i = 0; i < w.out.count; i++)
         if (w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
-            w.out.items[i].action == POLICY_ACTION_DRAIN)
+            w.out.items[i].action.kind == MEDIC_ACTION_DRAIN)
             executes++;
     assert_int_equal(executes, 1);
     assert_int_equal(w.out.count, 2); /* drain at 0, power cycle at 10m; notify at 30m not yet */
@@ -276,7 +288,7 @@ static void test_invariant_fleet_caps(void **state)
         struct test_alert a;
         make_alert(&a, "GPUXidError", node, "0", "79", T0, 0.9);
         evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MEDIC_NS_PER_SEC);
-        assert_true(engine_disrupted_nodes(w.state) <= 2);
+        assert_true(policy_disrupted_nodes(w.state) <= 2);
         if (i <= 2)
             expect(last(&w, 0), node, "drain", VERDICT_EXECUTE, NULL);
         else
@@ -297,25 +309,25 @@ static void test_invariant_fleet_caps(void **state)
             expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED,
                    "2 nodes already disrupted (max_disruptive_in_flight 2)");
     }
-    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    assert_int_equal(policy_disrupted_nodes(w.state), 2);
     /* a second alert on a node already disrupted does not count twice */
     struct test_alert again;
     make_alert(&again, "GPUXidError", "gpu-node-01", "5", "48", T0, 0.9);
     evaluate(&w, &again, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
-    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    assert_int_equal(policy_disrupted_nodes(w.state), 2);
     /* the suppressed ones never get their power cycle; the others do */
     assert_int_equal(tick(&w, T0 + 10 * MIN), 5);
     for (size_t i = 0; i < 5; i++) {
-        const struct engine_decision *d = last(&w, i);
-        assert_int_equal(d->action, POLICY_ACTION_IPMI_POWER_CYCLE);
+        const struct policy_decision *d = last(&w, i);
+        assert_int_equal(d->action.kind, MEDIC_ACTION_IPMI_POWER_CYCLE);
         if (strcmp(d->node, "gpu-node-03") == 0 || strcmp(d->node, "gpu-node-04") == 0)
             expect(d, d->node, "ipmi_power_cycle", VERDICT_SUPPRESSED,
                    "the ladder stopped: step 1 (drain) was suppressed");
         else
             assert_int_equal(d->verdict, VERDICT_EXECUTE);
     }
-    assert_int_equal(engine_disrupted_nodes(w.state), 2);
+    assert_int_equal(policy_disrupted_nodes(w.state), 2);
     world_release(&w);
 }
 
@@ -346,16 +358,16 @@ static void test_invariant_storm(void **state)
     for (size_t i = 0; i < w.out.count; i++)
         if (strstr(w.out.items[i].reason, "storm started")) {
             notices++;
-            assert_int_equal(w.out.items[i].action, POLICY_ACTION_NOTIFY);
+            assert_int_equal(w.out.items[i].action.kind, MEDIC_ACTION_NOTIFY);
             assert_int_equal(w.out.items[i].verdict, VERDICT_EXECUTE);
         }
     assert_int_equal(notices, 1);
-    assert_true(engine_storm_active(w.state));
+    assert_true(policy_storm_active(w.state));
     /* 5 minutes without new alerting nodes: the storm passes, on-call is told */
     assert_int_equal(tick(&w, T0 + 6 * MIN), 1);
     assert_non_null(strstr(last(&w, 0)->reason, "storm ended"));
-    assert_false(engine_storm_active(w.state));
-    assert_non_null(strstr(last(&w, 0)->params, "the storm passed"));
+    assert_false(policy_storm_active(w.state));
+    assert_non_null(strstr(last(&w, 0)->action.u.notify.message, "the storm passed"));
     /* a new alert now acts again */
     struct test_alert after;
     make_alert(&after, "GPUXidError", "gpu-node-30", "0", "79", T0 + 6 * MIN, 0.9);
@@ -375,7 +387,7 @@ static void test_invariant_dry_run(void **state)
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_DRY_RUN, "medic is in dry-run mode");
     /* the state follows as in live mode, so caps show in a dry run */
-    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
     world_release(&w);
     static const char dry_policy[] = "policies:\n"
                                      "  - name: careful\n"
@@ -407,7 +419,7 @@ static void test_invariant_only_undo_own(void **state)
     make_alert(&hot, "GPUTemperatureHigh", "gpu-node-08", "2", NULL, T0, 0.9);
     evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-08", "power_limit", VERDICT_EXECUTE, NULL);
-    assert_string_equal(last(&w, 0)->params, "{\"watts\":300}");
+    assert_string_equal(params_of(last(&w, 0)), "{\"watts\":300}");
     evaluate(&w, &hot, MEDIC_STATUS_RESOLVED, T0 + MIN);
     expect(last(&w, 0), "gpu-node-08", "restore_power_limit", VERDICT_EXECUTE, NULL);
     world_release(&w);
@@ -434,10 +446,10 @@ static void test_resume_waits_for_the_last_alert(void **state)
     evaluate(&w, &xid, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_SUPPRESSED,
            "1 other open alert(s) on node 'gpu-node-06' still hold its drain");
-    assert_int_equal(engine_disrupted_nodes(w.state), 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
     evaluate(&w, &ecc, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
-    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
     world_release(&w);
 }
 
@@ -454,7 +466,7 @@ static void test_invariant_stale(void **state)
            "the alert started 61m ago, older than max_alert_age 1h");
     expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_SUPPRESSED, "ladder stopped");
     expect(last(&w, 0), "gpu-node-01", "notify", VERDICT_EXECUTE, NULL); /* on-call hears */
-    assert_int_equal(engine_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
     world_release(&w);
 }
 
@@ -556,7 +568,7 @@ static void test_continue(void **state)
     make_alert(&a, "GPUXidError", "gpu-node-09", "0", "79", T0, 0.5);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 2);
     expect(last(&w, 1), "gpu-node-09", "notify", VERDICT_EXECUTE, NULL);
-    assert_string_equal(last(&w, 1)->params,
+    assert_string_equal(params_of(last(&w, 1)),
                         "{\"notifier\":\"oncall\",\"message\":\"GPUXidError on gpu-node-09 risk "
                         "0.50\"}");
     assert_string_equal(last(&w, 0)->policy, "drain-it");
@@ -569,7 +581,8 @@ static void test_state_survives_restart(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, base_policies, "safety: { storm: { max_alerting_nodes: 1 } }\n", 40, 1);
+    world_init(&w, base_policies,
+               "safety: { storm: { max_alerting_nodes: 1, notifier: oncall } }\n", 40, 1);
     struct test_alert a, b, hot;
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
     make_alert(&b, "GPUXidError", "rogue", "0", "13", T0, 0.9); /* unmatched */
@@ -580,17 +593,17 @@ static void test_state_survives_restart(void **state)
     struct medic_buf saved, again;
     medic_buf_init(&saved, 0);
     medic_buf_init(&again, 0);
-    assert_int_equal(engine_state_save(w.state, &saved), 0);
-    struct engine_state *restored = NULL;
+    assert_int_equal(policy_state_save(w.state, &saved), 0);
+    struct policy_state *restored = NULL;
     struct medic_error err = {0};
-    if (engine_state_load(saved.data, saved.len, &restored, &err))
+    if (policy_state_load(saved.data, saved.len, &restored, &err))
         fail_msg("%s", err.msg);
-    assert_int_equal(engine_state_save(restored, &again), 0);
+    assert_int_equal(policy_state_save(restored, &again), 0);
     assert_string_equal(saved.data, again.data);
-    engine_state_free(w.state);
+    policy_state_free(w.state);
     w.state = restored;
-    assert_int_equal(engine_disrupted_nodes(w.state), 1); /* node-02 was held by the storm */
-    assert_true(engine_storm_active(w.state));
+    assert_int_equal(policy_disrupted_nodes(w.state), 1); /* node-02 was held by the storm */
+    assert_true(policy_storm_active(w.state));
     /* repeats after the restart decide nothing new */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN), 0);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + MIN), 0);
@@ -602,9 +615,9 @@ static void test_state_survives_restart(void **state)
     medic_buf_release(&saved);
     medic_buf_release(&again);
     /* garbage is refused with a message */
-    assert_int_equal(engine_state_load("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
+    assert_int_equal(policy_state_load("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
     assert_non_null(strstr(err.msg, "instances"));
-    assert_int_equal(engine_state_load("nope", 4, &restored, &err), MEDIC_E_INVALID);
+    assert_int_equal(policy_state_load("nope", 4, &restored, &err), MEDIC_E_INVALID);
     world_release(&w);
 }
 

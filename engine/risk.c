@@ -1,4 +1,4 @@
-#include "serve_risk.h"
+#include "engine_risk.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void serve_risk_begin(struct serve_risk *r, const struct medic_config *config, int64_t now)
+void engine_risk_begin(struct engine_risk *r, const struct medic_config *config, int64_t now)
 {
     r->config = config;
     r->now = now;
@@ -17,7 +17,7 @@ void serve_risk_begin(struct serve_risk *r, const struct medic_config *config, i
     r->scorer_ready = 0;
 }
 
-void serve_risk_end(struct serve_risk *r)
+void engine_risk_end(struct engine_risk *r)
 {
     if (r->scorer_ready)
         risk_scorer_release(&r->scorer);
@@ -25,7 +25,7 @@ void serve_risk_end(struct serve_risk *r)
 }
 
 static void summarise(const struct feature_spec *spec, const struct risk_score *s,
-                      struct serve_risk_entry *e)
+                      struct engine_risk_entry *e)
 {
     size_t at = (size_t)snprintf(e->note, sizeof(e->note), "risk %.3f gpu %s (", s->risk,
                                  s->gpu[s->worst][0] ? s->gpu[s->worst] : "-");
@@ -36,7 +36,7 @@ static void summarise(const struct feature_spec *spec, const struct risk_score *
         snprintf(e->note + at, sizeof(e->note) - at, ")");
 }
 
-static void score(struct serve_risk *r, struct serve_risk_entry *e)
+static void score(struct engine_risk *r, struct engine_risk_entry *e)
 {
     e->risk = NAN;
     if (r->unavailable[0]) {
@@ -70,7 +70,8 @@ static void score(struct serve_risk *r, struct serve_risk_entry *e)
     medic_log_warn("risk unknown", "node", e->node, "gpu", e->gpu, "error", err.msg, NULL);
 }
 
-const struct serve_risk_entry *serve_risk_alert(struct serve_risk *r, const struct medic_alert *a)
+const struct engine_risk_entry *engine_risk_alert(struct engine_risk *r,
+                                                  const struct medic_alert *a)
 {
     if (!r->enabled || a->status != MEDIC_STATUS_FIRING)
         return NULL;
@@ -84,9 +85,9 @@ const struct serve_risk_entry *serve_risk_alert(struct serve_risk *r, const stru
     for (size_t i = 0; i < r->count; i++)
         if (strcmp(r->items[i].node, node) == 0 && strcmp(r->items[i].gpu, gpu) == 0)
             return &r->items[i];
-    if (r->count == SERVE_RISK_MAX)
+    if (r->count == ENGINE_RISK_MAX)
         return NULL;
-    struct serve_risk_entry *e = &r->items[r->count++];
+    struct engine_risk_entry *e = &r->items[r->count++];
     snprintf(e->node, sizeof(e->node), "%s", node);
     snprintf(e->gpu, sizeof(e->gpu), "%s", gpu);
     score(r, e);

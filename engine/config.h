@@ -1,6 +1,12 @@
 /* medic's configuration file (YAML): parsed into a fresh struct and
  * validated all-or-nothing; errors are "FILE:LINE:COL: message". Secrets
- * named by *_file keys are read at load time, so a reload re-reads them. */
+ * named by *_file keys are read at load time, so a reload re-reads them.
+ *
+ * The daemon runs on immutable snapshots: a loaded configuration is
+ * published in a struct config_slot by swapping one reference-counted
+ * pointer; every thread takes a reference for the work at hand (a round,
+ * an action, a request) and drops it after, so no lock is ever held while
+ * a thread talks to Prometheus, a BMC or the disk. */
 #ifndef MEDIC_CONFIG_H
 #define MEDIC_CONFIG_H
 
@@ -12,6 +18,7 @@
 #include "payload.h"
 #include "policy.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -82,6 +89,9 @@ struct medic_config {
     char *prometheus_url;       /* where the model's telemetry is read */
     int64_t prometheus_timeout; /* ns, per query */
     char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */
+    int mode_line, mode_col;    /* where `mode:` was set (0: not in the file) */
+    int storm_line, storm_col;  /* where `safety:` was set */
+    atomic_int refs;            /* references to a published snapshot */
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit
@@ -102,12 +112,42 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
 
 void medic_config_release(struct medic_config *config);
 
-/* 1 when this build can execute the action in live mode. */
-int medic_action_supported(enum policy_action action);
-
-/* The rules for a configuration `medic serve` runs with, beyond validity:
+/* The rules for a configuration `medic serve` runs with, beyond validity
+ * (serve, `medic check config` and a reload refuse what breaks them):
  * live mode needs authentication on the webhook (an unauthenticated
- * endpoint that can power-cycle a fleet is the failure to avoid). */
+ * endpoint that can power-cycle a fleet is the failure to avoid), and live
+ * mode with disruptive policies needs safety.storm.notifier (a storm
+ * would hold actions and tell nobody). Errors are "FILE:LINE:COL: ...". */
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err);
+
+/* The credentials that guard the read API (/api/v1/..., /metrics, the
+ * on-call page) and the admin endpoints (/-/reload): their own, or in live
+ * mode the webhook's when none are set. */
+const struct medic_credentials *medic_config_read_auth(const struct medic_config *config);
+const struct medic_credentials *medic_config_admin_auth(const struct medic_config *config);
+
+/* ---- snapshots ---- */
+
+/* Moves a loaded configuration to the heap as a snapshot with one
+ * reference (the caller's); NULL when out of memory (config released). */
+struct medic_config *medic_config_snapshot(struct medic_config *config);
+/* Takes another reference; returns config. */
+const struct medic_config *medic_config_ref(const struct medic_config *config);
+/* Drops a reference; the last one frees the snapshot. NULL is a no-op. */
+void medic_config_unref(const struct medic_config *config);
+
+/* Where the running snapshot is published. */
+struct config_slot;
+
+/* Takes ownership of the caller's reference to first. */
+struct config_slot *config_slot_new(struct medic_config *first);
+/* Drops the slot's reference. NULL is a no-op. */
+void config_slot_free(struct config_slot *slot);
+/* The current snapshot with a reference for the caller (medic_config_unref
+ * it). The lock inside is held only to copy the pointer. */
+const struct medic_config *config_slot_acquire(struct config_slot *slot);
+/* Publishes fresh (taking the caller's reference); the old snapshot lives
+ * on until its last user drops it. */
+void config_slot_publish(struct config_slot *slot, struct medic_config *fresh);
 
 #endif

@@ -1,12 +1,13 @@
-#include "serve_engine.h"
-#include "engine_setup.h"
+#include "engine_pipeline.h"
+#include "engine_evaluate.h"
 #include "log.h"
 #include "payload.h"
-#include "serve_risk.h"
+#include "engine_risk.h"
 #include "table.h"
 #include "timeutil.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +17,17 @@
 /* Notifications evaluated per round at most; more wait for the next one. */
 #define ROUND_LIMIT 256
 
-struct serve_engine {
+struct engine_pipeline {
     struct audit_store *store;
-    struct serve_actions *actions;
+    struct engine_dispatch *dispatch;
     struct audit_reader *reader;
-    pthread_mutex_t *config_lock;
-    const struct medic_config *config;
+    struct config_slot *configs;
     int64_t tick_interval;
     pthread_t thread;
     pthread_mutex_t lock; /* guards wake, stopping and state */
     pthread_cond_t cond;
     int wake, stopping;
-    struct engine_state *state;
+    struct policy_state *state;
     int64_t last_tick;
     atomic_ullong decisions[4]; /* by verdict */
     atomic_ullong rounds_failed;
@@ -37,16 +37,16 @@ struct serve_engine {
 
 /* What a round collects while evaluating pending notifications. */
 struct round {
-    struct serve_engine *e;
-    struct engine_context ctx;
-    struct engine_decisions out;
+    struct engine_pipeline *e;
+    struct policy_context ctx;
+    struct policy_decisions out;
     int64_t now;
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
     /* per decision: the notification and alert it came from (0: a tick) */
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
-    struct serve_risk risk;
+    struct engine_risk risk;
 };
 
 static int remember_origin(struct round *r, size_t from, int64_t notification,
@@ -81,14 +81,13 @@ static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const ch
     struct medic_notification n;
     struct medic_error err = {0};
     struct receiver_limits limits;
-    receiver_limits_default(&limits);
-    limits.max_body_bytes = len + 1; /* it was accepted under the limits of its day */
-    limits.max_alerts = (size_t)-1;
+    receiver_limits_widest(&limits); /* it was accepted under the limits of its day */
+    int rc = 0;
     medic_notification_init(&n);
     size_t from = r->out.count;
     if (receiver_payload_parse(body, len, &limits, &n, &err) == 0) {
         double *risks = malloc((n.alert_count + 1) * sizeof(*risks));
-        const struct serve_risk_entry **scored = calloc(n.alert_count + 1, sizeof(*scored));
+        const struct engine_risk_entry **scored = calloc(n.alert_count + 1, sizeof(*scored));
         if (!risks || !scored) {
             free(risks);
             free(scored);
@@ -100,13 +99,13 @@ static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const ch
          * the engine's state */
         pthread_mutex_unlock(&r->e->lock);
         for (size_t k = 0; k < n.alert_count; k++) {
-            scored[k] = serve_risk_alert(&r->risk, &n.alerts[k]);
+            scored[k] = engine_risk_alert(&r->risk, &n.alerts[k]);
             risks[k] = scored[k] ? scored[k]->risk : NAN;
         }
         pthread_mutex_lock(&r->e->lock);
-        medic_engine_notification(&r->ctx, r->e->state, &n, risks, NAN, r->now, &r->out);
+        rc = engine_evaluate_notification(&r->ctx, r->e->state, &n, risks, NAN, r->now, &r->out);
         for (size_t i = from; i < r->out.count; i++) {
-            struct engine_decision *x = &r->out.items[i];
+            struct policy_decision *x = &r->out.items[i];
             for (size_t k = 0; k < n.alert_count; k++) {
                 if (!scored[k] || strcmp(n.alerts[k].fingerprint, x->fingerprint) != 0)
                     continue;
@@ -121,17 +120,30 @@ static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const ch
     } else {
         medic_log_error("cannot evaluate a stored notification", "error", err.msg, NULL);
     }
-    int rc = remember_origin(r, from, id, &n, first_alert);
+    if (rc == 0)
+        rc = remember_origin(r, from, id, &n, first_alert);
     medic_notification_release(&n);
     r->evaluated[r->evaluated_count++] = id;
     return rc;
 }
 
-static void to_audit(const struct round *r, const char *config_hash, const char *model_hash,
-                     struct audit_decision_in *d)
+/* The decisions as audit rows; params[i] receives decision i's parameters
+ * as JSON (freed by the caller). */
+static int to_audit(const struct round *r, const char *config_hash, const char *model_hash,
+                    struct audit_decision_in *d, char **params)
 {
     for (size_t i = 0; i < r->out.count; i++) {
-        const struct engine_decision *x = &r->out.items[i];
+        const struct policy_decision *x = &r->out.items[i];
+        if (x->has_action) {
+            struct medic_buf b;
+            medic_buf_init(&b, 0);
+            int rc = medic_action_params_json(&x->action, &b);
+            if (rc) {
+                medic_buf_release(&b);
+                return rc;
+            }
+            params[i] = medic_buf_detach(&b);
+        }
         d[i] = (struct audit_decision_in){
             .created_at = x->time,
             .notification_id = r->notification_of[i],
@@ -141,37 +153,38 @@ static void to_audit(const struct round *r, const char *config_hash, const char 
             .alertname = x->alertname[0] ? x->alertname : NULL,
             .policy = x->policy[0] ? x->policy : NULL,
             .step = x->step,
-            .action = x->has_action ? policy_action_name(x->action) : NULL,
-            .params_json = x->has_action ? x->params : NULL,
+            .action = x->has_action ? medic_action_name(x->action.kind) : NULL,
+            .params_json = params[i],
             .risk = x->risk,
             .model_hash = model_hash[0] ? model_hash : NULL,
-            .verdict = engine_verdict_name(x->verdict),
+            .verdict = policy_verdict_name(x->verdict),
             .reason = x->reason,
             .config_hash = config_hash[0] ? config_hash : "builtin",
         };
     }
+    return 0;
 }
 
 /* Reloads the last committed state after a failed commit, so that the
  * notifications of the failed round are evaluated again from it. */
-static void restore_state(struct serve_engine *e)
+static void restore_state(struct engine_pipeline *e)
 {
     struct medic_buf saved;
     struct medic_error err = {0};
-    struct engine_state *st = NULL;
+    struct policy_state *st = NULL;
     medic_buf_init(&saved, (size_t)1 << 30);
     int rc = audit_read_engine_state(e->reader, &saved, &err);
     if (rc == 0)
-        rc = engine_state_load(saved.data, saved.len, &st, &err);
+        rc = policy_state_load(saved.data, saved.len, &st, &err);
     else if (rc == MEDIC_E_NOTFOUND)
-        rc = (st = engine_state_new()) ? 0 : MEDIC_E_NOMEM;
+        rc = (st = policy_state_new()) ? 0 : MEDIC_E_NOMEM;
     medic_buf_release(&saved);
     if (rc) {
         medic_log_error("cannot restore the engine state", "error", err.msg, NULL);
         return;
     }
     pthread_mutex_lock(&e->lock);
-    engine_state_free(e->state);
+    policy_state_free(e->state);
     e->state = st;
     pthread_mutex_unlock(&e->lock);
 }
@@ -179,22 +192,24 @@ static void restore_state(struct serve_engine *e)
 /* One round: the scheduler when due, then the pending notifications; then
  * one commit of decisions, evaluated ids and state. Returns 1 when it did
  * anything, 0 when there was nothing to do, -1 when it failed. */
-static int run_round(struct serve_engine *e, int64_t now, int tick)
+static int run_round(struct engine_pipeline *e, int64_t now, int tick)
 {
     struct round r = {.e = e, .now = now};
     struct medic_error err = {0};
     char config_hash[65], model_hash[65] = "";
-    engine_decisions_init(&r.out);
-    pthread_mutex_lock(e->config_lock);
+    policy_decisions_init(&r.out);
+    /* the round's snapshot: a reload meanwhile applies from the next round,
+     * and no lock is held while Prometheus is asked for risks */
+    const struct medic_config *config = config_slot_acquire(e->configs);
     pthread_mutex_lock(&e->lock);
-    medic_engine_context(e->config, &r.ctx);
-    snprintf(config_hash, sizeof(config_hash), "%s", e->config->hash);
-    serve_risk_begin(&r.risk, e->config, now);
+    engine_context_from_config(config, &r.ctx);
+    snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
+    engine_risk_begin(&r.risk, config, now);
     if (r.risk.enabled) /* alerts are scored */
-        snprintf(model_hash, sizeof(model_hash), "%s", e->config->model.hash);
+        snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = 0;
     if (tick)
-        rc = engine_tick(&r.ctx, e->state, now, &r.out);
+        rc = policy_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
     if (rc == 0)
@@ -203,30 +218,34 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
     medic_buf_init(&state, (size_t)1 << 30);
     int changed = r.out.count || r.evaluated_count;
     if (rc == 0 && changed)
-        rc = engine_state_save(e->state, &state);
-    e->disrupted_nodes = (int)engine_disrupted_nodes(e->state);
-    e->storm = engine_storm_active(e->state);
-    serve_risk_end(&r.risk);
+        rc = policy_state_save(e->state, &state);
+    e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
+    e->storm = policy_storm_active(e->state);
+    engine_risk_end(&r.risk);
     pthread_mutex_unlock(&e->lock);
-    pthread_mutex_unlock(e->config_lock);
 
     if (rc == 0 && changed) {
         struct audit_decision_in *d = calloc(r.out.count + 1, sizeof(*d));
-        if (!d) {
+        char **params = calloc(r.out.count + 1, sizeof(*params));
+        int64_t *ids = calloc(r.out.count + 1, sizeof(*ids));
+        if (!d || !params || !ids)
             rc = MEDIC_E_NOMEM;
-        } else {
-            to_audit(&r, config_hash, model_hash, d);
+        if (rc == 0)
+            rc = to_audit(&r, config_hash, model_hash, d, params);
+        if (rc == 0) {
             struct audit_evaluation_in in = {d,   r.out.count, r.evaluated, r.evaluated_count,
                                              now, state.data};
-            int64_t *ids = calloc(r.out.count + 1, sizeof(*ids));
-            rc = ids ? audit_record_evaluation(e->store, &in, ids, &err) : MEDIC_E_NOMEM;
+            rc = audit_record_evaluation(e->store, &in, ids, &err);
             /* only what is committed may run: a decision is in the log first */
-            for (size_t i = 0; rc == 0 && e->actions && i < r.out.count; i++)
+            for (size_t i = 0; rc == 0 && e->dispatch && i < r.out.count; i++)
                 if (r.out.items[i].verdict == VERDICT_EXECUTE && r.out.items[i].has_action)
-                    serve_actions_execute(e->actions, &r.out.items[i], ids[i]);
-            free(ids);
-            free(d);
+                    engine_dispatch_execute(e->dispatch, &r.out.items[i], ids[i]);
         }
+        for (size_t i = 0; params && i < r.out.count; i++)
+            free(params[i]);
+        free(params);
+        free(ids);
+        free(d);
         if (rc == 0)
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
@@ -238,25 +257,25 @@ static int run_round(struct serve_engine *e, int64_t now, int tick)
         restore_state(e);
     } else {
         for (size_t i = 0; i < r.out.count; i++) {
-            const struct engine_decision *x = &r.out.items[i];
+            const struct policy_decision *x = &r.out.items[i];
             if (x->verdict == VERDICT_NO_MATCH)
                 continue;
-            medic_log_info("decision", "verdict", engine_verdict_name(x->verdict), "node", x->node,
+            medic_log_info("decision", "verdict", policy_verdict_name(x->verdict), "node", x->node,
                            "policy", x->policy, "action",
-                           x->has_action ? policy_action_name(x->action) : "", "reason", x->reason,
-                           NULL);
+                           x->has_action ? medic_action_name(x->action.kind) : "", "reason",
+                           x->reason, NULL);
         }
     }
     medic_buf_release(&state);
     free(r.notification_of);
     free(r.alert_of);
-    engine_decisions_release(&r.out);
+    policy_decisions_release(&r.out);
     return rc ? -1 : changed;
 }
 
 static void *engine_main(void *arg)
 {
-    struct serve_engine *e = arg;
+    struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
     pthread_mutex_lock(&e->lock);
     while (!e->stopping) {
@@ -290,18 +309,17 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
-int serve_engine_start(struct audit_store *store, const char *db_path, pthread_mutex_t *config_lock,
-                       const struct medic_config *config, int64_t tick_interval,
-                       struct serve_actions *actions, struct serve_engine **out,
-                       struct medic_error *err)
+int engine_pipeline_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, int64_t tick_interval,
+                          struct engine_dispatch *dispatch, struct engine_pipeline **out,
+                          struct medic_error *err)
 {
-    struct serve_engine *e = calloc(1, sizeof(*e));
+    struct engine_pipeline *e = calloc(1, sizeof(*e));
     if (!e)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     e->store = store;
-    e->actions = actions;
-    e->config_lock = config_lock;
-    e->config = config;
+    e->dispatch = dispatch;
+    e->configs = configs;
     e->tick_interval = tick_interval;
     e->wake = 1; /* evaluate what a previous run left pending */
     e->last_tick = medic_time_now();
@@ -313,11 +331,11 @@ int serve_engine_start(struct audit_store *store, const char *db_path, pthread_m
         medic_buf_init(&saved, (size_t)1 << 30);
         rc = audit_read_engine_state(e->reader, &saved, err);
         if (rc == 0) {
-            rc = engine_state_load(saved.data, saved.len, &e->state, err);
+            rc = policy_state_load(saved.data, saved.len, &e->state, err);
             if (rc == 0)
                 medic_log_info("policy engine state restored", NULL);
         } else if (rc == MEDIC_E_NOTFOUND) {
-            rc = (e->state = engine_state_new())
+            rc = (e->state = policy_state_new())
                      ? 0
                      : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
         }
@@ -327,7 +345,7 @@ int serve_engine_start(struct audit_store *store, const char *db_path, pthread_m
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the engine thread");
     if (rc) {
         audit_reader_free(e->reader);
-        engine_state_free(e->state);
+        policy_state_free(e->state);
         free(e);
         return rc;
     }
@@ -335,7 +353,7 @@ int serve_engine_start(struct audit_store *store, const char *db_path, pthread_m
     return 0;
 }
 
-void serve_engine_wake(struct serve_engine *e)
+void engine_pipeline_wake(struct engine_pipeline *e)
 {
     pthread_mutex_lock(&e->lock);
     e->wake = 1;
@@ -343,7 +361,7 @@ void serve_engine_wake(struct serve_engine *e)
     pthread_mutex_unlock(&e->lock);
 }
 
-void serve_engine_stop(struct serve_engine *e)
+void engine_pipeline_stop(struct engine_pipeline *e)
 {
     if (!e)
         return;
@@ -353,19 +371,19 @@ void serve_engine_stop(struct serve_engine *e)
     pthread_mutex_unlock(&e->lock);
     pthread_join(e->thread, NULL);
     audit_reader_free(e->reader);
-    engine_state_free(e->state);
+    policy_state_free(e->state);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     free(e);
 }
 
-void serve_engine_metrics(struct serve_engine *e, struct medic_buf *b)
+void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *b)
 {
     medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
                       "# TYPE medic_decisions_total counter\n");
     for (int v = 0; v < 4; v++)
         medic_buf_printf(b, "medic_decisions_total{verdict=\"%s\"} %llu\n",
-                         engine_verdict_name((enum engine_verdict)v),
+                         policy_verdict_name((enum policy_verdict)v),
                          atomic_load(&e->decisions[v]));
     medic_buf_printf(b,
                      "# HELP medic_engine_rounds_failed_total Engine rounds whose commit failed "
@@ -384,43 +402,44 @@ void serve_engine_metrics(struct serve_engine *e, struct medic_buf *b)
                      atomic_load(&e->storm));
 }
 
-int serve_engine_dry_run(struct serve_engine *e, const char *body, size_t len,
-                         struct medic_buf *out)
+int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t len,
+                            struct medic_buf *out)
 {
     struct medic_notification n;
     struct medic_error err = {0};
-    struct engine_decisions decisions;
+    struct policy_decisions decisions;
     struct medic_buf saved;
-    struct engine_state *copy = NULL;
+    struct policy_state *copy = NULL;
     int code = 200;
     medic_notification_init(&n);
-    engine_decisions_init(&decisions);
+    policy_decisions_init(&decisions);
     medic_buf_init(&saved, (size_t)1 << 30);
-    pthread_mutex_lock(e->config_lock);
-    struct receiver_limits limits = e->config->limits;
+    const struct medic_config *config = config_slot_acquire(e->configs);
+    struct receiver_limits limits = config->limits;
     if (receiver_payload_parse(body, len, &limits, &n, &err)) {
         code = 400;
     } else {
         pthread_mutex_lock(&e->lock);
-        int rc = engine_state_save(e->state, &saved);
+        int rc = policy_state_save(e->state, &saved);
         pthread_mutex_unlock(&e->lock);
         if (rc == 0)
-            rc = engine_state_load(saved.data, saved.len, &copy, &err);
-        struct engine_context ctx;
-        medic_engine_context(e->config, &ctx);
+            rc = policy_state_load(saved.data, saved.len, &copy, &err);
+        struct policy_context ctx;
+        engine_context_from_config(config, &ctx);
         if (rc == 0)
-            rc = medic_engine_notification(&ctx, copy, &n, NULL, NAN, medic_time_now(), &decisions);
+            rc = engine_evaluate_notification(&ctx, copy, &n, NULL, NAN, medic_time_now(),
+                                              &decisions);
         if (rc) {
             code = 500;
             if (!err.msg[0])
                 medic_error_set(&err, rc, "%s", medic_strerror(rc));
         }
     }
-    pthread_mutex_unlock(e->config_lock);
+    medic_config_unref(config);
     if (code == 200) {
         struct medic_table table;
         medic_buf_puts(out, "{\"status\":\"success\",\"data\":");
-        if (engine_decisions_table(&decisions, &table) == 0)
+        if (policy_decisions_table(&decisions, &table) == 0)
             medic_table_render(&table, MEDIC_FORMAT_JSON, out);
         medic_table_release(&table);
         medic_buf_puts(out, "}\n");
@@ -429,9 +448,9 @@ int serve_engine_dry_run(struct serve_engine *e, const char *body, size_t len,
         medic_buf_json_string(out, err.msg);
         medic_buf_puts(out, "}\n");
     }
-    engine_state_free(copy);
+    policy_state_free(copy);
     medic_buf_release(&saved);
-    engine_decisions_release(&decisions);
+    policy_decisions_release(&decisions);
     medic_notification_release(&n);
     return code;
 }

@@ -8,6 +8,7 @@
 #include "yaml_tree.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,18 +265,18 @@ static int load_limits(struct loader *l, const struct yaml_tree_node *n)
         rc = yaml_fields_known_keys(&l->f, n, "limits", keys);
     const struct yaml_tree_node *v;
     if (rc == 0 && (v = yaml_tree_get(n, "max_body_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_body_bytes", 1024, (size_t)64 << 20,
+        rc = yaml_fields_size(&l->f, v, "max_body_bytes", 1024, RECEIVER_WIDEST_BODY_BYTES,
                               &lim->max_body_bytes);
     if (rc == 0 && (v = yaml_tree_get(n, "max_alerts")))
-        rc = yaml_fields_size(&l->f, v, "max_alerts", 1, 100000, &lim->max_alerts);
+        rc = yaml_fields_size(&l->f, v, "max_alerts", 1, RECEIVER_WIDEST_ALERTS, &lim->max_alerts);
     if (rc == 0 && (v = yaml_tree_get(n, "max_labels")))
-        rc = yaml_fields_size(&l->f, v, "max_labels", 1, 1024, &lim->max_labels);
+        rc = yaml_fields_size(&l->f, v, "max_labels", 1, RECEIVER_WIDEST_LABELS, &lim->max_labels);
     if (rc == 0 && (v = yaml_tree_get(n, "max_label_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_label_value_bytes", 16, (size_t)1 << 20,
+        rc = yaml_fields_size(&l->f, v, "max_label_value_bytes", 16, RECEIVER_WIDEST_VALUE_BYTES,
                               &lim->max_label_value_bytes);
     if (rc == 0 && (v = yaml_tree_get(n, "max_annotation_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_annotation_value_bytes", 16, (size_t)1 << 20,
-                              &lim->max_annotation_value_bytes);
+        rc = yaml_fields_size(&l->f, v, "max_annotation_value_bytes", 16,
+                              RECEIVER_WIDEST_VALUE_BYTES, &lim->max_annotation_value_bytes);
     if (rc == 0 && (v = yaml_tree_get(n, "max_connections")))
         rc = yaml_fields_size(&l->f, v, "max_connections", 1, 65536, &l->config->max_connections);
     return rc;
@@ -562,6 +563,8 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     if (rc == 0 && (v = yaml_tree_get(root, "listen")))
         rc = load_listen(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "mode"))) {
+        c->mode_line = v->line;
+        c->mode_col = v->col;
         rc = yaml_fields_scalar(&l->f, v, "mode");
         if (rc == 0 && strcmp(v->value, "dry-run") == 0)
             c->mode = MEDIC_MODE_DRY_RUN;
@@ -674,6 +677,10 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
                 rc = yaml_fields_fail(&l->f, x, "tick_interval: between 10ms and 1h");
         }
     }
+    if (rc == 0 && (v = yaml_tree_get(root, "safety"))) {
+        c->storm_line = v->line;
+        c->storm_col = v->col;
+    }
     if (rc == 0)
         rc = load_policies(l, root);
     if (rc == 0 && (v = yaml_tree_get(root, "tls"))) {
@@ -747,37 +754,127 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
     return rc;
 }
 
-int medic_action_supported(enum policy_action action)
+static int fail_serving(const struct medic_config *config, int line, int col,
+                        struct medic_error *err, const char *msg)
 {
-    (void)action; /* every action has its executor in this build */
-    return 1;
+    if (line > 0)
+        return medic_error_set(err, MEDIC_E_INVALID, "%s:%d:%d: %s", config->source, line, col,
+                               msg);
+    return medic_error_set(err, MEDIC_E_INVALID, "%s: %s", config->source, msg);
+}
+
+static int has_disruptive_steps(const struct policy_set *ps)
+{
+    for (size_t i = 0; i < ps->count; i++)
+        for (size_t k = 0; k < ps->items[i].step_count; k++)
+            if (medic_action_disruptive(ps->items[i].steps[k].action.kind))
+                return 1;
+    return 0;
 }
 
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)
 {
-    if (config->mode == MEDIC_MODE_LIVE && !config->webhook_auth.bearer_token &&
-        !config->webhook_auth.basic_username)
-        return medic_error_set(err, MEDIC_E_INVALID,
-                               "%s: mode: live needs authentication on the webhook (auth: "
-                               "webhook_bearer_token_file or webhook_basic_auth)",
-                               config->source);
-    /* a decision to execute must be able to run: live mode needs an
-     * executor for every action the policies use */
-    if (config->mode == MEDIC_MODE_LIVE) {
-        for (size_t i = 0; i < config->policies.count; i++) {
-            const struct policy *p = &config->policies.items[i];
-            for (int phase = 0; phase < 2; phase++) {
-                const struct policy_step *steps = phase ? p->on_resolved : p->steps;
-                size_t n = phase ? p->on_resolved_count : p->step_count;
-                for (size_t k = 0; k < n; k++)
-                    if (!medic_action_supported(steps[k].action))
-                        return medic_error_set(
-                            err, MEDIC_E_INVALID,
-                            "%s: mode: live, but policy '%s' uses %s, which this build "
-                            "cannot execute yet (use dry-run, or a policy without it)",
-                            config->source, p->name, policy_action_name(steps[k].action));
-            }
-        }
-    }
+    if (config->mode != MEDIC_MODE_LIVE)
+        return 0;
+    if (!config->webhook_auth.bearer_token && !config->webhook_auth.basic_username)
+        return fail_serving(config, config->mode_line, config->mode_col, err,
+                            "mode: live needs authentication on the webhook (auth: "
+                            "webhook_bearer_token_file or webhook_basic_auth): anyone who "
+                            "reaches the port could trigger power cycles");
+    if (has_disruptive_steps(&config->policies) && !config->policies.safety.storm_notifier)
+        return fail_serving(config, config->storm_line ? config->storm_line : config->mode_line,
+                            config->storm_line ? config->storm_col : config->mode_col, err,
+                            "mode: live with disruptive policies needs safety.storm.notifier: a "
+                            "storm would hold actions back and tell nobody");
     return 0;
+}
+
+static int credentials_set(const struct medic_credentials *c)
+{
+    return c->bearer_token || c->basic_username;
+}
+
+const struct medic_credentials *medic_config_read_auth(const struct medic_config *config)
+{
+    if (credentials_set(&config->read_auth) || config->mode != MEDIC_MODE_LIVE)
+        return &config->read_auth;
+    return &config->webhook_auth;
+}
+
+const struct medic_credentials *medic_config_admin_auth(const struct medic_config *config)
+{
+    if (credentials_set(&config->admin_auth) || config->mode != MEDIC_MODE_LIVE)
+        return &config->admin_auth;
+    return &config->webhook_auth;
+}
+
+/* ---- snapshots ---- */
+
+struct config_slot {
+    pthread_mutex_t lock; /* guards current; held only to copy or swap it */
+    struct medic_config *current;
+};
+
+struct medic_config *medic_config_snapshot(struct medic_config *config)
+{
+    struct medic_config *heap = malloc(sizeof(*heap));
+    if (!heap) {
+        medic_config_release(config);
+        return NULL;
+    }
+    *heap = *config;
+    memset(config, 0, sizeof(*config));
+    atomic_init(&heap->refs, 1);
+    return heap;
+}
+
+const struct medic_config *medic_config_ref(const struct medic_config *config)
+{
+    atomic_fetch_add(&((struct medic_config *)config)->refs, 1);
+    return config;
+}
+
+void medic_config_unref(const struct medic_config *config)
+{
+    struct medic_config *c = (struct medic_config *)config;
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        medic_config_release(c);
+        free(c);
+    }
+}
+
+struct config_slot *config_slot_new(struct medic_config *first)
+{
+    struct config_slot *slot = calloc(1, sizeof(*slot));
+    if (!slot)
+        return NULL;
+    pthread_mutex_init(&slot->lock, NULL);
+    slot->current = first;
+    return slot;
+}
+
+void config_slot_free(struct config_slot *slot)
+{
+    if (!slot)
+        return;
+    medic_config_unref(slot->current);
+    pthread_mutex_destroy(&slot->lock);
+    free(slot);
+}
+
+const struct medic_config *config_slot_acquire(struct config_slot *slot)
+{
+    pthread_mutex_lock(&slot->lock);
+    const struct medic_config *c = medic_config_ref(slot->current);
+    pthread_mutex_unlock(&slot->lock);
+    return c;
+}
+
+void config_slot_publish(struct config_slot *slot, struct medic_config *fresh)
+{
+    pthread_mutex_lock(&slot->lock);
+    struct medic_config *old = slot->current;
+    slot->current = fresh;
+    pthread_mutex_unlock(&slot->lock);
+    medic_config_unref(old); /* outside the lock: freeing is not free */
 }

@@ -1,9 +1,9 @@
-#include "serve_fleet.h"
-#include "default_model.h"
+#include "engine_fleet.h"
 #include "log.h"
 #include "risk.h"
 #include "timeutil.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +16,8 @@ struct fleet_risk {
     float risk;
 };
 
-struct serve_fleet {
-    pthread_mutex_t *config_lock;
-    const struct medic_config *config;
+struct engine_fleet {
+    struct config_slot *configs;
     pthread_t thread;
     pthread_mutex_t lock; /* guards stopping, risks */
     pthread_cond_t cond;
@@ -29,31 +28,7 @@ struct serve_fleet {
     atomic_ullong cycles, nodes_failed;
 };
 
-/* What one cycle needs, copied from the configuration under its lock. */
-struct fleet_settings {
-    char model_path[4096];
-    char url[1024];
-    int64_t timeout, interval;
-};
-
-static int settings(struct serve_fleet *f, struct fleet_settings *s)
-{
-    pthread_mutex_lock(f->config_lock);
-    const struct medic_config *c = f->config;
-    int on = c->prometheus_url && c->fleet_interval > 0;
-    if (on) {
-        snprintf(s->model_path, sizeof(s->model_path), "%s", c->model_path ? c->model_path : "");
-        snprintf(s->url, sizeof(s->url), "%s", c->prometheus_url);
-        s->timeout = c->prometheus_timeout;
-        s->interval = c->fleet_interval;
-    } else {
-        s->interval = 5 * MEDIC_NS_PER_SEC; /* look again for a reloaded configuration */
-    }
-    pthread_mutex_unlock(f->config_lock);
-    return on;
-}
-
-static void publish(struct serve_fleet *f, struct fleet_risk *risks, size_t count)
+static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count)
 {
     pthread_mutex_lock(&f->lock);
     free(f->risks);
@@ -62,7 +37,7 @@ static void publish(struct serve_fleet *f, struct fleet_risk *risks, size_t coun
     pthread_mutex_unlock(&f->lock);
 }
 
-static int stopping(struct serve_fleet *f)
+static int stopping(struct engine_fleet *f)
 {
     pthread_mutex_lock(&f->lock);
     int s = f->stopping;
@@ -70,33 +45,27 @@ static int stopping(struct serve_fleet *f)
     return s;
 }
 
-static void cycle(struct serve_fleet *f, const struct fleet_settings *s)
+/* One cycle with the snapshot c (its model and Prometheus). */
+static void cycle(struct engine_fleet *f, const struct medic_config *c)
 {
-    struct model m;
-    struct feature_spec spec;
     struct risk_scorer scorer;
     struct medic_error err = {0};
     char label[64];
-    long timeout_ms = (long)(s->timeout / MEDIC_NS_PER_MS);
-    if (model_load_or_builtin(s->model_path[0] ? s->model_path : NULL, &m, &err)) {
-        medic_log_warn("fleet scoring: cannot load the model", "error", err.msg, NULL);
+    long timeout_ms = (long)(c->prometheus_timeout / MEDIC_NS_PER_MS);
+    const char *url = c->prometheus_url;
+    if (features_node_label(&c->features.items[0], label, sizeof(label)) ||
+        risk_scorer_init(&scorer, &c->model, &c->features)) {
+        medic_log_warn("fleet scoring: the model cannot score the fleet (its features need a "
+                       "{{node}} label)",
+                       NULL);
         return;
     }
     char **nodes = NULL;
     size_t node_count = 0;
     struct fleet_risk *risks = NULL;
     size_t count = 0, failed = 0;
-    if (features_from_metadata(&m.file, m.D, &spec, &err) ||
-        features_node_label(&spec.items[0], label, sizeof(label)) ||
-        risk_scorer_init(&scorer, &m, &spec)) {
-        medic_log_warn("fleet scoring: the model cannot score the fleet (its features need a "
-                       "{{node}} label)",
-                       "error", err.msg, NULL);
-        model_release(&m);
-        return;
-    }
-    if (prometheus_label_values(s->url, timeout_ms, label, SERVE_FLEET_MAX_NODES, &nodes,
-                                &node_count, &err)) {
+    if (prometheus_label_values(url, timeout_ms, label, ENGINE_FLEET_MAX_NODES, &nodes, &node_count,
+                                &err)) {
         medic_log_warn("fleet scoring: cannot list the nodes", "error", err.msg, NULL);
         goto out;
     }
@@ -106,7 +75,7 @@ static void cycle(struct serve_fleet *f, const struct fleet_settings *s)
     int64_t now = medic_time_now();
     for (size_t i = 0; i < node_count && !stopping(f); i++) {
         struct risk_score score;
-        if (risk_score_prometheus(&scorer, s->url, timeout_ms, nodes[i], NULL, now, &score, &err)) {
+        if (risk_score_prometheus(&scorer, url, timeout_ms, nodes[i], NULL, now, &score, &err)) {
             if (err.code != MEDIC_E_NOTFOUND) /* a node without GPUs is not a failure */
                 failed++;
             continue;
@@ -132,21 +101,25 @@ out:
         free(nodes[i]);
     free(nodes);
     risk_scorer_release(&scorer);
-    model_release(&m);
 }
 
 static void *fleet_main(void *arg)
 {
-    struct serve_fleet *f = arg;
+    struct engine_fleet *f = arg;
     pthread_setname_np(pthread_self(), "medic-fleet");
     while (!stopping(f)) {
-        struct fleet_settings s;
         int64_t started = medic_time_now();
-        if (settings(f, &s))
-            cycle(f, &s);
+        /* a reference for the cycle: a reload meanwhile takes effect at the
+         * next one, and no lock is held while Prometheus answers */
+        const struct medic_config *c = config_slot_acquire(f->configs);
+        int on = c->prometheus_url && c->fleet_interval > 0;
+        int64_t interval = on ? c->fleet_interval : 5 * MEDIC_NS_PER_SEC;
+        if (on)
+            cycle(f, c);
         else
             publish(f, NULL, 0);
-        int64_t due = started + s.interval;
+        medic_config_unref(c);
+        int64_t due = started + interval;
         struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC), (long)(due % MEDIC_NS_PER_SEC)};
         pthread_mutex_lock(&f->lock);
         while (!f->stopping && pthread_cond_timedwait(&f->cond, &f->lock, &until) == 0)
@@ -156,14 +129,12 @@ static void *fleet_main(void *arg)
     return NULL;
 }
 
-int serve_fleet_start(pthread_mutex_t *config_lock, const struct medic_config *config,
-                      struct serve_fleet **out)
+int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out)
 {
-    struct serve_fleet *f = calloc(1, sizeof(*f));
+    struct engine_fleet *f = calloc(1, sizeof(*f));
     if (!f)
         return MEDIC_E_NOMEM;
-    f->config_lock = config_lock;
-    f->config = config;
+    f->configs = configs;
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     if (pthread_create(&f->thread, NULL, fleet_main, f) != 0) {
@@ -176,7 +147,7 @@ int serve_fleet_start(pthread_mutex_t *config_lock, const struct medic_config *c
     return 0;
 }
 
-void serve_fleet_stop(struct serve_fleet *f)
+void engine_fleet_stop(struct engine_fleet *f)
 {
     if (!f)
         return;
@@ -204,7 +175,7 @@ static void label_value(struct medic_buf *b, const char *s)
     }
 }
 
-void serve_fleet_metrics(struct serve_fleet *f, struct medic_buf *b)
+void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
 {
     medic_buf_printf(b,
                      "# HELP medic_fleet_scoring_cycles_total Completed fleet scoring cycles.\n"

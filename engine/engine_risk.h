@@ -5,8 +5,8 @@
  * Prometheus timeout): once Prometheus fails or the budget is spent, the
  * round's remaining alerts get an unknown risk (NAN) with the reason, so a
  * slow Prometheus never stalls the pipeline. */
-#ifndef MEDIC_SERVE_RISK_H
-#define MEDIC_SERVE_RISK_H
+#ifndef MEDIC_ENGINE_RISK_H
+#define MEDIC_ENGINE_RISK_H
 
 #include "alert.h"
 #include "config.h"
@@ -15,16 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SERVE_RISK_MAX 64 /* distinct (node, gpu) scored per round */
+#define ENGINE_RISK_MAX 64 /* distinct (node, gpu) scored per round */
 
-struct serve_risk_entry {
+struct engine_risk_entry {
     char node[128];
     char gpu[32];
     double risk;    /* NAN: unknown */
     char note[240]; /* "risk 0.83 gpu 3 (temp=81 power=402)" or why it is unknown */
 };
 
-struct serve_risk {
+struct engine_risk {
     const struct medic_config *config;
     int enabled;
     int64_t now, deadline;     /* deadline: monotonic */
@@ -32,17 +32,18 @@ struct serve_risk {
     struct risk_scorer scorer; /* set up at the round's first scoring */
     int scorer_ready;
     size_t count;
-    struct serve_risk_entry items[SERVE_RISK_MAX];
+    struct engine_risk_entry items[ENGINE_RISK_MAX];
 };
 
 /* Starts a round at now (wall clock); scoring is off without a model and a
  * Prometheus URL in config. */
-void serve_risk_begin(struct serve_risk *r, const struct medic_config *config, int64_t now);
+void engine_risk_begin(struct engine_risk *r, const struct medic_config *config, int64_t now);
 
 /* The entry for alert a (NULL: not scored, as for a resolved alert, an
  * alert with no node, or when scoring is off). */
-const struct serve_risk_entry *serve_risk_alert(struct serve_risk *r, const struct medic_alert *a);
+const struct engine_risk_entry *engine_risk_alert(struct engine_risk *r,
+                                                  const struct medic_alert *a);
 
-void serve_risk_end(struct serve_risk *r);
+void engine_risk_end(struct engine_risk *r);
 
 #endif

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct engine_alert {
+struct policy_alert {
     const char *fingerprint;
     enum medic_alert_status status;
     const struct medic_labels *labels;
@@ -40,7 +40,7 @@ struct engine_alert {
     double risk;       /* 0..1, NAN when unknown */
 };
 
-struct engine_context {
+struct policy_context {
     const struct policy_set *policies;
     const struct inventory *inventory;
     const char *const *node_labels;
@@ -48,11 +48,11 @@ struct engine_context {
     int live; /* global mode: 1 live, 0 dry-run */
 };
 
-enum engine_verdict { VERDICT_EXECUTE, VERDICT_DRY_RUN, VERDICT_SUPPRESSED, VERDICT_NO_MATCH };
+enum policy_verdict { VERDICT_EXECUTE, VERDICT_DRY_RUN, VERDICT_SUPPRESSED, VERDICT_NO_MATCH };
 
-const char *engine_verdict_name(enum engine_verdict v);
+const char *policy_verdict_name(enum policy_verdict v);
 
-struct engine_decision {
+struct policy_decision {
     char node[128]; /* the inventory name, else the label's value ("" when none) */
     int in_inventory;
     char alertname[128];
@@ -61,56 +61,58 @@ struct engine_decision {
     int step;        /* index in steps or on_resolved; -1 when none */
     int on_resolved;
     int has_action;
-    enum policy_action action;
+    struct medic_action action; /* owned; set when has_action */
     int disruptive;
-    char params[1024]; /* JSON object */
-    enum engine_verdict verdict;
+    enum policy_verdict verdict;
     char reason[512];
     double risk;
     int64_t time;
 };
 
-struct engine_decisions {
-    struct engine_decision *items;
+struct policy_decisions {
+    struct policy_decision *items;
     size_t count;
     size_t cap;
+    int failed; /* MEDIC_E_NOMEM once a decision could not be made */
 };
 
-void engine_decisions_init(struct engine_decisions *d);
-void engine_decisions_release(struct engine_decisions *d);
+void policy_decisions_init(struct policy_decisions *d);
+void policy_decisions_release(struct policy_decisions *d);
 
 /* The decisions as a table (time, node, alertname, policy, step, action,
  * verdict, reason, risk, params), for printing. */
-int engine_decisions_table(const struct engine_decisions *d, struct medic_table *out);
+int policy_decisions_table(const struct policy_decisions *d, struct medic_table *out);
 
-struct engine_state;
+struct policy_state;
 
-struct engine_state *engine_state_new(void);
-void engine_state_free(struct engine_state *st);
+struct policy_state *policy_state_new(void);
+void policy_state_free(struct policy_state *st);
 
-/* Evaluates one alert at time now; appends its decisions to out. */
-int engine_evaluate(const struct engine_context *ctx, struct engine_state *st,
-                    const struct engine_alert *alert, int64_t now, struct engine_decisions *out);
+/* Evaluates one alert at time now; appends its decisions to out. Returns
+ * MEDIC_E_NOMEM when memory ran out and a decision may be missing (the
+ * caller records that in the audit log); 0 otherwise. */
+int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
+                    const struct policy_alert *alert, int64_t now, struct policy_decisions *out);
 
 /* Escalates: decides the steps that have become due for the alerts still
  * firing, and ends a storm that has passed. Call it periodically. */
-int engine_tick(const struct engine_context *ctx, struct engine_state *st, int64_t now,
-                struct engine_decisions *out);
+int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                struct policy_decisions *out);
 
 /* The state as JSON, for keeping it across restarts: alert instances with
  * their progress and labels, nodes with what medic did to them and their
  * recent actions, unmatched alerts, the storm flag. Times are strings of
  * nanoseconds (JSON numbers would round them). */
-int engine_state_save(const struct engine_state *st, struct medic_buf *out);
-/* Rebuilds a state saved by engine_state_save. MEDIC_E_INVALID with a
+int policy_state_save(const struct policy_state *st, struct medic_buf *out);
+/* Rebuilds a state saved by policy_state_save. MEDIC_E_INVALID with a
  * message when the text is not such a state. */
-int engine_state_load(const char *json, size_t len, struct engine_state **out,
+int policy_state_load(const char *json, size_t len, struct policy_state **out,
                       struct medic_error *err);
 
 /* Nodes disrupted now (drained or power-limited by medic, or with a
  * disruptive step of a firing alert), for tests and /metrics. */
-size_t engine_disrupted_nodes(const struct engine_state *st);
+size_t policy_disrupted_nodes(const struct policy_state *st);
 /* 1 while a storm holds disruptive actions back. */
-int engine_storm_active(const struct engine_state *st);
+int policy_storm_active(const struct policy_state *st);
 
 #endif

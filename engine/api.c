@@ -1,0 +1,66 @@
+#include "engine_serve.h"
+#include "table.h"
+#include "timeutil.h"
+
+#include <stdlib.h>
+
+int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    return engine_pipeline_dry_run(e->pipeline, body, len, out);
+}
+
+static int error_answer(struct medic_buf *out, int code, const char *message)
+{
+    medic_buf_puts(out, "{\"status\":\"error\",\"error\":");
+    medic_buf_json_string(out, message);
+    medic_buf_puts(out, "}\n");
+    return code;
+}
+
+int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    struct medic_error err = {0};
+    int kind = audit_kind_parse(q->kind);
+    if (kind < 0)
+        return error_answer(out, 404,
+                            "no such endpoint; use /api/v1/decisions, notifications, alerts "
+                            "or actions");
+    struct audit_filter f;
+    audit_filter_init(&f);
+    f.node = q->node;
+    f.alertname = q->alertname;
+    f.policy = q->policy;
+    f.verdict = q->verdict;
+    f.status = q->status;
+    int64_t now = medic_time_now();
+    if ((q->since && medic_time_parse_bound(q->since, now, &f.since)) ||
+        (q->until && medic_time_parse_bound(q->until, now, &f.until)))
+        return error_answer(out, 400,
+                            "since and until take RFC 3339 times or durations (90m, 2h, 7d)");
+    if (q->limit) {
+        char *end;
+        f.limit = strtol(q->limit, &end, 10);
+        if (*end || f.limit <= 0 || f.limit > 10000)
+            return error_answer(out, 400, "limit takes 1 to 10000");
+    }
+    struct audit_reader *reader = NULL;
+    struct medic_table table;
+    int code = 200;
+    if (audit_reader_open(e->audit_path, &reader, &err) ||
+        audit_query(reader, (enum audit_kind)kind, &f, &table, &err)) {
+        code = error_answer(out, err.code == MEDIC_E_INVALID ? 400 : 503, err.msg);
+    } else {
+        medic_buf_puts(out, "{\"status\":\"success\",\"data\":");
+        medic_table_render(&table, MEDIC_FORMAT_JSON, out);
+        medic_buf_puts(out, "}\n");
+        medic_table_release(&table);
+        if (out->error) { /* never half a document */
+            medic_buf_reset(out);
+            code = error_answer(out, 503, "the answer is too large; narrow the query (limit)");
+        }
+    }
+    audit_reader_free(reader);
+    return code;
+}

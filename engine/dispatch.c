@@ -1,0 +1,488 @@
+#include "engine_dispatch.h"
+#include "agent_client.h"
+#include "executor.h"
+#include "ipmi.h"
+#include "log.h"
+#include "notify.h"
+#include "slurm.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACTION_THREADS 4
+#define ACTION_QUEUE 1024
+
+struct engine_dispatch {
+    struct audit_store *store;
+    struct config_slot *configs;
+    struct executor *executor;
+};
+
+static void copy_text(char *to, size_t size, const char *from)
+{
+    snprintf(to, size, "%s", from ? from : "");
+}
+
+static int record_intent(struct engine_dispatch *d, const struct executor_job *job,
+                         int64_t *intent_id, struct medic_error *err)
+{
+    struct medic_buf params;
+    medic_buf_init(&params, 0);
+    int rc = medic_action_params_json(&job->action, &params);
+    struct audit_action_in in = {.created_at = medic_time_now(),
+                                 .decision_id = job->decision_id,
+                                 .action = medic_action_name(job->action.kind),
+                                 .node = job->node[0] ? job->node : NULL,
+                                 .target = job->node[0] ? job->node : NULL,
+                                 .params_json = params.data,
+                                 .result = "pending",
+                                 .duration_ms = -1};
+    if (rc == 0)
+        rc = audit_record_action(d->store, &in, intent_id, err);
+    else
+        medic_error_set(err, rc, "the action's parameters do not fit the audit log");
+    medic_buf_release(&params);
+    return rc;
+}
+
+static int hook_intent(void *ctx, const struct executor_job *job, int64_t *intent_id,
+                       struct medic_error *err)
+{
+    return record_intent(ctx, job, intent_id, err);
+}
+
+static void record_outcome(struct engine_dispatch *d, const struct executor_job *job,
+                           int64_t intent_id, enum medic_outcome outcome, int64_t duration_ms,
+                           const char *detail)
+{
+    struct medic_error err = {0};
+    struct audit_action_in in = {.created_at = medic_time_now(),
+                                 .decision_id = job->decision_id,
+                                 .intent_id = intent_id,
+                                 .action = medic_action_name(job->action.kind),
+                                 .node = job->node[0] ? job->node : NULL,
+                                 .target = job->node[0] ? job->node : NULL,
+                                 .result = medic_outcome_name(outcome),
+                                 .duration_ms = duration_ms,
+                                 .detail = detail && *detail ? detail : NULL};
+    if (audit_record_action(d->store, &in, NULL, &err))
+        medic_log_error("cannot record an action outcome", "error", err.msg, NULL);
+    medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
+                   job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);
+}
+
+static void hook_outcome(void *ctx, const struct executor_job *job, int64_t intent_id,
+                         enum medic_outcome outcome, int64_t duration_ms, const char *detail)
+{
+    record_outcome(ctx, job, intent_id, outcome, duration_ms, detail);
+}
+
+/* ---- the runners: typed parameters in, one outcome out ---- */
+
+static enum medic_outcome run_notify(const struct medic_config *c, const struct executor_job *job,
+                                     char *detail, size_t size)
+{
+    const char *name = job->action.u.notify.notifier;
+    const struct medic_notifier *n = NULL;
+    for (size_t i = 0; name && i < c->notifier_count && !n; i++)
+        if (strcmp(c->notifiers[i].name, name) == 0)
+            n = &c->notifiers[i];
+    if (!n) {
+        snprintf(detail, size, "notifier '%s' is not configured (removed by a reload?)",
+                 name ? name : "");
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    const struct credential *cred = credentials_find(&c->credentials, n->credentials);
+    struct notify_target t = {
+        .kind = (enum notify_kind)n->type,
+        .url = n->url,
+        .from = n->from,
+        .to = (const char *const *)n->to,
+        .to_count = n->to_count,
+        .routing_key = n->routing_key,
+    };
+    if (cred) {
+        t.username = cred->username;
+        t.password = cred->password;
+        if (n->type == MEDIC_NOTIFIER_PAGERDUTY && !n->routing_key)
+            t.routing_key = cred->token;
+        else if (n->type != MEDIC_NOTIFIER_PAGERDUTY)
+            t.token = cred->token;
+    }
+    struct notify_message m = {.decision_id = job->decision_id,
+                               .time = medic_time_now(),
+                               .node = job->node,
+                               .alertname = job->alertname,
+                               .policy = job->policy,
+                               .reason = job->reason,
+                               .text = job->action.u.notify.message};
+    struct medic_error err = {0};
+    enum medic_outcome r = notify_send(&t, &m, NULL, &err);
+    if (r == MEDIC_OUTCOME_SUCCEEDED)
+        snprintf(detail, size, "sent to notifier '%s'", name);
+    else
+        snprintf(detail, size, "notifier '%s': %s", name, err.msg);
+    return r;
+}
+
+static enum medic_outcome run_power_cycle(const struct medic_config *c,
+                                          const struct executor_job *job, char *detail, size_t size)
+{
+    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
+    const struct credential *cred =
+        n && n->has_bmc ? credentials_find(&c->credentials, n->bmc.credentials) : NULL;
+    struct medic_error err = {0};
+    struct ipmi_target t = {0};
+    if (!n) {
+        snprintf(detail, size, "node '%s' is not in the inventory", job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    if (!n->has_bmc) {
+        snprintf(detail, size, "node '%s' has no bmc in the inventory", job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    if (!cred || !cred->username || !cred->password) {
+        snprintf(detail, size, "no username and password for bmc credentials '%s'",
+                 n->bmc.credentials);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    t.lan_2_0 = strcmp(n->bmc.driver, "lan") != 0;
+    if (ipmi_workaround_flags((const char *const *)n->bmc.workarounds, n->bmc.workaround_count,
+                              t.lan_2_0, &t.workarounds, &err)) {
+        snprintf(detail, size, "%s", err.msg);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    t.address = n->bmc.address;
+    t.username = cred->username;
+    t.password = cred->password;
+    t.cipher_suite = n->bmc.cipher_suite;
+    struct ipmi_options o;
+    ipmi_options_default(&o);
+    return ipmi_power_cycle(&t, job->action.u.ipmi_power_cycle.power_on, &o, detail, size);
+}
+
+static enum medic_outcome run_slurm(const struct medic_config *c, const struct executor_job *job,
+                                    char *detail, size_t size)
+{
+    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
+    if (!n || !n->slurm_node) {
+        snprintf(detail, size, "node '%s' has no slurm node in the inventory", job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    struct slurm_options o;
+    slurm_options_default(&o);
+    o.scontrol = c->scontrol ? c->scontrol : "scontrol";
+    o.slurm_conf = c->slurm_conf;
+    if (job->action.kind == MEDIC_ACTION_DRAIN)
+        return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
+    return slurm_resume(&o, n->slurm_node, detail, size);
+}
+
+static enum medic_outcome run_power_limit(const struct medic_config *c,
+                                          const struct executor_job *job, char *detail, size_t size)
+{
+    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
+    if (!n || !n->agent_url) {
+        snprintf(detail, size, "node '%s' has no agent in the inventory", job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    const struct credential *cred = credentials_find(&c->credentials, n->agent_credentials);
+    if (!cred || !cred->token) {
+        snprintf(detail, size, "no token for the agent of node '%s' in the credentials file",
+                 job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    if (job->action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
+        return agent_restore(n->agent_url, cred->token, 10000, detail, size);
+    const struct medic_gpu_list *g = &job->action.u.power_limit.gpus;
+    return agent_power_limit(n->agent_url, cred->token, g->items, g->count,
+                             job->action.u.power_limit.watts, 10000, detail, size);
+}
+
+static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, char *detail,
+                                   size_t size)
+{
+    struct engine_dispatch *d = ctx;
+    /* a reference for the action's whole run: a reload meanwhile never
+     * pulls the inventory or the credentials from under it */
+    const struct medic_config *c = config_slot_acquire(d->configs);
+    enum medic_outcome r = MEDIC_OUTCOME_REFUSED;
+    switch (job->action.kind) {
+    case MEDIC_ACTION_NOTIFY:
+        r = run_notify(c, job, detail, size);
+        break;
+    case MEDIC_ACTION_IPMI_POWER_CYCLE:
+        r = run_power_cycle(c, job, detail, size);
+        break;
+    case MEDIC_ACTION_DRAIN:
+    case MEDIC_ACTION_RESUME:
+        r = run_slurm(c, job, detail, size);
+        break;
+    case MEDIC_ACTION_POWER_LIMIT:
+    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
+        r = run_power_limit(c, job, detail, size);
+        break;
+    case MEDIC_ACTION_KIND_COUNT:
+        MEDIC_BUG("an action of no kind");
+    }
+    medic_config_unref(c);
+    return r;
+}
+
+/* ---- submission and recovery ---- */
+
+static void job_from(struct executor_job *job, int64_t decision_id, const char *node,
+                     const char *policy, const char *alertname, const char *reason)
+{
+    job->decision_id = decision_id;
+    copy_text(job->node, sizeof(job->node), node);
+    copy_text(job->policy, sizeof(job->policy), policy);
+    copy_text(job->alertname, sizeof(job->alertname), alertname);
+    copy_text(job->reason, sizeof(job->reason), reason);
+}
+
+/* Queues job (taking its action); when it cannot be queued, records an
+ * intent and a failed outcome so that the decision stays visible. */
+static void submit(struct engine_dispatch *d, struct executor_job *job)
+{
+    int rc = executor_submit(d->executor, job);
+    if (rc == 0)
+        return;
+    struct medic_error err = {0};
+    int64_t intent = 0;
+    if (record_intent(d, job, &intent, &err) == 0)
+        record_outcome(d, job, intent, MEDIC_OUTCOME_FAILED, 0,
+                       rc == MEDIC_E_BUSY ? "the action queue is full" : "medic is stopping");
+    medic_action_release(&job->action);
+}
+
+void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,
+                             int64_t decision_id)
+{
+    struct executor_job job = {0};
+    job_from(&job, decision_id, decision->node, decision->policy, decision->alertname,
+             decision->reason);
+    if (medic_action_copy(&job.action, &decision->action) != 0) {
+        struct medic_error err = {0};
+        int64_t intent = 0;
+        medic_action_init(&job.action, decision->action.kind);
+        if (record_intent(d, &job, &intent, &err) == 0)
+            record_outcome(d, &job, intent, MEDIC_OUTCOME_FAILED, 0, "out of memory");
+        return;
+    }
+    submit(d, &job);
+}
+
+/* The typed action back from a decision row's action and params. */
+static int action_from_row(const char *name, const char *params_json, struct medic_action *out)
+{
+    int kind = name ? medic_action_parse_kind(name) : -1;
+    if (kind < 0)
+        return MEDIC_E_INVALID;
+    medic_action_init(out, (enum medic_action_kind)kind);
+    cJSON *root = params_json ? cJSON_Parse(params_json) : NULL;
+    int rc = params_json && !cJSON_IsObject(root) ? MEDIC_E_INVALID : 0;
+    for (size_t i = 0; i < medic_action_param_count && rc == 0; i++) {
+        const struct medic_action_param *p = &medic_action_params[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, p->key);
+        if (p->kind != out->kind || !v)
+            continue;
+        void *field = (char *)out + p->offset;
+        switch (p->type) {
+        case MEDIC_PARAM_INT:
+            if (cJSON_IsNumber(v))
+                *(int *)field = v->valueint;
+            break;
+        case MEDIC_PARAM_BOOL:
+            *(int *)field = cJSON_IsTrue(v);
+            break;
+        case MEDIC_PARAM_GPUS: {
+            struct medic_gpu_list *g = field;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, v)
+            {
+                if (cJSON_IsNumber(e) && g->count < MEDIC_ACTION_MAX_GPUS)
+                    g->items[g->count++] = e->valueint;
+            }
+            break;
+        }
+        case MEDIC_PARAM_NAME:
+        case MEDIC_PARAM_TEXT:
+            if (cJSON_IsString(v))
+                rc = medic_action_set_text(out, p->key, v->valuestring, strlen(v->valuestring));
+            break;
+        }
+    }
+    cJSON_Delete(root);
+    if (rc)
+        medic_action_release(out);
+    return rc;
+}
+
+struct recovery {
+    struct engine_dispatch *d;
+    const struct medic_config *config;
+    int64_t now;
+    int interrupted, resumed;
+};
+
+static int interrupt_one(void *arg, int64_t intent_id, int64_t decision_id, const char *action,
+                         const char *node)
+{
+    struct recovery *r = arg;
+    struct medic_error err = {0};
+    struct audit_action_in in = {
+        .created_at = medic_time_now(),
+        .decision_id = decision_id,
+        .intent_id = intent_id,
+        .action = action,
+        .node = node,
+        .target = node,
+        .result = medic_outcome_name(MEDIC_OUTCOME_INTERRUPTED),
+        .duration_ms = -1,
+        .detail = "medic stopped while the action ran; it is not run again: check the node"};
+    r->interrupted++;
+    return audit_record_action(r->d->store, &in, NULL, &err);
+}
+
+/* A decision that was queued in memory when medic stopped: run it while it
+ * is still valid, else record it interrupted. */
+static int recover_unstarted(void *arg, const struct audit_unstarted *u)
+{
+    struct recovery *r = arg;
+    struct executor_job job = {0};
+    job_from(&job, u->decision_id, u->node, u->policy, u->alertname, u->reason);
+    char why[256] = "";
+    if (action_from_row(u->action, u->params_json, &job.action) != 0) {
+        medic_action_init(&job.action, MEDIC_ACTION_NOTIFY);
+        snprintf(why, sizeof(why), "its action cannot be read back from the audit log");
+    } else if (u->resolved) {
+        snprintf(why, sizeof(why), "its alert resolved while medic was down");
+    } else if (r->now - u->alert_started_at > r->config->policies.safety.max_alert_age) {
+        snprintf(why, sizeof(why), "its alert is older than safety.max_alert_age");
+    }
+    if (!why[0]) {
+        r->resumed++;
+        submit(r->d, &job);
+        return 0;
+    }
+    struct medic_error err = {0};
+    int64_t intent = 0;
+    char detail[400];
+    snprintf(detail, sizeof(detail),
+             "medic stopped before this decided action started; not run after the restart: %s",
+             why);
+    int rc = record_intent(r->d, &job, &intent, &err);
+    if (rc == 0)
+        record_outcome(r->d, &job, intent, MEDIC_OUTCOME_INTERRUPTED, -1, detail);
+    medic_action_release(&job.action);
+    r->interrupted++;
+    return rc;
+}
+
+/* On-call hears about work a restart interrupted, through the storm
+ * notifier (the one configured to hear about medic itself). */
+static void tell_oncall(struct recovery *r)
+{
+    const char *notifier = r->config->policies.safety.storm_notifier;
+    if (!r->interrupted || !notifier || r->config->mode != MEDIC_MODE_LIVE)
+        return;
+    struct executor_job job = {0};
+    char text[256];
+    snprintf(text, sizeof(text),
+             "medic restarted: %d action(s) were interrupted and are not run again; see "
+             "`medic audit actions --status interrupted`",
+             r->interrupted);
+    job_from(&job, 0, "", "", "", text);
+    medic_action_init(&job.action, MEDIC_ACTION_NOTIFY);
+    if (medic_action_set_text(&job.action, "notifier", notifier, strlen(notifier)) ||
+        medic_action_set_text(&job.action, "message", text, strlen(text))) {
+        medic_action_release(&job.action);
+        return;
+    }
+    /* not a decision's action: sent directly, logged */
+    char detail[512];
+    enum medic_outcome o = run_notify(r->config, &job, detail, sizeof(detail));
+    medic_log_warn("told on-call about interrupted actions", "result", medic_outcome_name(o),
+                   "detail", detail, NULL);
+    medic_action_release(&job.action);
+}
+
+int engine_dispatch_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, struct engine_dispatch **out,
+                          struct medic_error *err)
+{
+    struct engine_dispatch *d = calloc(1, sizeof(*d));
+    if (!d)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    d->store = store;
+    d->configs = configs;
+    notify_global_init();
+    struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
+    int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
+    struct audit_reader *reader = NULL;
+    struct recovery r = {d, config_slot_acquire(configs), medic_time_now(), 0, 0};
+    if (rc == 0)
+        rc = audit_reader_open(db_path, &reader, err);
+    if (rc == 0)
+        rc = audit_open_intents(reader, interrupt_one, &r, err);
+    if (rc == 0)
+        rc = audit_unstarted_decisions(reader, recover_unstarted, &r, err);
+    audit_reader_free(reader);
+    if (r.interrupted || r.resumed) {
+        char n[16], m[16];
+        snprintf(n, sizeof(n), "%d", r.interrupted);
+        snprintf(m, sizeof(m), "%d", r.resumed);
+        medic_log_warn("work left by a previous medic: interrupted actions are not run again",
+                       "interrupted", n, "decided_and_run_now", m, NULL);
+    }
+    if (rc == 0)
+        tell_oncall(&r);
+    medic_config_unref(r.config);
+    if (rc) {
+        executor_stop(d->executor);
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
+{
+    struct executor_stats s;
+    executor_stats(d->executor, &s);
+    medic_buf_printf(b,
+                     "# HELP medic_actions_queued Actions waiting for a worker.\n"
+                     "# TYPE medic_actions_queued gauge\n"
+                     "medic_actions_queued %zu\n"
+                     "# HELP medic_actions_in_flight Actions running.\n"
+                     "# TYPE medic_actions_in_flight gauge\n"
+                     "medic_actions_in_flight %zu\n"
+                     "# HELP medic_actions_total Actions finished, by action and result.\n"
+                     "# TYPE medic_actions_total counter\n",
+                     s.queued, s.in_flight);
+    for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++)
+        for (int o = 0; o < MEDIC_OUTCOME_COUNT; o++)
+            medic_buf_printf(b, "medic_actions_total{action=\"%s\",result=\"%s\"} %llu\n",
+                             medic_action_name((enum medic_action_kind)k),
+                             medic_outcome_name((enum medic_outcome)o),
+                             (unsigned long long)s.results[k][o]);
+    medic_buf_printf(b,
+                     "# HELP medic_actions_rejected_total Actions not started (queue full or "
+                     "intent refused).\n"
+                     "# TYPE medic_actions_rejected_total counter\n"
+                     "medic_actions_rejected_total %llu\n",
+                     (unsigned long long)s.rejected);
+}
+
+void engine_dispatch_stop(struct engine_dispatch *d)
+{
+    if (!d)
+        return;
+    executor_stop(d->executor);
+    free(d);
+}

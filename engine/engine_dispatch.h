@@ -1,0 +1,32 @@
+/* Action dispatch inside `medic serve`: the executor's hooks (intent and
+ * outcome rows in the audit log, the action carried out with the
+ * configuration snapshot's notifiers, inventory and credentials), and the
+ * start-up recovery of work a crash left behind:
+ * - an intent without an outcome is marked interrupted, never rerun;
+ * - a decision to execute that never got its intent (it was queued in
+ *   memory when medic died) runs now if it is still valid (its alert has
+ *   not resolved and is not older than safety.max_alert_age), else it is
+ *   recorded interrupted; either way it is in the audit log and on-call is
+ *   told about interrupted ones through safety.storm.notifier. */
+#ifndef MEDIC_ENGINE_DISPATCH_H
+#define MEDIC_ENGINE_DISPATCH_H
+
+#include "audit.h"
+#include "buf.h"
+#include "config.h"
+#include "policy_engine.h"
+
+struct engine_dispatch;
+
+int engine_dispatch_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, struct engine_dispatch **out,
+                          struct medic_error *err);
+/* Hands a committed decision with verdict execute to the executor; a
+ * decision that cannot be queued gets an intent and a failed outcome. */
+void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,
+                             int64_t decision_id);
+void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *out);
+/* Finishes queued and running actions, then stops. NULL is a no-op. */
+void engine_dispatch_stop(struct engine_dispatch *d);
+
+#endif

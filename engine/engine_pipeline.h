@@ -1,0 +1,41 @@
+/* The pipeline inside `medic serve`: receiver -> store -> decide -> act.
+ * One thread evaluates every committed notification in order, runs the
+ * escalation scheduler on an interval, and commits the decisions together
+ * with the policy engine's state, so that a restart neither loses nor
+ * repeats a step; decisions to execute go to dispatch only once committed.
+ * Notifications are read back from the audit log, so one committed while
+ * medic crashed is evaluated when it starts again. Each round works on
+ * one configuration snapshot and takes no lock while risks are fetched. */
+#ifndef MEDIC_ENGINE_PIPELINE_H
+#define MEDIC_ENGINE_PIPELINE_H
+
+#include "audit.h"
+#include "buf.h"
+#include "config.h"
+#include "engine_dispatch.h"
+
+#include <stdint.h>
+
+struct engine_pipeline;
+
+int engine_pipeline_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, int64_t tick_interval,
+                          struct engine_dispatch *dispatch, struct engine_pipeline **out,
+                          struct medic_error *err);
+
+/* A notification was committed: evaluate soon. Cheap; any thread. */
+void engine_pipeline_wake(struct engine_pipeline *e);
+
+/* Finishes the round in progress and stops. NULL is a no-op. */
+void engine_pipeline_stop(struct engine_pipeline *e);
+
+/* Appends the pipeline's metrics. */
+void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *out);
+
+/* POST /api/v1/dry-run: the decisions a webhook payload would produce now,
+ * from a copy of the current state, as JSON into out. Returns the HTTP
+ * status. */
+int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t len,
+                            struct medic_buf *out);
+
+#endif

@@ -1,0 +1,39 @@
+/* The running daemon, shared by the files that answer its HTTP hooks
+ * (serve.c, metrics.c, api.c). Private to engine/. */
+#ifndef MEDIC_ENGINE_SERVE_H
+#define MEDIC_ENGINE_SERVE_H
+
+#include "audit.h"
+#include "buf.h"
+#include "config.h"
+#include "engine.h"
+#include "engine_dispatch.h"
+#include "engine_fleet.h"
+#include "engine_pipeline.h"
+#include "server.h"
+
+#include <stdatomic.h>
+
+struct engine {
+    const struct engine_serve_options *options;
+    struct config_slot *configs; /* the running configuration's snapshots */
+    char *listen;                /* what the listener and store started with */
+    char *audit_path;
+    struct audit_store *store;
+    struct engine_pipeline *pipeline;
+    struct engine_dispatch *dispatch;
+    struct engine_fleet *fleet;
+    struct receiver_server *server;
+    atomic_ullong reloads_ok;
+    atomic_ullong reloads_failed;
+    atomic_int last_reload_ok;
+    atomic_llong last_reload_time;
+};
+
+/* The receiver hooks for /metrics, GET /api/v1/<kind> and POST
+ * /api/v1/dry-run. */
+void engine_metrics(void *engine, struct medic_buf *out);
+int engine_api_query(void *engine, const struct receiver_query *q, struct medic_buf *out);
+int engine_api_dry_run(void *engine, const char *body, size_t len, struct medic_buf *out);
+
+#endif

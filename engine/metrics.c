@@ -1,0 +1,84 @@
+#include "engine_serve.h"
+
+#include <stdio.h>
+
+static void audit_metrics(struct engine *e, struct medic_buf *b)
+{
+    struct audit_stats s;
+    audit_store_stats(e->store, &s);
+    medic_buf_puts(b, "# HELP medic_audit_commit_duration_seconds Time to commit one group of "
+                      "audit writes (group commit).\n"
+                      "# TYPE medic_audit_commit_duration_seconds histogram\n");
+    for (int i = 0; i < AUDIT_COMMIT_BUCKETS; i++)
+        medic_buf_printf(b, "medic_audit_commit_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                         audit_commit_buckets[i], (unsigned long long)s.commit_bucket_counts[i]);
+    medic_buf_printf(b,
+                     "medic_audit_commit_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                     "medic_audit_commit_duration_seconds_sum %.9f\n"
+                     "medic_audit_commit_duration_seconds_count %llu\n"
+                     "# HELP medic_audit_commit_failures_total Audit transactions that failed.\n"
+                     "# TYPE medic_audit_commit_failures_total counter\n"
+                     "medic_audit_commit_failures_total %llu\n"
+                     "# HELP medic_audit_store_healthy 1 while the audit log commits; 0 from a "
+                     "failed commit until the next successful one.\n"
+                     "# TYPE medic_audit_store_healthy gauge\n"
+                     "medic_audit_store_healthy %d\n"
+                     "# HELP medic_audit_writes_total Write requests committed to the audit log.\n"
+                     "# TYPE medic_audit_writes_total counter\n"
+                     "medic_audit_writes_total %llu\n"
+                     "# HELP medic_audit_queue_depth Write requests waiting for the audit writer.\n"
+                     "# TYPE medic_audit_queue_depth gauge\n"
+                     "medic_audit_queue_depth %zu\n"
+                     "# HELP medic_audit_queue_capacity Write requests the queue holds before "
+                     "answering 503.\n"
+                     "# TYPE medic_audit_queue_capacity gauge\n"
+                     "medic_audit_queue_capacity %zu\n",
+                     (unsigned long long)s.commits, s.commit_seconds_sum,
+                     (unsigned long long)s.commits, (unsigned long long)s.commit_failures,
+                     !s.unhealthy, (unsigned long long)s.requests_committed, s.queue_depth,
+                     s.max_pending);
+}
+
+static void config_metrics(struct engine *e, struct medic_buf *b)
+{
+    const struct medic_config *c = config_slot_acquire(e->configs);
+    int live = c->mode == MEDIC_MODE_LIVE;
+    char hash[13];
+    snprintf(hash, sizeof(hash), "%.12s", c->hash[0] ? c->hash : "builtin");
+    medic_config_unref(c);
+    medic_buf_printf(b,
+                     "# HELP medic_config_reloads_total Configuration reloads, by result.\n"
+                     "# TYPE medic_config_reloads_total counter\n"
+                     "medic_config_reloads_total{result=\"success\"} %llu\n"
+                     "medic_config_reloads_total{result=\"failure\"} %llu\n"
+                     "# HELP medic_config_last_reload_successful Whether the last reload "
+                     "succeeded.\n"
+                     "# TYPE medic_config_last_reload_successful gauge\n"
+                     "medic_config_last_reload_successful %d\n"
+                     "# HELP medic_config_last_reload_success_timestamp_seconds When the "
+                     "configuration was last loaded.\n"
+                     "# TYPE medic_config_last_reload_success_timestamp_seconds gauge\n"
+                     "medic_config_last_reload_success_timestamp_seconds %lld\n"
+                     "# HELP medic_mode_live 1 when medic acts (live), 0 in dry-run.\n"
+                     "# TYPE medic_mode_live gauge\n"
+                     "medic_mode_live %d\n"
+                     "# HELP medic_build_info Build information; the value is always 1.\n"
+                     "# TYPE medic_build_info gauge\n"
+                     "medic_build_info{version=\"%s\",config_hash=\"%s\"} 1\n",
+                     atomic_load(&e->reloads_ok), atomic_load(&e->reloads_failed),
+                     atomic_load(&e->last_reload_ok), (long long)atomic_load(&e->last_reload_time),
+                     live, MEDIC_VERSION, hash);
+}
+
+void engine_metrics(void *ctx, struct medic_buf *b)
+{
+    struct engine *e = ctx;
+    audit_metrics(e, b);
+    config_metrics(e, b);
+    if (e->pipeline)
+        engine_pipeline_metrics(e->pipeline, b);
+    if (e->dispatch)
+        engine_dispatch_metrics(e->dispatch, b);
+    if (e->fleet)
+        engine_fleet_metrics(e->fleet, b);
+}

@@ -1,0 +1,338 @@
+#include "engine_serve.h"
+#include "log.h"
+#include "timeutil.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One notification on its way to the audit log: the node names are kept
+ * until the writer is done with them. */
+struct pending_record {
+    struct engine *engine;
+    char (*nodes)[256];
+    const char **node_ptrs;
+    struct audit_notification_in in;
+    struct audit_notification_result res;
+    struct receiver_record_result *out;
+    receiver_record_done done;
+    void *request;
+};
+
+static void pending_free(struct pending_record *p)
+{
+    free(p->nodes);
+    free(p->node_ptrs);
+    free(p);
+}
+
+static void on_audit_done(void *arg, int rc, const struct medic_error *err)
+{
+    struct pending_record *p = arg;
+    if (rc == 0) {
+        p->out->id = p->res.id;
+        p->out->duplicate = p->res.duplicate;
+        p->out->duplicate_of = p->res.duplicate_of;
+        /* duplicates are never evaluated: their alerts were */
+        if (!p->res.duplicate && p->engine->pipeline)
+            engine_pipeline_wake(p->engine->pipeline);
+    }
+    receiver_record_done done = p->done;
+    void *request = p->request;
+    pending_free(p);
+    done(request, rc, err);
+}
+
+static int hook_record(void *ctx, const struct medic_notification *n, const char *raw,
+                       size_t raw_len, const char *remote, struct receiver_record_result *out,
+                       receiver_record_done done, void *request, struct medic_error *err)
+{
+    struct engine *e = ctx;
+    struct pending_record *p = calloc(1, sizeof(*p));
+    if (p) {
+        p->nodes = calloc(n->alert_count, sizeof(*p->nodes));
+        p->node_ptrs = calloc(n->alert_count, sizeof(*p->node_ptrs));
+    }
+    if (!p || !p->nodes || !p->node_ptrs) {
+        if (p)
+            pending_free(p);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    const struct medic_config *config = config_slot_acquire(e->configs);
+    for (size_t i = 0; i < n->alert_count; i++)
+        if (medic_alert_node(&n->alerts[i].labels, (const char *const *)config->node_labels,
+                             config->node_label_count, p->nodes[i], sizeof(p->nodes[i])) == 0)
+            p->node_ptrs[i] = p->nodes[i];
+    medic_config_unref(config);
+    p->in = (struct audit_notification_in){
+        .notification = n,
+        .raw = raw,
+        .raw_len = raw_len,
+        .received_at = medic_time_now(),
+        .remote_addr = remote && *remote ? remote : NULL,
+        .alert_nodes = p->node_ptrs,
+    };
+    p->engine = e;
+    p->out = out;
+    p->done = done;
+    p->request = request;
+    int rc = audit_record_notification_async(e->store, &p->in, &p->res, on_audit_done, p, err);
+    if (rc)
+        pending_free(p);
+    return rc;
+}
+
+/* Ready while the audit log commits: 503 from a failed commit until the
+ * next one that writes (a webhook retried by Alertmanager, say). */
+static int hook_ready(void *ctx)
+{
+    struct engine *e = ctx;
+    struct audit_stats s;
+    audit_store_stats(e->store, &s);
+    return !s.unhealthy;
+}
+
+static void copy_auth(const struct medic_credentials *from, struct receiver_auth *to)
+{
+    to->bearer_token = from->bearer_token;
+    to->basic_username = from->basic_username;
+    to->basic_password = from->basic_password;
+}
+
+static void settings_from_config(const struct medic_config *c, struct receiver_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->limits = c->limits;
+    copy_auth(&c->webhook_auth, &s->webhook_auth);
+    copy_auth(medic_config_read_auth(c), &s->read_auth);
+    copy_auth(medic_config_admin_auth(c), &s->admin_auth);
+}
+
+/* Loads and checks a configuration as serve runs it (its overrides and the
+ * serving rules); a snapshot with one reference, or NULL with err. */
+static struct medic_config *load_config(const struct engine_serve_options *o,
+                                        struct medic_error *err)
+{
+    struct medic_config fresh;
+    int rc = o->config_path ? medic_config_load(o->config_path, &fresh, err)
+                            : medic_config_defaults(&fresh);
+    if (rc) {
+        if (!err->msg[0])
+            medic_error_set(err, rc, "cannot build the embedded defaults: %s", medic_strerror(rc));
+        return NULL;
+    }
+    if (o->listen_override) {
+        free(fresh.listen);
+        fresh.listen = strdup(o->listen_override);
+    }
+    if (o->db_override) {
+        free(fresh.audit_path);
+        fresh.audit_path = strdup(o->db_override);
+    }
+    if (!fresh.listen || !fresh.audit_path) {
+        medic_config_release(&fresh);
+        medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (medic_config_check_serving(&fresh, err)) {
+        medic_config_release(&fresh);
+        return NULL;
+    }
+    struct medic_config *snapshot = medic_config_snapshot(&fresh);
+    if (!snapshot)
+        medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return snapshot;
+}
+
+static void reload_failed(struct engine *e, const struct medic_error *err)
+{
+    atomic_fetch_add(&e->reloads_failed, 1);
+    atomic_store(&e->last_reload_ok, 0);
+    medic_log_error("reload refused; keeping the running configuration", "error", err->msg, NULL);
+}
+
+/* All or nothing: a configuration that does not load, or breaks the
+ * serving rules, is refused (MEDIC_E_INVALID: the HTTP answer is 400) and
+ * the running one stays. */
+static int hook_reload(void *ctx, struct medic_error *err)
+{
+    struct engine *e = ctx;
+    struct medic_config *fresh = load_config(e->options, err);
+    if (!fresh) {
+        if (err->code != MEDIC_E_NOMEM)
+            err->code = MEDIC_E_INVALID;
+        reload_failed(e, err);
+        return err->code;
+    }
+    struct receiver_settings settings;
+    settings_from_config(fresh, &settings);
+    if (receiver_server_update(e->server, &settings)) {
+        medic_config_unref(fresh);
+        medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        reload_failed(e, err);
+        return MEDIC_E_NOMEM;
+    }
+    if (strcmp(fresh->listen, e->listen) != 0 || strcmp(fresh->audit_path, e->audit_path) != 0)
+        medic_log_warn("listen and audit path changes take effect at the next restart", NULL);
+    medic_log_set_level((enum medic_log_level)fresh->log_level);
+    config_slot_publish(e->configs, fresh);
+    atomic_fetch_add(&e->reloads_ok, 1);
+    atomic_store(&e->last_reload_ok, 1);
+    atomic_store(&e->last_reload_time, medic_time_now() / MEDIC_NS_PER_SEC);
+    medic_log_info("configuration reloaded", "source",
+                   e->options->config_path ? e->options->config_path : "(built-in defaults)", NULL);
+    return 0;
+}
+
+static void log_started(const struct medic_config *c)
+{
+    char policies[24], model_hash[13];
+    snprintf(policies, sizeof(policies), "%zu", c->policies.count);
+    medic_log_info("medic serve started", "policies", policies, "listen", c->listen, "tls",
+                   c->tls_cert_pem ? "on" : "off", "audit", c->audit_path, "mode",
+                   c->mode == MEDIC_MODE_LIVE ? "live" : "dry-run", "config", c->source, "version",
+                   MEDIC_VERSION, NULL);
+    snprintf(model_hash, sizeof(model_hash), "%.12s", c->model.hash);
+    medic_log_info("risk model", "model", c->model_path ? c->model_path : "built-in", "sha256",
+                   model_hash, "scoring",
+                   c->prometheus_url ? c->prometheus_url : "off (no prometheus.url configured)",
+                   NULL);
+    if (!c->webhook_auth.bearer_token && !c->webhook_auth.basic_username)
+        medic_log_warn("the webhook accepts unauthenticated requests; set "
+                       "auth.webhook_bearer_token_file",
+                       NULL);
+}
+
+static int start(struct engine *e, const struct medic_config *c, struct medic_error *err)
+{
+    struct audit_options aopt;
+    audit_options_default(&aopt);
+    aopt.busy_timeout_ms = (int)(c->audit_busy_timeout / MEDIC_NS_PER_MS);
+    aopt.max_pending = c->audit_max_pending;
+    if (audit_store_open(e->audit_path, &aopt, &e->store, err)) {
+        medic_error_prefix(err, "cannot open the audit log");
+        return -1;
+    }
+    /* dispatch first: it recovers what a crash left before new work comes */
+    if (engine_dispatch_start(e->store, e->audit_path, e->configs, &e->dispatch, err)) {
+        medic_error_prefix(err, "cannot start the action dispatch");
+        return -1;
+    }
+    if (engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
+                              e->dispatch, &e->pipeline, err)) {
+        medic_error_prefix(err, "cannot start the policy engine");
+        return -1;
+    }
+    if (engine_fleet_start(e->configs, &e->fleet)) {
+        medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
+        return -1;
+    }
+    struct receiver_settings settings;
+    settings_from_config(c, &settings);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    struct receiver_listen listen = {
+        .address = e->listen,
+        .max_connections = c->max_connections,
+        .threads = (unsigned int)(cpus > 1 ? cpus : 1),
+        .tls_cert_pem = c->tls_cert_pem,
+        .tls_key_pem = c->tls_key_pem,
+    };
+    struct receiver_hooks hooks = {
+        .ctx = e,
+        .record = hook_record,
+        .metrics = engine_metrics,
+        .reload = hook_reload,
+        .ready = hook_ready,
+        .query = engine_api_query,
+        .dry_run = engine_api_dry_run,
+    };
+    if (receiver_server_start(&listen, &settings, &hooks, &e->server, err)) {
+        medic_error_prefix(err, "cannot start the http server");
+        return -1;
+    }
+    return 0;
+}
+
+static void wait_for_signals(struct engine *e, const sigset_t *signals)
+{
+    for (;;) {
+        int sig = 0;
+        if (sigwait(signals, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            struct medic_error err = {0};
+            medic_log_info("SIGHUP: reloading the configuration", NULL);
+            hook_reload(e, &err);
+            continue;
+        }
+        medic_log_info("shutting down: draining requests in flight", "signal",
+                       sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+        return;
+    }
+}
+
+int engine_serve(const struct engine_serve_options *options)
+{
+    struct engine e;
+    memset(&e, 0, sizeof(e));
+    e.options = options;
+    /* signals are taken by sigwait(), so block them in every thread; a full
+     * disk must fail a write, never kill the daemon */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+
+    struct medic_error err = {0};
+    struct medic_config *first = load_config(options, &err);
+    if (!first) {
+        medic_log_error("cannot load configuration", "error", err.msg, NULL);
+        return 1;
+    }
+    medic_log_set_level((enum medic_log_level)(
+        options->log_level ? medic_log_parse_level(options->log_level) : first->log_level));
+    e.listen = strdup(first->listen);
+    e.audit_path = strdup(first->audit_path);
+    e.configs = config_slot_new(first);
+    if (!e.configs || !e.listen || !e.audit_path) {
+        if (!e.configs)
+            medic_config_unref(first);
+        free(e.listen);
+        free(e.audit_path);
+        config_slot_free(e.configs);
+        medic_log_error("out of memory", NULL);
+        return 1;
+    }
+    atomic_store(&e.last_reload_ok, 1);
+    atomic_store(&e.last_reload_time, medic_time_now() / MEDIC_NS_PER_SEC);
+
+    int status = 1;
+    const struct medic_config *c = config_slot_acquire(e.configs); /* a reload may come */
+    if (start(&e, c, &err) == 0) {
+        log_started(c);
+        medic_config_unref(c);
+        wait_for_signals(&e, &signals);
+        status = 0;
+    } else {
+        medic_config_unref(c);
+        medic_log_error("cannot start", "error", err.msg, NULL);
+    }
+    receiver_server_stop(e.server, 10000);
+    engine_fleet_stop(e.fleet);
+    engine_pipeline_stop(e.pipeline);
+    engine_dispatch_stop(e.dispatch);
+    audit_store_free(e.store);
+    if (status == 0)
+        medic_log_info("stopped; audit log closed", NULL);
+    config_slot_free(e.configs);
+    free(e.listen);
+    free(e.audit_path);
+    return status;
+}
