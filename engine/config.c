@@ -1,4 +1,5 @@
 #include "config.h"
+#include "config_loader.h"
 #include "default_model.h"
 #include "ipmi.h"
 #include "log.h"
@@ -14,10 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* Secrets and certificates are small; refuse anything larger. */
-#define CONFIG_MAX_SECRET_BYTES 4096
-#define CONFIG_MAX_PEM_BYTES (256 * 1024)
 
 /* The policies `medic serve` runs with when it has no configuration file.
  * In dry-run mode and without an inventory nothing can be disrupted: every
@@ -146,248 +143,6 @@ void medic_config_release(struct medic_config *config)
     memset(config, 0, sizeof(*config));
 }
 
-struct loader {
-    struct yaml_fields f; /* first: the helpers take it */
-    struct medic_config *config;
-};
-
-/* Reads a secret file: refused when group- or world-readable (a secret
- * readable by anyone is not a secret); one trailing newline is dropped. */
-static int read_secret(struct loader *l, const struct yaml_tree_node *n, const char *key,
-                       char **out)
-{
-    int rc = yaml_fields_scalar(&l->f, n, key);
-    if (rc)
-        return rc;
-    struct stat st;
-    if (stat(n->value, &st) != 0)
-        return yaml_fields_fail(&l->f, n, "%s: cannot read '%s': %s", key, n->value,
-                                strerror(errno));
-    if (st.st_mode & 077)
-        return yaml_fields_fail(&l->f, n,
-                                "%s: '%s' is readable by group or others (mode %03o); chmod 600 it",
-                                key, n->value, (unsigned)(st.st_mode & 0777));
-    struct medic_error ferr;
-    char *data;
-    size_t len;
-    if (medic_read_file(n->value, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
-        return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
-    while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-        data[--len] = '\0';
-    if (len == 0 || strlen(data) != len) {
-        free(data);
-        return yaml_fields_fail(&l->f, n, "%s: '%s' is empty or holds a NUL byte", key, n->value);
-    }
-    free(*out);
-    *out = data;
-    return 0;
-}
-
-static int load_pem(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out)
-{
-    int rc = yaml_fields_scalar(&l->f, n, key);
-    if (rc)
-        return rc;
-    struct medic_error ferr;
-    char *data;
-    size_t len;
-    if (medic_read_file(n->value, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
-        return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
-    if (!strstr(data, "-----BEGIN ")) {
-        free(data);
-        return yaml_fields_fail(&l->f, n, "%s: '%s' is not a PEM file", key, n->value);
-    }
-    *out = data;
-    return 0;
-}
-
-static int load_basic(struct loader *l, const struct yaml_tree_node *n, const char *key,
-                      struct medic_credentials *c)
-{
-    static const char *const keys[] = {"username", "password_file", NULL};
-    int rc = yaml_fields_mapping(&l->f, n, key);
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, key, keys);
-    const struct yaml_tree_node *user = yaml_tree_get(n, "username");
-    const struct yaml_tree_node *pass = yaml_tree_get(n, "password_file");
-    if (rc == 0 && (!user || !pass))
-        rc = yaml_fields_fail(&l->f, n, "%s: needs both username and password_file", key);
-    if (rc == 0)
-        rc = yaml_fields_string(&l->f, user, "username", &c->basic_username);
-    if (rc == 0 && strchr(c->basic_username, ':'))
-        rc = yaml_fields_fail(&l->f, user, "username: must not contain ':'");
-    if (rc == 0)
-        rc = read_secret(l, pass, "password_file", &c->basic_password);
-    return rc;
-}
-
-static int load_auth(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"webhook_bearer_token_file",
-                                       "webhook_basic_auth",
-                                       "read_bearer_token_file",
-                                       "read_basic_auth",
-                                       "admin_bearer_token_file",
-                                       "admin_basic_auth",
-                                       NULL};
-    static const char *const classes[] = {"webhook", "read", "admin"};
-    struct medic_credentials *targets[] = {&l->config->webhook_auth, &l->config->read_auth,
-                                           &l->config->admin_auth};
-    int rc = yaml_fields_mapping(&l->f, n, "auth");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, "auth", keys);
-    for (int i = 0; i < 3 && rc == 0; i++) {
-        char key[64];
-        snprintf(key, sizeof(key), "%s_bearer_token_file", classes[i]);
-        const struct yaml_tree_node *v = yaml_tree_get(n, key);
-        if (v)
-            rc = read_secret(l, v, key, &targets[i]->bearer_token);
-        snprintf(key, sizeof(key), "%s_basic_auth", classes[i]);
-        v = yaml_tree_get(n, key);
-        if (v && rc == 0)
-            rc = load_basic(l, v, key, targets[i]);
-    }
-    return rc;
-}
-
-static int load_limits(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"max_body_bytes",
-                                       "max_alerts",
-                                       "max_labels",
-                                       "max_label_value_bytes",
-                                       "max_annotation_value_bytes",
-                                       "max_connections",
-                                       NULL};
-    struct receiver_limits *lim = &l->config->limits;
-    int rc = yaml_fields_mapping(&l->f, n, "limits");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, "limits", keys);
-    const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(n, "max_body_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_body_bytes", 1024, RECEIVER_WIDEST_BODY_BYTES,
-                              &lim->max_body_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_alerts")))
-        rc = yaml_fields_size(&l->f, v, "max_alerts", 1, RECEIVER_WIDEST_ALERTS, &lim->max_alerts);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_labels")))
-        rc = yaml_fields_size(&l->f, v, "max_labels", 1, RECEIVER_WIDEST_LABELS, &lim->max_labels);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_label_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_label_value_bytes", 16, RECEIVER_WIDEST_VALUE_BYTES,
-                              &lim->max_label_value_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_annotation_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_annotation_value_bytes", 16,
-                              RECEIVER_WIDEST_VALUE_BYTES, &lim->max_annotation_value_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_connections")))
-        rc = yaml_fields_size(&l->f, v, "max_connections", 1, 65536, &l->config->max_connections);
-    return rc;
-}
-
-static int load_audit(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"path", "busy_timeout", "max_pending", NULL};
-    int rc = yaml_fields_mapping(&l->f, n, "audit");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, "audit", keys);
-    const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(n, "path")))
-        rc = yaml_fields_string(&l->f, v, "path", &l->config->audit_path);
-    if (rc == 0 && (v = yaml_tree_get(n, "busy_timeout")))
-        rc = yaml_fields_duration(&l->f, v, "busy_timeout", &l->config->audit_busy_timeout);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_pending")))
-        rc = yaml_fields_size(&l->f, v, "max_pending", 1, 1000000, &l->config->audit_max_pending);
-    return rc;
-}
-
-/* A path from the configuration, relative to the file's own folder. */
-static char *resolve_path(const char *config_file, const char *path)
-{
-    if (path[0] == '/' || !strchr(config_file, '/'))
-        return strdup(path);
-    const char *slash = strrchr(config_file, '/');
-    size_t dir = (size_t)(slash - config_file);
-    size_t len = dir + 1 + strlen(path) + 1;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%.*s/%s", (int)dir, config_file, path);
-    return out;
-}
-
-static int load_notifiers(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"type",        "url",         "from", "to",
-                                       "routing_key", "credentials", NULL};
-    static const char *const types[] = {"webhook", "slack", "pagerduty", "smtp"};
-    struct medic_config *c = l->config;
-    int rc = yaml_fields_mapping(&l->f, n, "notifiers");
-    if (rc)
-        return rc;
-    if (n->count > MEDIC_MAX_NOTIFIERS)
-        return yaml_fields_fail(&l->f, n, "notifiers: at most %d", MEDIC_MAX_NOTIFIERS);
-    for (size_t i = 0; i < n->count; i++) {
-        const struct yaml_tree_node *x = n->items[i], *v;
-        struct medic_notifier *nt = &c->notifiers[c->notifier_count++];
-        if (!(nt->name = strdup(n->keys[i])))
-            return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-        if ((rc = yaml_fields_mapping(&l->f, x, nt->name)) ||
-            (rc = yaml_fields_known_keys(&l->f, x, "a notifier", keys)))
-            return rc;
-        if (!(v = yaml_tree_get(x, "type")))
-            return yaml_fields_fail(&l->f, x,
-                                    "notifier '%s': needs a type (webhook, slack, "
-                                    "pagerduty or smtp)",
-                                    nt->name);
-        if ((rc = yaml_fields_scalar(&l->f, v, "type")))
-            return rc;
-        size_t t;
-        for (t = 0; t < 4 && strcmp(v->value, types[t]) != 0; t++)
-            ;
-        if (t == 4)
-            return yaml_fields_fail(&l->f, v,
-                                    "type: expected webhook, slack, pagerduty or smtp, "
-                                    "got '%s'",
-                                    v->value);
-        nt->type = (enum medic_notifier_type)t;
-        if (!(v = yaml_tree_get(x, "url")))
-            return yaml_fields_fail(&l->f, x, "notifier '%s': needs a url", nt->name);
-        if ((rc = yaml_fields_string(&l->f, v, "url", &nt->url)))
-            return rc;
-        const char *scheme = nt->type == MEDIC_NOTIFIER_SMTP ? "smtp" : "http";
-        if (strncmp(nt->url, scheme, strlen(scheme)) != 0 || !strstr(nt->url, "://"))
-            return yaml_fields_fail(&l->f, v, "url: expected %s:// or %ss:// for a %s notifier",
-                                    scheme, scheme, types[t]);
-        if ((v = yaml_tree_get(x, "from")) &&
-            (rc = yaml_fields_string(&l->f, v, "from", &nt->from)))
-            return rc;
-        if ((v = yaml_tree_get(x, "to"))) {
-            if ((rc = yaml_fields_sequence(&l->f, v, "to")))
-                return rc;
-            if (v->count == 0 || v->count > 16)
-                return yaml_fields_fail(&l->f, v, "to: expected 1 to 16 addresses");
-            for (size_t k = 0; k < v->count; k++) {
-                if ((rc = yaml_fields_string(&l->f, v->items[k], "to", &nt->to[k])))
-                    return rc;
-                nt->to_count++;
-            }
-        }
-        if ((v = yaml_tree_get(x, "routing_key")) &&
-            (rc = yaml_fields_string(&l->f, v, "routing_key", &nt->routing_key)))
-            return rc;
-        if ((v = yaml_tree_get(x, "credentials"))) {
-            if ((rc = yaml_fields_string(&l->f, v, "credentials", &nt->credentials)))
-                return rc;
-            if (!credentials_find(&c->credentials, nt->credentials))
-                return yaml_fields_fail(&l->f, v,
-                                        "credentials: '%s' is not in the credentials "
-                                        "file%s",
-                                        nt->credentials,
-                                        c->credentials_file ? "" : " (no credentials_file is set)");
-        }
-        if (nt->type == MEDIC_NOTIFIER_SMTP && (!nt->from || !nt->to_count))
-            return yaml_fields_fail(&l->f, x, "notifier '%s': smtp needs from and to", nt->name);
-    }
-    return 0;
-}
-
 /* Policies come inline (`policies`) and from `policy_files`, each a YAML
  * file with a `policies` list; names must be unique across all of them. */
 static int load_policies(struct loader *l, const struct yaml_tree_node *root)
@@ -412,7 +167,7 @@ static int load_policies(struct loader *l, const struct yaml_tree_node *root)
         struct yaml_tree tree = {0};
         struct policy_set more = {0};
         rc = yaml_fields_string(&l->f, files->items[i], "policy_files", &name);
-        if (rc == 0 && !(path = resolve_path(l->f.file, name)))
+        if (rc == 0 && !(path = config__resolve_path(l->f.file, name)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
         if (rc == 0)
             rc = yaml_tree_load(path, &tree, l->f.err);
@@ -469,7 +224,7 @@ static int load_inventory(struct loader *l, const struct yaml_tree_node *n)
         char *file = NULL;
         struct medic_error ierr = {0};
         rc = yaml_fields_string(&l->f, v, "file", &file);
-        if (rc == 0 && !(l->config->inventory_file = resolve_path(l->f.file, file)))
+        if (rc == 0 && !(l->config->inventory_file = config__resolve_path(l->f.file, file)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
         free(file);
         if (rc == 0 && inventory_load(l->config->inventory_file, &l->config->inventory, &ierr))
@@ -580,18 +335,18 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             rc = yaml_fields_fail(&l->f, v, "log_level: expected debug, info, warn or error");
     }
     if (rc == 0 && (v = yaml_tree_get(root, "audit")))
-        rc = load_audit(l, v);
+        rc = config__load_audit(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "auth")))
-        rc = load_auth(l, v);
+        rc = config__load_auth(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "limits")))
-        rc = load_limits(l, v);
+        rc = config__load_limits(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = load_inventory(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "credentials_file"))) {
         char *file = NULL;
         struct medic_error cerr = {0};
         rc = yaml_fields_string(&l->f, v, "credentials_file", &file);
-        if (rc == 0 && !(c->credentials_file = resolve_path(l->f.file, file)))
+        if (rc == 0 && !(c->credentials_file = config__resolve_path(l->f.file, file)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
         free(file);
         if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
@@ -609,7 +364,7 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             rc = yaml_fields_known_keys(&l->f, v, "model", model_keys);
         if (rc == 0 && (x = yaml_tree_get(v, "path"))) {
             rc = yaml_fields_string(&l->f, x, "path", &text);
-            if (rc == 0 && !(c->model_path = resolve_path(l->f.file, text)))
+            if (rc == 0 && !(c->model_path = config__resolve_path(l->f.file, text)))
                 rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
             free(text);
             if (rc == 0 &&
@@ -655,7 +410,7 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             rc = yaml_fields_known_keys(&l->f, v, "slurm", slurm_keys);
         if (rc == 0 && (x = yaml_tree_get(v, "conf"))) {
             rc = yaml_fields_string(&l->f, x, "conf", &text);
-            if (rc == 0 && !(c->slurm_conf = resolve_path(l->f.file, text)))
+            if (rc == 0 && !(c->slurm_conf = config__resolve_path(l->f.file, text)))
                 rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
             free(text);
         }
@@ -663,7 +418,7 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
             rc = yaml_fields_string(&l->f, x, "scontrol", &c->scontrol);
     }
     if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
-        rc = load_notifiers(l, v);
+        rc = config__load_notifiers(l, v);
     if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
         static const char *const engine_keys[] = {"tick_interval", NULL};
         const struct yaml_tree_node *x;
@@ -694,9 +449,9 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
         if (rc == 0 && (!cert || !key))
             rc = yaml_fields_fail(&l->f, v, "tls: needs both cert_file and key_file");
         if (rc == 0)
-            rc = load_pem(l, cert, "cert_file", &c->tls_cert_pem);
+            rc = config__load_pem(l, cert, "cert_file", &c->tls_cert_pem);
         if (rc == 0)
-            rc = read_secret(l, key, "key_file", &c->tls_key_pem);
+            rc = config__read_secret(l, key, "key_file", &c->tls_key_pem);
     }
     return rc;
 }
@@ -752,129 +507,4 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
     if (rc)
         medic_config_release(config);
     return rc;
-}
-
-static int fail_serving(const struct medic_config *config, int line, int col,
-                        struct medic_error *err, const char *msg)
-{
-    if (line > 0)
-        return medic_error_set(err, MEDIC_E_INVALID, "%s:%d:%d: %s", config->source, line, col,
-                               msg);
-    return medic_error_set(err, MEDIC_E_INVALID, "%s: %s", config->source, msg);
-}
-
-static int has_disruptive_steps(const struct policy_set *ps)
-{
-    for (size_t i = 0; i < ps->count; i++)
-        for (size_t k = 0; k < ps->items[i].step_count; k++)
-            if (medic_action_disruptive(ps->items[i].steps[k].action.kind))
-                return 1;
-    return 0;
-}
-
-int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)
-{
-    if (config->mode != MEDIC_MODE_LIVE)
-        return 0;
-    if (!config->webhook_auth.bearer_token && !config->webhook_auth.basic_username)
-        return fail_serving(config, config->mode_line, config->mode_col, err,
-                            "mode: live needs authentication on the webhook (auth: "
-                            "webhook_bearer_token_file or webhook_basic_auth): anyone who "
-                            "reaches the port could trigger power cycles");
-    if (has_disruptive_steps(&config->policies) && !config->policies.safety.storm_notifier)
-        return fail_serving(config, config->storm_line ? config->storm_line : config->mode_line,
-                            config->storm_line ? config->storm_col : config->mode_col, err,
-                            "mode: live with disruptive policies needs safety.storm.notifier: a "
-                            "storm would hold actions back and tell nobody");
-    return 0;
-}
-
-static int credentials_set(const struct medic_credentials *c)
-{
-    return c->bearer_token || c->basic_username;
-}
-
-const struct medic_credentials *medic_config_read_auth(const struct medic_config *config)
-{
-    if (credentials_set(&config->read_auth) || config->mode != MEDIC_MODE_LIVE)
-        return &config->read_auth;
-    return &config->webhook_auth;
-}
-
-const struct medic_credentials *medic_config_admin_auth(const struct medic_config *config)
-{
-    if (credentials_set(&config->admin_auth) || config->mode != MEDIC_MODE_LIVE)
-        return &config->admin_auth;
-    return &config->webhook_auth;
-}
-
-/* ---- snapshots ---- */
-
-struct config_slot {
-    pthread_mutex_t lock; /* guards current; held only to copy or swap it */
-    struct medic_config *current;
-};
-
-struct medic_config *medic_config_snapshot(struct medic_config *config)
-{
-    struct medic_config *heap = malloc(sizeof(*heap));
-    if (!heap) {
-        medic_config_release(config);
-        return NULL;
-    }
-    *heap = *config;
-    memset(config, 0, sizeof(*config));
-    atomic_init(&heap->refs, 1);
-    return heap;
-}
-
-const struct medic_config *medic_config_ref(const struct medic_config *config)
-{
-    atomic_fetch_add(&((struct medic_config *)config)->refs, 1);
-    return config;
-}
-
-void medic_config_unref(const struct medic_config *config)
-{
-    struct medic_config *c = (struct medic_config *)config;
-    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
-        medic_config_release(c);
-        free(c);
-    }
-}
-
-struct config_slot *config_slot_new(struct medic_config *first)
-{
-    struct config_slot *slot = calloc(1, sizeof(*slot));
-    if (!slot)
-        return NULL;
-    pthread_mutex_init(&slot->lock, NULL);
-    slot->current = first;
-    return slot;
-}
-
-void config_slot_free(struct config_slot *slot)
-{
-    if (!slot)
-        return;
-    medic_config_unref(slot->current);
-    pthread_mutex_destroy(&slot->lock);
-    free(slot);
-}
-
-const struct medic_config *config_slot_acquire(struct config_slot *slot)
-{
-    pthread_mutex_lock(&slot->lock);
-    const struct medic_config *c = medic_config_ref(slot->current);
-    pthread_mutex_unlock(&slot->lock);
-    return c;
-}
-
-void config_slot_publish(struct config_slot *slot, struct medic_config *fresh)
-{
-    pthread_mutex_lock(&slot->lock);
-    struct medic_config *old = slot->current;
-    slot->current = fresh;
-    pthread_mutex_unlock(&slot->lock);
-    medic_config_unref(old); /* outside the lock: freeing is not free */
 }

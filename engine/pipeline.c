@@ -270,6 +270,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     free(r.notification_of);
     free(r.alert_of);
     policy_decisions_release(&r.out);
+    medic_config_unref(config);
     return rc ? -1 : changed;
 }
 

@@ -1,0 +1,26 @@
+/* The configuration loader's pieces shared by config.c (the root and the
+ * policies) and config_sections.c (auth, limits, audit, notifiers, secret
+ * files). Private to engine/. */
+#ifndef MEDIC_ENGINE_CONFIG_LOADER_H
+#define MEDIC_ENGINE_CONFIG_LOADER_H
+
+#include "config.h"
+#include "yaml_fields.h"
+
+struct loader {
+    struct yaml_fields f; /* first: the helpers take it */
+    struct medic_config *config;
+};
+
+int config__read_secret(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                        char **out);
+int config__load_pem(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out);
+int config__load_basic(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                       struct medic_credentials *c);
+int config__load_auth(struct loader *l, const struct yaml_tree_node *n);
+int config__load_limits(struct loader *l, const struct yaml_tree_node *n);
+int config__load_audit(struct loader *l, const struct yaml_tree_node *n);
+char *config__resolve_path(const char *config_file, const char *path);
+int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n);
+
+#endif

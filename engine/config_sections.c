@@ -1,0 +1,251 @@
+#include "config_loader.h"
+#include "log.h"
+#include "timeutil.h"
+#include "yaml_tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Secrets and certificates are small; refuse anything larger. */
+#define CONFIG_MAX_SECRET_BYTES 4096
+#define CONFIG_MAX_PEM_BYTES (256 * 1024)
+
+/* Reads a secret file: refused when group- or world-readable (a secret
+ * readable by anyone is not a secret); one trailing newline is dropped. */
+int config__read_secret(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                        char **out)
+{
+    int rc = yaml_fields_scalar(&l->f, n, key);
+    if (rc)
+        return rc;
+    struct stat st;
+    if (stat(n->value, &st) != 0)
+        return yaml_fields_fail(&l->f, n, "%s: cannot read '%s': %s", key, n->value,
+                                strerror(errno));
+    if (st.st_mode & 077)
+        return yaml_fields_fail(&l->f, n,
+                                "%s: '%s' is readable by group or others (mode %03o); chmod 600 it",
+                                key, n->value, (unsigned)(st.st_mode & 0777));
+    struct medic_error ferr;
+    char *data;
+    size_t len;
+    if (medic_read_file(n->value, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
+        return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
+    while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+        data[--len] = '\0';
+    if (len == 0 || strlen(data) != len) {
+        free(data);
+        return yaml_fields_fail(&l->f, n, "%s: '%s' is empty or holds a NUL byte", key, n->value);
+    }
+    free(*out);
+    *out = data;
+    return 0;
+}
+
+int config__load_pem(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out)
+{
+    int rc = yaml_fields_scalar(&l->f, n, key);
+    if (rc)
+        return rc;
+    struct medic_error ferr;
+    char *data;
+    size_t len;
+    if (medic_read_file(n->value, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
+        return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
+    if (!strstr(data, "-----BEGIN ")) {
+        free(data);
+        return yaml_fields_fail(&l->f, n, "%s: '%s' is not a PEM file", key, n->value);
+    }
+    *out = data;
+    return 0;
+}
+
+int config__load_basic(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                       struct medic_credentials *c)
+{
+    static const char *const keys[] = {"username", "password_file", NULL};
+    int rc = yaml_fields_mapping(&l->f, n, key);
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&l->f, n, key, keys);
+    const struct yaml_tree_node *user = yaml_tree_get(n, "username");
+    const struct yaml_tree_node *pass = yaml_tree_get(n, "password_file");
+    if (rc == 0 && (!user || !pass))
+        rc = yaml_fields_fail(&l->f, n, "%s: needs both username and password_file", key);
+    if (rc == 0)
+        rc = yaml_fields_string(&l->f, user, "username", &c->basic_username);
+    if (rc == 0 && strchr(c->basic_username, ':'))
+        rc = yaml_fields_fail(&l->f, user, "username: must not contain ':'");
+    if (rc == 0)
+        rc = config__read_secret(l, pass, "password_file", &c->basic_password);
+    return rc;
+}
+
+int config__load_auth(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"webhook_bearer_token_file",
+                                       "webhook_basic_auth",
+                                       "read_bearer_token_file",
+                                       "read_basic_auth",
+                                       "admin_bearer_token_file",
+                                       "admin_basic_auth",
+                                       NULL};
+    static const char *const classes[] = {"webhook", "read", "admin"};
+    struct medic_credentials *targets[] = {&l->config->webhook_auth, &l->config->read_auth,
+                                           &l->config->admin_auth};
+    int rc = yaml_fields_mapping(&l->f, n, "auth");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&l->f, n, "auth", keys);
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "%s_bearer_token_file", classes[i]);
+        const struct yaml_tree_node *v = yaml_tree_get(n, key);
+        if (v)
+            rc = config__read_secret(l, v, key, &targets[i]->bearer_token);
+        snprintf(key, sizeof(key), "%s_basic_auth", classes[i]);
+        v = yaml_tree_get(n, key);
+        if (v && rc == 0)
+            rc = config__load_basic(l, v, key, targets[i]);
+    }
+    return rc;
+}
+
+int config__load_limits(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"max_body_bytes",
+                                       "max_alerts",
+                                       "max_labels",
+                                       "max_label_value_bytes",
+                                       "max_annotation_value_bytes",
+                                       "max_connections",
+                                       NULL};
+    struct receiver_limits *lim = &l->config->limits;
+    int rc = yaml_fields_mapping(&l->f, n, "limits");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&l->f, n, "limits", keys);
+    const struct yaml_tree_node *v;
+    if (rc == 0 && (v = yaml_tree_get(n, "max_body_bytes")))
+        rc = yaml_fields_size(&l->f, v, "max_body_bytes", 1024, RECEIVER_WIDEST_BODY_BYTES,
+                              &lim->max_body_bytes);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_alerts")))
+        rc = yaml_fields_size(&l->f, v, "max_alerts", 1, RECEIVER_WIDEST_ALERTS, &lim->max_alerts);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_labels")))
+        rc = yaml_fields_size(&l->f, v, "max_labels", 1, RECEIVER_WIDEST_LABELS, &lim->max_labels);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_label_value_bytes")))
+        rc = yaml_fields_size(&l->f, v, "max_label_value_bytes", 16, RECEIVER_WIDEST_VALUE_BYTES,
+                              &lim->max_label_value_bytes);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_annotation_value_bytes")))
+        rc = yaml_fields_size(&l->f, v, "max_annotation_value_bytes", 16,
+                              RECEIVER_WIDEST_VALUE_BYTES, &lim->max_annotation_value_bytes);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_connections")))
+        rc = yaml_fields_size(&l->f, v, "max_connections", 1, 65536, &l->config->max_connections);
+    return rc;
+}
+
+int config__load_audit(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"path", "busy_timeout", "max_pending", NULL};
+    int rc = yaml_fields_mapping(&l->f, n, "audit");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&l->f, n, "audit", keys);
+    const struct yaml_tree_node *v;
+    if (rc == 0 && (v = yaml_tree_get(n, "path")))
+        rc = yaml_fields_string(&l->f, v, "path", &l->config->audit_path);
+    if (rc == 0 && (v = yaml_tree_get(n, "busy_timeout")))
+        rc = yaml_fields_duration(&l->f, v, "busy_timeout", &l->config->audit_busy_timeout);
+    if (rc == 0 && (v = yaml_tree_get(n, "max_pending")))
+        rc = yaml_fields_size(&l->f, v, "max_pending", 1, 1000000, &l->config->audit_max_pending);
+    return rc;
+}
+
+/* A path from the configuration, relative to the file's own folder. */
+char *config__resolve_path(const char *config_file, const char *path)
+{
+    if (path[0] == '/' || !strchr(config_file, '/'))
+        return strdup(path);
+    const char *slash = strrchr(config_file, '/');
+    size_t dir = (size_t)(slash - config_file);
+    size_t len = dir + 1 + strlen(path) + 1;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%.*s/%s", (int)dir, config_file, path);
+    return out;
+}
+
+int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"type",        "url",         "from", "to",
+                                       "routing_key", "credentials", NULL};
+    static const char *const types[] = {"webhook", "slack", "pagerduty", "smtp"};
+    struct medic_config *c = l->config;
+    int rc = yaml_fields_mapping(&l->f, n, "notifiers");
+    if (rc)
+        return rc;
+    if (n->count > MEDIC_MAX_NOTIFIERS)
+        return yaml_fields_fail(&l->f, n, "notifiers: at most %d", MEDIC_MAX_NOTIFIERS);
+    for (size_t i = 0; i < n->count; i++) {
+        const struct yaml_tree_node *x = n->items[i], *v;
+        struct medic_notifier *nt = &c->notifiers[c->notifier_count++];
+        if (!(nt->name = strdup(n->keys[i])))
+            return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        if ((rc = yaml_fields_mapping(&l->f, x, nt->name)) ||
+            (rc = yaml_fields_known_keys(&l->f, x, "a notifier", keys)))
+            return rc;
+        if (!(v = yaml_tree_get(x, "type")))
+            return yaml_fields_fail(&l->f, x,
+                                    "notifier '%s': needs a type (webhook, slack, "
+                                    "pagerduty or smtp)",
+                                    nt->name);
+        if ((rc = yaml_fields_scalar(&l->f, v, "type")))
+            return rc;
+        size_t t;
+        for (t = 0; t < 4 && strcmp(v->value, types[t]) != 0; t++)
+            ;
+        if (t == 4)
+            return yaml_fields_fail(&l->f, v,
+                                    "type: expected webhook, slack, pagerduty or smtp, "
+                                    "got '%s'",
+                                    v->value);
+        nt->type = (enum medic_notifier_type)t;
+        if (!(v = yaml_tree_get(x, "url")))
+            return yaml_fields_fail(&l->f, x, "notifier '%s': needs a url", nt->name);
+        if ((rc = yaml_fields_string(&l->f, v, "url", &nt->url)))
+            return rc;
+        const char *scheme = nt->type == MEDIC_NOTIFIER_SMTP ? "smtp" : "http";
+        if (strncmp(nt->url, scheme, strlen(scheme)) != 0 || !strstr(nt->url, "://"))
+            return yaml_fields_fail(&l->f, v, "url: expected %s:// or %ss:// for a %s notifier",
+                                    scheme, scheme, types[t]);
+        if ((v = yaml_tree_get(x, "from")) &&
+            (rc = yaml_fields_string(&l->f, v, "from", &nt->from)))
+            return rc;
+        if ((v = yaml_tree_get(x, "to"))) {
+            if ((rc = yaml_fields_sequence(&l->f, v, "to")))
+                return rc;
+            if (v->count == 0 || v->count > 16)
+                return yaml_fields_fail(&l->f, v, "to: expected 1 to 16 addresses");
+            for (size_t k = 0; k < v->count; k++) {
+                if ((rc = yaml_fields_string(&l->f, v->items[k], "to", &nt->to[k])))
+                    return rc;
+                nt->to_count++;
+            }
+        }
+        if ((v = yaml_tree_get(x, "routing_key")) &&
+            (rc = yaml_fields_string(&l->f, v, "routing_key", &nt->routing_key)))
+            return rc;
+        if ((v = yaml_tree_get(x, "credentials"))) {
+            if ((rc = yaml_fields_string(&l->f, v, "credentials", &nt->credentials)))
+                return rc;
+            if (!credentials_find(&c->credentials, nt->credentials))
+                return yaml_fields_fail(&l->f, v,
+                                        "credentials: '%s' is not in the credentials "
+                                        "file%s",
+                                        nt->credentials,
+                                        c->credentials_file ? "" : " (no credentials_file is set)");
+        }
+        if (nt->type == MEDIC_NOTIFIER_SMTP && (!nt->from || !nt->to_count))
+            return yaml_fields_fail(&l->f, x, "notifier '%s': smtp needs from and to", nt->name);
+    }
+    return 0;
+}

@@ -1,0 +1,182 @@
+#include "engine_internal.h"
+#include "buf.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int in_maintenance(const struct policy_safety *s, const char *node, int64_t now,
+                          char *reason, size_t size)
+{
+    for (size_t i = 0; i < s->maintenance_count; i++) {
+        const struct maintenance_window *m = &s->maintenance[i];
+        if (now >= m->start && now < m->end && regexec(&m->nodes, node, 0, NULL, 0) == 0) {
+            char until[40];
+            medic_time_format(m->end, until, sizeof(until));
+            snprintf(reason, size, "node '%s' is in a maintenance window until %s%s%s", node, until,
+                     m->reason ? ": " : "", m->reason ? m->reason : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The reason a disruptive step may not run, or "" when it may. */
+void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
+                          const struct policy *pol, const struct instance *in, int64_t now,
+                          char *reason, size_t size)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    char a[32], b[32];
+    reason[0] = '\0';
+    if (!in->in_inventory) {
+        if (in->node[0])
+            snprintf(reason, size, "node '%s' is not in the inventory", in->node);
+        else
+            snprintf(reason, size, "the alert names no node (none of the node labels is set)");
+        return;
+    }
+    if (in_maintenance(s, in->node, now, reason, size))
+        return;
+    if (now - in->starts_at > s->max_alert_age) {
+        policy__format_duration(now - in->starts_at, a, sizeof(a));
+        policy__format_duration(s->max_alert_age, b, sizeof(b));
+        snprintf(reason, size,
+                 "the alert started %s ago, older than max_alert_age %s: stale alerts never "
+                 "disrupt",
+                 a, b);
+        return;
+    }
+    if (st->storm_active) {
+        policy__format_duration(s->storm_window, a, sizeof(a));
+        snprintf(reason, size,
+                 "storm: %zu nodes alerting within %s (max %zu); disruptive actions are held",
+                 policy__alerting_nodes(st, now, s->storm_window), a, s->storm_max_alerting_nodes);
+        return;
+    }
+    struct node_state *n = policy__node_get(st, in->node, 1);
+    if (!n) {
+        snprintf(reason, size, "out of memory");
+        return;
+    }
+    size_t recent = 0;
+    for (size_t i = 0; i < n->history_count; i++) {
+        const struct action_record *r = &n->history[i];
+        if (strcmp(r->policy, pol->name) != 0)
+            continue;
+        int same_instance =
+            strcmp(r->fingerprint, in->fingerprint) == 0 && r->starts_at == in->starts_at;
+        if (pol->cooldown && !same_instance && now - r->time < pol->cooldown) {
+            policy__format_duration(pol->cooldown, a, sizeof(a));
+            policy__format_duration(now - r->time, b, sizeof(b));
+            snprintf(reason, size, "cooldown: policy %s acted on node '%s' %s ago (cooldown %s)",
+                     pol->name, in->node, b, a);
+            return;
+        }
+        if (pol->budget_count && now - r->time < pol->budget_window)
+            recent++;
+    }
+    if (pol->budget_count && recent >= pol->budget_count) {
+        policy__format_duration(pol->budget_window, a, sizeof(a));
+        snprintf(reason, size, "budget: %zu actions on node '%s' within %s (max %zu)", recent,
+                 in->node, a, pol->budget_count);
+        return;
+    }
+    if (!policy__node_disrupted(n)) {
+        size_t disrupted = policy_disrupted_nodes(st);
+        size_t inventory = ctx->inventory ? ctx->inventory->count : 0;
+        if (disrupted + 1 > s->max_disruptive_in_flight) {
+            snprintf(reason, size,
+                     "fleet cap: %zu nodes already disrupted (max_disruptive_in_flight %zu)",
+                     disrupted, s->max_disruptive_in_flight);
+            return;
+        }
+        if (inventory == 0 ||
+            (double)(disrupted + 1) > s->max_disrupted_fraction * (double)inventory + 1e-9) {
+            snprintf(reason, size,
+                     "fleet cap: %zu of %zu nodes would be disrupted (max_disrupted_fraction "
+                     "%g)",
+                     disrupted + 1, inventory, s->max_disrupted_fraction);
+            return;
+        }
+    }
+}
+
+void policy__record_action(struct policy_state *st, const struct policy *pol,
+                           const struct instance *in, int64_t now)
+{
+    struct node_state *n = policy__node_get(st, in->node, 1);
+    if (!n ||
+        policy__grow((void **)&n->history, n->history_count, &n->history_cap, sizeof(*n->history)))
+        return;
+    /* forget what no cooldown or budget can still see */
+    int64_t keep = pol->cooldown > pol->budget_window ? pol->cooldown : pol->budget_window;
+    if (keep < 7 * 86400 * MEDIC_NS_PER_SEC)
+        keep = 7 * 86400 * MEDIC_NS_PER_SEC;
+    size_t w = 0;
+    for (size_t i = 0; i < n->history_count; i++) {
+        if (now - n->history[i].time < keep)
+            n->history[w++] = n->history[i];
+        else
+            free(n->history[i].fingerprint);
+    }
+    n->history_count = w;
+    struct action_record *r = &n->history[n->history_count];
+    snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
+    r->time = now;
+    r->starts_at = in->starts_at;
+    r->fingerprint = strdup(in->fingerprint);
+    if (r->fingerprint)
+        n->history_count++;
+}
+
+static void storm_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                         int starting, struct policy_decisions *out)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    struct policy_decision *d = policy__new_decision(out);
+    if (!d)
+        return;
+    char window[32];
+    policy__format_duration(s->storm_window, window, sizeof(window));
+    size_t nodes = policy__alerting_nodes(st, now, s->storm_window);
+    d->time = now;
+    d->risk = NAN;
+    if (s->storm_notifier) {
+        char message[256];
+        snprintf(message, sizeof(message),
+                 starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu); "
+                            "disruptive actions are held until it passes"
+                          : "medic storm breaker: the storm passed (%zu nodes alerting within %s, "
+                            "max %zu); disruptive actions resume",
+                 nodes, window, s->storm_max_alerting_nodes);
+        medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
+        d->has_action = 1;
+        if (medic_action_set_text(&d->action, "notifier", s->storm_notifier,
+                                  strlen(s->storm_notifier)) ||
+            medic_action_set_text(&d->action, "message", message, strlen(message)))
+            out->failed = MEDIC_E_NOMEM;
+        d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    } else {
+        d->verdict = VERDICT_SUPPRESSED;
+    }
+    snprintf(d->reason, sizeof(d->reason), "storm %s: %zu nodes alerting within %s (max %zu)%s",
+             starting ? "started" : "ended", nodes, window, s->storm_max_alerting_nodes,
+             s->storm_notifier ? "" : "; no safety.storm.notifier to tell");
+}
+
+void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                          struct policy_decisions *out)
+{
+    const struct policy_safety *s = &ctx->policies->safety;
+    size_t nodes = policy__alerting_nodes(st, now, s->storm_window);
+    if (!st->storm_active && nodes > s->storm_max_alerting_nodes) {
+        st->storm_active = 1;
+        storm_notice(ctx, st, now, 1, out);
+    } else if (st->storm_active && nodes <= s->storm_max_alerting_nodes) {
+        st->storm_active = 0;
+        storm_notice(ctx, st, now, 0, out);
+    }
+}

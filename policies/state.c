@@ -1,0 +1,380 @@
+#include "engine_internal.h"
+#include "buf.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match"};
+
+const char *policy_verdict_name(enum policy_verdict v)
+{
+    return verdict_names[v];
+}
+
+void policy_decisions_init(struct policy_decisions *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+void policy_decisions_release(struct policy_decisions *d)
+{
+    for (size_t i = 0; i < d->count; i++)
+        if (d->items[i].has_action)
+            medic_action_release(&d->items[i].action);
+    free(d->items);
+    memset(d, 0, sizeof(*d));
+}
+
+struct policy_decision *policy__new_decision(struct policy_decisions *d)
+{
+    if (d->count == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 8;
+        struct policy_decision *items = realloc(d->items, cap * sizeof(*items));
+        if (!items) {
+            d->failed = MEDIC_E_NOMEM; /* the caller records that a decision is missing */
+            return NULL;
+        }
+        d->items = items;
+        d->cap = cap;
+    }
+    struct policy_decision *x = &d->items[d->count++];
+    memset(x, 0, sizeof(*x));
+    x->step = -1;
+    return x;
+}
+
+/* Grows an array of elements of size elem to hold one more. */
+int policy__grow(void **items, size_t count, size_t *cap, size_t elem)
+{
+    if (count < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, c * elem);
+    if (!p)
+        return MEDIC_E_NOMEM;
+    *items = p;
+    *cap = c;
+    return 0;
+}
+
+struct policy_state *policy_state_new(void)
+{
+    struct policy_state *st = calloc(1, sizeof(struct policy_state));
+    if (st) {
+        medic_map_init(&st->instances_by_alert);
+        medic_map_init(&st->nodes_by_name);
+        medic_map_init(&st->unmatched_by_alert);
+    }
+    return st;
+}
+
+void policy__labels_free(struct label_copy *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        free((char *)l->items[i].name);
+        free((char *)l->items[i].value);
+    }
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+int policy__labels_copy(struct label_copy *to, const struct medic_labels *from)
+{
+    memset(to, 0, sizeof(*to));
+    if (!from || from->count == 0)
+        return 0;
+    to->items = calloc(from->count, sizeof(*to->items));
+    if (!to->items)
+        return MEDIC_E_NOMEM;
+    for (size_t i = 0; i < from->count; i++) {
+        to->items[i].name = strdup(from->items[i].name);
+        to->items[i].value = strdup(from->items[i].value);
+        to->count++;
+        if (!to->items[i].name || !to->items[i].value)
+            return MEDIC_E_NOMEM;
+    }
+    return 0;
+}
+
+void policy__instance_free(struct instance *in)
+{
+    free(in->fingerprint);
+    policy__labels_free(&in->labels);
+    policy__labels_free(&in->annotations);
+    free(in);
+}
+
+void policy_state_free(struct policy_state *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->instance_count; i++)
+        policy__instance_free(st->instances[i]);
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        free(st->unmatched[i]->fingerprint);
+        free(st->unmatched[i]);
+    }
+    medic_map_release(&st->unmatched_by_alert);
+    for (size_t i = 0; i < st->node_count; i++) {
+        for (size_t k = 0; k < st->nodes[i]->history_count; k++)
+            free(st->nodes[i]->history[k].fingerprint);
+        free(st->nodes[i]->history);
+        free(st->nodes[i]);
+    }
+    free(st->instances);
+    free(st->unmatched);
+    free(st->nodes);
+    medic_map_release(&st->instances_by_alert);
+    medic_map_release(&st->nodes_by_name);
+    free(st);
+}
+
+struct node_state *policy__node_get(struct policy_state *st, const char *name, int create)
+{
+    struct node_state *n = medic_map_get(&st->nodes_by_name, name);
+    if (n || !create)
+        return n;
+    if (policy__grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)) ||
+        !(n = calloc(1, sizeof(*n))))
+        return NULL;
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    n->last_alerting = MEDIC_TIME_UNSET;
+    if (medic_map_put(&st->nodes_by_name, n->name, n)) {
+        free(n);
+        return NULL;
+    }
+    st->nodes[st->node_count++] = n;
+    return n;
+}
+
+int policy__node_disrupted(const struct node_state *n)
+{
+    return n->drained_by_medic || n->limited_by_medic || n->disrupting_instances > 0;
+}
+
+size_t policy_disrupted_nodes(const struct policy_state *st)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < st->node_count; i++)
+        count += policy__node_disrupted(st->nodes[i]) ? 1 : 0;
+    return count;
+}
+
+int policy_storm_active(const struct policy_state *st)
+{
+    return st->storm_active;
+}
+
+size_t policy__alerting_nodes(const struct policy_state *st, int64_t now, int64_t window)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < st->node_count; i++)
+        if (st->nodes[i]->last_alerting != MEDIC_TIME_UNSET &&
+            st->nodes[i]->last_alerting > now - window)
+            count++;
+    return count;
+}
+
+const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name)
+{
+    /* linear: called when an instance's cached policy is not in this set */
+    for (size_t i = 0; i < ps->count; i++)
+        if (strcmp(ps->items[i].name, name) == 0)
+            return &ps->items[i];
+    return NULL;
+}
+
+void policy__format_duration(int64_t ns, char *out, size_t size)
+{
+    int64_t s = ns / MEDIC_NS_PER_SEC;
+    if (s % 86400 == 0 && s >= 86400)
+        snprintf(out, size, "%lldd", (long long)(s / 86400));
+    else if (s % 3600 == 0 && s >= 3600)
+        snprintf(out, size, "%lldh", (long long)(s / 3600));
+    else if (s % 60 == 0 && s >= 60)
+        snprintf(out, size, "%lldm", (long long)(s / 60));
+    else
+        snprintf(out, size, "%llds", (long long)s);
+}
+
+/* The instance's policy in the current set (a reload may have replaced
+ * it), or NULL when the set no longer has it. */
+const struct policy *policy__instance_policy(const struct policy_context *ctx, struct instance *in)
+{
+    const struct policy_set *ps = ctx->policies;
+    if (in->cached_policy >= ps->items && in->cached_policy < ps->items + ps->count &&
+        strcmp(in->cached_policy->name, in->policy) == 0)
+        return in->cached_policy;
+    in->cached_policy = policy__policy_by_name(ps, in->policy);
+    return in->cached_policy;
+}
+
+void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size)
+{
+    snprintf(out, size, "%s %lld", fingerprint, (long long)starts_at);
+}
+
+/* The first of an alert instance's per-policy instances, or NULL. */
+struct instance *policy__alert_instances(struct policy_state *st, const char *fingerprint,
+                                         int64_t starts_at)
+{
+    char key[200];
+    policy__alert_key(fingerprint, starts_at, key, sizeof(key));
+    return medic_map_get(&st->instances_by_alert, key);
+}
+
+struct instance *policy__new_instance(struct policy_state *st, const struct policy_alert *a,
+                                      int64_t starts_at, const struct policy *pol, const char *node,
+                                      int in_inventory)
+{
+    if (policy__grow((void **)&st->instances, st->instance_count, &st->instance_cap,
+                     sizeof(*st->instances)))
+        return NULL;
+    struct instance *in = calloc(1, sizeof(*in));
+    if (!in)
+        return NULL;
+    in->fingerprint = strdup(a->fingerprint);
+    in->starts_at = starts_at;
+    snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
+    in->cached_policy = pol;
+    snprintf(in->node, sizeof(in->node), "%s", node);
+    in->in_inventory = in_inventory;
+    const char *alertname = medic_labels_get(a->labels, "alertname");
+    snprintf(in->alertname, sizeof(in->alertname), "%s", alertname ? alertname : "");
+    in->risk = a->risk;
+    char key[200];
+    policy__alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    struct instance *first = medic_map_get(&st->instances_by_alert, key);
+    if (!in->fingerprint || policy__labels_copy(&in->labels, a->labels) ||
+        policy__labels_copy(&in->annotations, a->annotations) ||
+        (!first && medic_map_put(&st->instances_by_alert, key, in))) {
+        policy__instance_free(in);
+        return NULL;
+    }
+    if (first) {
+        while (first->next_same_alert)
+            first = first->next_same_alert;
+        first->next_same_alert = in;
+    }
+    st->instances[st->instance_count++] = in;
+    return in;
+}
+
+/* Drops an alert's instances once its on_resolved steps ran; the array is
+ * compacted when half of it is dropped. */
+void policy__remove_alert_instances(struct policy_state *st, struct instance *first)
+{
+    char key[200];
+    policy__alert_key(first->fingerprint, first->starts_at, key, sizeof(key));
+    medic_map_remove(&st->instances_by_alert, key);
+    for (struct instance *in = first; in; in = in->next_same_alert) {
+        in->removed = 1;
+        st->removed_count++;
+    }
+    if (st->removed_count * 2 < st->instance_count)
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < st->instance_count; i++) {
+        if (st->instances[i]->removed)
+            policy__instance_free(st->instances[i]);
+        else
+            st->instances[w++] = st->instances[i];
+    }
+    st->instance_count = w;
+    st->removed_count = 0;
+}
+
+/* Returns 1 when the alert instance was seen unmatched before. */
+int policy__remember_unmatched(struct policy_state *st, const struct policy_alert *a,
+                               int64_t starts_at, int64_t now)
+{
+    char key[200];
+    policy__alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
+    if (u) {
+        u->last_seen = now;
+        return 1;
+    }
+    if (policy__grow((void **)&st->unmatched, st->unmatched_count, &st->unmatched_cap,
+                     sizeof(*st->unmatched)) ||
+        !(u = calloc(1, sizeof(*u))))
+        return 0;
+    *u = (struct unmatched){strdup(a->fingerprint), starts_at, now};
+    if (!u->fingerprint || medic_map_put(&st->unmatched_by_alert, key, u)) {
+        free(u->fingerprint);
+        free(u);
+        return 0;
+    }
+    st->unmatched[st->unmatched_count++] = u;
+    return 0;
+}
+
+void policy__forget_unmatched(struct policy_state *st, const char *fingerprint, int64_t starts_at)
+{
+    char key[200];
+    policy__alert_key(fingerprint, starts_at, key, sizeof(key));
+    struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
+    if (u) {
+        medic_map_remove(&st->unmatched_by_alert, key);
+        u->last_seen = INT64_MIN; /* freed by the next expiry */
+    }
+}
+
+/* Forgets unmatched alerts not seen for UNMATCHED_TTL (and resolved ones). */
+void policy__expire_unmatched(struct policy_state *st, int64_t now)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < st->unmatched_count; i++) {
+        struct unmatched *u = st->unmatched[i];
+        if (u->last_seen != INT64_MIN && now - u->last_seen < UNMATCHED_TTL) {
+            st->unmatched[w++] = u;
+            continue;
+        }
+        if (u->last_seen != INT64_MIN) {
+            char key[200];
+            policy__alert_key(u->fingerprint, u->starts_at, key, sizeof(key));
+            medic_map_remove(&st->unmatched_by_alert, key);
+        }
+        free(u->fingerprint);
+        free(u);
+    }
+    st->unmatched_count = w;
+}
+
+int policy_decisions_table(const struct policy_decisions *d, struct medic_table *out)
+{
+    static const char *const names[] = {"time",   "node",    "alertname", "policy", "step",
+                                        "action", "verdict", "reason",    "risk",   "params"};
+    static const enum medic_column_type types[] = {
+        MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_INT,
+        MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_REAL, MEDIC_COL_JSON};
+    int rc = medic_table_init(out, 10, names, types);
+    struct medic_buf params;
+    medic_buf_init(&params, 0);
+    for (size_t i = 0; i < d->count && rc == 0; i++) {
+        const struct policy_decision *x = &d->items[i];
+        char time[40], step[16], risk[32];
+        medic_buf_reset(&params);
+        if (x->has_action && (rc = medic_action_params_json(&x->action, &params)))
+            break;
+        medic_time_format(x->time, time, sizeof(time));
+        snprintf(step, sizeof(step), "%d", x->step + 1);
+        snprintf(risk, sizeof(risk), "%.4g", x->risk);
+        const char *values[] = {time,
+                                x->node[0] ? x->node : NULL,
+                                x->alertname[0] ? x->alertname : NULL,
+                                x->policy[0] ? x->policy : NULL,
+                                x->step >= 0 ? step : NULL,
+                                x->has_action ? medic_action_name(x->action.kind) : NULL,
+                                policy_verdict_name(x->verdict),
+                                x->reason,
+                                isnan(x->risk) ? NULL : risk,
+                                x->has_action ? params.data : NULL};
+        rc = medic_table_add_row(out, values);
+    }
+    medic_buf_release(&params);
+    return rc;
+}
