@@ -21,7 +21,7 @@ static const char usage[] =
     "  audit     query the audit log: notifications, alerts, decisions, actions, verify\n"
     "  check     validate a configuration or policy file: check config|policy FILE\n"
     "  dry-run   the decisions webhook payloads would produce, without acting\n"
-    "  policy    run policy unit tests: policy test FILE\n"
+    "  policy    run policy unit tests, list the actions: policy test FILE | policy actions\n"
     "  replay    what another configuration would have decided on recorded notifications\n"
     "  agent     the node agent for GPU power limits (NVML)\n"
     "  model     the failure-risk LSTM: info (the built-in one without FILE), check\n"
