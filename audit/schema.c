@@ -112,6 +112,11 @@ static const char *const migrations[] = {
     "  updated_at INTEGER NOT NULL,"
     "  state TEXT NOT NULL"
     ");",
+    /* 3: the verdict 'error': a decision the engine could not make (it ran
+     * out of memory, or over its cap), recorded rather than lost. Loosening
+     * a CHECK changes no stored row, so the table's SQL is edited in place
+     * (SQLite's documented procedure): see widen_verdicts(). */
+    "",
 };
 
 const char audit_decision_hashed_columns[] =
@@ -137,6 +142,31 @@ static int exec(sqlite3 *db, const char *sql, struct medic_error *err)
     return 0;
 }
 
+/* Adds 'error' to the decisions' verdict CHECK, inside the migration's
+ * transaction; bumping schema_version makes every connection reparse. */
+static int widen_verdicts(sqlite3 *db, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA schema_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version < 0)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read schema_version: %s",
+                               sqlite3_errmsg(db));
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "PRAGMA writable_schema = ON;"
+             "UPDATE sqlite_schema SET sql = replace(sql,"
+             " '''suppressed'',''no_match'')', '''suppressed'',''no_match'',''error'')')"
+             " WHERE type = 'table' AND name = 'decisions';"
+             "PRAGMA schema_version = %d;"
+             "PRAGMA writable_schema = OFF;",
+             version + 1);
+    return exec(db, sql, err);
+}
+
 int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -158,7 +188,7 @@ int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
         snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
         int rc = exec(db, "BEGIN IMMEDIATE", err);
         if (rc == 0)
-            rc = exec(db, migrations[v], err);
+            rc = migrations[v][0] ? exec(db, migrations[v], err) : widen_verdicts(db, err);
         if (rc == 0)
             rc = exec(db, bump, err);
         if (rc == 0)

@@ -123,7 +123,7 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
                          struct test_expect *expects, size_t *count)
 {
     static const char *const keys[] = {"t", "node", "action", "verdict", "policy", "reason", NULL};
-    static const char *const verdicts[] = {"execute", "dry_run", "suppressed", "no_match"};
+    static const char *const verdicts[] = {"execute", "dry_run", "suppressed", "no_match", "error"};
     int rc = yaml_fields_sequence(f, list, "expect");
     for (size_t i = 0; rc == 0 && i < list->count; i++) {
         const struct yaml_tree_node *item = list->items[i];
@@ -142,11 +142,12 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
         if (!x->verdict)
             return yaml_fields_fail(f, item, "expectation: needs a verdict");
         int known = 0;
-        for (int v = 0; v < 4; v++)
+        for (int v = 0; v < VERDICT_COUNT; v++)
             known |= strcmp(x->verdict, verdicts[v]) == 0;
         if (!known)
-            return yaml_fields_fail(f, yaml_tree_get(item, "verdict"),
-                                    "verdict: expected execute, dry_run, suppressed or no_match");
+            return yaml_fields_fail(
+                f, yaml_tree_get(item, "verdict"),
+                "verdict: expected execute, dry_run, suppressed, no_match or error");
         (*count)++;
     }
     return rc;

@@ -9,10 +9,16 @@
 /* The policy engine's context over config (which must outlive it). */
 void engine_context_from_config(const struct medic_config *config, struct policy_context *out);
 
+/* Runs the policy engine's scheduler at now; a failure is recorded as an
+ * error decision, as below. */
+int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                struct policy_decisions *out);
+
 /* Feeds every alert of notification n to the policy engine at time now
  * (the scheduler first), alert i with risks[i] (risks NULL: risk for every
- * alert; NAN: unknown). Returns MEDIC_E_NOMEM when a decision may be
- * missing. */
+ * alert; NAN: unknown). An alert the engine could not fully decide (out of
+ * memory, or out->limit reached) gets a decision with verdict error that
+ * says so. Returns MEDIC_E_NOMEM only when even that cannot be recorded. */
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
                                  const struct medic_notification *n, const double *risks,
                                  double risk, int64_t now, struct policy_decisions *out);

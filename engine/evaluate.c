@@ -1,5 +1,8 @@
 #include "engine_evaluate.h"
 
+#include <math.h>
+#include <stdio.h>
+
 void engine_context_from_config(const struct medic_config *config, struct policy_context *out)
 {
     out->policies = &config->policies;
@@ -9,16 +12,52 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->live = config->mode == MEDIC_MODE_LIVE;
 }
 
+/* The policy engine could not make every decision for alert a (NULL: the
+ * scheduler's round): record that as a decision with verdict error, so
+ * that nothing is lost silently, and go on with the next alert. */
+static int record_failure(const struct policy_context *ctx, const struct medic_alert *a,
+                          double risk, int64_t now, struct policy_decisions *out)
+{
+    const char *why =
+        out->failed == MEDIC_E_LIMIT ? "over the cap of decisions in one round" : "out of memory";
+    char node[128] = "", reason[400];
+    out->failed = 0;
+    if (a && medic_alert_node(&a->labels, ctx->node_labels, ctx->node_label_count, node,
+                              sizeof(node)) != 0)
+        node[0] = '\0';
+    if (a)
+        snprintf(reason, sizeof(reason),
+                 "medic could not decide this alert (%s): a step may be missing; check node "
+                 "'%s' by hand",
+                 why, node);
+    else
+        snprintf(reason, sizeof(reason),
+                 "medic could not decide every due escalation step (%s); check the nodes with "
+                 "open alerts by hand",
+                 why);
+    return policy_decisions_add_error(out, node,
+                                      a ? medic_labels_get(&a->labels, "alertname") : NULL,
+                                      a ? a->fingerprint : NULL, risk, now, reason);
+}
+
+int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                struct policy_decisions *out)
+{
+    return policy_tick(ctx, st, now, out) ? record_failure(ctx, NULL, NAN, now, out) : 0;
+}
+
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
                                  const struct medic_notification *n, const double *risks,
                                  double risk, int64_t now, struct policy_decisions *out)
 {
-    int rc = policy_tick(ctx, st, now, out);
+    int rc = engine_tick(ctx, st, now, out);
     for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
+        double r = risks ? risks[i] : risk;
         struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,
-                                  &a->annotations, a->starts_at, risks ? risks[i] : risk};
-        rc = policy_evaluate(ctx, st, &pa, now, out);
+                                  &a->annotations, a->starts_at, r};
+        if (policy_evaluate(ctx, st, &pa, now, out))
+            rc = record_failure(ctx, a, r, now, out);
     }
     return rc;
 }

@@ -16,6 +16,9 @@
 
 /* Notifications evaluated per round at most; more wait for the next one. */
 #define ROUND_LIMIT 256
+/* Decisions one round may make (256 notifications of up to 1000 alerts
+ * with a few steps each fit); past it, alerts get an error decision. */
+#define ROUND_DECISIONS_LIMIT 1000000
 
 struct engine_pipeline {
     struct audit_store *store;
@@ -29,7 +32,7 @@ struct engine_pipeline {
     int wake, stopping;
     struct policy_state *state;
     int64_t last_tick;
-    atomic_ullong decisions[4]; /* by verdict */
+    atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
     atomic_int disrupted_nodes;
     atomic_int storm;
@@ -198,6 +201,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     struct medic_error err = {0};
     char config_hash[65], model_hash[65] = "";
     policy_decisions_init(&r.out);
+    r.out.limit = ROUND_DECISIONS_LIMIT;
     /* the round's snapshot: a reload meanwhile applies from the next round,
      * and no lock is held while Prometheus is asked for risks */
     const struct medic_config *config = config_slot_acquire(e->configs);
@@ -209,7 +213,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = 0;
     if (tick)
-        rc = policy_tick(&r.ctx, e->state, now, &r.out);
+        rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
     if (rc == 0)
@@ -260,6 +264,11 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
             const struct policy_decision *x = &r.out.items[i];
             if (x->verdict == VERDICT_NO_MATCH)
                 continue;
+            if (x->verdict == VERDICT_ERROR) {
+                medic_log_error("an alert could not be decided", "node", x->node, "alertname",
+                                x->alertname, "reason", x->reason, NULL);
+                continue;
+            }
             medic_log_info("decision", "verdict", policy_verdict_name(x->verdict), "node", x->node,
                            "policy", x->policy, "action",
                            x->has_action ? medic_action_name(x->action.kind) : "", "reason",
@@ -382,7 +391,7 @@ void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *b)
 {
     medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
                       "# TYPE medic_decisions_total counter\n");
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < VERDICT_COUNT; v++)
         medic_buf_printf(b, "medic_decisions_total{verdict=\"%s\"} %llu\n",
                          policy_verdict_name((enum policy_verdict)v),
                          atomic_load(&e->decisions[v]));

@@ -48,7 +48,16 @@ struct policy_context {
     int live; /* global mode: 1 live, 0 dry-run */
 };
 
-enum policy_verdict { VERDICT_EXECUTE, VERDICT_DRY_RUN, VERDICT_SUPPRESSED, VERDICT_NO_MATCH };
+/* error: the engine could not decide (out of memory, or over the
+ * decisions' cap); recorded so that no alert goes undecided silently. */
+enum policy_verdict {
+    VERDICT_EXECUTE,
+    VERDICT_DRY_RUN,
+    VERDICT_SUPPRESSED,
+    VERDICT_NO_MATCH,
+    VERDICT_ERROR,
+    VERDICT_COUNT
+};
 
 const char *policy_verdict_name(enum policy_verdict v);
 
@@ -73,11 +82,19 @@ struct policy_decisions {
     struct policy_decision *items;
     size_t count;
     size_t cap;
-    int failed; /* MEDIC_E_NOMEM once a decision could not be made */
+    size_t limit; /* the most decisions it may hold; 0: no cap */
+    int failed;   /* MEDIC_E_NOMEM or MEDIC_E_LIMIT once a decision could not be made */
 };
 
 void policy_decisions_init(struct policy_decisions *d);
 void policy_decisions_release(struct policy_decisions *d);
+
+/* Appends a decision with verdict error for an alert the engine could not
+ * decide (it ignores the cap: the error must be recorded). Returns 0 or
+ * MEDIC_E_NOMEM. */
+int policy_decisions_add_error(struct policy_decisions *d, const char *node, const char *alertname,
+                               const char *fingerprint, double risk, int64_t now,
+                               const char *reason);
 
 /* The decisions as a table (time, node, alertname, policy, step, action,
  * verdict, reason, risk, params), for printing. */

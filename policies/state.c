@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match"};
+static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match",
+                                            "error"};
 
 const char *policy_verdict_name(enum policy_verdict v)
 {
@@ -28,15 +29,13 @@ void policy_decisions_release(struct policy_decisions *d)
     memset(d, 0, sizeof(*d));
 }
 
-struct policy_decision *policy__new_decision(struct policy_decisions *d)
+static struct policy_decision *append(struct policy_decisions *d)
 {
     if (d->count == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
         struct policy_decision *items = realloc(d->items, cap * sizeof(*items));
-        if (!items) {
-            d->failed = MEDIC_E_NOMEM; /* the caller records that a decision is missing */
+        if (!items)
             return NULL;
-        }
         d->items = items;
         d->cap = cap;
     }
@@ -44,6 +43,35 @@ struct policy_decision *policy__new_decision(struct policy_decisions *d)
     memset(x, 0, sizeof(*x));
     x->step = -1;
     return x;
+}
+
+struct policy_decision *policy__new_decision(struct policy_decisions *d)
+{
+    if (d->limit && d->count >= d->limit) {
+        d->failed = MEDIC_E_LIMIT; /* the caller records that a decision is missing */
+        return NULL;
+    }
+    struct policy_decision *x = append(d);
+    if (!x)
+        d->failed = MEDIC_E_NOMEM;
+    return x;
+}
+
+int policy_decisions_add_error(struct policy_decisions *d, const char *node, const char *alertname,
+                               const char *fingerprint, double risk, int64_t now,
+                               const char *reason)
+{
+    struct policy_decision *x = append(d);
+    if (!x)
+        return MEDIC_E_NOMEM;
+    snprintf(x->node, sizeof(x->node), "%s", node ? node : "");
+    snprintf(x->alertname, sizeof(x->alertname), "%s", alertname ? alertname : "");
+    snprintf(x->fingerprint, sizeof(x->fingerprint), "%s", fingerprint ? fingerprint : "");
+    snprintf(x->reason, sizeof(x->reason), "%s", reason);
+    x->verdict = VERDICT_ERROR;
+    x->risk = risk;
+    x->time = now;
+    return 0;
 }
 
 /* Grows an array of elements of size elem to hold one more. */

@@ -215,6 +215,7 @@ static void test_chain_and_verify(void **state)
     int64_t d1 = decide(s, "gpu-node-01", "execute", 0.93);
     int64_t d2 = decide(s, "gpu-node-02", "suppressed", NAN);
     decide(s, "gpu-node-03", "dry_run", 0.5);
+    decide(s, "gpu-node-04", "error", NAN); /* schema 3: an alert medic could not decide */
     int64_t intent, outcome;
     assert_int_equal(act(s, d1, 0, "pending", &intent), 0);
     assert_int_equal(act(s, d1, intent, "succeeded", &outcome), 0);
@@ -233,7 +234,7 @@ static void test_chain_and_verify(void **state)
     assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
     assert_int_equal(audit_verify(r, &v, &err), 0);
     assert_true(v.ok);
-    assert_int_equal(v.decisions_checked, 3);
+    assert_int_equal(v.decisions_checked, 4);
     assert_int_equal(v.actions_checked, 2);
 
     /* a changed field is found at its row */

@@ -1,0 +1,84 @@
+/* The policy engine fed from a configuration, as medic serve runs it: an
+ * alert the engine cannot fully decide (its decisions' cap reached, the
+ * same path as running out of memory) gets a decision with verdict error
+ * that says so; no alert is dropped silently. */
+#include "config.h"
+#include "engine_evaluate.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_undecided_alert_is_recorded(void **state)
+{
+    (void)state;
+    static const char text[] = "policies:\n"
+                               "  - name: drain-on-xid\n"
+                               "    match: '{alertname=\"GPUXidError\"}'\n"
+                               "    steps: [ { action: drain } ]\n";
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    struct medic_config config;
+    assert_int_equal(yaml_tree_parse("t.yaml", text, sizeof(text) - 1, &tree, &err), 0);
+    if (medic_config_from_tree("t.yaml", tree.root, NULL, &config, &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+    struct policy_context ctx;
+    engine_context_from_config(&config, &ctx);
+    struct policy_state *st = policy_state_new();
+    assert_non_null(st);
+
+    struct medic_alert alerts[3];
+    struct medic_label labels[3][2];
+    static const char *const nodes[] = {"gpu-node-01", "gpu-node-02", "gpu-node-03"};
+    static const char *const fingerprints[] = {"f1", "f2", "f3"};
+    memset(alerts, 0, sizeof(alerts));
+    for (int i = 0; i < 3; i++) {
+        labels[i][0] = (struct medic_label){"alertname", "GPUXidError"};
+        labels[i][1] = (struct medic_label){"instance", nodes[i]};
+        alerts[i].status = MEDIC_STATUS_FIRING;
+        alerts[i].fingerprint = fingerprints[i];
+        alerts[i].labels = (struct medic_labels){labels[i], 2};
+        alerts[i].starts_at = MEDIC_TIME_UNSET;
+    }
+    struct medic_notification n = {0};
+    n.alerts = alerts;
+    n.alert_count = 3;
+
+    struct policy_decisions out;
+    policy_decisions_init(&out);
+    out.limit = 1;
+    int64_t now = 1767225600 * MEDIC_NS_PER_SEC;
+    assert_int_equal(engine_evaluate_notification(&ctx, st, &n, NULL, NAN, now, &out), 0);
+    assert_int_equal(out.count, 3); /* one decided, two recorded as undecided */
+    assert_int_equal(out.items[0].verdict, VERDICT_SUPPRESSED); /* no inventory */
+    assert_string_equal(out.items[0].node, "gpu-node-01");
+    for (int i = 1; i < 3; i++) {
+        const struct policy_decision *d = &out.items[i];
+        assert_int_equal(d->verdict, VERDICT_ERROR);
+        assert_string_equal(d->node, nodes[i]);
+        assert_string_equal(d->fingerprint, fingerprints[i]);
+        assert_string_equal(d->alertname, "GPUXidError");
+        assert_non_null(strstr(d->reason, "over the cap of decisions in one round"));
+        assert_non_null(strstr(d->reason, "check node"));
+    }
+    assert_string_equal(policy_verdict_name(VERDICT_ERROR), "error");
+    policy_decisions_release(&out);
+    policy_state_free(st);
+    medic_config_release(&config);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_undecided_alert_is_recorded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
