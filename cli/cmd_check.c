@@ -8,13 +8,21 @@
 
 static const char usage[] =
     "usage: medic check config FILE...\n"
+    "       medic check config --reference\n"
     "       medic check policy FILE...\n"
     "\n"
     "Validates configuration files without starting anything: YAML syntax, every\n"
     "key and value, and the secret, certificate, inventory and policy files they\n"
     "name. A policy file holds `policies` (and may hold `safety`); its notify\n"
     "steps' notifiers are checked against the configuration that includes it.\n"
-    "Errors are printed as FILE:LINE:COL: message.\n"
+    "Errors are printed as FILE:LINE:COL: message. A configuration is also held\n"
+    "to the rules `medic serve` runs by (live mode needs webhook authentication and,\n"
+    "with disruptive policies, safety.storm.notifier); what would be refused once\n"
+    "live is printed as a warning.\n"
+    "\n"
+    "--reference prints every configuration key with its default, bounds and\n"
+    "meaning, from the table medic reads configurations with (the table in\n"
+    "docs/configuration.md).\n"
     "\n"
     "Exit status: 0 when every file is valid, 1 when one is not, 2 on bad usage.\n";
 
@@ -58,6 +66,15 @@ int medic_cmd_check(int argc, char **argv)
     }
     if (argc >= 3 && strcmp(argv[1], "policy") == 0)
         return check_policies(argc - 2, argv + 2);
+    if (argc == 3 && strcmp(argv[1], "config") == 0 && strcmp(argv[2], "--reference") == 0) {
+        struct medic_buf b;
+        medic_buf_init(&b, 0);
+        int rc = medic_config_reference(&b);
+        if (rc == 0)
+            fputs(b.data, stdout);
+        medic_buf_release(&b);
+        return rc ? 1 : 0;
+    }
     if (argc < 3 || strcmp(argv[1], "config") != 0) {
         if (argc >= 2 && strcmp(argv[1], "config") != 0)
             fprintf(stderr, "medic check: unknown check '%s'\n", argv[1]);
@@ -85,6 +102,9 @@ int medic_cmd_check(int argc, char **argv)
                config.audit_path, config.policies.count, config.inventory.count,
                config.model_path ? config.model_path : "built-in", config.model.hash,
                config.prometheus_url ? "" : ", no prometheus.url: alerts are not scored");
+        const char *warning = medic_config_warning(&config);
+        if (warning)
+            fprintf(stderr, "%s: warning: %s\n", argv[i], warning);
         medic_config_release(&config);
     }
     return status;

@@ -213,7 +213,7 @@ static int load_policies(struct loader *l, const struct yaml_tree_node *root)
     return rc;
 }
 
-static int load_inventory(struct loader *l, const struct yaml_tree_node *n)
+int config__load_inventory(struct loader *l, const struct yaml_tree_node *n)
 {
     static const char *const keys[] = {"file", "nodes", "node_labels", NULL};
     int rc = yaml_fields_mapping(&l->f, n, "inventory");
@@ -257,16 +257,6 @@ static int load_inventory(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
-static int load_listen(struct loader *l, const struct yaml_tree_node *n)
-{
-    int rc = yaml_fields_string(&l->f, n, "listen", &l->config->listen);
-    const char *colon = rc ? NULL : strrchr(l->config->listen, ':');
-    if (rc == 0 && (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
-                    atoi(colon + 1) > 65535))
-        rc = yaml_fields_fail(&l->f, n, "listen: expected HOST:PORT, got '%s'", l->config->listen);
-    return rc;
-}
-
 /* Each BMC's workarounds are known to FreeIPMI, and its credentials are in
  * the credentials file when one is given. */
 static int check_bmcs(struct loader *l, const struct yaml_tree_node *at)
@@ -289,170 +279,30 @@ static int check_bmcs(struct loader *l, const struct yaml_tree_node *at)
     return 0;
 }
 
+/* The directives (engine/config_directives.c), then what spans several of
+ * them: the BMCs against the credentials, the model against Prometheus,
+ * and the policies against the notifiers. */
 static int load_root(struct loader *l, const struct yaml_tree_node *root,
                      const char *const *extra_keys)
 {
-    /* sections read by other parts of medic are accepted here so that one
-     * file serves every command */
-    static const char *const keys[] = {"listen",     "mode",   "log_level",        "audit",
-                                       "auth",       "tls",    "limits",           "inventory",
-                                       "prometheus", "model",  "credentials_file", "slurm",
-                                       "notifiers",  "safety", "policies",         "policy_files",
-                                       "engine",     NULL};
     struct medic_config *c = l->config;
-    if (!root)
-        return 0; /* an empty file: the defaults */
-    int rc = yaml_fields_mapping(&l->f, root, "the configuration");
-    for (size_t i = 0; rc == 0 && root && i < root->count; i++) {
-        int known = 0;
-        for (const char *const *k = keys; *k && !known; k++)
-            known = strcmp(root->keys[i], *k) == 0;
-        for (const char *const *k = extra_keys; k && *k && !known; k++)
-            known = strcmp(root->keys[i], *k) == 0;
-        if (!known) {
-            struct yaml_tree_node at = {.line = root->key_lines[i], .col = root->key_cols[i]};
-            rc = yaml_fields_fail(&l->f, &at, "unknown key '%s'", root->keys[i]);
-        }
-    }
     const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(root, "listen")))
-        rc = load_listen(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "mode"))) {
-        c->mode_line = v->line;
-        c->mode_col = v->col;
-        rc = yaml_fields_scalar(&l->f, v, "mode");
-        if (rc == 0 && strcmp(v->value, "dry-run") == 0)
-            c->mode = MEDIC_MODE_DRY_RUN;
-        else if (rc == 0 && strcmp(v->value, "live") == 0)
-            c->mode = MEDIC_MODE_LIVE;
-        else if (rc == 0)
-            rc = yaml_fields_fail(&l->f, v, "mode: expected 'dry-run' or 'live', got '%s'",
-                                  v->value);
-    }
-    if (rc == 0 && (v = yaml_tree_get(root, "log_level"))) {
-        rc = yaml_fields_scalar(&l->f, v, "log_level");
-        if (rc == 0 && (c->log_level = medic_log_parse_level(v->value)) < 0)
-            rc = yaml_fields_fail(&l->f, v, "log_level: expected debug, info, warn or error");
-    }
-    if (rc == 0 && (v = yaml_tree_get(root, "audit")))
-        rc = config__load_audit(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "auth")))
-        rc = config__load_auth(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "limits")))
-        rc = config__load_limits(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
-        rc = load_inventory(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "credentials_file"))) {
-        char *file = NULL;
-        struct medic_error cerr = {0};
-        rc = yaml_fields_string(&l->f, v, "credentials_file", &file);
-        if (rc == 0 && !(c->credentials_file = config__resolve_path(l->f.file, file)))
-            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-        free(file);
-        if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
-            rc = yaml_fields_fail(&l->f, v, "credentials_file: %s", cerr.msg);
-    }
+    if (!root)
+        return builtin_model(c, l->f.err); /* an empty file: the defaults */
+    int rc = config__load_directives(l, root, extra_keys);
     if (rc == 0 && (v = yaml_tree_get(root, "inventory")))
         rc = check_bmcs(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "model"))) {
-        static const char *const model_keys[] = {"path", "fleet_interval", NULL};
-        const struct yaml_tree_node *x;
-        char *text = NULL;
-        struct medic_error merr = {0};
-        rc = yaml_fields_mapping(&l->f, v, "model");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&l->f, v, "model", model_keys);
-        if (rc == 0 && (x = yaml_tree_get(v, "path"))) {
-            rc = yaml_fields_string(&l->f, x, "path", &text);
-            if (rc == 0 && !(c->model_path = config__resolve_path(l->f.file, text)))
-                rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-            free(text);
-            if (rc == 0 &&
-                (model_load(c->model_path, &c->model, &merr) ||
-                 features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
-                rc = yaml_fields_fail(&l->f, x, "path: %s", merr.msg);
-        }
-        if (rc == 0 && (x = yaml_tree_get(v, "fleet_interval"))) {
-            rc = yaml_fields_duration(&l->f, x, "fleet_interval", &c->fleet_interval);
-            if (rc == 0 && c->fleet_interval < MEDIC_NS_PER_SEC)
-                rc = yaml_fields_fail(&l->f, x, "fleet_interval: at least 1s");
-        }
-    }
-    if (rc == 0 && (v = yaml_tree_get(root, "prometheus"))) {
-        static const char *const prom_keys[] = {"url", "timeout", NULL};
-        const struct yaml_tree_node *x;
-        rc = yaml_fields_mapping(&l->f, v, "prometheus");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&l->f, v, "prometheus", prom_keys);
-        if (rc == 0 && (x = yaml_tree_get(v, "url"))) {
-            rc = yaml_fields_string(&l->f, x, "url", &c->prometheus_url);
-            if (rc == 0 && strncmp(c->prometheus_url, "http", 4) != 0)
-                rc = yaml_fields_fail(&l->f, x, "url: expected http:// or https://");
-        }
-        if (rc == 0 && (x = yaml_tree_get(v, "timeout"))) {
-            rc = yaml_fields_duration(&l->f, x, "timeout", &c->prometheus_timeout);
-            if (rc == 0 && (c->prometheus_timeout < 10 * MEDIC_NS_PER_MS ||
-                            c->prometheus_timeout > 60 * MEDIC_NS_PER_SEC))
-                rc = yaml_fields_fail(&l->f, x, "timeout: between 10ms and 60s");
-        }
-    }
     if (rc == 0 && c->model_path && !c->prometheus_url)
         rc = yaml_fields_fail(&l->f, yaml_tree_get(root, "model"),
                               "model: needs prometheus.url, where its telemetry is read");
     if (rc == 0 && !c->model_path)
         rc = builtin_model(c, l->f.err);
-    if (rc == 0 && (v = yaml_tree_get(root, "slurm"))) {
-        static const char *const slurm_keys[] = {"conf", "scontrol", NULL};
-        const struct yaml_tree_node *x;
-        char *text = NULL;
-        rc = yaml_fields_mapping(&l->f, v, "slurm");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&l->f, v, "slurm", slurm_keys);
-        if (rc == 0 && (x = yaml_tree_get(v, "conf"))) {
-            rc = yaml_fields_string(&l->f, x, "conf", &text);
-            if (rc == 0 && !(c->slurm_conf = config__resolve_path(l->f.file, text)))
-                rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-            free(text);
-        }
-        if (rc == 0 && (x = yaml_tree_get(v, "scontrol")))
-            rc = yaml_fields_string(&l->f, x, "scontrol", &c->scontrol);
-    }
-    if (rc == 0 && (v = yaml_tree_get(root, "notifiers")))
-        rc = config__load_notifiers(l, v);
-    if (rc == 0 && (v = yaml_tree_get(root, "engine"))) {
-        static const char *const engine_keys[] = {"tick_interval", NULL};
-        const struct yaml_tree_node *x;
-        rc = yaml_fields_mapping(&l->f, v, "engine");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&l->f, v, "engine", engine_keys);
-        if (rc == 0 && (x = yaml_tree_get(v, "tick_interval"))) {
-            rc = yaml_fields_duration(&l->f, x, "tick_interval", &c->engine_tick_interval);
-            if (rc == 0 && (c->engine_tick_interval < 10 * MEDIC_NS_PER_MS ||
-                            c->engine_tick_interval > 3600 * MEDIC_NS_PER_SEC))
-                rc = yaml_fields_fail(&l->f, x, "tick_interval: between 10ms and 1h");
-        }
-    }
     if (rc == 0 && (v = yaml_tree_get(root, "safety"))) {
         c->storm_line = v->line;
         c->storm_col = v->col;
     }
     if (rc == 0)
         rc = load_policies(l, root);
-    if (rc == 0 && (v = yaml_tree_get(root, "tls"))) {
-        static const char *const tls_keys[] = {"cert_file", "key_file", NULL};
-        const struct yaml_tree_node *cert, *key;
-        rc = yaml_fields_mapping(&l->f, v, "tls");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&l->f, v, "tls", tls_keys);
-        cert = yaml_tree_get(v, "cert_file");
-        key = yaml_tree_get(v, "key_file");
-        if (rc == 0 && (!cert || !key))
-            rc = yaml_fields_fail(&l->f, v, "tls: needs both cert_file and key_file");
-        if (rc == 0)
-            rc = config__load_pem(l, cert, "cert_file", &c->tls_cert_pem);
-        if (rc == 0)
-            rc = config__read_secret(l, key, "key_file", &c->tls_key_pem);
-    }
     return rc;
 }
 

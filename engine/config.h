@@ -10,6 +10,7 @@
 #ifndef MEDIC_CONFIG_H
 #define MEDIC_CONFIG_H
 
+#include "buf.h"
 #include "credentials.h"
 #include "feature_spec.h"
 #include "lstm.h"
@@ -120,11 +121,19 @@ void medic_config_release(struct medic_config *config);
  * would hold actions and tell nobody). Errors are "FILE:LINE:COL: ...". */
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err);
 
+/* What is risky in a configuration that is valid and servable (a dry-run
+ * that would be refused once live), as a sentence; NULL when nothing is. */
+const char *medic_config_warning(const struct medic_config *config);
+
 /* The credentials that guard the read API (/api/v1/..., /metrics, the
  * on-call page) and the admin endpoints (/-/reload): their own, or in live
  * mode the webhook's when none are set. */
 const struct medic_credentials *medic_config_read_auth(const struct medic_config *config);
 const struct medic_credentials *medic_config_admin_auth(const struct medic_config *config);
+
+/* The reference of every directive (key, default, what it does, bounds)
+ * as a Markdown table: what docs/configuration.md holds. */
+int medic_config_reference(struct medic_buf *out);
 
 /* ---- snapshots ---- */
 

@@ -1,6 +1,6 @@
 /* The configuration loader's pieces shared by config.c (the root and the
- * policies) and config_sections.c (auth, limits, audit, notifiers, secret
- * files). Private to engine/. */
+ * policies), config_sections.c (auth, notifiers, secret files) and
+ * config_directives.c (the table of directives). Private to engine/. */
 #ifndef MEDIC_ENGINE_CONFIG_LOADER_H
 #define MEDIC_ENGINE_CONFIG_LOADER_H
 
@@ -18,9 +18,14 @@ int config__load_pem(struct loader *l, const struct yaml_tree_node *n, const cha
 int config__load_basic(struct loader *l, const struct yaml_tree_node *n, const char *key,
                        struct medic_credentials *c);
 int config__load_auth(struct loader *l, const struct yaml_tree_node *n);
-int config__load_limits(struct loader *l, const struct yaml_tree_node *n);
-int config__load_audit(struct loader *l, const struct yaml_tree_node *n);
 char *config__resolve_path(const char *config_file, const char *path);
 int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n);
+/* config.c: the inventory section (file or nodes, node_labels). */
+int config__load_inventory(struct loader *l, const struct yaml_tree_node *n);
+/* config_directives.c: every directive of the table present in root, in
+ * the table's order; keys neither in the table nor in extra_keys are
+ * refused. */
+int config__load_directives(struct loader *l, const struct yaml_tree_node *root,
+                            const char *const *extra_keys);
 
 #endif

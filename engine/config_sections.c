@@ -112,54 +112,6 @@ int config__load_auth(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
-int config__load_limits(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"max_body_bytes",
-                                       "max_alerts",
-                                       "max_labels",
-                                       "max_label_value_bytes",
-                                       "max_annotation_value_bytes",
-                                       "max_connections",
-                                       NULL};
-    struct receiver_limits *lim = &l->config->limits;
-    int rc = yaml_fields_mapping(&l->f, n, "limits");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, "limits", keys);
-    const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(n, "max_body_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_body_bytes", 1024, RECEIVER_WIDEST_BODY_BYTES,
-                              &lim->max_body_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_alerts")))
-        rc = yaml_fields_size(&l->f, v, "max_alerts", 1, RECEIVER_WIDEST_ALERTS, &lim->max_alerts);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_labels")))
-        rc = yaml_fields_size(&l->f, v, "max_labels", 1, RECEIVER_WIDEST_LABELS, &lim->max_labels);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_label_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_label_value_bytes", 16, RECEIVER_WIDEST_VALUE_BYTES,
-                              &lim->max_label_value_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_annotation_value_bytes")))
-        rc = yaml_fields_size(&l->f, v, "max_annotation_value_bytes", 16,
-                              RECEIVER_WIDEST_VALUE_BYTES, &lim->max_annotation_value_bytes);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_connections")))
-        rc = yaml_fields_size(&l->f, v, "max_connections", 1, 65536, &l->config->max_connections);
-    return rc;
-}
-
-int config__load_audit(struct loader *l, const struct yaml_tree_node *n)
-{
-    static const char *const keys[] = {"path", "busy_timeout", "max_pending", NULL};
-    int rc = yaml_fields_mapping(&l->f, n, "audit");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&l->f, n, "audit", keys);
-    const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(n, "path")))
-        rc = yaml_fields_string(&l->f, v, "path", &l->config->audit_path);
-    if (rc == 0 && (v = yaml_tree_get(n, "busy_timeout")))
-        rc = yaml_fields_duration(&l->f, v, "busy_timeout", &l->config->audit_busy_timeout);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_pending")))
-        rc = yaml_fields_size(&l->f, v, "max_pending", 1, 1000000, &l->config->audit_max_pending);
-    return rc;
-}
-
 /* A path from the configuration, relative to the file's own folder. */
 char *config__resolve_path(const char *config_file, const char *path)
 {

@@ -37,6 +37,15 @@ int medic_config_check_serving(const struct medic_config *config, struct medic_e
     return 0;
 }
 
+const char *medic_config_warning(const struct medic_config *config)
+{
+    if (config->mode != MEDIC_MODE_LIVE && has_disruptive_steps(&config->policies) &&
+        !config->policies.safety.storm_notifier)
+        return "disruptive policies and no safety.storm.notifier: a storm would hold actions "
+               "back and tell nobody; medic serve refuses this in mode: live";
+    return NULL;
+}
+
 static int credentials_set(const struct medic_credentials *c)
 {
     return c->bearer_token || c->basic_username;

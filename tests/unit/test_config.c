@@ -256,6 +256,42 @@ static void test_live_needs_auth(void **state)
     medic_config_release(&c);
 }
 
+/* The directive table: it reads every key the reference names, refuses
+ * what it does not, and check config warns about a dry-run that live mode
+ * would refuse. */
+static void test_directive_table(void **state)
+{
+    (void)state;
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    assert_int_equal(medic_config_reference(&b), 0);
+    static const char *const keys[] = {"`listen`",
+                                       "`audit.busy_timeout`",
+                                       "`limits.max_alerts`",
+                                       "`prometheus.timeout`",
+                                       "`engine.tick_interval`",
+                                       "`tls.key_file`",
+                                       "`auth.admin_basic_auth`"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        assert_non_null(strstr(b.data, keys[i]));
+    assert_non_null(strstr(b.data, "(10ms..1h)"));
+    medic_buf_release(&b);
+    expect_error("audit: { path: x, max_pendin: 3 }\n", "1:19: unknown key 'max_pendin' in audit");
+    expect_error("engine: { tick_interval: 2h }\n", "1:26: tick_interval: between 10ms and 1h");
+    expect_error("model: { fleet_interval: 10ms }\n", "1:26: fleet_interval: at least 1s");
+    const char *path = write_file("warn.yaml",
+                                  "policies: [ { name: d, match: '{a=\"b\"}', steps: [ { action: "
+                                  "drain } ] } ]\n",
+                                  0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    assert_int_equal(medic_config_load(path, &c, &err), 0);
+    assert_int_equal(c.prometheus_timeout, 2 * MEDIC_NS_PER_SEC); /* the table's default */
+    assert_non_null(medic_config_warning(&c));
+    assert_non_null(strstr(medic_config_warning(&c), "safety.storm.notifier"));
+    medic_config_release(&c);
+}
+
 static void test_secret_file_mode(void **state)
 {
     (void)state;
@@ -284,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_model_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_needs_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_directive_table, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

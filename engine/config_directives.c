@@ -1,0 +1,363 @@
+/* The configuration's directives in one typed table: name, type, bounds,
+ * default and doc. The table drives the loader (which keys exist, how each
+ * value is read and bounded, in which order), and the reference in
+ * docs/configuration.md (`medic check config --reference`). Sections with a
+ * structure of their own (auth, tls, inventory, notifiers) have a loader of
+ * their own and rows that document their keys. */
+#include "config_loader.h"
+#include "log.h"
+#include "timeutil.h"
+#include "yaml_tree.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum directive_type {
+    D_LISTEN,    /* char *: HOST:PORT */
+    D_MODE,      /* enum medic_mode */
+    D_LOG_LEVEL, /* int */
+    D_STRING,    /* char * */
+    D_PATH,      /* char *: relative to the configuration file */
+    D_HTTP_URL,  /* char *: http:// or https:// */
+    D_DURATION,  /* int64_t ns within min..max (max 0: none) */
+    D_SIZE,      /* size_t within min..max; KiB and MiB suffixes */
+    D_CUSTOM,    /* read by load() */
+    D_DOC,       /* a key read by its section's loader; documented here */
+};
+
+struct directive {
+    const char *section; /* NULL: top level */
+    const char *key;
+    enum directive_type type;
+    size_t offset; /* in struct medic_config */
+    int64_t min, max;
+    const char *min_text, *max_text; /* bounds as medic.yaml writes them */
+    const char *fallback;            /* the default, as medic.yaml writes it */
+    const char *doc;
+    int (*load)(struct loader *l, const struct yaml_tree_node *n);
+};
+
+#define AT(field) offsetof(struct medic_config, field)
+#define MS(n) ((int64_t)(n)*MEDIC_NS_PER_MS)
+#define SEC(n) ((int64_t)(n)*MEDIC_NS_PER_SEC)
+
+static int load_listen(struct loader *l, const struct yaml_tree_node *n);
+static int load_mode(struct loader *l, const struct yaml_tree_node *n);
+static int load_log_level(struct loader *l, const struct yaml_tree_node *n);
+static int load_credentials_file(struct loader *l, const struct yaml_tree_node *n);
+static int load_model_path(struct loader *l, const struct yaml_tree_node *n);
+static int load_tls(struct loader *l, const struct yaml_tree_node *n);
+
+/* In the order they are read: credentials before what names them, the
+ * model after Prometheus, notifiers before the policies (read after the
+ * table, with safety and policy_files). */
+static const struct directive directives[] = {
+    {NULL, "listen", D_LISTEN, AT(listen), 0, 0, NULL, NULL, "`127.0.0.1:9799`",
+     "`HOST:PORT`; `[::1]:9799` for IPv6", load_listen},
+    {NULL, "mode", D_MODE, AT(mode), 0, 0, NULL, NULL, "`dry-run`",
+     "`dry-run` or `live`. `medic serve`, `medic check config` and a reload refuse `live` "
+     "unless the webhook has authentication, and refuse live disruptive policies without "
+     "`safety.storm.notifier` (errors at the `mode:` or `safety:` line)",
+     load_mode},
+    {NULL, "log_level", D_LOG_LEVEL, AT(log_level), 0, 0, NULL, NULL, "`info`",
+     "`debug`, `info`, `warn`, `error`", load_log_level},
+    {"audit", "path", D_STRING, AT(audit_path), 0, 0, NULL, NULL, "`./medic.db`",
+     "the SQLite database; created and migrated at start", NULL},
+    {"audit", "busy_timeout", D_DURATION, AT(audit_busy_timeout), 0, 0, NULL, NULL, "`5s`",
+     "how long a commit waits for a lock held by another process before the request gets 503",
+     NULL},
+    {"audit", "max_pending", D_SIZE, AT(audit_max_pending), 1, 1000000, "1", "1000000", "`4096`",
+     "write requests queued for the audit writer before new ones get 503", NULL},
+    {NULL, "auth", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, config__load_auth},
+    {"auth", "webhook_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "file holding the token `POST /webhook` requires (`Authorization: Bearer ...`)", NULL},
+    {"auth", "webhook_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "`{ username: U, password_file: F }`; either or both of bearer and basic may be set", NULL},
+    {"auth", "read_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
+     "guards `GET /metrics`, `GET /api/v1/*` and `POST /api/v1/dry-run`; in live mode, when "
+     "no read credentials are set, the webhook's guard them",
+     NULL},
+    {"auth", "read_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
+     "as `read_bearer_token_file`, with basic auth", NULL},
+    {"auth", "admin_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
+     "guards `POST /-/reload`; in live mode, when no admin credentials are set, the webhook's "
+     "guard it",
+     NULL},
+    {"auth", "admin_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
+     "as `admin_bearer_token_file`, with basic auth", NULL},
+    {"limits", "max_body_bytes", D_SIZE, AT(limits.max_body_bytes), 1024,
+     RECEIVER_WIDEST_BODY_BYTES, "1KiB", "64MiB", "`1MiB`", "larger bodies get 413", NULL},
+    {"limits", "max_alerts", D_SIZE, AT(limits.max_alerts), 1, RECEIVER_WIDEST_ALERTS, "1",
+     "100000", "`1000`", "alerts in one notification", NULL},
+    {"limits", "max_labels", D_SIZE, AT(limits.max_labels), 1, RECEIVER_WIDEST_LABELS, "1", "1024",
+     "`64`", "labels or annotations in one set", NULL},
+    {"limits", "max_label_value_bytes", D_SIZE, AT(limits.max_label_value_bytes), 16,
+     RECEIVER_WIDEST_VALUE_BYTES, "16", "1MiB", "`4096`", "one label value", NULL},
+    {"limits", "max_annotation_value_bytes", D_SIZE, AT(limits.max_annotation_value_bytes), 16,
+     RECEIVER_WIDEST_VALUE_BYTES, "16", "1MiB", "`16384`", "one annotation value", NULL},
+    {"limits", "max_connections", D_SIZE, AT(max_connections), 1, 65536, "1", "65536", "`512`",
+     "concurrent HTTP connections", NULL},
+    {NULL, "credentials_file", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
+     "secrets for BMCs, agents and notifiers ([actions.md](actions.md)); refused unless mode "
+     "0600 or 0400",
+     load_credentials_file},
+    {NULL, "inventory", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, config__load_inventory},
+    {"inventory", "node_labels", D_DOC, 0, 0, 0, NULL, NULL, "`[node, Hostname, instance]`",
+     "the first label present names an alert's node; a `:port` suffix (and IPv6 brackets) is "
+     "removed",
+     NULL},
+    {"inventory", "file", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "the inventory as a file (relative to this one); see below", NULL},
+    {"inventory", "nodes", D_DOC, 0, 0, 0, NULL, NULL, "none", "the inventory inline; see below",
+     NULL},
+    {"prometheus", "url", D_HTTP_URL, AT(prometheus_url), 0, 0, NULL, NULL, "none",
+     "where the model's telemetry is read; without it alerts are not scored", NULL},
+    {"prometheus", "timeout", D_DURATION, AT(prometheus_timeout), MS(10), SEC(60), "10ms", "60s",
+     "`2s`",
+     "the time budget of one round's risk lookups; past it risks are unknown, with the reason",
+     NULL},
+    {"model", "path", D_CUSTOM, 0, 0, 0, NULL, NULL, "the built-in model",
+     "a safetensors model file ([model.md](model.md)); needs `prometheus.url`", load_model_path},
+    {"model", "fleet_interval", D_DURATION, AT(fleet_interval), SEC(1), 0, "1s", NULL, "none",
+     "score every GPU Prometheus knows this often, for `medic_gpu_failure_risk`", NULL},
+    {"slurm", "conf", D_PATH, AT(slurm_conf), 0, 0, NULL, NULL, "Slurm's default",
+     "`SLURM_CONF` for scontrol", NULL},
+    {"slurm", "scontrol", D_STRING, AT(scontrol), 0, 0, NULL, NULL, "`scontrol`",
+     "the program for drain and resume", NULL},
+    {NULL, "notifiers", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
+     "`NAME: { type, url, from, to, routing_key, credentials }`; type is `webhook`, `slack`, "
+     "`pagerduty` or `smtp` ([actions.md](actions.md))",
+     config__load_notifiers},
+    {"engine", "tick_interval", D_DURATION, AT(engine_tick_interval), MS(10), SEC(3600), "10ms",
+     "1h", "`5s`", "how often the escalation scheduler runs", NULL},
+    {NULL, "safety", D_DOC, 0, 0, 0, NULL, NULL, "see policies.md",
+     "caps, storm breaker, stale alerts, maintenance windows ([policies.md](policies.md))", NULL},
+    {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
+     "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},
+    {NULL, "policy_files", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "more policy files, relative to this one", NULL},
+    {NULL, "tls", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, load_tls},
+    {"tls", "cert_file", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "PEM certificate (chain); with `key_file`, medic serves HTTPS only", NULL},
+    {"tls", "key_file", D_DOC, 0, 0, 0, NULL, NULL, "none", "PEM key, mode 0600", NULL},
+};
+
+#define DIRECTIVE_COUNT (sizeof(directives) / sizeof(directives[0]))
+
+static void *field_at(struct loader *l, const struct directive *d)
+{
+    return (char *)l->config + d->offset;
+}
+
+/* ---- the loaders of single directives ---- */
+
+static int load_listen(struct loader *l, const struct yaml_tree_node *n)
+{
+    int rc = yaml_fields_string(&l->f, n, "listen", &l->config->listen);
+    const char *colon = rc ? NULL : strrchr(l->config->listen, ':');
+    if (rc == 0 && (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+                    atoi(colon + 1) > 65535))
+        rc = yaml_fields_fail(&l->f, n, "listen: expected HOST:PORT, got '%s'", l->config->listen);
+    return rc;
+}
+
+static int load_mode(struct loader *l, const struct yaml_tree_node *n)
+{
+    struct medic_config *c = l->config;
+    c->mode_line = n->line;
+    c->mode_col = n->col;
+    int rc = yaml_fields_scalar(&l->f, n, "mode");
+    if (rc == 0 && strcmp(n->value, "dry-run") == 0)
+        c->mode = MEDIC_MODE_DRY_RUN;
+    else if (rc == 0 && strcmp(n->value, "live") == 0)
+        c->mode = MEDIC_MODE_LIVE;
+    else if (rc == 0)
+        rc = yaml_fields_fail(&l->f, n, "mode: expected 'dry-run' or 'live', got '%s'", n->value);
+    return rc;
+}
+
+static int load_log_level(struct loader *l, const struct yaml_tree_node *n)
+{
+    int rc = yaml_fields_scalar(&l->f, n, "log_level");
+    if (rc == 0 && (l->config->log_level = medic_log_parse_level(n->value)) < 0)
+        rc = yaml_fields_fail(&l->f, n, "log_level: expected debug, info, warn or error");
+    return rc;
+}
+
+static int load_credentials_file(struct loader *l, const struct yaml_tree_node *n)
+{
+    struct medic_config *c = l->config;
+    char *file = NULL;
+    struct medic_error cerr = {0};
+    int rc = yaml_fields_string(&l->f, n, "credentials_file", &file);
+    if (rc == 0 && !(c->credentials_file = config__resolve_path(l->f.file, file)))
+        rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+    free(file);
+    if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
+        rc = yaml_fields_fail(&l->f, n, "credentials_file: %s", cerr.msg);
+    return rc;
+}
+
+static int load_model_path(struct loader *l, const struct yaml_tree_node *n)
+{
+    struct medic_config *c = l->config;
+    char *text = NULL;
+    struct medic_error merr = {0};
+    int rc = yaml_fields_string(&l->f, n, "path", &text);
+    if (rc == 0 && !(c->model_path = config__resolve_path(l->f.file, text)))
+        rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+    free(text);
+    if (rc == 0 && (model_load(c->model_path, &c->model, &merr) ||
+                    features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
+        rc = yaml_fields_fail(&l->f, n, "path: %s", merr.msg);
+    return rc;
+}
+
+static int load_tls(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"cert_file", "key_file", NULL};
+    int rc = yaml_fields_mapping(&l->f, n, "tls");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&l->f, n, "tls", keys);
+    const struct yaml_tree_node *cert = rc ? NULL : yaml_tree_get(n, "cert_file");
+    const struct yaml_tree_node *key = rc ? NULL : yaml_tree_get(n, "key_file");
+    if (rc == 0 && (!cert || !key))
+        rc = yaml_fields_fail(&l->f, n, "tls: needs both cert_file and key_file");
+    if (rc == 0)
+        rc = config__load_pem(l, cert, "cert_file", &l->config->tls_cert_pem);
+    if (rc == 0)
+        rc = config__read_secret(l, key, "key_file", &l->config->tls_key_pem);
+    return rc;
+}
+
+/* One directive's value, by its type. */
+static int load_value(struct loader *l, const struct directive *d, const struct yaml_tree_node *n)
+{
+    char *text = NULL;
+    int rc;
+    switch (d->type) {
+    case D_STRING:
+        return yaml_fields_string(&l->f, n, d->key, (char **)field_at(l, d));
+    case D_PATH:
+        rc = yaml_fields_string(&l->f, n, d->key, &text);
+        if (rc == 0 && !(*(char **)field_at(l, d) = config__resolve_path(l->f.file, text)))
+            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+        free(text);
+        return rc;
+    case D_HTTP_URL:
+        rc = yaml_fields_string(&l->f, n, d->key, (char **)field_at(l, d));
+        if (rc == 0 && strncmp(*(char **)field_at(l, d), "http", 4) != 0)
+            rc = yaml_fields_fail(&l->f, n, "%s: expected http:// or https://", d->key);
+        return rc;
+    case D_DURATION: {
+        int64_t *v = field_at(l, d);
+        rc = yaml_fields_duration(&l->f, n, d->key, v);
+        if (rc == 0 && d->max && (*v < d->min || *v > d->max))
+            rc = yaml_fields_fail(&l->f, n, "%s: between %s and %s", d->key, d->min_text,
+                                  d->max_text);
+        else if (rc == 0 && *v < d->min)
+            rc = yaml_fields_fail(&l->f, n, "%s: at least %s", d->key, d->min_text);
+        return rc;
+    }
+    case D_SIZE:
+        return yaml_fields_size(&l->f, n, d->key, (size_t)d->min, (size_t)d->max,
+                                (size_t *)field_at(l, d));
+    case D_LISTEN:
+    case D_MODE:
+    case D_LOG_LEVEL:
+    case D_CUSTOM:
+        return d->load(l, n);
+    case D_DOC:
+        return 0;
+    }
+    MEDIC_BUG("a directive of no type");
+}
+
+/* A section read row by row (not by a loader of its own). */
+static int table_section(const char *name)
+{
+    int rows = 0;
+    for (size_t i = 0; i < DIRECTIVE_COUNT; i++) {
+        const struct directive *d = &directives[i];
+        if (!d->section && strcmp(d->key, name) == 0)
+            return 0; /* a whole-section loader */
+        rows += d->section && strcmp(d->section, name) == 0;
+    }
+    return rows > 0;
+}
+
+/* Every key is a directive (or one of extra_keys), every table section a
+ * mapping of its own directives only. */
+static int check_keys(struct loader *l, const struct yaml_tree_node *root,
+                      const char *const *extra_keys)
+{
+    for (size_t i = 0; i < root->count; i++) {
+        const char *key = root->keys[i];
+        int known = 0;
+        for (size_t k = 0; k < DIRECTIVE_COUNT && !known; k++)
+            known =
+                strcmp(directives[k].section ? directives[k].section : directives[k].key, key) == 0;
+        for (const char *const *e = extra_keys; e && *e && !known; e++)
+            known = strcmp(key, *e) == 0;
+        struct yaml_tree_node at = {.line = root->key_lines[i], .col = root->key_cols[i]};
+        if (!known)
+            return yaml_fields_fail(&l->f, &at, "unknown key '%s'", key);
+        if (!table_section(key))
+            continue;
+        const struct yaml_tree_node *section = root->items[i];
+        int rc = yaml_fields_mapping(&l->f, section, key);
+        if (rc)
+            return rc;
+        for (size_t s = 0; s < section->count; s++) {
+            int ok = 0;
+            for (size_t k = 0; k < DIRECTIVE_COUNT && !ok; k++)
+                ok = directives[k].section && strcmp(directives[k].section, key) == 0 &&
+                     strcmp(directives[k].key, section->keys[s]) == 0;
+            struct yaml_tree_node sat = {.line = section->key_lines[s],
+                                         .col = section->key_cols[s]};
+            if (!ok)
+                return yaml_fields_fail(&l->f, &sat, "unknown key '%s' in %s", section->keys[s],
+                                        key);
+        }
+    }
+    return 0;
+}
+
+int config__load_directives(struct loader *l, const struct yaml_tree_node *root,
+                            const char *const *extra_keys)
+{
+    int rc = yaml_fields_mapping(&l->f, root, "the configuration");
+    if (rc == 0)
+        rc = check_keys(l, root, extra_keys);
+    for (size_t i = 0; i < DIRECTIVE_COUNT && rc == 0; i++) {
+        const struct directive *d = &directives[i];
+        if (d->type == D_DOC || (d->section && !table_section(d->section)))
+            continue;
+        const struct yaml_tree_node *n =
+            d->section ? yaml_tree_get(yaml_tree_get(root, d->section), d->key)
+                       : yaml_tree_get(root, d->key);
+        if (n)
+            rc = load_value(l, d, n);
+    }
+    return rc;
+}
+
+int medic_config_reference(struct medic_buf *out)
+{
+    medic_buf_puts(out, "| key | default | |\n|---|---|---|\n");
+    for (size_t i = 0; i < DIRECTIVE_COUNT; i++) {
+        const struct directive *d = &directives[i];
+        if (!d->doc)
+            continue; /* a section whose keys have rows of their own */
+        medic_buf_printf(out, "| `%s%s%s` | %s | %s", d->section ? d->section : "",
+                         d->section ? "." : "", d->key, d->fallback, d->doc);
+        if (d->min_text && d->max_text)
+            medic_buf_printf(out, " (%s..%s)", d->min_text, d->max_text);
+        else if (d->min_text)
+            medic_buf_printf(out, " (at least %s)", d->min_text);
+        medic_buf_puts(out, " |\n");
+    }
+    return out->error;
+}
