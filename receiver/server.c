@@ -1,4 +1,4 @@
-#include "server.h"
+#include "server_internal.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -14,63 +14,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-enum handler {
-    H_WEBHOOK,
-    H_METRICS,
-    H_HEALTHY,
-    H_READY,
-    H_RELOAD,
-    H_API_QUERY,
-    H_DRY_RUN,
-    H_OTHER,
-    H_COUNT
-};
-static const char *const handler_names[H_COUNT] = {"/webhook",        "/metrics",  "/-/healthy",
-                                                   "/-/ready",        "/-/reload", "/api/v1/query",
-                                                   "/api/v1/dry-run", "other"};
-
-static const unsigned int tracked_codes[] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
-#define N_CODES (sizeof(tracked_codes) / sizeof(tracked_codes[0]))
-
-struct settings_copy {
-    struct receiver_settings s;
-    char *strings[9];
-};
-
-struct receiver_server {
-    struct MHD_Daemon *daemon;
-    struct receiver_hooks hooks;
-    pthread_rwlock_t settings_lock;
-    struct settings_copy *settings;
-    atomic_int in_flight;
-    atomic_int stopping;
-    int port;
-    atomic_ullong requests[H_COUNT][N_CODES];
-    atomic_ullong notifications_accepted;
-    atomic_ullong notifications_duplicate;
-    atomic_ullong alerts_firing;
-    atomic_ullong alerts_resolved;
-};
-
-enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
-
-/* Per-request state kept between libmicrohttpd's calls. */
-struct request {
-    enum handler handler;
-    struct MHD_Connection *conn;
-    struct medic_buf body;
-    /* a webhook request between parse and commit */
-    atomic_int state;
-    struct medic_notification notification;
-    struct receiver_record_result result;
-    int record_rc;
-    struct medic_error record_err;
-    char remote[INET6_ADDRSTRLEN + 8];
-    int too_large;
-    size_t discarded;
-    int counted;
-};
 
 static void settings_free(struct settings_copy *c)
 {
@@ -108,7 +51,7 @@ static struct settings_copy *settings_dup(const struct receiver_settings *s)
 static void count_request(struct receiver_server *srv, enum handler h, unsigned int code)
 {
     for (size_t i = 0; i < N_CODES; i++) {
-        if (tracked_codes[i] == code) {
+        if (receiver__tracked_codes[i] == code) {
             atomic_fetch_add(&srv->requests[h][i], 1);
             return;
         }
@@ -157,105 +100,6 @@ static enum MHD_Result respond_error(struct receiver_server *srv, struct MHD_Con
                                 b.len, extra_header, extra_value);
     medic_buf_release(&b);
     return r;
-}
-
-static enum handler route(const char *url)
-{
-    if (strcmp(url, "/webhook") == 0)
-        return H_WEBHOOK;
-    if (strcmp(url, "/metrics") == 0)
-        return H_METRICS;
-    if (strcmp(url, "/-/healthy") == 0)
-        return H_HEALTHY;
-    if (strcmp(url, "/-/ready") == 0)
-        return H_READY;
-    if (strcmp(url, "/-/reload") == 0)
-        return H_RELOAD;
-    if (strcmp(url, "/api/v1/dry-run") == 0)
-        return H_DRY_RUN;
-    if (strncmp(url, "/api/v1/", 8) == 0)
-        return H_API_QUERY;
-    return H_OTHER;
-}
-
-static const char *allowed_method(enum handler h)
-{
-    switch (h) {
-    case H_WEBHOOK:
-    case H_RELOAD:
-    case H_DRY_RUN:
-        return "POST";
-    case H_HEALTHY:
-    case H_READY:
-        return "GET, HEAD";
-    default:
-        return "GET";
-    }
-}
-
-static int method_ok(enum handler h, const char *method)
-{
-    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN)
-        return strcmp(method, "POST") == 0;
-    if (h == H_HEALTHY || h == H_READY)
-        return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    return strcmp(method, "GET") == 0;
-}
-
-/* Which credentials guard a handler. */
-static const struct receiver_auth *auth_for(const struct receiver_settings *s, enum handler h)
-{
-    switch (h) {
-    case H_WEBHOOK:
-        return &s->webhook_auth;
-    case H_API_QUERY:
-    case H_METRICS:
-    case H_DRY_RUN:
-        return &s->read_auth;
-    case H_RELOAD:
-        return &s->admin_auth;
-    default:
-        return NULL;
-    }
-}
-
-static int authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
-                        const char **challenge)
-{
-    const char *authorization =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    char *user = NULL, *pass = NULL;
-    int ok;
-    pthread_rwlock_rdlock(&srv->settings_lock);
-    const struct receiver_auth *auth = auth_for(&srv->settings->s, h);
-    if (!auth || !receiver_auth_required(auth)) {
-        pthread_rwlock_unlock(&srv->settings_lock);
-        return 1;
-    }
-    *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
-    if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
-        user = MHD_basic_auth_get_username_password(conn, &pass);
-    ok = receiver_auth_check(auth, authorization, user, pass);
-    pthread_rwlock_unlock(&srv->settings_lock);
-    if (user)
-        MHD_free(user);
-    if (pass)
-        MHD_free(pass);
-    return ok;
-}
-
-static int is_json_content_type(const char *ct)
-{
-    if (!ct)
-        return 0;
-    while (*ct == ' ')
-        ct++;
-    if (strncasecmp(ct, "application/json", 16) != 0)
-        return 0;
-    ct += 16;
-    while (*ct == ' ')
-        ct++;
-    return *ct == '\0' || *ct == ';';
 }
 
 static void remote_address(struct MHD_Connection *conn, char *out, size_t size)
@@ -362,42 +206,6 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
     return MHD_YES;
 }
 
-static void render_metrics(struct receiver_server *srv, struct medic_buf *b)
-{
-    medic_buf_puts(b, "# HELP medic_http_requests_total HTTP requests by handler and status "
-                      "code.\n# TYPE medic_http_requests_total counter\n");
-    for (int h = 0; h < H_COUNT; h++)
-        for (size_t c = 0; c < N_CODES; c++) {
-            unsigned long long v = atomic_load(&srv->requests[h][c]);
-            if (v || (h == H_WEBHOOK && tracked_codes[c] == 200))
-                medic_buf_printf(b, "medic_http_requests_total{handler=\"%s\",code=\"%u\"} %llu\n",
-                                 handler_names[h], tracked_codes[c], v);
-        }
-    medic_buf_printf(b,
-                     "# HELP medic_notifications_total Notifications committed, by result.\n"
-                     "# TYPE medic_notifications_total counter\n"
-                     "medic_notifications_total{result=\"accepted\"} %llu\n"
-                     "medic_notifications_total{result=\"duplicate\"} %llu\n"
-                     "# HELP medic_duplicates_total Notifications recorded as duplicates of an "
-                     "earlier one.\n"
-                     "# TYPE medic_duplicates_total counter\n"
-                     "medic_duplicates_total %llu\n"
-                     "# HELP medic_alerts_total Alerts committed from accepted notifications, by "
-                     "status.\n"
-                     "# TYPE medic_alerts_total counter\n"
-                     "medic_alerts_total{status=\"firing\"} %llu\n"
-                     "medic_alerts_total{status=\"resolved\"} %llu\n"
-                     "# HELP medic_http_requests_in_flight HTTP requests being served.\n"
-                     "# TYPE medic_http_requests_in_flight gauge\n"
-                     "medic_http_requests_in_flight %d\n",
-                     atomic_load(&srv->notifications_accepted),
-                     atomic_load(&srv->notifications_duplicate),
-                     atomic_load(&srv->notifications_duplicate), atomic_load(&srv->alerts_firing),
-                     atomic_load(&srv->alerts_resolved), atomic_load(&srv->in_flight));
-    if (srv->hooks.metrics)
-        srv->hooks.metrics(srv->hooks.ctx, b);
-}
-
 static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Connection *conn,
                                     struct request *req, const char *url)
 {
@@ -442,7 +250,7 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     case H_METRICS: {
         struct medic_buf b;
         medic_buf_init(&b, 0);
-        render_metrics(srv, &b);
+        receiver__render_metrics(srv, &b);
         enum MHD_Result r =
             respond(srv, conn, req, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                     b.data ? b.data : "", b.len, NULL, NULL);
@@ -485,15 +293,15 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
 {
     if (req->handler == H_OTHER)
         return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
-    if (!method_ok(req->handler, method)) {
+    if (!receiver__method_ok(req->handler, method)) {
         char msg[96];
         snprintf(msg, sizeof(msg), "method %.16s is not allowed on %s; use %s", method, url,
-                 allowed_method(req->handler));
+                 receiver__allowed_method(req->handler));
         return respond_error(srv, conn, req, MHD_HTTP_METHOD_NOT_ALLOWED, msg,
-                             MHD_HTTP_HEADER_ALLOW, allowed_method(req->handler));
+                             MHD_HTTP_HEADER_ALLOW, receiver__allowed_method(req->handler));
     }
     const char *challenge = NULL;
-    if (!authenticate(srv, conn, req->handler, &challenge)) {
+    if (!receiver__authenticate(srv, conn, req->handler, &challenge)) {
         const char *given =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         return respond_error(srv, conn, req, MHD_HTTP_UNAUTHORIZED,
@@ -503,7 +311,7 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
     if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (!is_json_content_type(ct)) {
+    if (!receiver__is_json_content_type(ct)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "content type '%.64s' is not supported; send application/json",
                  ct ? ct : "(none)");
@@ -530,7 +338,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = calloc(1, sizeof(*req));
         if (!req)
             return MHD_NO;
-        req->handler = route(url);
+        req->handler = receiver__route(url);
         req->conn = conn;
         medic_notification_init(&req->notification);
         pthread_rwlock_rdlock(&srv->settings_lock);

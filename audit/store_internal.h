@@ -1,0 +1,82 @@
+/* The audit store's insides, shared by store.c (the queue, the writer
+ * thread, group commit) and rows.c (the statements and the rows each kind
+ * of request writes). Private to audit/. */
+#ifndef MEDIC_AUDIT_STORE_INTERNAL_H
+#define MEDIC_AUDIT_STORE_INTERNAL_H
+
+#include "audit.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
+
+/* What the caller's thread computes before queueing a notification, so
+ * that the single writer thread does only database work: the dedupe key
+ * and every alert's labels and annotations as JSON, NUL-separated in one
+ * buffer (offsets[2i] labels, offsets[2i+1] annotations). */
+struct prepared_notification {
+    char dedupe_key[65];
+    int64_t dedupe_prefix;
+    unsigned char *deflated; /* the raw body compressed, when that is smaller */
+    size_t deflated_len;     /* 0: store the body as it is */
+    struct medic_buf json;
+    size_t *offsets;
+};
+
+struct job {
+    enum job_kind kind;
+    const void *in;
+    const struct prepared_notification *prepared;
+    void *out;
+    int64_t id;
+    int rc;
+    int done;
+    pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
+    struct medic_error err;
+    struct job *next;
+    /* asynchronous jobs: called on the writer thread when durable, then the
+     * job (heap, owned by the store) is freed */
+    audit_done_fn done_fn;
+    void *done_arg;
+    struct prepared_notification owned_prep;
+};
+
+enum stmt_id {
+    ST_FIND_FIRST,
+    ST_INSERT_NOTIFICATION,
+    ST_INSERT_ALERT,
+    ST_INSERT_DECISION,
+    ST_INSERT_ACTION,
+    ST_LAST_DECISION_HASH,
+    ST_LAST_ACTION_HASH,
+    ST_SELECT_DECISION,
+    ST_SELECT_ACTION,
+    ST_SET_DECISION_HASH,
+    ST_SET_ACTION_HASH,
+    ST_MARK_EVALUATED,
+    ST_SAVE_ENGINE_STATE,
+    ST_COUNT
+};
+
+struct audit_store {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[ST_COUNT];
+    struct audit_options options;
+    pthread_t writer;
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct job *head, *tail;
+    size_t pending;
+    int stopping;
+    struct audit_stats stats; /* under lock */
+};
+
+int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *err);
+int audit__prepare_notification(const struct audit_notification_in *in,
+                                struct prepared_notification *p);
+void audit__prepared_release(struct prepared_notification *p);
+int audit__run_job(struct audit_store *s, struct job *job);
+int audit__prepare_all(struct audit_store *s, struct medic_error *err);
+
+#endif

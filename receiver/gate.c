@@ -1,0 +1,147 @@
+#include "server_internal.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+const char *const receiver__handler_names[H_COUNT] = {
+    "/webhook",  "/metrics",      "/-/healthy",      "/-/ready",
+    "/-/reload", "/api/v1/query", "/api/v1/dry-run", "other"};
+const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
+
+enum handler receiver__route(const char *url)
+{
+    if (strcmp(url, "/webhook") == 0)
+        return H_WEBHOOK;
+    if (strcmp(url, "/metrics") == 0)
+        return H_METRICS;
+    if (strcmp(url, "/-/healthy") == 0)
+        return H_HEALTHY;
+    if (strcmp(url, "/-/ready") == 0)
+        return H_READY;
+    if (strcmp(url, "/-/reload") == 0)
+        return H_RELOAD;
+    if (strcmp(url, "/api/v1/dry-run") == 0)
+        return H_DRY_RUN;
+    if (strncmp(url, "/api/v1/", 8) == 0)
+        return H_API_QUERY;
+    return H_OTHER;
+}
+
+const char *receiver__allowed_method(enum handler h)
+{
+    switch (h) {
+    case H_WEBHOOK:
+    case H_RELOAD:
+    case H_DRY_RUN:
+        return "POST";
+    case H_HEALTHY:
+    case H_READY:
+        return "GET, HEAD";
+    default:
+        return "GET";
+    }
+}
+
+int receiver__method_ok(enum handler h, const char *method)
+{
+    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN)
+        return strcmp(method, "POST") == 0;
+    if (h == H_HEALTHY || h == H_READY)
+        return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    return strcmp(method, "GET") == 0;
+}
+
+/* Which credentials guard a handler. */
+const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h)
+{
+    switch (h) {
+    case H_WEBHOOK:
+        return &s->webhook_auth;
+    case H_API_QUERY:
+    case H_METRICS:
+    case H_DRY_RUN:
+        return &s->read_auth;
+    case H_RELOAD:
+        return &s->admin_auth;
+    default:
+        return NULL;
+    }
+}
+
+int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
+                           const char **challenge)
+{
+    const char *authorization =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    char *user = NULL, *pass = NULL;
+    int ok;
+    pthread_rwlock_rdlock(&srv->settings_lock);
+    const struct receiver_auth *auth = receiver__auth_for(&srv->settings->s, h);
+    if (!auth || !receiver_auth_required(auth)) {
+        pthread_rwlock_unlock(&srv->settings_lock);
+        return 1;
+    }
+    *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
+    if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
+        user = MHD_basic_auth_get_username_password(conn, &pass);
+    ok = receiver_auth_check(auth, authorization, user, pass);
+    pthread_rwlock_unlock(&srv->settings_lock);
+    if (user)
+        MHD_free(user);
+    if (pass)
+        MHD_free(pass);
+    return ok;
+}
+
+int receiver__is_json_content_type(const char *ct)
+{
+    if (!ct)
+        return 0;
+    while (*ct == ' ')
+        ct++;
+    if (strncasecmp(ct, "application/json", 16) != 0)
+        return 0;
+    ct += 16;
+    while (*ct == ' ')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b)
+{
+    medic_buf_puts(b, "# HELP medic_http_requests_total HTTP requests by handler and status "
+                      "code.\n# TYPE medic_http_requests_total counter\n");
+    for (int h = 0; h < H_COUNT; h++)
+        for (size_t c = 0; c < N_CODES; c++) {
+            unsigned long long v = atomic_load(&srv->requests[h][c]);
+            if (v || (h == H_WEBHOOK && receiver__tracked_codes[c] == 200))
+                medic_buf_printf(b, "medic_http_requests_total{handler=\"%s\",code=\"%u\"} %llu\n",
+                                 receiver__handler_names[h], receiver__tracked_codes[c], v);
+        }
+    medic_buf_printf(b,
+                     "# HELP medic_notifications_total Notifications committed, by result.\n"
+                     "# TYPE medic_notifications_total counter\n"
+                     "medic_notifications_total{result=\"accepted\"} %llu\n"
+                     "medic_notifications_total{result=\"duplicate\"} %llu\n"
+                     "# HELP medic_duplicates_total Notifications recorded as duplicates of an "
+                     "earlier one.\n"
+                     "# TYPE medic_duplicates_total counter\n"
+                     "medic_duplicates_total %llu\n"
+                     "# HELP medic_alerts_total Alerts committed from accepted notifications, by "
+                     "status.\n"
+                     "# TYPE medic_alerts_total counter\n"
+                     "medic_alerts_total{status=\"firing\"} %llu\n"
+                     "medic_alerts_total{status=\"resolved\"} %llu\n"
+                     "# HELP medic_http_requests_in_flight HTTP requests being served.\n"
+                     "# TYPE medic_http_requests_in_flight gauge\n"
+                     "medic_http_requests_in_flight %d\n",
+                     atomic_load(&srv->notifications_accepted),
+                     atomic_load(&srv->notifications_duplicate),
+                     atomic_load(&srv->notifications_duplicate), atomic_load(&srv->alerts_firing),
+                     atomic_load(&srv->alerts_resolved), atomic_load(&srv->in_flight));
+    if (srv->hooks.metrics)
+        srv->hooks.metrics(srv->hooks.ctx, b);
+}

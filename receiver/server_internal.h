@@ -1,0 +1,78 @@
+/* The HTTP server's insides, shared by server.c (the daemon, the request
+ * cycle, the webhook) and gate.c (routes, methods, credentials, content
+ * type, its own metrics). Private to receiver/. */
+#ifndef MEDIC_RECEIVER_SERVER_INTERNAL_H
+#define MEDIC_RECEIVER_SERVER_INTERNAL_H
+
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum handler {
+    H_WEBHOOK,
+    H_METRICS,
+    H_HEALTHY,
+    H_READY,
+    H_RELOAD,
+    H_API_QUERY,
+    H_DRY_RUN,
+    H_OTHER,
+    H_COUNT
+};
+extern const char *const receiver__handler_names[H_COUNT];
+/* The status codes /metrics counts per handler. */
+#define N_CODES 9
+extern const unsigned int receiver__tracked_codes[N_CODES];
+
+struct settings_copy {
+    struct receiver_settings s;
+    char *strings[9];
+};
+
+struct receiver_server {
+    struct MHD_Daemon *daemon;
+    struct receiver_hooks hooks;
+    pthread_rwlock_t settings_lock;
+    struct settings_copy *settings;
+    atomic_int in_flight;
+    atomic_int stopping;
+    int port;
+    atomic_ullong requests[H_COUNT][N_CODES];
+    atomic_ullong notifications_accepted;
+    atomic_ullong notifications_duplicate;
+    atomic_ullong alerts_firing;
+    atomic_ullong alerts_resolved;
+};
+
+enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
+
+/* Per-request state kept between libmicrohttpd's calls. */
+struct request {
+    enum handler handler;
+    struct MHD_Connection *conn;
+    struct medic_buf body;
+    /* a webhook request between parse and commit */
+    atomic_int state;
+    struct medic_notification notification;
+    struct receiver_record_result result;
+    int record_rc;
+    struct medic_error record_err;
+    char remote[INET6_ADDRSTRLEN + 8];
+    int too_large;
+    size_t discarded;
+    int counted;
+};
+
+enum handler receiver__route(const char *url);
+const char *receiver__allowed_method(enum handler h);
+int receiver__method_ok(enum handler h, const char *method);
+const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h);
+int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
+                           const char **challenge);
+int receiver__is_json_content_type(const char *ct);
+void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b);
+
+#endif
