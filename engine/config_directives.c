@@ -186,15 +186,22 @@ static int load_log_level(struct loader *l, const struct yaml_tree_node *n)
     return rc;
 }
 
+/* A path in the configuration, made relative to the file's own folder. */
+static int read_path(struct loader *l, const struct yaml_tree_node *n, const char *key, char **out)
+{
+    char *text = NULL;
+    int rc = yaml_fields_string(&l->f, n, key, &text);
+    if (rc == 0 && !(*out = config__resolve_path(l->f.file, text)))
+        rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+    free(text);
+    return rc;
+}
+
 static int load_credentials_file(struct loader *l, const struct yaml_tree_node *n)
 {
     struct medic_config *c = l->config;
-    char *file = NULL;
     struct medic_error cerr = {0};
-    int rc = yaml_fields_string(&l->f, n, "credentials_file", &file);
-    if (rc == 0 && !(c->credentials_file = config__resolve_path(l->f.file, file)))
-        rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-    free(file);
+    int rc = read_path(l, n, "credentials_file", &c->credentials_file);
     if (rc == 0 && credentials_load(c->credentials_file, &c->credentials, &cerr))
         rc = yaml_fields_fail(&l->f, n, "credentials_file: %s", cerr.msg);
     return rc;
@@ -203,12 +210,8 @@ static int load_credentials_file(struct loader *l, const struct yaml_tree_node *
 static int load_model_path(struct loader *l, const struct yaml_tree_node *n)
 {
     struct medic_config *c = l->config;
-    char *text = NULL;
     struct medic_error merr = {0};
-    int rc = yaml_fields_string(&l->f, n, "path", &text);
-    if (rc == 0 && !(c->model_path = config__resolve_path(l->f.file, text)))
-        rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-    free(text);
+    int rc = read_path(l, n, "path", &c->model_path);
     if (rc == 0 && (model_load(c->model_path, &c->model, &merr) ||
                     features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
         rc = yaml_fields_fail(&l->f, n, "path: %s", merr.msg);
@@ -235,17 +238,12 @@ static int load_tls(struct loader *l, const struct yaml_tree_node *n)
 /* One directive's value, by its type. */
 static int load_value(struct loader *l, const struct directive *d, const struct yaml_tree_node *n)
 {
-    char *text = NULL;
     int rc;
     switch (d->type) {
     case D_STRING:
         return yaml_fields_string(&l->f, n, d->key, (char **)field_at(l, d));
     case D_PATH:
-        rc = yaml_fields_string(&l->f, n, d->key, &text);
-        if (rc == 0 && !(*(char **)field_at(l, d) = config__resolve_path(l->f.file, text)))
-            rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-        free(text);
-        return rc;
+        return read_path(l, n, d->key, (char **)field_at(l, d));
     case D_HTTP_URL:
         rc = yaml_fields_string(&l->f, n, d->key, (char **)field_at(l, d));
         if (rc == 0 && strncmp(*(char **)field_at(l, d), "http", 4) != 0)
