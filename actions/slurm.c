@@ -1,4 +1,5 @@
 #include "slurm.h"
+#include "utf8.h"
 #include "timeutil.h"
 
 #include <errno.h>
@@ -157,6 +158,34 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
     return 0;
 }
 
+/* The reason Slurm keeps (REASON_MAX bytes): control characters become
+ * spaces, and when it is too long the text is cut at a UTF-8 boundary
+ * while medic's mark at its end stays whole, since the mark is how a
+ * resume knows the drain is medic's own. */
+static void fit_reason(const char *reason, char *out, size_t size)
+{
+    const char *mark = NULL;
+    for (const char *p = strstr(reason, SLURM_MEDIC_MARK); p; p = strstr(p + 1, SLURM_MEDIC_MARK))
+        mark = p;
+    size_t len = strlen(reason);
+    size_t tail = mark ? len - (size_t)(mark - reason) : 0;
+    if (tail + 2 > size)
+        tail = 0; /* a mark that cannot fit whole is cut like any text */
+    size_t text = len - tail;
+    if (text + tail >= size)
+        text = medic_utf8_boundary(reason, size - 1 - tail - (tail ? 1 : 0));
+    if (text > len - tail)
+        text = len - tail;
+    size_t n = 0;
+    for (size_t i = 0; i < text; i++)
+        out[n++] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
+    if (tail && text < len - tail)
+        out[n++] = ' ';
+    for (size_t i = len - tail; i < len; i++)
+        out[n++] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
+    out[n] = '\0';
+}
+
 static int drained(const char *state)
 {
     return strstr(state, "DRAIN") != NULL;
@@ -176,10 +205,7 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
         return MEDIC_OUTCOME_SUCCEEDED;
     }
     char clean[REASON_MAX + 1];
-    size_t n = 0;
-    for (const char *p = reason ? reason : "medic"; *p && n < REASON_MAX; p++)
-        clean[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-    clean[n] = '\0';
+    fit_reason(reason ? reason : "medic", clean, sizeof(clean));
     char node_arg[300], reason_arg[REASON_MAX + 16];
     snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
     snprintf(reason_arg, sizeof(reason_arg), "Reason=%s", clean);

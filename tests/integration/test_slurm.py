@@ -14,7 +14,8 @@ TOKEN = "slurm-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def payload(node, starts_at, status="firing", ends_at=None):
+def payload(node, starts_at, status="firing", ends_at=None, alertname="GPUDoubleBitECC",
+            annotations=None):
     import datetime
 
     def ts(t):
@@ -23,9 +24,9 @@ def payload(node, starts_at, status="firing", ends_at=None):
     return json.dumps({"version": "4", "groupKey": f"g-{node}", "status": status,
                        "receiver": "medic", "alerts": [{
                            "status": status,
-                           "labels": {"alertname": "GPUDoubleBitECC", "instance": node,
+                           "labels": {"alertname": alertname, "instance": node,
                                       "gpu": "3"},
-                           "annotations": {}, "startsAt": ts(starts_at),
+                           "annotations": annotations or {}, "startsAt": ts(starts_at),
                            "endsAt": ts(ends_at) if ends_at else "0001-01-01T00:00:00Z"}]})
 
 
@@ -51,6 +52,9 @@ def test_drain_resume_and_operator_drains(suite):
                   "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: ecc\n    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
                   "    steps: [ { action: drain, reason: 'DBE on GPU {{ $labels.gpu }}' } ]\n"
+                  "    on_resolved: [ { action: resume } ]\n"
+                  "  - name: long\n    match: '{alertname=\"GPULongStory\"}'\n"
+                  "    steps: [ { action: drain, reason: '{{ $annotations.description }}' } ]\n"
                   "    on_resolved: [ { action: resume } ]\n")
     medic.start()
     suite.on_exit(medic.stop)
@@ -95,6 +99,26 @@ def test_drain_resume_and_operator_drains(suite):
     unknown = wait_until("the unknown node", lambda: len(outcomes(medic)) == 5 and
                          outcomes(medic)[4], timeout=30)
     assert unknown["result"] == "failed" and "no-such-node" in unknown["detail"], unknown
+
+    # a reason longer than Slurm's 200 characters never loses medic's mark,
+    # so medic can still resume its own drain (the text is cut instead, at a
+    # character boundary)
+    story = {"description": "é" * 300}
+    t2 = time.time()
+    medic.post("/webhook", payload("gpu-node-01", t2, alertname="GPULongStory",
+                                   annotations=story), headers=AUTH)
+    long_drain = wait_until("the long drain", lambda: len(outcomes(medic)) == 6 and
+                            outcomes(medic)[5], timeout=30)
+    assert long_drain["result"] == "succeeded", long_drain
+    state, reason = cluster.node("gpu-node-01")
+    assert "DRAIN" in state and "é (medic policy long)" in reason, reason
+    assert reason.startswith("éé"), reason
+    medic.post("/webhook", payload("gpu-node-01", t2, "resolved", time.time(),
+                                   alertname="GPULongStory", annotations=story), headers=AUTH)
+    long_resume = wait_until("the resume of the long drain", lambda: len(outcomes(medic)) == 7
+                             and outcomes(medic)[6], timeout=30)
+    assert long_resume["result"] == "succeeded", long_resume
+    assert "DRAIN" not in cluster.node("gpu-node-01")[0]
 
 
 if __name__ == "__main__":
