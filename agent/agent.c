@@ -208,6 +208,23 @@ static enum MHD_Result restore_all(struct agent *a, struct MHD_Connection *c)
     return r;
 }
 
+/* "/v1/gpus/N/power-limit": N is 1 to 3 decimal digits, nothing else (a
+ * wider number must never wrap around to another GPU). */
+static int gpu_path(const char *url, unsigned int *index)
+{
+    static const char prefix[] = "/v1/gpus/", suffix[] = "/power-limit";
+    if (strncmp(url, prefix, sizeof(prefix) - 1) != 0)
+        return 0;
+    const char *p = url + sizeof(prefix) - 1;
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || digits > 3 || strcmp(p + digits, suffix) != 0)
+        return 0;
+    *index = 0;
+    for (size_t i = 0; i < digits; i++)
+        *index = *index * 10 + (unsigned int)(p[i] - '0');
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -245,12 +262,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return r;
     }
     unsigned int index;
-    char tail[32];
     if (strcmp(url, "/v1/gpus") == 0)
         return strcmp(method, "GET") == 0 ? list_gpus(a, c) : reply_error(c, 405, "use GET");
     if (strcmp(url, "/v1/restore") == 0)
         return strcmp(method, "POST") == 0 ? restore_all(a, c) : reply_error(c, 405, "use POST");
-    if (sscanf(url, "/v1/gpus/%u/%31s", &index, tail) == 2 && strcmp(tail, "power-limit") == 0)
+    if (gpu_path(url, &index))
         return strcmp(method, "POST") == 0 ? set_limit(a, c, index, &req->body)
                                            : reply_error(c, 405, "use POST");
     return reply_error(c, 404, "no such endpoint");

@@ -74,6 +74,12 @@ def test_agent_api(suite):
     status, body = agent.call("POST", "/v1/gpus/3/power-limit", json.dumps({"watts": 900}))
     assert status == 400 and "outside GPU 3's limits 100.0..400.0" in body["error"], body
     assert agent.call("POST", "/v1/gpus/99/power-limit", json.dumps({"watts": 300}))[0] == 404
+    # an index past 32 bits must not wrap around to GPU 0, nor a signed or
+    # padded one slip through
+    for path in ("/v1/gpus/4294967296/power-limit", "/v1/gpus/-1/power-limit",
+                 "/v1/gpus/+0/power-limit", "/v1/gpus/0x0/power-limit",
+                 "/v1/gpus/0/power-limitX"):
+        assert agent.call("POST", path, json.dumps({"watts": 300}))[0] == 404, path
     assert agent.call("POST", "/v1/restore", "{}")[0] == 409  # nothing of medic's yet
     status, body = agent.call("POST", "/v1/gpus/3/power-limit", json.dumps({"watts": 250}))
     assert status == 200 and body["previous_w"] == 350.0 and body["limit_w"] == 250.0, body
