@@ -102,9 +102,13 @@ int medic_cmd_check(int argc, char **argv)
                config.audit_path, config.policies.count, config.inventory.count,
                config.model_path ? config.model_path : "built-in", config.model.hash,
                config.prometheus_url ? "" : ", no prometheus.url: alerts are not scored");
-        const char *warning = medic_config_warning(&config);
-        if (warning)
-            fprintf(stderr, "%s: warning: %s\n", argv[i], warning);
+        static struct medic_config_warnings warnings;
+        medic_config_warn(&config, &warnings);
+        for (size_t w = 0; w < warnings.count; w++)
+            fprintf(stderr, "warning: %s%s%s\n",
+                    strncmp(warnings.items[w], argv[i], strlen(argv[i])) ? argv[i] : "",
+                    strncmp(warnings.items[w], argv[i], strlen(argv[i])) ? ": " : "",
+                    warnings.items[w]);
         medic_config_release(&config);
     }
     return status;

@@ -121,9 +121,17 @@ void medic_config_release(struct medic_config *config);
  * would hold actions and tell nobody). Errors are "FILE:LINE:COL: ...". */
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err);
 
-/* What is risky in a configuration that is valid and servable (a dry-run
- * that would be refused once live), as a sentence; NULL when nothing is. */
-const char *medic_config_warning(const struct medic_config *config);
+/* What is risky in a configuration that is valid and servable, each as a
+ * sentence (FILE:LINE:COL: first when it has a place): a dry-run that live
+ * mode would refuse, a max_disrupted_fraction that allows no node, a
+ * disruptive step due only once its alert is stale, a disruptive policy
+ * with neither cooldown nor per-node budget. */
+#define MEDIC_CONFIG_MAX_WARNINGS 32
+struct medic_config_warnings {
+    char items[MEDIC_CONFIG_MAX_WARNINGS][400];
+    size_t count;
+};
+void medic_config_warn(const struct medic_config *config, struct medic_config_warnings *out);
 
 /* The credentials that guard the read API (/api/v1/..., /metrics, the
  * on-call page) and the admin endpoints (/-/reload): their own, or in live

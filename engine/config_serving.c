@@ -1,5 +1,7 @@
 #include "config.h"
+#include "timeutil.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 static int fail_serving(const struct medic_config *config, int line, int col,
@@ -37,13 +39,70 @@ int medic_config_check_serving(const struct medic_config *config, struct medic_e
     return 0;
 }
 
-const char *medic_config_warning(const struct medic_config *config)
+/* Appends one warning (printf-style) when there is room. */
+static void warn(struct medic_config_warnings *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn(struct medic_config_warnings *w, const char *fmt, ...)
 {
-    if (config->mode != MEDIC_MODE_LIVE && has_disruptive_steps(&config->policies) &&
-        !config->policies.safety.storm_notifier)
-        return "disruptive policies and no safety.storm.notifier: a storm would hold actions "
-               "back and tell nobody; medic serve refuses this in mode: live";
-    return NULL;
+    if (w->count == MEDIC_CONFIG_MAX_WARNINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->items[w->count++], sizeof(w->items[0]), fmt, ap);
+    va_end(ap);
+}
+
+static void format_duration(int64_t ns, char *out, size_t size)
+{
+    int64_t s = ns / MEDIC_NS_PER_SEC;
+    if (s && s % 3600 == 0)
+        snprintf(out, size, "%lldh", (long long)(s / 3600));
+    else if (s && s % 60 == 0)
+        snprintf(out, size, "%lldm", (long long)(s / 60));
+    else
+        snprintf(out, size, "%llds", (long long)s);
+}
+
+void medic_config_warn(const struct medic_config *config, struct medic_config_warnings *out)
+{
+    const struct policy_safety *s = &config->policies.safety;
+    int disruptive = has_disruptive_steps(&config->policies);
+    out->count = 0;
+    if (config->mode != MEDIC_MODE_LIVE && disruptive && !s->storm_notifier)
+        warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
+                  "back and tell nobody; medic serve refuses this in mode: live");
+    size_t inventory = config->inventory.count;
+    if (disruptive && inventory && s->max_disrupted_fraction * (double)inventory < 1.0 - 1e-9)
+        warn(out,
+             "safety.max_disrupted_fraction %g of %zu inventory nodes allows no node at all: "
+             "every disruptive action will be suppressed (raise it to at least %.3g)",
+             s->max_disrupted_fraction, inventory, 1.0 / (double)inventory);
+    for (size_t i = 0; i < config->policies.count; i++) {
+        const struct policy *p = &config->policies.items[i];
+        int policy_disrupts = 0;
+        for (size_t k = 0; k < p->step_count; k++) {
+            const struct policy_step *st = &p->steps[k];
+            if (!medic_action_disruptive(st->action.kind))
+                continue;
+            policy_disrupts = 1;
+            if (st->after >= s->max_alert_age) {
+                char after[32], age[32];
+                format_duration(st->after, after, sizeof(after));
+                format_duration(s->max_alert_age, age, sizeof(age));
+                warn(out,
+                     "%s:%d:%d: policy '%s' step %zu (%s) comes after %s, when the alert is "
+                     "older than safety.max_alert_age %s: it can never run",
+                     config->source, st->line, st->col, p->name, k + 1,
+                     medic_action_name(st->action.kind), after, age);
+            }
+        }
+        if (policy_disrupts && !p->cooldown && !p->budget_count)
+            warn(out,
+                 "%s:%d:%d: policy '%s' disrupts nodes with neither a cooldown nor "
+                 "max_actions_per_node: a flapping alert can drain or power-cycle the same node "
+                 "again and again",
+                 config->source, p->line, p->col, p->name);
+    }
 }
 
 static int credentials_set(const struct medic_credentials *c)

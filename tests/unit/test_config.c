@@ -285,10 +285,38 @@ static void test_directive_table(void **state)
                                   0644);
     struct medic_config c;
     struct medic_error err = {0};
+    static struct medic_config_warnings w;
     assert_int_equal(medic_config_load(path, &c, &err), 0);
     assert_int_equal(c.prometheus_timeout, 2 * MEDIC_NS_PER_SEC); /* the table's default */
-    assert_non_null(medic_config_warning(&c));
-    assert_non_null(strstr(medic_config_warning(&c), "safety.storm.notifier"));
+    medic_config_warn(&c, &w);
+    assert_int_equal(w.count, 2);
+    assert_non_null(strstr(w.items[0], "safety.storm.notifier"));
+    assert_non_null(strstr(w.items[1], "neither a cooldown nor max_actions_per_node"));
+    medic_config_release(&c);
+    /* what an operator in a hurry writes: a fraction that allows no node of
+     * a small fleet, a step due only once the alert is stale */
+    path = write_file("warn2.yaml",
+                      "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                      "inventory: { nodes: [ { name: n1 }, { name: n2 }, { name: n3 } ] }\n"
+                      "safety: { max_alert_age: 1h, storm: { max_alerting_nodes: 5, notifier: "
+                      "oncall } }\n"
+                      "policies:\n  - name: slow\n    match: '{a=\"b\"}'\n    cooldown: 6h\n"
+                      "    steps:\n      - { action: notify, notifier: oncall }\n"
+                      "      - { after: 90m, action: ipmi_power_cycle }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    assert_int_equal(w.count, 2);
+    assert_non_null(strstr(w.items[0], "max_disrupted_fraction 0.05 of 3 inventory nodes allows "
+                                       "no node at all"));
+    char want[256];
+    snprintf(want, sizeof(want),
+             "%s:10:9: policy 'slow' step 2 (ipmi_power_cycle) comes after "
+             "90m",
+             path);
+    assert_non_null(strstr(w.items[1], want));
+    assert_non_null(strstr(w.items[1], "it can never run"));
     medic_config_release(&c);
 }
 
