@@ -20,6 +20,7 @@ struct label_copy {
 /* One alert instance taken by one policy. */
 struct instance {
     char *fingerprint;
+    char *identity; /* fingerprint and label digest: what the state is keyed by */
     int64_t starts_at;
     char policy[65];
     size_t next_step; /* steps [0, next_step) are decided */
@@ -42,7 +43,7 @@ struct instance {
 /* An alert instance no policy took: remembered so that its repeats do not
  * record another no_match. */
 struct unmatched {
-    char *fingerprint;
+    char *fingerprint; /* the alert's identity (see policy__alert_identity) */
     int64_t starts_at;
     int64_t last_seen;
 };
@@ -70,6 +71,15 @@ struct node_state {
  * and kept in arrays in creation order, which is the order the scheduler
  * visits them: first come, first served at the fleet caps. Hash maps find
  * an alert's instances and a node by name. */
+/* An alert instance that resolved: remembered for RESOLVED_TTL so that a
+ * firing copy arriving later (another Alertmanager replica's older view,
+ * or a resolve overtaking its firing) never reopens it. */
+struct resolved_alert {
+    char *key; /* "identity starts_at" */
+    int64_t at;
+    int noted; /* a late firing copy was already recorded */
+};
+
 struct policy_state {
     struct instance **instances;
     size_t instance_count, instance_cap;
@@ -82,10 +92,19 @@ struct policy_state {
     size_t node_count, node_cap;
     struct medic_map nodes_by_name;
     int storm_active;
+    struct resolved_alert **resolved; /* creation order, for expiry */
+    size_t resolved_count, resolved_cap;
+    struct medic_map resolved_by_alert;
 };
 
 /* Unmatched instances are forgotten after this long without a repeat. */
 #define UNMATCHED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
+/* Resolved alert instances are remembered this long, at most this many. */
+#define RESOLVED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
+#define RESOLVED_MAX 100000
+/* An alert's identity: its fingerprint and a digest of its labels, since
+ * two alerts may share a fingerprint (never trust it alone). */
+#define ALERT_IDENTITY_SIZE 160
 
 struct policy_decision *policy__new_decision(struct policy_decisions *d);
 int policy__grow(void **items, size_t count, size_t *cap, size_t elem);
@@ -99,15 +118,22 @@ const struct policy *policy__policy_by_name(const struct policy_set *ps, const c
 void policy__format_duration(int64_t ns, char *out, size_t size);
 const struct policy *policy__instance_policy(const struct policy_context *ctx, struct instance *in);
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size);
-struct instance *policy__alert_instances(struct policy_state *st, const char *fingerprint,
+struct instance *policy__alert_instances(struct policy_state *st, const char *identity,
                                          int64_t starts_at);
 struct instance *policy__new_instance(struct policy_state *st, const struct policy_alert *a,
-                                      int64_t starts_at, const struct policy *pol, const char *node,
-                                      int in_inventory);
+                                      const char *identity, int64_t starts_at,
+                                      const struct policy *pol, const char *node, int in_inventory);
 void policy__remove_alert_instances(struct policy_state *st, struct instance *first);
-int policy__remember_unmatched(struct policy_state *st, const struct policy_alert *a,
-                               int64_t starts_at, int64_t now);
-void policy__forget_unmatched(struct policy_state *st, const char *fingerprint, int64_t starts_at);
+int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,
+                               int64_t now);
+void policy__forget_unmatched(struct policy_state *st, const char *identity, int64_t starts_at);
+void policy__alert_identity(const char *fingerprint, const struct medic_labels *labels, char *out,
+                            size_t size);
+struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity,
+                                        int64_t starts_at);
+int policy__remember_resolved(struct policy_state *st, const char *identity, int64_t starts_at,
+                              int64_t now);
+void policy__expire_resolved(struct policy_state *st, int64_t now);
 void policy__expire_unmatched(struct policy_state *st, int64_t now);
 void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
                           const struct policy *pol, const struct instance *in, int64_t now,

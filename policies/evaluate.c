@@ -18,14 +18,46 @@ static const struct inventory_node *resolve_node(const struct policy_context *ct
     return inventory_find(ctx->inventory, raw);
 }
 
+/* A firing copy of an alert that already resolved (another Alertmanager
+ * replica's older view, or a resolve that overtook its firing): it never
+ * reopens the alert. The first such copy is recorded, the rest are not. */
+static void late_firing_copy(struct resolved_alert *r, const struct policy_alert *a,
+                             const char *node, int64_t now, struct policy_decisions *out)
+{
+    if (r->noted)
+        return;
+    struct policy_decision *d = policy__new_decision(out);
+    if (!d)
+        return;
+    r->noted = 1;
+    char when[40];
+    medic_time_format(r->at, when, sizeof(when));
+    snprintf(d->node, sizeof(d->node), "%s", node);
+    const char *alertname = medic_labels_get(a->labels, "alertname");
+    snprintf(d->alertname, sizeof(d->alertname), "%s", alertname ? alertname : "");
+    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", a->fingerprint);
+    d->verdict = VERDICT_NO_MATCH;
+    d->risk = a->risk;
+    d->time = now;
+    snprintf(d->reason, sizeof(d->reason),
+             "this alert resolved at %s; a firing copy that arrives later (another "
+             "Alertmanager's older view) does not reopen it",
+             when);
+}
+
 static void evaluate_firing(const struct policy_context *ctx, struct policy_state *st,
-                            const struct policy_alert *a, int64_t starts_at, int64_t now,
-                            struct policy_decisions *out)
+                            const struct policy_alert *a, const char *identity, int64_t starts_at,
+                            int64_t now, struct policy_decisions *out)
 {
     const struct policy_set *ps = ctx->policies;
     char raw[128];
     const struct inventory_node *inv = resolve_node(ctx, a->labels, raw, sizeof(raw));
     const char *node = inv ? inv->name : raw;
+    struct resolved_alert *resolved = policy__resolved(st, identity, starts_at);
+    if (resolved) {
+        late_firing_copy(resolved, a, node, now, out);
+        return;
+    }
 
     /* the storm window counts every alerting node, known or not */
     struct node_state *ns = policy__node_get(st, node[0] ? node : "(no node)", 1);
@@ -35,7 +67,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
 
     char skipped[384] = "";
     int taken = 0;
-    struct instance *existing = policy__alert_instances(st, a->fingerprint, starts_at);
+    struct instance *existing = policy__alert_instances(st, identity, starts_at);
     for (size_t p = 0; p < ps->count; p++) {
         const struct policy *pol = &ps->items[p];
         struct instance *in = existing;
@@ -57,7 +89,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
                              a->risk, pol->risk_at_least);
                 continue;
             }
-            in = policy__new_instance(st, a, starts_at, pol, node, inv != NULL);
+            in = policy__new_instance(st, a, identity, starts_at, pol, node, inv != NULL);
             if (!in)
                 return;
         }
@@ -66,7 +98,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
         if (!pol->continue_matching)
             break;
     }
-    if (taken || policy__remember_unmatched(st, a, starts_at, now))
+    if (taken || policy__remember_unmatched(st, identity, starts_at, now))
         return;
     struct policy_decision *d = policy__new_decision(out);
     if (!d)
@@ -84,11 +116,15 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
 }
 
 static void evaluate_resolved(const struct policy_context *ctx, struct policy_state *st,
-                              const struct policy_alert *a, int64_t starts_at, int64_t now,
+                              const char *identity, int64_t starts_at, int64_t now,
                               struct policy_decisions *out)
 {
-    policy__forget_unmatched(st, a->fingerprint, starts_at);
-    struct instance *first = policy__alert_instances(st, a->fingerprint, starts_at);
+    /* remembered first: even a resolve that overtakes its firing copy
+     * keeps that copy from opening anything */
+    if (policy__remember_resolved(st, identity, starts_at, now))
+        out->failed = MEDIC_E_NOMEM;
+    policy__forget_unmatched(st, identity, starts_at);
+    struct instance *first = policy__alert_instances(st, identity, starts_at);
     /* this alert lets go of what it holds first, so that its own resume
      * sees whether other open alerts still need the node out */
     for (struct instance *in = first; in; in = in->next_same_alert) {
@@ -118,10 +154,12 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
                     const struct policy_alert *alert, int64_t now, struct policy_decisions *out)
 {
     int64_t starts_at = alert->starts_at == MEDIC_TIME_UNSET ? now : alert->starts_at;
+    char identity[ALERT_IDENTITY_SIZE];
+    policy__alert_identity(alert->fingerprint, alert->labels, identity, sizeof(identity));
     if (alert->status == MEDIC_STATUS_FIRING)
-        evaluate_firing(ctx, st, alert, starts_at, now, out);
+        evaluate_firing(ctx, st, alert, identity, starts_at, now, out);
     else
-        evaluate_resolved(ctx, st, alert, starts_at, now, out);
+        evaluate_resolved(ctx, st, identity, starts_at, now, out);
     return out->failed;
 }
 
@@ -130,6 +168,7 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
 {
     policy__update_storm(ctx, st, now, out);
     policy__expire_unmatched(st, now);
+    policy__expire_resolved(st, now);
     for (size_t i = 0; i < st->instance_count; i++) {
         struct instance *in = st->instances[i];
         const struct policy *pol = in->removed ? NULL : policy__instance_policy(ctx, in);

@@ -67,7 +67,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
         if (strcmp(r->policy, pol->name) != 0)
             continue;
         int same_instance =
-            strcmp(r->fingerprint, in->fingerprint) == 0 && r->starts_at == in->starts_at;
+            strcmp(r->fingerprint, in->identity) == 0 && r->starts_at == in->starts_at;
         if (pol->cooldown && !same_instance && now - r->time < pol->cooldown) {
             policy__format_duration(pol->cooldown, a, sizeof(a));
             policy__format_duration(now - r->time, b, sizeof(b));
@@ -127,7 +127,7 @@ void policy__record_action(struct policy_state *st, const struct policy *pol,
     snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
     r->time = now;
     r->starts_at = in->starts_at;
-    r->fingerprint = strdup(in->fingerprint);
+    r->fingerprint = strdup(in->identity); /* the instance that acted */
     if (r->fingerprint)
         n->history_count++;
 }

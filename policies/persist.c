@@ -41,6 +41,8 @@ int policy_state_save(const struct policy_state *st, struct medic_buf *b)
         first = 0;
         medic_buf_puts(b, "\"fingerprint\":");
         medic_buf_json_string(b, in->fingerprint);
+        medic_buf_puts(b, ",\"identity\":");
+        medic_buf_json_string(b, in->identity);
         medic_buf_puts(b, ",");
         json_time(b, "starts_at", in->starts_at);
         medic_buf_puts(b, ",\"policy\":");
@@ -106,6 +108,15 @@ int policy_state_save(const struct policy_state *st, struct medic_buf *b)
             medic_buf_puts(b, "}");
         }
         medic_buf_puts(b, "]}");
+    }
+    medic_buf_puts(b, "],\"resolved\":[");
+    for (size_t i = 0; i < st->resolved_count; i++) {
+        const struct resolved_alert *r = st->resolved[i];
+        medic_buf_puts(b, i ? ",{\"key\":" : "{\"key\":");
+        medic_buf_json_string(b, r->key);
+        medic_buf_puts(b, ",");
+        json_time(b, "at", r->at);
+        medic_buf_printf(b, ",\"noted\":%d}", r->noted);
     }
     return medic_buf_puts(b, "]}");
 }
@@ -203,15 +214,35 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
         struct policy stub = {0};
         stub.name = (char *)text_field(&l, e, "policy");
         int64_t starts_at = time_field(&l, e, "starts_at");
+        struct label_copy labels;
         if (l.failed)
             break;
-        struct instance *in = policy__new_instance(
-            st, &a, starts_at, &stub, text_field(&l, e, "node"), int_field(&l, e, "in_inventory"));
+        if (load_labels(&l, e, "labels", &labels)) {
+            policy__labels_free(&labels);
+            if (!l.failed)
+                medic_error_set(err, MEDIC_E_INVALID, "engine state: bad labels");
+            l.failed = 1;
+            break;
+        }
+        /* keyed by identity; a state saved before identities had one is
+         * keyed by its labels now */
+        char identity[ALERT_IDENTITY_SIZE];
+        const cJSON *saved_identity = cJSON_GetObjectItemCaseSensitive(e, "identity");
+        struct medic_labels label_view = {labels.items, labels.count};
+        if (cJSON_IsString(saved_identity))
+            snprintf(identity, sizeof(identity), "%s", saved_identity->valuestring);
+        else
+            policy__alert_identity(a.fingerprint, &label_view, identity, sizeof(identity));
+        struct instance *in =
+            policy__new_instance(st, &a, identity, starts_at, &stub, text_field(&l, e, "node"),
+                                 int_field(&l, e, "in_inventory"));
         if (!in) {
+            policy__labels_free(&labels);
             l.failed = 1;
             medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
             break;
         }
+        in->labels = labels;
         in->cached_policy = NULL;
         in->next_step = (size_t)int_field(&l, e, "next_step");
         in->acted = int_field(&l, e, "acted");
@@ -221,8 +252,7 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
         in->limited = int_field(&l, e, "limited");
         snprintf(in->halted_by, sizeof(in->halted_by), "%s", text_field(&l, e, "halted_by"));
         snprintf(in->alertname, sizeof(in->alertname), "%s", text_field(&l, e, "alertname"));
-        if (load_labels(&l, e, "labels", &in->labels) ||
-            load_labels(&l, e, "annotations", &in->annotations)) {
+        if (load_labels(&l, e, "annotations", &in->annotations)) {
             if (!l.failed)
                 medic_error_set(err, MEDIC_E_INVALID, "engine state: bad labels");
             l.failed = 1;
@@ -235,7 +265,7 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
         int64_t starts_at = time_field(&l, e, "starts_at");
         int64_t last_seen = time_field(&l, e, "last_seen");
         if (!l.failed)
-            policy__remember_unmatched(st, &a, starts_at, last_seen);
+            policy__remember_unmatched(st, a.fingerprint, starts_at, last_seen);
     }
     list = l.failed ? NULL : field(&l, root, "nodes", cJSON_Array);
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
@@ -265,6 +295,29 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
             if (r->fingerprint)
                 n->history_count++;
         }
+    }
+    /* absent from a state saved before resolves were remembered */
+    list = l.failed ? NULL : cJSON_GetObjectItemCaseSensitive(root, "resolved");
+    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e && !l.failed; e = e->next) {
+        const char *key = text_field(&l, e, "key");
+        int64_t at = time_field(&l, e, "at");
+        if (l.failed || policy__grow((void **)&st->resolved, st->resolved_count, &st->resolved_cap,
+                                     sizeof(*st->resolved))) {
+            l.failed = 1;
+            break;
+        }
+        struct resolved_alert *r = calloc(1, sizeof(*r));
+        if (!r || !(r->key = strdup(key)) || medic_map_put(&st->resolved_by_alert, r->key, r)) {
+            if (r)
+                free(r->key);
+            free(r);
+            l.failed = 1;
+            medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            break;
+        }
+        r->at = at;
+        r->noted = int_field(&l, e, "noted");
+        st->resolved[st->resolved_count++] = r;
     }
     cJSON_Delete(root);
     if (l.failed) {

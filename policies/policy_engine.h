@@ -5,7 +5,9 @@
  * and hands the executable ones to the actions.
  *
  * Semantics (docs/policies.md has the full story):
- * - An alert instance is (fingerprint, startsAt). The first policy whose
+ * - An alert instance is (fingerprint, label set, startsAt); a resolved one
+ *   is remembered for a day, so a late firing copy never reopens it. The
+ *   first policy whose
  *   matchers and risk condition hold takes it (more with `continue`), and
  *   keeps it until it resolves, whatever the risk does later.
  * - Step k is due once the alert has fired `after` since it started. Each

@@ -1,4 +1,5 @@
 #include "engine_internal.h"
+#include "sha256.h"
 #include "buf.h"
 #include "timeutil.h"
 
@@ -95,6 +96,7 @@ struct policy_state *policy_state_new(void)
         medic_map_init(&st->instances_by_alert);
         medic_map_init(&st->nodes_by_name);
         medic_map_init(&st->unmatched_by_alert);
+        medic_map_init(&st->resolved_by_alert);
     }
     return st;
 }
@@ -130,6 +132,7 @@ int policy__labels_copy(struct label_copy *to, const struct medic_labels *from)
 void policy__instance_free(struct instance *in)
 {
     free(in->fingerprint);
+    free(in->identity);
     policy__labels_free(&in->labels);
     policy__labels_free(&in->annotations);
     free(in);
@@ -146,6 +149,12 @@ void policy_state_free(struct policy_state *st)
         free(st->unmatched[i]);
     }
     medic_map_release(&st->unmatched_by_alert);
+    for (size_t i = 0; i < st->resolved_count; i++) {
+        free(st->resolved[i]->key);
+        free(st->resolved[i]);
+    }
+    free(st->resolved);
+    medic_map_release(&st->resolved_by_alert);
     for (size_t i = 0; i < st->node_count; i++) {
         for (size_t k = 0; k < st->nodes[i]->history_count; k++)
             free(st->nodes[i]->history[k].fingerprint);
@@ -246,17 +255,17 @@ void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, si
 }
 
 /* The first of an alert instance's per-policy instances, or NULL. */
-struct instance *policy__alert_instances(struct policy_state *st, const char *fingerprint,
+struct instance *policy__alert_instances(struct policy_state *st, const char *identity,
                                          int64_t starts_at)
 {
-    char key[200];
-    policy__alert_key(fingerprint, starts_at, key, sizeof(key));
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
     return medic_map_get(&st->instances_by_alert, key);
 }
 
 struct instance *policy__new_instance(struct policy_state *st, const struct policy_alert *a,
-                                      int64_t starts_at, const struct policy *pol, const char *node,
-                                      int in_inventory)
+                                      const char *identity, int64_t starts_at,
+                                      const struct policy *pol, const char *node, int in_inventory)
 {
     if (policy__grow((void **)&st->instances, st->instance_count, &st->instance_cap,
                      sizeof(*st->instances)))
@@ -265,6 +274,7 @@ struct instance *policy__new_instance(struct policy_state *st, const struct poli
     if (!in)
         return NULL;
     in->fingerprint = strdup(a->fingerprint);
+    in->identity = strdup(identity);
     in->starts_at = starts_at;
     snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
     in->cached_policy = pol;
@@ -273,10 +283,10 @@ struct instance *policy__new_instance(struct policy_state *st, const struct poli
     const char *alertname = medic_labels_get(a->labels, "alertname");
     snprintf(in->alertname, sizeof(in->alertname), "%s", alertname ? alertname : "");
     in->risk = a->risk;
-    char key[200];
-    policy__alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
     struct instance *first = medic_map_get(&st->instances_by_alert, key);
-    if (!in->fingerprint || policy__labels_copy(&in->labels, a->labels) ||
+    if (!in->fingerprint || !in->identity || policy__labels_copy(&in->labels, a->labels) ||
         policy__labels_copy(&in->annotations, a->annotations) ||
         (!first && medic_map_put(&st->instances_by_alert, key, in))) {
         policy__instance_free(in);
@@ -295,8 +305,8 @@ struct instance *policy__new_instance(struct policy_state *st, const struct poli
  * compacted when half of it is dropped. */
 void policy__remove_alert_instances(struct policy_state *st, struct instance *first)
 {
-    char key[200];
-    policy__alert_key(first->fingerprint, first->starts_at, key, sizeof(key));
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(first->identity, first->starts_at, key, sizeof(key));
     medic_map_remove(&st->instances_by_alert, key);
     for (struct instance *in = first; in; in = in->next_same_alert) {
         in->removed = 1;
@@ -316,11 +326,11 @@ void policy__remove_alert_instances(struct policy_state *st, struct instance *fi
 }
 
 /* Returns 1 when the alert instance was seen unmatched before. */
-int policy__remember_unmatched(struct policy_state *st, const struct policy_alert *a,
-                               int64_t starts_at, int64_t now)
+int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,
+                               int64_t now)
 {
-    char key[200];
-    policy__alert_key(a->fingerprint, starts_at, key, sizeof(key));
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
     struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
     if (u) {
         u->last_seen = now;
@@ -330,7 +340,7 @@ int policy__remember_unmatched(struct policy_state *st, const struct policy_aler
                      sizeof(*st->unmatched)) ||
         !(u = calloc(1, sizeof(*u))))
         return 0;
-    *u = (struct unmatched){strdup(a->fingerprint), starts_at, now};
+    *u = (struct unmatched){strdup(identity), starts_at, now};
     if (!u->fingerprint || medic_map_put(&st->unmatched_by_alert, key, u)) {
         free(u->fingerprint);
         free(u);
@@ -340,10 +350,10 @@ int policy__remember_unmatched(struct policy_state *st, const struct policy_aler
     return 0;
 }
 
-void policy__forget_unmatched(struct policy_state *st, const char *fingerprint, int64_t starts_at)
+void policy__forget_unmatched(struct policy_state *st, const char *identity, int64_t starts_at)
 {
-    char key[200];
-    policy__alert_key(fingerprint, starts_at, key, sizeof(key));
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
     struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
     if (u) {
         medic_map_remove(&st->unmatched_by_alert, key);
@@ -362,7 +372,7 @@ void policy__expire_unmatched(struct policy_state *st, int64_t now)
             continue;
         }
         if (u->last_seen != INT64_MIN) {
-            char key[200];
+            char key[ALERT_IDENTITY_SIZE + 32];
             policy__alert_key(u->fingerprint, u->starts_at, key, sizeof(key));
             medic_map_remove(&st->unmatched_by_alert, key);
         }
@@ -370,6 +380,89 @@ void policy__expire_unmatched(struct policy_state *st, int64_t now)
         free(u);
     }
     st->unmatched_count = w;
+}
+
+static int label_order(const void *a, const void *b)
+{
+    const struct medic_label *x = *(const struct medic_label *const *)a;
+    const struct medic_label *y = *(const struct medic_label *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->value, y->value);
+}
+
+void policy__alert_identity(const char *fingerprint, const struct medic_labels *labels, char *out,
+                            size_t size)
+{
+    /* SHA-256 over the labels sorted by name, NUL-separated: the same set
+     * in any order gives the same identity */
+    size_t n = labels ? labels->count : 0;
+    const struct medic_label *sorted[256];
+    if (n > sizeof(sorted) / sizeof(sorted[0]))
+        n = sizeof(sorted) / sizeof(sorted[0]);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = &labels->items[i];
+    qsort(sorted, n, sizeof(sorted[0]), label_order);
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    for (size_t i = 0; i < n; i++) {
+        medic_buf_append(&b, sorted[i]->name, strlen(sorted[i]->name) + 1);
+        medic_buf_append(&b, sorted[i]->value, strlen(sorted[i]->value) + 1);
+    }
+    char digest[65];
+    medic_sha256_hex(b.data ? b.data : "", b.len, digest);
+    medic_buf_release(&b);
+    snprintf(out, size, "%.128s/%.16s", fingerprint ? fingerprint : "", digest);
+}
+
+struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity,
+                                        int64_t starts_at)
+{
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
+    return medic_map_get(&st->resolved_by_alert, key);
+}
+
+int policy__remember_resolved(struct policy_state *st, const char *identity, int64_t starts_at,
+                              int64_t now)
+{
+    if (policy__resolved(st, identity, starts_at))
+        return 0;
+    if (st->resolved_count >= RESOLVED_MAX)
+        policy__expire_resolved(st, INT64_MAX); /* full: forget everything older first */
+    struct resolved_alert *r = NULL;
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
+    if (policy__grow((void **)&st->resolved, st->resolved_count, &st->resolved_cap,
+                     sizeof(*st->resolved)) ||
+        !(r = calloc(1, sizeof(*r))) || !(r->key = strdup(key)) ||
+        medic_map_put(&st->resolved_by_alert, r->key, r)) {
+        if (r)
+            free(r->key);
+        free(r);
+        return MEDIC_E_NOMEM;
+    }
+    r->at = now;
+    st->resolved[st->resolved_count++] = r;
+    return 0;
+}
+
+/* Forgets resolved alerts older than RESOLVED_TTL; with now INT64_MAX (a
+ * full table), the older half. */
+void policy__expire_resolved(struct policy_state *st, int64_t now)
+{
+    size_t drop = 0;
+    if (now == INT64_MAX)
+        drop = st->resolved_count / 2;
+    else
+        while (drop < st->resolved_count && now - st->resolved[drop]->at >= RESOLVED_TTL)
+            drop++;
+    for (size_t i = 0; i < drop; i++) {
+        medic_map_remove(&st->resolved_by_alert, st->resolved[i]->key);
+        free(st->resolved[i]->key);
+        free(st->resolved[i]);
+    }
+    memmove(st->resolved, st->resolved + drop, (st->resolved_count - drop) * sizeof(*st->resolved));
+    st->resolved_count -= drop;
 }
 
 int policy_decisions_table(const struct policy_decisions *d, struct medic_table *out)

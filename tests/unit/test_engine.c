@@ -621,6 +621,73 @@ static void test_state_survives_restart(void **state)
     world_release(&w);
 }
 
+static const char drain_resume_policies[] = "policies:\n"
+                                            "  - name: drain-on-xid\n"
+                                            "    match: '{alertname=\"GPUXidError\"}'\n"
+                                            "    steps: [ { action: drain } ]\n"
+                                            "    on_resolved: [ { action: resume } ]\n";
+
+/* Two alerts with one fingerprint (a buggy exporter, a hash collision)
+ * stay two: each node is drained, and one node's resolve resumes only it. */
+static void test_fingerprint_is_not_identity(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, NAN);
+    snprintf(b.fingerprint, sizeof(b.fingerprint), "%s", a.fingerprint); /* the same */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 1), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "resume", VERDICT_EXECUTE, NULL);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1); /* gpu-node-01 still held */
+    world_release(&w);
+}
+
+/* A firing copy of an alert that already resolved (another Alertmanager
+ * replica's older view, or a resolve that overtook its firing) never
+ * reopens it, also after a restart; it is recorded once, as no_match. */
+static void test_resolved_is_not_reopened(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN), 1); /* resume */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN + 14), 1);
+    expect(last(&w, 0), "gpu-node-01", "-", VERDICT_NO_MATCH, "does not reopen it");
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 2 * MIN), 0); /* once */
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* a resolve that arrives before its firing copy */
+    make_alert(&b, "GPUXidError", "gpu-node-02", "1", "79", T0 + 3 * MIN, NAN);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 4 * MIN), 0);
+    /* ...survives a restart */
+    struct medic_buf saved;
+    struct medic_error err = {0};
+    struct policy_state *restored = NULL;
+    medic_buf_init(&saved, 0);
+    assert_int_equal(policy_state_save(w.state, &saved), 0);
+    if (policy_state_load(saved.data, saved.len, &restored, &err))
+        fail_msg("%s", err.msg);
+    medic_buf_release(&saved);
+    policy_state_free(w.state);
+    w.state = restored;
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 4 * MIN + 1), 1);
+    expect(last(&w, 0), "gpu-node-02", "-", VERDICT_NO_MATCH, "does not reopen it");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* a new firing of the same alert (a new startsAt) is a new alert */
+    make_alert(&b, "GPUXidError", "gpu-node-02", "1", "79", T0 + 10 * MIN, NAN);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 10 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -630,6 +697,8 @@ int main(void)
         cmocka_unit_test(test_invariant_no_action_twice),
         cmocka_unit_test(test_invariant_fleet_caps),
         cmocka_unit_test(test_invariant_storm),
+        cmocka_unit_test(test_fingerprint_is_not_identity),
+        cmocka_unit_test(test_resolved_is_not_reopened),
         cmocka_unit_test(test_invariant_dry_run),
         cmocka_unit_test(test_invariant_only_undo_own),
         cmocka_unit_test(test_invariant_stale),
