@@ -20,7 +20,7 @@ static char *build_policies(int count)
     char *doc = malloc(cap);
     len += (size_t)snprintf(doc + len, cap - len,
                             "safety: { max_disruptive_in_flight: 1000, max_disrupted_fraction: 1, "
-                            "storm: { max_alerting_nodes: 100000 } }\npolicies:\n");
+                            "storm: { max_alerting_nodes: 100000, notifier: oncall } }\npolicies:\n");
     for (int i = 0; i < count; i++) {
         /* a mix of shapes: equality, regex on a second label, a risk condition */
         len += (size_t)snprintf(
