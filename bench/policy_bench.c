@@ -18,9 +18,10 @@ static char *build_policies(int count)
 {
     size_t cap = (size_t)count * 512 + 64, len = 0;
     char *doc = malloc(cap);
-    len += (size_t)snprintf(doc + len, cap - len,
-                            "safety: { max_disruptive_in_flight: 1000, max_disrupted_fraction: 1, "
-                            "storm: { max_alerting_nodes: 100000, notifier: oncall } }\npolicies:\n");
+    len +=
+        (size_t)snprintf(doc + len, cap - len,
+                         "safety: { max_disruptive_in_flight: 1000, max_disrupted_fraction: 1, "
+                         "storm: { max_alerting_nodes: 100000, notifier: oncall } }\npolicies:\n");
     for (int i = 0; i < count; i++) {
         /* a mix of shapes: equality, regex on a second label, a risk condition */
         len += (size_t)snprintf(
@@ -96,20 +97,20 @@ int main(int argc, char **argv)
         struct policy_alert a = {fps[i], MEDIC_STATUS_FIRING, &l, &none, t0, (i % 10) / 10.0};
         policy_evaluate(&ctx, st, &a, t0 + i * MEDIC_NS_PER_SEC / 100, &out);
         if (out.count > 4096)
-            out.count = 0; /* the caller would record and drop them */
+            policy_decisions_clear(&out); /* the caller would record and drop them */
     }
     double firing = (double)(medic_time_monotonic() - start) / 1e3 / alerts;
     start = medic_time_monotonic();
     policy_tick(&ctx, st, t0 + 20 * 60 * MEDIC_NS_PER_SEC, &out);
     double tick_ms = (double)(medic_time_monotonic() - start) / 1e6;
-    out.count = 0;
+    policy_decisions_clear(&out);
     start = medic_time_monotonic();
     for (int i = 0; i < alerts; i++) {
         struct medic_labels l = {labels[i], 4};
         struct policy_alert a = {fps[i], MEDIC_STATUS_RESOLVED, &l, &none, t0, NAN};
         policy_evaluate(&ctx, st, &a, t0 + 30 * 60 * MEDIC_NS_PER_SEC, &out);
         if (out.count > 4096)
-            out.count = 0;
+            policy_decisions_clear(&out);
     }
     double resolved = (double)(medic_time_monotonic() - start) / 1e3 / alerts;
     printf("policy engine: %d alerts, %d policies, 400 inventory nodes, one core\n", alerts,

@@ -90,6 +90,8 @@ struct policy_decisions {
 
 void policy_decisions_init(struct policy_decisions *d);
 void policy_decisions_release(struct policy_decisions *d);
+/* Empties d for reuse (its actions freed, its memory kept). */
+void policy_decisions_clear(struct policy_decisions *d);
 
 /* Appends a decision with verdict error for an alert the engine could not
  * decide (it ignores the cap: the error must be recorded). Returns 0 or

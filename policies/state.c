@@ -21,6 +21,15 @@ void policy_decisions_init(struct policy_decisions *d)
     memset(d, 0, sizeof(*d));
 }
 
+void policy_decisions_clear(struct policy_decisions *d)
+{
+    for (size_t i = 0; i < d->count; i++)
+        if (d->items[i].has_action)
+            medic_action_release(&d->items[i].action);
+    d->count = 0;
+    d->failed = 0;
+}
+
 void policy_decisions_release(struct policy_decisions *d)
 {
     for (size_t i = 0; i < d->count; i++)
@@ -456,6 +465,8 @@ void policy__expire_resolved(struct policy_state *st, int64_t now)
     else
         while (drop < st->resolved_count && now - st->resolved[drop]->at >= RESOLVED_TTL)
             drop++;
+    if (drop == 0)
+        return; /* also: no array yet */
     for (size_t i = 0; i < drop; i++) {
         medic_map_remove(&st->resolved_by_alert, st->resolved[i]->key);
         free(st->resolved[i]->key);
