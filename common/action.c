@@ -99,28 +99,29 @@ void medic_action_release(struct medic_action *a)
 int medic_action_copy(struct medic_action *to, const struct medic_action *from)
 {
     *to = *from;
-    int rc = 0;
     for (size_t i = 0; i < medic_action_param_count; i++) {
         const struct medic_action_param *p = &medic_action_params[i];
-        if (p->kind != from->kind || !is_text(p->type))
-            continue;
-        char **s = field_of(to, p);
-        if (*s && !(*s = strdup(*s)))
-            rc = MEDIC_E_NOMEM;
+        if (p->kind == from->kind && is_text(p->type))
+            *(char **)field_of(to, p) = NULL; /* nothing shared with from */
     }
-    if (rc) {
-        /* free what was copied; the rest still points into from */
-        for (size_t i = 0; i < medic_action_param_count; i++) {
-            const struct medic_action_param *p = &medic_action_params[i];
-            if (p->kind != from->kind || !is_text(p->type))
-                continue;
-            char **s = field_of(to, p);
-            if (*s && *s != *(char **)field_of(from, p))
-                free(*s);
-            *s = NULL;
+    for (size_t i = 0; i < medic_action_param_count; i++) {
+        const struct medic_action_param *p = &medic_action_params[i];
+        const char *text =
+            p->kind == from->kind && is_text(p->type) ? *(char *const *)field_of(from, p) : NULL;
+        if (text && !(*(char **)field_of(to, p) = strdup(text))) {
+            medic_action_release(to);
+            return MEDIC_E_NOMEM;
         }
     }
-    return rc;
+    return 0;
+}
+
+const char *medic_action_text_key(enum medic_action_kind kind)
+{
+    for (size_t i = 0; i < medic_action_param_count; i++)
+        if (medic_action_params[i].kind == kind && medic_action_params[i].type == MEDIC_PARAM_TEXT)
+            return medic_action_params[i].key;
+    return NULL;
 }
 
 char **medic_action_text_field(struct medic_action *a, const char *key)

@@ -124,6 +124,9 @@ int medic_action_copy(struct medic_action *to, const struct medic_action *from);
 /* Sets the text field of parameter key (a MEDIC_PARAM_TEXT or _NAME) to
  * text[0..len), cut to MEDIC_ACTION_TEXT_MAX bytes as described above. */
 int medic_action_set_text(struct medic_action *a, const char *key, const char *text, size_t len);
+/* The key of kind's MEDIC_PARAM_TEXT parameter (a drain's reason, a
+ * notification's message), or NULL when it has none. */
+const char *medic_action_text_key(enum medic_action_kind kind);
 /* Pointer to the char * of a text or name parameter, NULL when a's kind has
  * no such parameter. */
 char **medic_action_text_field(struct medic_action *a, const char *key);

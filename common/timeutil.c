@@ -218,3 +218,17 @@ int medic_time_parse_bound(const char *s, int64_t now, int64_t *out)
         return 0;
     return MEDIC_E_INVALID;
 }
+
+char *medic_duration_format(int64_t ns, char *out, size_t size)
+{
+    int64_t s = ns / MEDIC_NS_PER_SEC;
+    if (s % 86400 == 0 && s >= 86400)
+        snprintf(out, size, "%lldd", (long long)(s / 86400));
+    else if (s % 3600 == 0 && s >= 3600)
+        snprintf(out, size, "%lldh", (long long)(s / 3600));
+    else if (s % 60 == 0 && s >= 60)
+        snprintf(out, size, "%lldm", (long long)(s / 60));
+    else
+        snprintf(out, size, "%llds", (long long)s);
+    return out;
+}

@@ -52,17 +52,6 @@ static void warn(struct medic_config_warnings *w, const char *fmt, ...)
     va_end(ap);
 }
 
-static void format_duration(int64_t ns, char *out, size_t size)
-{
-    int64_t s = ns / MEDIC_NS_PER_SEC;
-    if (s && s % 3600 == 0)
-        snprintf(out, size, "%lldh", (long long)(s / 3600));
-    else if (s && s % 60 == 0)
-        snprintf(out, size, "%lldm", (long long)(s / 60));
-    else
-        snprintf(out, size, "%llds", (long long)s);
-}
-
 void medic_config_warn(const struct medic_config *config, struct medic_config_warnings *out)
 {
     const struct policy_safety *s = &config->policies.safety;
@@ -87,8 +76,8 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
             policy_disrupts = 1;
             if (st->after >= s->max_alert_age) {
                 char after[32], age[32];
-                format_duration(st->after, after, sizeof(after));
-                format_duration(s->max_alert_age, age, sizeof(age));
+                medic_duration_format(st->after, after, sizeof(after));
+                medic_duration_format(s->max_alert_age, age, sizeof(age));
                 warn(out,
                      "%s:%d:%d: policy '%s' step %zu (%s) comes after %s, when the alert is "
                      "older than safety.max_alert_age %s: it can never run",

@@ -83,7 +83,8 @@ static void hook_outcome(void *ctx, const struct executor_job *job, int64_t inte
 /* ---- the runners: typed parameters in, one outcome out ---- */
 
 static enum medic_outcome run_notify(const struct medic_config *c, const struct executor_job *job,
-                                     char *detail, size_t size)
+                                     const struct notify_options *options, char *detail,
+                                     size_t size)
 {
     const char *name = job->action.u.notify.notifier;
     const struct medic_notifier *n = NULL;
@@ -120,7 +121,7 @@ static enum medic_outcome run_notify(const struct medic_config *c, const struct 
                                .reason = job->reason,
                                .text = job->action.u.notify.message};
     struct medic_error err = {0};
-    enum medic_outcome r = notify_send(&t, &m, NULL, &err);
+    enum medic_outcome r = notify_send(&t, &m, options, &err);
     if (r == MEDIC_OUTCOME_SUCCEEDED)
         snprintf(detail, size, "sent to notifier '%s'", name);
     else
@@ -212,7 +213,7 @@ static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, ch
     enum medic_outcome r = MEDIC_OUTCOME_REFUSED;
     switch (job->action.kind) {
     case MEDIC_ACTION_NOTIFY:
-        r = run_notify(c, job, detail, size);
+        r = run_notify(c, job, NULL, detail, size);
         break;
     case MEDIC_ACTION_IPMI_POWER_CYCLE:
         r = run_power_cycle(c, job, detail, size);
@@ -357,7 +358,9 @@ static int recover_unstarted(void *arg, const struct audit_unstarted *u)
     job_from(&job, u->decision_id, u->node, u->policy, u->alertname, u->reason);
     char why[256] = "";
     if (action_from_row(u->action, u->params_json, &job.action) != 0) {
-        medic_action_init(&job.action, MEDIC_ACTION_NOTIFY);
+        int kind = u->action ? medic_action_parse_kind(u->action) : -1;
+        medic_action_init(&job.action,
+                          kind >= 0 ? (enum medic_action_kind)kind : MEDIC_ACTION_NOTIFY);
         snprintf(why, sizeof(why), "its action cannot be read back from the audit log");
     } else if (u->resolved) {
         snprintf(why, sizeof(why), "its alert resolved while medic was down");
@@ -403,9 +406,14 @@ static void tell_oncall(struct recovery *r)
         medic_action_release(&job.action);
         return;
     }
-    /* not a decision's action: sent directly, logged */
+    /* not a decision's action: sent directly and logged, one short attempt
+     * so that a notifier that hangs cannot hold up the start */
+    struct notify_options once;
+    notify_options_default(&once);
+    once.attempts = 1;
+    once.timeout_ms = 2000;
     char detail[512];
-    enum medic_outcome o = run_notify(r->config, &job, detail, sizeof(detail));
+    enum medic_outcome o = run_notify(r->config, &job, &once, detail, sizeof(detail));
     medic_log_warn("told on-call about interrupted actions", "result", medic_outcome_name(o),
                    "detail", detail, NULL);
     medic_action_release(&job.action);

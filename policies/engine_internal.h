@@ -115,7 +115,6 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
 int policy__node_disrupted(const struct node_state *n);
 size_t policy__alerting_nodes(const struct policy_state *st, int64_t now, int64_t window);
 const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name);
-void policy__format_duration(int64_t ns, char *out, size_t size);
 const struct policy *policy__instance_policy(const struct policy_context *ctx, struct instance *in);
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size);
 struct instance *policy__alert_instances(struct policy_state *st, const char *identity,

@@ -18,27 +18,40 @@ static const struct inventory_node *resolve_node(const struct policy_context *ct
     return inventory_find(ctx->inventory, raw);
 }
 
-/* A firing copy of an alert that already resolved (another Alertmanager
- * replica's older view, or a resolve that overtook its firing): it never
- * reopens the alert. The first such copy is recorded, the rest are not. */
-static void late_firing_copy(struct resolved_alert *r, const struct policy_alert *a,
-                             const char *node, int64_t now, struct policy_decisions *out)
+/* A decision with verdict no_match for alert a on node, its reason left to
+ * the caller; NULL when it cannot be made (out->failed says why). */
+static struct policy_decision *no_match(const struct policy_alert *a, const char *node,
+                                        int in_inventory, int64_t now, struct policy_decisions *out)
 {
-    if (r->noted)
-        return;
     struct policy_decision *d = policy__new_decision(out);
     if (!d)
-        return;
-    r->noted = 1;
-    char when[40];
-    medic_time_format(r->at, when, sizeof(when));
+        return NULL;
     snprintf(d->node, sizeof(d->node), "%s", node);
+    d->in_inventory = in_inventory;
     const char *alertname = medic_labels_get(a->labels, "alertname");
     snprintf(d->alertname, sizeof(d->alertname), "%s", alertname ? alertname : "");
     snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", a->fingerprint);
     d->verdict = VERDICT_NO_MATCH;
     d->risk = a->risk;
     d->time = now;
+    return d;
+}
+
+/* A firing copy of an alert that already resolved (another Alertmanager
+ * replica's older view, or a resolve that overtook its firing): it never
+ * reopens the alert. The first such copy is recorded, the rest are not. */
+static void late_firing_copy(struct resolved_alert *r, const struct policy_alert *a,
+                             const char *node, int in_inventory, int64_t now,
+                             struct policy_decisions *out)
+{
+    if (r->noted)
+        return;
+    struct policy_decision *d = no_match(a, node, in_inventory, now, out);
+    if (!d)
+        return;
+    r->noted = 1;
+    char when[40];
+    medic_time_format(r->at, when, sizeof(when));
     snprintf(d->reason, sizeof(d->reason),
              "this alert resolved at %s; a firing copy that arrives later (another "
              "Alertmanager's older view) does not reopen it",
@@ -55,7 +68,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     const char *node = inv ? inv->name : raw;
     struct resolved_alert *resolved = policy__resolved(st, identity, starts_at);
     if (resolved) {
-        late_firing_copy(resolved, a, node, now, out);
+        late_firing_copy(resolved, a, node, inv != NULL, now, out);
         return;
     }
 
@@ -100,17 +113,9 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     }
     if (taken || policy__remember_unmatched(st, identity, starts_at, now))
         return;
-    struct policy_decision *d = policy__new_decision(out);
+    struct policy_decision *d = no_match(a, node, inv != NULL, now, out);
     if (!d)
         return;
-    snprintf(d->node, sizeof(d->node), "%s", node);
-    d->in_inventory = inv != NULL;
-    const char *alertname = medic_labels_get(a->labels, "alertname");
-    snprintf(d->alertname, sizeof(d->alertname), "%s", alertname ? alertname : "");
-    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", a->fingerprint);
-    d->verdict = VERDICT_NO_MATCH;
-    d->risk = a->risk;
-    d->time = now;
     snprintf(d->reason, sizeof(d->reason), "%s",
              skipped[0] ? skipped : "no policy matches the alert's labels");
 }

@@ -41,8 +41,8 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
     if (in_maintenance(s, in->node, now, reason, size))
         return;
     if (now - in->starts_at > s->max_alert_age) {
-        policy__format_duration(now - in->starts_at, a, sizeof(a));
-        policy__format_duration(s->max_alert_age, b, sizeof(b));
+        medic_duration_format(now - in->starts_at, a, sizeof(a));
+        medic_duration_format(s->max_alert_age, b, sizeof(b));
         snprintf(reason, size,
                  "the alert started %s ago, older than max_alert_age %s: stale alerts never "
                  "disrupt",
@@ -50,7 +50,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
         return;
     }
     if (st->storm_active) {
-        policy__format_duration(s->storm_window, a, sizeof(a));
+        medic_duration_format(s->storm_window, a, sizeof(a));
         snprintf(reason, size,
                  "storm: %zu nodes alerting within %s (max %zu); disruptive actions are held",
                  policy__alerting_nodes(st, now, s->storm_window), a, s->storm_max_alerting_nodes);
@@ -69,8 +69,8 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
         int same_instance =
             strcmp(r->fingerprint, in->identity) == 0 && r->starts_at == in->starts_at;
         if (pol->cooldown && !same_instance && now - r->time < pol->cooldown) {
-            policy__format_duration(pol->cooldown, a, sizeof(a));
-            policy__format_duration(now - r->time, b, sizeof(b));
+            medic_duration_format(pol->cooldown, a, sizeof(a));
+            medic_duration_format(now - r->time, b, sizeof(b));
             snprintf(reason, size, "cooldown: policy %s acted on node '%s' %s ago (cooldown %s)",
                      pol->name, in->node, b, a);
             return;
@@ -79,7 +79,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
             recent++;
     }
     if (pol->budget_count && recent >= pol->budget_count) {
-        policy__format_duration(pol->budget_window, a, sizeof(a));
+        medic_duration_format(pol->budget_window, a, sizeof(a));
         snprintf(reason, size, "budget: %zu actions on node '%s' within %s (max %zu)", recent,
                  in->node, a, pol->budget_count);
         return;
@@ -140,7 +140,7 @@ static void storm_notice(const struct policy_context *ctx, struct policy_state *
     if (!d)
         return;
     char window[32];
-    policy__format_duration(s->storm_window, window, sizeof(window));
+    medic_duration_format(s->storm_window, window, sizeof(window));
     size_t nodes = policy__alerting_nodes(st, now, s->storm_window);
     d->time = now;
     d->risk = NAN;

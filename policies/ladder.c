@@ -17,10 +17,9 @@ static int build_action(const struct policy_step *step, const struct instance *i
     if (rc)
         return rc;
     d->has_action = 1;
-    const char *text_key = step->action.kind == MEDIC_ACTION_DRAIN    ? "reason"
-                           : step->action.kind == MEDIC_ACTION_NOTIFY ? "message"
-                                                                      : NULL;
-    if (!text_key || (!step->has_text && step->action.kind != MEDIC_ACTION_DRAIN))
+    const char *text_key = medic_action_text_key(step->action.kind);
+    int drain = step->action.kind == MEDIC_ACTION_DRAIN; /* a drain always has a reason */
+    if (!text_key || (!step->has_text && !drain))
         return 0;
     struct medic_labels labels = {in->labels.items, in->labels.count};
     struct medic_labels annotations = {in->annotations.items, in->annotations.count};
@@ -32,18 +31,20 @@ static int build_action(const struct policy_step *step, const struct instance *i
     else
         rc = medic_buf_printf(&text, "%s on %s", in->alertname, in->node);
     char suffix[96] = "";
-    if (step->action.kind == MEDIC_ACTION_DRAIN) /* Slurm shows who drained: say it was medic */
+    if (drain) /* Slurm shows who drained: say it was medic */
         snprintf(suffix, sizeof(suffix), " (medic policy %s)", in->policy);
-    size_t size = MEDIC_ACTION_TEXT_MAX + 1 - strlen(suffix);
-    char *fitted = rc == 0 ? malloc(MEDIC_ACTION_TEXT_MAX + 1) : NULL;
+    size_t room = MEDIC_ACTION_TEXT_MAX - strlen(suffix);
+    size_t size = (text.len < room ? text.len : room) + 1;
+    char *fitted = rc == 0 ? malloc(size + strlen(suffix)) : NULL;
     if (fitted) {
         size_t len = medic_text_fit(fitted, size, text.data ? text.data : "", text.len);
         memcpy(fitted + len, suffix, strlen(suffix) + 1);
-        rc = medic_action_set_text(&d->action, text_key, fitted, strlen(fitted));
+        char **field = medic_action_text_field(&d->action, text_key);
+        free(*field);
+        *field = fitted; /* the action owns it now */
     } else if (rc == 0) {
         rc = MEDIC_E_NOMEM;
     }
-    free(fitted);
     medic_buf_release(&text);
     return rc;
 }
@@ -130,7 +131,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     int live = ctx->live && !pol->dry_run;
     d->verdict = live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
     char after[32];
-    policy__format_duration(step->after, after, sizeof(after));
+    medic_duration_format(step->after, after, sizeof(after));
     if (on_resolved)
         snprintf(d->reason, sizeof(d->reason), "policy %s: the alert resolved%s", pol->name,
                  live ? ""

@@ -41,14 +41,8 @@ void policy_decisions_release(struct policy_decisions *d)
 
 static struct policy_decision *append(struct policy_decisions *d)
 {
-    if (d->count == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 8;
-        struct policy_decision *items = realloc(d->items, cap * sizeof(*items));
-        if (!items)
-            return NULL;
-        d->items = items;
-        d->cap = cap;
-    }
+    if (policy__grow((void **)&d->items, d->count, &d->cap, sizeof(*d->items)))
+        return NULL;
     struct policy_decision *x = &d->items[d->count++];
     memset(x, 0, sizeof(*x));
     x->step = -1;
@@ -231,19 +225,6 @@ const struct policy *policy__policy_by_name(const struct policy_set *ps, const c
         if (strcmp(ps->items[i].name, name) == 0)
             return &ps->items[i];
     return NULL;
-}
-
-void policy__format_duration(int64_t ns, char *out, size_t size)
-{
-    int64_t s = ns / MEDIC_NS_PER_SEC;
-    if (s % 86400 == 0 && s >= 86400)
-        snprintf(out, size, "%lldd", (long long)(s / 86400));
-    else if (s % 3600 == 0 && s >= 3600)
-        snprintf(out, size, "%lldh", (long long)(s / 3600));
-    else if (s % 60 == 0 && s >= 60)
-        snprintf(out, size, "%lldm", (long long)(s / 60));
-    else
-        snprintf(out, size, "%llds", (long long)s);
 }
 
 /* The instance's policy in the current set (a reload may have replaced

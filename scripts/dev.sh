@@ -54,8 +54,9 @@ fuzz() { # seconds per target
     cp "tests/fuzz/corpus/$target"/* "$corpus/"
     say "fuzzing the $target parser for $1 s"
     # libFuzzer prints a line per new input: keep the end (a crash's report)
+    # a crashing input lands under build/fuzz, never in the source tree
     "build/fuzz/tests/fuzz_$target" -max_total_time="$1" -max_len=65536 -print_final_stats=1 \
-      -close_fd_mask=3 "$corpus" 2>&1 | tail -n 40
+      -close_fd_mask=3 -artifact_prefix="build/fuzz/$target-" "$corpus" 2>&1 | tail -n 40
     rm -rf "$corpus"
   done
 }

@@ -82,7 +82,6 @@ def test_hung_prometheus_stalls_nothing(suite):
     wait_until("the engine asks the hung Prometheus", lambda: accepted, timeout=10)
     # the engine is now waiting on Prometheus; everything else answers, each
     # within a deadline well under the 8 s Prometheus timeout
-    waited_from = time.monotonic()
     for i in range(5):
         status, _, _ = request("POST", medic.url + "/webhook",
                                notification(f"g{i + 1}",
@@ -91,8 +90,9 @@ def test_hung_prometheus_stalls_nothing(suite):
         assert status == 200, status
         assert request("GET", medic.url + "/metrics", timeout=3)[0] == 200
         assert request("GET", medic.url + "/-/ready", timeout=3)[0] == 200
+    # the round is still waiting (no decision yet): none of the answers above
+    # waited for it
     assert not decisions(medic), "decided before Prometheus timed out"
-    assert time.monotonic() - waited_from < 8, "answers waited for Prometheus"
     d = wait_until("the decision after the timeout", lambda: decisions(medic), timeout=20)[-1]
     assert d["risk"] is None and "risk unknown" in d["reason"], d
     assert "timeout" in d["reason"].lower() or "timed out" in d["reason"].lower(), d
