@@ -20,6 +20,7 @@ struct executor_job {
     char policy[65];
     char alertname[128];
     char reason[512];
+    int require_drained; /* run only while the node is drained in Slurm */
 };
 
 struct executor_hooks {

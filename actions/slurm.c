@@ -259,3 +259,26 @@ enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
     snprintf(detail, size, "resumed: State=%s", state);
     return MEDIC_OUTCOME_SUCCEEDED;
 }
+
+enum medic_outcome slurm_check_drained(const struct slurm_options *o, const char *node,
+                                       char *detail, size_t size)
+{
+    char state[256], reason[1024];
+    if (slurm_read_node(o, node, state, sizeof(state), reason, sizeof(reason), detail, size))
+        return strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
+    if (!drained(state)) {
+        snprintf(detail, size,
+                 "node %s is no longer drained in Slurm (State=%s): someone resumed it, and it "
+                 "may be running jobs",
+                 node, state);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    /* DRAINING: the drain is set but jobs still run (ALLOCATED or MIXED) */
+    if (strstr(state, "ALLOC") || strstr(state, "MIXED") || strstr(state, "COMPLETING")) {
+        snprintf(detail, size, "node %s still runs jobs (State=%s): the drain has not finished",
+                 node, state);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    snprintf(detail, size, "node %s is drained (State=%s)", node, state);
+    return MEDIC_OUTCOME_SUCCEEDED;
+}

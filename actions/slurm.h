@@ -29,6 +29,13 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
 enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
                                 size_t size);
 
+/* Whether node is drained in Slurm with no job left (what a power cycle
+ * after a drain requires): succeeded when it is, refused when it is not
+ * (resumed by someone, or jobs still running), failed or timed_out when
+ * scontrol could not tell. */
+enum medic_outcome slurm_check_drained(const struct slurm_options *o, const char *node,
+                                       char *detail, size_t size);
+
 /* Reads the node: its State= and Reason= into state and reason ("" when
  * none). 0, or -1 with detail. */
 int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,

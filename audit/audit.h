@@ -112,17 +112,38 @@ struct audit_action_in {
 int audit_record_action(struct audit_store *store, const struct audit_action_in *in,
                         int64_t *out_id, struct medic_error *err);
 
-/* One round of the policy engine: its decisions, the notifications it
- * evaluated and its state after them, committed together, so that a crash
- * never leaves a decision without the state that remembers it (which would
- * decide it again after a restart). */
+/* An incident's change of state (from equals state when it opened). */
+struct audit_change_in {
+    int64_t created_at;
+    int64_t incident;
+    const char *node;
+    const char *policy;
+    const char *from;
+    const char *state;
+    const char *cause;
+    long decision; /* index in the evaluation's decisions that caused it; -1: none */
+};
+
+/* The engine's state as JSON, given the ids its decisions got (called on
+ * the writer thread inside the transaction, so that the state can name
+ * them). Returns 0 or an error code. */
+typedef int (*audit_state_fn)(void *arg, const int64_t *decision_ids, struct medic_buf *out);
+
+/* One round of the policy engine: its decisions, its incidents' changes,
+ * the notifications it evaluated and its state after them, committed
+ * together, so that a crash never leaves a decision without the state that
+ * remembers it (which would decide it again after a restart). */
 struct audit_evaluation_in {
     const struct audit_decision_in *decisions;
     size_t decision_count;
+    const struct audit_change_in *changes;
+    size_t change_count;
     const int64_t *evaluated; /* notification ids */
     size_t evaluated_count;
-    int64_t evaluated_at;   /* ns */
-    const char *state_json; /* NULL: the state did not change */
+    int64_t evaluated_at;    /* ns */
+    const char *state_json;  /* NULL: the state did not change, or see state_fn */
+    audit_state_fn state_fn; /* when set, the state comes from it */
+    void *state_arg;
 };
 
 /* Records an evaluation; decision_ids (decision_count entries, may be NULL)
@@ -156,9 +177,18 @@ struct audit_reader;
 int audit_reader_open(const char *path, struct audit_reader **out, struct medic_error *err);
 void audit_reader_free(struct audit_reader *reader);
 
-enum audit_kind { AUDIT_NOTIFICATIONS, AUDIT_ALERTS, AUDIT_DECISIONS, AUDIT_ACTIONS };
+enum audit_kind {
+    AUDIT_NOTIFICATIONS,
+    AUDIT_ALERTS,
+    AUDIT_DECISIONS,
+    AUDIT_ACTIONS,
+    AUDIT_INCIDENTS, /* each incident as it is now (its last change) */
+    AUDIT_CHANGES,   /* every change of every incident */
+    AUDIT_KIND_COUNT
+};
 
-/* Parses "notifications", "alerts", "decisions" or "actions"; -1 if not. */
+/* Parses "notifications", "alerts", "decisions", "actions", "incidents"
+ * or "changes"; -1 if not. */
 int audit_kind_parse(const char *name);
 
 /* Filters of `medic audit`; NULL or 0 means "any". Times are ns. */
@@ -168,7 +198,9 @@ struct audit_filter {
     const char *policy;
     const char *verdict;
     const char *status;
-    int64_t since; /* MEDIC_TIME_UNSET when open */
+    const char *state; /* an incident's state */
+    int64_t incident;  /* 0: any */
+    int64_t since;     /* MEDIC_TIME_UNSET when open */
     int64_t until;
     long limit; /* 0: default 100 */
 };
@@ -199,18 +231,18 @@ int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit
  * what `medic model dataset` takes for a confirmed fault. at is the
  * alert's startsAt (the decision's time when unset), ns; gpu the alert's
  * gpu label or NULL. */
-struct audit_incident {
+struct audit_fault {
     const char *action, *node, *alertname, *gpu;
     int64_t at;
 };
-typedef int (*audit_incident_fn)(void *arg, const struct audit_incident *incident);
+typedef int (*audit_fault_fn)(void *arg, const struct audit_fault *fault);
 
-/* Calls fn for each incident whose time is in [since, until), oldest
+/* Calls fn for each confirmed fault whose time is in [since, until), oldest
  * first, keeping those whose action is one of actions (all when
  * action_count is 0). */
-int audit_incidents(struct audit_reader *reader, int64_t since, int64_t until,
-                    const char *const *actions, size_t action_count, audit_incident_fn fn,
-                    void *arg, struct medic_error *err);
+int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t until,
+                           const char *const *actions, size_t action_count, audit_fault_fn fn,
+                           void *arg, struct medic_error *err);
 
 /* Whether node has a decision other than no_match in [since, until). */
 int audit_node_has_decisions(struct audit_reader *reader, const char *node, int64_t since,
@@ -222,6 +254,12 @@ typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, const c
                              size_t len);
 int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
                              audit_walk_fn fn, void *arg, struct medic_error *err);
+
+/* The outcome of decision_id's action: result (succeeded, failed, ...)
+ * and detail into the buffers. MEDIC_E_NOTFOUND while it has none. */
+int audit_decision_outcome(struct audit_reader *reader, int64_t decision_id, char *result,
+                           size_t result_size, char *detail, size_t detail_size,
+                           struct medic_error *err);
 
 /* Calls fn for every action intent that has no outcome (left by a crash),
  * oldest first. */
@@ -251,12 +289,13 @@ struct audit_verify_result {
     int ok;
     int64_t decisions_checked;
     int64_t actions_checked;
-    const char *broken_table; /* "decisions" or "actions" when not ok */
+    int64_t changes_checked;
+    const char *broken_table; /* "decisions", "actions" or "incident_changes" when not ok */
     int64_t broken_id;
     char why[160];
 };
 
-/* Recomputes both hash chains; names the first broken row. Returns 0 when
+/* Recomputes the hash chains; names the first broken row. Returns 0 when
  * the check ran (see out->ok), an error when it could not run. */
 int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
                  struct medic_error *err);

@@ -61,8 +61,9 @@ void audit_reader_free(struct audit_reader *reader)
 
 int audit_kind_parse(const char *name)
 {
-    static const char *const names[] = {"notifications", "alerts", "decisions", "actions"};
-    for (int i = 0; i < 4; i++)
+    static const char *const names[] = {"notifications", "alerts",    "decisions",
+                                        "actions",       "incidents", "changes"};
+    for (int i = 0; i < AUDIT_KIND_COUNT; i++)
         if (strcmp(name, names[i]) == 0)
             return i;
     return -1;
@@ -154,6 +155,26 @@ static const struct col action_cols[] = {
     {"policy", "d.policy", SHOW_TEXT},
 };
 
+/* an incident as its last change left it */
+static const struct col incident_cols[] = {
+    {"incident", "c.incident", SHOW_INT},      {"opened_at", "g.opened", SHOW_TIME},
+    {"updated_at", "c.created_at", SHOW_TIME}, {"node", "c.node", SHOW_TEXT},
+    {"policy", "c.policy", SHOW_TEXT},         {"state", "c.state", SHOW_TEXT},
+    {"cause", "c.cause", SHOW_TEXT},           {"changes", "g.n", SHOW_INT},
+};
+
+static const struct col change_cols[] = {
+    {"id", "c.id", SHOW_INT},
+    {"created_at", "c.created_at", SHOW_TIME},
+    {"incident", "c.incident", SHOW_INT},
+    {"node", "c.node", SHOW_TEXT},
+    {"policy", "c.policy", SHOW_TEXT},
+    {"from", "c.from_state", SHOW_TEXT},
+    {"state", "c.state", SHOW_TEXT},
+    {"cause", "c.cause", SHOW_TEXT},
+    {"decision_id", "c.decision_id", SHOW_INT},
+};
+
 #define COLS(a) a, sizeof(a) / sizeof(a[0])
 
 static const struct query_spec specs[] = {
@@ -170,13 +191,21 @@ static const struct query_spec specs[] = {
     [AUDIT_ACTIONS] = {COLS(action_cols), "actions x JOIN decisions d ON d.id = x.decision_id",
                        "x.created_at", "x.node", "d.alertname", "d.policy", "d.verdict",
                        "x.result"},
+    [AUDIT_INCIDENTS] = {COLS(incident_cols),
+                         "incident_changes c JOIN (SELECT incident AS i, max(id) AS last,"
+                         " min(created_at) AS opened, count(*) AS n FROM incident_changes"
+                         " GROUP BY incident) g ON c.id = g.last",
+                         "c.created_at", "c.node", NULL, "c.policy", NULL, NULL},
+    [AUDIT_CHANGES] = {COLS(change_cols), "incident_changes c", "c.created_at", "c.node", NULL,
+                       "c.policy", NULL, NULL},
 };
 
 static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
                          const char *flag, enum audit_kind kind, const char **binds, int *nbinds,
                          struct medic_error *err)
 {
-    static const char *const kind_names[] = {"notifications", "alerts", "decisions", "actions"};
+    static const char *const kind_names[] = {"notifications", "alerts",    "decisions",
+                                             "actions",       "incidents", "changes"};
     if (!value)
         return 0;
     if (!expr)
@@ -243,9 +272,20 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
         (rc = add_condition(&sql, spec->verdict_expr, filter->verdict, "--verdict", kind, binds,
                             &nbinds, err)) ||
         (rc = add_condition(&sql, spec->status_expr, filter->status, "--status", kind, binds,
-                            &nbinds, err))) {
+                            &nbinds, err)) ||
+        (rc = add_condition(&sql,
+                            kind == AUDIT_INCIDENTS || kind == AUDIT_CHANGES ? "c.state" : NULL,
+                            filter->state, "--state", kind, binds, &nbinds, err))) {
         medic_buf_release(&sql);
         return rc;
+    }
+    if (filter->incident > 0) {
+        if (kind != AUDIT_INCIDENTS && kind != AUDIT_CHANGES) {
+            medic_buf_release(&sql);
+            return medic_error_set(err, MEDIC_E_INVALID,
+                                   "--incident applies to incidents and changes");
+        }
+        medic_buf_printf(&sql, " AND c.incident = %lld", (long long)filter->incident);
     }
     if (filter->since != MEDIC_TIME_UNSET)
         medic_buf_printf(&sql, " AND %s >= %lld", spec->time_expr,
@@ -547,13 +587,16 @@ int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
     if (rc == 0 && out->ok)
         rc = verify_table(reader, "actions", audit_action_hashed_columns, &out->actions_checked,
                           out, err);
+    if (rc == 0 && out->ok)
+        rc = verify_table(reader, "incident_changes", audit_change_hashed_columns,
+                          &out->changes_checked, out, err);
     sqlite3_exec(reader->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }
 
-int audit_incidents(struct audit_reader *reader, int64_t since, int64_t until,
-                    const char *const *actions, size_t action_count, audit_incident_fn fn,
-                    void *arg, struct medic_error *err)
+int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t until,
+                           const char *const *actions, size_t action_count, audit_fault_fn fn,
+                           void *arg, struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(
@@ -577,7 +620,7 @@ int audit_incidents(struct audit_reader *reader, int64_t since, int64_t until,
             wanted = strcmp(action, actions[i]) == 0;
         if (!wanted)
             continue;
-        struct audit_incident in = {
+        struct audit_fault in = {
             .action = action,
             .node = (const char *)sqlite3_column_text(st, 1),
             .at = sqlite3_column_int64(st, 2) * MEDIC_NS_PER_MS,
@@ -609,6 +652,32 @@ int audit_node_has_decisions(struct audit_reader *reader, const char *node, int6
         *out = sqlite3_column_int(st, 0);
     else
         rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int audit_decision_outcome(struct audit_reader *reader, int64_t decision_id, char *result,
+                           size_t result_size, char *detail, size_t detail_size,
+                           struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT result, detail FROM actions WHERE decision_id = ?1 AND"
+                           " phase = 'outcome' ORDER BY id LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_bind_int64(st, 1, decision_id);
+    int rc = 0, step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        const char *r = (const char *)sqlite3_column_text(st, 0);
+        const char *d = (const char *)sqlite3_column_text(st, 1);
+        snprintf(result, result_size, "%s", r ? r : "");
+        snprintf(detail, detail_size, "%s", d ? d : "");
+    } else if (step == SQLITE_DONE) {
+        rc = MEDIC_E_NOTFOUND;
+    } else {
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    }
     sqlite3_finalize(st);
     return rc;
 }

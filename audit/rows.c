@@ -42,6 +42,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_MARK_EVALUATED] = "UPDATE notifications SET evaluated_at = ?2 WHERE id = ?1",
     [ST_SAVE_ENGINE_STATE] = "INSERT INTO engine_state (id, updated_at, state) VALUES (1, ?1, ?2)"
                              " ON CONFLICT (id) DO UPDATE SET updated_at = ?1, state = ?2",
+    [ST_INSERT_CHANGE] =
+        "INSERT INTO incident_changes (created_at, incident, node, policy, from_state, state,"
+        " cause, decision_id, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '')",
+    [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
+    [ST_SELECT_CHANGE] = NULL,
+    [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
 };
 
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
@@ -270,10 +276,37 @@ static int write_decision(struct audit_store *s, struct job *job)
     return insert_decision(s, job->in, &job->id, &job->err);
 }
 
+static int insert_change(struct audit_store *s, const struct audit_change_in *in,
+                         int64_t decision_id, struct medic_error *err)
+{
+    char prev[65];
+    int rc = last_hash(s, ST_LAST_CHANGE_HASH, prev, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = s->stmts[ST_INSERT_CHANGE];
+    sqlite3_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    sqlite3_bind_int64(st, 2, in->incident);
+    bind_text(st, 3, in->node);
+    bind_text(st, 4, in->policy);
+    bind_text(st, 5, in->from);
+    bind_text(st, 6, in->state);
+    bind_text(st, 7, in->cause);
+    bind_id(st, 8, decision_id);
+    sqlite3_bind_text(st, 9, prev, -1, SQLITE_TRANSIENT);
+    if ((rc = step_done(s, st, err, "storing an incident's change")))
+        return rc;
+    return seal_row(s, ST_SELECT_CHANGE, ST_SET_CHANGE_HASH, sqlite3_last_insert_rowid(s->db), err);
+}
+
 static int write_evaluation(struct audit_store *s, struct job *job)
 {
     const struct audit_evaluation_in *in = job->in;
     int64_t *ids = job->out;
+    int64_t *own = NULL;
+    if (!ids && (in->change_count || in->state_fn)) /* the changes and the state need them */
+        ids = own = calloc(in->decision_count + 1, sizeof(*ids));
+    if (!ids && (in->change_count || in->state_fn))
+        return medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
     int rc = 0;
     for (size_t i = 0; i < in->decision_count && rc == 0; i++) {
         int64_t id = 0;
@@ -281,18 +314,34 @@ static int write_evaluation(struct audit_store *s, struct job *job)
         if (ids)
             ids[i] = id;
     }
+    for (size_t i = 0; i < in->change_count && rc == 0; i++) {
+        long k = in->changes[i].decision;
+        rc = insert_change(s, &in->changes[i],
+                           k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, &job->err);
+    }
+    struct medic_buf state;
+    medic_buf_init(&state, (size_t)1 << 30);
+    const char *state_json = in->state_json;
+    if (rc == 0 && in->state_fn) {
+        rc = in->state_fn(in->state_arg, ids, &state);
+        if (rc)
+            medic_error_set(&job->err, rc, "cannot save the engine state: %s", medic_strerror(rc));
+        state_json = state.data;
+    }
     sqlite3_stmt *st = s->stmts[ST_MARK_EVALUATED];
     for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
         sqlite3_bind_int64(st, 1, in->evaluated[i]);
         sqlite3_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
         rc = step_done(s, st, &job->err, "marking a notification evaluated");
     }
-    if (rc == 0 && in->state_json) {
+    if (rc == 0 && state_json) {
         st = s->stmts[ST_SAVE_ENGINE_STATE];
         sqlite3_bind_int64(st, 1, in->evaluated_at / MEDIC_NS_PER_MS);
-        sqlite3_bind_text(st, 2, in->state_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, state_json, -1, SQLITE_STATIC);
         rc = step_done(s, st, &job->err, "saving the engine state");
     }
+    medic_buf_release(&state);
+    free(own);
     return rc;
 }
 
@@ -375,13 +424,17 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     char sql[512];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        if (i == ST_SELECT_DECISION || i == ST_SELECT_ACTION) {
-            snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE id = ?1",
-                     i == ST_SELECT_DECISION ? audit_decision_hashed_columns
-                                             : audit_action_hashed_columns,
-                     i == ST_SELECT_DECISION ? "decisions" : "actions");
+        if (i == ST_SELECT_DECISION)
+            snprintf(sql, sizeof(sql), "SELECT %s FROM decisions WHERE id = ?1",
+                     audit_decision_hashed_columns);
+        else if (i == ST_SELECT_ACTION)
+            snprintf(sql, sizeof(sql), "SELECT %s FROM actions WHERE id = ?1",
+                     audit_action_hashed_columns);
+        else if (i == ST_SELECT_CHANGE)
+            snprintf(sql, sizeof(sql), "SELECT %s FROM incident_changes WHERE id = ?1",
+                     audit_change_hashed_columns);
+        if (!text)
             text = sql;
-        }
         if (sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL) !=
             SQLITE_OK)
             return store_fail(s, err, "preparing statements");

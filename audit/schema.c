@@ -4,124 +4,155 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Each entry moves the schema from version i to i + 1. Never edit an entry
- * that has shipped: add a new one. */
-static const char *const migrations[] = {
-    /* 1: notifications, alerts, decisions, actions */
-    "CREATE TABLE notifications ("
-    "  id INTEGER PRIMARY KEY,"
-    "  received_at INTEGER NOT NULL," /* unix ms */
-    "  group_key TEXT NOT NULL,"
-    "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
-    "  receiver TEXT,"
-    "  external_url TEXT,"
-    "  truncated_alerts INTEGER NOT NULL DEFAULT 0,"
-    "  alert_count INTEGER NOT NULL,"
-    "  dedupe_key TEXT NOT NULL,"
-    "  dedupe_prefix INTEGER NOT NULL," /* first 64 bits of dedupe_key */
-    "  duplicate_of INTEGER REFERENCES notifications(id),"
-    "  remote_addr TEXT,"
-    "  payload BLOB NOT NULL," /* the body as received, maybe compressed */
-    "  payload_encoding TEXT NOT NULL CHECK (payload_encoding IN ('identity','deflate')),"
-    "  payload_bytes INTEGER NOT NULL" /* length of the body as received */
-    ");"
-    /* an integer prefix keeps this randomly-ordered index small: fewer
-     * pages written per commit than with the 64-character key */
-    "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
-    "  WHERE duplicate_of IS NULL;"
-    "CREATE INDEX notifications_by_time ON notifications(received_at);"
-    "CREATE TABLE alerts ("
-    "  id INTEGER PRIMARY KEY,"
-    "  notification_id INTEGER NOT NULL REFERENCES notifications(id),"
-    "  position INTEGER NOT NULL,"
-    "  received_at INTEGER NOT NULL,"
-    "  fingerprint TEXT NOT NULL,"
-    "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
-    "  alertname TEXT,"
-    "  node TEXT,"
-    "  starts_at INTEGER," /* unix ms, NULL = unset */
-    "  ends_at INTEGER,"
-    "  generator_url TEXT,"
-    "  labels TEXT NOT NULL," /* JSON object */
-    "  annotations TEXT NOT NULL"
-    ");"
-    "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
-    "CREATE INDEX alerts_by_node ON alerts(node, received_at);"
-    "CREATE INDEX alerts_by_alertname ON alerts(alertname, received_at);"
-    "CREATE INDEX alerts_by_time ON alerts(received_at);"
-    "CREATE TABLE decisions ("
-    "  id INTEGER PRIMARY KEY,"
-    "  created_at INTEGER NOT NULL,"
-    "  notification_id INTEGER REFERENCES notifications(id),"
-    "  alert_id INTEGER REFERENCES alerts(id),"
-    "  fingerprint TEXT,"
-    "  node TEXT,"
-    "  alertname TEXT,"
-    "  policy TEXT,"
-    "  step INTEGER,"
-    "  action TEXT,"
-    "  params TEXT," /* JSON object */
-    "  risk REAL,"   /* NULL = unknown */
-    "  model_hash TEXT,"
-    "  verdict TEXT NOT NULL CHECK (verdict IN ('execute','dry_run','suppressed','no_match')),"
-    "  reason TEXT,"
-    "  config_hash TEXT,"
-    "  prev_hash TEXT NOT NULL,"
-    "  hash TEXT NOT NULL"
-    ");"
-    "CREATE INDEX decisions_by_node ON decisions(node, created_at);"
-    "CREATE INDEX decisions_by_alertname ON decisions(alertname, created_at);"
-    "CREATE INDEX decisions_by_policy ON decisions(policy, created_at);"
-    "CREATE INDEX decisions_by_verdict ON decisions(verdict, created_at);"
-    "CREATE INDEX decisions_by_time ON decisions(created_at);"
-    "CREATE INDEX decisions_by_fingerprint ON decisions(fingerprint);"
-    "CREATE TABLE actions ("
-    "  id INTEGER PRIMARY KEY,"
-    "  created_at INTEGER NOT NULL,"
-    "  decision_id INTEGER NOT NULL REFERENCES decisions(id),"
-    "  phase TEXT NOT NULL CHECK (phase IN ('intent','outcome')),"
-    "  intent_id INTEGER REFERENCES actions(id),"
-    "  action TEXT NOT NULL,"
-    "  node TEXT,"
-    "  target TEXT,"
-    "  params TEXT,"
-    "  result TEXT NOT NULL CHECK (result IN "
-    "    ('pending','succeeded','failed','timed_out','interrupted')),"
-    "  duration_ms INTEGER,"
-    "  detail TEXT,"
-    "  prev_hash TEXT NOT NULL,"
-    "  hash TEXT NOT NULL,"
-    "  CHECK ((phase = 'intent') = (result = 'pending')),"
-    "  CHECK ((phase = 'outcome') = (intent_id IS NOT NULL))"
-    ");"
-    /* one action per decision, ever; one outcome per intent */
-    "CREATE UNIQUE INDEX actions_one_intent_per_decision ON actions(decision_id)"
-    "  WHERE phase = 'intent';"
-    "CREATE UNIQUE INDEX actions_one_outcome_per_intent ON actions(intent_id)"
-    "  WHERE phase = 'outcome';"
-    "CREATE INDEX actions_by_node ON actions(node, created_at);"
-    "CREATE INDEX actions_by_time ON actions(created_at);"
-    "CREATE INDEX actions_by_result ON actions(result, created_at);",
-    /* 2: the policy engine's progress: which notifications it evaluated,
-     * and its state, both written with the decisions they led to */
-    "ALTER TABLE notifications ADD COLUMN evaluated_at INTEGER;"
-    "CREATE INDEX notifications_pending ON notifications(id)"
-    "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
-    "CREATE TABLE engine_state ("
-    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
-    "  updated_at INTEGER NOT NULL,"
-    "  state TEXT NOT NULL"
-    ");",
+static int widen_verdicts(sqlite3 *db, struct medic_error *err);
+static int widen_results(sqlite3 *db, struct medic_error *err);
+
+/* Each entry moves the schema from version i to i + 1: its SQL, then its
+ * function when it has one. Never edit an entry that has shipped: add a
+ * new one. */
+static const struct migration {
+    const char *sql;
+    int (*fn)(sqlite3 *db, struct medic_error *err);
+} migrations[] = {
+    {/* 1: notifications, alerts, decisions, actions */
+     "CREATE TABLE notifications ("
+     "  id INTEGER PRIMARY KEY,"
+     "  received_at INTEGER NOT NULL," /* unix ms */
+     "  group_key TEXT NOT NULL,"
+     "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
+     "  receiver TEXT,"
+     "  external_url TEXT,"
+     "  truncated_alerts INTEGER NOT NULL DEFAULT 0,"
+     "  alert_count INTEGER NOT NULL,"
+     "  dedupe_key TEXT NOT NULL,"
+     "  dedupe_prefix INTEGER NOT NULL," /* first 64 bits of dedupe_key */
+     "  duplicate_of INTEGER REFERENCES notifications(id),"
+     "  remote_addr TEXT,"
+     "  payload BLOB NOT NULL," /* the body as received, maybe compressed */
+     "  payload_encoding TEXT NOT NULL CHECK (payload_encoding IN ('identity','deflate')),"
+     "  payload_bytes INTEGER NOT NULL" /* length of the body as received */
+     ");"
+     /* an integer prefix keeps this randomly-ordered index small: fewer
+      * pages written per commit than with the 64-character key */
+     "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
+     "  WHERE duplicate_of IS NULL;"
+     "CREATE INDEX notifications_by_time ON notifications(received_at);"
+     "CREATE TABLE alerts ("
+     "  id INTEGER PRIMARY KEY,"
+     "  notification_id INTEGER NOT NULL REFERENCES notifications(id),"
+     "  position INTEGER NOT NULL,"
+     "  received_at INTEGER NOT NULL,"
+     "  fingerprint TEXT NOT NULL,"
+     "  status TEXT NOT NULL CHECK (status IN ('firing','resolved')),"
+     "  alertname TEXT,"
+     "  node TEXT,"
+     "  starts_at INTEGER," /* unix ms, NULL = unset */
+     "  ends_at INTEGER,"
+     "  generator_url TEXT,"
+     "  labels TEXT NOT NULL," /* JSON object */
+     "  annotations TEXT NOT NULL"
+     ");"
+     "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
+     "CREATE INDEX alerts_by_node ON alerts(node, received_at);"
+     "CREATE INDEX alerts_by_alertname ON alerts(alertname, received_at);"
+     "CREATE INDEX alerts_by_time ON alerts(received_at);"
+     "CREATE TABLE decisions ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  notification_id INTEGER REFERENCES notifications(id),"
+     "  alert_id INTEGER REFERENCES alerts(id),"
+     "  fingerprint TEXT,"
+     "  node TEXT,"
+     "  alertname TEXT,"
+     "  policy TEXT,"
+     "  step INTEGER,"
+     "  action TEXT,"
+     "  params TEXT," /* JSON object */
+     "  risk REAL,"   /* NULL = unknown */
+     "  model_hash TEXT,"
+     "  verdict TEXT NOT NULL CHECK (verdict IN ('execute','dry_run','suppressed','no_match')),"
+     "  reason TEXT,"
+     "  config_hash TEXT,"
+     "  prev_hash TEXT NOT NULL,"
+     "  hash TEXT NOT NULL"
+     ");"
+     "CREATE INDEX decisions_by_node ON decisions(node, created_at);"
+     "CREATE INDEX decisions_by_alertname ON decisions(alertname, created_at);"
+     "CREATE INDEX decisions_by_policy ON decisions(policy, created_at);"
+     "CREATE INDEX decisions_by_verdict ON decisions(verdict, created_at);"
+     "CREATE INDEX decisions_by_time ON decisions(created_at);"
+     "CREATE INDEX decisions_by_fingerprint ON decisions(fingerprint);"
+     "CREATE TABLE actions ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  decision_id INTEGER NOT NULL REFERENCES decisions(id),"
+     "  phase TEXT NOT NULL CHECK (phase IN ('intent','outcome')),"
+     "  intent_id INTEGER REFERENCES actions(id),"
+     "  action TEXT NOT NULL,"
+     "  node TEXT,"
+     "  target TEXT,"
+     "  params TEXT,"
+     "  result TEXT NOT NULL CHECK (result IN "
+     "    ('pending','succeeded','failed','timed_out','interrupted')),"
+     "  duration_ms INTEGER,"
+     "  detail TEXT,"
+     "  prev_hash TEXT NOT NULL,"
+     "  hash TEXT NOT NULL,"
+     "  CHECK ((phase = 'intent') = (result = 'pending')),"
+     "  CHECK ((phase = 'outcome') = (intent_id IS NOT NULL))"
+     ");"
+     /* one action per decision, ever; one outcome per intent */
+     "CREATE UNIQUE INDEX actions_one_intent_per_decision ON actions(decision_id)"
+     "  WHERE phase = 'intent';"
+     "CREATE UNIQUE INDEX actions_one_outcome_per_intent ON actions(intent_id)"
+     "  WHERE phase = 'outcome';"
+     "CREATE INDEX actions_by_node ON actions(node, created_at);"
+     "CREATE INDEX actions_by_time ON actions(created_at);"
+     "CREATE INDEX actions_by_result ON actions(result, created_at);",
+     NULL},
+    {/* 2: the policy engine's progress: which notifications it evaluated,
+      * and its state, both written with the decisions they led to */
+     "ALTER TABLE notifications ADD COLUMN evaluated_at INTEGER;"
+     "CREATE INDEX notifications_pending ON notifications(id)"
+     "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
+     "CREATE TABLE engine_state ("
+     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+     "  updated_at INTEGER NOT NULL,"
+     "  state TEXT NOT NULL"
+     ");",
+     NULL},
     /* 3: the verdict 'error': a decision the engine could not make (it ran
      * out of memory, or over its cap), recorded rather than lost. Loosening
      * a CHECK changes no stored row, so the table's SQL is edited in place
      * (SQLite's documented procedure): see widen_verdicts(). */
-    "",
+    {"", widen_verdicts},
+    /* 4: incidents' state changes, each with its cause, in their own hash
+     * chain; and the outcome 'refused' (an action that a check before it
+     * declined) */
+    {"CREATE TABLE incident_changes ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  incident INTEGER NOT NULL,"
+     "  node TEXT,"
+     "  policy TEXT,"
+     "  from_state TEXT NOT NULL,"
+     "  state TEXT NOT NULL,"
+     "  cause TEXT,"
+     "  decision_id INTEGER REFERENCES decisions(id),"
+     "  prev_hash TEXT NOT NULL,"
+     "  hash TEXT NOT NULL"
+     ");"
+     "CREATE INDEX incident_changes_by_incident ON incident_changes(incident, id);"
+     "CREATE INDEX incident_changes_by_node ON incident_changes(node, created_at);"
+     "CREATE INDEX incident_changes_by_time ON incident_changes(created_at);",
+     widen_results},
 };
 
 const char audit_decision_hashed_columns[] =
     "id, created_at, notification_id, alert_id, fingerprint, node, alertname, policy, step, "
     "action, params, risk, model_hash, verdict, reason, config_hash, prev_hash";
+const char audit_change_hashed_columns[] =
+    "id, created_at, incident, node, policy, from_state, state, cause, decision_id, prev_hash";
 const char audit_action_hashed_columns[] =
     "id, created_at, decision_id, phase, intent_id, action, node, target, params, result, "
     "duration_ms, detail, prev_hash";
@@ -142,9 +173,11 @@ static int exec(sqlite3 *db, const char *sql, struct medic_error *err)
     return 0;
 }
 
-/* Adds 'error' to the decisions' verdict CHECK, inside the migration's
- * transaction; bumping schema_version makes every connection reparse. */
-static int widen_verdicts(sqlite3 *db, struct medic_error *err)
+/* Edits a table's SQL in place, inside the migration's transaction
+ * (SQLite's documented procedure for loosening a CHECK, which changes no
+ * stored row); bumping schema_version makes every connection reparse. */
+static int edit_table_sql(sqlite3 *db, const char *table, const char *from, const char *to,
+                          struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
     int version = -1;
@@ -155,16 +188,32 @@ static int widen_verdicts(sqlite3 *db, struct medic_error *err)
     if (version < 0)
         return medic_error_set(err, MEDIC_E_STORE, "cannot read schema_version: %s",
                                sqlite3_errmsg(db));
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "PRAGMA writable_schema = ON;"
-             "UPDATE sqlite_schema SET sql = replace(sql,"
-             " '''suppressed'',''no_match'')', '''suppressed'',''no_match'',''error'')')"
-             " WHERE type = 'table' AND name = 'decisions';"
-             "PRAGMA schema_version = %d;"
-             "PRAGMA writable_schema = OFF;",
-             version + 1);
-    return exec(db, sql, err);
+    /* %Q quotes the texts as SQL literals */
+    char *sql = sqlite3_mprintf("PRAGMA writable_schema = ON;"
+                                "UPDATE sqlite_schema SET sql = replace(sql, %Q, %Q)"
+                                " WHERE type = 'table' AND name = %Q;"
+                                "PRAGMA schema_version = %d;"
+                                "PRAGMA writable_schema = OFF;",
+                                from, to, table, version + 1);
+    if (!sql)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = exec(db, sql, err);
+    sqlite3_free(sql);
+    return rc;
+}
+
+/* Adds 'error' to the decisions' verdict CHECK. */
+static int widen_verdicts(sqlite3 *db, struct medic_error *err)
+{
+    return edit_table_sql(db, "decisions", "'suppressed','no_match')",
+                          "'suppressed','no_match','error')", err);
+}
+
+/* Adds 'refused' to the actions' result CHECK. */
+static int widen_results(sqlite3 *db, struct medic_error *err)
+{
+    return edit_table_sql(db, "actions", "'timed_out','interrupted')",
+                          "'timed_out','refused','interrupted')", err);
 }
 
 int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
@@ -188,7 +237,9 @@ int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
         snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", v + 1);
         int rc = exec(db, "BEGIN IMMEDIATE", err);
         if (rc == 0)
-            rc = migrations[v][0] ? exec(db, migrations[v], err) : widen_verdicts(db, err);
+            rc = migrations[v].sql[0] ? exec(db, migrations[v].sql, err) : 0;
+        if (rc == 0 && migrations[v].fn)
+            rc = migrations[v].fn(db, err);
         if (rc == 0)
             rc = exec(db, bump, err);
         if (rc == 0)

@@ -14,5 +14,6 @@ int audit_schema_migrate(sqlite3 *db, struct medic_error *err);
 /* Columns covered by a row's hash, in hashing order. */
 extern const char audit_decision_hashed_columns[];
 extern const char audit_action_hashed_columns[];
+extern const char audit_change_hashed_columns[];
 
 #endif

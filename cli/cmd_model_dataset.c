@@ -70,7 +70,7 @@ struct dataset {
     size_t incident_count, incidents_left_out;
 };
 
-static int add_incident(void *arg, const struct audit_incident *in)
+static int add_incident(void *arg, const struct audit_fault *in)
 {
     struct dataset *d = arg;
     if (d->incident_count == MAX_INCIDENTS) {
@@ -394,8 +394,8 @@ int medic_cmd_model_dataset(int argc, char **argv)
     if (rc == 0)
         rc = audit_reader_open(o.db, &reader, &err);
     if (rc == 0)
-        rc = audit_incidents(reader, o.since, o.until, o.actions, o.action_count, add_incident, &d,
-                             &err);
+        rc = audit_confirmed_faults(reader, o.since, o.until, o.actions, o.action_count,
+                                    add_incident, &d, &err);
     if (rc == 0) {
         fprintf(stderr, "%zu incidents in %s\n", d.incident_count, o.db);
         if (d.incidents_left_out)

@@ -32,6 +32,12 @@ static const char usage[] =
     "evaluated. Decisions with verdict no_match need no expectation; every\n"
     "other decision must be expected, and every expectation met.\n"
     "\n"
+    "Actions succeed at once unless an `outcome` event says otherwise:\n"
+    "`{t: 2m, outcome: failed, node: gpu-node-01, action: drain}` ends that\n"
+    "node's awaited drain as failed at 2m (succeeded, failed, timed_out,\n"
+    "refused, interrupted; an operator who resumed a drained node makes the\n"
+    "power cycle after it `refused`). Until then the action is in flight.\n"
+    "\n"
     "Exit status: 0 when every test passes, 1 when one fails, 2 on bad usage.\n";
 
 /* Tests start at this instant (2026-01-01T00:00:00Z); `t` is an offset. */
@@ -41,6 +47,9 @@ static const char usage[] =
 
 struct test_event {
     int64_t t;
+    int outcome; /* an action's outcome, not an alert: its enum medic_outcome; -1: an alert */
+    const char *node;
+    int action;      /* enum medic_action_kind */
     int64_t started; /* how long before t the alert started (its first event only) */
     enum medic_alert_status status;
     struct medic_label labels[MAX_LABELS];
@@ -75,6 +84,27 @@ static int parse_offset(struct yaml_fields *f, const struct yaml_tree_node *item
     return yaml_fields_duration(f, t, "t", out);
 }
 
+static int parse_outcome(struct yaml_fields *f, const struct yaml_tree_node *item,
+                         struct test_event *e)
+{
+    static const char *const keys[] = {"t", "outcome", "node", "action", NULL};
+    int rc = yaml_fields_known_keys(f, item, "an outcome", keys);
+    if (rc)
+        return rc;
+    const char *outcome = scalar(item, "outcome");
+    e->node = scalar(item, "node");
+    const char *action = scalar(item, "action");
+    e->outcome = outcome ? medic_outcome_parse(outcome) : -1;
+    e->action = action ? medic_action_parse_kind(action) : -1;
+    if (e->outcome < 0)
+        return yaml_fields_fail(f, item,
+                                "outcome: expected succeeded, failed, timed_out, refused or "
+                                "interrupted");
+    if (!e->node || e->action < 0)
+        return yaml_fields_fail(f, item, "an outcome needs node and action (drain, ...)");
+    return 0;
+}
+
 static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list,
                         struct test_event *events, size_t *count)
 {
@@ -85,13 +115,20 @@ static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list
         struct test_event *e = &events[i];
         memset(e, 0, sizeof(*e));
         e->risk = NAN;
+        e->outcome = -1;
         e->line = item->line;
-        if ((rc = yaml_fields_mapping(f, item, "alert")) ||
-            (rc = yaml_fields_known_keys(f, item, "an alert", keys)) ||
-            (rc = parse_offset(f, item, &e->t)))
+        if ((rc = yaml_fields_mapping(f, item, "alert")) || (rc = parse_offset(f, item, &e->t)))
             return rc;
         if (i > 0 && e->t < events[i - 1].t)
             return yaml_fields_fail(f, item, "alerts: list them in time order");
+        if (yaml_tree_get(item, "outcome")) {
+            if ((rc = parse_outcome(f, item, e)))
+                return rc;
+            (*count)++;
+            continue;
+        }
+        if ((rc = yaml_fields_known_keys(f, item, "an alert", keys)))
+            return rc;
         const char *status = scalar(item, "status");
         if (!status || (strcmp(status, "firing") && strcmp(status, "resolved")))
             return yaml_fields_fail(f, item, "status: expected firing or resolved");
@@ -199,6 +236,68 @@ static void print_decision(char sign, const struct policy_decision *d)
            d->policy[0] ? d->policy : "-", d->reason);
 }
 
+/* The decision incident waits for: the last awaited one of it. */
+static const struct policy_decision *awaited_decision(const struct policy_decisions *out,
+                                                      int64_t incident)
+{
+    for (size_t i = out->count; i-- > 0;)
+        if (out->items[i].awaited && out->items[i].incident == incident)
+            return &out->items[i];
+    return NULL;
+}
+
+struct pending {
+    int64_t incident[256];
+    size_t count;
+};
+
+static void collect(void *arg, int64_t incident, int64_t decision)
+{
+    (void)decision;
+    struct pending *p = arg;
+    if (p->count < 256)
+        p->incident[p->count++] = incident;
+}
+
+/* Ends awaited actions: the one event `at` names (when it is an outcome)
+ * with its outcome; every other one succeeds unless an outcome event after
+ * `at` names it (then it stays in flight). */
+static void settle(const struct policy_context *ctx, struct policy_state *st,
+                   const struct test_event *events, size_t event_count, size_t at, int64_t now,
+                   struct policy_decisions *out)
+{
+    for (int round = 0; round < 64; round++) {
+        struct pending p = {.count = 0};
+        policy_awaiting(st, collect, &p);
+        int settled = 0;
+        for (size_t k = 0; k < p.count; k++) {
+            const struct policy_decision *d = awaited_decision(out, p.incident[k]);
+            if (!d)
+                continue;
+            int outcome = MEDIC_OUTCOME_SUCCEEDED, later = 0;
+            for (size_t i = at; i < event_count; i++) {
+                const struct test_event *e = &events[i];
+                if (e->outcome < 0 || strcmp(e->node, d->node) != 0 ||
+                    e->action != (int)d->action.kind)
+                    continue;
+                if (i == at && e->outcome >= 0)
+                    outcome = e->outcome;
+                else
+                    later = 1;
+                break;
+            }
+            if (later)
+                continue;
+            struct policy_outcome o = {p.incident[k], 0, (enum medic_outcome)outcome,
+                                       "from the test"};
+            policy_outcome(ctx, st, &o, now, out);
+            settled = 1;
+        }
+        if (!settled)
+            return;
+    }
+}
+
 /* Runs one test; returns 1 when it passes. */
 static int run_test(const struct medic_config *config, const char *name,
                     const struct test_event *events, size_t event_count,
@@ -216,6 +315,11 @@ static int run_test(const struct medic_config *config, const char *name,
     for (size_t i = 0; st && i < event_count; i++) {
         const struct test_event *e = &events[i];
         int64_t now = TEST_EPOCH + e->t;
+        if (e->outcome >= 0) {
+            policy_tick(&ctx, st, now, &out);
+            settle(&ctx, st, events, event_count, i, now, &out);
+            continue;
+        }
         char fp[17];
         medic_labels_fingerprint(&e->set, fp);
         size_t k;
@@ -230,7 +334,9 @@ static int run_test(const struct medic_config *config, const char *name,
         struct policy_alert a = {fp,     e->status, &e->set, &none, k < 256 ? starts_at[k] : now,
                                  e->risk};
         policy_tick(&ctx, st, now, &out);
+        settle(&ctx, st, events, event_count, i, now, &out);
         policy_evaluate(&ctx, st, &a, now, &out);
+        settle(&ctx, st, events, event_count, i, now, &out);
         if (e->status == MEDIC_STATUS_RESOLVED && k < starts) /* the next firing is new */
             starts_fp[k][0] = '\0';
     }

@@ -56,6 +56,14 @@ int medic_action_disruptive(enum medic_action_kind kind)
     return (unsigned)kind < MEDIC_ACTION_KIND_COUNT && kinds[kind].disruptive;
 }
 
+int medic_outcome_parse(const char *name)
+{
+    for (int i = 0; i < MEDIC_OUTCOME_COUNT; i++)
+        if (strcmp(outcomes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
 const char *medic_outcome_name(enum medic_outcome outcome)
 {
     return (unsigned)outcome < MEDIC_OUTCOME_COUNT ? outcomes[outcome].name : "unknown";

@@ -157,6 +157,8 @@ enum medic_outcome {
 
 /* "succeeded", "failed", ... (the audit log's result column). */
 const char *medic_outcome_name(enum medic_outcome outcome);
+/* Parses an outcome's name; -1 when it names none. */
+int medic_outcome_parse(const char *name);
 /* A sentence saying what the outcome means. */
 const char *medic_outcome_strerror(enum medic_outcome outcome);
 

@@ -1,4 +1,5 @@
 #include "engine_dispatch.h"
+#include "engine_pipeline.h"
 #include "agent_client.h"
 #include "executor.h"
 #include "ipmi.h"
@@ -8,6 +9,7 @@
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@ struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
+    pthread_mutex_t pipeline_lock;    /* held while waking: it may be stopping */
+    struct engine_pipeline *pipeline; /* woken by each outcome */
 };
 
 static void copy_text(char *to, size_t size, const char *from)
@@ -70,6 +74,10 @@ static void record_outcome(struct engine_dispatch *d, const struct executor_job 
                                  .detail = detail && *detail ? detail : NULL};
     if (audit_record_action(d->store, &in, NULL, &err))
         medic_log_error("cannot record an action outcome", "error", err.msg, NULL);
+    pthread_mutex_lock(&d->pipeline_lock);
+    if (d->pipeline) /* the incident waits for it */
+        engine_pipeline_wake(d->pipeline);
+    pthread_mutex_unlock(&d->pipeline_lock);
     medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
                    job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);
 }
@@ -129,6 +137,13 @@ static enum medic_outcome run_notify(const struct medic_config *c, const struct 
     return r;
 }
 
+static void slurm_options_from(const struct medic_config *c, struct slurm_options *o)
+{
+    slurm_options_default(o);
+    o->scontrol = c->scontrol ? c->scontrol : "scontrol";
+    o->slurm_conf = c->slurm_conf;
+}
+
 static enum medic_outcome run_power_cycle(const struct medic_config *c,
                                           const struct executor_job *job, char *detail, size_t size)
 {
@@ -156,6 +171,21 @@ static enum medic_outcome run_power_cycle(const struct medic_config *c,
         snprintf(detail, size, "%s", err.msg);
         return MEDIC_OUTCOME_REFUSED;
     }
+    if (job->require_drained) { /* its incident drained the node first: is it still? */
+        struct slurm_options so;
+        slurm_options_from(c, &so);
+        enum medic_outcome check = n->slurm_node
+                                       ? slurm_check_drained(&so, n->slurm_node, detail, size)
+                                       : MEDIC_OUTCOME_REFUSED;
+        if (!n->slurm_node)
+            snprintf(detail, size, "node '%s' has no slurm node to check its drain", job->node);
+        if (check != MEDIC_OUTCOME_SUCCEEDED) {
+            size_t at = strlen(detail);
+            snprintf(detail + at, size - at, "; the power cycle is not run");
+            return check == MEDIC_OUTCOME_TIMED_OUT ? MEDIC_OUTCOME_TIMED_OUT
+                                                    : MEDIC_OUTCOME_REFUSED;
+        }
+    }
     t.address = n->bmc.address;
     t.username = cred->username;
     t.password = cred->password;
@@ -174,9 +204,7 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
         return MEDIC_OUTCOME_REFUSED;
     }
     struct slurm_options o;
-    slurm_options_default(&o);
-    o.scontrol = c->scontrol ? c->scontrol : "scontrol";
-    o.slurm_conf = c->slurm_conf;
+    slurm_options_from(c, &o);
     if (job->action.kind == MEDIC_ACTION_DRAIN)
         return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
     return slurm_resume(&o, n->slurm_node, detail, size);
@@ -266,6 +294,7 @@ void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_deci
     struct executor_job job = {0};
     job_from(&job, decision_id, decision->node, decision->policy, decision->alertname,
              decision->reason);
+    job.require_drained = decision->require_drained;
     if (medic_action_copy(&job.action, &decision->action) != 0) {
         struct medic_error err = {0};
         int64_t intent = 0;
@@ -362,6 +391,10 @@ static int recover_unstarted(void *arg, const struct audit_unstarted *u)
         medic_action_init(&job.action,
                           kind >= 0 ? (enum medic_action_kind)kind : MEDIC_ACTION_NOTIFY);
         snprintf(why, sizeof(why), "its action cannot be read back from the audit log");
+    } else if (medic_action_disruptive(job.action.kind)) {
+        snprintf(why, sizeof(why),
+                 "a disruptive action is never started blindly after a restart (its incident "
+                 "stops, and on-call is told)");
     } else if (u->resolved) {
         snprintf(why, sizeof(why), "its alert resolved while medic was down");
     } else if (r->now - u->alert_started_at > r->config->policies.safety.max_alert_age) {
@@ -428,6 +461,7 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     d->store = store;
     d->configs = configs;
+    pthread_mutex_init(&d->pipeline_lock, NULL);
     notify_global_init();
     struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
     int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
@@ -493,4 +527,11 @@ void engine_dispatch_stop(struct engine_dispatch *d)
         return;
     executor_stop(d->executor);
     free(d);
+}
+
+void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p)
+{
+    pthread_mutex_lock(&d->pipeline_lock);
+    d->pipeline = p;
+    pthread_mutex_unlock(&d->pipeline_lock);
 }

@@ -4,10 +4,13 @@
  * start-up recovery of work a crash left behind:
  * - an intent without an outcome is marked interrupted, never rerun;
  * - a decision to execute that never got its intent (it was queued in
- *   memory when medic died) runs now if it is still valid (its alert has
- *   not resolved and is not older than safety.max_alert_age), else it is
- *   recorded interrupted; either way it is in the audit log and on-call is
- *   told about interrupted ones through safety.storm.notifier. */
+ *   memory when medic died) runs now if it is not disruptive and still
+ *   valid (its alert has not resolved and is not older than
+ *   safety.max_alert_age), else it is recorded interrupted; either way it
+ *   is in the audit log, its incident learns the outcome, and on-call is
+ *   told about interrupted ones through safety.storm.notifier.
+ * A power cycle whose incident drained the node first runs only while
+ * Slurm still shows the node drained with no job. */
 #ifndef MEDIC_ENGINE_DISPATCH_H
 #define MEDIC_ENGINE_DISPATCH_H
 
@@ -25,6 +28,9 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
  * decision that cannot be queued gets an intent and a failed outcome. */
 void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,
                              int64_t decision_id);
+struct engine_pipeline;
+/* Wakes p whenever an outcome is recorded (its incident waits for it). */
+void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p);
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *out);
 /* Finishes queued and running actions, then stops. NULL is a no-op. */
 void engine_dispatch_stop(struct engine_dispatch *d);

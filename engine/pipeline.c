@@ -35,6 +35,7 @@ struct engine_pipeline {
     atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
     atomic_int disrupted_nodes;
+    atomic_int open_incidents;
     atomic_int storm;
 };
 
@@ -130,6 +131,59 @@ static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const ch
     return rc;
 }
 
+/* The outcomes the incidents wait for, read from the audit log (where
+ * dispatch records them, and where a restart finds them). */
+struct awaited {
+    int64_t incident, decision;
+};
+
+struct awaited_list {
+    struct awaited *items;
+    size_t count, cap;
+};
+
+static void collect_awaited(void *arg, int64_t incident, int64_t decision)
+{
+    struct awaited_list *l = arg;
+    if (!decision) /* bound when its round commits */
+        return;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct awaited *p = realloc(l->items, cap * sizeof(*p));
+        if (!p)
+            return; /* looked up again next round */
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->count++] = (struct awaited){incident, decision};
+}
+
+static int apply_outcomes(struct round *r)
+{
+    struct awaited_list l = {0};
+    policy_awaiting(r->e->state, collect_awaited, &l);
+    int rc = 0;
+    for (size_t i = 0; i < l.count && rc == 0; i++) {
+        char result[32], detail[1024];
+        struct medic_error err = {0};
+        int found = audit_decision_outcome(r->e->reader, l.items[i].decision, result,
+                                           sizeof(result), detail, sizeof(detail), &err);
+        if (found == MEDIC_E_NOTFOUND)
+            continue;
+        if (found) {
+            medic_log_error("cannot read an action's outcome", "error", err.msg, NULL);
+            continue;
+        }
+        int outcome = medic_outcome_parse(result);
+        struct policy_outcome o = {l.items[i].incident, l.items[i].decision,
+                                   outcome < 0 ? MEDIC_OUTCOME_FAILED : (enum medic_outcome)outcome,
+                                   detail};
+        rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
+    }
+    free(l.items);
+    return rc;
+}
+
 /* The decisions as audit rows; params[i] receives decision i's parameters
  * as JSON (freed by the caller). */
 static int to_audit(const struct round *r, const char *config_hash, const char *model_hash,
@@ -166,6 +220,18 @@ static int to_audit(const struct round *r, const char *config_hash, const char *
         };
     }
     return 0;
+}
+
+/* The state to commit with the round's decisions, which now have ids
+ * (run on the audit writer's thread while the engine thread waits). */
+static int save_state(void *arg, const int64_t *ids, struct medic_buf *out)
+{
+    struct round *r = arg;
+    pthread_mutex_lock(&r->e->lock);
+    policy_bind_decisions(r->e->state, &r->out, ids);
+    int rc = policy_state_save(r->e->state, out);
+    pthread_mutex_unlock(&r->e->lock);
+    return rc;
 }
 
 /* Reloads the last committed state after a failed commit, so that the
@@ -211,19 +277,16 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     engine_risk_begin(&r.risk, config, now);
     if (r.risk.enabled) /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
-    int rc = 0;
-    if (tick)
+    int rc = apply_outcomes(&r);
+    if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
     if (rc == 0)
         rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_pending, &r, &err);
-    struct medic_buf state;
-    medic_buf_init(&state, (size_t)1 << 30);
-    int changed = r.out.count || r.evaluated_count;
-    if (rc == 0 && changed)
-        rc = policy_state_save(e->state, &state);
+    int changed = r.out.count || r.evaluated_count || r.out.change_count;
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
+    e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
     engine_risk_end(&r.risk);
     pthread_mutex_unlock(&e->lock);
@@ -232,13 +295,34 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         struct audit_decision_in *d = calloc(r.out.count + 1, sizeof(*d));
         char **params = calloc(r.out.count + 1, sizeof(*params));
         int64_t *ids = calloc(r.out.count + 1, sizeof(*ids));
-        if (!d || !params || !ids)
+        struct audit_change_in *changes = calloc(r.out.change_count + 1, sizeof(*changes));
+        if (!d || !params || !ids || !changes)
             rc = MEDIC_E_NOMEM;
         if (rc == 0)
             rc = to_audit(&r, config_hash, model_hash, d, params);
+        for (size_t i = 0; rc == 0 && i < r.out.change_count; i++) {
+            const struct policy_change *c = &r.out.changes[i];
+            changes[i] = (struct audit_change_in){
+                .created_at = c->time,
+                .incident = c->incident,
+                .node = c->node[0] ? c->node : NULL,
+                .policy = c->policy,
+                .from = policy_incident_state_name(c->from),
+                .state = policy_incident_state_name(c->to),
+                .cause = c->cause,
+                .decision = c->decision,
+            };
+        }
         if (rc == 0) {
-            struct audit_evaluation_in in = {d,   r.out.count, r.evaluated, r.evaluated_count,
-                                             now, state.data};
+            struct audit_evaluation_in in = {.decisions = d,
+                                             .decision_count = r.out.count,
+                                             .changes = changes,
+                                             .change_count = r.out.change_count,
+                                             .evaluated = r.evaluated,
+                                             .evaluated_count = r.evaluated_count,
+                                             .evaluated_at = now,
+                                             .state_fn = save_state,
+                                             .state_arg = &r};
             rc = audit_record_evaluation(e->store, &in, ids, &err);
             /* only what is committed may run: a decision is in the log first */
             for (size_t i = 0; rc == 0 && e->dispatch && i < r.out.count; i++)
@@ -250,6 +334,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         free(params);
         free(ids);
         free(d);
+        free(changes);
         if (rc == 0)
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
@@ -275,7 +360,6 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
                            x->reason, NULL);
         }
     }
-    medic_buf_release(&state);
     free(r.notification_of);
     free(r.alert_of);
     policy_decisions_release(&r.out);
@@ -342,8 +426,11 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
         rc = audit_read_engine_state(e->reader, &saved, err);
         if (rc == 0) {
             rc = policy_state_load(saved.data, saved.len, &e->state, err);
-            if (rc == 0)
+            if (rc == 0) {
+                /* nothing disruptive before an alert is seen again */
+                policy_state_restarted(e->state, medic_time_now());
                 medic_log_info("policy engine state restored", NULL);
+            }
         } else if (rc == MEDIC_E_NOTFOUND) {
             rc = (e->state = policy_state_new())
                      ? 0
@@ -404,12 +491,16 @@ void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *b)
                      "power-cycled by medic.\n"
                      "# TYPE medic_disrupted_nodes gauge\n"
                      "medic_disrupted_nodes %d\n"
+                     "# HELP medic_open_incidents Incidents not yet recovered, expired or "
+                     "closed.\n"
+                     "# TYPE medic_open_incidents gauge\n"
+                     "medic_open_incidents %d\n"
                      "# HELP medic_storm_active 1 while the storm breaker holds disruptive "
                      "actions.\n"
                      "# TYPE medic_storm_active gauge\n"
                      "medic_storm_active %d\n",
                      atomic_load(&e->rounds_failed), atomic_load(&e->disrupted_nodes),
-                     atomic_load(&e->storm));
+                     atomic_load(&e->open_incidents), atomic_load(&e->storm));
 }
 
 int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t len,

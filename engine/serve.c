@@ -226,6 +226,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_prefix(err, "cannot start the policy engine");
         return -1;
     }
+    engine_dispatch_set_pipeline(e->dispatch, e->pipeline);
     if (engine_fleet_start(e->configs, &e->fleet)) {
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
         return -1;
@@ -326,6 +327,8 @@ int engine_serve(const struct engine_serve_options *options)
     }
     receiver_server_stop(e.server, 10000);
     engine_fleet_stop(e.fleet);
+    if (e.dispatch)
+        engine_dispatch_set_pipeline(e.dispatch, NULL);
     engine_pipeline_stop(e.pipeline);
     engine_dispatch_stop(e.dispatch);
     audit_store_free(e.store);

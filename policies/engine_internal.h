@@ -1,7 +1,8 @@
 /* The policy engine's insides, shared by its files (state.c: the state and
- * its indexes; guards.c: the safety guards and the storm breaker;
- * ladder.c: deciding a step; evaluate.c: alerts and the scheduler;
- * persist.c: the state as JSON). Private to policies/. */
+ * its indexes; incident.c: incidents and their alerts; guards.c: the
+ * safety guards and the storm breaker; ladder.c: deciding a step;
+ * evaluate.c: alerts, outcomes and the scheduler; persist.c: the state as
+ * JSON). Private to policies/. */
 #ifndef MEDIC_POLICIES_ENGINE_INTERNAL_H
 #define MEDIC_POLICIES_ENGINE_INTERNAL_H
 
@@ -17,31 +18,64 @@ struct label_copy {
     size_t count;
 };
 
-/* One alert instance taken by one policy. */
-struct instance {
+/* An alert's identity: its fingerprint and a digest of its labels, since
+ * two alerts may share a fingerprint (never trust it alone). */
+#define ALERT_IDENTITY_SIZE 160
+
+/* One firing alert of an incident. */
+struct member {
+    char *identity; /* fingerprint and label digest */
     char *fingerprint;
-    char *identity; /* fingerprint and label digest: what the state is keyed by */
     int64_t starts_at;
-    char policy[65];
-    size_t next_step; /* steps [0, next_step) are decided */
-    int acted;        /* some step was executed or dry-run */
-    int disrupting;   /* some disruptive step was executed or dry-run */
-    int halted;       /* a disruptive step was suppressed: later ones are too */
-    int drained;      /* this instance drained its node (and holds the drain) */
-    int limited;      /* this instance power-limited its node */
-    char halted_by[96];
-    char node[128];
-    int in_inventory;
-    char alertname[128];
-    struct label_copy labels, annotations;
-    double risk;
-    const struct policy *cached_policy; /* policy_by_name's last answer */
-    struct instance *next_same_alert;   /* other policies' instances (continue) */
-    int removed;                        /* resolved: dropped at the next compaction */
+    int64_t last_seen;
 };
 
-/* An alert instance no policy took: remembered so that its repeats do not
- * record another no_match. */
+/* One (node, policy): the unit medic acts on. */
+#define INCIDENT_KEY_SIZE (ALERT_IDENTITY_SIZE + 200)
+/* Undo actions one incident may await at once (its on_resolved steps). */
+#define INCIDENT_MAX_UNDO POLICY_MAX_STEPS
+
+struct incident {
+    int64_t id;
+    char key[INCIDENT_KEY_SIZE]; /* see policy__incident_key */
+    char node[128];
+    int in_inventory;
+    char policy[65];
+    enum policy_incident_state state;
+    int64_t opened_at; /* the ladder's clock: its first alert's startsAt */
+    size_t next_step;  /* steps [0, next_step) are decided */
+    /* the action whose outcome it waits for (state draining, limiting,
+     * cycling, or undoing) */
+    int awaiting;
+    int64_t awaiting_decision; /* its id in the audit log; 0 until bound */
+    enum medic_action_kind awaiting_kind;
+    int awaiting_watts; /* a power limit's */
+    /* undo actions (resume, restore) running */
+    struct {
+        int64_t decision; /* 0 until bound */
+        enum medic_action_kind kind;
+    } undo[INCIDENT_MAX_UNDO];
+    int undo_count;
+    int closing; /* its alerts are gone: it closes as closing_as */
+    enum policy_incident_state closing_as;
+    char closing_cause[200];
+    int acted;  /* some step was executed or dry-run */
+    int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
+    char halted_by[160];
+    int drained;         /* holds its node's drain (medic's drain succeeded) */
+    int limit_watts;     /* holds a power limit of this many watts; 0: none */
+    int64_t fresh_after; /* disruptive steps wait for an alert seen at or after this */
+    char alertname[128]; /* of the alert that opened it */
+    struct label_copy labels, annotations;
+    double risk;
+    struct member *members;
+    size_t member_count, member_cap;
+    const struct policy *cached_policy; /* policy_by_name's last answer */
+    int final;                          /* in a final state: dropped at the next compaction */
+};
+
+/* An alert no policy took: remembered so that its repeats do not record
+ * another no_match. */
 struct unmatched {
     char *fingerprint; /* the alert's identity (see policy__alert_identity) */
     int64_t starts_at;
@@ -51,41 +85,42 @@ struct unmatched {
 struct action_record {
     char policy[65];
     int64_t time;
-    char *fingerprint; /* the instance that acted */
-    int64_t starts_at;
+    int64_t incident; /* the incident that acted */
 };
 
 struct node_state {
     char name[128];
-    int drained_by_medic;
-    int limited_by_medic;
-    int drain_holders; /* open instances that drained the node */
-    int limit_holders; /* open instances that limited it */
-    int disrupting_instances;
+    int drained_by_medic;  /* a drain by medic succeeded and was not undone */
+    int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
+    int acting;            /* disruptive actions in flight */
     int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
     struct action_record *history;
     size_t history_count, history_cap;
 };
 
-/* Instances and nodes are allocated one by one (their addresses stay put)
- * and kept in arrays in creation order, which is the order the scheduler
- * visits them: first come, first served at the fleet caps. Hash maps find
- * an alert's instances and a node by name. */
-/* An alert instance that resolved: remembered for RESOLVED_TTL so that a
- * firing copy arriving later (another Alertmanager replica's older view,
- * or a resolve overtaking its firing) never reopens it. */
+/* An alert that resolved: remembered for RESOLVED_TTL so that a firing
+ * copy arriving later with the same or an older startsAt (another
+ * Alertmanager replica's older view, or a resolve overtaking its firing)
+ * never reopens it. */
 struct resolved_alert {
-    char *key; /* "identity starts_at" */
+    char *identity;
+    int64_t starts_at; /* the newest startsAt that resolved */
     int64_t at;
     int noted; /* a late firing copy was already recorded */
 };
 
+/* Incidents and nodes are allocated one by one (their addresses stay put)
+ * and kept in arrays in creation order, which is the order the scheduler
+ * visits them: first come, first served at the fleet caps. Hash maps find
+ * an open incident by (node, policy) and by id, and a node by name. */
 struct policy_state {
-    struct instance **instances;
-    size_t instance_count, instance_cap;
-    size_t removed_count;
-    struct medic_map instances_by_alert; /* "fingerprint starts_at" -> first instance */
-    struct unmatched **unmatched;        /* creation order, for expiry */
+    int64_t next_incident_id;
+    struct incident **incidents;
+    size_t incident_count, incident_cap;
+    size_t final_count;
+    struct medic_map incidents_by_key; /* "node\tpolicy" -> open incident */
+    struct medic_map incidents_by_id;  /* decimal id -> open incident */
+    struct unmatched **unmatched;      /* creation order, for expiry */
     size_t unmatched_count, unmatched_cap;
     struct medic_map unmatched_by_alert;
     struct node_state **nodes;
@@ -97,56 +132,92 @@ struct policy_state {
     struct medic_map resolved_by_alert;
 };
 
-/* Unmatched instances are forgotten after this long without a repeat. */
+/* An incident's key (INCIDENT_KEY_SIZE): node and policy, or without a
+ * node, the alert and policy. */
+
+/* Unmatched alerts are forgotten after this long without a repeat. */
 #define UNMATCHED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
-/* Resolved alert instances are remembered this long, at most this many. */
+/* Resolved alerts are remembered this long, at most this many. */
 #define RESOLVED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
 #define RESOLVED_MAX 100000
-/* An alert's identity: its fingerprint and a digest of its labels, since
- * two alerts may share a fingerprint (never trust it alone). */
-#define ALERT_IDENTITY_SIZE 160
 
+/* state.c */
 struct policy_decision *policy__new_decision(struct policy_decisions *d);
 int policy__grow(void **items, size_t count, size_t *cap, size_t elem);
 void policy__labels_free(struct label_copy *l);
 int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
-void policy__instance_free(struct instance *in);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
 int policy__node_disrupted(const struct node_state *n);
 size_t policy__alerting_nodes(const struct policy_state *st, int64_t now, int64_t window);
 const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name);
-const struct policy *policy__instance_policy(const struct policy_context *ctx, struct instance *in);
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size);
-struct instance *policy__alert_instances(struct policy_state *st, const char *identity,
-                                         int64_t starts_at);
-struct instance *policy__new_instance(struct policy_state *st, const struct policy_alert *a,
-                                      const char *identity, int64_t starts_at,
-                                      const struct policy *pol, const char *node, int in_inventory);
-void policy__remove_alert_instances(struct policy_state *st, struct instance *first);
 int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,
                                int64_t now);
 void policy__forget_unmatched(struct policy_state *st, const char *identity, int64_t starts_at);
 void policy__alert_identity(const char *fingerprint, const struct medic_labels *labels, char *out,
                             size_t size);
-struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity,
-                                        int64_t starts_at);
+struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity);
 int policy__remember_resolved(struct policy_state *st, const char *identity, int64_t starts_at,
                               int64_t now);
 void policy__expire_resolved(struct policy_state *st, int64_t now);
 void policy__expire_unmatched(struct policy_state *st, int64_t now);
+
+/* incident.c */
+void policy__incident_key(const char *node, const char *policy, const char *identity, char *out,
+                          size_t size);
+struct incident *policy__incident_find(struct policy_state *st, const char *key);
+struct incident *policy__incident_by_id(struct policy_state *st, int64_t id);
+struct incident *policy__incident_open(struct policy_state *st, const char *key,
+                                       const struct policy_alert *a, const struct policy *pol,
+                                       const char *node, int in_inventory, int64_t starts_at,
+                                       int64_t now, struct policy_decisions *out);
+struct incident *policy__incident_restore(struct policy_state *st, int64_t id, const char *key);
+void policy__incident_free(struct incident *in);
+struct member *policy__member_find(struct incident *in, const char *identity);
+int policy__member_add(struct incident *in, const char *identity, const char *fingerprint,
+                       int64_t starts_at, int64_t now);
+void policy__member_remove(struct incident *in, struct member *m);
+const struct policy *policy__incident_policy(const struct policy_context *ctx, struct incident *in);
+void policy__incident_change(struct incident *in, enum policy_incident_state to, long decision,
+                             int64_t now, struct policy_decisions *out, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+void policy__incident_final(struct policy_state *st, struct incident *in,
+                            enum policy_incident_state to, int64_t now,
+                            struct policy_decisions *out, const char *cause);
+void policy__compact(struct policy_state *st);
+int policy__incident_fresh(const struct incident *in);
+int policy__strictest_limit(const struct policy_state *st, const char *node,
+                            const struct incident *except);
+int policy__other_drain_holders(const struct policy_state *st, const char *node,
+                                const struct incident *except);
+int policy__other_limit_holders(const struct policy_state *st, const char *node,
+                                const struct incident *except);
+
+/* guards.c */
 void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
-                          const struct policy *pol, const struct instance *in, int64_t now,
+                          const struct policy *pol, const struct incident *in, int64_t now,
                           char *reason, size_t size);
 void policy__record_action(struct policy_state *st, const struct policy *pol,
-                           const struct instance *in, int64_t now);
+                           const struct incident *in, int64_t now);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                           struct policy_decisions *out);
+struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
+                                            const struct incident *in, int64_t now,
+                                            struct policy_decisions *out, const char *message);
+
+/* ladder.c */
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
-                         const struct policy *pol, struct instance *in,
+                         const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
                          struct policy_decisions *out);
 void policy__run_due_steps(const struct policy_context *ctx, struct policy_state *st,
-                           const struct policy *pol, struct instance *in, int64_t now,
+                           const struct policy *pol, struct incident *in, int64_t now,
                            struct policy_decisions *out);
+void policy__undo(const struct policy_context *ctx, struct policy_state *st, struct incident *in,
+                  enum policy_incident_state final, int64_t now, struct policy_decisions *out,
+                  const char *why);
+void policy__apply_outcome(const struct policy_context *ctx, struct policy_state *st,
+                           struct incident *in, int64_t decision_id, enum medic_outcome outcome,
+                           const char *detail, int64_t now, struct policy_decisions *out);
 
 #endif

@@ -58,6 +58,20 @@ static void late_firing_copy(struct resolved_alert *r, const struct policy_alert
              when);
 }
 
+/* Adds the alert to the incident (or refreshes it); returns 0 or
+ * MEDIC_E_NOMEM. */
+static int join(struct incident *in, const struct policy_alert *a, const char *identity,
+                int64_t starts_at, int64_t now)
+{
+    struct member *m = policy__member_find(in, identity);
+    if (!m)
+        return policy__member_add(in, identity, a->fingerprint, starts_at, now);
+    m->last_seen = now;
+    if (starts_at > m->starts_at) /* re-fired without a resolve between */
+        m->starts_at = starts_at;
+    return 0;
+}
+
 static void evaluate_firing(const struct policy_context *ctx, struct policy_state *st,
                             const struct policy_alert *a, const char *identity, int64_t starts_at,
                             int64_t now, struct policy_decisions *out)
@@ -66,8 +80,8 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     char raw[128];
     const struct inventory_node *inv = resolve_node(ctx, a->labels, raw, sizeof(raw));
     const char *node = inv ? inv->name : raw;
-    struct resolved_alert *resolved = policy__resolved(st, identity, starts_at);
-    if (resolved) {
+    struct resolved_alert *resolved = policy__resolved(st, identity);
+    if (resolved && starts_at <= resolved->starts_at) {
         late_firing_copy(resolved, a, node, inv != NULL, now, out);
         return;
     }
@@ -80,13 +94,20 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
 
     char skipped[384] = "";
     int taken = 0;
-    struct instance *existing = policy__alert_instances(st, identity, starts_at);
     for (size_t p = 0; p < ps->count; p++) {
         const struct policy *pol = &ps->items[p];
-        struct instance *in = existing;
-        while (in && strcmp(in->policy, pol->name) != 0)
-            in = in->next_same_alert;
-        if (!in) {
+        char key[INCIDENT_KEY_SIZE];
+        policy__incident_key(node, pol->name, identity, key, sizeof(key));
+        struct incident *in = policy__incident_find(st, key);
+        if (in && in->closing && in->awaiting) {
+            in->closing = 0; /* an alert came back before the undo began */
+        } else if (in && in->closing) {
+            medic_map_remove(&st->incidents_by_key, key); /* undoing: it ends alone */
+            in = NULL;
+        }
+        /* an incident takes its node's alerts that the policy matches; an
+         * alert already in it stays whatever its risk does later */
+        if (!in || !policy__member_find(in, identity)) {
             if (!policy_matchers_match(&pol->match, a->labels))
                 continue;
             int risk_ok = isnan(a->risk) ? pol->act_on_unknown_risk : a->risk >= pol->risk_at_least;
@@ -102,12 +123,19 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
                              a->risk, pol->risk_at_least);
                 continue;
             }
-            in = policy__new_instance(st, a, identity, starts_at, pol, node, inv != NULL);
-            if (!in)
-                return;
+        }
+        if (!in && !(in = policy__incident_open(st, key, a, pol, node, inv != NULL, starts_at, now,
+                                                out))) {
+            out->failed = MEDIC_E_NOMEM;
+            return;
+        }
+        if (join(in, a, identity, starts_at, now)) {
+            out->failed = MEDIC_E_NOMEM;
+            return;
         }
         taken = 1;
-        policy__run_due_steps(ctx, st, pol, in, now, out);
+        if (!in->closing)
+            policy__run_due_steps(ctx, st, pol, in, now, out);
         if (!pol->continue_matching)
             break;
     }
@@ -120,39 +148,43 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
              skipped[0] ? skipped : "no policy matches the alert's labels");
 }
 
+/* Takes the alert out of every incident holding it; an incident left with
+ * no alert closes through its undo steps as final. */
+static void leave(const struct policy_context *ctx, struct policy_state *st, struct incident *in,
+                  struct member *m, enum policy_incident_state final, int64_t now,
+                  struct policy_decisions *out, const char *why)
+{
+    policy__member_remove(in, m);
+    if (in->member_count == 0 && !in->closing)
+        policy__undo(ctx, st, in, final, now, out, why);
+}
+
 static void evaluate_resolved(const struct policy_context *ctx, struct policy_state *st,
-                              const char *identity, int64_t starts_at, int64_t now,
-                              struct policy_decisions *out)
+                              const struct policy_alert *a, const char *identity, int64_t starts_at,
+                              int64_t now, struct policy_decisions *out)
 {
     /* remembered first: even a resolve that overtakes its firing copy
      * keeps that copy from opening anything */
     if (policy__remember_resolved(st, identity, starts_at, now))
         out->failed = MEDIC_E_NOMEM;
     policy__forget_unmatched(st, identity, starts_at);
-    struct instance *first = policy__alert_instances(st, identity, starts_at);
-    /* this alert lets go of what it holds first, so that its own resume
-     * sees whether other open alerts still need the node out */
-    for (struct instance *in = first; in; in = in->next_same_alert) {
-        struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 0) : NULL;
-        if (n && in->drained && n->drain_holders > 0)
-            n->drain_holders--;
-        if (n && in->limited && n->limit_holders > 0)
-            n->limit_holders--;
-        in->drained = in->limited = 0;
+    char raw[128];
+    const struct inventory_node *inv = resolve_node(ctx, a->labels, raw, sizeof(raw));
+    const char *node = inv ? inv->name : raw;
+    /* the node's incidents that hold the alert (one whose policy a reload
+     * removed is closed by the next tick) */
+    for (size_t p = 0; p < ctx->policies->count; p++) {
+        char key[INCIDENT_KEY_SIZE];
+        policy__incident_key(node, ctx->policies->items[p].name, identity, key, sizeof(key));
+        struct incident *in = policy__incident_find(st, key);
+        if (!in)
+            continue;
+        struct member *m = policy__member_find(in, identity);
+        /* a resolve older than the alert's last firing is a stale view */
+        if (!m || m->starts_at > starts_at)
+            continue;
+        leave(ctx, st, in, m, INCIDENT_RECOVERED, now, out, "every alert of the incident resolved");
     }
-    for (struct instance *in = first; in; in = in->next_same_alert) {
-        const struct policy *pol = policy__instance_policy(ctx, in);
-        if (pol && in->acted)
-            for (size_t k = 0; k < pol->on_resolved_count; k++)
-                policy__decide_step(ctx, st, pol, in, &pol->on_resolved[k], (int)k, 1, now, out);
-        if (in->disrupting && in->in_inventory) {
-            struct node_state *n = policy__node_get(st, in->node, 0);
-            if (n && n->disrupting_instances > 0)
-                n->disrupting_instances--;
-        }
-    }
-    if (first)
-        policy__remove_alert_instances(st, first);
 }
 
 int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
@@ -164,8 +196,29 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
     if (alert->status == MEDIC_STATUS_FIRING)
         evaluate_firing(ctx, st, alert, identity, starts_at, now, out);
     else
-        evaluate_resolved(ctx, st, identity, starts_at, now, out);
+        evaluate_resolved(ctx, st, alert, identity, starts_at, now, out);
     return out->failed;
+}
+
+/* Alerts not re-sent for safety.alert_expiry have gone: Alertmanager
+ * re-sends what still fires every repeat_interval, so a resolve was lost. */
+static void expire_alerts(const struct policy_context *ctx, struct policy_state *st,
+                          struct incident *in, int64_t now, struct policy_decisions *out)
+{
+    int64_t expiry = ctx->policies->safety.alert_expiry;
+    for (size_t k = in->member_count; k-- > 0 && !in->closing;) {
+        if (now - in->members[k].last_seen < expiry)
+            continue;
+        char why[200], d[32];
+        medic_duration_format(expiry, d, sizeof(d));
+        snprintf(why, sizeof(why),
+                 "no alert of the incident was re-sent for %s (safety.alert_expiry): their "
+                 "resolves were lost",
+                 d);
+        if (policy__remember_resolved(st, in->members[k].identity, in->members[k].starts_at, now))
+            out->failed = MEDIC_E_NOMEM;
+        leave(ctx, st, in, &in->members[k], INCIDENT_EXPIRED, now, out, why);
+    }
 }
 
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
@@ -174,11 +227,87 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
     policy__update_storm(ctx, st, now, out);
     policy__expire_unmatched(st, now);
     policy__expire_resolved(st, now);
-    for (size_t i = 0; i < st->instance_count; i++) {
-        struct instance *in = st->instances[i];
-        const struct policy *pol = in->removed ? NULL : policy__instance_policy(ctx, in);
-        if (pol && in->next_step < pol->step_count)
+    policy__compact(st);
+    for (size_t i = 0; i < st->incident_count; i++) {
+        struct incident *in = st->incidents[i];
+        if (in->final || in->closing)
+            continue;
+        const struct policy *pol = policy__incident_policy(ctx, in);
+        if (!pol)
+            policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
+                         "its policy is no longer configured (a reload removed or renamed it)");
+        else
+            expire_alerts(ctx, st, in, now, out);
+        if (pol && !in->closing)
             policy__run_due_steps(ctx, st, pol, in, now, out);
     }
     return out->failed;
+}
+
+int policy_outcome(const struct policy_context *ctx, struct policy_state *st,
+                   const struct policy_outcome *o, int64_t now, struct policy_decisions *out)
+{
+    struct incident *in = policy__incident_by_id(st, o->incident);
+    if (in)
+        policy__apply_outcome(ctx, st, in, o->decision_id, o->outcome, o->detail, now, out);
+    return out->failed;
+}
+
+void policy_awaiting(const struct policy_state *st, policy_awaiting_fn fn, void *arg)
+{
+    for (size_t i = 0; i < st->incident_count; i++) {
+        const struct incident *in = st->incidents[i];
+        if (in->final)
+            continue;
+        if (in->awaiting)
+            fn(arg, in->id, in->awaiting_decision);
+        for (int k = 0; k < in->undo_count; k++)
+            fn(arg, in->id, in->undo[k].decision);
+    }
+}
+
+void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out,
+                           const int64_t *ids)
+{
+    for (size_t i = 0; i < out->count; i++) {
+        const struct policy_decision *d = &out->items[i];
+        struct incident *in = d->awaited ? policy__incident_by_id(st, d->incident) : NULL;
+        if (!in)
+            continue;
+        if (!d->on_resolved && d->disruptive && in->awaiting && !in->awaiting_decision) {
+            in->awaiting_decision = ids[i];
+            continue;
+        }
+        for (int k = 0; k < in->undo_count; k++)
+            if (!in->undo[k].decision) {
+                in->undo[k].decision = ids[i];
+                break;
+            }
+    }
+}
+
+int policy_assume_success(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                          struct policy_decisions *out)
+{
+    /* an outcome may decide further awaited steps: go on until none is */
+    for (int round = 0; round < 4 * POLICY_MAX_STEPS; round++) {
+        int any = 0;
+        for (size_t i = 0; i < st->incident_count; i++) {
+            struct incident *in = st->incidents[i];
+            if (in->final || (!in->awaiting && in->undo_count == 0))
+                continue;
+            any = 1;
+            policy__apply_outcome(ctx, st, in, 0, MEDIC_OUTCOME_SUCCEEDED, "", now, out);
+        }
+        if (!any)
+            break;
+    }
+    return out->failed;
+}
+
+void policy_state_restarted(struct policy_state *st, int64_t now)
+{
+    for (size_t i = 0; i < st->incident_count; i++)
+        if (!st->incidents[i]->final)
+            st->incidents[i]->fresh_after = now;
 }

@@ -25,7 +25,7 @@ static int in_maintenance(const struct policy_safety *s, const char *node, int64
 
 /* The reason a disruptive step may not run, or "" when it may. */
 void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
-                          const struct policy *pol, const struct instance *in, int64_t now,
+                          const struct policy *pol, const struct incident *in, int64_t now,
                           char *reason, size_t size)
 {
     const struct policy_safety *s = &ctx->policies->safety;
@@ -40,8 +40,13 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
     }
     if (in_maintenance(s, in->node, now, reason, size))
         return;
-    if (now - in->starts_at > s->max_alert_age) {
-        medic_duration_format(now - in->starts_at, a, sizeof(a));
+    /* the incident's newest alert: a re-fired alert is fresh again */
+    int64_t newest = in->opened_at;
+    for (size_t i = 0; i < in->member_count; i++)
+        if (in->members[i].starts_at > newest)
+            newest = in->members[i].starts_at;
+    if (now - newest > s->max_alert_age) {
+        medic_duration_format(now - newest, a, sizeof(a));
         medic_duration_format(s->max_alert_age, b, sizeof(b));
         snprintf(reason, size,
                  "the alert started %s ago, older than max_alert_age %s: stale alerts never "
@@ -66,9 +71,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
         const struct action_record *r = &n->history[i];
         if (strcmp(r->policy, pol->name) != 0)
             continue;
-        int same_instance =
-            strcmp(r->fingerprint, in->identity) == 0 && r->starts_at == in->starts_at;
-        if (pol->cooldown && !same_instance && now - r->time < pol->cooldown) {
+        if (pol->cooldown && r->incident != in->id && now - r->time < pol->cooldown) {
             medic_duration_format(pol->cooldown, a, sizeof(a));
             medic_duration_format(now - r->time, b, sizeof(b));
             snprintf(reason, size, "cooldown: policy %s acted on node '%s' %s ago (cooldown %s)",
@@ -105,7 +108,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
 }
 
 void policy__record_action(struct policy_state *st, const struct policy *pol,
-                           const struct instance *in, int64_t now)
+                           const struct incident *in, int64_t now)
 {
     struct node_state *n = policy__node_get(st, in->node, 1);
     if (!n ||
@@ -119,17 +122,13 @@ void policy__record_action(struct policy_state *st, const struct policy *pol,
     for (size_t i = 0; i < n->history_count; i++) {
         if (now - n->history[i].time < keep)
             n->history[w++] = n->history[i];
-        else
-            free(n->history[i].fingerprint);
     }
     n->history_count = w;
     struct action_record *r = &n->history[n->history_count];
     snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
     r->time = now;
-    r->starts_at = in->starts_at;
-    r->fingerprint = strdup(in->identity); /* the instance that acted */
-    if (r->fingerprint)
-        n->history_count++;
+    r->incident = in->id;
+    n->history_count++;
 }
 
 static void storm_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
@@ -179,4 +178,38 @@ void policy__update_storm(const struct policy_context *ctx, struct policy_state 
         st->storm_active = 0;
         storm_notice(ctx, st, now, 0, out);
     }
+}
+
+/* A notification to on-call (safety.storm.notifier, the notifier that
+ * hears about medic itself) about incident in; a suppressed decision that
+ * says so when none is configured. */
+struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
+                                            const struct incident *in, int64_t now,
+                                            struct policy_decisions *out, const char *message)
+{
+    const char *notifier = ctx->policies->safety.storm_notifier;
+    struct policy_decision *d = policy__new_decision(out);
+    if (!d)
+        return NULL;
+    snprintf(d->node, sizeof(d->node), "%s", in->node);
+    d->in_inventory = in->in_inventory;
+    snprintf(d->alertname, sizeof(d->alertname), "%s", in->alertname);
+    snprintf(d->policy, sizeof(d->policy), "%s", in->policy);
+    d->incident = in->id;
+    d->risk = in->risk;
+    d->time = now;
+    snprintf(d->reason, sizeof(d->reason), "%s", message);
+    if (!notifier) {
+        d->verdict = VERDICT_SUPPRESSED;
+        size_t at = strlen(d->reason);
+        snprintf(d->reason + at, sizeof(d->reason) - at, "; no safety.storm.notifier to tell");
+        return d;
+    }
+    medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
+    d->has_action = 1;
+    if (medic_action_set_text(&d->action, "notifier", notifier, strlen(notifier)) ||
+        medic_action_set_text(&d->action, "message", message, strlen(message)))
+        out->failed = MEDIC_E_NOMEM;
+    d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    return d;
 }

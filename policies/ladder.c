@@ -10,7 +10,7 @@
 /* The decided action: the step's literal parameters, its text rendered
  * from the template and cut to MEDIC_ACTION_TEXT_MAX at a UTF-8 boundary
  * with a visible marker. Returns 0 or MEDIC_E_NOMEM. */
-static int build_action(const struct policy_step *step, const struct instance *in,
+static int build_action(const struct policy_step *step, const struct incident *in,
                         struct policy_decision *d)
 {
     int rc = medic_action_copy(&d->action, &step->action);
@@ -49,7 +49,7 @@ static int build_action(const struct policy_step *step, const struct instance *i
     return rc;
 }
 
-static struct policy_decision *decision_for(struct policy_decisions *out, const struct instance *in,
+static struct policy_decision *decision_for(struct policy_decisions *out, const struct incident *in,
                                             int64_t now)
 {
     struct policy_decision *d = policy__new_decision(out);
@@ -58,16 +58,133 @@ static struct policy_decision *decision_for(struct policy_decisions *out, const 
     snprintf(d->node, sizeof(d->node), "%s", in->node);
     d->in_inventory = in->in_inventory;
     snprintf(d->alertname, sizeof(d->alertname), "%s", in->alertname);
-    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", in->fingerprint);
+    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s",
+             in->member_count ? in->members[0].fingerprint : "");
     snprintf(d->policy, sizeof(d->policy), "%s", in->policy);
+    d->incident = in->id;
     d->risk = in->risk;
     d->time = now;
     return d;
 }
 
-/* Decides one step of instance in; returns the verdict. */
+static enum policy_incident_state acting_state(enum medic_action_kind kind)
+{
+    return kind == MEDIC_ACTION_DRAIN         ? INCIDENT_DRAINING
+           : kind == MEDIC_ACTION_POWER_LIMIT ? INCIDENT_LIMITING
+                                              : INCIDENT_CYCLING;
+}
+
+static enum policy_incident_state done_state(enum medic_action_kind kind)
+{
+    return kind == MEDIC_ACTION_DRAIN         ? INCIDENT_DRAINED
+           : kind == MEDIC_ACTION_POWER_LIMIT ? INCIDENT_LIMITED
+                                              : INCIDENT_CYCLED;
+}
+
+static long index_of(const struct policy_decisions *out, const struct policy_decision *d)
+{
+    return d ? (long)(d - out->items) : -1;
+}
+
+/* What a succeeded action means for the node and the incident. */
+static void succeeded(struct policy_state *st, struct incident *in, const struct medic_action *a,
+                      int undo)
+{
+    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    if (!n)
+        return;
+    switch (a->kind) {
+    case MEDIC_ACTION_DRAIN:
+        n->drained_by_medic = 1;
+        in->drained = 1;
+        break;
+    case MEDIC_ACTION_POWER_LIMIT:
+        n->limited_by_medic = 1;
+        if (!undo) /* a raise back to another incident's limit holds nothing new */
+            in->limit_watts = a->u.power_limit.watts;
+        break;
+    case MEDIC_ACTION_RESUME:
+        if (policy__other_drain_holders(st, in->node, in) == 0)
+            n->drained_by_medic = 0;
+        break;
+    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
+        if (policy__other_limit_holders(st, in->node, in) == 0)
+            n->limited_by_medic = 0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Why an undo step may not run ("" when it may); a restore that would
+ * drop below another incident's stricter limit becomes a power_limit back
+ * to that limit. */
+static void check_undo(struct policy_state *st, struct incident *in, struct policy_decision *d,
+                       char *reason, size_t size)
+{
+    if (!in->in_inventory) {
+        snprintf(reason, size, "node '%s' is not in the inventory", in->node);
+        return;
+    }
+    if (d->action.kind == MEDIC_ACTION_RESUME) {
+        int others = policy__other_drain_holders(st, in->node, in);
+        if (!in->drained)
+            snprintf(reason, size,
+                     "this incident holds no drain on node '%s' (medic's drain did not "
+                     "succeed, or an operator drained it): an operator's drain is never undone",
+                     in->node);
+        else if (others > 0)
+            snprintf(reason, size,
+                     "%d other incident(s) on node '%s' still hold its drain; the last to close "
+                     "resumes it",
+                     others, in->node);
+        in->drained = 0; /* it lets go either way */
+        return;
+    }
+    /* restore_power_limit */
+    int strictest = policy__strictest_limit(st, in->node, in);
+    if (!in->limit_watts)
+        snprintf(reason, size, "this incident holds no power limit on node '%s'", in->node);
+    else if (strictest && strictest <= in->limit_watts)
+        snprintf(reason, size,
+                 "another incident on node '%s' holds a limit of %d W, as strict or stricter: "
+                 "it stays",
+                 in->node, strictest);
+    else if (strictest) {
+        medic_action_release(&d->action);
+        medic_action_init(&d->action, MEDIC_ACTION_POWER_LIMIT);
+        d->action.u.power_limit.watts = strictest;
+    }
+    in->limit_watts = 0;
+}
+
+/* Why a disruptive step may not run ("" when it may). A power limit no
+ * stricter than one another incident holds is not applied: the incident
+ * holds it as well (it stays in force), and the ladder goes on. */
+static int check_disruptive(const struct policy_context *ctx, struct policy_state *st,
+                            const struct policy *pol, struct incident *in,
+                            struct policy_decision *d, int64_t now, char *reason, size_t size)
+{
+    if (in->halted) {
+        snprintf(reason, size, "the ladder stopped: %s", in->halted_by);
+        return 0;
+    }
+    policy__check_guards(ctx, st, pol, in, now, reason, size);
+    if (reason[0] || d->action.kind != MEDIC_ACTION_POWER_LIMIT)
+        return 0;
+    int strictest = policy__strictest_limit(st, in->node, in);
+    if (strictest && strictest <= d->action.u.power_limit.watts) {
+        snprintf(reason, size,
+                 "node '%s' is already held at %d W by another incident: a weaker limit never "
+                 "raises it",
+                 in->node, strictest);
+        return 1;
+    }
+    return 0;
+}
+
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
-                         const struct policy *pol, struct instance *in,
+                         const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
                          struct policy_decisions *out)
 {
@@ -81,112 +198,217 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         out->failed = MEDIC_E_NOMEM;
         return;
     }
-    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
     char reason[sizeof(d->reason)] = "";
-    switch (step->action.kind) {
-    case MEDIC_ACTION_RESUME:
-        if (!in->in_inventory)
-            snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
-        else if (!n || !n->drained_by_medic)
-            snprintf(reason, sizeof(reason),
-                     "medic did not drain node '%s': an operator's drain is never undone",
-                     in->node);
-        else if (n->drain_holders > 0)
-            snprintf(reason, sizeof(reason),
-                     "%d other open alert(s) on node '%s' still hold its drain; the last to "
-                     "resolve resumes it",
-                     n->drain_holders, in->node);
-        break;
-    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
-        if (!in->in_inventory)
-            snprintf(reason, sizeof(reason), "node '%s' is not in the inventory", in->node);
-        else if (!n || !n->limited_by_medic)
-            snprintf(reason, sizeof(reason), "medic did not limit the power of node '%s'",
-                     in->node);
-        else if (n->limit_holders > 0)
-            snprintf(reason, sizeof(reason),
-                     "%d other open alert(s) on node '%s' still hold its power limit",
-                     n->limit_holders, in->node);
-        break;
-    case MEDIC_ACTION_NOTIFY:
-        break;
-    default:
-        if (in->halted)
-            snprintf(reason, sizeof(reason),
-                     "the ladder stopped: %s was suppressed, so later disruptive steps are too",
-                     in->halted_by);
-        else
-            policy__check_guards(ctx, st, pol, in, now, reason, sizeof(reason));
-    }
+    int held = 0; /* a weaker power limit: held, not applied */
+    enum medic_action_kind kind = step->action.kind;
+    if (kind == MEDIC_ACTION_RESUME || kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
+        check_undo(st, in, d, reason, sizeof(reason));
+    else if (d->disruptive)
+        held = check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason));
     if (reason[0]) {
         d->verdict = VERDICT_SUPPRESSED;
         snprintf(d->reason, sizeof(d->reason), "%s", reason);
-        if (d->disruptive && !in->halted) {
+        if (held) {
+            in->acted = 1;
+            in->limit_watts = step->action.u.power_limit.watts;
+            policy__incident_change(in, INCIDENT_LIMITED, index_of(out, d), now, out,
+                                    "step %d (power_limit %d W) held: a stricter limit is in "
+                                    "force",
+                                    index + 1, in->limit_watts);
+        } else if (d->disruptive && !in->halted) {
             in->halted = 1;
-            snprintf(in->halted_by, sizeof(in->halted_by), "step %d (%s)", index + 1,
-                     medic_action_name(step->action.kind));
+            snprintf(in->halted_by, sizeof(in->halted_by), "step %d (%s) was suppressed", index + 1,
+                     medic_action_name(kind));
         }
         return;
     }
-    int live = ctx->live && !pol->dry_run;
+    int live = ctx->live && (!pol || !pol->dry_run);
     d->verdict = live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    const char *mode =
+        live ? "" : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode");
     char after[32];
     medic_duration_format(step->after, after, sizeof(after));
-    if (on_resolved)
-        snprintf(d->reason, sizeof(d->reason), "policy %s: the alert resolved%s", pol->name,
-                 live ? ""
-                      : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode"));
+    if (!pol)
+        snprintf(d->reason, sizeof(d->reason),
+                 "policy %s is no longer configured (a reload removed or renamed it): medic "
+                 "undoes what it did for the incident%s",
+                 in->policy, mode);
+    else if (on_resolved)
+        snprintf(d->reason, sizeof(d->reason), "policy %s: the incident's alerts are gone%s",
+                 pol->name, mode);
     else
         snprintf(d->reason, sizeof(d->reason), "policy %s step %d: firing for %s or more%s",
-                 pol->name, index + 1, after,
-                 live ? ""
-                      : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode"));
+                 pol->name, index + 1, after, mode);
     in->acted = 1;
-    if (!in->in_inventory)
+    if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
-    n = policy__node_get(st, in->node, 1);
-    if (!n)
+    if (!live) { /* a dry run: as if it succeeded at once */
+        succeeded(st, in, &d->action, on_resolved);
+        if (d->disruptive) {
+            policy__record_action(st, pol, in, now);
+            policy__incident_change(in, done_state(kind), index_of(out, d), now, out,
+                                    "step %d (%s) decided in dry-run", index + 1,
+                                    medic_action_name(kind));
+        }
         return;
-    switch (step->action.kind) {
-    case MEDIC_ACTION_DRAIN:
-        n->drained_by_medic = 1;
-        if (!in->drained) {
-            in->drained = 1;
-            n->drain_holders++;
-        }
-        break;
-    case MEDIC_ACTION_POWER_LIMIT:
-        n->limited_by_medic = 1;
-        if (!in->limited) {
-            in->limited = 1;
-            n->limit_holders++;
-        }
-        break;
-    case MEDIC_ACTION_RESUME:
-        n->drained_by_medic = 0;
-        break;
-    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
-        n->limited_by_medic = 0;
-        break;
-    default:
-        break;
     }
-    if (d->disruptive) {
-        policy__record_action(st, pol, in, now);
-        if (!in->disrupting) {
-            in->disrupting = 1;
-            n->disrupting_instances++;
+    if (on_resolved || !d->disruptive) {
+        if (in->undo_count < INCIDENT_MAX_UNDO) {
+            d->awaited = 1;
+            in->undo[in->undo_count].decision = 0;
+            in->undo[in->undo_count++].kind = d->action.kind;
         }
+        return;
     }
+    d->awaited = 1;
+    struct node_state *n = policy__node_get(st, in->node, 1);
+    if (n)
+        n->acting++;
+    policy__record_action(st, pol, in, now);
+    d->require_drained = kind == MEDIC_ACTION_IPMI_POWER_CYCLE && in->drained;
+    in->awaiting = 1;
+    in->awaiting_decision = 0;
+    in->awaiting_kind = kind;
+    in->awaiting_watts = kind == MEDIC_ACTION_POWER_LIMIT ? d->action.u.power_limit.watts : 0;
+    policy__incident_change(in, acting_state(kind), index_of(out, d), now, out,
+                            "step %d (%s) decided", index + 1, medic_action_name(kind));
 }
 
 void policy__run_due_steps(const struct policy_context *ctx, struct policy_state *st,
-                           const struct policy *pol, struct instance *in, int64_t now,
+                           const struct policy *pol, struct incident *in, int64_t now,
                            struct policy_decisions *out)
 {
-    while (in->next_step < pol->step_count &&
-           now - in->starts_at >= pol->steps[in->next_step].after) {
+    while (!in->awaiting && in->state != INCIDENT_FAILED && in->state != INCIDENT_UNDOING &&
+           in->member_count > 0 && in->next_step < pol->step_count &&
+           now - in->opened_at >= pol->steps[in->next_step].after) {
+        const struct policy_step *step = &pol->steps[in->next_step];
+        /* after a restart, nothing disruptive before the alert is seen again */
+        if (medic_action_disruptive(step->action.kind) && !in->halted &&
+            !policy__incident_fresh(in))
+            return;
         size_t k = in->next_step++;
-        policy__decide_step(ctx, st, pol, in, &pol->steps[k], (int)k, 0, now, out);
+        policy__decide_step(ctx, st, pol, in, step, (int)k, 0, now, out);
     }
+}
+
+/* Undo steps for an incident whose policy is gone: resume its drain,
+ * restore its power limit. */
+static void undo_orphan(const struct policy_context *ctx, struct policy_state *st,
+                        struct incident *in, int64_t now, struct policy_decisions *out)
+{
+    static const enum medic_action_kind kinds[] = {MEDIC_ACTION_RESUME,
+                                                   MEDIC_ACTION_RESTORE_POWER_LIMIT};
+    for (size_t i = 0; i < 2; i++) {
+        if ((i == 0 && !in->drained) || (i == 1 && !in->limit_watts))
+            continue;
+        struct policy_step step = {0};
+        medic_action_init(&step.action, kinds[i]);
+        policy__decide_step(ctx, st, NULL, in, &step, (int)i, 1, now, out);
+    }
+}
+
+void policy__undo(const struct policy_context *ctx, struct policy_state *st, struct incident *in,
+                  enum policy_incident_state final, int64_t now, struct policy_decisions *out,
+                  const char *why)
+{
+    if (!in->closing) {
+        in->closing = 1;
+        in->closing_as = final;
+        snprintf(in->closing_cause, sizeof(in->closing_cause), "%s", why);
+    }
+    if (in->awaiting) /* undone once the action in flight has its outcome */
+        return;
+    const struct policy *pol = policy__incident_policy(ctx, in);
+    if (!pol)
+        undo_orphan(ctx, st, in, now, out);
+    else if (in->acted)
+        for (size_t k = 0; k < pol->on_resolved_count; k++)
+            policy__decide_step(ctx, st, pol, in, &pol->on_resolved[k], (int)k, 1, now, out);
+    /* holds no step undid are let go (the node stays as it is) */
+    in->drained = 0;
+    in->limit_watts = 0;
+    if (in->undo_count > 0) {
+        policy__incident_change(in, INCIDENT_UNDOING, -1, now, out, "%s; undoing",
+                                in->closing_cause);
+        return;
+    }
+    policy__incident_final(st, in, in->closing_as, now, out, in->closing_cause);
+}
+
+/* The outcome of undo action i. */
+static void undo_outcome(const struct policy_context *ctx, struct policy_state *st,
+                         struct incident *in, int i, enum medic_outcome outcome, const char *detail,
+                         int64_t now, struct policy_decisions *out)
+{
+    enum medic_action_kind kind = in->undo[i].kind;
+    memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
+    in->undo_count--;
+    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    if (outcome != MEDIC_OUTCOME_SUCCEEDED) {
+        char message[2048];
+        snprintf(message, sizeof(message),
+                 "medic could not undo what it did on node '%s' for incident %lld (policy %s): "
+                 "%s %s%s%s. The node stays as it is; check it",
+                 in->node, (long long)in->id, in->policy, medic_action_name(kind),
+                 medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+        policy__tell_oncall(ctx, in, now, out, message);
+    } else if (n && kind == MEDIC_ACTION_RESUME) {
+        if (policy__other_drain_holders(st, in->node, in) == 0)
+            n->drained_by_medic = 0;
+    } else if (n && kind == MEDIC_ACTION_RESTORE_POWER_LIMIT) {
+        if (policy__other_limit_holders(st, in->node, in) == 0)
+            n->limited_by_medic = 0;
+    }
+    if (in->undo_count == 0) {
+        char cause[1400];
+        snprintf(cause, sizeof(cause), "%s; %s %s%s%s", in->closing_cause, medic_action_name(kind),
+                 medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+        policy__incident_final(st, in, in->closing_as, now, out, cause);
+    }
+}
+
+void policy__apply_outcome(const struct policy_context *ctx, struct policy_state *st,
+                           struct incident *in, int64_t decision_id, enum medic_outcome outcome,
+                           const char *detail, int64_t now, struct policy_decisions *out)
+{
+    if (!in->awaiting || (decision_id && in->awaiting_decision != decision_id)) {
+        for (int i = 0; i < in->undo_count; i++)
+            if (!decision_id || in->undo[i].decision == decision_id) {
+                undo_outcome(ctx, st, in, i, outcome, detail, now, out);
+                return;
+            }
+        return; /* not awaited (any more) */
+    }
+    enum medic_action_kind kind = in->awaiting_kind;
+    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    in->awaiting = 0;
+    in->awaiting_decision = 0;
+    if (n && n->acting > 0)
+        n->acting--;
+    char cause[1400];
+    snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
+             medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+    if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
+        struct medic_action a;
+        medic_action_init(&a, kind);
+        a.u.power_limit.watts = in->awaiting_watts;
+        succeeded(st, in, &a, 0);
+        policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
+    } else {
+        in->halted = 1;
+        snprintf(in->halted_by, sizeof(in->halted_by), "step %zu (%s) %s", in->next_step,
+                 medic_action_name(kind), medic_outcome_name(outcome));
+        policy__incident_change(in, INCIDENT_FAILED, -1, now, out, "%s", cause);
+        char message[2048];
+        snprintf(message, sizeof(message),
+                 "medic stopped incident %lld (policy %s) on node '%s': %s. Later steps are not "
+                 "taken; check the node",
+                 (long long)in->id, in->policy, in->node, cause);
+        policy__tell_oncall(ctx, in, now, out, message);
+    }
+    const struct policy *pol = policy__incident_policy(ctx, in);
+    if (in->closing) /* its alerts went, or its policy, while the action ran */
+        policy__undo(ctx, st, in, in->closing_as, now, out, in->closing_cause);
+    else if (pol && outcome == MEDIC_OUTCOME_SUCCEEDED)
+        policy__run_due_steps(ctx, st, pol, in, now, out);
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENGINE_STATE_VERSION 1
+#define ENGINE_STATE_VERSION 2
 
 static void json_time(struct medic_buf *b, const char *key, int64_t t)
 {
@@ -28,44 +28,77 @@ static void json_labels(struct medic_buf *b, const char *key, const struct label
     medic_buf_puts(b, "}");
 }
 
+static void json_text(struct medic_buf *b, const char *key, const char *value)
+{
+    medic_buf_printf(b, ",\"%s\":", key);
+    medic_buf_json_string(b, value);
+}
+
+static void save_incident(struct medic_buf *b, const struct incident *in)
+{
+    medic_buf_printf(b, "{\"id\":\"%lld\"", (long long)in->id);
+    json_text(b, "key", in->key);
+    json_text(b, "node", in->node);
+    json_text(b, "policy", in->policy);
+    json_text(b, "state", policy_incident_state_name(in->state));
+    json_text(b, "alertname", in->alertname);
+    medic_buf_puts(b, ",");
+    json_time(b, "opened_at", in->opened_at);
+    medic_buf_puts(b, ",");
+    json_time(b, "fresh_after", in->fresh_after);
+    medic_buf_printf(b,
+                     ",\"in_inventory\":%d,\"next_step\":%zu,\"awaiting\":%d,\"awaiting_kind\":%d,"
+                     "\"awaiting_watts\":%d,\"acted\":%d,\"halted\":%d,\"drained\":%d,"
+                     "\"limit_watts\":%d,\"closing\":%d,\"closing_as\":%d,",
+                     in->in_inventory, in->next_step, in->awaiting, (int)in->awaiting_kind,
+                     in->awaiting_watts, in->acted, in->halted, in->drained, in->limit_watts,
+                     in->closing, (int)in->closing_as);
+    json_time(b, "awaiting_decision", in->awaiting_decision);
+    json_text(b, "halted_by", in->halted_by);
+    json_text(b, "closing_cause", in->closing_cause);
+    if (isnan(in->risk))
+        medic_buf_puts(b, ",\"risk\":null,");
+    else
+        medic_buf_printf(b, ",\"risk\":%.17g,", in->risk);
+    json_labels(b, "labels", &in->labels);
+    medic_buf_puts(b, ",");
+    json_labels(b, "annotations", &in->annotations);
+    medic_buf_puts(b, ",\"undo\":[");
+    for (int k = 0; k < in->undo_count; k++) {
+        medic_buf_puts(b, k ? ",{" : "{");
+        json_time(b, "decision", in->undo[k].decision);
+        medic_buf_printf(b, ",\"kind\":%d}", (int)in->undo[k].kind);
+    }
+    medic_buf_puts(b, "],\"members\":[");
+    for (size_t k = 0; k < in->member_count; k++) {
+        const struct member *m = &in->members[k];
+        medic_buf_puts(b, k ? ",{\"identity\":" : "{\"identity\":");
+        medic_buf_json_string(b, m->identity);
+        json_text(b, "fingerprint", m->fingerprint);
+        medic_buf_puts(b, ",");
+        json_time(b, "starts_at", m->starts_at);
+        medic_buf_puts(b, ",");
+        json_time(b, "last_seen", m->last_seen);
+        medic_buf_puts(b, "}");
+    }
+    medic_buf_puts(b, "]}");
+}
+
 int policy_state_save(const struct policy_state *st, struct medic_buf *b)
 {
-    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"instances\":[", ENGINE_STATE_VERSION,
-                     st->storm_active ? "true" : "false");
+    medic_buf_printf(b,
+                     "{\"version\":%d,\"storm_active\":%s,\"next_incident\":\"%lld\","
+                     "\"incidents\":[",
+                     ENGINE_STATE_VERSION, st->storm_active ? "true" : "false",
+                     (long long)st->next_incident_id);
     int first = 1;
-    for (size_t i = 0; i < st->instance_count; i++) {
-        const struct instance *in = st->instances[i];
-        if (in->removed)
+    for (size_t i = 0; i < st->incident_count; i++) {
+        if (st->incidents[i]->final)
             continue;
-        medic_buf_puts(b, first ? "{" : ",{");
+        if (!first)
+            medic_buf_puts(b, ",");
         first = 0;
-        medic_buf_puts(b, "\"fingerprint\":");
-        medic_buf_json_string(b, in->fingerprint);
-        medic_buf_puts(b, ",\"identity\":");
-        medic_buf_json_string(b, in->identity);
-        medic_buf_puts(b, ",");
-        json_time(b, "starts_at", in->starts_at);
-        medic_buf_puts(b, ",\"policy\":");
-        medic_buf_json_string(b, in->policy);
-        medic_buf_printf(b,
-                         ",\"next_step\":%zu,\"acted\":%d,\"disrupting\":%d,\"halted\":%d,"
-                         "\"drained\":%d,\"limited\":%d,",
-                         in->next_step, in->acted, in->disrupting, in->halted, in->drained,
-                         in->limited);
-        medic_buf_puts(b, "\"halted_by\":");
-        medic_buf_json_string(b, in->halted_by);
-        medic_buf_puts(b, ",\"node\":");
-        medic_buf_json_string(b, in->node);
-        medic_buf_printf(b, ",\"in_inventory\":%d,\"alertname\":", in->in_inventory);
-        medic_buf_json_string(b, in->alertname);
-        if (isnan(in->risk))
-            medic_buf_puts(b, ",\"risk\":null,");
-        else
-            medic_buf_printf(b, ",\"risk\":%.17g,", in->risk);
-        json_labels(b, "labels", &in->labels);
-        medic_buf_puts(b, ",");
-        json_labels(b, "annotations", &in->annotations);
-        medic_buf_puts(b, "}");
+        save_incident(b, st->incidents[i]);
     }
     medic_buf_puts(b, "],\"unmatched\":[");
     first = 1;
@@ -87,12 +120,8 @@ int policy_state_save(const struct policy_state *st, struct medic_buf *b)
         const struct node_state *n = st->nodes[i];
         medic_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
         medic_buf_json_string(b, n->name);
-        medic_buf_printf(b,
-                         ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,"
-                         "\"disrupting_instances\":%d,",
-                         n->drained_by_medic, n->limited_by_medic, n->disrupting_instances);
-        medic_buf_printf(b, "\"drain_holders\":%d,\"limit_holders\":%d,", n->drain_holders,
-                         n->limit_holders);
+        medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,\"acting\":%d,",
+                         n->drained_by_medic, n->limited_by_medic, n->acting);
         json_time(b, "last_alerting", n->last_alerting);
         medic_buf_puts(b, ",\"history\":[");
         for (size_t k = 0; k < n->history_count; k++) {
@@ -101,10 +130,8 @@ int policy_state_save(const struct policy_state *st, struct medic_buf *b)
             medic_buf_json_string(b, r->policy);
             medic_buf_puts(b, ",");
             json_time(b, "time", r->time);
-            medic_buf_puts(b, ",\"fingerprint\":");
-            medic_buf_json_string(b, r->fingerprint);
             medic_buf_puts(b, ",");
-            json_time(b, "starts_at", r->starts_at);
+            json_time(b, "incident", r->incident);
             medic_buf_puts(b, "}");
         }
         medic_buf_puts(b, "]}");
@@ -112,8 +139,10 @@ int policy_state_save(const struct policy_state *st, struct medic_buf *b)
     medic_buf_puts(b, "],\"resolved\":[");
     for (size_t i = 0; i < st->resolved_count; i++) {
         const struct resolved_alert *r = st->resolved[i];
-        medic_buf_puts(b, i ? ",{\"key\":" : "{\"key\":");
-        medic_buf_json_string(b, r->key);
+        medic_buf_puts(b, i ? ",{\"identity\":" : "{\"identity\":");
+        medic_buf_json_string(b, r->identity);
+        medic_buf_puts(b, ",");
+        json_time(b, "starts_at", r->starts_at);
         medic_buf_puts(b, ",");
         json_time(b, "at", r->at);
         medic_buf_printf(b, ",\"noted\":%d}", r->noted);
@@ -186,6 +215,84 @@ static int load_labels(struct loader *l, const cJSON *obj, const char *key, stru
     return 0;
 }
 
+static void copy_field(struct loader *l, const cJSON *obj, const char *key, char *to, size_t size)
+{
+    snprintf(to, size, "%s", text_field(l, obj, key));
+}
+
+static int load_incident(struct loader *l, struct policy_state *st, const cJSON *e)
+{
+    int64_t id = time_field(l, e, "id");
+    const char *key = text_field(l, e, "key");
+    int state = policy_incident_state_parse(text_field(l, e, "state"));
+    if (l->failed || state < 0 || id <= 0) {
+        if (!l->failed)
+            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad incident");
+        return l->failed = 1;
+    }
+    struct incident *in = policy__incident_restore(st, id, key);
+    if (!in) {
+        medic_error_set(l->err, MEDIC_E_NOMEM, "out of memory");
+        return l->failed = 1;
+    }
+    in->state = (enum policy_incident_state)state;
+    copy_field(l, e, "node", in->node, sizeof(in->node));
+    copy_field(l, e, "policy", in->policy, sizeof(in->policy));
+    copy_field(l, e, "alertname", in->alertname, sizeof(in->alertname));
+    copy_field(l, e, "halted_by", in->halted_by, sizeof(in->halted_by));
+    copy_field(l, e, "closing_cause", in->closing_cause, sizeof(in->closing_cause));
+    in->opened_at = time_field(l, e, "opened_at");
+    in->fresh_after = time_field(l, e, "fresh_after");
+    in->awaiting_decision = time_field(l, e, "awaiting_decision");
+    in->in_inventory = int_field(l, e, "in_inventory");
+    in->next_step = (size_t)int_field(l, e, "next_step");
+    in->awaiting = int_field(l, e, "awaiting");
+    in->awaiting_kind = (enum medic_action_kind)int_field(l, e, "awaiting_kind");
+    in->awaiting_watts = int_field(l, e, "awaiting_watts");
+    in->acted = int_field(l, e, "acted");
+    in->halted = int_field(l, e, "halted");
+    in->drained = int_field(l, e, "drained");
+    in->limit_watts = int_field(l, e, "limit_watts");
+    in->closing = int_field(l, e, "closing");
+    in->closing_as = (enum policy_incident_state)int_field(l, e, "closing_as");
+    if ((unsigned)in->awaiting_kind >= MEDIC_ACTION_KIND_COUNT ||
+        (unsigned)in->closing_as >= INCIDENT_STATE_COUNT) {
+        if (!l->failed)
+            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad incident");
+        return l->failed = 1;
+    }
+    const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
+    in->risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
+    if (load_labels(l, e, "labels", &in->labels) ||
+        load_labels(l, e, "annotations", &in->annotations)) {
+        if (!l->failed)
+            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: bad labels");
+        return l->failed = 1;
+    }
+    const cJSON *undo = field(l, e, "undo", cJSON_Array);
+    for (const cJSON *u = undo ? undo->child : NULL; u && !l->failed; u = u->next) {
+        int kind = int_field(l, u, "kind");
+        if (in->undo_count >= INCIDENT_MAX_UNDO || (unsigned)kind >= MEDIC_ACTION_KIND_COUNT) {
+            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad undo step");
+            return l->failed = 1;
+        }
+        in->undo[in->undo_count].decision = time_field(l, u, "decision");
+        in->undo[in->undo_count++].kind = (enum medic_action_kind)kind;
+    }
+    const cJSON *members = field(l, e, "members", cJSON_Array);
+    for (const cJSON *m = members ? members->child : NULL; m && !l->failed; m = m->next) {
+        const char *identity = text_field(l, m, "identity");
+        const char *fingerprint = text_field(l, m, "fingerprint");
+        int64_t starts_at = time_field(l, m, "starts_at");
+        int64_t last_seen = time_field(l, m, "last_seen");
+        if (!l->failed && policy__member_add(in, identity, fingerprint, starts_at, last_seen)) {
+            medic_error_set(l->err, MEDIC_E_NOMEM, "out of memory");
+            return l->failed = 1;
+        }
+    }
+    return l->failed;
+}
+
 int policy_state_load(const char *json, size_t len, struct policy_state **out,
                       struct medic_error *err)
 {
@@ -197,75 +304,31 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
         policy_state_free(st);
         return medic_error_set(err, MEDIC_E_INVALID, "engine state: not JSON");
     }
-    if (int_field(&l, root, "version") != ENGINE_STATE_VERSION && !l.failed) {
-        medic_error_set(err, MEDIC_E_INVALID, "engine state: unknown version");
+    int version = int_field(&l, root, "version");
+    if (version != ENGINE_STATE_VERSION && !l.failed) {
+        medic_error_set(err, MEDIC_E_INVALID,
+                        "engine state: version %d, this medic reads version %d (alert instances "
+                        "became incidents); see docs/policies.md, \"Upgrading\"",
+                        version, ENGINE_STATE_VERSION);
         l.failed = 1;
     }
     const cJSON *storm = cJSON_GetObjectItemCaseSensitive(root, "storm_active");
     st->storm_active = cJSON_IsTrue(storm);
-    const cJSON *list = field(&l, root, "instances", cJSON_Array);
-    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        struct medic_label none_items[1];
-        struct medic_labels none = {none_items, 0};
-        struct policy_alert a = {
-            text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, &none, &none, 0, NAN};
-        const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
-        a.risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
-        struct policy stub = {0};
-        stub.name = (char *)text_field(&l, e, "policy");
-        int64_t starts_at = time_field(&l, e, "starts_at");
-        struct label_copy labels;
-        if (l.failed)
-            break;
-        if (load_labels(&l, e, "labels", &labels)) {
-            policy__labels_free(&labels);
-            if (!l.failed)
-                medic_error_set(err, MEDIC_E_INVALID, "engine state: bad labels");
-            l.failed = 1;
-            break;
-        }
-        /* keyed by identity; a state saved before identities had one is
-         * keyed by its labels now */
-        char identity[ALERT_IDENTITY_SIZE];
-        const cJSON *saved_identity = cJSON_GetObjectItemCaseSensitive(e, "identity");
-        struct medic_labels label_view = {labels.items, labels.count};
-        if (cJSON_IsString(saved_identity))
-            snprintf(identity, sizeof(identity), "%s", saved_identity->valuestring);
-        else
-            policy__alert_identity(a.fingerprint, &label_view, identity, sizeof(identity));
-        struct instance *in =
-            policy__new_instance(st, &a, identity, starts_at, &stub, text_field(&l, e, "node"),
-                                 int_field(&l, e, "in_inventory"));
-        if (!in) {
-            policy__labels_free(&labels);
-            l.failed = 1;
-            medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-            break;
-        }
-        in->labels = labels;
-        in->cached_policy = NULL;
-        in->next_step = (size_t)int_field(&l, e, "next_step");
-        in->acted = int_field(&l, e, "acted");
-        in->disrupting = int_field(&l, e, "disrupting");
-        in->halted = int_field(&l, e, "halted");
-        in->drained = int_field(&l, e, "drained");
-        in->limited = int_field(&l, e, "limited");
-        snprintf(in->halted_by, sizeof(in->halted_by), "%s", text_field(&l, e, "halted_by"));
-        snprintf(in->alertname, sizeof(in->alertname), "%s", text_field(&l, e, "alertname"));
-        if (load_labels(&l, e, "annotations", &in->annotations)) {
-            if (!l.failed)
-                medic_error_set(err, MEDIC_E_INVALID, "engine state: bad labels");
-            l.failed = 1;
-        }
+    const cJSON *list = l.failed ? NULL : field(&l, root, "incidents", cJSON_Array);
+    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next)
+        load_incident(&l, st, e);
+    if (!l.failed) {
+        int64_t next = time_field(&l, root, "next_incident");
+        if (next > st->next_incident_id)
+            st->next_incident_id = next;
     }
     list = l.failed ? NULL : field(&l, root, "unmatched", cJSON_Array);
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        struct policy_alert a = {
-            text_field(&l, e, "fingerprint"), MEDIC_STATUS_FIRING, NULL, NULL, 0, NAN};
+        const char *identity = text_field(&l, e, "fingerprint");
         int64_t starts_at = time_field(&l, e, "starts_at");
         int64_t last_seen = time_field(&l, e, "last_seen");
         if (!l.failed)
-            policy__remember_unmatched(st, a.fingerprint, starts_at, last_seen);
+            policy__remember_unmatched(st, identity, starts_at, last_seen);
     }
     list = l.failed ? NULL : field(&l, root, "nodes", cJSON_Array);
     for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
@@ -276,9 +339,7 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
         }
         n->drained_by_medic = int_field(&l, e, "drained_by_medic");
         n->limited_by_medic = int_field(&l, e, "limited_by_medic");
-        n->disrupting_instances = int_field(&l, e, "disrupting_instances");
-        n->drain_holders = int_field(&l, e, "drain_holders");
-        n->limit_holders = int_field(&l, e, "limit_holders");
+        n->acting = int_field(&l, e, "acting");
         n->last_alerting = time_field(&l, e, "last_alerting");
         const cJSON *history = field(&l, e, "history", cJSON_Array);
         for (const cJSON *h = history ? history->child : NULL; h && !l.failed; h = h->next) {
@@ -290,34 +351,23 @@ int policy_state_load(const char *json, size_t len, struct policy_state **out,
             struct action_record *r = &n->history[n->history_count];
             snprintf(r->policy, sizeof(r->policy), "%s", text_field(&l, h, "policy"));
             r->time = time_field(&l, h, "time");
-            r->starts_at = time_field(&l, h, "starts_at");
-            r->fingerprint = strdup(text_field(&l, h, "fingerprint"));
-            if (r->fingerprint)
-                n->history_count++;
+            r->incident = time_field(&l, h, "incident");
+            n->history_count++;
         }
     }
-    /* absent from a state saved before resolves were remembered */
-    list = l.failed ? NULL : cJSON_GetObjectItemCaseSensitive(root, "resolved");
-    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e && !l.failed; e = e->next) {
-        const char *key = text_field(&l, e, "key");
+    list = l.failed ? NULL : field(&l, root, "resolved", cJSON_Array);
+    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
+        const char *identity = text_field(&l, e, "identity");
+        int64_t starts_at = time_field(&l, e, "starts_at");
         int64_t at = time_field(&l, e, "at");
-        if (l.failed || policy__grow((void **)&st->resolved, st->resolved_count, &st->resolved_cap,
-                                     sizeof(*st->resolved))) {
-            l.failed = 1;
+        if (l.failed)
             break;
-        }
-        struct resolved_alert *r = calloc(1, sizeof(*r));
-        if (!r || !(r->key = strdup(key)) || medic_map_put(&st->resolved_by_alert, r->key, r)) {
-            if (r)
-                free(r->key);
-            free(r);
-            l.failed = 1;
+        if (policy__remember_resolved(st, identity, starts_at, at)) {
             medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            l.failed = 1;
             break;
         }
-        r->at = at;
-        r->noted = int_field(&l, e, "noted");
-        st->resolved[st->resolved_count++] = r;
+        policy__resolved(st, identity)->noted = int_field(&l, e, "noted");
     }
     cJSON_Delete(root);
     if (l.failed) {

@@ -15,6 +15,7 @@ void policy_safety_default(struct policy_safety *s)
     s->storm_max_alerting_nodes = 20;
     s->storm_window = 5 * 60 * MEDIC_NS_PER_SEC;
     s->max_alert_age = 3600 * MEDIC_NS_PER_SEC;
+    s->alert_expiry = 12 * 3600 * MEDIC_NS_PER_SEC;
 }
 
 struct parser {
@@ -381,6 +382,7 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                        "max_disrupted_fraction",
                                        "storm",
                                        "max_alert_age",
+                                       "alert_expiry",
                                        "maintenance",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
@@ -396,6 +398,13 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                 &s->max_disrupted_fraction);
     if (rc == 0 && (v = yaml_tree_get(n, "max_alert_age")))
         rc = yaml_fields_duration(&p->f, v, "max_alert_age", &s->max_alert_age);
+    if (rc == 0 && (v = yaml_tree_get(n, "alert_expiry"))) {
+        rc = yaml_fields_duration(&p->f, v, "alert_expiry", &s->alert_expiry);
+        if (rc == 0 && s->alert_expiry < MEDIC_NS_PER_SEC)
+            rc = yaml_fields_fail(&p->f, v,
+                                  "alert_expiry: at least 1s (set it above Alertmanager's "
+                                  "repeat_interval)");
+    }
     if (rc == 0 && (v = yaml_tree_get(n, "storm"))) {
         const struct yaml_tree_node *x;
         rc = yaml_fields_mapping(&p->f, v, "storm");

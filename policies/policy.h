@@ -57,6 +57,7 @@ struct policy_safety {
     int64_t storm_window;            /* default 5m */
     char *storm_notifier;            /* told once when a storm starts; NULL: none */
     int64_t max_alert_age;           /* default 1h */
+    int64_t alert_expiry;            /* an alert not re-sent this long has gone; default 12h */
     struct maintenance_window *maintenance;
     size_t maintenance_count;
 };

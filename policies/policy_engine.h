@@ -1,26 +1,38 @@
-/* The policy engine: for each alert, which step of which policy applies
- * now, and whether every safety guard lets it run. Evaluation is a pure
- * function of the policies, the inventory, the engine state, the alert and
- * the time passed in: no clock, no I/O. The caller records the decisions
- * and hands the executable ones to the actions.
+/* The policy engine: for each alert, which incident it belongs to, which
+ * step of that incident's ladder applies now, and whether every safety
+ * guard lets it run. Evaluation is a pure function of the policies, the
+ * inventory, the engine state, the alert (or the action outcome) and the
+ * time passed in: no clock, no I/O. The caller records the decisions and
+ * the incidents' state changes, and hands the executable ones to the
+ * actions; it feeds each awaited action's outcome back.
  *
- * Semantics (docs/policies.md has the full story):
- * - An alert instance is (fingerprint, label set, startsAt); a resolved one
- *   is remembered for a day, so a late firing copy never reopens it. The
- *   first policy whose
- *   matchers and risk condition hold takes it (more with `continue`), and
- *   keeps it until it resolves, whatever the risk does later.
- * - Step k is due once the alert has fired `after` since it started. Each
- *   step is decided exactly once per instance, whatever the verdict, so
- *   repeats, retries and HA copies never run a step twice.
- * - Disruptive steps (drain, ipmi_power_cycle, power_limit) pass the
- *   guards: inventory, maintenance, max_alert_age, storm, cooldown, budget,
- *   fleet caps. The first that fails names the suppression's reason, and
- *   the ladder stops: the instance's later disruptive steps are suppressed
- *   too (a power cycle never follows a drain that did not happen), while
- *   notify steps still run.
- * - dry_run decisions change the state as execute decisions would, so that
- *   a dry run shows what live mode would have done, caps included. */
+ * Semantics (docs/policies.md has the full story and the state diagram):
+ * - An incident is one (node, policy): opened by the first alert of the node
+ *   that the policy takes, it holds every alert of that node under that
+ *   policy. Its ladder's clock starts at that first alert's startsAt.
+ * - An alert is its fingerprint and label set; a resolve is remembered for
+ *   a day, so an older firing copy never reopens it. An alert not re-sent
+ *   for safety.alert_expiry has gone (a lost resolve).
+ * - Step k is due once the ladder's clock passed its `after` and the step
+ *   before it finished: a disruptive step (drain, ipmi_power_cycle,
+ *   power_limit) is awaited, and the next step waits for its outcome. A
+ *   step that fails, times out, is refused or is interrupted stops the
+ *   ladder (state failed) and tells on-call. A power cycle after a drain
+ *   runs only while the node is still drained (checked when it runs).
+ * - Each step is decided once per incident, whatever the verdict.
+ * - Disruptive steps pass the guards: inventory, maintenance,
+ *   max_alert_age, storm, cooldown, budget, fleet caps. The first that
+ *   fails names the suppression's reason, and the ladder stops there.
+ * - When every alert of an incident has resolved (or expired), its
+ *   on_resolved steps run; a resume or restore waits until no other
+ *   incident on the node holds the drain or the limit. A power limit never
+ *   raises the node's strictest limit held by another incident.
+ * - An incident whose policy a reload removed is closed, and what medic
+ *   holds on the node for it is undone, with a decision saying so.
+ * - After a restart, no disruptive step runs before an alert of its
+ *   incident has been seen again.
+ * - dry_run decisions change the state as executed ones that succeeded
+ *   would, so that a dry run shows what live mode would have done. */
 #ifndef MEDIC_POLICIES_ENGINE_H
 #define MEDIC_POLICIES_ENGINE_H
 
@@ -63,6 +75,34 @@ enum policy_verdict {
 
 const char *policy_verdict_name(enum policy_verdict v);
 
+/* The states of an incident (docs/img/incident-states.svg). The -ing
+ * states await an action's outcome; recovered, expired and closed are
+ * final. */
+#define POLICY_INCIDENT_STATES(X)                                                                  \
+    X(OPEN, "open")                                                                                \
+    X(DRAINING, "draining")                                                                        \
+    X(DRAINED, "drained")                                                                          \
+    X(LIMITING, "limiting")                                                                        \
+    X(LIMITED, "limited")                                                                          \
+    X(CYCLING, "cycling")                                                                          \
+    X(CYCLED, "cycled")                                                                            \
+    X(FAILED, "failed")                                                                            \
+    X(UNDOING, "undoing")                                                                          \
+    X(RECOVERED, "recovered")                                                                      \
+    X(EXPIRED, "expired")                                                                          \
+    X(CLOSED, "closed")
+
+enum policy_incident_state {
+#define POLICY_STATE_ENUM(name, text) INCIDENT_##name,
+    POLICY_INCIDENT_STATES(POLICY_STATE_ENUM)
+#undef POLICY_STATE_ENUM
+        INCIDENT_STATE_COUNT
+};
+
+const char *policy_incident_state_name(enum policy_incident_state s);
+/* Parses a state's name; -1 when it names none. */
+int policy_incident_state_parse(const char *name);
+
 struct policy_decision {
     char node[128]; /* the inventory name, else the label's value ("" when none) */
     int in_inventory;
@@ -78,6 +118,20 @@ struct policy_decision {
     char reason[512];
     double risk;
     int64_t time;
+    int64_t incident;    /* the incident it belongs to; 0 when none */
+    int awaited;         /* its incident waits for the action's outcome */
+    int require_drained; /* run only while the node is drained in Slurm */
+};
+
+/* An incident's change of state, with what caused it. */
+struct policy_change {
+    int64_t incident;
+    char node[128];
+    char policy[65];
+    enum policy_incident_state from, to; /* from == to: opened */
+    char cause[512];
+    long decision; /* index in the decisions that caused it; -1 when none */
+    int64_t time;
 };
 
 struct policy_decisions {
@@ -86,6 +140,8 @@ struct policy_decisions {
     size_t cap;
     size_t limit; /* the most decisions it may hold; 0: no cap */
     int failed;   /* MEDIC_E_NOMEM or MEDIC_E_LIMIT once a decision could not be made */
+    struct policy_change *changes;
+    size_t change_count, change_cap;
 };
 
 void policy_decisions_init(struct policy_decisions *d);
@@ -115,24 +171,59 @@ void policy_state_free(struct policy_state *st);
 int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
                     const struct policy_alert *alert, int64_t now, struct policy_decisions *out);
 
-/* Escalates: decides the steps that have become due for the alerts still
- * firing, and ends a storm that has passed. Call it periodically. */
+/* Escalates: decides the steps that have become due, expires alerts no
+ * longer re-sent, closes incidents whose policy is gone, and ends a storm
+ * that has passed. Call it periodically. */
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out);
 
-/* The state as JSON, for keeping it across restarts: alert instances with
- * their progress and labels, nodes with what medic did to them and their
- * recent actions, unmatched alerts, the storm flag. Times are strings of
- * nanoseconds (JSON numbers would round them). */
+/* The outcome of an awaited action. */
+struct policy_outcome {
+    int64_t incident;
+    int64_t decision_id; /* the decision whose action it is; 0: the one awaited */
+    enum medic_outcome outcome;
+    const char *detail;
+};
+
+/* Advances the incident by an awaited action's outcome (an outcome for an
+ * action it no longer awaits is ignored); may decide further steps. */
+int policy_outcome(const struct policy_context *ctx, struct policy_state *st,
+                   const struct policy_outcome *outcome, int64_t now, struct policy_decisions *out);
+
+/* Calls fn for each incident awaiting an outcome: its id and the awaited
+ * decision's id (0 while not known, see policy_bind_decisions). */
+typedef void (*policy_awaiting_fn)(void *arg, int64_t incident, int64_t decision_id);
+void policy_awaiting(const struct policy_state *st, policy_awaiting_fn fn, void *arg);
+
+/* Tells the incidents the ids the audit log gave the decisions of out
+ * (ids[i] for out->items[i]), so that outcomes can be found by decision. */
+void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out,
+                           const int64_t *ids);
+
+/* Every awaited action succeeds now: for replays and tests, where nothing
+ * runs. */
+int policy_assume_success(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                          struct policy_decisions *out);
+
+/* After a restart: no disruptive step runs before an alert of its
+ * incident is seen again at or after now. */
+void policy_state_restarted(struct policy_state *st, int64_t now);
+
+/* The state as JSON, for keeping it across restarts: incidents with their
+ * alerts and progress, nodes with what medic holds on them and their
+ * recent actions, unmatched and resolved alerts, the storm flag. Times are
+ * strings of nanoseconds (JSON numbers would round them). */
 int policy_state_save(const struct policy_state *st, struct medic_buf *out);
 /* Rebuilds a state saved by policy_state_save. MEDIC_E_INVALID with a
- * message when the text is not such a state. */
+ * message when the text is not such a state (or one of an older medic). */
 int policy_state_load(const char *json, size_t len, struct policy_state **out,
                       struct medic_error *err);
 
 /* Nodes disrupted now (drained or power-limited by medic, or with a
- * disruptive step of a firing alert), for tests and /metrics. */
+ * disruptive action in flight), for the caps and /metrics. */
 size_t policy_disrupted_nodes(const struct policy_state *st);
+/* Incidents not yet final. */
+size_t policy_open_incidents(const struct policy_state *st);
 /* 1 while a storm holds disruptive actions back. */
 int policy_storm_active(const struct policy_state *st);
 

@@ -16,6 +16,25 @@ const char *policy_verdict_name(enum policy_verdict v)
     return verdict_names[v];
 }
 
+static const char *const state_names[] = {
+#define POLICY_STATE_NAME(name, text) text,
+    POLICY_INCIDENT_STATES(POLICY_STATE_NAME)
+#undef POLICY_STATE_NAME
+};
+
+const char *policy_incident_state_name(enum policy_incident_state s)
+{
+    return state_names[s];
+}
+
+int policy_incident_state_parse(const char *name)
+{
+    for (int i = 0; i < INCIDENT_STATE_COUNT; i++)
+        if (strcmp(state_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
 void policy_decisions_init(struct policy_decisions *d)
 {
     memset(d, 0, sizeof(*d));
@@ -28,6 +47,7 @@ void policy_decisions_clear(struct policy_decisions *d)
             medic_action_release(&d->items[i].action);
     d->count = 0;
     d->failed = 0;
+    d->change_count = 0;
 }
 
 void policy_decisions_release(struct policy_decisions *d)
@@ -36,6 +56,7 @@ void policy_decisions_release(struct policy_decisions *d)
         if (d->items[i].has_action)
             medic_action_release(&d->items[i].action);
     free(d->items);
+    free(d->changes);
     memset(d, 0, sizeof(*d));
 }
 
@@ -96,7 +117,9 @@ struct policy_state *policy_state_new(void)
 {
     struct policy_state *st = calloc(1, sizeof(struct policy_state));
     if (st) {
-        medic_map_init(&st->instances_by_alert);
+        medic_map_init(&st->incidents_by_key);
+        medic_map_init(&st->incidents_by_id);
+        st->next_incident_id = 1;
         medic_map_init(&st->nodes_by_name);
         medic_map_init(&st->unmatched_by_alert);
         medic_map_init(&st->resolved_by_alert);
@@ -132,42 +155,32 @@ int policy__labels_copy(struct label_copy *to, const struct medic_labels *from)
     return 0;
 }
 
-void policy__instance_free(struct instance *in)
-{
-    free(in->fingerprint);
-    free(in->identity);
-    policy__labels_free(&in->labels);
-    policy__labels_free(&in->annotations);
-    free(in);
-}
-
 void policy_state_free(struct policy_state *st)
 {
     if (!st)
         return;
-    for (size_t i = 0; i < st->instance_count; i++)
-        policy__instance_free(st->instances[i]);
+    for (size_t i = 0; i < st->incident_count; i++)
+        policy__incident_free(st->incidents[i]);
     for (size_t i = 0; i < st->unmatched_count; i++) {
         free(st->unmatched[i]->fingerprint);
         free(st->unmatched[i]);
     }
     medic_map_release(&st->unmatched_by_alert);
     for (size_t i = 0; i < st->resolved_count; i++) {
-        free(st->resolved[i]->key);
+        free(st->resolved[i]->identity);
         free(st->resolved[i]);
     }
     free(st->resolved);
     medic_map_release(&st->resolved_by_alert);
     for (size_t i = 0; i < st->node_count; i++) {
-        for (size_t k = 0; k < st->nodes[i]->history_count; k++)
-            free(st->nodes[i]->history[k].fingerprint);
         free(st->nodes[i]->history);
         free(st->nodes[i]);
     }
-    free(st->instances);
+    free(st->incidents);
     free(st->unmatched);
     free(st->nodes);
-    medic_map_release(&st->instances_by_alert);
+    medic_map_release(&st->incidents_by_key);
+    medic_map_release(&st->incidents_by_id);
     medic_map_release(&st->nodes_by_name);
     free(st);
 }
@@ -192,7 +205,7 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
 
 int policy__node_disrupted(const struct node_state *n)
 {
-    return n->drained_by_medic || n->limited_by_medic || n->disrupting_instances > 0;
+    return n->drained_by_medic || n->limited_by_medic || n->acting > 0;
 }
 
 size_t policy_disrupted_nodes(const struct policy_state *st)
@@ -201,6 +214,11 @@ size_t policy_disrupted_nodes(const struct policy_state *st)
     for (size_t i = 0; i < st->node_count; i++)
         count += policy__node_disrupted(st->nodes[i]) ? 1 : 0;
     return count;
+}
+
+size_t policy_open_incidents(const struct policy_state *st)
+{
+    return st->incident_count - st->final_count;
 }
 
 int policy_storm_active(const struct policy_state *st)
@@ -227,92 +245,9 @@ const struct policy *policy__policy_by_name(const struct policy_set *ps, const c
     return NULL;
 }
 
-/* The instance's policy in the current set (a reload may have replaced
- * it), or NULL when the set no longer has it. */
-const struct policy *policy__instance_policy(const struct policy_context *ctx, struct instance *in)
-{
-    const struct policy_set *ps = ctx->policies;
-    if (in->cached_policy >= ps->items && in->cached_policy < ps->items + ps->count &&
-        strcmp(in->cached_policy->name, in->policy) == 0)
-        return in->cached_policy;
-    in->cached_policy = policy__policy_by_name(ps, in->policy);
-    return in->cached_policy;
-}
-
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size)
 {
     snprintf(out, size, "%s %lld", fingerprint, (long long)starts_at);
-}
-
-/* The first of an alert instance's per-policy instances, or NULL. */
-struct instance *policy__alert_instances(struct policy_state *st, const char *identity,
-                                         int64_t starts_at)
-{
-    char key[ALERT_IDENTITY_SIZE + 32];
-    policy__alert_key(identity, starts_at, key, sizeof(key));
-    return medic_map_get(&st->instances_by_alert, key);
-}
-
-struct instance *policy__new_instance(struct policy_state *st, const struct policy_alert *a,
-                                      const char *identity, int64_t starts_at,
-                                      const struct policy *pol, const char *node, int in_inventory)
-{
-    if (policy__grow((void **)&st->instances, st->instance_count, &st->instance_cap,
-                     sizeof(*st->instances)))
-        return NULL;
-    struct instance *in = calloc(1, sizeof(*in));
-    if (!in)
-        return NULL;
-    in->fingerprint = strdup(a->fingerprint);
-    in->identity = strdup(identity);
-    in->starts_at = starts_at;
-    snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
-    in->cached_policy = pol;
-    snprintf(in->node, sizeof(in->node), "%s", node);
-    in->in_inventory = in_inventory;
-    const char *alertname = medic_labels_get(a->labels, "alertname");
-    snprintf(in->alertname, sizeof(in->alertname), "%s", alertname ? alertname : "");
-    in->risk = a->risk;
-    char key[ALERT_IDENTITY_SIZE + 32];
-    policy__alert_key(identity, starts_at, key, sizeof(key));
-    struct instance *first = medic_map_get(&st->instances_by_alert, key);
-    if (!in->fingerprint || !in->identity || policy__labels_copy(&in->labels, a->labels) ||
-        policy__labels_copy(&in->annotations, a->annotations) ||
-        (!first && medic_map_put(&st->instances_by_alert, key, in))) {
-        policy__instance_free(in);
-        return NULL;
-    }
-    if (first) {
-        while (first->next_same_alert)
-            first = first->next_same_alert;
-        first->next_same_alert = in;
-    }
-    st->instances[st->instance_count++] = in;
-    return in;
-}
-
-/* Drops an alert's instances once its on_resolved steps ran; the array is
- * compacted when half of it is dropped. */
-void policy__remove_alert_instances(struct policy_state *st, struct instance *first)
-{
-    char key[ALERT_IDENTITY_SIZE + 32];
-    policy__alert_key(first->identity, first->starts_at, key, sizeof(key));
-    medic_map_remove(&st->instances_by_alert, key);
-    for (struct instance *in = first; in; in = in->next_same_alert) {
-        in->removed = 1;
-        st->removed_count++;
-    }
-    if (st->removed_count * 2 < st->instance_count)
-        return;
-    size_t w = 0;
-    for (size_t i = 0; i < st->instance_count; i++) {
-        if (st->instances[i]->removed)
-            policy__instance_free(st->instances[i]);
-        else
-            st->instances[w++] = st->instances[i];
-    }
-    st->instance_count = w;
-    st->removed_count = 0;
 }
 
 /* Returns 1 when the alert instance was seen unmatched before. */
@@ -404,33 +339,34 @@ void policy__alert_identity(const char *fingerprint, const struct medic_labels *
     snprintf(out, size, "%.128s/%.16s", fingerprint ? fingerprint : "", digest);
 }
 
-struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity,
-                                        int64_t starts_at)
+struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity)
 {
-    char key[ALERT_IDENTITY_SIZE + 32];
-    policy__alert_key(identity, starts_at, key, sizeof(key));
-    return medic_map_get(&st->resolved_by_alert, key);
+    return medic_map_get(&st->resolved_by_alert, identity);
 }
 
 int policy__remember_resolved(struct policy_state *st, const char *identity, int64_t starts_at,
                               int64_t now)
 {
-    if (policy__resolved(st, identity, starts_at))
-        return 0;
+    struct resolved_alert *r = policy__resolved(st, identity);
+    if (r) {
+        if (starts_at > r->starts_at) {
+            r->starts_at = starts_at;
+            r->noted = 0;
+        }
+        return 0; /* it keeps its place in the expiry order */
+    }
     if (st->resolved_count >= RESOLVED_MAX)
         policy__expire_resolved(st, INT64_MAX); /* full: forget everything older first */
-    struct resolved_alert *r = NULL;
-    char key[ALERT_IDENTITY_SIZE + 32];
-    policy__alert_key(identity, starts_at, key, sizeof(key));
     if (policy__grow((void **)&st->resolved, st->resolved_count, &st->resolved_cap,
                      sizeof(*st->resolved)) ||
-        !(r = calloc(1, sizeof(*r))) || !(r->key = strdup(key)) ||
-        medic_map_put(&st->resolved_by_alert, r->key, r)) {
+        !(r = calloc(1, sizeof(*r))) || !(r->identity = strdup(identity)) ||
+        medic_map_put(&st->resolved_by_alert, r->identity, r)) {
         if (r)
-            free(r->key);
+            free(r->identity);
         free(r);
         return MEDIC_E_NOMEM;
     }
+    r->starts_at = starts_at;
     r->at = now;
     st->resolved[st->resolved_count++] = r;
     return 0;
@@ -449,8 +385,8 @@ void policy__expire_resolved(struct policy_state *st, int64_t now)
     if (drop == 0)
         return; /* also: no array yet */
     for (size_t i = 0; i < drop; i++) {
-        medic_map_remove(&st->resolved_by_alert, st->resolved[i]->key);
-        free(st->resolved[i]->key);
+        medic_map_remove(&st->resolved_by_alert, st->resolved[i]->identity);
+        free(st->resolved[i]->identity);
         free(st->resolved[i]);
     }
     memmove(st->resolved, st->resolved + drop, (st->resolved_count - drop) * sizeof(*st->resolved));

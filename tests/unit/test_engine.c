@@ -163,6 +163,57 @@ static size_t tick(struct world *w, int64_t now)
     return w->out.count - before;
 }
 
+/* Every awaited action succeeds now, as dispatch would report. */
+static size_t succeed(struct world *w, int64_t now)
+{
+    size_t before = w->out.count;
+    assert_int_equal(policy_assume_success(&w->ctx, w->state, now, &w->out), 0);
+    return w->out.count - before;
+}
+
+/* The awaited action of the last awaited decision on node ends with o. */
+static size_t outcome(struct world *w, const char *node, enum medic_outcome o, int64_t now)
+{
+    int64_t incident = 0;
+    for (size_t i = w->out.count; i-- > 0 && !incident;)
+        if (w->out.items[i].awaited && strcmp(w->out.items[i].node, node) == 0)
+            incident = w->out.items[i].incident;
+    assert_true(incident > 0);
+    size_t before = w->out.count;
+    struct policy_outcome x = {incident, 0, o, "as the test says"};
+    assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
+    return w->out.count - before;
+}
+
+/* The state of node's latest incident, from the changes recorded. */
+static const char *incident_state(struct world *w, const char *node)
+{
+    for (size_t i = w->out.change_count; i-- > 0;)
+        if (strcmp(w->out.changes[i].node, node) == 0)
+            return policy_incident_state_name(w->out.changes[i].to);
+    return "none";
+}
+
+/* Saves the state, loads it back as a restart would, at now. */
+static void restart(struct world *w, int64_t now)
+{
+    struct medic_buf saved, again;
+    medic_buf_init(&saved, 0);
+    medic_buf_init(&again, 0);
+    assert_int_equal(policy_state_save(w->state, &saved), 0);
+    struct policy_state *restored = NULL;
+    struct medic_error err = {0};
+    if (policy_state_load(saved.data, saved.len, &restored, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(policy_state_save(restored, &again), 0);
+    assert_string_equal(saved.data, again.data);
+    medic_buf_release(&saved);
+    medic_buf_release(&again);
+    policy_state_free(w->state);
+    w->state = restored;
+    policy_state_restarted(w->state, now);
+}
+
 static const struct policy_decision *last(struct world *w, size_t back)
 {
     assert_true(w->out.count > back);
@@ -180,6 +231,12 @@ static void expect(const struct policy_decision *d, const char *node, const char
                  policy_verdict_name(verdict), reason_part ? reason_part : "");
 }
 
+static const char drain_resume_policies[] = "policies:\n"
+                                            "  - name: drain-on-xid\n"
+                                            "    match: '{alertname=\"GPUXidError\"}'\n"
+                                            "    steps: [ { action: drain } ]\n"
+                                            "    on_resolved: [ { action: resume } ]\n";
+
 static void test_escalation_ladder_and_resume(void **state)
 {
     (void)state;
@@ -189,39 +246,105 @@ static void test_escalation_ladder_and_resume(void **state)
     make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "step 1");
+    assert_true(last(&w, 0)->awaited);
     assert_string_equal(params_of(last(&w, 0)),
                         "{\"reason\":\"Xid 79 on GPU 0 (medic policy xid-fell-off-bus)\"}");
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "draining");
+    assert_int_equal(succeed(&w, T0 + 1), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "drained");
     /* Alertmanager repeats the notification: nothing new is due */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 2 * MIN), 0);
-    /* the scheduler: the power cycle is due at 10 minutes */
+    /* the scheduler: the power cycle is due at 10 minutes, checked against
+     * Slurm when it runs since the incident drained the node */
     assert_int_equal(tick(&w, T0 + 9 * MIN), 0);
     assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
     expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE, "step 2");
+    assert_true(last(&w, 0)->require_drained);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "cycling");
     assert_int_equal(tick(&w, T0 + 11 * MIN), 0);
+    assert_int_equal(succeed(&w, T0 + 11 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     /* resolved before the notify step: medic resumes what it drained */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN), 1);
-    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "resolved");
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "alerts are gone");
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "undoing");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1); /* until the resume succeeds */
+    succeed(&w, T0 + 20 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "recovered");
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_open_incidents(w.state), 0);
     assert_int_equal(tick(&w, T0 + 60 * MIN), 0); /* nothing left to escalate */
     world_release(&w);
 }
 
-static void test_late_notification_runs_due_steps_once(void **state)
+/* A step runs only after the one before it succeeded: steps due at once
+ * run in order, each waiting for the last; a failed drain stops the
+ * ladder (no power cycle with jobs running) and tells on-call. */
+static void test_power_cycle_waits_for_the_drain(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w, base_policies, NULL, 40, 1);
     struct test_alert a;
     make_alert(&a, "GPUXidError", "gpu-node-02", "1", "48", T0, NAN);
-    /* first seen 31 minutes after it started: three steps are due at once */
-    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 31 * MIN), 3);
-    expect(last(&w, 2), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    /* first seen 31 minutes after it started: only the drain is decided */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 31 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(tick(&w, T0 + 32 * MIN), 0);
+    /* the drain succeeds: the power cycle follows, then the notify */
+    assert_int_equal(succeed(&w, T0 + 33 * MIN), 2);
     expect(last(&w, 1), "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     expect(last(&w, 0), "gpu-node-02", "notify", VERDICT_EXECUTE, NULL);
     assert_string_equal(params_of(last(&w, 0)), "{\"notifier\":\"oncall\"}");
-    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 32 * MIN), 0);
-    assert_int_equal(tick(&w, T0 + 90 * MIN), 0);
+    world_release(&w);
+
+    world_init(&w, base_policies, "safety: { storm: { notifier: oncall } }\n", 40, 1);
+    make_alert(&a, "GPUXidError", "gpu-node-03", "1", "48", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    /* scontrol exits 1: the incident fails, on-call hears, and the power
+     * cycle never comes */
+    assert_int_equal(outcome(&w, "gpu-node-03", MEDIC_OUTCOME_FAILED, T0 + MIN), 1);
+    expect(last(&w, 0), "gpu-node-03", "notify", VERDICT_EXECUTE, "medic stopped incident");
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "failed");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0); /* the failed drain holds no slot */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 40 * MIN), 0);
+    /* the resolve closes it; there is no drain to undo */
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 41 * MIN);
+    expect(last(&w, 0), "gpu-node-03", "resume", VERDICT_SUPPRESSED, "holds no drain");
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "recovered");
+    world_release(&w);
+
+    /* an operator resumed the node by hand: the power cycle is refused when
+     * Slurm is read before it runs, and the incident stops there */
+    world_init(&w, base_policies, "safety: { storm: { notifier: oncall } }\n", 40, 1);
+    make_alert(&a, "GPUXidError", "gpu-node-04", "1", "48", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    expect(last(&w, 0), "gpu-node-04", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    assert_int_equal(outcome(&w, "gpu-node-04", MEDIC_OUTCOME_REFUSED, T0 + 10 * MIN), 1);
+    assert_string_equal(incident_state(&w, "gpu-node-04"), "failed");
+    assert_int_equal(tick(&w, T0 + 40 * MIN), 0); /* the notify step is not taken either */
+    world_release(&w);
+}
+
+/* After a restart nothing disruptive runs before an alert of the
+ * incident is seen again. */
+static void test_restart_waits_for_a_fresh_alert(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-05", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    restart(&w, T0 + 12 * MIN); /* down across the power cycle's time */
+    assert_int_equal(tick(&w, T0 + 12 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 13 * MIN), 0);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 14 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-05", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     world_release(&w);
 }
 
@@ -264,6 +387,7 @@ static void test_invariant_no_action_twice(void **state)
     for (int i = 0; i < 50; i++) {
         evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MIN / 2);
         tick(&w, T0 + i * MIN / 2);
+        succeed(&w, T0 + i * MIN / 2);
     }
     for (size_t i = 0; i < w.out.count; i++)
         if (w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
@@ -274,7 +398,43 @@ static void test_invariant_no_action_twice(void **state)
     world_release(&w);
 }
 
-/* Invariant 3: never more disrupted nodes than the caps. */
+/* One incident per node and policy: a node's 8 GPU alerts give one drain,
+ * and the node is resumed only when the last of them resolved. */
+static void test_one_incident_per_node(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: gpu\n"
+                                   "    match: '{alertname=~\"GPUXidError|GPUDoubleBitECC\"}'\n"
+                                   "    steps: [ { action: drain }, { after: 1m, action: "
+                                   "ipmi_power_cycle } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    static const char *const names[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+    struct test_alert gpus[8];
+    size_t decided = 0;
+    for (int g = 0; g < 8; g++) {
+        make_alert(&gpus[g], g % 2 ? "GPUDoubleBitECC" : "GPUXidError", "gpu-node-06", names[g],
+                   "79", T0, NAN);
+        decided += evaluate(&w, &gpus[g], MEDIC_STATUS_FIRING, T0 + g);
+    }
+    assert_int_equal(decided, 1);
+    expect(last(&w, 0), "gpu-node-06", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(succeed(&w, T0 + MIN), 1); /* one power cycle, not eight */
+    assert_int_equal(succeed(&w, T0 + MIN), 0);
+    assert_int_equal(policy_open_incidents(w.state), 1);
+    /* GPU 0 resolves while GPU 1's Xid still fires: no resume */
+    assert_int_equal(evaluate(&w, &gpus[0], MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 0);
+    for (int g = 1; g < 7; g++)
+        assert_int_equal(evaluate(&w, &gpus[g], MEDIC_STATUS_RESOLVED, T0 + 3 * MIN), 0);
+    assert_int_equal(evaluate(&w, &gpus[7], MEDIC_STATUS_RESOLVED, T0 + 4 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+/* Invariant 3: never more disrupted nodes than the caps, counted from
+ * what happened: a failed drain frees its slot. */
 static void test_invariant_fleet_caps(void **state)
 {
     (void)state;
@@ -310,15 +470,15 @@ static void test_invariant_fleet_caps(void **state)
                    "2 nodes already disrupted (max_disruptive_in_flight 2)");
     }
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
-    /* a second alert on a node already disrupted does not count twice */
+    /* a second alert on a node already disrupted joins its incident */
     struct test_alert again;
     make_alert(&again, "GPUXidError", "gpu-node-01", "5", "48", T0, 0.9);
-    evaluate(&w, &again, MEDIC_STATUS_FIRING, T0);
-    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(evaluate(&w, &again, MEDIC_STATUS_FIRING, T0), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
+    succeed(&w, T0 + 1);
     /* the suppressed ones never get their power cycle; the others do */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 5);
-    for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 4);
+    for (size_t i = 0; i < 4; i++) {
         const struct policy_decision *d = last(&w, i);
         assert_int_equal(d->action.kind, MEDIC_ACTION_IPMI_POWER_CYCLE);
         if (strcmp(d->node, "gpu-node-03") == 0 || strcmp(d->node, "gpu-node-04") == 0)
@@ -329,8 +489,19 @@ static void test_invariant_fleet_caps(void **state)
     }
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
     world_release(&w);
+    /* a drain that fails frees its slot for the next node */
+    world_init(&w, caps_policies,
+               "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1 }\n", 40, 1);
+    struct test_alert one, two;
+    make_alert(&one, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&two, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &one, MEDIC_STATUS_FIRING, T0);
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_FAILED, T0 + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    evaluate(&w, &two, MEDIC_STATUS_FIRING, T0 + 2);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
 }
-
 /* Invariant 4: a storm holds disruptive actions and tells on-call once. */
 static void test_invariant_storm(void **state)
 {
@@ -413,26 +584,68 @@ static void test_invariant_only_undo_own(void **state)
     expect(last(&w, 0), "gpu-node-07", "notify", VERDICT_EXECUTE, NULL);
     evaluate(&w, &op, MEDIC_STATUS_RESOLVED, T0 + MIN);
     expect(last(&w, 0), "gpu-node-07", "resume", VERDICT_SUPPRESSED,
-           "medic did not drain node 'gpu-node-07'");
+           "holds no drain on node 'gpu-node-07'");
     /* power limits: restored only after medic limited */
     struct test_alert hot;
     make_alert(&hot, "GPUTemperatureHigh", "gpu-node-08", "2", NULL, T0, 0.9);
     evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-08", "power_limit", VERDICT_EXECUTE, NULL);
     assert_string_equal(params_of(last(&w, 0)), "{\"watts\":300}");
+    succeed(&w, T0 + 1);
     evaluate(&w, &hot, MEDIC_STATUS_RESOLVED, T0 + MIN);
     expect(last(&w, 0), "gpu-node-08", "restore_power_limit", VERDICT_EXECUTE, NULL);
     world_release(&w);
 }
 
-/* Two open alerts drained one node: the first resolution does not put it
- * back in service, the last one does. */
+/* The strictest power limit holds: a weaker one never raises it, and when
+ * the strictest goes the next strictest comes back before the original. */
+static void test_strictest_power_limit(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: strict\n"
+                                   "    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
+                                   "    steps: [ { action: power_limit, watts: 200 } ]\n"
+                                   "    on_resolved: [ { action: restore_power_limit } ]\n"
+                                   "  - name: mild\n"
+                                   "    match: '{alertname=\"GPUPowerHigh\"}'\n"
+                                   "    steps: [ { action: power_limit, watts: 300 } ]\n"
+                                   "    on_resolved: [ { action: restore_power_limit } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert hot, power;
+    make_alert(&hot, "GPUTemperatureHigh", "gpu-node-09", "0", NULL, T0, NAN);
+    make_alert(&power, "GPUPowerHigh", "gpu-node-09", "0", NULL, T0, NAN);
+    evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-09", "power_limit", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 1);
+    evaluate(&w, &power, MEDIC_STATUS_FIRING, T0 + 2);
+    expect(last(&w, 0), "gpu-node-09", "power_limit", VERDICT_SUPPRESSED, "already held at 200 W");
+    assert_string_equal(incident_state(&w, "gpu-node-09"), "limited");
+    /* the strict one goes: back to 300 W, not to the original */
+    evaluate(&w, &hot, MEDIC_STATUS_RESOLVED, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-09", "power_limit", VERDICT_EXECUTE, NULL);
+    assert_string_equal(params_of(last(&w, 0)), "{\"watts\":300}");
+    succeed(&w, T0 + MIN);
+    evaluate(&w, &power, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
+    expect(last(&w, 0), "gpu-node-09", "restore_power_limit", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 2 * MIN);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+/* Two alerts of one node under one policy: the first resolution does not
+ * put it back in service, the last one does. */
 static void test_resume_waits_for_the_last_alert(void **state)
 {
     (void)state;
     static const char policies[] = "policies:\n"
                                    "  - name: gpu\n"
                                    "    match: '{alertname=~\"GPUXidError|GPUDoubleBitECC\"}'\n"
+                                   "    steps: [ { action: drain } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n"
+                                   "  - name: ecc-too\n"
+                                   "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
                                    "    steps: [ { action: drain } ]\n"
                                    "    on_resolved: [ { action: resume } ]\n";
     struct world w;
@@ -441,15 +654,77 @@ static void test_resume_waits_for_the_last_alert(void **state)
     make_alert(&xid, "GPUXidError", "gpu-node-06", "0", "79", T0, NAN);
     make_alert(&ecc, "GPUDoubleBitECC", "gpu-node-06", "3", NULL, T0 + MIN, NAN);
     evaluate(&w, &xid, MEDIC_STATUS_FIRING, T0);
-    evaluate(&w, &ecc, MEDIC_STATUS_FIRING, T0 + MIN);
-    expect(last(&w, 0), "gpu-node-06", "drain", VERDICT_EXECUTE, NULL);
-    evaluate(&w, &xid, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
-    expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_SUPPRESSED,
-           "1 other open alert(s) on node 'gpu-node-06' still hold its drain");
+    assert_int_equal(evaluate(&w, &ecc, MEDIC_STATUS_FIRING, T0 + MIN), 0); /* same incident */
+    succeed(&w, T0 + MIN);
+    assert_int_equal(evaluate(&w, &xid, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     evaluate(&w, &ecc, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 3 * MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+/* An alert that stops being re-sent (its resolve was lost) expires: its
+ * incident closes as expired, undoes what it did, and frees its slot. */
+static void test_lost_resolve_expires(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies,
+               "safety: { alert_expiry: 1h, max_disruptive_in_flight: 1, "
+               "max_disrupted_fraction: 1 }\n",
+               40, 1);
+    struct test_alert a, b, c;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    /* re-sent with a new startsAt and no resolve between: the same alert */
+    make_alert(&b, "GPUXidError", "gpu-node-01", "0", "79", T0 + 30 * MIN, NAN);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 30 * MIN), 0);
+    make_alert(&c, "GPUXidError", "gpu-node-02", "0", "79", T0 + 40 * MIN, NAN);
+    evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + 40 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "fleet cap");
+    assert_int_equal(tick(&w, T0 + 89 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 91 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 91 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "expired");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+/* A reload that removes a policy closes its incidents explicitly: what
+ * medic holds for them is undone, with a decision that says why. */
+static void test_reload_closes_orphans(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    struct policy_set renamed;
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    static const char doc[] = "policies:\n"
+                              "  - name: drain-on-xid-v2\n"
+                              "    match: '{alertname=\"GPUNeverSeen\"}'\n"
+                              "    steps: [ { action: drain } ]\n";
+    if (yaml_tree_parse("r.yaml", doc, strlen(doc), &tree, &err) ||
+        policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"), NULL, notifiers, 1,
+                         &renamed, &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+    w.ctx.policies = &renamed;
+    assert_int_equal(tick(&w, T0 + MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "no longer configured");
+    succeed(&w, T0 + MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "closed");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    w.ctx.policies = &w.policies;
+    policy_set_release(&renamed);
     world_release(&w);
 }
 
@@ -487,7 +762,9 @@ static void test_cooldown_and_budget(void **state)
     make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, t);
     expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, NULL);
+    succeed(&w, t);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t + 10 * MIN);
+    succeed(&w, t + 10 * MIN);
     /* a new incident 30 minutes later: inside the cooldown */
     make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 30 * MIN, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 30 * MIN);
@@ -498,7 +775,9 @@ static void test_cooldown_and_budget(void **state)
     make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 2 * 60 * MIN, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 2 * 60 * MIN);
     expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, NULL);
+    succeed(&w, t + 2 * 60 * MIN);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t + 3 * 60 * MIN);
+    succeed(&w, t + 3 * 60 * MIN);
     /* the third within 24h: over the budget */
     make_alert(&a, "GPUDoubleBitECC", "gpu-node-05", "0", NULL, t + 5 * 60 * MIN, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 5 * 60 * MIN);
@@ -506,7 +785,6 @@ static void test_cooldown_and_budget(void **state)
            "budget: 2 actions on node 'gpu-node-05' within 1d (max 2)");
     world_release(&w);
 }
-
 static void test_matching_risk_and_no_match(void **state)
 {
     (void)state;
@@ -588,44 +866,28 @@ static void test_state_survives_restart(void **state)
     make_alert(&b, "GPUXidError", "rogue", "0", "13", T0, 0.9); /* unmatched */
     make_alert(&hot, "GPUTemperatureHigh", "gpu-node-02", "1", NULL, T0, 0.99);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
     evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0 + 1);
-    struct medic_buf saved, again;
-    medic_buf_init(&saved, 0);
-    medic_buf_init(&again, 0);
-    assert_int_equal(policy_state_save(w.state, &saved), 0);
-    struct policy_state *restored = NULL;
-    struct medic_error err = {0};
-    if (policy_state_load(saved.data, saved.len, &restored, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(policy_state_save(restored, &again), 0);
-    assert_string_equal(saved.data, again.data);
-    policy_state_free(w.state);
-    w.state = restored;
+    restart(&w, T0 + MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 1); /* node-02 was held by the storm */
     assert_true(policy_storm_active(w.state));
     /* repeats after the restart decide nothing new */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN), 0);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + MIN), 0);
-    /* the ladder continues: storm still on (2 nodes alerting in 5m), so the
-     * power cycle is suppressed; the resolution resumes */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 2); /* storm ends, power cycle due */
+    /* the ladder continues: the storm passes, the power cycle is due */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    succeed(&w, T0 + 10 * MIN);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
-    medic_buf_release(&saved);
-    medic_buf_release(&again);
-    /* garbage is refused with a message */
+    /* a state of an older medic, and garbage, are refused with a message */
+    struct policy_state *restored = NULL;
+    struct medic_error err = {0};
     assert_int_equal(policy_state_load("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
-    assert_non_null(strstr(err.msg, "instances"));
+    assert_non_null(strstr(err.msg, "version 1"));
     assert_int_equal(policy_state_load("nope", 4, &restored, &err), MEDIC_E_INVALID);
     world_release(&w);
 }
-
-static const char drain_resume_policies[] = "policies:\n"
-                                            "  - name: drain-on-xid\n"
-                                            "    match: '{alertname=\"GPUXidError\"}'\n"
-                                            "    steps: [ { action: drain } ]\n"
-                                            "    on_resolved: [ { action: resume } ]\n";
 
 /* Two alerts with one fingerprint (a buggy exporter, a hash collision)
  * stay two: each node is drained, and one node's resolve resumes only it. */
@@ -642,8 +904,10 @@ static void test_fingerprint_is_not_identity(void **state)
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 1), 1);
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 2);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
     expect(last(&w, 0), "gpu-node-02", "resume", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 2 * MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 1); /* gpu-node-01 still held */
     world_release(&w);
 }
@@ -659,7 +923,9 @@ static void test_resolved_is_not_reopened(void **state)
     struct test_alert a, b;
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    succeed(&w, T0);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN), 1); /* resume */
+    succeed(&w, T0 + MIN);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN + 14), 1);
     expect(last(&w, 0), "gpu-node-01", "-", VERDICT_NO_MATCH, "does not reopen it");
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 2 * MIN), 0); /* once */
@@ -667,17 +933,7 @@ static void test_resolved_is_not_reopened(void **state)
     /* a resolve that arrives before its firing copy */
     make_alert(&b, "GPUXidError", "gpu-node-02", "1", "79", T0 + 3 * MIN, NAN);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 4 * MIN), 0);
-    /* ...survives a restart */
-    struct medic_buf saved;
-    struct medic_error err = {0};
-    struct policy_state *restored = NULL;
-    medic_buf_init(&saved, 0);
-    assert_int_equal(policy_state_save(w.state, &saved), 0);
-    if (policy_state_load(saved.data, saved.len, &restored, &err))
-        fail_msg("%s", err.msg);
-    medic_buf_release(&saved);
-    policy_state_free(w.state);
-    w.state = restored;
+    restart(&w, T0 + 4 * MIN); /* ...survives a restart */
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 4 * MIN + 1), 1);
     expect(last(&w, 0), "gpu-node-02", "-", VERDICT_NO_MATCH, "does not reopen it");
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
@@ -692,17 +948,22 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escalation_ladder_and_resume),
-        cmocka_unit_test(test_late_notification_runs_due_steps_once),
+        cmocka_unit_test(test_power_cycle_waits_for_the_drain),
+        cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
         cmocka_unit_test(test_invariant_inventory),
         cmocka_unit_test(test_invariant_no_action_twice),
+        cmocka_unit_test(test_one_incident_per_node),
         cmocka_unit_test(test_invariant_fleet_caps),
         cmocka_unit_test(test_invariant_storm),
         cmocka_unit_test(test_fingerprint_is_not_identity),
         cmocka_unit_test(test_resolved_is_not_reopened),
         cmocka_unit_test(test_invariant_dry_run),
         cmocka_unit_test(test_invariant_only_undo_own),
+        cmocka_unit_test(test_strictest_power_limit),
         cmocka_unit_test(test_invariant_stale),
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
+        cmocka_unit_test(test_lost_resolve_expires),
+        cmocka_unit_test(test_reload_closes_orphans),
         cmocka_unit_test(test_cooldown_and_budget),
         cmocka_unit_test(test_matching_risk_and_no_match),
         cmocka_unit_test(test_maintenance_window),
