@@ -25,8 +25,8 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
     int kind = audit_kind_parse(q->kind);
     if (kind < 0)
         return error_answer(out, 404,
-                            "no such endpoint; use /api/v1/decisions, notifications, alerts "
-                            "or actions");
+                            "no such endpoint; use /api/v1/decisions, notifications, alerts, "
+                            "actions, incidents or changes");
     struct audit_filter f;
     audit_filter_init(&f);
     f.node = q->node;
@@ -34,6 +34,13 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
     f.policy = q->policy;
     f.verdict = q->verdict;
     f.status = q->status;
+    f.state = q->state;
+    if (q->incident) {
+        char *end;
+        f.incident = strtoll(q->incident, &end, 10);
+        if (*end || f.incident <= 0)
+            return error_answer(out, 400, "incident takes an incident's number");
+    }
     int64_t now = medic_time_now();
     if ((q->since && medic_time_parse_bound(q->since, now, &f.since)) ||
         (q->until && medic_time_parse_bound(q->until, now, &f.until)))

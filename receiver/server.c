@@ -221,6 +221,8 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
     q.since = ARG("since");
     q.until = ARG("until");
     q.limit = ARG("limit");
+    q.state = ARG("state");
+    q.incident = ARG("incident");
 #undef ARG
     struct medic_buf b;
     medic_buf_init(&b, (size_t)32 << 20);

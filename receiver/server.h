@@ -24,6 +24,7 @@ struct receiver_record_result {
 struct receiver_query {
     const char *kind;
     const char *node, *alertname, *policy, *verdict, *status, *since, *until, *limit;
+    const char *state, *incident; /* incidents and changes */
 };
 
 /* Tells the server that a notification handed to record() is durable

@@ -174,6 +174,7 @@ def test_template_text_never_breaks_json(suite):
     # the same text through both dry runs (new alerts: the served state
     # already decided these)
     body = body.replace('"t1"', '"t3"').replace('"t2"', '"t4"')
+    body = body.replace('"n1"', '"n3"').replace('"n2"', '"n4"')  # nodes with no incident yet
     status, _, answer = medic.post("/api/v1/dry-run", body, headers=AUTH)
     assert status == 200, answer[:200]
     assert any(d["params"]["message"] == cut for d in json.loads(answer)["data"])

@@ -197,11 +197,13 @@ def test_serve_enriches_alerts_with_risk(suite):
         return json.loads(predict(suite, "--prometheus", url, "--node", *args).stdout)["risk"]
 
     cases = [("gpu-node-08", "5"), ("gpu-node-08", None), ("gpu-node-01", "1")]
+    closed = set()
     for node, gpu in cases:
         args = [node] + (["--gpu", gpu] if gpu else [])
         before = expected(*args)
         seen = len(medic.audit("decisions"))
-        status, _, body = medic.post("/webhook", hot_alert(node, gpu), headers=auth)
+        fired = hot_alert(node, gpu)
+        status, _, body = medic.post("/webhook", fired, headers=auth)
         assert status == 200, body
         d = wait_until("the decision", lambda: medic.audit("decisions")[:-seen or None],
                        timeout=20)[0]
@@ -212,6 +214,15 @@ def test_serve_enriches_alerts_with_risk(suite):
         assert len(d["model_hash"]) == 64 and "gpu_temp=" in d["reason"], d
         print(f"  {node} gpu {gpu or '(all)'}: {d['verdict']}, risk {d['risk']:.6f} in the "
               f"audit log (medic predict: {before:.6f}); reason: {d['reason'][:100]}")
+        # resolved, so that the next alert on the node opens an incident of
+        # its own (one per node and policy) and is decided, and scored, anew
+        resolved = json.loads(fired)
+        resolved["status"] = resolved["alerts"][0]["status"] = "resolved"
+        assert medic.post("/webhook", json.dumps(resolved), headers=auth)[0] == 200
+        wait_until("the incident to close", lambda: [
+            i for i in medic.audit("incidents", "--node", node) if i["state"] == "recovered"
+            and i["incident"] not in closed], timeout=20)
+        closed.update(i["incident"] for i in medic.audit("incidents", "--node", node))
     # fleet scoring: every GPU Prometheus knows, on /metrics
     before = expected("gpu-node-08", "--gpu", "5")
     risk = wait_until("fleet scores", lambda: medic.metric(

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""Incidents against a real Slurm cluster and real ipmi_sim BMCs: a power
+cycle waits for its drain to succeed (a drain that fails - a stand-in
+scontrol that exits 1 - never leads to a power cycle, and on-call hears);
+a node an operator resumed by hand is not power-cycled; a node's eight
+GPU alerts make one drain, and the node is resumed only when the last of
+them resolved. Every change of every incident is in the audit log."""
+
+import json
+import os
+import time
+
+from lab import IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until, write_secret
+
+TOKEN = "incident-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def rfc3339(t):
+    import datetime
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def payload(node, starts_at, gpus=("0",), status="firing"):
+    alerts = [{"status": status,
+               "labels": {"alertname": "GPUXidError", "instance": node, "gpu": g, "xid": "79"},
+               "annotations": {}, "startsAt": rfc3339(starts_at),
+               "endsAt": rfc3339(time.time()) if status == "resolved" else
+               "0001-01-01T00:00:00Z"} for g in gpus]
+    return json.dumps({"version": "4", "groupKey": f"g-{node}", "status": status,
+                       "receiver": "medic", "alerts": alerts})
+
+
+def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None):
+    workdir = suite.subdir(name)
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    nodes = "".join(
+        f"    - {{ name: {n}, slurm: {{ node: {n} }}, bmc: {{ address: '{b.address}', "
+        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n"
+        for n, b in bmcs.items())
+    slurm = f"slurm: {{ conf: {cluster_conf}" + (f", scontrol: {scontrol}" if scontrol else "")
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+                  f"credentials_file: {creds}\n{slurm} }}\n"
+                  f"inventory:\n  nodes:\n{nodes}"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 4, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps:\n      - { action: drain }\n"
+                  "      - { after: 3s, action: ipmi_power_cycle }\n"
+                  "    on_resolved: [ { action: resume } ]\n"
+                  "  - name: canary\n    match: '{alertname=\"Canary\"}'\n"
+                  "    steps: [ { action: notify, notifier: oncall } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+    return medic
+
+
+def lab(suite, *nodes):
+    cluster = SlurmCluster(suite.workdir, list(nodes))
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    bmcs = {}
+    for n in nodes:
+        b = IpmiBmc(suite.workdir, n)
+        b.start()
+        suite.on_exit(b.stop)
+        bmcs[n] = b
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    return cluster, bmcs, oncall
+
+
+def incident(medic, node):
+    rows = medic.audit("incidents", "--node", node)
+    return rows[0] if rows else None
+
+
+def outcomes(medic, action):
+    return [a for a in medic.audit("actions") if a["phase"] == "outcome"
+            and a["action"] == action]
+
+
+def test_failed_drain_stops_the_ladder(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-01")
+    # the stand-in for an scontrol that cannot reach slurmctld: exits 1
+    failing = os.path.join(suite.workdir, "failing-scontrol")
+    with open(failing, "w") as f:
+        f.write("#!/bin/sh\necho 'slurm_update error: Unable to contact slurm controller' >&2\n"
+                "exit 1\n")
+    os.chmod(failing, 0o755)
+    medic = start_medic(suite, "failing", cluster.conf, bmcs, oncall, scontrol=failing)
+    assert medic.post("/webhook", payload("gpu-node-01", time.time()), headers=AUTH)[0] == 200
+    failed = wait_until("the failed incident", lambda: (incident(medic, "gpu-node-01") or {})
+                        .get("state") == "failed" and incident(medic, "gpu-node-01"), timeout=30)
+    assert "drain failed" in failed["cause"], failed
+    told = wait_until("on-call told", lambda: [
+        r for r in oncall.received() if b"medic stopped incident" in r["body"]], timeout=30)
+    assert b"gpu-node-01" in told[0]["body"]
+    # the power cycle was due 3 s after the alert: once that passed, a
+    # canary alert's decision proves the engine ran a round after it
+    due = time.time() + 4
+    wait_until("the power cycle's time to pass", lambda: time.time() > due, timeout=10)
+    canary = payload("canary", time.time()).replace("GPUXidError", "Canary")
+    assert medic.post("/webhook", canary, headers=AUTH)[0] == 200
+    wait_until("the canary's decision", lambda: [
+        d for d in medic.audit("decisions") if d["policy"] == "canary"], timeout=10)
+    assert bmcs["gpu-node-01"].log() == [], bmcs["gpu-node-01"].log()
+    assert outcomes(medic, "ipmi_power_cycle") == []
+    changes = [c["state"] for c in reversed(medic.audit("changes", "--node", "gpu-node-01"))]
+    assert changes == ["open", "draining", "failed"], changes
+
+
+def test_operator_resume_is_not_power_cycled(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-02")
+    medic = start_medic(suite, "resumed", cluster.conf, bmcs, oncall)
+    assert medic.post("/webhook", payload("gpu-node-02", time.time()), headers=AUTH)[0] == 200
+    wait_until("the drain", lambda: [o for o in outcomes(medic, "drain")
+                                     if o["result"] == "succeeded"], timeout=30)
+    # the operator puts the node back in service by hand before the cycle
+    assert cluster.scontrol("update", "NodeName=gpu-node-02", "State=RESUME").returncode == 0
+    refused = wait_until("the refused power cycle", lambda: outcomes(medic, "ipmi_power_cycle"),
+                         timeout=30)[0]
+    assert refused["result"] == "refused" and "no longer drained" in refused["detail"], refused
+    assert bmcs["gpu-node-02"].log() == [], bmcs["gpu-node-02"].log()
+    state = wait_until("the failed incident", lambda: (incident(medic, "gpu-node-02") or {})
+                       .get("state") == "failed" and incident(medic, "gpu-node-02"), timeout=30)
+    assert "ipmi_power_cycle refused" in state["cause"], state
+
+
+def test_eight_gpus_one_incident(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-03")
+    medic = start_medic(suite, "eight", cluster.conf, bmcs, oncall)
+    t0 = time.time()
+    gpus = [str(g) for g in range(8)]
+    assert medic.post("/webhook", payload("gpu-node-03", t0, gpus), headers=AUTH)[0] == 200
+    cycled = wait_until("the power cycle", lambda: [
+        o for o in outcomes(medic, "ipmi_power_cycle") if o["result"] == "succeeded"], timeout=60)
+    assert len(cycled) == 1
+    assert len(outcomes(medic, "drain")) == 1
+    assert [e[1:] for e in bmcs["gpu-node-03"].log()].count(["power", "0"]) <= 1
+    # GPU 0 resolves while the other seven still fire: the node stays out
+    assert medic.post("/webhook", payload("gpu-node-03", t0, gpus[:1], "resolved"),
+                      headers=AUTH)[0] == 200
+    wait_until("the resolve evaluated", lambda: len(medic.audit("alerts")) >= 9, timeout=10)
+    canary = payload("canary", time.time()).replace("GPUXidError", "Canary")
+    assert medic.post("/webhook", canary, headers=AUTH)[0] == 200
+    wait_until("a round after it (the canary's decision)", lambda: [
+        d for d in medic.audit("decisions") if d["policy"] == "canary"], timeout=10)
+    assert medic.metric("medic_open_incidents", headers=AUTH) == 2  # the node's and the canary's
+    assert outcomes(medic, "resume") == []
+    assert "DRAIN" in cluster.node("gpu-node-03")[0]
+    # the last of them resolves: resumed once
+    assert medic.post("/webhook", payload("gpu-node-03", t0, gpus[1:], "resolved"),
+                      headers=AUTH)[0] == 200
+    resumed = wait_until("the resume", lambda: outcomes(medic, "resume"), timeout=30)
+    assert len(resumed) == 1 and resumed[0]["result"] == "succeeded", resumed
+    assert "DRAIN" not in cluster.node("gpu-node-03")[0]
+    done = wait_until("the recovered incident", lambda: (incident(medic, "gpu-node-03") or {})
+                      .get("state") == "recovered", timeout=30)
+    assert done
+    assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_failed_drain_stops_the_ladder,
+                        test_operator_resume_is_not_power_cycled,
+                        test_eight_gpus_one_incident])
