@@ -206,6 +206,8 @@ struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
                                             struct policy_decisions *out, const char *message);
 
 /* ladder.c */
+struct policy_decision *policy__incident_decision(struct policy_decisions *out,
+                                                  const struct incident *in, int64_t now);
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,

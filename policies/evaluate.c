@@ -191,6 +191,8 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
                     const struct policy_alert *alert, int64_t now, struct policy_decisions *out)
 {
     int64_t starts_at = alert->starts_at == MEDIC_TIME_UNSET ? now : alert->starts_at;
+    if (starts_at > now && alert->status == MEDIC_STATUS_FIRING)
+        starts_at = now; /* a clock ahead of medic's: the ladder starts now, and says so */
     char identity[ALERT_IDENTITY_SIZE];
     policy__alert_identity(alert->fingerprint, alert->labels, identity, sizeof(identity));
     if (alert->status == MEDIC_STATUS_FIRING)

@@ -188,16 +188,9 @@ struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
                                             struct policy_decisions *out, const char *message)
 {
     const char *notifier = ctx->policies->safety.storm_notifier;
-    struct policy_decision *d = policy__new_decision(out);
+    struct policy_decision *d = policy__incident_decision(out, in, now);
     if (!d)
         return NULL;
-    snprintf(d->node, sizeof(d->node), "%s", in->node);
-    d->in_inventory = in->in_inventory;
-    snprintf(d->alertname, sizeof(d->alertname), "%s", in->alertname);
-    snprintf(d->policy, sizeof(d->policy), "%s", in->policy);
-    d->incident = in->id;
-    d->risk = in->risk;
-    d->time = now;
     snprintf(d->reason, sizeof(d->reason), "%s", message);
     if (!notifier) {
         d->verdict = VERDICT_SUPPRESSED;

@@ -96,8 +96,13 @@ struct incident *policy__incident_open(struct policy_state *st, const char *key,
     if (policy__labels_copy(&in->labels, a->labels) ||
         policy__labels_copy(&in->annotations, a->annotations))
         out->failed = MEDIC_E_NOMEM; /* the incident still works: its templates lack labels */
-    policy__incident_change(in, INCIDENT_OPEN, -1, now, out, "%s on node '%s' fired",
-                            in->alertname[0] ? in->alertname : "an alert", node);
+    char when[40] = "";
+    if (a->starts_at != MEDIC_TIME_UNSET && a->starts_at > starts_at)
+        medic_time_format(a->starts_at, when, sizeof(when));
+    policy__incident_change(
+        in, INCIDENT_OPEN, -1, now, out, "%s on node '%s' fired%s%s%s",
+        in->alertname[0] ? in->alertname : "an alert", node, when[0] ? " (its startsAt " : "", when,
+        when[0] ? " is in the future, a skewed clock: the ladder starts now)" : "");
     return in;
 }
 

@@ -49,8 +49,10 @@ static int build_action(const struct policy_step *step, const struct incident *i
     return rc;
 }
 
-static struct policy_decision *decision_for(struct policy_decisions *out, const struct incident *in,
-                                            int64_t now)
+/* A decision about incident in at now, its verdict and action left to the
+ * caller; NULL when it cannot be made (out->failed says why). */
+struct policy_decision *policy__incident_decision(struct policy_decisions *out,
+                                                  const struct incident *in, int64_t now)
 {
     struct policy_decision *d = policy__new_decision(out);
     if (!d)
@@ -188,7 +190,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
                          struct policy_decisions *out)
 {
-    struct policy_decision *d = decision_for(out, in, now);
+    struct policy_decision *d = policy__incident_decision(out, in, now);
     if (!d)
         return;
     d->step = index;

@@ -728,6 +728,23 @@ static void test_reload_closes_orphans(void **state)
     world_release(&w);
 }
 
+/* An alert whose startsAt is ahead of medic's clock is not held silently:
+ * its ladder starts now, and the incident's opening says why. */
+static void test_future_starts_at(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-10", "0", "79", T0 + 3 * 60 * MIN, NAN);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-10", "drain", VERDICT_EXECUTE, NULL);
+    assert_non_null(strstr(w.out.changes[0].cause, "is in the future"));
+    succeed(&w, T0);
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 1); /* the power cycle on time */
+    world_release(&w);
+}
+
 /* Invariant 7: stale alerts never disrupt. */
 static void test_invariant_stale(void **state)
 {
@@ -961,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_invariant_only_undo_own),
         cmocka_unit_test(test_strictest_power_limit),
         cmocka_unit_test(test_invariant_stale),
+        cmocka_unit_test(test_future_starts_at),
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
