@@ -167,7 +167,32 @@ def test_eight_gpus_one_incident(suite):
     assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
 
 
+def test_reload_closes_orphaned_incidents(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-04")
+    medic = start_medic(suite, "reload", cluster.conf, bmcs, oncall)
+    assert medic.post("/webhook", payload("gpu-node-04", time.time()), headers=AUTH)[0] == 200
+    wait_until("the drain", lambda: [o for o in outcomes(medic, "drain")
+                                     if o["result"] == "succeeded"], timeout=30)
+    # the policy is renamed (and narrowed) while its incident holds the drain
+    text = open(medic.config_path).read()
+    with open(medic.config_path, "w") as f:
+        f.write(text.replace("- name: xid\n", "- name: xid-v2\n")
+                .replace('alertname="GPUXidError"', 'alertname="GPUXidErrorV2"'))
+    status, _, body = medic.post("/-/reload", "", content_type=None, headers=AUTH)
+    assert status == 200, body
+    resumed = wait_until("the resume", lambda: outcomes(medic, "resume"), timeout=30)
+    assert resumed[0]["result"] == "succeeded", resumed
+    assert "DRAIN" not in cluster.node("gpu-node-04")[0]
+    decision = [d for d in medic.audit("decisions") if d["action"] == "resume"][0]
+    assert "no longer configured" in decision["reason"], decision
+    closed = wait_until("the closed incident", lambda: (incident(medic, "gpu-node-04") or {})
+                        .get("state") == "closed" and incident(medic, "gpu-node-04"), timeout=30)
+    assert "reload" in closed["cause"], closed
+    assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
-                        test_eight_gpus_one_incident])
+                        test_eight_gpus_one_incident,
+                        test_reload_closes_orphaned_incidents])
