@@ -32,7 +32,7 @@ def payload(node, starts_at, gpus=("0",), status="firing"):
                        "receiver": "medic", "alerts": alerts})
 
 
-def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None):
+def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None, safety=""):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     creds = write_secret(os.path.join(workdir, "credentials.yaml"),
@@ -48,7 +48,7 @@ def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None):
                   f"inventory:\n  nodes:\n{nodes}"
                   f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
                   "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 4, max_disrupted_fraction: 1,\n"
+                  f"safety: {{ max_disruptive_in_flight: 4, max_disrupted_fraction: 1, {safety}\n"
                   "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
                   "    steps:\n      - { action: drain }\n"
@@ -191,8 +191,25 @@ def test_reload_closes_orphaned_incidents(suite):
     assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
 
 
+def test_lost_resolve_expires(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-05")
+    medic = start_medic(suite, "expiry", cluster.conf, bmcs, oncall,
+                        safety="alert_expiry: 2s, max_alert_age: 1h,")
+    # the power cycle after 3 s would come after the expiry: the alert is
+    # sent once and never again (its resolve is lost)
+    assert medic.post("/webhook", payload("gpu-node-05", time.time()), headers=AUTH)[0] == 200
+    expired = wait_until("the expired incident", lambda: (incident(medic, "gpu-node-05") or {})
+                         .get("state") == "expired" and incident(medic, "gpu-node-05"), timeout=30)
+    assert "alert_expiry" in expired["cause"], expired
+    resumed = outcomes(medic, "resume")
+    assert resumed and resumed[0]["result"] == "succeeded", resumed
+    assert "DRAIN" not in cluster.node("gpu-node-05")[0]
+    assert outcomes(medic, "ipmi_power_cycle") == [] and bmcs["gpu-node-05"].log() == []
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
                         test_eight_gpus_one_incident,
-                        test_reload_closes_orphaned_incidents])
+                        test_reload_closes_orphaned_incidents,
+                        test_lost_resolve_expires])
