@@ -102,9 +102,13 @@ enum medic_outcome agent_power_limit(const char *url, const char *token, const i
         }
         cJSON *j = cJSON_Parse(b.data ? b.data : "");
         const cJSON *prev = cJSON_GetObjectItemCaseSensitive(j, "previous_w");
-        used +=
-            (size_t)snprintf(detail + used, size - used, "%sGPU %d: %.0f W -> %d W", i ? "; " : "",
-                             gpus[i], cJSON_IsNumber(prev) ? prev->valuedouble : 0.0, watts);
+        const cJSON *now = cJSON_GetObjectItemCaseSensitive(j, "limit_w");
+        const cJSON *kept = cJSON_GetObjectItemCaseSensitive(j, "kept_original");
+        used += (size_t)snprintf(
+            detail + used, size - used, "%sGPU %d: %.0f W -> %.0f W%s", i ? "; " : "", gpus[i],
+            cJSON_IsNumber(prev) ? prev->valuedouble : 0.0,
+            cJSON_IsNumber(now) ? now->valuedouble : (double)watts,
+            cJSON_IsTrue(kept) ? " (the stricter limit set before medic stays)" : "");
         if (used >= size)
             used = size - 1;
         cJSON_Delete(j);

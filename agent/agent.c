@@ -151,8 +151,14 @@ static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsi
     int first = a->remembered[index] <= 0;
     if (first)
         a->remembered[index] = g.limit_w;
+    /* never above the limit that was there before medic: an operator's
+     * stricter cap stays in force */
+    double original = a->remembered[index];
     int saved = save_state(a);
     pthread_mutex_unlock(&a->lock);
+    int kept = w > original;
+    if (kept)
+        w = original;
     if (saved) {
         if (first) {
             pthread_mutex_lock(&a->lock);
@@ -166,8 +172,9 @@ static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsi
     struct medic_buf b;
     medic_buf_init(&b, 0);
     medic_buf_printf(&b,
-                     "{\"status\":\"success\",\"index\":%u,\"previous_w\":%.1f,\"limit_w\":%.1f}\n",
-                     index, g.limit_w, w);
+                     "{\"status\":\"success\",\"index\":%u,\"previous_w\":%.1f,\"limit_w\":%.1f,"
+                     "\"kept_original\":%s}\n",
+                     index, g.limit_w, w, kept ? "true" : "false");
     medic_log_info("power limit set", "gpu", g.uuid, NULL);
     enum MHD_Result r = reply(c, 200, &b);
     medic_buf_release(&b);

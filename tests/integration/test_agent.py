@@ -93,6 +93,17 @@ def test_agent_api(suite):
     status, body = agent.call("POST", "/v1/restore", "{}")
     assert status == 200 and body["restored"] == [{"index": 3, "limit_w": 350.0}], body
     assert agent.limits()[3] == 350000
+    # an operator capped GPU 5 at 200 W by hand (nvidia-smi -pl 200): a
+    # weaker limit from medic never raises it
+    held = agent.limits()
+    held[5] = 200000
+    with open(agent.nvml_state, "w") as f:
+        f.write("".join(f"{k} {v}\n" for k, v in sorted(held.items())))
+    status, body = agent.call("POST", "/v1/gpus/5/power-limit", json.dumps({"watts": 300}))
+    assert status == 200 and body["limit_w"] == 200.0 and body["kept_original"], body
+    assert agent.limits()[5] == 200000
+    status, body = agent.call("POST", "/v1/restore", "{}")
+    assert status == 200 and agent.limits()[5] == 200000, body
 
 
 def test_policy_limits_and_restores(suite):
