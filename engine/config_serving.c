@@ -66,6 +66,15 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
              "safety.max_disrupted_fraction %g of %zu inventory nodes allows no node at all: "
              "every disruptive action will be suppressed (raise it to at least %.3g)",
              s->max_disrupted_fraction, inventory, 1.0 / (double)inventory);
+    if (disruptive && s->alert_expiry <= 4 * 3600 * MEDIC_NS_PER_SEC) {
+        char expiry[32];
+        medic_duration_format(s->alert_expiry, expiry, sizeof(expiry));
+        warn(out,
+             "safety.alert_expiry %s is not above Alertmanager's default repeat_interval (4h): "
+             "an alert that still fires may expire between two re-sends and its incident be "
+             "undone; set it well above your routes' repeat_interval",
+             expiry);
+    }
     for (size_t i = 0; i < config->policies.count; i++) {
         const struct policy *p = &config->policies.items[i];
         int policy_disrupts = 0;

@@ -298,8 +298,8 @@ static void test_directive_table(void **state)
     path = write_file("warn2.yaml",
                       "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
                       "inventory: { nodes: [ { name: n1 }, { name: n2 }, { name: n3 } ] }\n"
-                      "safety: { max_alert_age: 1h, storm: { max_alerting_nodes: 5, notifier: "
-                      "oncall } }\n"
+                      "safety: { max_alert_age: 1h, alert_expiry: 30m, storm: { "
+                      "max_alerting_nodes: 5, notifier: oncall } }\n"
                       "policies:\n  - name: slow\n    match: '{a=\"b\"}'\n    cooldown: 6h\n"
                       "    steps:\n      - { action: notify, notifier: oncall }\n"
                       "      - { after: 90m, action: ipmi_power_cycle }\n",
@@ -307,16 +307,17 @@ static void test_directive_table(void **state)
     if (medic_config_load(path, &c, &err))
         fail_msg("%s", err.msg);
     medic_config_warn(&c, &w);
-    assert_int_equal(w.count, 2);
+    assert_int_equal(w.count, 3);
     assert_non_null(strstr(w.items[0], "max_disrupted_fraction 0.05 of 3 inventory nodes allows "
                                        "no node at all"));
+    assert_non_null(strstr(w.items[1], "safety.alert_expiry 30m is not above"));
     char want[256];
     snprintf(want, sizeof(want),
              "%s:10:9: policy 'slow' step 2 (ipmi_power_cycle) comes after "
              "90m",
              path);
-    assert_non_null(strstr(w.items[1], want));
-    assert_non_null(strstr(w.items[1], "it can never run"));
+    assert_non_null(strstr(w.items[2], want));
+    assert_non_null(strstr(w.items[2], "it can never run"));
     medic_config_release(&c);
 }
 
