@@ -81,6 +81,12 @@ def incident(medic, node):
     return rows[0] if rows else None
 
 
+def wait_state(medic, node, state):
+    """Waits until node's latest incident is in state; returns its row."""
+    return wait_until(f"the {state} incident on {node}", lambda: (
+        incident(medic, node) or {}).get("state") == state and incident(medic, node), timeout=30)
+
+
 def outcomes(medic, action):
     return [a for a in medic.audit("actions") if a["phase"] == "outcome"
             and a["action"] == action]
@@ -96,8 +102,7 @@ def test_failed_drain_stops_the_ladder(suite):
     os.chmod(failing, 0o755)
     medic = start_medic(suite, "failing", cluster.conf, bmcs, oncall, scontrol=failing)
     assert medic.post("/webhook", payload("gpu-node-01", time.time()), headers=AUTH)[0] == 200
-    failed = wait_until("the failed incident", lambda: (incident(medic, "gpu-node-01") or {})
-                        .get("state") == "failed" and incident(medic, "gpu-node-01"), timeout=30)
+    failed = wait_state(medic, "gpu-node-01", "failed")
     assert "drain failed" in failed["cause"], failed
     told = wait_until("on-call told", lambda: [
         r for r in oncall.received() if b"medic stopped incident" in r["body"]], timeout=30)
@@ -128,8 +133,7 @@ def test_operator_resume_is_not_power_cycled(suite):
                          timeout=30)[0]
     assert refused["result"] == "refused" and "no longer drained" in refused["detail"], refused
     assert bmcs["gpu-node-02"].log() == [], bmcs["gpu-node-02"].log()
-    state = wait_until("the failed incident", lambda: (incident(medic, "gpu-node-02") or {})
-                       .get("state") == "failed" and incident(medic, "gpu-node-02"), timeout=30)
+    state = wait_state(medic, "gpu-node-02", "failed")
     assert "ipmi_power_cycle refused" in state["cause"], state
 
 
@@ -161,9 +165,7 @@ def test_eight_gpus_one_incident(suite):
     resumed = wait_until("the resume", lambda: outcomes(medic, "resume"), timeout=30)
     assert len(resumed) == 1 and resumed[0]["result"] == "succeeded", resumed
     assert "DRAIN" not in cluster.node("gpu-node-03")[0]
-    done = wait_until("the recovered incident", lambda: (incident(medic, "gpu-node-03") or {})
-                      .get("state") == "recovered", timeout=30)
-    assert done
+    wait_state(medic, "gpu-node-03", "recovered")
     assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
 
 
@@ -185,8 +187,7 @@ def test_reload_closes_orphaned_incidents(suite):
     assert "DRAIN" not in cluster.node("gpu-node-04")[0]
     decision = [d for d in medic.audit("decisions") if d["action"] == "resume"][0]
     assert "no longer configured" in decision["reason"], decision
-    closed = wait_until("the closed incident", lambda: (incident(medic, "gpu-node-04") or {})
-                        .get("state") == "closed" and incident(medic, "gpu-node-04"), timeout=30)
+    closed = wait_state(medic, "gpu-node-04", "closed")
     assert "reload" in closed["cause"], closed
     assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
 
@@ -198,8 +199,7 @@ def test_lost_resolve_expires(suite):
     # the power cycle after 3 s would come after the expiry: the alert is
     # sent once and never again (its resolve is lost)
     assert medic.post("/webhook", payload("gpu-node-05", time.time()), headers=AUTH)[0] == 200
-    expired = wait_until("the expired incident", lambda: (incident(medic, "gpu-node-05") or {})
-                         .get("state") == "expired" and incident(medic, "gpu-node-05"), timeout=30)
+    expired = wait_state(medic, "gpu-node-05", "expired")
     assert "alert_expiry" in expired["cause"], expired
     resumed = outcomes(medic, "resume")
     assert resumed and resumed[0]["result"] == "succeeded", resumed
