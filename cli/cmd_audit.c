@@ -1,6 +1,7 @@
 #include "audit.h"
 #include "buf.h"
 #include "commands.h"
+#include "policy_engine.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -10,13 +11,17 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic audit notifications|alerts|decisions|actions [FILTERS] [--db PATH]\n"
-    "                   [--format table|json|csv]\n"
+    "usage: medic audit notifications|alerts|decisions|actions|incidents|changes\n"
+    "                   [FILTERS] [--db PATH] [--format table|json|csv]\n"
     "       medic audit verify [--db PATH]\n"
     "       medic audit payload ID [--db PATH]\n"
     "\n"
     "Queries the audit log that medic serve writes, newest first. The database is\n"
     "opened read-only, so this works while the daemon runs.\n"
+    "\n"
+    "incidents lists each incident (one per node and policy, opened by its first\n"
+    "alert) as it is now: its state and the cause of its last change. changes\n"
+    "lists every state change with its cause and the decision behind it.\n"
     "\n"
     "Filters:\n"
     "  --node N          alerts, decisions or actions about node N\n"
@@ -25,6 +30,10 @@ static const char usage[] =
     "  --verdict V       execute, dry_run, suppressed or no_match (decisions, actions)\n"
     "  --status S        firing or resolved (notifications, alerts); an action's result\n"
     "                    (pending, succeeded, failed, timed_out, interrupted)\n"
+    "  --state S         an incident's state (incidents, changes): open, draining,\n"
+    "                    drained, limiting, limited, cycling, cycled, failed,\n"
+    "                    undoing, recovered, expired, closed\n"
+    "  --incident ID     one incident (incidents, changes)\n"
     "  --since T         from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative\n"
     "                    (90m, 2h, 7d: that long ago)\n"
     "  --until T         before T\n"
@@ -36,8 +45,9 @@ static const char usage[] =
     "\n"
     "payload prints notification ID's body exactly as Alertmanager sent it.\n"
     "\n"
-    "verify recomputes the SHA-256 chains over decisions and actions and names the\n"
-    "first row that was changed, removed or reordered; exit status 1 when broken.\n"
+    "verify recomputes the SHA-256 chains over decisions, actions and incident\n"
+    "changes and names the first row that was changed, removed or reordered; exit\n"
+    "status 1 when broken.\n"
     "\n"
     "Times are UTC. Notifications and alerts are filtered by when medic received\n"
     "them; decisions and actions by when they were recorded.\n";
@@ -82,8 +92,9 @@ static int run_verify(const char *db)
                res.why);
         return 1;
     }
-    printf("ok: %lld decisions and %lld actions, hash chains intact\n",
-           (long long)res.decisions_checked, (long long)res.actions_checked);
+    printf("ok: %lld decisions, %lld actions and %lld incident changes, hash chains intact\n",
+           (long long)res.decisions_checked, (long long)res.actions_checked,
+           (long long)res.changes_checked);
     return 0;
 }
 
@@ -95,6 +106,7 @@ int medic_cmd_audit(int argc, char **argv)
         {"status", required_argument, NULL, 's'}, {"since", required_argument, NULL, 'S'},
         {"until", required_argument, NULL, 'U'},  {"limit", required_argument, NULL, 'l'},
         {"db", required_argument, NULL, 'd'},     {"format", required_argument, NULL, 'f'},
+        {"state", required_argument, NULL, 't'},  {"incident", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct audit_filter filter;
@@ -121,6 +133,24 @@ int medic_cmd_audit(int argc, char **argv)
             break;
         case 's':
             filter.status = optarg;
+            break;
+        case 't':
+            if (policy_incident_state_parse(optarg) < 0) {
+                fprintf(stderr,
+                        "medic audit: '%s' is not an incident state (open, draining, drained, "
+                        "limiting, limited, cycling, cycled, failed, undoing, recovered, "
+                        "expired, closed)\n",
+                        optarg);
+                return 2;
+            }
+            filter.state = optarg;
+            break;
+        case 'i':
+            filter.incident = strtoll(optarg, &end, 10);
+            if (*end || filter.incident <= 0) {
+                fprintf(stderr, "medic audit: --incident wants an incident's number\n");
+                return 2;
+            }
             break;
         case 'S':
         case 'U':

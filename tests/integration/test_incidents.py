@@ -8,6 +8,7 @@ them resolved. Every change of every incident is in the audit log."""
 
 import json
 import os
+import subprocess
 import time
 
 from lab import IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until, write_secret
@@ -135,6 +136,8 @@ def test_operator_resume_is_not_power_cycled(suite):
     assert bmcs["gpu-node-02"].log() == [], bmcs["gpu-node-02"].log()
     state = wait_state(medic, "gpu-node-02", "failed")
     assert "ipmi_power_cycle refused" in state["cause"], state
+    failed = medic.audit("incidents", "--state", "failed")
+    assert [i["node"] for i in failed] == ["gpu-node-02"], failed
 
 
 def test_eight_gpus_one_incident(suite):
@@ -207,9 +210,46 @@ def test_lost_resolve_expires(suite):
     assert outcomes(medic, "ipmi_power_cycle") == [] and bmcs["gpu-node-05"].log() == []
 
 
+def test_restart_waits_for_the_alert_again(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-06")
+    medic = start_medic(suite, "restart", cluster.conf, bmcs, oncall)
+    fired = payload("gpu-node-06", time.time())
+    assert medic.post("/webhook", fired, headers=AUTH)[0] == 200
+    wait_until("the drain", lambda: [o for o in outcomes(medic, "drain")
+                                     if o["result"] == "succeeded"], timeout=30)
+    medic.stop()
+    # medic is down across the power cycle's time (3 s after the alert)
+    due = time.time() + 4
+    wait_until("the power cycle's time to pass", lambda: time.time() > due, timeout=10)
+    medic.start()
+    canary = payload("canary", time.time()).replace("GPUXidError", "Canary")
+    assert medic.post("/webhook", canary, headers=AUTH)[0] == 200
+    wait_until("a round after the start (the canary's decision)", lambda: [
+        d for d in medic.audit("decisions") if d["policy"] == "canary"], timeout=10)
+    assert outcomes(medic, "ipmi_power_cycle") == [] and bmcs["gpu-node-06"].log() == []
+    # Alertmanager re-sends the alert: it still fires, so the overdue step runs
+    again = fired.replace('"groupKey": "g-gpu-node-06"', '"groupKey": "g-gpu-node-06-again"')
+    assert medic.post("/webhook", again, headers=AUTH)[0] == 200
+    cycled = wait_until("the power cycle", lambda: outcomes(medic, "ipmi_power_cycle"),
+                        timeout=30)
+    assert cycled[0]["result"] == "succeeded", cycled
+    assert ["set", "power", "0"] in bmcs["gpu-node-06"].log()
+    wait_state(medic, "gpu-node-06", "cycled")
+    # what on-call sees over HTTP, and the chains intact
+    status, _, body = medic.get("/api/v1/incidents?node=gpu-node-06", headers=AUTH)
+    assert status == 200 and json.loads(body)["data"][0]["state"] == "cycled", body
+    status, _, body = medic.get("/api/v1/changes?node=gpu-node-06", headers=AUTH)
+    states = [c["state"] for c in reversed(json.loads(body)["data"])]
+    assert states == ["open", "draining", "drained", "cycling", "cycled"], states
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
+                            capture_output=True, text=True, timeout=30)
+    assert verify.returncode == 0 and "incident changes" in verify.stdout, verify
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
                         test_eight_gpus_one_incident,
                         test_reload_closes_orphaned_incidents,
-                        test_lost_resolve_expires])
+                        test_lost_resolve_expires,
+                        test_restart_waits_for_the_alert_again])
