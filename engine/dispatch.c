@@ -174,11 +174,13 @@ static enum medic_outcome run_power_cycle(const struct medic_config *c,
     if (job->require_drained) { /* its incident drained the node first: is it still? */
         struct slurm_options so;
         slurm_options_from(c, &so);
-        enum medic_outcome check = n->slurm_node
-                                       ? slurm_check_drained(&so, n->slurm_node, detail, size)
-                                       : MEDIC_OUTCOME_REFUSED;
-        if (!n->slurm_node)
-            snprintf(detail, size, "node '%s' has no slurm node to check its drain", job->node);
+        if (!n->slurm_node) {
+            snprintf(detail, size,
+                     "node '%s' has no slurm node to check its drain; the power cycle is not run",
+                     job->node);
+            return MEDIC_OUTCOME_REFUSED;
+        }
+        enum medic_outcome check = slurm_check_drained(&so, n->slurm_node, detail, size);
         if (check != MEDIC_OUTCOME_SUCCEEDED) {
             size_t at = strlen(detail);
             snprintf(detail + at, size - at, "; the power cycle is not run");

@@ -31,6 +31,8 @@ struct member {
 };
 
 /* One (node, policy): the unit medic acts on. */
+/* An incident's key: node and policy, or without a node, the alert and
+ * policy (policy__incident_key). */
 #define INCIDENT_KEY_SIZE (ALERT_IDENTITY_SIZE + 200)
 /* Undo actions one incident may await at once (its on_resolved steps). */
 #define INCIDENT_MAX_UNDO POLICY_MAX_STEPS
@@ -132,9 +134,6 @@ struct policy_state {
     struct medic_map resolved_by_alert;
 };
 
-/* An incident's key (INCIDENT_KEY_SIZE): node and policy, or without a
- * node, the alert and policy. */
-
 /* Unmatched alerts are forgotten after this long without a repeat. */
 #define UNMATCHED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
 /* Resolved alerts are remembered this long, at most this many. */
@@ -188,10 +187,10 @@ void policy__compact(struct policy_state *st);
 int policy__incident_fresh(const struct incident *in);
 int policy__strictest_limit(const struct policy_state *st, const char *node,
                             const struct incident *except);
-int policy__other_drain_holders(const struct policy_state *st, const char *node,
-                                const struct incident *except);
-int policy__other_limit_holders(const struct policy_state *st, const char *node,
-                                const struct incident *except);
+/* Incidents other than except that hold node's drain (or a power limit). */
+enum policy_hold { HOLD_DRAIN, HOLD_LIMIT };
+int policy__holders(const struct policy_state *st, const char *node, const struct incident *except,
+                    enum policy_hold hold);
 
 /* guards.c */
 void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,

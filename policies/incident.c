@@ -240,24 +240,14 @@ int policy__strictest_limit(const struct policy_state *st, const char *node,
     return w;
 }
 
-int policy__other_drain_holders(const struct policy_state *st, const char *node,
-                                const struct incident *except)
+int policy__holders(const struct policy_state *st, const char *node, const struct incident *except,
+                    enum policy_hold hold)
 {
     int count = 0;
     for (size_t i = 0; i < st->incident_count; i++) {
         const struct incident *in = st->incidents[i];
-        count += in != except && !in->final && in->drained && strcmp(in->node, node) == 0;
-    }
-    return count;
-}
-
-int policy__other_limit_holders(const struct policy_state *st, const char *node,
-                                const struct incident *except)
-{
-    int count = 0;
-    for (size_t i = 0; i < st->incident_count; i++) {
-        const struct incident *in = st->incidents[i];
-        count += in != except && !in->final && in->limit_watts > 0 && strcmp(in->node, node) == 0;
+        int holds = hold == HOLD_DRAIN ? in->drained : in->limit_watts > 0;
+        count += in != except && !in->final && holds && strcmp(in->node, node) == 0;
     }
     return count;
 }

@@ -88,14 +88,15 @@ static long index_of(const struct policy_decisions *out, const struct policy_dec
     return d ? (long)(d - out->items) : -1;
 }
 
-/* What a succeeded action means for the node and the incident. */
-static void succeeded(struct policy_state *st, struct incident *in, const struct medic_action *a,
-                      int undo)
+/* What a succeeded action of kind (a power limit of watts) means for the
+ * node and the incident; undo: one of its on_resolved steps. */
+static void succeeded(struct policy_state *st, struct incident *in, enum medic_action_kind kind,
+                      int watts, int undo)
 {
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
     if (!n)
         return;
-    switch (a->kind) {
+    switch (kind) {
     case MEDIC_ACTION_DRAIN:
         n->drained_by_medic = 1;
         in->drained = 1;
@@ -103,14 +104,14 @@ static void succeeded(struct policy_state *st, struct incident *in, const struct
     case MEDIC_ACTION_POWER_LIMIT:
         n->limited_by_medic = 1;
         if (!undo) /* a raise back to another incident's limit holds nothing new */
-            in->limit_watts = a->u.power_limit.watts;
+            in->limit_watts = watts;
         break;
     case MEDIC_ACTION_RESUME:
-        if (policy__other_drain_holders(st, in->node, in) == 0)
+        if (policy__holders(st, in->node, in, HOLD_DRAIN) == 0)
             n->drained_by_medic = 0;
         break;
     case MEDIC_ACTION_RESTORE_POWER_LIMIT:
-        if (policy__other_limit_holders(st, in->node, in) == 0)
+        if (policy__holders(st, in->node, in, HOLD_LIMIT) == 0)
             n->limited_by_medic = 0;
         break;
     default:
@@ -129,7 +130,7 @@ static void check_undo(struct policy_state *st, struct incident *in, struct poli
         return;
     }
     if (d->action.kind == MEDIC_ACTION_RESUME) {
-        int others = policy__other_drain_holders(st, in->node, in);
+        int others = policy__holders(st, in->node, in, HOLD_DRAIN);
         if (!in->drained)
             snprintf(reason, size,
                      "this incident holds no drain on node '%s' (medic's drain did not "
@@ -245,7 +246,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
     if (!live) { /* a dry run: as if it succeeded at once */
-        succeeded(st, in, &d->action, on_resolved);
+        succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved);
         if (d->disruptive) {
             policy__record_action(st, pol, in, now);
             policy__incident_change(in, done_state(kind), index_of(out, d), now, out,
@@ -345,8 +346,9 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     enum medic_action_kind kind = in->undo[i].kind;
     memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
     in->undo_count--;
-    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
-    if (outcome != MEDIC_OUTCOME_SUCCEEDED) {
+    if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
+        succeeded(st, in, kind, 0, 1);
+    } else {
         char message[2048];
         snprintf(message, sizeof(message),
                  "medic could not undo what it did on node '%s' for incident %lld (policy %s): "
@@ -354,12 +356,6 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
                  in->node, (long long)in->id, in->policy, medic_action_name(kind),
                  medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
         policy__tell_oncall(ctx, in, now, out, message);
-    } else if (n && kind == MEDIC_ACTION_RESUME) {
-        if (policy__other_drain_holders(st, in->node, in) == 0)
-            n->drained_by_medic = 0;
-    } else if (n && kind == MEDIC_ACTION_RESTORE_POWER_LIMIT) {
-        if (policy__other_limit_holders(st, in->node, in) == 0)
-            n->limited_by_medic = 0;
     }
     if (in->undo_count == 0) {
         char cause[1400];
@@ -391,10 +387,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
-        struct medic_action a;
-        medic_action_init(&a, kind);
-        a.u.power_limit.watts = in->awaiting_watts;
-        succeeded(st, in, &a, 0);
+        succeeded(st, in, kind, in->awaiting_watts, 0);
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
     } else {
         in->halted = 1;
