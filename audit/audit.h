@@ -44,9 +44,10 @@ struct audit_notification_in {
 };
 
 struct audit_notification_result {
-    int64_t id;           /* the row written for this request */
-    int duplicate;        /* 1 when it repeats an earlier notification */
-    int64_t duplicate_of; /* that notification's id */
+    int64_t id;             /* the row written for this request */
+    int duplicate;          /* 1 when it repeats an earlier notification */
+    int64_t duplicate_of;   /* that notification's id */
+    int64_t first_alert_id; /* its alerts' ids follow on from this one; 0 when none */
 };
 
 /* Commits a notification and its alerts, or records it as a duplicate of an
@@ -124,15 +125,23 @@ struct audit_change_in {
     long decision; /* index in the evaluation's decisions that caused it; -1: none */
 };
 
-/* The engine's state as JSON, given the ids its decisions got (called on
- * the writer thread inside the transaction, so that the state can name
- * them). Returns 0 or an error code. */
-typedef int (*audit_state_fn)(void *arg, const int64_t *decision_ids, struct medic_buf *out);
+/* One row of the engine's state: kind and key name it, value is its JSON
+ * (NULL: delete the row; kind NULL: delete every row, the whole state
+ * follows). Returns 0 or an error code. */
+typedef int (*audit_row_fn)(void *arg, const char *kind, const char *key, const char *value,
+                            size_t len);
+
+/* Writes the rows of the engine's state that changed, through put(put_arg,
+ * ...), given the ids the round's decisions got: called on the writer
+ * thread inside the transaction, so that the state can name them. Returns
+ * 0 or an error code. */
+typedef int (*audit_state_fn)(void *arg, const int64_t *decision_ids, audit_row_fn put,
+                              void *put_arg);
 
 /* One round of the policy engine: its decisions, its incidents' changes,
- * the notifications it evaluated and its state after them, committed
- * together, so that a crash never leaves a decision without the state that
- * remembers it (which would decide it again after a restart). */
+ * the notifications it evaluated and the rows of its state that changed,
+ * committed together, so that a crash never leaves a decision without the
+ * state that remembers it (which would decide it again after a restart). */
 struct audit_evaluation_in {
     const struct audit_decision_in *decisions;
     size_t decision_count;
@@ -141,9 +150,9 @@ struct audit_evaluation_in {
     const int64_t *evaluated; /* notification ids */
     size_t evaluated_count;
     int64_t evaluated_at;    /* ns */
-    const char *state_json;  /* NULL: the state did not change, or see state_fn */
-    audit_state_fn state_fn; /* when set, the state comes from it */
+    audit_state_fn state_fn; /* NULL: the state did not change */
     void *state_arg;
+    int drop_legacy_state; /* remove the single-document state of an earlier medic */
 };
 
 /* Records an evaluation; decision_ids (decision_count entries, may be NULL)
@@ -281,7 +290,13 @@ typedef int (*audit_unstarted_fn)(void *arg, const struct audit_unstarted *decis
 int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
                               struct medic_error *err);
 
-/* The engine's saved state into out; MEDIC_E_NOTFOUND when none. */
+/* Calls fn for every row of the engine's saved state (a non-zero return
+ * stops the walk and is returned); sets *count to the rows seen. */
+int audit_read_engine_rows(struct audit_reader *reader, audit_row_fn fn, void *arg, size_t *count,
+                           struct medic_error *err);
+
+/* The state an earlier medic saved as one document, into out;
+ * MEDIC_E_NOTFOUND when there is none. */
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err);
 

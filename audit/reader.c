@@ -488,6 +488,31 @@ int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn
     return rc;
 }
 
+int audit_read_engine_rows(struct audit_reader *reader, audit_row_fn fn, void *arg, size_t *count,
+                           struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    *count = 0;
+    if (sqlite3_prepare_v2(reader->db, "SELECT kind, key, value FROM engine_rows", -1, &st, NULL) !=
+        SQLITE_OK) {
+        /* a database of an earlier medic, not yet upgraded by medic serve */
+        if (strstr(sqlite3_errmsg(reader->db), "no such table"))
+            return 0;
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    }
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = fn(arg, (const char *)sqlite3_column_text(st, 0),
+                (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2),
+                (size_t)sqlite3_column_bytes(st, 2));
+        (*count)++;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err)
 {

@@ -40,8 +40,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SET_DECISION_HASH] = "UPDATE decisions SET hash = ?2 WHERE id = ?1",
     [ST_SET_ACTION_HASH] = "UPDATE actions SET hash = ?2 WHERE id = ?1",
     [ST_MARK_EVALUATED] = "UPDATE notifications SET evaluated_at = ?2 WHERE id = ?1",
-    [ST_SAVE_ENGINE_STATE] = "INSERT INTO engine_state (id, updated_at, state) VALUES (1, ?1, ?2)"
-                             " ON CONFLICT (id) DO UPDATE SET updated_at = ?1, state = ?2",
+    [ST_PUT_ENGINE_ROW] = "INSERT INTO engine_rows (kind, key, value) VALUES (?1, ?2, ?3)"
+                          " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value",
+    [ST_DROP_ENGINE_ROW] = "DELETE FROM engine_rows WHERE kind = ?1 AND key = ?2",
+    [ST_DROP_ENGINE_ROWS] = "DELETE FROM engine_rows",
+    [ST_DROP_LEGACY_STATE] = "DELETE FROM engine_state",
     [ST_INSERT_CHANGE] =
         "INSERT INTO incident_changes (created_at, incident, node, policy, from_state, state,"
         " cause, decision_id, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '')",
@@ -161,6 +164,7 @@ static int write_notification(struct audit_store *s, struct job *job)
     out->id = id;
     out->duplicate = first != 0;
     out->duplicate_of = first;
+    out->first_alert_id = 0;
     if (first)
         return 0;
 
@@ -181,6 +185,8 @@ static int write_notification(struct audit_store *s, struct job *job)
         sqlite3_bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1], -1, SQLITE_STATIC);
         if ((rc = step_done(s, st, &job->err, "storing an alert")))
             return rc;
+        if (i == 0)
+            out->first_alert_id = sqlite3_last_insert_rowid(s->db);
     }
     return 0;
 }
@@ -298,6 +304,30 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
     return seal_row(s, ST_SELECT_CHANGE, ST_SET_CHANGE_HASH, sqlite3_last_insert_rowid(s->db), err);
 }
 
+/* The engine's state rows a round changed: put_row below, called back by
+ * the engine on the writer thread inside the round's transaction. */
+struct row_sink {
+    struct audit_store *s;
+    struct medic_error *err;
+};
+
+static int put_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+{
+    struct row_sink *sink = arg;
+    struct audit_store *s = sink->s;
+    sqlite3_stmt *st;
+    if (!kind) {
+        st = s->stmts[ST_DROP_ENGINE_ROWS];
+        return step_done(s, st, sink->err, "clearing the engine state");
+    }
+    st = s->stmts[value ? ST_PUT_ENGINE_ROW : ST_DROP_ENGINE_ROW];
+    sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if (value)
+        sqlite3_bind_text(st, 3, value, (int)len, SQLITE_STATIC);
+    return step_done(s, st, sink->err, "saving the engine state");
+}
+
 static int write_evaluation(struct audit_store *s, struct job *job)
 {
     const struct audit_evaluation_in *in = job->in;
@@ -319,28 +349,21 @@ static int write_evaluation(struct audit_store *s, struct job *job)
         rc = insert_change(s, &in->changes[i],
                            k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, &job->err);
     }
-    struct medic_buf state;
-    medic_buf_init(&state, (size_t)1 << 30);
-    const char *state_json = in->state_json;
     if (rc == 0 && in->state_fn) {
-        rc = in->state_fn(in->state_arg, ids, &state);
-        if (rc)
+        struct row_sink sink = {s, &job->err};
+        rc = in->state_fn(in->state_arg, ids, put_row, &sink);
+        if (rc && !job->err.msg[0])
             medic_error_set(&job->err, rc, "cannot save the engine state: %s", medic_strerror(rc));
-        state_json = state.data;
     }
+    if (rc == 0 && in->drop_legacy_state)
+        rc = step_done(s, s->stmts[ST_DROP_LEGACY_STATE], &job->err,
+                       "removing the engine state of an earlier medic");
     sqlite3_stmt *st = s->stmts[ST_MARK_EVALUATED];
     for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
         sqlite3_bind_int64(st, 1, in->evaluated[i]);
         sqlite3_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
         rc = step_done(s, st, &job->err, "marking a notification evaluated");
     }
-    if (rc == 0 && state_json) {
-        st = s->stmts[ST_SAVE_ENGINE_STATE];
-        sqlite3_bind_int64(st, 1, in->evaluated_at / MEDIC_NS_PER_MS);
-        sqlite3_bind_text(st, 2, state_json, -1, SQLITE_STATIC);
-        rc = step_done(s, st, &job->err, "saving the engine state");
-    }
-    medic_buf_release(&state);
     free(own);
     return rc;
 }

@@ -146,6 +146,16 @@ static const struct migration {
      "CREATE INDEX incident_changes_by_node ON incident_changes(node, created_at);"
      "CREATE INDEX incident_changes_by_time ON incident_changes(created_at);",
      widen_results},
+    /* 5: the engine's state as a row per incident, node and remembered
+     * alert, written when it changes (engine_state held one document,
+     * rewritten whole every round; an upgrade imports it once) */
+    {"CREATE TABLE engine_rows ("
+     "  kind TEXT NOT NULL,"
+     "  key TEXT NOT NULL,"
+     "  value TEXT NOT NULL,"
+     "  PRIMARY KEY (kind, key)"
+     ");",
+     NULL},
 };
 
 const char audit_decision_hashed_columns[] =

@@ -103,16 +103,10 @@ int medic_cmd_dry_run(int argc, char **argv)
     struct policy_state *st = NULL;
     if (db) {
         struct audit_reader *reader = NULL;
-        struct medic_buf saved;
-        medic_buf_init(&saved, (size_t)1 << 30);
+        int legacy;
         rc = audit_reader_open(db, &reader, &err);
         if (rc == 0)
-            rc = audit_read_engine_state(reader, &saved, &err);
-        if (rc == 0)
-            rc = policy_state_load(saved.data, saved.len, &st, &err);
-        else if (rc == MEDIC_E_NOTFOUND)
-            rc = 0; /* nothing evaluated yet: an empty state */
-        medic_buf_release(&saved);
+            rc = engine_state_read(reader, &st, &legacy, &err);
         audit_reader_free(reader);
         if (rc) {
             fprintf(stderr, "medic dry-run: %s\n", err.msg);

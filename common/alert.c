@@ -18,6 +18,67 @@ void medic_notification_release(struct medic_notification *n)
     memset(n, 0, sizeof(*n));
 }
 
+static int copy_labels(struct medic_arena *a, const struct medic_labels *from,
+                       struct medic_labels *to)
+{
+    to->count = 0;
+    to->items = NULL;
+    if (from->count == 0)
+        return 0;
+    if (!(to->items = medic_arena_alloc(a, from->count * sizeof(*to->items))))
+        return MEDIC_E_NOMEM;
+    for (size_t i = 0; i < from->count; i++) {
+        to->items[i].name = medic_arena_strdup(a, from->items[i].name);
+        to->items[i].value = medic_arena_strdup(a, from->items[i].value);
+        if (!to->items[i].name || !to->items[i].value)
+            return MEDIC_E_NOMEM;
+    }
+    to->count = from->count;
+    return 0;
+}
+
+/* A copy of s in the arena; NULL stays NULL. 0 or MEDIC_E_NOMEM. */
+static int copy_text(struct medic_arena *a, const char *s, const char **to)
+{
+    *to = s ? medic_arena_strdup(a, s) : NULL;
+    return s && !*to ? MEDIC_E_NOMEM : 0;
+}
+
+int medic_notification_copy(const struct medic_notification *from, struct medic_notification *out)
+{
+    medic_notification_init(out);
+    struct medic_arena *a = &out->arena;
+    out->truncated_alerts = from->truncated_alerts;
+    out->status = from->status;
+    int rc = copy_text(a, from->version, &out->version) ||
+             copy_text(a, from->group_key, &out->group_key) ||
+             copy_text(a, from->receiver, &out->receiver) ||
+             copy_text(a, from->external_url, &out->external_url) ||
+             copy_labels(a, &from->group_labels, &out->group_labels) ||
+             copy_labels(a, &from->common_labels, &out->common_labels) ||
+             copy_labels(a, &from->common_annotations, &out->common_annotations);
+    if (!rc && from->alert_count &&
+        !(out->alerts = medic_arena_alloc(a, from->alert_count * sizeof(*out->alerts))))
+        rc = MEDIC_E_NOMEM;
+    for (size_t i = 0; !rc && i < from->alert_count; i++) {
+        const struct medic_alert *x = &from->alerts[i];
+        struct medic_alert *y = &out->alerts[i];
+        y->status = x->status;
+        y->starts_at = x->starts_at;
+        y->ends_at = x->ends_at;
+        rc = copy_labels(a, &x->labels, &y->labels) ||
+             copy_labels(a, &x->annotations, &y->annotations) ||
+             copy_text(a, x->generator_url, &y->generator_url) ||
+             copy_text(a, x->fingerprint, &y->fingerprint);
+        out->alert_count = i + 1;
+    }
+    if (rc) {
+        medic_notification_release(out);
+        return MEDIC_E_NOMEM;
+    }
+    return 0;
+}
+
 const char *medic_labels_get(const struct medic_labels *labels, const char *name)
 {
     size_t lo = 0, hi = labels->count;

@@ -49,6 +49,9 @@ struct medic_notification {
 
 void medic_notification_init(struct medic_notification *n);
 void medic_notification_release(struct medic_notification *n);
+/* A deep copy of from into out (initialised here) with its own arena.
+ * Returns 0 or MEDIC_E_NOMEM (out is then empty). */
+int medic_notification_copy(const struct medic_notification *from, struct medic_notification *out);
 
 /* Returns the value of label name, or NULL. */
 const char *medic_labels_get(const struct medic_labels *labels, const char *name);

@@ -72,11 +72,12 @@ static void record_outcome(struct engine_dispatch *d, const struct executor_job 
                                  .result = medic_outcome_name(outcome),
                                  .duration_ms = duration_ms,
                                  .detail = detail && *detail ? detail : NULL};
-    if (audit_record_action(d->store, &in, NULL, &err))
+    int rc = audit_record_action(d->store, &in, NULL, &err);
+    if (rc)
         medic_log_error("cannot record an action outcome", "error", err.msg, NULL);
     pthread_mutex_lock(&d->pipeline_lock);
-    if (d->pipeline) /* the incident waits for it */
-        engine_pipeline_wake(d->pipeline);
+    if (d->pipeline && rc == 0) /* the incident waits for it */
+        engine_pipeline_outcome(d->pipeline, job->decision_id, outcome, detail);
     pthread_mutex_unlock(&d->pipeline_lock);
     medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
                    job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);

@@ -29,7 +29,7 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
 void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,
                              int64_t decision_id);
 struct engine_pipeline;
-/* Wakes p whenever an outcome is recorded (its incident waits for it). */
+/* Hands p every outcome once it is recorded (its incident waits for it). */
 void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p);
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *out);
 /* Finishes queued and running actions, then stops. NULL is a no-op. */

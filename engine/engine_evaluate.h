@@ -3,6 +3,7 @@
 #ifndef MEDIC_ENGINE_EVALUATE_H
 #define MEDIC_ENGINE_EVALUATE_H
 
+#include "audit.h"
 #include "config.h"
 #include "policy_engine.h"
 
@@ -22,5 +23,11 @@ int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
                                  const struct medic_notification *n, const double *risks,
                                  double risk, int64_t now, struct policy_decisions *out);
+
+/* The policy engine's state saved in the audit log: its rows, or the
+ * single document an earlier medic saved (then *legacy is 1 and the rows
+ * are still to be written); an empty state when there is neither. */
+int engine_state_read(struct audit_reader *reader, struct policy_state **out, int *legacy,
+                      struct medic_error *err);
 
 #endif

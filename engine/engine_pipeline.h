@@ -1,11 +1,15 @@
 /* The pipeline inside `medic serve`: receiver -> store -> decide -> act.
  * One thread evaluates every committed notification in order, runs the
  * escalation scheduler on an interval, and commits the decisions together
- * with the policy engine's state, so that a restart neither loses nor
- * repeats a step; decisions to execute go to dispatch only once committed.
- * Notifications are read back from the audit log, so one committed while
- * medic crashed is evaluated when it starts again. Each round works on
- * one configuration snapshot and takes no lock while risks are fetched. */
+ * with the rows of the policy engine's state they changed, so that a
+ * restart neither loses nor repeats a step; decisions to execute go to
+ * dispatch only once committed.
+ * Committed notifications and recorded outcomes reach it in memory. The
+ * audit log is read only where memory cannot serve: at start (what a crash
+ * left undecided), after a failed round, and when more notifications wait
+ * than the queue holds; then it reads them back in order until it has
+ * caught up. Each round works on one configuration snapshot and takes no
+ * lock while risks are fetched. */
 #ifndef MEDIC_ENGINE_PIPELINE_H
 #define MEDIC_ENGINE_PIPELINE_H
 
@@ -23,8 +27,16 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct engine_dispatch *dispatch, struct engine_pipeline **out,
                           struct medic_error *err);
 
-/* A notification was committed: evaluate soon. Cheap; any thread. */
-void engine_pipeline_wake(struct engine_pipeline *e);
+/* Notification id was committed (not a duplicate) with its alerts from
+ * first_alert_id on: evaluate it soon. Takes n's content (n is left
+ * empty); n NULL: read it back from the audit log. Cheap and never blocks
+ * on a round; any thread. */
+void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
+                               struct medic_notification *n);
+
+/* An action's outcome was recorded: its incident goes on. Any thread. */
+void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
+                             enum medic_outcome outcome, const char *detail);
 
 /* Finishes the round in progress and stops. NULL is a no-op. */
 void engine_pipeline_stop(struct engine_pipeline *e);

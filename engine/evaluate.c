@@ -61,3 +61,47 @@ int engine_evaluate_notification(const struct policy_context *ctx, struct policy
     }
     return rc;
 }
+
+struct row_loader {
+    struct policy_state *st;
+    struct medic_error *err;
+};
+
+static int load_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+{
+    struct row_loader *l = arg;
+    (void)key;
+    return policy_state_load_row(l->st, kind, value, len, l->err);
+}
+
+int engine_state_read(struct audit_reader *reader, struct policy_state **out, int *legacy,
+                      struct medic_error *err)
+{
+    struct row_loader l = {policy_state_new(), err};
+    size_t rows = 0;
+    *legacy = 0;
+    if (!l.st)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = audit_read_engine_rows(reader, load_row, &l, &rows, err);
+    if (rc == 0 && rows == 0) {
+        struct medic_buf saved;
+        medic_buf_init(&saved, (size_t)1 << 30);
+        rc = audit_read_engine_state(reader, &saved, err);
+        if (rc == 0) {
+            policy_state_free(l.st);
+            l.st = NULL;
+            rc = policy_state_import(saved.data, saved.len, &l.st, err);
+            *legacy = rc == 0;
+        } else if (rc == MEDIC_E_NOTFOUND) {
+            rc = 0; /* nothing evaluated yet */
+        }
+        medic_buf_release(&saved);
+    }
+    if (rc) {
+        policy_state_free(l.st);
+        return rc;
+    }
+    policy_state_loaded(l.st);
+    *out = l.st;
+    return 0;
+}

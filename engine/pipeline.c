@@ -16,9 +16,29 @@
 
 /* Notifications evaluated per round at most; more wait for the next one. */
 #define ROUND_LIMIT 256
+/* Committed notifications (and their alerts) waiting in memory at most;
+ * past either, they are read back from the audit log. */
+#define QUEUE_LIMIT 16384
+#define QUEUE_ALERTS_LIMIT 262144
+/* Outcomes waiting in memory at most; past it, read from the audit log. */
+#define OUTCOMES_LIMIT 4096
 /* Decisions one round may make (256 notifications of up to 1000 alerts
  * with a few steps each fit); past it, alerts get an error decision. */
 #define ROUND_DECISIONS_LIMIT 1000000
+
+/* A committed notification on its way to the engine. */
+struct committed {
+    int64_t id, first_alert;
+    struct medic_notification n;
+    struct committed *next;
+};
+
+/* A recorded outcome on its way to its incident. */
+struct outcome {
+    int64_t decision;
+    enum medic_outcome outcome;
+    char detail[1024];
+};
 
 struct engine_pipeline {
     struct audit_store *store;
@@ -27,10 +47,24 @@ struct engine_pipeline {
     struct config_slot *configs;
     int64_t tick_interval;
     pthread_t thread;
-    pthread_mutex_t lock; /* guards wake, stopping and state */
+    pthread_mutex_t lock; /* guards state: changed by the engine thread, copied by dry runs */
+    /* guards what other threads hand over: wake, stopping, the queues,
+     * backlog; never held for more than a pointer's move, so the audit
+     * writer is never kept waiting by a round */
+    pthread_mutex_t queue_lock;
     pthread_cond_t cond;
     int wake, stopping;
+    struct committed *head, *tail;
+    size_t queued, queued_alerts;
+    /* some committed notifications are only in the audit log: rounds read
+     * them from there, in order, and nothing is queued until they caught up */
+    int backlog;
+    uint64_t left_out; /* not queued since the last read of the log began */
+    struct outcome *outcomes;
+    size_t outcome_count;
+    int outcomes_from_log; /* look up every awaited outcome in the audit log */
     struct policy_state *state;
+    int legacy_state; /* an earlier medic's document: dropped once the rows are written */
     int64_t last_tick;
     atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
@@ -78,56 +112,65 @@ static int remember_origin(struct round *r, size_t from, int64_t notification,
     return 0;
 }
 
-static int evaluate_pending(void *arg, int64_t id, int64_t first_alert, const char *body,
-                            size_t len)
+/* Evaluates committed notification n, id, with its alerts' ids from
+ * first_alert on. */
+static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
+                        const struct medic_notification *n)
+{
+    size_t from = r->out.count;
+    double *risks = malloc((n->alert_count + 1) * sizeof(*risks));
+    const struct engine_risk_entry **scored = calloc(n->alert_count + 1, sizeof(*scored));
+    if (!risks || !scored) {
+        free(risks);
+        free(scored);
+        return MEDIC_E_NOMEM;
+    }
+    /* Prometheus is read without the engine's lock, so that the receiver
+     * is never kept waiting by it; only this thread changes the engine's
+     * state */
+    pthread_mutex_unlock(&r->e->lock);
+    for (size_t k = 0; k < n->alert_count; k++) {
+        scored[k] = engine_risk_alert(&r->risk, &n->alerts[k]);
+        risks[k] = scored[k] ? scored[k]->risk : NAN;
+    }
+    pthread_mutex_lock(&r->e->lock);
+    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, risks, NAN, r->now, &r->out);
+    for (size_t i = from; i < r->out.count; i++) {
+        struct policy_decision *x = &r->out.items[i];
+        for (size_t k = 0; k < n->alert_count; k++) {
+            if (!scored[k] || strcmp(n->alerts[k].fingerprint, x->fingerprint) != 0)
+                continue;
+            size_t at = strlen(x->reason);
+            snprintf(x->reason + at, sizeof(x->reason) - at, "%s%s", at ? "; " : "",
+                     scored[k]->note);
+            break;
+        }
+    }
+    free(risks);
+    free(scored);
+    if (rc == 0)
+        rc = remember_origin(r, from, id, n, first_alert);
+    r->evaluated[r->evaluated_count++] = id;
+    return rc;
+}
+
+/* A notification read back from the audit log (the backlog). */
+static int evaluate_stored(void *arg, int64_t id, int64_t first_alert, const char *body, size_t len)
 {
     struct round *r = arg;
     struct medic_notification n;
     struct medic_error err = {0};
     struct receiver_limits limits;
     receiver_limits_widest(&limits); /* it was accepted under the limits of its day */
-    int rc = 0;
     medic_notification_init(&n);
-    size_t from = r->out.count;
-    if (receiver_payload_parse(body, len, &limits, &n, &err) == 0) {
-        double *risks = malloc((n.alert_count + 1) * sizeof(*risks));
-        const struct engine_risk_entry **scored = calloc(n.alert_count + 1, sizeof(*scored));
-        if (!risks || !scored) {
-            free(risks);
-            free(scored);
-            medic_notification_release(&n);
-            return MEDIC_E_NOMEM;
-        }
-        /* Prometheus is read without the engine's lock, so that the
-         * receiver is never kept waiting by it; only this thread changes
-         * the engine's state */
-        pthread_mutex_unlock(&r->e->lock);
-        for (size_t k = 0; k < n.alert_count; k++) {
-            scored[k] = engine_risk_alert(&r->risk, &n.alerts[k]);
-            risks[k] = scored[k] ? scored[k]->risk : NAN;
-        }
-        pthread_mutex_lock(&r->e->lock);
-        rc = engine_evaluate_notification(&r->ctx, r->e->state, &n, risks, NAN, r->now, &r->out);
-        for (size_t i = from; i < r->out.count; i++) {
-            struct policy_decision *x = &r->out.items[i];
-            for (size_t k = 0; k < n.alert_count; k++) {
-                if (!scored[k] || strcmp(n.alerts[k].fingerprint, x->fingerprint) != 0)
-                    continue;
-                size_t at = strlen(x->reason);
-                snprintf(x->reason + at, sizeof(x->reason) - at, "%s%s", at ? "; " : "",
-                         scored[k]->note);
-                break;
-            }
-        }
-        free(risks);
-        free(scored);
-    } else {
+    if (receiver_payload_parse(body, len, &limits, &n, &err)) {
         medic_log_error("cannot evaluate a stored notification", "error", err.msg, NULL);
+        medic_notification_release(&n);
+        r->evaluated[r->evaluated_count++] = id;
+        return remember_origin(r, r->out.count, id, NULL, 0);
     }
-    if (rc == 0)
-        rc = remember_origin(r, from, id, &n, first_alert);
+    int rc = evaluate_one(r, id, first_alert, &n);
     medic_notification_release(&n);
-    r->evaluated[r->evaluated_count++] = id;
     return rc;
 }
 
@@ -158,7 +201,27 @@ static void collect_awaited(void *arg, int64_t incident, int64_t decision)
     l->items[l->count++] = (struct awaited){incident, decision};
 }
 
-static int apply_outcomes(struct round *r)
+/* Outcomes handed over in memory, for the incidents awaiting them. */
+static int apply_handed_outcomes(struct round *r, const struct outcome *list, size_t count)
+{
+    struct awaited_list l = {0};
+    policy_awaiting(r->e->state, collect_awaited, &l);
+    int rc = 0;
+    for (size_t k = 0; k < count && rc == 0; k++)
+        for (size_t i = 0; i < l.count && rc == 0; i++) {
+            if (l.items[i].decision != list[k].decision)
+                continue;
+            struct policy_outcome o = {l.items[i].incident, list[k].decision, list[k].outcome,
+                                       list[k].detail};
+            rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
+        }
+    free(l.items);
+    return rc;
+}
+
+/* Every awaited outcome looked up in the audit log (at start, after a
+ * failed round, or when outcomes came faster than memory kept them). */
+static int apply_logged_outcomes(struct round *r)
 {
     struct awaited_list l = {0};
     policy_awaiting(r->e->state, collect_awaited, &l);
@@ -222,33 +285,41 @@ static int to_audit(const struct round *r, const char *config_hash, const char *
     return 0;
 }
 
-/* The state to commit with the round's decisions, which now have ids
- * (run on the audit writer's thread while the engine thread waits). */
-static int save_state(void *arg, const int64_t *ids, struct medic_buf *out)
+/* The rows of the state the round changed, committed with its decisions,
+ * which now have ids (run on the audit writer's thread while the engine
+ * thread waits). */
+static int save_state(void *arg, const int64_t *ids, audit_row_fn put, void *put_arg)
 {
     struct round *r = arg;
     pthread_mutex_lock(&r->e->lock);
     policy_bind_decisions(r->e->state, &r->out, ids);
-    int rc = policy_state_save(r->e->state, out);
+    int rc = policy_state_changes(r->e->state, put, put_arg);
     pthread_mutex_unlock(&r->e->lock);
     return rc;
+}
+
+/* The committed state, with its changes tracked from now on. */
+static int read_state(struct engine_pipeline *e, struct policy_state **out, struct medic_error *err)
+{
+    int rc = engine_state_read(e->reader, out, &e->legacy_state, err);
+    if (rc)
+        return rc;
+    policy_state_track_changes(*out);
+    if (e->legacy_state) {
+        policy_state_changed_all(*out); /* the first round writes it as rows */
+        medic_log_info("engine state of an earlier medic imported; it is kept as rows from now on",
+                       NULL);
+    }
+    return 0;
 }
 
 /* Reloads the last committed state after a failed commit, so that the
  * notifications of the failed round are evaluated again from it. */
 static void restore_state(struct engine_pipeline *e)
 {
-    struct medic_buf saved;
     struct medic_error err = {0};
     struct policy_state *st = NULL;
-    medic_buf_init(&saved, (size_t)1 << 30);
-    int rc = audit_read_engine_state(e->reader, &saved, &err);
-    if (rc == 0)
-        rc = policy_state_load(saved.data, saved.len, &st, &err);
-    else if (rc == MEDIC_E_NOTFOUND)
-        rc = (st = policy_state_new()) ? 0 : MEDIC_E_NOMEM;
-    medic_buf_release(&saved);
-    if (rc) {
+    if (read_state(e, &st, &err)) {
         medic_log_error("cannot restore the engine state", "error", err.msg, NULL);
         return;
     }
@@ -258,12 +329,83 @@ static void restore_state(struct engine_pipeline *e)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* One round: the scheduler when due, then the pending notifications; then
- * one commit of decisions, evaluated ids and state. Returns 1 when it did
- * anything, 0 when there was nothing to do, -1 when it failed. */
+static void free_committed(struct committed *c)
+{
+    while (c) {
+        struct committed *next = c->next;
+        medic_notification_release(&c->n);
+        free(c);
+        c = next;
+    }
+}
+
+/* What a round takes from the other threads. */
+struct handed {
+    struct committed *notifications; /* NULL: none, or read the log (from_log) */
+    int from_log;
+    struct outcome *outcomes;
+    size_t outcome_count;
+    int outcomes_from_log;
+};
+
+static void take_handed(struct engine_pipeline *e, struct handed *h)
+{
+    memset(h, 0, sizeof(*h));
+    pthread_mutex_lock(&e->queue_lock);
+    if (e->head) { /* the queue first: the log holds nothing older while it has items */
+        struct committed *last = e->head;
+        size_t n = 1, alerts = last->n.alert_count;
+        while (last->next && n < ROUND_LIMIT) {
+            last = last->next;
+            alerts += last->n.alert_count;
+            n++;
+        }
+        h->notifications = e->head;
+        e->head = last->next;
+        if (!e->head)
+            e->tail = NULL;
+        last->next = NULL;
+        e->queued -= n;
+        e->queued_alerts -= alerts;
+    } else if (e->backlog) {
+        h->from_log = 1;
+        e->left_out = 0;
+    }
+    h->outcomes = e->outcomes;
+    h->outcome_count = e->outcome_count;
+    h->outcomes_from_log = e->outcomes_from_log;
+    e->outcomes = NULL;
+    e->outcome_count = 0;
+    e->outcomes_from_log = 0;
+    pthread_mutex_unlock(&e->queue_lock);
+}
+
+/* After a failed round: what memory held is in the audit log, which the
+ * next rounds read in order. */
+static void fall_back_to_log(struct engine_pipeline *e)
+{
+    pthread_mutex_lock(&e->queue_lock);
+    struct committed *queued = e->head;
+    e->head = e->tail = NULL;
+    e->queued = e->queued_alerts = 0;
+    e->backlog = 1;
+    e->outcomes_from_log = 1;
+    free(e->outcomes);
+    e->outcomes = NULL;
+    e->outcome_count = 0;
+    pthread_mutex_unlock(&e->queue_lock);
+    free_committed(queued);
+}
+
+/* One round: the scheduler when due, then the committed notifications;
+ * then one commit of decisions, evaluated ids and the state's changed
+ * rows. Returns 1 when it did anything, 0 when there was nothing to do, -1
+ * when it failed. */
 static int run_round(struct engine_pipeline *e, int64_t now, int tick)
 {
     struct round r = {.e = e, .now = now};
+    struct handed h;
+    take_handed(e, &h);
     struct medic_error err = {0};
     char config_hash[65], model_hash[65] = "";
     policy_decisions_init(&r.out);
@@ -277,14 +419,18 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     engine_risk_begin(&r.risk, config, now);
     if (r.risk.enabled) /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
-    int rc = apply_outcomes(&r);
+    int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
+                                 : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
     if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
-    if (rc == 0)
-        rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_pending, &r, &err);
-    int changed = r.out.count || r.evaluated_count || r.out.change_count;
+    for (struct committed *c = h.notifications; c && rc == 0; c = c->next)
+        rc = evaluate_one(&r, c->id, c->first_alert, &c->n);
+    if (rc == 0 && h.from_log)
+        rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_stored, &r, &err);
+    int changed =
+        r.out.count || r.evaluated_count || r.out.change_count || policy_state_changed(e->state);
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
     e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
@@ -322,8 +468,11 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
                                              .evaluated_count = r.evaluated_count,
                                              .evaluated_at = now,
                                              .state_fn = save_state,
-                                             .state_arg = &r};
+                                             .state_arg = &r,
+                                             .drop_legacy_state = e->legacy_state};
             rc = audit_record_evaluation(e->store, &in, ids, &err);
+            if (rc == 0)
+                e->legacy_state = 0;
             /* only what is committed may run: a decision is in the log first */
             for (size_t i = 0; rc == 0 && e->dispatch && i < r.out.count; i++)
                 if (r.out.items[i].verdict == VERDICT_EXECUTE && r.out.items[i].has_action)
@@ -339,10 +488,21 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
     }
+    if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT) {
+        /* the log is read to its end: the queue takes over unless a
+         * notification was left out of it since this read began */
+        pthread_mutex_lock(&e->queue_lock);
+        if (e->left_out == 0)
+            e->backlog = 0;
+        pthread_mutex_unlock(&e->queue_lock);
+    }
+    free_committed(h.notifications);
+    free(h.outcomes);
     if (rc) {
         atomic_fetch_add(&e->rounds_failed, 1);
         medic_log_error("policy engine round failed; retrying from the last committed state",
                         "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
+        fall_back_to_log(e);
         restore_state(e);
     } else {
         for (size_t i = 0; i < r.out.count; i++) {
@@ -364,14 +524,14 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     free(r.alert_of);
     policy_decisions_release(&r.out);
     medic_config_unref(config);
-    return rc ? -1 : changed;
+    return rc ? -1 : changed || h.from_log;
 }
 
 static void *engine_main(void *arg)
 {
     struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->queue_lock);
     while (!e->stopping) {
         int64_t now = medic_time_now();
         int tick = now - e->last_tick >= e->tick_interval;
@@ -379,15 +539,15 @@ static void *engine_main(void *arg)
             int64_t due = e->last_tick + e->tick_interval;
             struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC),
                                      (long)(due % MEDIC_NS_PER_SEC)};
-            pthread_cond_timedwait(&e->cond, &e->lock, &until);
+            pthread_cond_timedwait(&e->cond, &e->queue_lock, &until);
             continue;
         }
         e->wake = 0;
         if (tick)
             e->last_tick = now;
-        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&e->queue_lock);
         int did = run_round(e, now, tick);
-        pthread_mutex_lock(&e->lock);
+        pthread_mutex_lock(&e->queue_lock);
         if (did > 0) {
             e->wake = 1; /* a full round may leave more pending: go again at once */
         } else if (did < 0 && !e->stopping) {
@@ -395,11 +555,11 @@ static void *engine_main(void *arg)
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_sec += 1;
-            pthread_cond_timedwait(&e->cond, &e->lock, &until);
+            pthread_cond_timedwait(&e->cond, &e->queue_lock, &until);
             e->wake = 1;
         }
     }
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->queue_lock);
     return NULL;
 }
 
@@ -416,27 +576,19 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->wake = 1; /* evaluate what a previous run left pending */
+    e->backlog = 1;
+    e->outcomes_from_log = 1;
     e->last_tick = medic_time_now();
     pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->queue_lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     int rc = audit_reader_open(db_path, &e->reader, err);
-    if (rc == 0) {
-        struct medic_buf saved;
-        medic_buf_init(&saved, (size_t)1 << 30);
-        rc = audit_read_engine_state(e->reader, &saved, err);
-        if (rc == 0) {
-            rc = policy_state_load(saved.data, saved.len, &e->state, err);
-            if (rc == 0) {
-                /* nothing disruptive before an alert is seen again */
-                policy_state_restarted(e->state, medic_time_now());
-                medic_log_info("policy engine state restored", NULL);
-            }
-        } else if (rc == MEDIC_E_NOTFOUND) {
-            rc = (e->state = policy_state_new())
-                     ? 0
-                     : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-        }
-        medic_buf_release(&saved);
+    if (rc == 0)
+        rc = read_state(e, &e->state, err);
+    if (rc == 0 && policy_open_incidents(e->state) > 0) {
+        /* nothing disruptive before an alert is seen again */
+        policy_state_restarted(e->state, medic_time_now());
+        medic_log_info("policy engine state restored", NULL);
     }
     if (rc == 0 && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the engine thread");
@@ -450,26 +602,71 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     return 0;
 }
 
-void engine_pipeline_wake(struct engine_pipeline *e)
+void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
+                               struct medic_notification *n)
 {
-    pthread_mutex_lock(&e->lock);
+    struct committed *c = n ? malloc(sizeof(*c)) : NULL;
+    pthread_mutex_lock(&e->queue_lock);
+    int queue = c && !e->backlog && e->queued < QUEUE_LIMIT &&
+                e->queued_alerts + n->alert_count <= QUEUE_ALERTS_LIMIT;
+    if (queue) {
+        c->id = id;
+        c->first_alert = first_alert_id;
+        c->n = *n; /* the arena moves with it */
+        medic_notification_init(n);
+        c->next = NULL;
+        if (e->tail)
+            e->tail->next = c;
+        else
+            e->head = c;
+        e->tail = c;
+        e->queued++;
+        e->queued_alerts += c->n.alert_count;
+    } else {
+        e->backlog = 1; /* it is in the log: read from there, in order */
+        e->left_out++;
+    }
     e->wake = 1;
     pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->queue_lock);
+    if (!queue)
+        free(c);
+}
+
+void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
+                             enum medic_outcome outcome, const char *detail)
+{
+    pthread_mutex_lock(&e->queue_lock);
+    if (!e->outcomes)
+        e->outcomes = malloc(OUTCOMES_LIMIT * sizeof(*e->outcomes));
+    if (e->outcomes && e->outcome_count < OUTCOMES_LIMIT) {
+        struct outcome *o = &e->outcomes[e->outcome_count++];
+        o->decision = decision_id;
+        o->outcome = outcome;
+        snprintf(o->detail, sizeof(o->detail), "%s", detail ? detail : "");
+    } else {
+        e->outcomes_from_log = 1;
+    }
+    e->wake = 1;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->queue_lock);
 }
 
 void engine_pipeline_stop(struct engine_pipeline *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->queue_lock);
     e->stopping = 1;
     pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->queue_lock);
     pthread_join(e->thread, NULL);
     audit_reader_free(e->reader);
     policy_state_free(e->state);
+    free_committed(e->head);
+    free(e->outcomes);
     pthread_mutex_destroy(&e->lock);
+    pthread_mutex_destroy(&e->queue_lock);
     pthread_cond_destroy(&e->cond);
     free(e);
 }
@@ -509,22 +706,18 @@ int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t 
     struct medic_notification n;
     struct medic_error err = {0};
     struct policy_decisions decisions;
-    struct medic_buf saved;
     struct policy_state *copy = NULL;
     int code = 200;
     medic_notification_init(&n);
     policy_decisions_init(&decisions);
-    medic_buf_init(&saved, (size_t)1 << 30);
     const struct medic_config *config = config_slot_acquire(e->configs);
     struct receiver_limits limits = config->limits;
     if (receiver_payload_parse(body, len, &limits, &n, &err)) {
         code = 400;
     } else {
         pthread_mutex_lock(&e->lock);
-        int rc = policy_state_save(e->state, &saved);
+        int rc = policy_state_copy(e->state, &copy, &err);
         pthread_mutex_unlock(&e->lock);
-        if (rc == 0)
-            rc = policy_state_load(saved.data, saved.len, &copy, &err);
         struct policy_context ctx;
         engine_context_from_config(config, &ctx);
         if (rc == 0)
@@ -550,7 +743,6 @@ int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t 
         medic_buf_puts(out, "}\n");
     }
     policy_state_free(copy);
-    medic_buf_release(&saved);
     policy_decisions_release(&decisions);
     medic_notification_release(&n);
     return code;

@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 /* One notification on its way to the audit log: the node names are kept
- * until the writer is done with them. */
+ * until the writer is done with them, and a copy of the notification for
+ * the engine (made on the HTTP thread, so the writer only hands it on). */
 struct pending_record {
     struct engine *engine;
+    struct medic_notification copy;
+    int copied;
     char (*nodes)[256];
     const char **node_ptrs;
     struct audit_notification_in in;
@@ -24,6 +27,7 @@ struct pending_record {
 
 static void pending_free(struct pending_record *p)
 {
+    medic_notification_release(&p->copy);
     free(p->nodes);
     free(p->node_ptrs);
     free(p);
@@ -38,7 +42,8 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         p->out->duplicate_of = p->res.duplicate_of;
         /* duplicates are never evaluated: their alerts were */
         if (!p->res.duplicate && p->engine->pipeline)
-            engine_pipeline_wake(p->engine->pipeline);
+            engine_pipeline_committed(p->engine->pipeline, p->res.id, p->res.first_alert_id,
+                                      p->copied ? &p->copy : NULL);
     }
     receiver_record_done done = p->done;
     void *request = p->request;
@@ -75,6 +80,8 @@ static int hook_record(void *ctx, const struct medic_notification *n, const char
         .remote_addr = remote && *remote ? remote : NULL,
         .alert_nodes = p->node_ptrs,
     };
+    /* without a copy the engine reads it back from the log */
+    p->copied = medic_notification_copy(n, &p->copy) == 0;
     p->engine = e;
     p->out = out;
     p->done = done;

@@ -22,6 +22,8 @@ struct label_copy {
  * two alerts may share a fingerprint (never trust it alone). */
 #define ALERT_IDENTITY_SIZE 160
 
+struct policy_state;
+
 /* One firing alert of an incident. */
 struct member {
     char *identity; /* fingerprint and label digest */
@@ -38,6 +40,8 @@ struct member {
 #define INCIDENT_MAX_UNDO POLICY_MAX_STEPS
 
 struct incident {
+    struct policy_state *owner; /* for policy__touch_incident */
+    int dirty;                  /* its row changed since the last policy_state_changes */
     int64_t id;
     char key[INCIDENT_KEY_SIZE]; /* see policy__incident_key */
     char node[128];
@@ -79,6 +83,7 @@ struct incident {
 /* An alert no policy took: remembered so that its repeats do not record
  * another no_match. */
 struct unmatched {
+    int dirty;
     char *fingerprint; /* the alert's identity (see policy__alert_identity) */
     int64_t starts_at;
     int64_t last_seen;
@@ -91,6 +96,7 @@ struct action_record {
 };
 
 struct node_state {
+    int dirty;
     char name[128];
     int drained_by_medic;  /* a drain by medic succeeded and was not undone */
     int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
@@ -105,10 +111,38 @@ struct node_state {
  * Alertmanager replica's older view, or a resolve overtaking its firing)
  * never reopens it. */
 struct resolved_alert {
+    int dirty;
     char *identity;
     int64_t starts_at; /* the newest startsAt that resolved */
     int64_t at;
     int noted; /* a late firing copy was already recorded */
+};
+
+/* The kinds of rows the state is kept as (persist.c). */
+enum row_kind { ROW_ENGINE, ROW_INCIDENT, ROW_NODE, ROW_UNMATCHED, ROW_RESOLVED, ROW_KIND_COUNT };
+
+/* What changed since the rows were last written, when tracking is on:
+ * items whose row changed (each once: their dirty flag), keys of rows
+ * removed, and whether the engine's own row changed. A failed allocation
+ * sets failed: then every row is written again. */
+struct dirty_ref {
+    enum row_kind kind;
+    void *item; /* NULL once the item was freed */
+};
+
+struct gone_row {
+    enum row_kind kind;
+    char *key;
+};
+
+struct policy_changes {
+    int on;
+    struct dirty_ref *dirty;
+    size_t dirty_count, dirty_cap;
+    struct gone_row *gone;
+    size_t gone_count, gone_cap;
+    int engine;
+    int failed;
 };
 
 /* Incidents and nodes are allocated one by one (their addresses stay put)
@@ -132,6 +166,7 @@ struct policy_state {
     struct resolved_alert **resolved; /* creation order, for expiry */
     size_t resolved_count, resolved_cap;
     struct medic_map resolved_by_alert;
+    struct policy_changes changes;
 };
 
 /* Unmatched alerts are forgotten after this long without a repeat. */
@@ -139,6 +174,17 @@ struct policy_state {
 /* Resolved alerts are remembered this long, at most this many. */
 #define RESOLVED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
 #define RESOLVED_MAX 100000
+
+/* persist.c: mark an item's row changed (a no-op unless tracking) */
+void policy__touch_incident(struct incident *in);
+void policy__touch_node(struct policy_state *st, struct node_state *n);
+void policy__touch_unmatched(struct policy_state *st, struct unmatched *u);
+void policy__touch_resolved(struct policy_state *st, struct resolved_alert *r);
+void policy__touch_engine(struct policy_state *st);
+/* The row of item (about to be freed; dirty: its flag) is gone. */
+void policy__row_gone(struct policy_state *st, enum row_kind kind, const char *key, void *item,
+                      int dirty);
+void policy__changes_release(struct policy_changes *c);
 
 /* state.c */
 struct policy_decision *policy__new_decision(struct policy_decisions *d);

@@ -40,9 +40,9 @@ static struct policy_decision *no_match(const struct policy_alert *a, const char
 /* A firing copy of an alert that already resolved (another Alertmanager
  * replica's older view, or a resolve that overtook its firing): it never
  * reopens the alert. The first such copy is recorded, the rest are not. */
-static void late_firing_copy(struct resolved_alert *r, const struct policy_alert *a,
-                             const char *node, int in_inventory, int64_t now,
-                             struct policy_decisions *out)
+static void late_firing_copy(struct policy_state *st, struct resolved_alert *r,
+                             const struct policy_alert *a, const char *node, int in_inventory,
+                             int64_t now, struct policy_decisions *out)
 {
     if (r->noted)
         return;
@@ -50,6 +50,7 @@ static void late_firing_copy(struct resolved_alert *r, const struct policy_alert
     if (!d)
         return;
     r->noted = 1;
+    policy__touch_resolved(st, r);
     char when[40];
     medic_time_format(r->at, when, sizeof(when));
     snprintf(d->reason, sizeof(d->reason),
@@ -69,6 +70,7 @@ static int join(struct incident *in, const struct policy_alert *a, const char *i
     m->last_seen = now;
     if (starts_at > m->starts_at) /* re-fired without a resolve between */
         m->starts_at = starts_at;
+    policy__touch_incident(in);
     return 0;
 }
 
@@ -82,7 +84,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     const char *node = inv ? inv->name : raw;
     struct resolved_alert *resolved = policy__resolved(st, identity);
     if (resolved && starts_at <= resolved->starts_at) {
-        late_firing_copy(resolved, a, node, inv != NULL, now, out);
+        late_firing_copy(st, resolved, a, node, inv != NULL, now, out);
         return;
     }
 
@@ -101,6 +103,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
         struct incident *in = policy__incident_find(st, key);
         if (in && in->closing && in->awaiting) {
             in->closing = 0; /* an alert came back before the undo began */
+            policy__touch_incident(in);
         } else if (in && in->closing) {
             medic_map_remove(&st->incidents_by_key, key); /* undoing: it ends alone */
             in = NULL;
@@ -276,6 +279,7 @@ void policy_bind_decisions(struct policy_state *st, const struct policy_decision
         struct incident *in = d->awaited ? policy__incident_by_id(st, d->incident) : NULL;
         if (!in)
             continue;
+        policy__touch_incident(in);
         if (!d->on_resolved && d->disruptive && in->awaiting && !in->awaiting_decision) {
             in->awaiting_decision = ids[i];
             continue;
@@ -310,6 +314,8 @@ int policy_assume_success(const struct policy_context *ctx, struct policy_state 
 void policy_state_restarted(struct policy_state *st, int64_t now)
 {
     for (size_t i = 0; i < st->incident_count; i++)
-        if (!st->incidents[i]->final)
+        if (!st->incidents[i]->final) {
             st->incidents[i]->fresh_after = now;
+            policy__touch_incident(st->incidents[i]);
+        }
 }

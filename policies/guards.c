@@ -173,9 +173,11 @@ void policy__update_storm(const struct policy_context *ctx, struct policy_state 
     size_t nodes = policy__alerting_nodes(st, now, s->storm_window);
     if (!st->storm_active && nodes > s->storm_max_alerting_nodes) {
         st->storm_active = 1;
+        policy__touch_engine(st);
         storm_notice(ctx, st, now, 1, out);
     } else if (st->storm_active && nodes <= s->storm_max_alerting_nodes) {
         st->storm_active = 0;
+        policy__touch_engine(st);
         storm_notice(ctx, st, now, 0, out);
     }
 }

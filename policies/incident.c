@@ -58,6 +58,7 @@ struct incident *policy__incident_restore(struct policy_state *st, int64_t id, c
                      sizeof(*st->incidents)) ||
         !(in = calloc(1, sizeof(*in))))
         return NULL;
+    in->owner = st;
     in->id = id;
     snprintf(in->key, sizeof(in->key), "%s", key);
     in->fresh_after = MEDIC_TIME_UNSET;
@@ -73,6 +74,7 @@ struct incident *policy__incident_restore(struct policy_state *st, int64_t id, c
     if (id >= st->next_incident_id)
         st->next_incident_id = id + 1;
     st->incidents[st->incident_count++] = in;
+    policy__touch_incident(in);
     return in;
 }
 
@@ -84,6 +86,7 @@ struct incident *policy__incident_open(struct policy_state *st, const char *key,
     struct incident *in = policy__incident_restore(st, st->next_incident_id, key);
     if (!in)
         return NULL;
+    policy__touch_engine(st); /* its next incident id */
     snprintf(in->node, sizeof(in->node), "%s", node);
     in->in_inventory = in_inventory;
     snprintf(in->policy, sizeof(in->policy), "%s", pol->name);
@@ -131,6 +134,7 @@ int policy__member_add(struct incident *in, const char *identity, const char *fi
     m->starts_at = starts_at;
     m->last_seen = now;
     in->member_count++;
+    policy__touch_incident(in);
     return 0;
 }
 
@@ -141,6 +145,7 @@ void policy__member_remove(struct incident *in, struct member *m)
     size_t i = (size_t)(m - in->members);
     memmove(m, m + 1, (in->member_count - i - 1) * sizeof(*m));
     in->member_count--;
+    policy__touch_incident(in);
 }
 
 /* The incident's policy in the current set (a reload may have replaced
@@ -160,6 +165,7 @@ void policy__incident_change(struct incident *in, enum policy_incident_state to,
 {
     enum policy_incident_state from = in->state;
     in->state = to;
+    policy__touch_incident(in); /* a final one's row goes */
     if (policy__grow((void **)&out->changes, out->change_count, &out->change_cap,
                      sizeof(*out->changes))) {
         out->failed = MEDIC_E_NOMEM;
@@ -204,8 +210,14 @@ void policy__compact(struct policy_state *st)
         return;
     size_t w = 0;
     for (size_t i = 0; i < st->incident_count; i++) {
-        if (st->incidents[i]->final)
-            policy__incident_free(st->incidents[i]);
+        struct incident *in = st->incidents[i];
+        if (in->final && in->dirty) { /* its row's removal is still to be written */
+            char idk[32];
+            id_key(in->id, idk, sizeof(idk));
+            policy__row_gone(st, ROW_INCIDENT, idk, in, 1);
+        }
+        if (in->final)
+            policy__incident_free(in);
         else
             st->incidents[w++] = st->incidents[i];
     }

@@ -94,6 +94,7 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
                       int watts, int undo)
 {
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    policy__touch_incident(in);
     if (!n)
         return;
     switch (kind) {
@@ -125,6 +126,7 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
 static void check_undo(struct policy_state *st, struct incident *in, struct policy_decision *d,
                        char *reason, size_t size)
 {
+    policy__touch_incident(in);
     if (!in->in_inventory) {
         snprintf(reason, size, "node '%s' is not in the inventory", in->node);
         return;
@@ -192,6 +194,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
                          struct policy_decisions *out)
 {
     struct policy_decision *d = policy__incident_decision(out, in, now);
+    policy__touch_incident(in);
     if (!d)
         return;
     d->step = index;
@@ -290,6 +293,7 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
             !policy__incident_fresh(in))
             return;
         size_t k = in->next_step++;
+        policy__touch_incident(in);
         policy__decide_step(ctx, st, pol, in, step, (int)k, 0, now, out);
     }
 }
@@ -314,6 +318,7 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
                   enum policy_incident_state final, int64_t now, struct policy_decisions *out,
                   const char *why)
 {
+    policy__touch_incident(in);
     if (!in->closing) {
         in->closing = 1;
         in->closing_as = final;
@@ -343,6 +348,7 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
                          struct incident *in, int i, enum medic_outcome outcome, const char *detail,
                          int64_t now, struct policy_decisions *out)
 {
+    policy__touch_incident(in);
     enum medic_action_kind kind = in->undo[i].kind;
     memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
     in->undo_count--;
@@ -379,6 +385,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     }
     enum medic_action_kind kind = in->awaiting_kind;
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    policy__touch_incident(in);
     in->awaiting = 0;
     in->awaiting_decision = 0;
     if (n && n->acting > 0)

@@ -1,3 +1,8 @@
+/* The policy engine's state as rows: one per incident, node, remembered
+ * alert, and one for the engine itself, each a small JSON document. The
+ * daemon writes only the rows a round changed, in the transaction of the
+ * round's decisions, so the cost of a round follows what it did, not the
+ * size of the fleet. */
 #include "engine_internal.h"
 #include "buf.h"
 #include "timeutil.h"
@@ -8,7 +13,109 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENGINE_STATE_VERSION 2
+/* The rows' format; 2 was one document for the whole state. */
+#define ENGINE_STATE_VERSION 3
+#define ENGINE_STATE_LEGACY_VERSION 2
+
+static const char *const row_kind_names[] = {"engine", "incident", "node", "unmatched", "resolved"};
+
+/* ---- change tracking ---- */
+
+static int remember_dirty(struct policy_state *st, enum row_kind kind, void *item)
+{
+    struct policy_changes *c = &st->changes;
+    if (policy__grow((void **)&c->dirty, c->dirty_count, &c->dirty_cap, sizeof(*c->dirty))) {
+        c->failed = 1; /* every row is written at the next round */
+        return MEDIC_E_NOMEM;
+    }
+    c->dirty[c->dirty_count++] = (struct dirty_ref){kind, item};
+    return 0;
+}
+
+void policy__touch_incident(struct incident *in)
+{
+    struct policy_state *st = in->owner;
+    if (st->changes.on && !in->dirty && remember_dirty(st, ROW_INCIDENT, in) == 0)
+        in->dirty = 1;
+}
+
+void policy__touch_node(struct policy_state *st, struct node_state *n)
+{
+    if (st->changes.on && !n->dirty && remember_dirty(st, ROW_NODE, n) == 0)
+        n->dirty = 1;
+}
+
+void policy__touch_unmatched(struct policy_state *st, struct unmatched *u)
+{
+    if (st->changes.on && !u->dirty && remember_dirty(st, ROW_UNMATCHED, u) == 0)
+        u->dirty = 1;
+}
+
+void policy__touch_resolved(struct policy_state *st, struct resolved_alert *r)
+{
+    if (st->changes.on && !r->dirty && remember_dirty(st, ROW_RESOLVED, r) == 0)
+        r->dirty = 1;
+}
+
+void policy__touch_engine(struct policy_state *st)
+{
+    st->changes.engine = 1;
+}
+
+void policy__row_gone(struct policy_state *st, enum row_kind kind, const char *key, void *item,
+                      int dirty)
+{
+    struct policy_changes *c = &st->changes;
+    if (!c->on)
+        return;
+    if (dirty) /* the pointer is about to be freed */
+        for (size_t i = 0; i < c->dirty_count; i++)
+            if (c->dirty[i].item == item)
+                c->dirty[i].item = NULL;
+    char *copy = strdup(key);
+    if (!copy || policy__grow((void **)&c->gone, c->gone_count, &c->gone_cap, sizeof(*c->gone))) {
+        free(copy);
+        c->failed = 1;
+        return;
+    }
+    c->gone[c->gone_count++] = (struct gone_row){kind, copy};
+}
+
+static void changes_clear(struct policy_changes *c)
+{
+    for (size_t i = 0; i < c->gone_count; i++)
+        free(c->gone[i].key);
+    c->gone_count = 0;
+    c->dirty_count = 0;
+    c->engine = 0;
+    c->failed = 0;
+}
+
+void policy__changes_release(struct policy_changes *c)
+{
+    changes_clear(c);
+    free(c->dirty);
+    free(c->gone);
+}
+
+void policy_state_track_changes(struct policy_state *st)
+{
+    st->changes.on = 1;
+    st->changes.engine = 1; /* a new state has its engine row still to write */
+}
+
+void policy_state_changed_all(struct policy_state *st)
+{
+    st->changes.failed = 1;
+}
+
+int policy_state_changed(const struct policy_state *st)
+{
+    const struct policy_changes *c = &st->changes;
+    return c->dirty_count || c->gone_count || c->engine || c->failed;
+}
+
+/* ---- rows out ---- */
 
 static void json_time(struct medic_buf *b, const char *key, int64_t t)
 {
@@ -84,76 +191,205 @@ static void save_incident(struct medic_buf *b, const struct incident *in)
     medic_buf_puts(b, "]}");
 }
 
-int policy_state_save(const struct policy_state *st, struct medic_buf *b)
+static void save_node(struct medic_buf *b, const struct node_state *n)
 {
-    medic_buf_printf(b,
-                     "{\"version\":%d,\"storm_active\":%s,\"next_incident\":\"%lld\","
-                     "\"incidents\":[",
-                     ENGINE_STATE_VERSION, st->storm_active ? "true" : "false",
-                     (long long)st->next_incident_id);
-    int first = 1;
-    for (size_t i = 0; i < st->incident_count; i++) {
-        if (st->incidents[i]->final)
-            continue;
-        if (!first)
-            medic_buf_puts(b, ",");
-        first = 0;
-        save_incident(b, st->incidents[i]);
-    }
-    medic_buf_puts(b, "],\"unmatched\":[");
-    first = 1;
-    for (size_t i = 0; i < st->unmatched_count; i++) {
-        const struct unmatched *u = st->unmatched[i];
-        if (u->last_seen == INT64_MIN)
-            continue;
-        medic_buf_puts(b, first ? "{\"fingerprint\":" : ",{\"fingerprint\":");
-        first = 0;
-        medic_buf_json_string(b, u->fingerprint);
+    medic_buf_puts(b, "{\"name\":");
+    medic_buf_json_string(b, n->name);
+    medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,\"acting\":%d,",
+                     n->drained_by_medic, n->limited_by_medic, n->acting);
+    json_time(b, "last_alerting", n->last_alerting);
+    medic_buf_puts(b, ",\"history\":[");
+    for (size_t k = 0; k < n->history_count; k++) {
+        const struct action_record *r = &n->history[k];
+        medic_buf_puts(b, k ? ",{\"policy\":" : "{\"policy\":");
+        medic_buf_json_string(b, r->policy);
         medic_buf_puts(b, ",");
-        json_time(b, "starts_at", u->starts_at);
+        json_time(b, "time", r->time);
         medic_buf_puts(b, ",");
-        json_time(b, "last_seen", u->last_seen);
+        json_time(b, "incident", r->incident);
         medic_buf_puts(b, "}");
     }
-    medic_buf_puts(b, "],\"nodes\":[");
-    for (size_t i = 0; i < st->node_count; i++) {
-        const struct node_state *n = st->nodes[i];
-        medic_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-        medic_buf_json_string(b, n->name);
-        medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,\"acting\":%d,",
-                         n->drained_by_medic, n->limited_by_medic, n->acting);
-        json_time(b, "last_alerting", n->last_alerting);
-        medic_buf_puts(b, ",\"history\":[");
-        for (size_t k = 0; k < n->history_count; k++) {
-            const struct action_record *r = &n->history[k];
-            medic_buf_puts(b, k ? ",{\"policy\":" : "{\"policy\":");
-            medic_buf_json_string(b, r->policy);
-            medic_buf_puts(b, ",");
-            json_time(b, "time", r->time);
-            medic_buf_puts(b, ",");
-            json_time(b, "incident", r->incident);
-            medic_buf_puts(b, "}");
-        }
-        medic_buf_puts(b, "]}");
-    }
-    medic_buf_puts(b, "],\"resolved\":[");
-    for (size_t i = 0; i < st->resolved_count; i++) {
-        const struct resolved_alert *r = st->resolved[i];
-        medic_buf_puts(b, i ? ",{\"identity\":" : "{\"identity\":");
-        medic_buf_json_string(b, r->identity);
-        medic_buf_puts(b, ",");
-        json_time(b, "starts_at", r->starts_at);
-        medic_buf_puts(b, ",");
-        json_time(b, "at", r->at);
-        medic_buf_printf(b, ",\"noted\":%d}", r->noted);
-    }
-    return medic_buf_puts(b, "]}");
+    medic_buf_puts(b, "]}");
 }
+
+static void save_unmatched(struct medic_buf *b, const struct unmatched *u)
+{
+    medic_buf_puts(b, "{\"fingerprint\":");
+    medic_buf_json_string(b, u->fingerprint);
+    medic_buf_puts(b, ",");
+    json_time(b, "starts_at", u->starts_at);
+    medic_buf_puts(b, ",");
+    json_time(b, "last_seen", u->last_seen);
+    medic_buf_puts(b, "}");
+}
+
+static void save_resolved(struct medic_buf *b, const struct resolved_alert *r)
+{
+    medic_buf_puts(b, "{\"identity\":");
+    medic_buf_json_string(b, r->identity);
+    medic_buf_puts(b, ",");
+    json_time(b, "starts_at", r->starts_at);
+    medic_buf_puts(b, ",");
+    json_time(b, "at", r->at);
+    medic_buf_printf(b, ",\"noted\":%d}", r->noted);
+}
+
+static void save_engine(struct medic_buf *b, const struct policy_state *st)
+{
+    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"next_incident\":\"%lld\"}",
+                     ENGINE_STATE_VERSION, st->storm_active ? "true" : "false",
+                     (long long)st->next_incident_id);
+}
+
+/* The key of an item's row. */
+static void row_key(enum row_kind kind, const void *item, char *out, size_t size)
+{
+    switch (kind) {
+    case ROW_INCIDENT:
+        snprintf(out, size, "%lld", (long long)((const struct incident *)item)->id);
+        break;
+    case ROW_NODE:
+        snprintf(out, size, "%s", ((const struct node_state *)item)->name);
+        break;
+    case ROW_UNMATCHED: {
+        const struct unmatched *u = item;
+        policy__alert_key(u->fingerprint, u->starts_at, out, size);
+        break;
+    }
+    case ROW_RESOLVED:
+        snprintf(out, size, "%s", ((const struct resolved_alert *)item)->identity);
+        break;
+    default:
+        snprintf(out, size, "state");
+        break;
+    }
+}
+
+/* Writes one item's row (or its removal, for a final incident). */
+static int emit(const struct policy_state *st, enum row_kind kind, const void *item,
+                struct medic_buf *b, policy_row_fn fn, void *arg)
+{
+    char key[INCIDENT_KEY_SIZE + 64];
+    row_key(kind, item, key, sizeof(key));
+    if (kind == ROW_INCIDENT && ((const struct incident *)item)->final)
+        return fn(arg, row_kind_names[kind], key, NULL, 0);
+    if (kind == ROW_UNMATCHED && ((const struct unmatched *)item)->last_seen == INT64_MIN)
+        return fn(arg, row_kind_names[kind], key, NULL, 0);
+    medic_buf_reset(b);
+    switch (kind) {
+    case ROW_INCIDENT:
+        save_incident(b, item);
+        break;
+    case ROW_NODE:
+        save_node(b, item);
+        break;
+    case ROW_UNMATCHED:
+        save_unmatched(b, item);
+        break;
+    case ROW_RESOLVED:
+        save_resolved(b, item);
+        break;
+    default:
+        save_engine(b, st);
+        break;
+    }
+    if (b->error)
+        return b->error;
+    return fn(arg, row_kind_names[kind], key, b->data, b->len);
+}
+
+int policy_state_rows(const struct policy_state *st, policy_row_fn fn, void *arg)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    int rc = emit(st, ROW_ENGINE, NULL, &b, fn, arg);
+    for (size_t i = 0; rc == 0 && i < st->incident_count; i++)
+        if (!st->incidents[i]->final)
+            rc = emit(st, ROW_INCIDENT, st->incidents[i], &b, fn, arg);
+    for (size_t i = 0; rc == 0 && i < st->node_count; i++)
+        rc = emit(st, ROW_NODE, st->nodes[i], &b, fn, arg);
+    for (size_t i = 0; rc == 0 && i < st->unmatched_count; i++)
+        if (st->unmatched[i]->last_seen != INT64_MIN)
+            rc = emit(st, ROW_UNMATCHED, st->unmatched[i], &b, fn, arg);
+    for (size_t i = 0; rc == 0 && i < st->resolved_count; i++)
+        rc = emit(st, ROW_RESOLVED, st->resolved[i], &b, fn, arg);
+    medic_buf_release(&b);
+    return rc;
+}
+
+static void clear_dirty_flags(struct policy_state *st)
+{
+    struct policy_changes *c = &st->changes;
+    for (size_t i = 0; i < c->dirty_count; i++) {
+        struct dirty_ref *d = &c->dirty[i];
+        if (!d->item)
+            continue;
+        switch (d->kind) {
+        case ROW_INCIDENT:
+            ((struct incident *)d->item)->dirty = 0;
+            break;
+        case ROW_NODE:
+            ((struct node_state *)d->item)->dirty = 0;
+            break;
+        case ROW_UNMATCHED:
+            ((struct unmatched *)d->item)->dirty = 0;
+            break;
+        case ROW_RESOLVED:
+            ((struct resolved_alert *)d->item)->dirty = 0;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Every row, and a removal for each row a lost change may have left
+ * behind: after a failed allocation the change list is incomplete. */
+static int emit_everything(struct policy_state *st, policy_row_fn fn, void *arg)
+{
+    int rc = fn(arg, NULL, NULL, NULL, 0); /* NULL kind: every row goes first */
+    return rc ? rc : policy_state_rows(st, fn, arg);
+}
+
+int policy_state_changes(struct policy_state *st, policy_row_fn fn, void *arg)
+{
+    struct policy_changes *c = &st->changes;
+    int rc = 0;
+    if (c->failed) {
+        rc = emit_everything(st, fn, arg);
+    } else {
+        struct medic_buf b;
+        medic_buf_init(&b, 0);
+        for (size_t i = 0; rc == 0 && i < c->gone_count; i++)
+            rc = fn(arg, row_kind_names[c->gone[i].kind], c->gone[i].key, NULL, 0);
+        for (size_t i = 0; rc == 0 && i < c->dirty_count; i++)
+            if (c->dirty[i].item)
+                rc = emit(st, c->dirty[i].kind, c->dirty[i].item, &b, fn, arg);
+        if (rc == 0 && c->engine)
+            rc = emit(st, ROW_ENGINE, NULL, &b, fn, arg);
+        medic_buf_release(&b);
+    }
+    if (rc == 0) {
+        clear_dirty_flags(st);
+        changes_clear(c);
+    }
+    return rc;
+}
+
+/* ---- rows in ---- */
 
 struct loader {
     struct medic_error *err;
     int failed;
 };
+
+static int load_fail(struct loader *l, int code, const char *what)
+{
+    if (!l->failed)
+        medic_error_set(l->err, code, "engine state: %s", what);
+    l->failed = 1;
+    return code;
+}
 
 static const cJSON *field(struct loader *l, const cJSON *obj, const char *key, int type)
 {
@@ -225,16 +461,13 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     int64_t id = time_field(l, e, "id");
     const char *key = text_field(l, e, "key");
     int state = policy_incident_state_parse(text_field(l, e, "state"));
-    if (l->failed || state < 0 || id <= 0) {
-        if (!l->failed)
-            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad incident");
-        return l->failed = 1;
-    }
+    if (l->failed || state < 0 || id <= 0)
+        return load_fail(l, MEDIC_E_INVALID, "a bad incident");
+    if (policy__incident_by_id(st, id))
+        return load_fail(l, MEDIC_E_INVALID, "an incident twice");
     struct incident *in = policy__incident_restore(st, id, key);
-    if (!in) {
-        medic_error_set(l->err, MEDIC_E_NOMEM, "out of memory");
-        return l->failed = 1;
-    }
+    if (!in)
+        return load_fail(l, MEDIC_E_NOMEM, "out of memory");
     in->state = (enum policy_incident_state)state;
     copy_field(l, e, "node", in->node, sizeof(in->node));
     copy_field(l, e, "policy", in->policy, sizeof(in->policy));
@@ -256,26 +489,18 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     in->closing = int_field(l, e, "closing");
     in->closing_as = (enum policy_incident_state)int_field(l, e, "closing_as");
     if ((unsigned)in->awaiting_kind >= MEDIC_ACTION_KIND_COUNT ||
-        (unsigned)in->closing_as >= INCIDENT_STATE_COUNT) {
-        if (!l->failed)
-            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad incident");
-        return l->failed = 1;
-    }
+        (unsigned)in->closing_as >= INCIDENT_STATE_COUNT)
+        return load_fail(l, MEDIC_E_INVALID, "a bad incident");
     const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
     in->risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
     if (load_labels(l, e, "labels", &in->labels) ||
-        load_labels(l, e, "annotations", &in->annotations)) {
-        if (!l->failed)
-            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: bad labels");
-        return l->failed = 1;
-    }
+        load_labels(l, e, "annotations", &in->annotations))
+        return load_fail(l, MEDIC_E_INVALID, "bad labels");
     const cJSON *undo = field(l, e, "undo", cJSON_Array);
     for (const cJSON *u = undo ? undo->child : NULL; u && !l->failed; u = u->next) {
         int kind = int_field(l, u, "kind");
-        if (in->undo_count >= INCIDENT_MAX_UNDO || (unsigned)kind >= MEDIC_ACTION_KIND_COUNT) {
-            medic_error_set(l->err, MEDIC_E_INVALID, "engine state: a bad undo step");
-            return l->failed = 1;
-        }
+        if (in->undo_count >= INCIDENT_MAX_UNDO || (unsigned)kind >= MEDIC_ACTION_KIND_COUNT)
+            return load_fail(l, MEDIC_E_INVALID, "a bad undo step");
         in->undo[in->undo_count].decision = time_field(l, u, "decision");
         in->undo[in->undo_count++].kind = (enum medic_action_kind)kind;
     }
@@ -285,95 +510,194 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         const char *fingerprint = text_field(l, m, "fingerprint");
         int64_t starts_at = time_field(l, m, "starts_at");
         int64_t last_seen = time_field(l, m, "last_seen");
-        if (!l->failed && policy__member_add(in, identity, fingerprint, starts_at, last_seen)) {
-            medic_error_set(l->err, MEDIC_E_NOMEM, "out of memory");
-            return l->failed = 1;
-        }
+        if (!l->failed && policy__member_add(in, identity, fingerprint, starts_at, last_seen))
+            return load_fail(l, MEDIC_E_NOMEM, "out of memory");
     }
     return l->failed;
 }
 
-int policy_state_load(const char *json, size_t len, struct policy_state **out,
+static int load_node(struct loader *l, struct policy_state *st, const cJSON *e)
+{
+    const char *name = text_field(l, e, "name");
+    if (l->failed)
+        return 1;
+    if (policy__node_get(st, name, 0))
+        return load_fail(l, MEDIC_E_INVALID, "a node twice");
+    struct node_state *n = policy__node_get(st, name, 1);
+    if (!n)
+        return load_fail(l, MEDIC_E_NOMEM, "out of memory");
+    n->drained_by_medic = int_field(l, e, "drained_by_medic");
+    n->limited_by_medic = int_field(l, e, "limited_by_medic");
+    n->acting = int_field(l, e, "acting");
+    n->last_alerting = time_field(l, e, "last_alerting");
+    const cJSON *history = field(l, e, "history", cJSON_Array);
+    for (const cJSON *h = history ? history->child : NULL; h && !l->failed; h = h->next) {
+        if (policy__grow((void **)&n->history, n->history_count, &n->history_cap,
+                         sizeof(*n->history)))
+            return load_fail(l, MEDIC_E_NOMEM, "out of memory");
+        struct action_record *r = &n->history[n->history_count];
+        snprintf(r->policy, sizeof(r->policy), "%s", text_field(l, h, "policy"));
+        r->time = time_field(l, h, "time");
+        r->incident = time_field(l, h, "incident");
+        n->history_count++;
+    }
+    return l->failed;
+}
+
+static int load_unmatched(struct loader *l, struct policy_state *st, const cJSON *e)
+{
+    const char *identity = text_field(l, e, "fingerprint");
+    int64_t starts_at = time_field(l, e, "starts_at");
+    int64_t last_seen = time_field(l, e, "last_seen");
+    if (!l->failed) /* out of memory: forgotten, and its repeat recorded again */
+        policy__remember_unmatched(st, identity, starts_at, last_seen);
+    return l->failed;
+}
+
+static int load_resolved(struct loader *l, struct policy_state *st, const cJSON *e)
+{
+    const char *identity = text_field(l, e, "identity");
+    int64_t starts_at = time_field(l, e, "starts_at");
+    int64_t at = time_field(l, e, "at");
+    int noted = int_field(l, e, "noted");
+    if (l->failed)
+        return 1;
+    if (policy__remember_resolved(st, identity, starts_at, at))
+        return load_fail(l, MEDIC_E_NOMEM, "out of memory");
+    policy__resolved(st, identity)->noted = noted;
+    return 0;
+}
+
+static int load_engine(struct loader *l, struct policy_state *st, const cJSON *e, int version)
+{
+    int found = int_field(l, e, "version");
+    if (!l->failed && found != version) {
+        medic_error_set(l->err, MEDIC_E_INVALID,
+                        "engine state: version %d, this medic reads version %d (alert instances "
+                        "became incidents); see docs/policies.md, \"Upgrading\"",
+                        found, version);
+        l->failed = 1;
+    }
+    st->storm_active = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "storm_active"));
+    int64_t next = time_field(l, e, "next_incident");
+    if (!l->failed && next > st->next_incident_id)
+        st->next_incident_id = next;
+    return l->failed;
+}
+
+static int load_item(struct loader *l, struct policy_state *st, int kind, const cJSON *e)
+{
+    switch (kind) {
+    case ROW_ENGINE:
+        return load_engine(l, st, e, ENGINE_STATE_VERSION);
+    case ROW_INCIDENT:
+        return load_incident(l, st, e);
+    case ROW_NODE:
+        return load_node(l, st, e);
+    case ROW_UNMATCHED:
+        return load_unmatched(l, st, e);
+    default:
+        return load_resolved(l, st, e);
+    }
+}
+
+int policy_state_load_row(struct policy_state *st, const char *kind, const char *value, size_t len,
+                          struct medic_error *err)
+{
+    struct loader l = {err, 0};
+    int k = -1;
+    for (int i = 0; i < ROW_KIND_COUNT; i++)
+        if (strcmp(row_kind_names[i], kind) == 0)
+            k = i;
+    if (k < 0)
+        return medic_error_set(err, MEDIC_E_INVALID, "engine state: a row of unknown kind '%.40s'",
+                               kind);
+    cJSON *e = cJSON_ParseWithLength(value, len);
+    if (!cJSON_IsObject(e)) {
+        cJSON_Delete(e);
+        return medic_error_set(err, MEDIC_E_INVALID, "engine state: a %s row is not JSON", kind);
+    }
+    load_item(&l, st, k, e);
+    cJSON_Delete(e);
+    return l.failed ? (err && err->code ? err->code : MEDIC_E_INVALID) : 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = (*(struct incident *const *)a)->id, y = (*(struct incident *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    int64_t x = (*(struct resolved_alert *const *)a)->at;
+    int64_t y = (*(struct resolved_alert *const *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+void policy_state_loaded(struct policy_state *st)
+{
+    /* creation order: first come, first served at the caps; expiry order */
+    if (st->incident_count > 1)
+        qsort(st->incidents, st->incident_count, sizeof(*st->incidents), by_id);
+    if (st->resolved_count > 1)
+        qsort(st->resolved, st->resolved_count, sizeof(*st->resolved), by_time);
+}
+
+static int copy_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+{
+    (void)key;
+    struct policy_state *to = arg;
+    struct medic_error err = {0};
+    return policy_state_load_row(to, kind, value, len, &err);
+}
+
+int policy_state_copy(const struct policy_state *st, struct policy_state **out,
                       struct medic_error *err)
+{
+    struct policy_state *copy = policy_state_new();
+    if (!copy)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = policy_state_rows(st, copy_row, copy);
+    if (rc) {
+        policy_state_free(copy);
+        return medic_error_set(err, rc, "cannot copy the engine state: %s", medic_strerror(rc));
+    }
+    policy_state_loaded(copy);
+    *out = copy;
+    return 0;
+}
+
+int policy_state_import(const char *json, size_t len, struct policy_state **out,
+                        struct medic_error *err)
 {
     struct loader l = {err, 0};
     cJSON *root = cJSON_ParseWithLength(json, len);
     struct policy_state *st = policy_state_new();
-    if (!root || !st) {
+    if (!cJSON_IsObject(root) || !st) {
         cJSON_Delete(root);
         policy_state_free(st);
         return medic_error_set(err, MEDIC_E_INVALID, "engine state: not JSON");
     }
-    int version = int_field(&l, root, "version");
-    if (version != ENGINE_STATE_VERSION && !l.failed) {
-        medic_error_set(err, MEDIC_E_INVALID,
-                        "engine state: version %d, this medic reads version %d (alert instances "
-                        "became incidents); see docs/policies.md, \"Upgrading\"",
-                        version, ENGINE_STATE_VERSION);
-        l.failed = 1;
-    }
-    const cJSON *storm = cJSON_GetObjectItemCaseSensitive(root, "storm_active");
-    st->storm_active = cJSON_IsTrue(storm);
-    const cJSON *list = l.failed ? NULL : field(&l, root, "incidents", cJSON_Array);
-    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next)
-        load_incident(&l, st, e);
-    if (!l.failed) {
-        int64_t next = time_field(&l, root, "next_incident");
-        if (next > st->next_incident_id)
-            st->next_incident_id = next;
-    }
-    list = l.failed ? NULL : field(&l, root, "unmatched", cJSON_Array);
-    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        const char *identity = text_field(&l, e, "fingerprint");
-        int64_t starts_at = time_field(&l, e, "starts_at");
-        int64_t last_seen = time_field(&l, e, "last_seen");
-        if (!l.failed)
-            policy__remember_unmatched(st, identity, starts_at, last_seen);
-    }
-    list = l.failed ? NULL : field(&l, root, "nodes", cJSON_Array);
-    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        struct node_state *n = policy__node_get(st, text_field(&l, e, "name"), 1);
-        if (!n || l.failed) {
-            l.failed = 1;
-            break;
-        }
-        n->drained_by_medic = int_field(&l, e, "drained_by_medic");
-        n->limited_by_medic = int_field(&l, e, "limited_by_medic");
-        n->acting = int_field(&l, e, "acting");
-        n->last_alerting = time_field(&l, e, "last_alerting");
-        const cJSON *history = field(&l, e, "history", cJSON_Array);
-        for (const cJSON *h = history ? history->child : NULL; h && !l.failed; h = h->next) {
-            if (policy__grow((void **)&n->history, n->history_count, &n->history_cap,
-                             sizeof(*n->history))) {
-                l.failed = 1;
-                break;
-            }
-            struct action_record *r = &n->history[n->history_count];
-            snprintf(r->policy, sizeof(r->policy), "%s", text_field(&l, h, "policy"));
-            r->time = time_field(&l, h, "time");
-            r->incident = time_field(&l, h, "incident");
-            n->history_count++;
-        }
-    }
-    list = l.failed ? NULL : field(&l, root, "resolved", cJSON_Array);
-    for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next) {
-        const char *identity = text_field(&l, e, "identity");
-        int64_t starts_at = time_field(&l, e, "starts_at");
-        int64_t at = time_field(&l, e, "at");
-        if (l.failed)
-            break;
-        if (policy__remember_resolved(st, identity, starts_at, at)) {
-            medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-            l.failed = 1;
-            break;
-        }
-        policy__resolved(st, identity)->noted = int_field(&l, e, "noted");
+    load_engine(&l, st, root, ENGINE_STATE_LEGACY_VERSION);
+    static const struct {
+        const char *array;
+        enum row_kind kind;
+    } parts[] = {{"incidents", ROW_INCIDENT},
+                 {"unmatched", ROW_UNMATCHED},
+                 {"nodes", ROW_NODE},
+                 {"resolved", ROW_RESOLVED}};
+    for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]) && !l.failed; p++) {
+        const cJSON *list = field(&l, root, parts[p].array, cJSON_Array);
+        for (const cJSON *e = list ? list->child : NULL; e && !l.failed; e = e->next)
+            load_item(&l, st, (int)parts[p].kind, e);
     }
     cJSON_Delete(root);
     if (l.failed) {
         policy_state_free(st);
         return err && err->code ? err->code : MEDIC_E_INVALID;
     }
+    policy_state_loaded(st);
     *out = st;
     return 0;
 }

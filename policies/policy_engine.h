@@ -209,15 +209,44 @@ int policy_assume_success(const struct policy_context *ctx, struct policy_state 
  * incident is seen again at or after now. */
 void policy_state_restarted(struct policy_state *st, int64_t now);
 
-/* The state as JSON, for keeping it across restarts: incidents with their
- * alerts and progress, nodes with what medic holds on them and their
- * recent actions, unmatched and resolved alerts, the storm flag. Times are
- * strings of nanoseconds (JSON numbers would round them). */
-int policy_state_save(const struct policy_state *st, struct medic_buf *out);
-/* Rebuilds a state saved by policy_state_save. MEDIC_E_INVALID with a
- * message when the text is not such a state (or one of an older medic). */
-int policy_state_load(const char *json, size_t len, struct policy_state **out,
+/* The state is kept as rows, each a small JSON document with a kind
+ * ("engine", "incident", "node", "unmatched", "resolved") and a key unique
+ * within its kind: incidents with their alerts and progress, nodes with
+ * what medic holds on them and their recent actions, unmatched and
+ * resolved alerts, the engine's storm flag and next incident id. Times are
+ * strings of nanoseconds (JSON numbers would round them). fn gets one row
+ * (value NULL: the row is gone; kind NULL: every row is gone, the rows
+ * that follow are the whole state); non-zero stops the walk. */
+typedef int (*policy_row_fn)(void *arg, const char *kind, const char *key, const char *value,
+                             size_t len);
+
+/* Starts recording which rows change, for policy_state_changes (the
+ * daemon). Off by default: dry runs and tests keep no record. */
+void policy_state_track_changes(struct policy_state *st);
+/* Every row counts as changed: the next policy_state_changes writes the
+ * whole state (after an upgrade from the single document). */
+void policy_state_changed_all(struct policy_state *st);
+/* 1 when a row changed since the last policy_state_changes. */
+int policy_state_changed(const struct policy_state *st);
+/* Calls fn for each row changed since the last call, then forgets the
+ * changes (only when every call returned 0). */
+int policy_state_changes(struct policy_state *st, policy_row_fn fn, void *arg);
+/* Calls fn for every row of the state. */
+int policy_state_rows(const struct policy_state *st, policy_row_fn fn, void *arg);
+/* Adds a row to a state being rebuilt (from policy_state_new);
+ * MEDIC_E_INVALID with a message when it is not such a row (or one of an
+ * older medic). policy_state_loaded finishes the state once every row is
+ * in. */
+int policy_state_load_row(struct policy_state *st, const char *kind, const char *value, size_t len,
+                          struct medic_error *err);
+void policy_state_loaded(struct policy_state *st);
+/* A copy of st, through its rows (change tracking off). */
+int policy_state_copy(const struct policy_state *st, struct policy_state **out,
                       struct medic_error *err);
+/* Rebuilds a state from the single document earlier medics saved
+ * (version 2), for an upgrade. */
+int policy_state_import(const char *json, size_t len, struct policy_state **out,
+                        struct medic_error *err);
 
 /* Nodes disrupted now (drained or power-limited by medic, or with a
  * disruptive action in flight), for the caps and /metrics. */

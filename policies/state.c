@@ -182,12 +182,15 @@ void policy_state_free(struct policy_state *st)
     medic_map_release(&st->incidents_by_key);
     medic_map_release(&st->incidents_by_id);
     medic_map_release(&st->nodes_by_name);
+    policy__changes_release(&st->changes);
     free(st);
 }
 
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create)
 {
     struct node_state *n = medic_map_get(&st->nodes_by_name, name);
+    if (n && create)
+        policy__touch_node(st, n); /* asked for to be changed */
     if (n || !create)
         return n;
     if (policy__grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)) ||
@@ -200,6 +203,7 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
         return NULL;
     }
     st->nodes[st->node_count++] = n;
+    policy__touch_node(st, n);
     return n;
 }
 
@@ -259,19 +263,22 @@ int policy__remember_unmatched(struct policy_state *st, const char *identity, in
     struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
     if (u) {
         u->last_seen = now;
+        policy__touch_unmatched(st, u);
         return 1;
     }
     if (policy__grow((void **)&st->unmatched, st->unmatched_count, &st->unmatched_cap,
                      sizeof(*st->unmatched)) ||
         !(u = calloc(1, sizeof(*u))))
         return 0;
-    *u = (struct unmatched){strdup(identity), starts_at, now};
+    *u = (struct unmatched){
+        .fingerprint = strdup(identity), .starts_at = starts_at, .last_seen = now};
     if (!u->fingerprint || medic_map_put(&st->unmatched_by_alert, key, u)) {
         free(u->fingerprint);
         free(u);
         return 0;
     }
     st->unmatched[st->unmatched_count++] = u;
+    policy__touch_unmatched(st, u);
     return 0;
 }
 
@@ -282,7 +289,8 @@ void policy__forget_unmatched(struct policy_state *st, const char *identity, int
     struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
     if (u) {
         medic_map_remove(&st->unmatched_by_alert, key);
-        u->last_seen = INT64_MIN; /* freed by the next expiry */
+        u->last_seen = INT64_MIN; /* freed by the next expiry; its row goes now */
+        policy__touch_unmatched(st, u);
     }
 }
 
@@ -296,11 +304,12 @@ void policy__expire_unmatched(struct policy_state *st, int64_t now)
             st->unmatched[w++] = u;
             continue;
         }
-        if (u->last_seen != INT64_MIN) {
-            char key[ALERT_IDENTITY_SIZE + 32];
-            policy__alert_key(u->fingerprint, u->starts_at, key, sizeof(key));
+        char key[ALERT_IDENTITY_SIZE + 32];
+        policy__alert_key(u->fingerprint, u->starts_at, key, sizeof(key));
+        if (u->last_seen != INT64_MIN)
             medic_map_remove(&st->unmatched_by_alert, key);
-        }
+        if (u->last_seen != INT64_MIN || u->dirty) /* a forgotten one's row went already */
+            policy__row_gone(st, ROW_UNMATCHED, key, u, u->dirty);
         free(u->fingerprint);
         free(u);
     }
@@ -352,6 +361,7 @@ int policy__remember_resolved(struct policy_state *st, const char *identity, int
         if (starts_at > r->starts_at) {
             r->starts_at = starts_at;
             r->noted = 0;
+            policy__touch_resolved(st, r);
         }
         return 0; /* it keeps its place in the expiry order */
     }
@@ -369,6 +379,7 @@ int policy__remember_resolved(struct policy_state *st, const char *identity, int
     r->starts_at = starts_at;
     r->at = now;
     st->resolved[st->resolved_count++] = r;
+    policy__touch_resolved(st, r);
     return 0;
 }
 
@@ -385,6 +396,8 @@ void policy__expire_resolved(struct policy_state *st, int64_t now)
     if (drop == 0)
         return; /* also: no array yet */
     for (size_t i = 0; i < drop; i++) {
+        policy__row_gone(st, ROW_RESOLVED, st->resolved[i]->identity, st->resolved[i],
+                         st->resolved[i]->dirty);
         medic_map_remove(&st->resolved_by_alert, st->resolved[i]->identity);
         free(st->resolved[i]->identity);
         free(st->resolved[i]);

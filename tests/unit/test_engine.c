@@ -21,13 +21,91 @@
 #define MIN (60 * MEDIC_NS_PER_SEC)
 #define T0 (INT64_C(1795334400) * MEDIC_NS_PER_SEC) /* 2026-11-22T08:00:00Z */
 
+/* One row of the engine's state, as the audit log keeps it. */
+struct row {
+    char *key; /* "kind key" */
+    char *value;
+};
+
+struct rows {
+    struct row *items;
+    size_t count, cap;
+};
+
 struct world {
     struct policy_set policies;
     struct inventory inventory;
     struct policy_context ctx;
     struct policy_state *state;
     struct policy_decisions out;
+    struct rows table; /* the rows written so far, change by change, as medic serve does */
 };
+
+static void rows_release(struct rows *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->items[i].key);
+        free(r->items[i].value);
+    }
+    free(r->items);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Puts, replaces or (value NULL) deletes a row; kind NULL deletes all. */
+static int rows_put(void *arg, const char *kind, const char *key, const char *value, size_t len)
+{
+    struct rows *r = arg;
+    if (!kind) {
+        rows_release(r);
+        return 0;
+    }
+    char k[1024];
+    snprintf(k, sizeof(k), "%s %s", kind, key);
+    size_t i = 0;
+    while (i < r->count && strcmp(r->items[i].key, k) != 0)
+        i++;
+    if (i < r->count) {
+        free(r->items[i].value);
+        if (!value) {
+            free(r->items[i].key);
+            r->items[i] = r->items[--r->count];
+            return 0;
+        }
+    } else {
+        if (!value)
+            return 0;
+        if (r->count == r->cap) {
+            r->cap = r->cap ? r->cap * 2 : 64;
+            r->items = realloc(r->items, r->cap * sizeof(*r->items));
+            assert_non_null(r->items);
+        }
+        r->items[r->count++].key = strdup(k);
+    }
+    r->items[i].value = strndup(value, len);
+    return 0;
+}
+
+static int row_order(const void *a, const void *b)
+{
+    return strcmp(((const struct row *)a)->key, ((const struct row *)b)->key);
+}
+
+/* The rows written change by change are the state's rows, every one. */
+static void check_rows(struct world *w)
+{
+    assert_int_equal(policy_state_changes(w->state, rows_put, &w->table), 0);
+    assert_false(policy_state_changed(w->state));
+    struct rows whole = {0};
+    assert_int_equal(policy_state_rows(w->state, rows_put, &whole), 0);
+    qsort(w->table.items, w->table.count, sizeof(struct row), row_order);
+    qsort(whole.items, whole.count, sizeof(struct row), row_order);
+    for (size_t i = 0; i < whole.count && i < w->table.count; i++) {
+        assert_string_equal(w->table.items[i].key, whole.items[i].key);
+        assert_string_equal(w->table.items[i].value, whole.items[i].value);
+    }
+    assert_int_equal(w->table.count, whole.count);
+    rows_release(&whole);
+}
 
 static const char *const node_labels[] = {"node", "Hostname", "instance"};
 static const char *const notifiers[] = {"oncall"};
@@ -107,6 +185,7 @@ static void world_init(struct world *w, const char *policies_yaml, const char *s
     yaml_tree_release(&tree);
     w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live};
     w->state = policy_state_new();
+    policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
 }
 
@@ -116,6 +195,7 @@ static void world_release(struct world *w)
     policy_state_free(w->state);
     inventory_release(&w->inventory);
     policy_set_release(&w->policies);
+    rows_release(&w->table);
 }
 
 /* An alert: labels as "name=value" strings, at most 8. */
@@ -153,6 +233,7 @@ static size_t evaluate(struct world *w, struct test_alert *t, enum medic_alert_s
     size_t before = w->out.count;
     t->alert.status = status;
     assert_int_equal(policy_evaluate(&w->ctx, w->state, &t->alert, now, &w->out), 0);
+    check_rows(w);
     return w->out.count - before;
 }
 
@@ -160,6 +241,7 @@ static size_t tick(struct world *w, int64_t now)
 {
     size_t before = w->out.count;
     assert_int_equal(policy_tick(&w->ctx, w->state, now, &w->out), 0);
+    check_rows(w);
     return w->out.count - before;
 }
 
@@ -168,6 +250,7 @@ static size_t succeed(struct world *w, int64_t now)
 {
     size_t before = w->out.count;
     assert_int_equal(policy_assume_success(&w->ctx, w->state, now, &w->out), 0);
+    check_rows(w);
     return w->out.count - before;
 }
 
@@ -182,6 +265,7 @@ static size_t outcome(struct world *w, const char *node, enum medic_outcome o, i
     size_t before = w->out.count;
     struct policy_outcome x = {incident, 0, o, "as the test says"};
     assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
+    check_rows(w);
     return w->out.count - before;
 }
 
@@ -194,18 +278,46 @@ static const char *incident_state(struct world *w, const char *node)
     return "none";
 }
 
-/* Saves the state, loads it back as a restart would, at now. */
+/* The state's rows, sorted, as text. */
+static void rows_text(const struct policy_state *st, struct medic_buf *out)
+{
+    struct rows whole = {0};
+    assert_int_equal(policy_state_rows(st, rows_put, &whole), 0);
+    qsort(whole.items, whole.count, sizeof(struct row), row_order);
+    for (size_t i = 0; i < whole.count; i++)
+        medic_buf_printf(out, "%s %s\n", whole.items[i].key, whole.items[i].value);
+    rows_release(&whole);
+}
+
+/* Rebuilds the state from the rows written change by change, as a
+ * restart reads them back, at now; the rebuilt state's rows are the same.
+ * A copy is too. */
 static void restart(struct world *w, int64_t now)
 {
-    struct medic_buf saved, again;
+    struct medic_buf saved, again, copied;
     medic_buf_init(&saved, 0);
     medic_buf_init(&again, 0);
-    assert_int_equal(policy_state_save(w->state, &saved), 0);
-    struct policy_state *restored = NULL;
+    medic_buf_init(&copied, 0);
+    check_rows(w);
+    rows_text(w->state, &saved);
+    struct policy_state *restored = policy_state_new(), *copy = NULL;
     struct medic_error err = {0};
-    if (policy_state_load(saved.data, saved.len, &restored, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(policy_state_save(restored, &again), 0);
+    for (size_t i = 0; i < w->table.count; i++) {
+        char kind[32];
+        snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(w->table.items[i].key, " "),
+                 w->table.items[i].key);
+        if (policy_state_load_row(restored, kind, w->table.items[i].value,
+                                  strlen(w->table.items[i].value), &err))
+            fail_msg("%s", err.msg);
+    }
+    policy_state_loaded(restored);
+    policy_state_track_changes(restored);
+    rows_text(restored, &again);
+    assert_int_equal(policy_state_copy(w->state, &copy, &err), 0);
+    rows_text(copy, &copied);
+    assert_string_equal(saved.data, copied.data);
+    policy_state_free(copy);
+    medic_buf_release(&copied);
     assert_string_equal(saved.data, again.data);
     medic_buf_release(&saved);
     medic_buf_release(&again);
@@ -900,9 +1012,15 @@ static void test_state_survives_restart(void **state)
     /* a state of an older medic, and garbage, are refused with a message */
     struct policy_state *restored = NULL;
     struct medic_error err = {0};
-    assert_int_equal(policy_state_load("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
+    assert_int_equal(policy_state_import("{\"version\":1}", 13, &restored, &err), MEDIC_E_INVALID);
     assert_non_null(strstr(err.msg, "version 1"));
-    assert_int_equal(policy_state_load("nope", 4, &restored, &err), MEDIC_E_INVALID);
+    assert_int_equal(policy_state_import("nope", 4, &restored, &err), MEDIC_E_INVALID);
+    restored = policy_state_new();
+    assert_int_equal(policy_state_load_row(restored, "engine", "{\"version\":2}", 13, &err),
+                     MEDIC_E_INVALID);
+    assert_int_equal(policy_state_load_row(restored, "incident", "[", 1, &err), MEDIC_E_INVALID);
+    assert_int_equal(policy_state_load_row(restored, "nonsense", "{}", 2, &err), MEDIC_E_INVALID);
+    policy_state_free(restored);
     world_release(&w);
 }
 

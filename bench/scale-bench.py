@@ -1,0 +1,323 @@
+#!/usr/bin/python3
+"""How medic's cost grows: webhook throughput with 0, 1,000, 10,000 open
+alerts (nginx with one worker answering `return 200` as the reference in
+the same run), a storm of 2,000 nodes x 8 GPUs, and what each
+notification writes to disk.
+
+medic runs on its embedded defaults (`medic serve --listen --db`, no
+configuration file): dry-run, the built-in policies and model, durable
+SQLite. That is what `scripts/dev.sh serve` starts.
+
+- throughput: open alerts are first created as GPU Xid 79 alerts on
+  distinct nodes (100 per notification) and waited for in
+  medic_open_incidents; then wrk (one thread, 32 connections) POSTs the
+  real 3-alert payload, each request with its own groupKey.
+- storm: 16,000 single-alert notifications (2,000 nodes x 8 GPUs, Xid 79)
+  from 8 concurrent clients; times until all are accepted and until the
+  engine has evaluated all of them (read from the audit log), then checks
+  the caps held and that on-call was told once.
+- disk: 2,000 single-alert notifications from 4 clients; bytes medic wrote
+  (/proc/PID/io wchar) and database growth after a checkpoint, per
+  notification.
+
+usage: bench/scale-bench.py [--medic PATH --label TEXT]... [--open 0,1000,10000]
+                            [--seconds 10] [--skip throughput,storm,disk]
+Needs wrk and nginx (apt-get install wrk nginx-light)."""
+
+import argparse
+import datetime
+import http.client
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
+LUA = os.path.join(TOP, "bench/webhook-post.lua")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def now_rfc3339():
+    t = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return t.replace("+00:00", "Z")
+
+
+def notification(key, alerts):
+    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "medic",
+                       "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
+                       "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts})
+
+
+def xid_alert(node, gpu, starts):
+    return {"status": "firing",
+            "labels": {"alertname": "GPUXidError", "Hostname": node, "gpu": str(gpu), "xid": "79"},
+            "annotations": {"summary": "GPU fell off the bus"}, "startsAt": starts,
+            "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://prometheus/graph",
+            "fingerprint": f"{abs(hash((node, gpu))):016x}"}
+
+
+class Medic:
+    def __init__(self, binary, work):
+        self.port = free_port()
+        self.db = os.path.join(work, "medic.db")
+        self.log = open(os.path.join(work, "medic.log"), "w")
+        self.proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{self.port}",
+                                      "--db", self.db], stdout=self.log, stderr=self.log,
+                                     cwd=work)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if self.get("/-/healthy")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("medic did not start: see " + self.log.name)
+
+    def get(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r.status, body
+
+    def metric(self, name):
+        _, text = self.get("/metrics")
+        m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
+        return float(m.group(1)) if m else None
+
+    def rss_mb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0
+
+    def written(self):
+        with open(f"/proc/{self.proc.pid}/io") as f:
+            return int(dict(line.split(": ") for line in f.read().splitlines())["wchar"])
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def post_all(port, bodies):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    bad = 0
+    for b in bodies:
+        c.request("POST", "/webhook", b, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        bad += r.status != 200
+    c.close()
+    return bad
+
+
+def send_concurrently(port, bodies, clients):
+    parts = [bodies[i::clients] for i in range(clients)]
+    with multiprocessing.Pool(clients) as pool:
+        return sum(pool.starmap(post_all, [(port, p) for p in parts]))
+
+
+def wait_until(what, check, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if check():
+            return time.time()
+        time.sleep(0.02)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def wrk(port, seconds, token=None):
+    args = ["wrk", "-t1", "-c32", f"-d{seconds}s", "--latency", "-s", LUA,
+            f"http://127.0.0.1:{port}", "--", PAYLOAD]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+(\S+)", out).group(1))
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(non2xx.group(1)) if non2xx else 0,
+            "requests": requests}
+
+
+def pending(db):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        return con.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
+                           " AND duplicate_of IS NULL").fetchone()[0]
+    finally:
+        con.close()
+
+
+def throughput(binary, open_alerts, seconds):
+    work = tempfile.mkdtemp(prefix="medic-scale-")
+    m = Medic(binary, work)
+    try:
+        starts = now_rfc3339()
+        bodies = [notification(f"open-{i}", [xid_alert(f"node-{i + k:05d}", 0, starts)
+                                             for k in range(100)])
+                  for i in range(0, open_alerts, 100)]
+        if bodies:
+            send_concurrently(m.port, bodies, 4)
+            wait_until("the open alerts", lambda: (m.metric("medic_open_incidents") or 0)
+                       >= open_alerts, 600)
+        before = m.written()
+        result = wrk(m.port, seconds)
+        result["bytes_per_request"] = (m.written() - before) / max(result["requests"], 1)
+        result["rss_mb"] = m.rss_mb()
+        # everything accepted is evaluated in the end
+        t0 = time.time()
+        wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
+        result["catch_up_s"] = time.time() - t0
+        return result
+    finally:
+        m.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def nginx(seconds):
+    work = tempfile.mkdtemp(prefix="medic-nginx-")
+    port = free_port()
+    with open(os.path.join(work, "nginx.conf"), "w") as f:
+        f.write(f"""worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {work}/body;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ return 200 '{{"status":"accepted","id":1,"duplicate":false}}\\n'; }}
+  }}
+}}
+""")
+    subprocess.run(["nginx", "-c", f"{work}/nginx.conf", "-p", work], check=True)
+    try:
+        time.sleep(0.3)
+        return wrk(port, seconds)
+    finally:
+        with open(f"{work}/nginx.pid") as f:
+            os.kill(int(f.read()), 15)
+        time.sleep(0.3)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def storm(binary, nodes=2000, gpus=8, clients=8):
+    work = tempfile.mkdtemp(prefix="medic-storm-")
+    m = Medic(binary, work)
+    try:
+        starts = now_rfc3339()
+        bodies = [notification(f"storm-{n}-{g}", [xid_alert(f"storm-{n:05d}", g, starts)])
+                  for n in range(nodes) for g in range(gpus)]
+        t0 = time.time()
+        bad = send_concurrently(m.port, bodies, clients)
+        accepted = time.time() - t0
+        decided = wait_until("every alert decided", lambda: pending(m.db) == 0, 600) - t0
+        con = sqlite3.connect(f"file:{m.db}?mode=ro", uri=True)
+        q = lambda sql: con.execute(sql).fetchone()[0]
+        result = {
+            "alerts": nodes * gpus, "non200": bad, "accepted_s": accepted, "decided_s": decided,
+            "notifications": q("SELECT count(*) FROM notifications"),
+            "decisions": q("SELECT count(*) FROM decisions"),
+            "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"
+                                  " ('execute','dry_run') AND action IN"
+                                  " ('drain','ipmi_power_cycle','power_limit')"),
+            "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'"),
+            "rss_mb": m.rss_mb(),
+        }
+        con.close()
+        return result
+    finally:
+        m.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def disk(binary, count=2000, clients=4):
+    work = tempfile.mkdtemp(prefix="medic-disk-")
+    m = Medic(binary, work)
+    try:
+        starts = now_rfc3339()
+        # warm up (schema, first pages), then measure
+        post_all(m.port, [notification(f"warm-{i}", [xid_alert(f"warm-{i:05d}", 0, starts)])
+                          for i in range(50)])
+        wait_until("warm-up", lambda: pending(m.db) == 0, 60)
+        con = sqlite3.connect(m.db, timeout=30)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size0 = os.path.getsize(m.db)
+        written0 = m.written()
+        bodies = [notification(f"disk-{i}", [xid_alert(f"disk-{i:05d}", 0, starts)])
+                  for i in range(count)]
+        send_concurrently(m.port, bodies, clients)
+        wait_until("every alert decided", lambda: pending(m.db) == 0, 600)
+        written = m.written() - written0
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        grown = os.path.getsize(m.db) - size0
+        con.close()
+        return {"notifications": count, "written_per_notification": written / count,
+                "db_growth_per_notification": grown / count}
+    finally:
+        m.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--medic", action="append")
+    ap.add_argument("--label", action="append")
+    ap.add_argument("--open", default="0,1000,10000")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--skip", default="")
+    a = ap.parse_args()
+    binaries = a.medic or [os.path.join(TOP, "build/dev/medic")]
+    labels = a.label or [os.path.basename(os.path.dirname(b)) for b in binaries]
+    skip = set(a.skip.split(","))
+    for tool in ("wrk", "nginx"):
+        if not shutil.which(tool) and "throughput" not in skip:
+            raise SystemExit(f"scale-bench: install {tool} (apt-get install wrk nginx-light)")
+    print(f"# {datetime.datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} CPUs")
+    if "throughput" not in skip:
+        ref = nginx(a.seconds)
+        print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}")
+        for binary, label in zip(binaries, labels):
+            for n in [int(x) for x in a.open.split(",")]:
+                r = throughput(binary, n, a.seconds)
+                print(f"{label}: {n} open alerts: {r['rps']:.0f} notifications/s "
+                      f"({r['rps'] / ref['rps']:.2f}x nginx) p50 {r['p50']} p99 {r['p99']} "
+                      f"non-2xx {r['non2xx']}, {r['bytes_per_request'] / 1024:.1f} kB written "
+                      f"per notification, RSS {r['rss_mb']:.0f} MB, engine caught up "
+                      f"{r['catch_up_s']:.1f} s after the load", flush=True)
+    for binary, label in zip(binaries, labels):
+        if "storm" not in skip:
+            r = storm(binary)
+            print(f"{label}: storm of {r['alerts']} alerts: accepted in {r['accepted_s']:.1f} s "
+                  f"(non-200 {r['non200']}), all decided after {r['decided_s']:.1f} s; "
+                  f"{r['decisions']} decisions, {r['disruptive_acted']} disruptive taken, "
+                  f"{r['storm_notices']} storm notice(s), RSS {r['rss_mb']:.0f} MB", flush=True)
+        if "disk" not in skip:
+            r = disk(binary)
+            print(f"{label}: disk: {r['written_per_notification'] / 1024:.1f} kB written and "
+                  f"{r['db_growth_per_notification'] / 1024:.2f} kB of database per single-alert "
+                  f"notification", flush=True)
+
+
+if __name__ == "__main__":
+    main()
