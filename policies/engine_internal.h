@@ -167,6 +167,14 @@ struct policy_state {
     size_t resolved_count, resolved_cap;
     struct medic_map resolved_by_alert;
     struct policy_changes changes;
+    /* nodes alerting within the storm window, counted once for a time
+     * (a round evaluates every alert at one time) and kept up to date as
+     * nodes alert: the storm check costs O(1) per alert, not O(nodes) */
+    struct {
+        int valid;
+        int64_t now, window;
+        size_t count;
+    } alerting;
 };
 
 /* Unmatched alerts are forgotten after this long without a repeat. */
@@ -193,7 +201,8 @@ void policy__labels_free(struct label_copy *l);
 int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
 int policy__node_disrupted(const struct node_state *n);
-size_t policy__alerting_nodes(const struct policy_state *st, int64_t now, int64_t window);
+size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t window);
+void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now);
 const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name);
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size);
 int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,

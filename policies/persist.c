@@ -637,6 +637,7 @@ static int by_time(const void *a, const void *b)
 
 void policy_state_loaded(struct policy_state *st)
 {
+    st->alerting.valid = 0;
     /* creation order: first come, first served at the caps; expiry order */
     if (st->incident_count > 1)
         qsort(st->incidents, st->incident_count, sizeof(*st->incidents), by_id);

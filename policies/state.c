@@ -230,14 +230,32 @@ int policy_storm_active(const struct policy_state *st)
     return st->storm_active;
 }
 
-size_t policy__alerting_nodes(const struct policy_state *st, int64_t now, int64_t window)
+static int alerting_within(const struct node_state *n, int64_t now, int64_t window)
 {
+    return n->last_alerting != MEDIC_TIME_UNSET && n->last_alerting > now - window;
+}
+
+size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t window)
+{
+    if (st->alerting.valid && st->alerting.now == now && st->alerting.window == window)
+        return st->alerting.count;
     size_t count = 0;
     for (size_t i = 0; i < st->node_count; i++)
-        if (st->nodes[i]->last_alerting != MEDIC_TIME_UNSET &&
-            st->nodes[i]->last_alerting > now - window)
-            count++;
+        count += alerting_within(st->nodes[i], now, window) ? 1 : 0;
+    st->alerting.valid = 1;
+    st->alerting.now = now;
+    st->alerting.window = window;
+    st->alerting.count = count;
     return count;
+}
+
+void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now)
+{
+    if (st->alerting.valid &&
+        (st->alerting.now != now || !alerting_within(n, now, st->alerting.window)))
+        st->alerting.count++; /* at another time the count is made afresh */
+    n->last_alerting = now;
+    policy__touch_node(st, n);
 }
 
 const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name)
