@@ -984,6 +984,53 @@ static void test_continue(void **state)
 
 /* The state survives a restart: saved, loaded, and the ladder goes on
  * where it was, without repeating a step. */
+/* A state an earlier medic saved as one document (version 2) is imported
+ * whole: its incident still holds the drain, its node counts against the
+ * caps, its resolved alert still keeps a late copy from reopening it; and
+ * it is written out as rows. */
+static void test_import_single_document(void **state)
+{
+    (void)state;
+    static const char doc[] =
+        "{\"version\":2,\"storm_active\":false,\"next_incident\":\"8\",\"incidents\":[{"
+        "\"id\":\"7\",\"key\":\"gpu-node-01\\txid-fell-off-bus\",\"node\":\"gpu-node-01\","
+        "\"policy\":\"xid-fell-off-bus\",\"state\":\"drained\",\"alertname\":\"GPUXidError\","
+        "\"opened_at\":\"1795334400000000000\",\"fresh_after\":\"-9223372036854775808\","
+        "\"in_inventory\":1,\"next_step\":1,\"awaiting\":0,\"awaiting_kind\":0,"
+        "\"awaiting_watts\":0,\"acted\":1,\"halted\":0,\"drained\":1,\"limit_watts\":0,"
+        "\"closing\":0,\"closing_as\":0,\"awaiting_decision\":\"0\",\"halted_by\":\"\","
+        "\"closing_cause\":\"\",\"risk\":null,\"labels\":{\"alertname\":\"GPUXidError\"},"
+        "\"annotations\":{},\"undo\":[],\"members\":[{\"identity\":\"f1/abc\","
+        "\"fingerprint\":\"f1\",\"starts_at\":\"1795334400000000000\","
+        "\"last_seen\":\"1795334400000000000\"}]}],"
+        "\"unmatched\":[{\"fingerprint\":\"f9/def\",\"starts_at\":\"1795334400000000000\","
+        "\"last_seen\":\"1795334400000000000\"}],"
+        "\"nodes\":[{\"name\":\"gpu-node-01\",\"drained_by_medic\":1,\"limited_by_medic\":0,"
+        "\"acting\":0,\"last_alerting\":\"1795334400000000000\",\"history\":[{\"policy\":"
+        "\"xid-fell-off-bus\",\"time\":\"1795334400000000000\",\"incident\":\"7\"}]}],"
+        "\"resolved\":[{\"identity\":\"f2/123\",\"starts_at\":\"1795334400000000000\","
+        "\"at\":\"1795334460000000000\",\"noted\":0}]}";
+    struct policy_state *st = NULL;
+    struct medic_error err = {0};
+    if (policy_state_import(doc, sizeof(doc) - 1, &st, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(policy_open_incidents(st), 1);
+    assert_int_equal(policy_disrupted_nodes(st), 1);
+    policy_state_track_changes(st);
+    policy_state_changed_all(st);
+    struct rows table = {0};
+    assert_int_equal(policy_state_changes(st, rows_put, &table), 0);
+    /* engine, incident, node, resolved, unmatched */
+    assert_int_equal(table.count, 5);
+    qsort(table.items, table.count, sizeof(struct row), row_order);
+    assert_string_equal(table.items[1].key, "incident 7");
+    assert_non_null(strstr(table.items[1].value, "\"state\":\"drained\""));
+    assert_string_equal(table.items[3].key, "resolved f2/123");
+    assert_string_equal(table.items[4].key, "unmatched f9/def 1795334400000000000");
+    rows_release(&table);
+    policy_state_free(st);
+}
+
 static void test_state_survives_restart(void **state)
 {
     (void)state;
@@ -1105,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_maintenance_window),
         cmocka_unit_test(test_continue),
         cmocka_unit_test(test_state_survives_restart),
+        cmocka_unit_test(test_import_single_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
