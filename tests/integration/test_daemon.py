@@ -3,7 +3,8 @@
 hangs; live mode refused without webhook authentication (at start, by
 `medic check config` with FILE:LINE:COL, and on reload) and its read and
 admin endpoints guarded; template text that cannot break JSON anywhere;
-decided actions that survive kill -9; alerts accepted under raised limits
+decided actions that survive kill -9, and no step decided twice when it
+lands under load; alerts accepted under raised limits
 decided; a raw NUL byte refused; an audit store that cannot commit shown on
 /-/ready and recovered by itself."""
 
@@ -13,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -223,6 +225,77 @@ def test_decided_actions_survive_kill_9(suite):
           f"{results.count('succeeded')} succeeded, {results.count('interrupted')} interrupted")
 
 
+def test_kill_9_under_load_repeats_no_step(suite):
+    """Four clients send 200 nodes' alerts, each three times under a new
+    group key, while medic is killed with SIGKILL; after the restart the
+    clients send everything again (Alertmanager's retries and re-sends).
+    Every node's incident decides its step exactly once: the rows of the
+    engine's state committed with each round's decisions are all a restart
+    needs, whenever the kill lands."""
+    workdir = suite.subdir("kill9-load")
+    medic = Medic(suite.medic, workdir,
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { storm: { max_alerting_nodes: 1000, notifier: oncall } }\n"
+                  "policies:\n  - name: tell\n    match: '{alertname=\"Load\"}'\n"
+                  "    steps: [ { action: notify, notifier: oncall } ]\n").start()
+    suite.on_exit(medic.stop)
+    now = time.time()
+    bodies = [notification(f"k{r}-{i}", [alert("Load", f"n{i:03d}", f"l{i}", starts_at=now)])
+              for r in range(3) for i in range(200)]
+    accepted = []
+
+    def send(part, stop_on_error):
+        for body in part:
+            try:
+                status = medic.post("/webhook", body)[0]
+            except OSError:
+                if stop_on_error:
+                    return
+                raise
+            accepted.append(status)
+
+    def send_all(stop_on_error):
+        threads = [threading.Thread(target=send, args=(bodies[k::4], stop_on_error))
+                   for k in range(4)]
+        for t in threads:
+            t.start()
+        return threads
+
+    threads = send_all(stop_on_error=True)
+    wait_until("load under way", lambda: len(accepted) >= 150, timeout=30)
+    medic.stop(sig=signal.SIGKILL)
+    for t in threads:
+        t.join(30)
+    before = len(accepted)
+    medic.start()
+    accepted.clear()
+    for t in send_all(stop_on_error=False):
+        t.join(120)
+    assert accepted.count(200) == len(bodies), accepted
+
+    def pending():
+        con = sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True, timeout=10)
+        try:
+            return con.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
+                               " AND duplicate_of IS NULL").fetchone()[0]
+        finally:
+            con.close()
+
+    wait_until("every notification evaluated", lambda: pending() == 0, timeout=60)
+    rows = wait_until("a decision for every node", lambda: (lambda d: len(
+        {r["node"] for r in d}) == 200 and d)(decisions(medic)), timeout=30)
+    per_node = {}
+    for r in rows:
+        per_node.setdefault((r["node"], r["policy"], r["step"]), []).append(r["id"])
+    twice = {k: v for k, v in per_node.items() if len(v) > 1}
+    assert not twice, f"{len(twice)} steps decided twice, e.g. {list(twice.items())[:5]}"
+    assert len(per_node) == 200, len(per_node)
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    print(f"  killed after {before} answers; 200 nodes decided once each")
+
+
 def test_raised_limits_are_decided(suite):
     workdir = suite.subdir("limits")
     medic = Medic(suite.medic, workdir,
@@ -279,4 +352,5 @@ if __name__ == "__main__":
     Suite(__doc__).run([test_raw_nul_refused, test_raised_limits_are_decided,
                         test_live_without_auth_is_refused, test_template_text_never_breaks_json,
                         test_hung_prometheus_stalls_nothing, test_decided_actions_survive_kill_9,
+                        test_kill_9_under_load_repeats_no_step,
                         test_store_that_cannot_commit])
