@@ -1,20 +1,63 @@
 #include "engine_serve.h"
+#include "engine_evaluate.h"
+#include "payload.h"
 #include "table.h"
 #include "timeutil.h"
 
+#include <math.h>
 #include <stdlib.h>
-
-int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
-{
-    struct engine *e = ctx;
-    return engine_pipeline_dry_run(e->pipeline, body, len, out);
-}
 
 static int error_answer(struct medic_buf *out, int code, const char *message)
 {
     medic_buf_puts(out, "{\"status\":\"error\",\"error\":");
     medic_buf_json_string(out, message);
     medic_buf_puts(out, "}\n");
+    return code;
+}
+
+/* POST /api/v1/dry-run: the decisions a webhook payload would produce now,
+ * from a copy of the current state; nothing is recorded or run. */
+int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    struct medic_notification n;
+    struct medic_error err = {0};
+    struct policy_decisions decisions;
+    struct policy_state *copy = NULL;
+    int code = 200;
+    medic_notification_init(&n);
+    policy_decisions_init(&decisions);
+    const struct medic_config *config = config_slot_acquire(e->configs);
+    struct receiver_limits limits = config->limits;
+    if (receiver_payload_parse(body, len, &limits, &n, &err)) {
+        code = 400;
+    } else {
+        int rc = engine_pipeline_copy_state(e->pipeline, &copy, &err);
+        struct policy_context policy_ctx;
+        engine_context_from_config(config, &policy_ctx);
+        if (rc == 0)
+            rc = engine_evaluate_notification(&policy_ctx, copy, &n, NULL, NAN, medic_time_now(),
+                                              &decisions);
+        if (rc) {
+            code = 500;
+            if (!err.msg[0])
+                medic_error_set(&err, rc, "%s", medic_strerror(rc));
+        }
+    }
+    medic_config_unref(config);
+    if (code == 200) {
+        struct medic_table table;
+        medic_buf_puts(out, "{\"status\":\"success\",\"data\":");
+        if (policy_decisions_table(&decisions, &table) == 0)
+            medic_table_render(&table, MEDIC_FORMAT_JSON, out);
+        medic_table_release(&table);
+        medic_buf_puts(out, "}\n");
+    } else {
+        error_answer(out, code, err.msg);
+    }
+    policy_state_free(copy);
+    policy_decisions_release(&decisions);
+    medic_notification_release(&n);
     return code;
 }
 

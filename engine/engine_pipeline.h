@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "config.h"
 #include "engine_dispatch.h"
+#include "policy_engine.h"
 
 #include <stdint.h>
 
@@ -41,13 +42,16 @@ void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
 /* Finishes the round in progress and stops. NULL is a no-op. */
 void engine_pipeline_stop(struct engine_pipeline *e);
 
-/* Appends the pipeline's metrics. */
-void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *out);
+/* The pipeline's counters and gauges, for /metrics. */
+struct engine_pipeline_stats {
+    unsigned long long decisions[VERDICT_COUNT]; /* by verdict */
+    unsigned long long rounds_failed;
+    int disrupted_nodes, open_incidents, storm;
+};
+void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out);
 
-/* POST /api/v1/dry-run: the decisions a webhook payload would produce now,
- * from a copy of the current state, as JSON into out. Returns the HTTP
- * status. */
-int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t len,
-                            struct medic_buf *out);
+/* A copy of the policy engine's state as it is now (for dry runs). */
+int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
+                               struct medic_error *err);
 
 #endif

@@ -2,6 +2,35 @@
 
 #include <stdio.h>
 
+static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
+{
+    struct engine_pipeline_stats st;
+    engine_pipeline_stats(engine->pipeline, &st);
+    medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
+                      "# TYPE medic_decisions_total counter\n");
+    for (int v = 0; v < VERDICT_COUNT; v++)
+        medic_buf_printf(b, "medic_decisions_total{verdict=\"%s\"} %llu\n",
+                         policy_verdict_name((enum policy_verdict)v), st.decisions[v]);
+    medic_buf_printf(b,
+                     "# HELP medic_engine_rounds_failed_total Engine rounds whose commit failed "
+                     "(retried).\n"
+                     "# TYPE medic_engine_rounds_failed_total counter\n"
+                     "medic_engine_rounds_failed_total %llu\n"
+                     "# HELP medic_disrupted_nodes Nodes drained, power-limited or being "
+                     "power-cycled by medic.\n"
+                     "# TYPE medic_disrupted_nodes gauge\n"
+                     "medic_disrupted_nodes %d\n"
+                     "# HELP medic_open_incidents Incidents not yet recovered, expired or "
+                     "closed.\n"
+                     "# TYPE medic_open_incidents gauge\n"
+                     "medic_open_incidents %d\n"
+                     "# HELP medic_storm_active 1 while the storm breaker holds disruptive "
+                     "actions.\n"
+                     "# TYPE medic_storm_active gauge\n"
+                     "medic_storm_active %d\n",
+                     st.rounds_failed, st.disrupted_nodes, st.open_incidents, st.storm);
+}
+
 static void audit_metrics(struct engine *e, struct medic_buf *b)
 {
     struct audit_stats s;
@@ -76,7 +105,7 @@ void engine_metrics(void *ctx, struct medic_buf *b)
     audit_metrics(e, b);
     config_metrics(e, b);
     if (e->pipeline)
-        engine_pipeline_metrics(e->pipeline, b);
+        pipeline_metrics(e, b);
     if (e->dispatch)
         engine_dispatch_metrics(e->dispatch, b);
     if (e->fleet)

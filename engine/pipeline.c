@@ -673,79 +673,21 @@ void engine_pipeline_stop(struct engine_pipeline *e)
     free(e);
 }
 
-void engine_pipeline_metrics(struct engine_pipeline *e, struct medic_buf *b)
+void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out)
 {
-    medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
-                      "# TYPE medic_decisions_total counter\n");
     for (int v = 0; v < VERDICT_COUNT; v++)
-        medic_buf_printf(b, "medic_decisions_total{verdict=\"%s\"} %llu\n",
-                         policy_verdict_name((enum policy_verdict)v),
-                         atomic_load(&e->decisions[v]));
-    medic_buf_printf(b,
-                     "# HELP medic_engine_rounds_failed_total Engine rounds whose commit failed "
-                     "(retried).\n"
-                     "# TYPE medic_engine_rounds_failed_total counter\n"
-                     "medic_engine_rounds_failed_total %llu\n"
-                     "# HELP medic_disrupted_nodes Nodes drained, power-limited or being "
-                     "power-cycled by medic.\n"
-                     "# TYPE medic_disrupted_nodes gauge\n"
-                     "medic_disrupted_nodes %d\n"
-                     "# HELP medic_open_incidents Incidents not yet recovered, expired or "
-                     "closed.\n"
-                     "# TYPE medic_open_incidents gauge\n"
-                     "medic_open_incidents %d\n"
-                     "# HELP medic_storm_active 1 while the storm breaker holds disruptive "
-                     "actions.\n"
-                     "# TYPE medic_storm_active gauge\n"
-                     "medic_storm_active %d\n",
-                     atomic_load(&e->rounds_failed), atomic_load(&e->disrupted_nodes),
-                     atomic_load(&e->open_incidents), atomic_load(&e->storm));
+        out->decisions[v] = atomic_load(&e->decisions[v]);
+    out->rounds_failed = atomic_load(&e->rounds_failed);
+    out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
+    out->open_incidents = atomic_load(&e->open_incidents);
+    out->storm = atomic_load(&e->storm);
 }
 
-int engine_pipeline_dry_run(struct engine_pipeline *e, const char *body, size_t len,
-                            struct medic_buf *out)
+int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
+                               struct medic_error *err)
 {
-    struct medic_notification n;
-    struct medic_error err = {0};
-    struct policy_decisions decisions;
-    struct policy_state *copy = NULL;
-    int code = 200;
-    medic_notification_init(&n);
-    policy_decisions_init(&decisions);
-    const struct medic_config *config = config_slot_acquire(e->configs);
-    struct receiver_limits limits = config->limits;
-    if (receiver_payload_parse(body, len, &limits, &n, &err)) {
-        code = 400;
-    } else {
-        pthread_mutex_lock(&e->lock);
-        int rc = policy_state_copy(e->state, &copy, &err);
-        pthread_mutex_unlock(&e->lock);
-        struct policy_context ctx;
-        engine_context_from_config(config, &ctx);
-        if (rc == 0)
-            rc = engine_evaluate_notification(&ctx, copy, &n, NULL, NAN, medic_time_now(),
-                                              &decisions);
-        if (rc) {
-            code = 500;
-            if (!err.msg[0])
-                medic_error_set(&err, rc, "%s", medic_strerror(rc));
-        }
-    }
-    medic_config_unref(config);
-    if (code == 200) {
-        struct medic_table table;
-        medic_buf_puts(out, "{\"status\":\"success\",\"data\":");
-        if (policy_decisions_table(&decisions, &table) == 0)
-            medic_table_render(&table, MEDIC_FORMAT_JSON, out);
-        medic_table_release(&table);
-        medic_buf_puts(out, "}\n");
-    } else {
-        medic_buf_puts(out, "{\"status\":\"error\",\"error\":");
-        medic_buf_json_string(out, err.msg);
-        medic_buf_puts(out, "}\n");
-    }
-    policy_state_free(copy);
-    policy_decisions_release(&decisions);
-    medic_notification_release(&n);
-    return code;
+    pthread_mutex_lock(&e->lock);
+    int rc = policy_state_copy(e->state, out, err);
+    pthread_mutex_unlock(&e->lock);
+    return rc;
 }

@@ -2,7 +2,7 @@
  * its indexes; incident.c: incidents and their alerts; guards.c: the
  * safety guards and the storm breaker; ladder.c: deciding a step;
  * evaluate.c: alerts, outcomes and the scheduler; persist.c: the state as
- * JSON). Private to policies/. */
+ * rows of JSON; changes.c: which rows changed). Private to policies/. */
 #ifndef MEDIC_POLICIES_ENGINE_INTERNAL_H
 #define MEDIC_POLICIES_ENGINE_INTERNAL_H
 
@@ -183,7 +183,7 @@ struct policy_state {
 #define RESOLVED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
 #define RESOLVED_MAX 100000
 
-/* persist.c: mark an item's row changed (a no-op unless tracking) */
+/* changes.c: mark an item's row changed (a no-op unless tracking) */
 void policy__touch_incident(struct incident *in);
 void policy__touch_node(struct policy_state *st, struct node_state *n);
 void policy__touch_unmatched(struct policy_state *st, struct unmatched *u);
@@ -192,6 +192,8 @@ void policy__touch_engine(struct policy_state *st);
 /* The row of item (about to be freed; dirty: its flag) is gone. */
 void policy__row_gone(struct policy_state *st, enum row_kind kind, const char *key, void *item,
                       int dirty);
+/* Every changed row was written: forget the changes. */
+void policy__changes_written(struct policy_state *st);
 void policy__changes_release(struct policy_changes *c);
 
 /* state.c */
