@@ -1,6 +1,7 @@
-/* Fleet scoring: every model.fleet_interval, every node Prometheus knows
- * (the values of the label the first feature's query puts {{node}} in) is
- * scored, each of its GPUs, and the risks are exported on /metrics as
+/* Fleet scoring: every model.fleet_interval, every GPU Prometheus has
+ * telemetry for is scored, its window fetched with the whole fleet's in one
+ * query_range per feature (model/prometheus_fleet.h) and the windows run
+ * through the LSTM in batches, and the risks are exported on /metrics as
  * medic_gpu_failure_risk{node,gpu}, so that a Prometheus rule on them can
  * raise the alert medic then acts on. It runs on its own thread with its
  * reference to the configuration snapshot for each cycle (so a reload's
@@ -12,7 +13,9 @@
 #include "buf.h"
 #include "config.h"
 
-#define ENGINE_FLEET_MAX_NODES 4096
+#define ENGINE_FLEET_MAX_GPUS 32768 /* (node, gpu) windows per cycle */
+#define ENGINE_FLEET_PARALLEL 4     /* query_range requests in flight */
+#define ENGINE_FLEET_BATCH 64       /* windows per LSTM call */
 
 struct engine_fleet;
 

@@ -1,6 +1,7 @@
 #include "engine_fleet.h"
 #include "log.h"
-#include "risk.h"
+#include "lstm.h"
+#include "prometheus_fleet.h"
 #include "timeutil.h"
 
 #include <pthread.h>
@@ -25,7 +26,8 @@ struct engine_fleet {
     struct fleet_risk *risks;
     size_t risk_count;
     atomic_llong last_success; /* unix seconds of the last complete cycle */
-    atomic_ullong cycles, nodes_failed;
+    atomic_llong last_duration_us;
+    atomic_ullong cycles, cycle_failures, gpu_failures, requests;
 };
 
 static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count)
@@ -37,70 +39,87 @@ static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t cou
     pthread_mutex_unlock(&f->lock);
 }
 
-static int stopping(struct engine_fleet *f)
+static int stopping(void *arg)
 {
+    struct engine_fleet *f = arg;
     pthread_mutex_lock(&f->lock);
     int s = f->stopping;
     pthread_mutex_unlock(&f->lock);
     return s;
 }
 
-/* One cycle with the snapshot c (its model and Prometheus). */
+/* Scores the usable windows of fleet through the LSTM, ENGINE_FLEET_BATCH
+ * at a time, into risks (one per usable window); returns how many. */
+static size_t score(const struct model *model, const struct feature_spec *spec,
+                    struct prometheus_fleet *fleet, struct fleet_risk *risks)
+{
+    struct model_workspace w;
+    const size_t per = spec->window * spec->count;
+    float *batch = malloc(ENGINE_FLEET_BATCH * per * sizeof(float));
+    float out[ENGINE_FLEET_BATCH];
+    size_t members[ENGINE_FLEET_BATCH];
+    size_t count = 0;
+    if (!batch || model_workspace_init(&w, model, ENGINE_FLEET_BATCH, spec->window)) {
+        free(batch);
+        return 0;
+    }
+    for (size_t i = 0, n = 0; i <= fleet->count; i++) {
+        if (i < fleet->count && fleet->series[i].usable) {
+            memcpy(batch + n * per, prometheus_fleet_rows(fleet, spec, i), per * sizeof(float));
+            features_scale(spec, batch + n * per, spec->window);
+            members[n++] = i;
+        }
+        if (n == ENGINE_FLEET_BATCH || (i == fleet->count && n)) {
+            if (model_predict(model, &w, batch, n, spec->window, out, NULL) == 0)
+                for (size_t b = 0; b < n; b++) {
+                    const struct prometheus_series *s = &fleet->series[members[b]];
+                    struct fleet_risk *r = &risks[count++];
+                    snprintf(r->node, sizeof(r->node), "%s", s->node);
+                    snprintf(r->gpu, sizeof(r->gpu), "%s", s->gpu);
+                    r->risk = out[b];
+                }
+            n = 0;
+        }
+    }
+    model_workspace_release(&w);
+    free(batch);
+    return count;
+}
+
+/* One cycle with the snapshot c (its model and Prometheus): the fleet's
+ * windows in one request per feature, then every GPU scored in batches.
+ * On failure nothing is exported: a stale risk would read as a current one. */
 static void cycle(struct engine_fleet *f, const struct medic_config *c)
 {
-    struct risk_scorer scorer;
     struct medic_error err = {0};
-    char label[64];
-    long timeout_ms = (long)(c->prometheus_timeout / MEDIC_NS_PER_MS);
-    const char *url = c->prometheus_url;
-    if (features_node_label(&c->features.items[0], label, sizeof(label)) ||
-        risk_scorer_init(&scorer, &c->model, &c->features)) {
-        medic_log_warn("fleet scoring: the model cannot score the fleet (its features need a "
-                       "{{node}} label)",
-                       NULL);
+    struct prometheus_fleet fleet;
+    int64_t started = medic_time_monotonic();
+    struct prometheus_fleet_query q = {
+        .url = c->prometheus_url,
+        .timeout_ms = (long)(c->prometheus_timeout / MEDIC_NS_PER_MS),
+        .max_series = ENGINE_FLEET_MAX_GPUS,
+        .parallel = ENGINE_FLEET_PARALLEL,
+        .cancelled = stopping,
+        .arg = f,
+    };
+    int rc = prometheus_fetch_fleet(&q, &c->features, medic_time_now(), &fleet, &err);
+    atomic_fetch_add(&f->requests, fleet.requests);
+    if (rc) {
+        publish(f, NULL, 0);
+        atomic_fetch_add(&f->cycle_failures, 1);
+        medic_log_warn("fleet scoring: no risks this cycle", "error", err.msg, NULL);
         return;
     }
-    char **nodes = NULL;
-    size_t node_count = 0;
-    struct fleet_risk *risks = NULL;
-    size_t count = 0, failed = 0;
-    if (prometheus_label_values(url, timeout_ms, label, ENGINE_FLEET_MAX_NODES, &nodes, &node_count,
-                                &err)) {
-        medic_log_warn("fleet scoring: cannot list the nodes", "error", err.msg, NULL);
-        goto out;
-    }
-    risks = calloc(node_count * PROMETHEUS_MAX_SERIES + 1, sizeof(*risks));
-    if (!risks)
-        goto out;
-    int64_t now = medic_time_now();
-    for (size_t i = 0; i < node_count && !stopping(f); i++) {
-        struct risk_score score;
-        if (risk_score_prometheus(&scorer, url, timeout_ms, nodes[i], NULL, now, &score, &err)) {
-            if (err.code != MEDIC_E_NOTFOUND) /* a node without GPUs is not a failure */
-                failed++;
-            continue;
-        }
-        for (size_t g = 0; g < score.count; g++) {
-            struct fleet_risk *r = &risks[count++];
-            snprintf(r->node, sizeof(r->node), "%s", nodes[i]);
-            snprintf(r->gpu, sizeof(r->gpu), "%s", score.gpu[g]);
-            r->risk = score.gpu_risk[g];
-        }
-    }
+    struct fleet_risk *risks = calloc(fleet.count + 1, sizeof(*risks));
+    size_t count = risks ? score(&c->model, &c->features, &fleet, risks) : 0;
     publish(f, risks, count);
-    risks = NULL;
-    atomic_fetch_add(&f->nodes_failed, failed);
+    if (fleet.unusable)
+        medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);
+    atomic_fetch_add(&f->gpu_failures, fleet.count - count);
     atomic_fetch_add(&f->cycles, 1);
     atomic_store(&f->last_success, (long long)(medic_time_now() / MEDIC_NS_PER_SEC));
-    char scored[24];
-    snprintf(scored, sizeof(scored), "%zu", count);
-    medic_log_debug("fleet scored", "gpus", scored, NULL);
-out:
-    free(risks);
-    for (size_t i = 0; i < node_count; i++)
-        free(nodes[i]);
-    free(nodes);
-    risk_scorer_release(&scorer);
+    atomic_store(&f->last_duration_us, (long long)((medic_time_monotonic() - started) / 1000));
+    prometheus_fleet_release(&fleet);
 }
 
 static void *fleet_main(void *arg)
@@ -177,24 +196,38 @@ static void label_value(struct medic_buf *b, const char *s)
 
 void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
 {
-    medic_buf_printf(b,
-                     "# HELP medic_fleet_scoring_cycles_total Completed fleet scoring cycles.\n"
-                     "# TYPE medic_fleet_scoring_cycles_total counter\n"
-                     "medic_fleet_scoring_cycles_total %llu\n"
-                     "# HELP medic_fleet_scoring_node_failures_total Nodes whose window could "
-                     "not be scored (gaps, Prometheus errors).\n"
-                     "# TYPE medic_fleet_scoring_node_failures_total counter\n"
-                     "medic_fleet_scoring_node_failures_total %llu\n"
-                     "# HELP medic_fleet_scoring_last_success_timestamp_seconds When the last "
-                     "cycle completed.\n"
-                     "# TYPE medic_fleet_scoring_last_success_timestamp_seconds gauge\n"
-                     "medic_fleet_scoring_last_success_timestamp_seconds %lld\n"
-                     "# HELP medic_gpu_failure_risk The model's failure risk of each GPU, from "
-                     "the last fleet scoring cycle.\n"
-                     "# TYPE medic_gpu_failure_risk gauge\n",
-                     (unsigned long long)atomic_load(&f->cycles),
-                     (unsigned long long)atomic_load(&f->nodes_failed),
-                     (long long)atomic_load(&f->last_success));
+    medic_buf_printf(
+        b,
+        "# HELP medic_fleet_scoring_cycles_total Completed fleet scoring cycles.\n"
+        "# TYPE medic_fleet_scoring_cycles_total counter\n"
+        "medic_fleet_scoring_cycles_total %llu\n"
+        "# HELP medic_fleet_scoring_failures_total Cycles that exported no risks "
+        "(Prometheus unreachable, slow or failing, or an answer medic could not use).\n"
+        "# TYPE medic_fleet_scoring_failures_total counter\n"
+        "medic_fleet_scoring_failures_total %llu\n"
+        "# HELP medic_fleet_scoring_gpu_failures_total GPUs left out of a cycle (a gap in "
+        "their window, or no data at its start).\n"
+        "# TYPE medic_fleet_scoring_gpu_failures_total counter\n"
+        "medic_fleet_scoring_gpu_failures_total %llu\n"
+        "# HELP medic_fleet_scoring_prometheus_requests_total query_range requests made by "
+        "fleet scoring (one per model feature and cycle).\n"
+        "# TYPE medic_fleet_scoring_prometheus_requests_total counter\n"
+        "medic_fleet_scoring_prometheus_requests_total %llu\n"
+        "# HELP medic_fleet_scoring_duration_seconds How long the last complete cycle took.\n"
+        "# TYPE medic_fleet_scoring_duration_seconds gauge\n"
+        "medic_fleet_scoring_duration_seconds %.6f\n"
+        "# HELP medic_fleet_scoring_last_success_timestamp_seconds When the last "
+        "cycle completed.\n"
+        "# TYPE medic_fleet_scoring_last_success_timestamp_seconds gauge\n"
+        "medic_fleet_scoring_last_success_timestamp_seconds %lld\n"
+        "# HELP medic_gpu_failure_risk The model's failure risk of each GPU, from "
+        "the last fleet scoring cycle.\n"
+        "# TYPE medic_gpu_failure_risk gauge\n",
+        (unsigned long long)atomic_load(&f->cycles),
+        (unsigned long long)atomic_load(&f->cycle_failures),
+        (unsigned long long)atomic_load(&f->gpu_failures),
+        (unsigned long long)atomic_load(&f->requests),
+        (double)atomic_load(&f->last_duration_us) / 1e6, (long long)atomic_load(&f->last_success));
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->risk_count; i++) {
         medic_buf_puts(b, "medic_gpu_failure_risk{node=\"");

@@ -86,7 +86,12 @@ int features_query(const struct feature *f, const char *node, const char *gpu, c
     out[0] = '\0';
     for (const char *p = f->query; *p;) {
         int rc = 0;
-        if (!gpu && strncmp(p, "=\"{{gpu}}\"", 10) == 0) {
+        if (!node &&
+            (strncmp(p, "=\"{{node}}\"", 11) == 0 || strncmp(p, "=~\"{{node}}\"", 12) == 0)) {
+            /* no node named: the whole fleet */
+            rc = put(out, size, &n, "=~\".+\"", 0);
+            p += p[1] == '~' ? 12 : 11;
+        } else if (!gpu && strncmp(p, "=\"{{gpu}}\"", 10) == 0) {
             /* no GPU named: every GPU of the node */
             rc = put(out, size, &n, "=~\".+\"", 0);
             p += 10;

@@ -40,7 +40,8 @@ int features_from_metadata(const struct safetensors *st, size_t input_dim, struc
 
 /* Renders a feature's query for a node and a GPU; label values are escaped
  * for a PromQL string. With gpu NULL, `gpu="{{gpu}}"` becomes
- * `gpu=~".+"`: every GPU of the node. Returns 0 or MEDIC_E_LIMIT. */
+ * `gpu=~".+"`: every GPU of the node; with node NULL, `="{{node}}"` (or
+ * `=~"{{node}}"`) becomes `=~".+"`: every node. Returns 0 or MEDIC_E_LIMIT. */
 int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
                    size_t size);
 

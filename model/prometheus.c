@@ -1,5 +1,6 @@
 #include "prometheus.h"
 #include "buf.h"
+#include "prometheus_internal.h"
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -22,8 +23,7 @@ static size_t collect(char *data, size_t size, size_t n, void *arg)
     return medic_buf_append(arg, data, size * n) == 0 ? size * n : 0;
 }
 
-static int get(CURL *c, const char *url, const char *full, long timeout_ms, struct medic_buf *out,
-               struct medic_error *err)
+void prometheus__easy_setup(CURL *c, const char *full, long timeout_ms, struct medic_buf *out)
 {
     medic_buf_reset(out);
     curl_easy_setopt(c, CURLOPT_URL, full);
@@ -33,7 +33,11 @@ static int get(CURL *c, const char *url, const char *full, long timeout_ms, stru
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    CURLcode rc = curl_easy_perform(c);
+}
+
+int prometheus__result(CURL *c, CURLcode rc, const char *url, const char *full,
+                       struct medic_error *err)
+{
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     if (rc != CURLE_OK)
@@ -44,17 +48,33 @@ static int get(CURL *c, const char *url, const char *full, long timeout_ms, stru
     return 0;
 }
 
-static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
-                 int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
+static int get(CURL *c, const char *url, const char *full, long timeout_ms, struct medic_buf *out,
+               struct medic_error *err)
+{
+    prometheus__easy_setup(c, full, timeout_ms, out);
+    return prometheus__result(c, curl_easy_perform(c), url, full, err);
+}
+
+int prometheus__range_url(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
+                          int64_t step, char *full, size_t size)
 {
     char *escaped = curl_easy_escape(c, query, 0);
     if (!escaped)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    char full[4096];
-    snprintf(full, sizeof(full), "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=%lld",
-             url, escaped, (long long)(start / MEDIC_NS_PER_SEC),
-             (long long)(end / MEDIC_NS_PER_SEC), (long long)(step / MEDIC_NS_PER_SEC));
+        return MEDIC_E_NOMEM;
+    int n = snprintf(full, size, "%s/api/v1/query_range?query=%s&start=%lld&end=%lld&step=%lld",
+                     url, escaped, (long long)(start / MEDIC_NS_PER_SEC),
+                     (long long)(end / MEDIC_NS_PER_SEC), (long long)(step / MEDIC_NS_PER_SEC));
     curl_free(escaped);
+    return n < 0 || (size_t)n >= size ? MEDIC_E_LIMIT : 0;
+}
+
+static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
+                 int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
+{
+    char full[4096];
+    int rc = prometheus__range_url(c, url, query, start, end, step, full, sizeof(full));
+    if (rc)
+        return medic_error_set(err, rc, "prometheus: cannot build the query's URL");
     return get(c, url, full, timeout_ms, out, err);
 }
 
@@ -109,6 +129,25 @@ int prometheus_label_values(const char *url, long timeout_ms, const char *label,
     return rc;
 }
 
+void prometheus__place(const cJSON *values, const struct feature_spec *spec, size_t d,
+                       int64_t start, float *row)
+{
+    const size_t W = spec->window, F = spec->count;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, values)
+    {
+        const cJSON *ts = cJSON_GetArrayItem(v, 0), *val = cJSON_GetArrayItem(v, 1);
+        /* seconds before 2096: the ns arithmetic below cannot overflow */
+        if (!cJSON_IsNumber(ts) || !cJSON_IsString(val) || !(fabs(ts->valuedouble) < 4e9))
+            continue;
+        double x = strtod(val->valuestring, NULL);
+        int64_t t = (int64_t)llround(ts->valuedouble * 1e9);
+        int64_t k = (t - start + spec->step / 2) / spec->step;
+        if (k >= 0 && (size_t)k < W && fabs(x) <= FLT_MAX)
+            row[(size_t)k * F + d] = (float)x;
+    }
+}
+
 static int slot_for(struct prometheus_window *w, const char *gpu, size_t cells, int create)
 {
     for (size_t i = 0; i < w->count; i++)
@@ -147,19 +186,8 @@ int prometheus_parse_range(const char *body, size_t len, const struct feature_sp
         int slot = slot_for(out, label, W * F, d == 0);
         if (slot < 0)
             continue;
-        const cJSON *values = cJSON_GetObjectItemCaseSensitive(series, "values"), *v;
-        cJSON_ArrayForEach(v, values)
-        {
-            const cJSON *ts = cJSON_GetArrayItem(v, 0), *val = cJSON_GetArrayItem(v, 1);
-            /* seconds before 2096: the ns arithmetic below cannot overflow */
-            if (!cJSON_IsNumber(ts) || !cJSON_IsString(val) || !(fabs(ts->valuedouble) < 4e9))
-                continue;
-            double x = strtod(val->valuestring, NULL);
-            int64_t t = (int64_t)llround(ts->valuedouble * 1e9);
-            int64_t k = (t - start + spec->step / 2) / spec->step;
-            if (k >= 0 && (size_t)k < W && fabs(x) <= FLT_MAX)
-                out->rows[slot][(size_t)k * F + d] = (float)x;
-        }
+        prometheus__place(cJSON_GetObjectItemCaseSensitive(series, "values"), spec, d, start,
+                          out->rows[slot]);
     }
     cJSON_Delete(j);
     return 0;
@@ -205,32 +233,40 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
         }
     }
     /* forward-fill short gaps; a long one, or no data at the start, is refused */
-    for (size_t s = 0; s < out->count && rc == 0; s++)
-        for (size_t d = 0; d < F && rc == 0; d++) {
-            size_t gap = 0;
-            for (size_t k = 0; k < W; k++) {
-                float *x = &out->rows[s][k * F + d];
-                if (!isnan(*x)) {
-                    gap = 0;
-                    continue;
-                }
-                if (k == 0 || ++gap > PROMETHEUS_MAX_GAP) {
-                    rc = medic_error_set(err, MEDIC_E_INVALID,
-                                         "feature %s of gpu %s: %s (more than %d steps missing)",
-                                         spec->items[d].name, out->gpu[s][0] ? out->gpu[s] : "-",
-                                         k == 0 ? "no data at the window's start"
-                                                : "a gap in the window",
-                                         PROMETHEUS_MAX_GAP);
-                    break;
-                }
-                *x = out->rows[s][(k - 1) * F + d];
-                out->filled++;
-            }
-        }
+    for (size_t s = 0; s < out->count && rc == 0; s++) {
+        size_t filled = 0;
+        rc = prometheus__fill(spec, out->rows[s], out->gpu[s], &filled, err);
+        out->filled += filled;
+    }
     medic_buf_release(&body);
     if (c)
         curl_easy_cleanup(c);
     if (rc)
         prometheus_window_release(out);
     return rc;
+}
+
+int prometheus__fill(const struct feature_spec *spec, float *row, const char *gpu, size_t *filled,
+                     struct medic_error *err)
+{
+    const size_t W = spec->window, F = spec->count;
+    for (size_t d = 0; d < F; d++) {
+        size_t gap = 0;
+        for (size_t k = 0; k < W; k++) {
+            float *x = &row[k * F + d];
+            if (!isnan(*x)) {
+                gap = 0;
+                continue;
+            }
+            if (k == 0 || ++gap > PROMETHEUS_MAX_GAP)
+                return medic_error_set(
+                    err, MEDIC_E_INVALID, "feature %s of gpu %s: %s (more than %d steps missing)",
+                    spec->items[d].name, gpu[0] ? gpu : "-",
+                    k == 0 ? "no data at the window's start" : "a gap in the window",
+                    PROMETHEUS_MAX_GAP);
+            *x = row[(k - 1) * F + d];
+            (*filled)++;
+        }
+    }
+    return 0;
 }

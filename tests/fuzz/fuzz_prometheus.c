@@ -1,7 +1,9 @@
 /* libFuzzer target: a Prometheus query_range answer, as the first and then
- * a second feature of a window, must be placed on the grid or refused,
- * never crash; the input is capped like the fetcher's body. */
+ * a second feature of a node's window, and of the whole fleet's windows
+ * (split by node and gpu, then gaps filled), must be placed on the grid or
+ * refused, never crash; the input is capped like the fetcher's body. */
 #include "prometheus.h"
+#include "prometheus_fleet.h"
 #include "timeutil.h"
 
 #include <stdint.h>
@@ -32,5 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                    &w, &err);
         prometheus_window_release(&w);
     }
+    struct prometheus_fleet f;
+    memset(&f, 0, sizeof(f));
+    medic_map_init(&f.index);
+    if (prometheus_parse_fleet((const char *)data, size, &spec, 0, "Hostname", start, 64, &f,
+                               &err) == 0 &&
+        prometheus_parse_fleet((const char *)data, size, &spec, 1, "Hostname", start, 64, &f,
+                               &err) == 0)
+        prometheus_fleet_fill(&spec, &f);
+    prometheus_fleet_release(&f);
     return 0;
 }

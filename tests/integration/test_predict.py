@@ -183,7 +183,11 @@ def hot_alert(node, gpu=None):
 def test_serve_enriches_alerts_with_risk(suite):
     now = int(time.time())
     end_hist = now - 30
-    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8}, end_hist - 2 * 3600, end_hist)
+    # gpu-node-03's only GPU has a 15 minute hole in its window: fleet
+    # scoring leaves it out and counts it
+    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8, "gpu-node-03": 1},
+                          end_hist - 2 * 3600, end_hist,
+                          hole=(("gpu-node-03", 0), end_hist - 1500, end_hist - 600))
     url, prom = start_prometheus(suite, "serve-prom", history)
     workdir = suite.subdir("serve")
     token = write_secret(os.path.join(workdir, "webhook.token"), "risk-token")
@@ -223,20 +227,38 @@ def test_serve_enriches_alerts_with_risk(suite):
             i for i in medic.audit("incidents", "--node", node) if i["state"] == "recovered"
             and i["incident"] not in closed], timeout=20)
         closed.update(i["incident"] for i in medic.audit("incidents", "--node", node))
-    # fleet scoring: every GPU Prometheus knows, on /metrics
-    before = expected("gpu-node-08", "--gpu", "5")
-    risk = wait_until("fleet scores", lambda: medic.metric(
+    # fleet scoring: every GPU Prometheus knows, on /metrics, each the same
+    # risk as medic predict gives it alone
+    before = {(n, g): expected(n, "--gpu", str(g)) for n, g in
+              [("gpu-node-08", 5), ("gpu-node-08", 0), ("gpu-node-01", 1)]}
+    wait_until("fleet scores", lambda: medic.metric(
         'medic_gpu_failure_risk{node="gpu-node-08",gpu="5"}') if medic.metric(
         "medic_fleet_scoring_cycles_total") >= 2 else None, timeout=20)
-    after = expected("gpu-node-08", "--gpu", "5")
-    assert min(abs(risk - before), abs(risk - after)) < 1e-5, (risk, before, after)
     body = medic.get("/metrics")[2].decode()
-    gpus = [line for line in body.splitlines() if line.startswith("medic_gpu_failure_risk{")]
-    assert len(gpus) == 10, gpus  # 2 GPUs of gpu-node-01, 8 of gpu-node-08
-    assert medic.metric("medic_fleet_scoring_node_failures_total") == 0
-    print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, gpu-node-08 gpu 5 at {risk:.6f}")
-    # with Prometheus stopped the risk is unknown, with the reason
+    after = {(n, g): expected(n, "--gpu", str(g)) for n, g in before}
+    values = {line.split()[0]: float(line.split()[-1]) for line in body.splitlines()
+              if line and not line.startswith("#")}
+    for (n, g), risk in before.items():
+        fleet = values[f'medic_gpu_failure_risk{{node="{n}",gpu="{g}"}}']
+        assert min(abs(fleet - risk), abs(fleet - after[(n, g)])) < 1e-5, (n, g, fleet, risk)
+    gpus = [k for k in values if k.startswith("medic_gpu_failure_risk{")]
+    assert len(gpus) == 10, gpus  # 2 GPUs of gpu-node-01, 8 of gpu-node-08, none of -03
+    cycles = values["medic_fleet_scoring_cycles_total"]
+    # one request per feature and cycle, whatever the number of nodes (a
+    # cycle under way may have made its requests and not yet counted itself)
+    assert values["medic_fleet_scoring_prometheus_requests_total"] in (8 * cycles,
+                                                                       8 * (cycles + 1)), values
+    assert values["medic_fleet_scoring_gpu_failures_total"] in (cycles, cycles + 1), values
+    assert values["medic_fleet_scoring_failures_total"] == 0, values
+    print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, each as medic predict scores it; "
+          f"gpu-node-03 gpu 0 left out; {cycles:.0f} cycles of 8 requests")
+    # with Prometheus stopped the risk is unknown, with the reason, and
+    # fleet scoring exports no stale risks
     prom.stop()
+    wait_until("fleet scoring to fail", lambda: medic.metric(
+        "medic_fleet_scoring_failures_total") >= 1, timeout=20)
+    body = medic.get("/metrics")[2].decode()
+    assert "medic_gpu_failure_risk{" not in body, body
     status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "0"), headers=auth)
     assert status == 200
     d = wait_until("the unknown-risk decision", lambda: [

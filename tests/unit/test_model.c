@@ -6,6 +6,7 @@
 #include "risk.h"
 #include "sha256.h"
 #include "prometheus.h"
+#include "prometheus_fleet.h"
 #include "timeutil.h"
 #include "safetensors.h"
 #include "yaml_tree.h"
@@ -230,6 +231,9 @@ static void test_feature_metadata(void **state)
     assert_string_equal(q, "T{Hostname=\"n\\\"1\\\\\",gpu=\"3\"}");
     assert_int_equal(features_query(&spec.items[0], "n1", NULL, q, sizeof(q)), 0);
     assert_string_equal(q, "T{Hostname=\"n1\",gpu=~\".+\"}");
+    /* no node selects the whole fleet */
+    assert_int_equal(features_query(&spec.items[0], NULL, NULL, q, sizeof(q)), 0);
+    assert_string_equal(q, "T{Hostname=~\".+\",gpu=~\".+\"}");
     assert_int_equal(features_node_label(&spec.items[1], label, sizeof(label)), 0);
     assert_string_equal(label, "Hostname");
     /* the scaler: (raw - center) / scale */
@@ -281,6 +285,80 @@ static void test_prometheus_answer(void **state)
         prometheus_parse_range("{\"status\":\"error\"}", 18, &spec, 0, NULL, start, &w, &err),
         MEDIC_E_INVALID);
     prometheus_window_release(&w);
+}
+
+/* The whole fleet's answer is split by the node label and gpu: a series
+ * without the node label or with a value too long to keep is left out, the
+ * cap on series is an error, and a window with a long gap, or a feature
+ * missing, is kept out with the reason while short gaps are filled. */
+static void test_prometheus_parse_fleet(void **state)
+{
+    (void)state;
+    struct feature_spec spec = {.window = 8, .step = 60 * MEDIC_NS_PER_SEC, .count = 2};
+    strcpy(spec.items[0].name, "temp");
+    strcpy(spec.items[1].name, "power");
+    const int64_t start = 1000 * MEDIC_NS_PER_SEC;
+    char long_node[200];
+    memset(long_node, 'n', sizeof(long_node) - 1);
+    long_node[sizeof(long_node) - 1] = 0;
+    char temp[2048];
+    snprintf(temp, sizeof(temp),
+             "{\"data\":{\"result\":["
+             "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":[[1000,\"50\"],"
+             "[1060,\"51\"],[1120,\"52\"],[1180,\"53\"],[1240,\"54\"],[1300,\"55\"],"
+             "[1360,\"56\"],[1420,\"57\"]]},"
+             /* gpu 0 of b: one gap of 2 steps, filled */
+             "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"0\"},\"values\":[[1000,\"60\"],"
+             "[1060,\"61\"],[1240,\"64\"],[1300,\"65\"],[1360,\"66\"],[1420,\"67\"]]},"
+             /* gpu 1 of b: data only from the 7th step: kept out */
+             "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"1\"},\"values\":[[1360,\"70\"]]},"
+             "{\"metric\":{\"gpu\":\"2\"},\"values\":[[1000,\"1\"]]},"
+             "{\"metric\":{\"Hostname\":\"%s\",\"gpu\":\"0\"},\"values\":[[1000,\"1\"]]}"
+             "]}}",
+             long_node);
+    const char *power = "{\"data\":{\"result\":["
+                        "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"0\"},\"values\":"
+                        "[[1000,\"300\"],[1060,\"301\"],[1120,\"302\"],[1180,\"303\"],"
+                        "[1240,\"304\"],[1300,\"305\"],[1360,\"306\"],[1420,\"307\"]]},"
+                        "{\"metric\":{\"Hostname\":\"c\",\"gpu\":\"0\"},\"values\":"
+                        "[[1000,\"1\"]]}]}}";
+    struct prometheus_fleet f = {0};
+    struct medic_error err = {0};
+    medic_map_init(&f.index);
+    assert_int_equal(
+        prometheus_parse_fleet(temp, strlen(temp), &spec, 0, "Hostname", start, 10, &f, &err), 0);
+    assert_int_equal(
+        prometheus_parse_fleet(power, strlen(power), &spec, 1, "Hostname", start, 10, &f, &err), 0);
+    assert_int_equal(f.count, 4); /* a/0, b/0, b/1, c/0; not the unlabelled or the too long */
+    assert_string_equal(f.series[1].node, "b");
+    assert_string_equal(f.series[1].gpu, "0");
+    const float *b0 = prometheus_fleet_rows(&f, &spec, 1);
+    assert_float_equal(b0[4 * 2], 64.0, 0);
+    assert_float_equal(b0[4 * 2 + 1], 304.0, 0);
+    assert_true(isnan(b0[2 * 2]));
+    /* a has no power at all, c no temperature: their windows are kept out,
+     * as is b/1's */
+    prometheus_fleet_fill(&spec, &f);
+    assert_int_equal(f.unusable, 3);
+    assert_false(f.series[0].usable);
+    assert_true(f.series[1].usable);
+    assert_false(f.series[2].usable);
+    assert_false(f.series[3].usable);
+    assert_float_equal(b0[2 * 2], 61.0, 0); /* filled with the value before */
+    assert_float_equal(b0[3 * 2], 61.0, 0);
+    assert_int_equal(f.filled, 2);
+    assert_non_null(strstr(f.first_problem, "node a: feature power"));
+    prometheus_fleet_release(&f);
+    /* more series than the cap */
+    medic_map_init(&f.index);
+    assert_int_equal(
+        prometheus_parse_fleet(temp, strlen(temp), &spec, 0, "Hostname", start, 2, &f, &err),
+        MEDIC_E_LIMIT);
+    prometheus_fleet_release(&f);
+    medic_map_init(&f.index);
+    assert_int_equal(prometheus_parse_fleet("[]", 2, &spec, 0, "Hostname", start, 2, &f, &err),
+                     MEDIC_E_INVALID);
+    prometheus_fleet_release(&f);
 }
 
 /* The built-in model is model/default.safetensors byte for byte, reads
@@ -368,8 +446,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_pytorch),    cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_non_finite_weights), cmocka_unit_test(test_feature_metadata),
-        cmocka_unit_test(test_prometheus_answer),  cmocka_unit_test(test_builtin_model),
-        cmocka_unit_test(test_safetensors_write),
+        cmocka_unit_test(test_prometheus_answer),  cmocka_unit_test(test_prometheus_parse_fleet),
+        cmocka_unit_test(test_builtin_model),      cmocka_unit_test(test_safetensors_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

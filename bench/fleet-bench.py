@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""Fleet risk scoring and live alert scoring against a real Prometheus.
+
+A Prometheus (Debian's) is backfilled with `promtool tsdb
+create-blocks-from openmetrics` with the last 45 minutes of the ten DCGM
+series the built-in model reads, for N nodes x 8 GPUs, one sample a
+minute. medic runs on its built-in defaults (policies, model, dry-run,
+durable SQLite) plus what the scenario needs: prometheus { url } and
+model { fleet_interval: 1s }.
+
+- fleet: the cycle time medic reports (medic_fleet_scoring_duration_seconds,
+  median and worst of the cycles seen), the query_range requests per cycle,
+  and the GPUs scored, for each fleet size; beside it, in the same run,
+  the time Prometheus itself takes to answer the same ten whole-fleet
+  queries (four at a time, from Python): the floor any client pays.
+- rss: at the largest fleet, 10,000 open alerts are added (Xid 79 on
+  distinct nodes, 100 per notification) and medic's resident memory read
+  once they are open and a cycle has run since.
+- latency: at 256 nodes, single-alert notifications (a GPU Xid 79 on a node
+  Prometheus knows, so the engine scores the GPU from Prometheus) at a
+  steady rate; alert -> decision is decisions.created_at minus the
+  notification's received_at, both written by medic (milliseconds).
+
+usage: bench/fleet-bench.py [--medic PATH --label TEXT]... [--nodes 64,256,1024]
+                            [--cycles 5] [--rate 100] [--seconds 20] [--skip rss,latency]
+Several --medic (with as many --label) compare builds in one run."""
+
+import argparse
+import concurrent.futures
+import datetime
+import http.client
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+          "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+          "DCGM_FI_DEV_XID_ERRORS"]
+COUNTERS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_name(i):
+    return f"gpu-node-{i:05d}"
+
+
+def openmetrics(path, nodes, end, minutes=45):
+    """One sample a minute of every series, ending at end."""
+    times = [end - 60 * k for k in range(minutes, -1, -1)]
+    with open(path, "w") as f:
+        for m in GAUGES + COUNTERS:
+            f.write(f"# TYPE {m} gauge\n")
+            for n in range(nodes):
+                node = node_name(n)
+                for g in range(8):
+                    seed = (n * 8 + g) % 97
+                    labels = f'{{Hostname="{node}",gpu="{g}"}}'
+                    for k, t in enumerate(times):
+                        if m == "DCGM_FI_DEV_GPU_TEMP":
+                            v = 55 + 8 * math.sin(k / 7 + seed)
+                        elif m == "DCGM_FI_DEV_MEMORY_TEMP":
+                            v = 60 + 5 * math.cos(k / 9 + seed)
+                        elif m == "DCGM_FI_DEV_POWER_USAGE":
+                            v = 250 + 40 * math.sin(k / 5 + seed)
+                        elif m == "DCGM_FI_DEV_FB_USED":
+                            v = 30000 + 100 * seed
+                        elif m == "DCGM_FI_DEV_SM_CLOCK":
+                            v = 1410 - seed
+                        elif m == "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS":
+                            v = seed % 3
+                        elif m == "DCGM_FI_DEV_XID_ERRORS":
+                            v = 0
+                        else:  # counters: a few errors now and then
+                            v = (k * seed) // 400
+                        f.write(f"{m}{labels} {v:.2f} {t}\n")
+        f.write("# EOF\n")
+
+
+class Prometheus:
+    def __init__(self, work, nodes):
+        self.dir = os.path.join(work, f"prom-{nodes}")
+        os.makedirs(os.path.join(self.dir, "data"))
+        om = os.path.join(self.dir, "history.om")
+        end = int(time.time()) - 10
+        openmetrics(om, nodes, end)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om,
+                        os.path.join(self.dir, "data")], check=True, capture_output=True)
+        os.unlink(om)
+        with open(os.path.join(self.dir, "prometheus.yml"), "w") as f:
+            f.write("global: { scrape_interval: 15s }\n")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={self.dir}/prometheus.yml",
+             f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address=127.0.0.1:{self.port}",
+             "--storage.tsdb.retention.time=30d"], stdout=self.log, stderr=self.log)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                body = urllib.request.urlopen(
+                    self.url + "/api/v1/query?query=count(DCGM_FI_DEV_GPU_TEMP)", timeout=5).read()
+                result = json.loads(body)["data"]["result"]
+                if result and int(result[0]["value"][1]) == nodes * 8:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise SystemExit("prometheus did not load the history: see " + self.log.name)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+def model_queries(binary):
+    """The built-in model's feature queries for the whole fleet."""
+    out = subprocess.run([binary, "model", "info"], capture_output=True, text=True, check=True)
+    line = re.search(r"^  features: (.*)$", out.stdout, re.M).group(1)
+    return [f["query"].replace('="{{node}}"', '=~".+"').replace('="{{gpu}}"', '=~".+"')
+            for f in json.loads(line)]
+
+
+def prometheus_floor(url, queries, repeats=5):
+    """Seconds Prometheus takes to answer the whole-fleet queries, four at a time."""
+    end = int(time.time()) // 60 * 60
+    start = end - 29 * 60
+
+    def one(q):
+        qs = urllib.parse.urlencode({"query": q, "start": start, "end": end, "step": 60})
+        return len(urllib.request.urlopen(f"{url}/api/v1/query_range?{qs}", timeout=60).read())
+
+    times = []
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            sizes = list(pool.map(one, queries))
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), sum(sizes)
+
+
+class Medic:
+    def __init__(self, binary, work, prometheus_url):
+        os.makedirs(work)
+        self.port = free_port()
+        self.db = os.path.join(work, "medic.db")
+        config = os.path.join(work, "medic.yaml")
+        with open(config, "w") as f:
+            f.write(f"listen: 127.0.0.1:{self.port}\naudit: {{ path: {self.db} }}\n"
+                    f"prometheus: {{ url: '{prometheus_url}', timeout: 10s }}\n"
+                    "model: { fleet_interval: 1s }\n")
+        self.log = open(os.path.join(work, "medic.log"), "w")
+        self.proc = subprocess.Popen([binary, "serve", "--config", config], stdout=self.log,
+                                     stderr=self.log, cwd=work)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if self.get("/-/ready")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("medic did not start: see " + self.log.name)
+
+    def get(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        return r.status, body
+
+    def metrics(self):
+        return {m.group(1): float(m.group(2)) for m in
+                re.finditer(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$", self.get("/metrics")[1], re.M)}
+
+    def rss_mb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def wait_for(what, check, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = check()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def prometheus_requests(url):
+    """API requests Prometheus has answered (its own counter)."""
+    body = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    return sum(float(m.group(2)) for m in re.finditer(
+        r'^prometheus_http_requests_total\{[^}]*handler="(/api/v1/[^"]*)"[^}]*\} (\S+)$', body,
+        re.M))
+
+
+def cycles(m, count, gpus, prometheus_url):
+    """Durations of count complete cycles after the first: as medic reports
+    them or, for a build without that metric, the time between cycles (an
+    upper bound: a cycle starts at most once a second); the requests per
+    cycle as Prometheus counts them."""
+    seen, durations, spacing, at, asked = None, [], [], None, None
+    deadline = time.time() + 60 + 30 * count
+    while len(durations) < count and time.time() < deadline:
+        x = m.metrics()
+        c = x.get("medic_fleet_scoring_cycles_total", 0)
+        if seen is not None and c > seen:
+            durations.append(x.get("medic_fleet_scoring_duration_seconds",
+                                   time.monotonic() - at))
+        if c > (seen or 0):
+            if seen is None:
+                asked = (prometheus_requests(prometheus_url), c)
+            seen, at = c, time.monotonic()
+        time.sleep(0.02)
+    x = m.metrics()
+    requests = (prometheus_requests(prometheus_url) - asked[0]) / max(
+        x["medic_fleet_scoring_cycles_total"] - asked[1], 1)
+    scored = sum(1 for k in x if k.startswith("medic_gpu_failure_risk{"))
+    return {"durations": durations, "scored": scored, "requests_per_cycle": requests,
+            "measured": "medic_fleet_scoring_duration_seconds" in x, "expected": gpus}
+
+
+def notification(key, alerts):
+    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "medic",
+                       "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
+                       "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts})
+
+
+def xid_alert(node, gpu):
+    starts = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    return {"status": "firing",
+            "labels": {"alertname": "GPUXidError", "Hostname": node, "gpu": str(gpu), "xid": "79"},
+            "annotations": {"summary": "GPU fell off the bus"},
+            "startsAt": starts.replace("+00:00", "Z"), "endsAt": "0001-01-01T00:00:00Z",
+            "fingerprint": f"{abs(hash((node, gpu))):016x}"}
+
+
+def post(port, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("POST", "/webhook", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return r.status
+
+
+def open_alerts(m, count):
+    bodies = [notification(f"open-{i}", [xid_alert(f"open-node-{i + k:05d}", 0)
+                                         for k in range(100)]) for i in range(0, count, 100)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(s == 200 for s in pool.map(lambda b: post(m.port, b), bodies))
+    wait_for("the open alerts", lambda: m.metrics().get("medic_open_incidents", 0) >= count, 600)
+
+
+def latency(m, nodes, rate, seconds):
+    """Single-alert notifications at rate per second, each on a node (and
+    GPU) Prometheus knows; alert -> decision from the audit log."""
+    total = int(rate * seconds)
+    first = datetime.datetime.now().timestamp()
+    t0 = time.perf_counter()
+    late = 0
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = []
+        for i in range(total):
+            due = t0 + i / rate
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            else:
+                late += 1
+            body = notification(f"live-{i}", [xid_alert(node_name(i % nodes), i // nodes % 8)])
+            futures.append(pool.submit(post, m.port, body))
+        assert all(f.result() == 200 for f in futures)
+    con = sqlite3.connect(f"file:{m.db}?mode=ro", uri=True, timeout=30)
+
+    def decided():
+        n = con.execute("SELECT count(*) FROM decisions d JOIN notifications n ON "
+                        "n.id = d.notification_id WHERE n.group_key LIKE 'live-%'").fetchone()[0]
+        return n >= total
+
+    wait_for("every live alert decided", decided, 600)
+    rows = con.execute("SELECT d.created_at - n.received_at, d.risk IS NULL FROM decisions d "
+                       "JOIN notifications n ON n.id = d.notification_id "
+                       "WHERE n.group_key LIKE 'live-%'").fetchall()
+    con.close()
+    ms = sorted(r[0] for r in rows)
+    return {"count": len(ms), "p50": ms[len(ms) // 2], "p99": ms[int(len(ms) * 0.99) - 1],
+            "max": ms[-1], "unknown_risk": sum(r[1] for r in rows), "late_sends": late}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--medic", action="append")
+    ap.add_argument("--label", action="append")
+    ap.add_argument("--nodes", default="64,256,1024")
+    ap.add_argument("--cycles", type=int, default=5)
+    ap.add_argument("--rate", type=float, default=100)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--skip", default="")
+    args = ap.parse_args()
+    medics = [os.path.abspath(m) for m in args.medic or [os.path.join(TOP, "build/dev/medic")]]
+    labels = args.label or [os.path.basename(os.path.dirname(m)) for m in medics]
+    skip = set(args.skip.split(",")) - {""}
+    sizes = [int(x) for x in args.nodes.split(",")]
+    queries = model_queries(medics[-1])
+    work = tempfile.mkdtemp(prefix="medic-fleet-")
+    print(f"machine: {os.cpu_count()} CPUs; Prometheus "
+          f"{subprocess.run(['prometheus', '--version'], capture_output=True, text=True).stdout.split()[2]}",
+          flush=True)
+    try:
+        print("\n| nodes | GPUs | build | cycle median | cycle worst | requests per cycle | "
+              "GPUs scored | Prometheus alone (same queries) |")
+        print("|---|---|---|---|---|---|---|---|", flush=True)
+        rss, lat = [], []
+        for nodes in sizes:
+            t = time.time()
+            p = Prometheus(work, nodes)
+            floor, size = prometheus_floor(p.url, queries)
+            setup = time.time() - t
+            try:
+                for binary, label in zip(medics, labels):
+                    m = Medic(binary, os.path.join(work, f"{label}-{nodes}"), p.url)
+                    try:
+                        r = cycles(m, args.cycles, nodes * 8, p.url)
+                        d = r["durations"] or [float("nan")]
+                        print(f"| {nodes} | {nodes * 8} | {label} | {statistics.median(d):.3f} s | "
+                              f"{max(d):.3f} s{'' if r['measured'] else ' (from cycle spacing)'} | "
+                              f"{r['requests_per_cycle']:.1f} | {r['scored']} | "
+                              f"{floor:.3f} s ({size / 1e6:.1f} MB of JSON) |", flush=True)
+                        if nodes == max(sizes) and "rss" not in skip:
+                            open_alerts(m, 10000)
+                            c = m.metrics()["medic_fleet_scoring_cycles_total"]
+                            wait_for("a cycle", lambda: m.metrics()[
+                                "medic_fleet_scoring_cycles_total"] >= c + 2, 120)
+                            rss.append((label, nodes * 8, m.rss_mb()))
+                        if nodes == 256 and "latency" not in skip:
+                            lat.append((label, latency(m, nodes, args.rate, args.seconds)))
+                    finally:
+                        m.stop()
+            finally:
+                p.stop()
+                shutil.rmtree(p.dir, ignore_errors=True)
+            print(f"(Prometheus with {nodes * 8} GPUs set up in {setup:.0f} s)", flush=True)
+        if rss:
+            print("\n| build | scored GPUs | open alerts | medic RSS |")
+            print("|---|---|---|---|")
+            for label, gpus, mb in rss:
+                print(f"| {label} | {gpus} | 10,000 | {mb:.0f} MB |")
+        if lat:
+            print(f"\n| build | alerts at {args.rate:.0f}/s | alert -> decision p50 | p99 | worst | "
+                  "risk unknown | sends behind schedule |")
+            print("|---|---|---|---|---|---|---|")
+            for label, r in lat:
+                print(f"| {label} | {r['count']} | {r['p50']} ms | {r['p99']} ms | {r['max']} ms | "
+                      f"{r['unknown_risk']} | {r['late_sends']} |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

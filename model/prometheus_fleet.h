@@ -1,0 +1,72 @@
+/* The whole fleet's input windows from Prometheus in one query_range per
+ * model feature: each feature's query with `{{node}}` and `{{gpu}}` matching
+ * every value (`=~".+"`), the answers split into one window per (node, gpu)
+ * by the node label the query puts `{{node}}` in and by `gpu`. The
+ * requests run concurrently (at most `parallel` at a time) on one libcurl
+ * multi handle and share one deadline, so the number of requests and the
+ * time a cycle takes do not grow with the number of nodes Prometheus
+ * knows. A window with a long gap is kept out, with the reason, rather
+ * than scored on made-up values. */
+#ifndef MEDIC_MODEL_PROMETHEUS_FLEET_H
+#define MEDIC_MODEL_PROMETHEUS_FLEET_H
+
+#include "error.h"
+#include "feature_spec.h"
+#include "map.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROMETHEUS_FLEET_MAX_BODY ((size_t)32 << 20) /* bytes of one answer */
+
+struct prometheus_series {
+    char node[128];
+    char gpu[32];
+    int usable; /* 0: a gap too long, or no data at the window's start */
+};
+
+struct prometheus_fleet {
+    size_t count, cap;
+    struct prometheus_series *series;
+    float *rows;             /* [cap][window][features]: series i at i * window * features */
+    size_t unusable;         /* series kept out */
+    char first_problem[256]; /* why the first of them was kept out */
+    size_t filled;           /* points forward-filled */
+    size_t requests;         /* query_range requests made */
+    struct medic_map index;  /* "node\037gpu" -> series index + 1 */
+};
+
+struct prometheus_fleet_query {
+    const char *url;
+    long timeout_ms;             /* for the whole fetch */
+    size_t max_series;           /* (node, gpu) windows at most; more is MEDIC_E_LIMIT */
+    size_t parallel;             /* requests in flight at most */
+    int (*cancelled)(void *arg); /* polled while waiting; NULL: never */
+    void *arg;
+};
+
+/* The windows ending at now (aligned down to the step). Errors:
+ * MEDIC_E_IO (Prometheus unreachable, slow or failing: err says which),
+ * MEDIC_E_INVALID (a feature's query has no {{node}} label, or an answer
+ * is malformed), MEDIC_E_LIMIT (too many series or too large an answer),
+ * MEDIC_E_NOTFOUND (the first feature has no series). */
+int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct feature_spec *spec,
+                           int64_t now, struct prometheus_fleet *out, struct medic_error *err);
+
+/* Places one query_range answer for feature d, split by node_label and
+ * gpu, on the grid starting at start, creating the series it names first
+ * (at most max_series). out must start zeroed, its index initialised. */
+int prometheus_parse_fleet(const char *body, size_t len, const struct feature_spec *spec, size_t d,
+                           const char *node_label, int64_t start, size_t max_series,
+                           struct prometheus_fleet *out, struct medic_error *err);
+
+/* Fills short gaps of every series and keeps out those with a long one. */
+void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f);
+
+void prometheus_fleet_release(struct prometheus_fleet *f);
+
+/* Series i's rows: [window][features]. */
+float *prometheus_fleet_rows(const struct prometheus_fleet *f, const struct feature_spec *spec,
+                             size_t i);
+
+#endif
