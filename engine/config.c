@@ -139,6 +139,7 @@ void medic_config_release(struct medic_config *config)
     if (config->model.w_ih)
         model_release(&config->model);
     free(config->prometheus_url);
+    free(config->external_url);
     policy_set_release(&config->policies);
     memset(config, 0, sizeof(*config));
 }

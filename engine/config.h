@@ -87,6 +87,7 @@ struct medic_config {
     struct model model;           /* the file's, or the built-in one: always loaded */
     struct feature_spec features;
     int64_t fleet_interval;     /* ns; 0: no fleet scoring */
+    char *external_url;         /* medic as on-call reaches it, for links in messages */
     char *prometheus_url;       /* where the model's telemetry is read */
     int64_t prometheus_timeout; /* ns, per query */
     char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */

@@ -63,6 +63,10 @@ static const struct directive directives[] = {
      load_mode},
     {NULL, "log_level", D_LOG_LEVEL, AT(log_level), 0, 0, NULL, NULL, "`info`",
      "`debug`, `info`, `warn`, `error`", load_log_level},
+    {NULL, "external_url", D_HTTP_URL, AT(external_url), 0, 0, NULL, NULL, "none",
+     "medic's URL as on-call reaches it (`https://medic.example.org`): messages to on-call "
+     "link to what medic decided",
+     NULL},
     {"audit", "path", D_STRING, AT(audit_path), 0, 0, NULL, NULL, "`./medic.db`",
      "the SQLite database; created and migrated at start", NULL},
     {"audit", "busy_timeout", D_DURATION, AT(audit_busy_timeout), 0, 0, NULL, NULL, "`5s`",

@@ -15,7 +15,6 @@
 
 #define ENGINE_FLEET_MAX_GPUS 32768 /* (node, gpu) windows per cycle */
 #define ENGINE_FLEET_PARALLEL 4     /* query_range requests in flight */
-#define ENGINE_FLEET_BATCH 64       /* windows per LSTM call */
 
 struct engine_fleet;
 
@@ -24,6 +23,19 @@ struct engine_fleet;
 int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out);
 /* Stops the thread; NULL is a no-op. */
 void engine_fleet_stop(struct engine_fleet *f);
+/* A GPU's risk from the last cycle: gpu "" is the node's worst GPU. */
+struct engine_fleet_score {
+    float risk;
+    char gpu[32];
+    float last[FEATURES_MAX]; /* the window's latest raw values */
+};
+
+/* The last cycle's risk of node's gpu ("": its worst GPU) when that cycle
+ * scored, with the model model_hash, the window that ends at window_end
+ * (aligned to the model's step): then the alert's own fetch would read
+ * the same window. 0, or MEDIC_E_NOTFOUND; f NULL finds nothing. */
+int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t window_end,
+                        const char *node, const char *gpu, struct engine_fleet_score *out);
 /* Appends the fleet scoring metrics and medic_gpu_failure_risk. */
 void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b);
 

@@ -10,6 +10,7 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->node_labels = (const char *const *)config->node_labels;
     out->node_label_count = config->node_label_count;
     out->live = config->mode == MEDIC_MODE_LIVE;
+    out->external_url = config->external_url;
 }
 
 /* The policy engine could not make every decision for alert a (NULL: the

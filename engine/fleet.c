@@ -1,11 +1,12 @@
 #include "engine_fleet.h"
 #include "log.h"
-#include "lstm.h"
-#include "prometheus_fleet.h"
+#include "risk.h"
 #include "timeutil.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct fleet_risk {
     char node[128];
     char gpu[32];
     float risk;
+    float last[FEATURES_MAX]; /* the window's latest raw values */
 };
 
 struct engine_fleet {
@@ -25,18 +27,61 @@ struct engine_fleet {
     int stopping;
     struct fleet_risk *risks;
     size_t risk_count;
+    struct medic_map by_key;   /* "node\037gpu" -> index + 1; "node\037" -> its worst GPU's */
+    int64_t window_end;        /* of the published risks */
+    char model_hash[65];       /* the model that scored them */
     atomic_llong last_success; /* unix seconds of the last complete cycle */
     atomic_llong last_duration_us;
     atomic_ullong cycles, cycle_failures, gpu_failures, requests;
 };
 
-static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count)
+/* Makes risks the current ones (taking them), indexed for lookups. */
+static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count,
+                    int64_t window_end, const char *model_hash)
 {
+    struct medic_map by_key;
+    medic_map_init(&by_key);
+    for (size_t i = 0; i < count; i++) {
+        char key[sizeof(risks[i].node) + sizeof(risks[i].gpu) + 1];
+        snprintf(key, sizeof(key), "%s\037%s", risks[i].node, risks[i].gpu);
+        medic_map_put(&by_key, key, (void *)(uintptr_t)(i + 1));
+        snprintf(key, sizeof(key), "%s\037", risks[i].node);
+        uintptr_t worst = (uintptr_t)medic_map_get(&by_key, key);
+        if (risks[i].gpu[0] && (!worst || risks[worst - 1].risk < risks[i].risk))
+            medic_map_put(&by_key, key, (void *)(uintptr_t)(i + 1));
+    }
     pthread_mutex_lock(&f->lock);
     free(f->risks);
+    medic_map_release(&f->by_key);
     f->risks = risks;
     f->risk_count = count;
+    f->by_key = by_key;
+    f->window_end = window_end;
+    snprintf(f->model_hash, sizeof(f->model_hash), "%s", model_hash ? model_hash : "");
     pthread_mutex_unlock(&f->lock);
+}
+
+int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t window_end,
+                        const char *node, const char *gpu, struct engine_fleet_score *out)
+{
+    if (!f)
+        return MEDIC_E_NOTFOUND;
+    char key[128 + 32 + 1];
+    snprintf(key, sizeof(key), "%s\037%s", node, gpu);
+    int rc = MEDIC_E_NOTFOUND;
+    pthread_mutex_lock(&f->lock);
+    uintptr_t at = f->window_end == window_end && strcmp(f->model_hash, model_hash) == 0
+                       ? (uintptr_t)medic_map_get(&f->by_key, key)
+                       : 0;
+    if (at) {
+        const struct fleet_risk *r = &f->risks[at - 1];
+        out->risk = r->risk;
+        snprintf(out->gpu, sizeof(out->gpu), "%s", r->gpu);
+        memcpy(out->last, r->last, sizeof(out->last));
+        rc = 0;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return rc;
 }
 
 static int stopping(void *arg)
@@ -46,44 +91,6 @@ static int stopping(void *arg)
     int s = f->stopping;
     pthread_mutex_unlock(&f->lock);
     return s;
-}
-
-/* Scores the usable windows of fleet through the LSTM, ENGINE_FLEET_BATCH
- * at a time, into risks (one per usable window); returns how many. */
-static size_t score(const struct model *model, const struct feature_spec *spec,
-                    struct prometheus_fleet *fleet, struct fleet_risk *risks)
-{
-    struct model_workspace w;
-    const size_t per = spec->window * spec->count;
-    float *batch = malloc(ENGINE_FLEET_BATCH * per * sizeof(float));
-    float out[ENGINE_FLEET_BATCH];
-    size_t members[ENGINE_FLEET_BATCH];
-    size_t count = 0;
-    if (!batch || model_workspace_init(&w, model, ENGINE_FLEET_BATCH, spec->window)) {
-        free(batch);
-        return 0;
-    }
-    for (size_t i = 0, n = 0; i <= fleet->count; i++) {
-        if (i < fleet->count && fleet->series[i].usable) {
-            memcpy(batch + n * per, prometheus_fleet_rows(fleet, spec, i), per * sizeof(float));
-            features_scale(spec, batch + n * per, spec->window);
-            members[n++] = i;
-        }
-        if (n == ENGINE_FLEET_BATCH || (i == fleet->count && n)) {
-            if (model_predict(model, &w, batch, n, spec->window, out, NULL) == 0)
-                for (size_t b = 0; b < n; b++) {
-                    const struct prometheus_series *s = &fleet->series[members[b]];
-                    struct fleet_risk *r = &risks[count++];
-                    snprintf(r->node, sizeof(r->node), "%s", s->node);
-                    snprintf(r->gpu, sizeof(r->gpu), "%s", s->gpu);
-                    r->risk = out[b];
-                }
-            n = 0;
-        }
-    }
-    model_workspace_release(&w);
-    free(batch);
-    return count;
 }
 
 /* One cycle with the snapshot c (its model and Prometheus): the fleet's
@@ -102,17 +109,33 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
         .cancelled = stopping,
         .arg = f,
     };
-    int rc = prometheus_fetch_fleet(&q, &c->features, medic_time_now(), &fleet, &err);
+    const int64_t now = medic_time_now(), step = c->features.step;
+    int rc = prometheus_fetch_fleet(&q, &c->features, now, &fleet, &err);
     atomic_fetch_add(&f->requests, fleet.requests);
     if (rc) {
-        publish(f, NULL, 0);
+        publish(f, NULL, 0, 0, NULL);
         atomic_fetch_add(&f->cycle_failures, 1);
         medic_log_warn("fleet scoring: no risks this cycle", "error", err.msg, NULL);
         return;
     }
     struct fleet_risk *risks = calloc(fleet.count + 1, sizeof(*risks));
-    size_t count = risks ? score(&c->model, &c->features, &fleet, risks) : 0;
-    publish(f, risks, count);
+    float *risk = malloc((fleet.count + 1) * sizeof(*risk));
+    size_t count = 0;
+    if (risks && risk && risk_score_fleet(&c->model, &c->features, &fleet, risk) == 0)
+        for (size_t i = 0; i < fleet.count; i++) {
+            if (isnan(risk[i]))
+                continue;
+            struct fleet_risk *r = &risks[count++];
+            snprintf(r->node, sizeof(r->node), "%s", fleet.series[i].node);
+            snprintf(r->gpu, sizeof(r->gpu), "%s", fleet.series[i].gpu);
+            r->risk = risk[i];
+            memcpy(r->last,
+                   prometheus_fleet_rows(&fleet, &c->features, i) +
+                       (c->features.window - 1) * c->features.count,
+                   c->features.count * sizeof(float));
+        }
+    free(risk);
+    publish(f, risks, count, now / step * step, c->model.hash);
     if (fleet.unusable)
         medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);
     atomic_fetch_add(&f->gpu_failures, fleet.count - count);
@@ -136,7 +159,7 @@ static void *fleet_main(void *arg)
         if (on)
             cycle(f, c);
         else
-            publish(f, NULL, 0);
+            publish(f, NULL, 0, 0, NULL);
         medic_config_unref(c);
         int64_t due = started + interval;
         struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC), (long)(due % MEDIC_NS_PER_SEC)};
@@ -154,6 +177,7 @@ int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out)
     if (!f)
         return MEDIC_E_NOMEM;
     f->configs = configs;
+    medic_map_init(&f->by_key);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     if (pthread_create(&f->thread, NULL, fleet_main, f) != 0) {
@@ -178,6 +202,7 @@ void engine_fleet_stop(struct engine_fleet *f)
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     free(f->risks);
+    medic_map_release(&f->by_key);
     free(f);
 }
 

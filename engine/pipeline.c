@@ -43,6 +43,7 @@ struct outcome {
 struct engine_pipeline {
     struct audit_store *store;
     struct engine_dispatch *dispatch;
+    struct engine_fleet *fleet; /* its last cycle's risks serve alerts of the same window */
     struct audit_reader *reader;
     struct config_slot *configs;
     int64_t tick_interval;
@@ -129,6 +130,8 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
      * is never kept waiting by it; only this thread changes the engine's
      * state */
     pthread_mutex_unlock(&r->e->lock);
+    for (size_t k = 0; k < n->alert_count; k++) /* fetched together */
+        engine_risk_want(&r->risk, &n->alerts[k]);
     for (size_t k = 0; k < n->alert_count; k++) {
         scored[k] = engine_risk_alert(&r->risk, &n->alerts[k]);
         risks[k] = scored[k] ? scored[k]->risk : NAN;
@@ -418,7 +421,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     pthread_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
-    engine_risk_begin(&r.risk, config, now);
+    engine_risk_begin(&r.risk, config, e->fleet, now);
     if (r.risk.enabled) /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
@@ -427,6 +430,10 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
+    /* the round's nodes are asked of Prometheus together */
+    for (struct committed *c = h.notifications; c && r.risk.enabled; c = c->next)
+        for (size_t k = 0; k < c->n.alert_count; k++)
+            engine_risk_want(&r.risk, &c->n.alerts[k]);
     for (struct committed *c = h.notifications; c && rc == 0; c = c->next)
         rc = evaluate_one(&r, c->id, c->first_alert, &c->n);
     if (rc == 0 && h.from_log)
@@ -567,14 +574,15 @@ static void *engine_main(void *arg)
 
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval,
-                          struct engine_dispatch *dispatch, struct engine_pipeline **out,
-                          struct medic_error *err)
+                          struct engine_dispatch *dispatch, struct engine_fleet *fleet,
+                          struct engine_pipeline **out, struct medic_error *err)
 {
     struct engine_pipeline *e = calloc(1, sizeof(*e));
     if (!e)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     e->store = store;
     e->dispatch = dispatch;
+    e->fleet = fleet;
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->wake = 1; /* evaluate what a previous run left pending */

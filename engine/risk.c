@@ -1,95 +1,236 @@
 #include "engine_risk.h"
 #include "log.h"
+#include "prometheus_fleet.h"
+#include "risk.h"
 #include "timeutil.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-void engine_risk_begin(struct engine_risk *r, const struct medic_config *config, int64_t now)
+void engine_risk_begin(struct engine_risk *r, const struct medic_config *config,
+                       struct engine_fleet *fleet, int64_t now)
 {
+    memset(r, 0, sizeof(*r));
     r->config = config;
+    r->fleet = fleet;
     r->now = now;
-    r->count = 0;
-    r->unavailable[0] = 0;
     r->deadline = medic_time_monotonic() + config->prometheus_timeout;
     r->enabled = config->prometheus_url != NULL; /* the model is always there */
-    r->scorer_ready = 0;
+    medic_arena_init(&r->arena);
+    medic_map_init(&r->entries);
+    medic_map_init(&r->asked);
+    medic_map_init(&r->fetched);
 }
 
 void engine_risk_end(struct engine_risk *r)
 {
-    if (r->scorer_ready)
-        risk_scorer_release(&r->scorer);
-    r->enabled = r->scorer_ready = 0;
+    medic_map_release(&r->entries);
+    medic_map_release(&r->asked);
+    medic_map_release(&r->fetched);
+    medic_arena_release(&r->arena);
+    free(r->wanted);
+    r->wanted = NULL;
+    r->wanted_count = r->wanted_cap = 0;
+    r->enabled = 0;
 }
 
-static void summarise(const struct feature_spec *spec, const struct risk_score *s,
-                      struct engine_risk_entry *e)
+/* The alert's node and GPU ("" without one); -1 when it is not scored. */
+static int alert_key(const struct engine_risk *r, const struct medic_alert *a, char *node,
+                     size_t size, const char **gpu)
 {
-    size_t at = (size_t)snprintf(e->note, sizeof(e->note), "risk %.3f gpu %s (", s->risk,
-                                 s->gpu[s->worst][0] ? s->gpu[s->worst] : "-");
+    if (!r->enabled || a->status != MEDIC_STATUS_FIRING)
+        return -1;
+    if (medic_alert_node(&a->labels, (const char *const *)r->config->node_labels,
+                         r->config->node_label_count, node, size))
+        return -1;
+    *gpu = medic_labels_get(&a->labels, "gpu");
+    if (!*gpu || strlen(*gpu) >= sizeof(((struct engine_risk_entry *)0)->gpu))
+        *gpu = "";
+    return 0;
+}
+
+/* The entry of (node, gpu): found, or created (unknown risk) when create
+ * is set; NULL when absent or out of memory. */
+static struct engine_risk_entry *entry(struct engine_risk *r, const char *node, const char *gpu,
+                                       int create)
+{
+    char key[sizeof(((struct engine_risk_entry *)0)->node) + 40];
+    snprintf(key, sizeof(key), "%s\037%s", node, gpu);
+    struct engine_risk_entry *e = medic_map_get(&r->entries, key);
+    if (e || !create)
+        return e;
+    e = medic_arena_alloc(&r->arena, sizeof(*e));
+    if (!e || medic_map_put(&r->entries, key, e))
+        return NULL;
+    snprintf(e->node, sizeof(e->node), "%s", node);
+    snprintf(e->gpu, sizeof(e->gpu), "%s", gpu);
+    e->risk = NAN;
+    return e;
+}
+
+static void unknown(struct engine_risk_entry *e, const char *why)
+{
+    e->risk = NAN;
+    snprintf(e->note, sizeof(e->note), "risk unknown: %.200s", why);
+}
+
+/* "risk 0.830 gpu 3 (gpu_temp=81 power=402 ...)": the GPU's latest raw values. */
+static void summarise(const struct feature_spec *spec, struct engine_risk_entry *e, double risk,
+                      const char *gpu, const float *last)
+{
+    e->risk = risk;
+    size_t at =
+        (size_t)snprintf(e->note, sizeof(e->note), "risk %.3f gpu %s (", risk, gpu[0] ? gpu : "-");
     for (size_t d = 0; d < spec->count && at < sizeof(e->note); d++)
         at += (size_t)snprintf(e->note + at, sizeof(e->note) - at, "%s%s=%.4g", d ? " " : "",
-                               spec->items[d].name, (double)s->last[d]);
+                               spec->items[d].name, (double)last[d]);
     if (at < sizeof(e->note))
         snprintf(e->note + at, sizeof(e->note) - at, ")");
 }
 
-static void score(struct engine_risk *r, struct engine_risk_entry *e)
+/* The entry of (node, gpu) from the fleet's last cycle, when it scored the
+ * round's window; NULL otherwise. */
+static struct engine_risk_entry *from_fleet(struct engine_risk *r, const char *node,
+                                            const char *gpu)
 {
-    e->risk = NAN;
-    if (r->unavailable[0]) {
-        snprintf(e->note, sizeof(e->note), "risk unknown: %.199s", r->unavailable);
+    const struct feature_spec *spec = &r->config->features;
+    struct engine_fleet_score s;
+    if (engine_fleet_lookup(r->fleet, r->config->model.hash, r->now / spec->step * spec->step, node,
+                            gpu, &s))
+        return NULL;
+    struct engine_risk_entry *e = entry(r, node, gpu, 1);
+    if (e)
+        summarise(spec, e, s.risk, s.gpu, s.last);
+    return e;
+}
+
+void engine_risk_want(struct engine_risk *r, const struct medic_alert *a)
+{
+    char node[128];
+    const char *gpu;
+    if (alert_key(r, a, node, sizeof(node), &gpu) || entry(r, node, gpu, 0) ||
+        from_fleet(r, node, gpu) || medic_map_get(&r->asked, node))
         return;
+    if (r->wanted_count == r->wanted_cap) {
+        size_t cap = r->wanted_cap ? r->wanted_cap * 2 : 64;
+        const char **w = realloc(r->wanted, cap * sizeof(*w));
+        if (!w)
+            return; /* fetched on its own when scored */
+        r->wanted = w;
+        r->wanted_cap = cap;
     }
-    long left = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
-    if (left <= 0) {
-        snprintf(r->unavailable, sizeof(r->unavailable), "the round's Prometheus budget is spent");
-        snprintf(e->note, sizeof(e->note), "risk unknown: %.199s", r->unavailable);
-        return;
+    char *name = medic_arena_strdup(&r->arena, node);
+    if (name && medic_map_put(&r->asked, node, name) == 0)
+        r->wanted[r->wanted_count++] = name;
+}
+
+/* The entries of the nodes of one fetch: each GPU's, and each node's
+ * (gpu ""), its worst usable GPU's. */
+static void record(struct engine_risk *r, const struct prometheus_fleet *f, const float *risk)
+{
+    const struct feature_spec *spec = &r->config->features;
+    const size_t F = spec->count, last = (spec->window - 1) * F;
+    for (size_t i = 0; i < f->count; i++) {
+        const struct prometheus_series *s = &f->series[i];
+        struct engine_risk_entry *e = entry(r, s->node, s->gpu, 1);
+        if (!e)
+            continue;
+        if (isnan(risk[i])) {
+            char why[200];
+            prometheus_series_problem(spec, s, why, sizeof(why));
+            unknown(e, why);
+        } else {
+            summarise(spec, e, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last);
+        }
+        struct engine_risk_entry *n = s->gpu[0] ? entry(r, s->node, "", 1) : NULL;
+        if (!n || isnan(risk[i]))
+            continue;
+        if (isnan(n->risk) || risk[i] > n->risk)
+            summarise(spec, n, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last);
     }
-    if (!r->scorer_ready &&
-        risk_scorer_init(&r->scorer, &r->config->model, &r->config->features) != 0) {
-        snprintf(e->note, sizeof(e->note), "risk unknown: out of memory");
-        return;
+    /* a node none of whose GPUs could be scored: the first one's reason */
+    for (size_t i = 0; i < f->count; i++) {
+        struct engine_risk_entry *n = entry(r, f->series[i].node, "", 1);
+        if (n && isnan(n->risk) && !n->note[0]) {
+            char why[200];
+            prometheus_series_problem(spec, &f->series[i], why, sizeof(why));
+            unknown(n, why);
+        }
     }
-    r->scorer_ready = 1;
-    struct risk_score s;
-    struct medic_error err = {0};
-    int rc = risk_score_prometheus(&r->scorer, r->config->prometheus_url, left, e->node,
-                                   e->gpu[0] ? e->gpu : NULL, r->now, &s, &err);
-    if (rc == 0) {
-        e->risk = s.risk;
-        summarise(&r->config->features, &s, e);
-        return;
+}
+
+/* Fetches and scores the announced nodes, ENGINE_RISK_NODES_PER_FETCH at a
+ * time, within the round's budget. */
+static void fetch_wanted(struct engine_risk *r)
+{
+    const struct medic_config *c = r->config;
+    while (r->wanted_count) {
+        size_t n = r->wanted_count < ENGINE_RISK_NODES_PER_FETCH ? r->wanted_count
+                                                                 : ENGINE_RISK_NODES_PER_FETCH;
+        for (size_t i = 0; i < n; i++)
+            medic_map_put(&r->fetched, r->wanted[i], (void *)r->wanted[i]);
+        long left = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
+        if (!r->unavailable[0] && left <= 0)
+            snprintf(r->unavailable, sizeof(r->unavailable),
+                     "the round's Prometheus budget is spent");
+        struct medic_buf regex;
+        medic_buf_init(&regex, 0);
+        if (!r->unavailable[0] && features_nodes_regex(r->wanted, n, &regex) == 0) {
+            struct prometheus_fleet_query q = {
+                .url = c->prometheus_url,
+                .node_regex = regex.data,
+                .timeout_ms = left,
+                .max_series = n * PROMETHEUS_MAX_SERIES,
+                .parallel = 4,
+            };
+            struct prometheus_fleet f;
+            struct medic_error err = {0};
+            r->fetches++;
+            int rc = prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err);
+            float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));
+            if (rc == 0 && risk && risk_score_fleet(&c->model, &c->features, &f, risk) == 0)
+                record(r, &f, risk);
+            free(risk);
+            if (rc == 0)
+                prometheus_fleet_release(&f);
+            else if (rc != MEDIC_E_NOTFOUND) { /* Prometheus itself: the rest would fail too */
+                snprintf(r->unavailable, sizeof(r->unavailable), "%.199s", err.msg);
+                medic_log_warn("risk unknown", "error", err.msg, NULL);
+            }
+        }
+        medic_buf_release(&regex);
+        memmove(r->wanted, r->wanted + n, (r->wanted_count - n) * sizeof(*r->wanted));
+        r->wanted_count -= n;
     }
-    if (rc == MEDIC_E_IO) /* Prometheus itself: the rest of the round would fail too */
-        snprintf(r->unavailable, sizeof(r->unavailable), "%.180s", err.msg);
-    snprintf(e->note, sizeof(e->note), "risk unknown: %.200s", err.msg);
-    medic_log_warn("risk unknown", "node", e->node, "gpu", e->gpu, "error", err.msg, NULL);
 }
 
 const struct engine_risk_entry *engine_risk_alert(struct engine_risk *r,
                                                   const struct medic_alert *a)
 {
-    if (!r->enabled || a->status != MEDIC_STATUS_FIRING)
-        return NULL;
     char node[128];
-    if (medic_alert_node(&a->labels, (const char *const *)r->config->node_labels,
-                         r->config->node_label_count, node, sizeof(node)))
+    const char *gpu;
+    if (alert_key(r, a, node, sizeof(node), &gpu))
         return NULL;
-    const char *gpu = medic_labels_get(&a->labels, "gpu");
-    if (!gpu || strlen(gpu) >= sizeof(r->items[0].gpu))
-        gpu = "";
-    for (size_t i = 0; i < r->count; i++)
-        if (strcmp(r->items[i].node, node) == 0 && strcmp(r->items[i].gpu, gpu) == 0)
-            return &r->items[i];
-    if (r->count == ENGINE_RISK_MAX)
+    struct engine_risk_entry *e = entry(r, node, gpu, 0);
+    if (e || (e = from_fleet(r, node, gpu)))
+        return e;
+    if (!medic_map_get(&r->fetched, node)) {
+        engine_risk_want(r, a);
+        fetch_wanted(r);
+        if ((e = entry(r, node, gpu, 0)))
+            return e;
+    }
+    if (!(e = entry(r, node, gpu, 1)))
         return NULL;
-    struct engine_risk_entry *e = &r->items[r->count++];
-    snprintf(e->node, sizeof(e->node), "%s", node);
-    snprintf(e->gpu, sizeof(e->gpu), "%s", gpu);
-    score(r, e);
+    char why[256];
+    if (r->unavailable[0])
+        snprintf(why, sizeof(why), "%s", r->unavailable);
+    else
+        snprintf(why, sizeof(why),
+                 "prometheus has no %.64s series for node %.64s%s%.31s in the window",
+                 r->config->features.items[0].name, node, gpu[0] ? " gpu " : "", gpu);
+    unknown(e, why);
     return e;
 }

@@ -228,16 +228,17 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_prefix(err, "cannot start the action dispatch");
         return -1;
     }
-    if (engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
-                              e->dispatch, &e->pipeline, err)) {
-        medic_error_prefix(err, "cannot start the policy engine");
-        return -1;
-    }
-    engine_dispatch_set_pipeline(e->dispatch, e->pipeline);
+    /* fleet scoring before the engine, whose alerts reuse its risks */
     if (engine_fleet_start(e->configs, &e->fleet)) {
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
         return -1;
     }
+    if (engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
+                              e->dispatch, e->fleet, &e->pipeline, err)) {
+        medic_error_prefix(err, "cannot start the policy engine");
+        return -1;
+    }
+    engine_dispatch_set_pipeline(e->dispatch, e->pipeline);
     struct receiver_settings settings;
     settings_from_config(c, &settings);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -333,10 +334,10 @@ int engine_serve(const struct engine_serve_options *options)
         medic_log_error("cannot start", "error", err.msg, NULL);
     }
     receiver_server_stop(e.server, 10000);
-    engine_fleet_stop(e.fleet);
     if (e.dispatch)
         engine_dispatch_set_pipeline(e.dispatch, NULL);
     engine_pipeline_stop(e.pipeline);
+    engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
     engine_dispatch_stop(e.dispatch);
     audit_store_free(e.store);
     if (status == 0)

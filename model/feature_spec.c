@@ -79,8 +79,11 @@ static int put(char *out, size_t size, size_t *n, const char *s, int escape)
     return 0;
 }
 
-int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
-                   size_t size)
+/* Renders f's query with {{node}} as node and {{gpu}} as gpu (escaped);
+ * a NULL node_match or gpu is a regex match instead: node_match's regex
+ * (".+" when both node and node_match are NULL), or every GPU. */
+static int render(const struct feature *f, const char *node, const char *node_match,
+                  const char *gpu, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = '\0';
@@ -88,8 +91,10 @@ int features_query(const struct feature *f, const char *node, const char *gpu, c
         int rc = 0;
         if (!node &&
             (strncmp(p, "=\"{{node}}\"", 11) == 0 || strncmp(p, "=~\"{{node}}\"", 12) == 0)) {
-            /* no node named: the whole fleet */
-            rc = put(out, size, &n, "=~\".+\"", 0);
+            /* no node named: the nodes the regex matches */
+            if ((rc = put(out, size, &n, "=~\"", 0)) == 0 &&
+                (rc = put(out, size, &n, node_match ? node_match : ".+", 1)) == 0)
+                rc = put(out, size, &n, "\"", 0);
             p += p[1] == '~' ? 12 : 11;
         } else if (!gpu && strncmp(p, "=\"{{gpu}}\"", 10) == 0) {
             /* no GPU named: every GPU of the node */
@@ -109,6 +114,31 @@ int features_query(const struct feature *f, const char *node, const char *gpu, c
             return rc;
     }
     return 0;
+}
+
+int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
+                   size_t size)
+{
+    return render(f, node, NULL, gpu, out, size);
+}
+
+int features_query_match(const struct feature *f, const char *node_regex, char *out, size_t size)
+{
+    return render(f, NULL, node_regex, NULL, out, size);
+}
+
+int features_nodes_regex(const char *const *nodes, size_t count, struct medic_buf *out)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (i)
+            medic_buf_puts(out, "|");
+        for (const char *c = nodes[i]; *c; c++) {
+            if (strchr("\\.+*?()|[]{}^$", *c))
+                medic_buf_puts(out, "\\");
+            medic_buf_append(out, c, 1);
+        }
+    }
+    return out->error;
 }
 
 void features_scale(const struct feature_spec *spec, float *rows, size_t steps)

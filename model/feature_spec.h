@@ -11,6 +11,7 @@
 #ifndef MEDIC_MODEL_FEATURE_SPEC_H
 #define MEDIC_MODEL_FEATURE_SPEC_H
 
+#include "buf.h"
 #include "error.h"
 #include "safetensors.h"
 
@@ -44,6 +45,13 @@ int features_from_metadata(const struct safetensors *st, size_t input_dim, struc
  * `=~"{{node}}"`) becomes `=~".+"`: every node. Returns 0 or MEDIC_E_LIMIT. */
 int features_query(const struct feature *f, const char *node, const char *gpu, char *out,
                    size_t size);
+/* The same for the nodes node_regex (an RE2 regex, as features_nodes_regex
+ * makes) matches and every GPU of them: `="{{node}}"` becomes
+ * `=~"node_regex"`. */
+int features_query_match(const struct feature *f, const char *node_regex, char *out, size_t size);
+/* Appends a regex matching exactly the count node names to out
+ * (metacharacters escaped, alternatives joined by |); out->error on failure. */
+int features_nodes_regex(const char *const *nodes, size_t count, struct medic_buf *out);
 
 /* Scales raw values in place: (raw - center) / scale, per feature. */
 /* The label whose value {{node}} stands for in f's query (the name before

@@ -55,8 +55,8 @@ static int get(CURL *c, const char *url, const char *full, long timeout_ms, stru
     return prometheus__result(c, curl_easy_perform(c), url, full, err);
 }
 
-int prometheus__range_url(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
-                          int64_t step, char *full, size_t size)
+static int range_url(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
+                     int64_t step, char *full, size_t size)
 {
     char *escaped = curl_easy_escape(c, query, 0);
     if (!escaped)
@@ -68,11 +68,27 @@ int prometheus__range_url(CURL *c, const char *url, const char *query, int64_t s
     return n < 0 || (size_t)n >= size ? MEDIC_E_LIMIT : 0;
 }
 
+int prometheus__range_form(CURL *c, const char *query, int64_t start, int64_t end, int64_t step,
+                           char **form)
+{
+    char *escaped = curl_easy_escape(c, query, 0);
+    if (!escaped)
+        return MEDIC_E_NOMEM;
+    size_t size = strlen(escaped) + 96;
+    *form = malloc(size);
+    if (*form)
+        snprintf(*form, size, "query=%s&start=%lld&end=%lld&step=%lld", escaped,
+                 (long long)(start / MEDIC_NS_PER_SEC), (long long)(end / MEDIC_NS_PER_SEC),
+                 (long long)(step / MEDIC_NS_PER_SEC));
+    curl_free(escaped);
+    return *form ? 0 : MEDIC_E_NOMEM;
+}
+
 static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
                  int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
 {
     char full[4096];
-    int rc = prometheus__range_url(c, url, query, start, end, step, full, sizeof(full));
+    int rc = range_url(c, url, query, start, end, step, full, sizeof(full));
     if (rc)
         return medic_error_set(err, rc, "prometheus: cannot build the query's URL");
     return get(c, url, full, timeout_ms, out, err);
@@ -235,7 +251,10 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
     /* forward-fill short gaps; a long one, or no data at the start, is refused */
     for (size_t s = 0; s < out->count && rc == 0; s++) {
         size_t filled = 0;
-        rc = prometheus__fill(spec, out->rows[s], out->gpu[s], &filled, err);
+        size_t bad = 0;
+        int at_start = 0;
+        if (prometheus__fill(spec, out->rows[s], &filled, &bad, &at_start))
+            rc = prometheus__gap_error(spec, bad, at_start, out->gpu[s], err);
         out->filled += filled;
     }
     medic_buf_release(&body);
@@ -246,8 +265,17 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
     return rc;
 }
 
-int prometheus__fill(const struct feature_spec *spec, float *row, const char *gpu, size_t *filled,
-                     struct medic_error *err)
+int prometheus__gap_error(const struct feature_spec *spec, size_t d, int at_start, const char *gpu,
+                          struct medic_error *err)
+{
+    return medic_error_set(
+        err, MEDIC_E_INVALID, "feature %s of gpu %s: %s (more than %d steps missing)",
+        spec->items[d].name, gpu[0] ? gpu : "-",
+        at_start ? "no data at the window's start" : "a gap in the window", PROMETHEUS_MAX_GAP);
+}
+
+int prometheus__fill(const struct feature_spec *spec, float *row, size_t *filled,
+                     size_t *bad_feature, int *at_start)
 {
     const size_t W = spec->window, F = spec->count;
     for (size_t d = 0; d < F; d++) {
@@ -258,12 +286,11 @@ int prometheus__fill(const struct feature_spec *spec, float *row, const char *gp
                 gap = 0;
                 continue;
             }
-            if (k == 0 || ++gap > PROMETHEUS_MAX_GAP)
-                return medic_error_set(
-                    err, MEDIC_E_INVALID, "feature %s of gpu %s: %s (more than %d steps missing)",
-                    spec->items[d].name, gpu[0] ? gpu : "-",
-                    k == 0 ? "no data at the window's start" : "a gap in the window",
-                    PROMETHEUS_MAX_GAP);
+            if (k == 0 || ++gap > PROMETHEUS_MAX_GAP) {
+                *bad_feature = d;
+                *at_start = k == 0;
+                return MEDIC_E_INVALID;
+            }
             *x = row[(k - 1) * F + d];
             (*filled)++;
         }

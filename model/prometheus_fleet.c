@@ -111,21 +111,37 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
 void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f)
 {
     for (size_t i = 0; i < f->count; i++) {
-        struct medic_error why = {0};
         struct prometheus_series *s = &f->series[i];
-        if (prometheus__fill(spec, prometheus_fleet_rows(f, spec, i), s->gpu, &f->filled, &why)) {
+        size_t bad = 0;
+        int at_start = 0;
+        if (prometheus__fill(spec, prometheus_fleet_rows(f, spec, i), &f->filled, &bad,
+                             &at_start)) {
             s->usable = 0;
-            if (f->unusable++ == 0)
+            s->bad_feature = (unsigned short)bad;
+            s->bad_at_start = (unsigned char)at_start;
+            if (f->unusable++ == 0) {
+                char why[200];
+                prometheus_series_problem(spec, s, why, sizeof(why));
                 snprintf(f->first_problem, sizeof(f->first_problem), "node %.100s: %.140s", s->node,
-                         why.msg);
+                         why);
+            }
         }
     }
+}
+
+void prometheus_series_problem(const struct feature_spec *spec, const struct prometheus_series *s,
+                               char *out, size_t size)
+{
+    struct medic_error err = {0};
+    prometheus__gap_error(spec, s->bad_feature, s->bad_at_start, s->gpu, &err);
+    snprintf(out, size, "%.*s", (int)(size ? size - 1 : 0), err.msg);
 }
 
 struct request {
     CURL *easy;
     struct medic_buf body;
-    char full[4096];
+    char full[1024];
+    char *form;        /* the POSTed query: a node list can be long for a URL */
     const char *label; /* the node label of the feature's query */
     size_t d;          /* the feature */
 };
@@ -199,26 +215,33 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
         curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)(q->parallel ? q->parallel : 1));
         curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)(q->parallel ? q->parallel : 1));
     }
+    /* the query for a node list grows with it: sized for the longest */
+    const size_t query_size = 1024 + 2 * (q->node_regex ? strlen(q->node_regex) : 0);
+    char *query = malloc(query_size);
+    if (!query && rc == 0)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (size_t d = 0; d < F && rc == 0; d++) {
-        char query[1024];
         struct request *r = &req[d];
         medic_buf_init(&r->body, PROMETHEUS_FLEET_MAX_BODY);
         if (!(r->easy = curl_easy_init()))
             rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot create a curl handle");
-        else if (features_query(&spec->items[d], NULL, NULL, query, sizeof(query)) ||
-                 prometheus__range_url(r->easy, q->url, query, start, end, spec->step, r->full,
-                                       sizeof(r->full)))
-            rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: query too long",
+        else if (features_query_match(&spec->items[d], q->node_regex, query, query_size) ||
+                 prometheus__range_form(r->easy, query, start, end, spec->step, &r->form) ||
+                 snprintf(r->full, sizeof(r->full), "%s/api/v1/query_range", q->url) >=
+                     (int)sizeof(r->full))
+            rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: cannot build the query",
                                  spec->items[d].name);
         if (rc)
             break;
         r->label = labels[d];
         r->d = d;
         prometheus__easy_setup(r->easy, r->full, q->timeout_ms, &r->body);
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->form);
         curl_easy_setopt(r->easy, CURLOPT_PRIVATE, (char *)r);
         curl_multi_add_handle(m, r->easy);
         out->requests++;
     }
+    free(query);
     struct fetch f = {.q = q, .spec = spec, .start = start, .out = out};
     if (rc == 0)
         rc = run_all(m, F, &f, deadline, err);
@@ -234,6 +257,7 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
             curl_easy_cleanup(req[d].easy);
         }
         medic_buf_release(&req[d].body);
+        free(req[d].form);
     }
     if (m)
         curl_multi_cleanup(m);

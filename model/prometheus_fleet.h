@@ -1,6 +1,7 @@
-/* The whole fleet's input windows from Prometheus in one query_range per
- * model feature: each feature's query with `{{node}}` and `{{gpu}}` matching
- * every value (`=~".+"`), the answers split into one window per (node, gpu)
+/* The whole fleet's input windows (or those of a set of nodes) from
+ * Prometheus in one query_range per model feature: each feature's query
+ * with `{{node}}` matching every node (`=~".+"`) or the nodes asked for
+ * (`=~"a|b"`) and `{{gpu}}` every GPU, POSTed, the answers split into one window per (node, gpu)
  * by the node label the query puts `{{node}}` in and by `gpu`. The
  * requests run concurrently (at most `parallel` at a time) on one libcurl
  * multi handle and share one deadline, so the number of requests and the
@@ -22,7 +23,9 @@
 struct prometheus_series {
     char node[128];
     char gpu[32];
-    int usable; /* 0: a gap too long, or no data at the window's start */
+    int usable;                 /* 0: a gap too long, or no data at the window's start */
+    unsigned short bad_feature; /* when not usable: the feature, */
+    unsigned char bad_at_start; /* and whether its data starts too late */
 };
 
 struct prometheus_fleet {
@@ -38,6 +41,7 @@ struct prometheus_fleet {
 
 struct prometheus_fleet_query {
     const char *url;
+    const char *node_regex;      /* the nodes asked for (features_nodes_regex); NULL: every node */
     long timeout_ms;             /* for the whole fetch */
     size_t max_series;           /* (node, gpu) windows at most; more is MEDIC_E_LIMIT */
     size_t parallel;             /* requests in flight at most */
@@ -62,6 +66,10 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
 
 /* Fills short gaps of every series and keeps out those with a long one. */
 void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f);
+
+/* Why series s (not usable) was kept out, as prometheus_fetch_window says it. */
+void prometheus_series_problem(const struct feature_spec *spec, const struct prometheus_series *s,
+                               char *out, size_t size);
 
 void prometheus_fleet_release(struct prometheus_fleet *f);
 

@@ -1,5 +1,5 @@
 /* What model/prometheus.c shares with the whole-fleet fetch: building a
- * query_range URL, a request's setup and its outcome, placing one series'
+ * query_range form, a request's setup and its outcome, placing one series'
  * points on the window's grid, and filling its short gaps. */
 #ifndef MEDIC_MODEL_PROMETHEUS_INTERNAL_H
 #define MEDIC_MODEL_PROMETHEUS_INTERNAL_H
@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The query_range URL for query over [start, end] (ns) into full;
- * MEDIC_E_NOMEM or MEDIC_E_LIMIT. */
-int prometheus__range_url(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
-                          int64_t step, char *full, size_t size);
+/* The query_range form to POST for query over [start, end] (ns), in
+ * *form (to be freed); MEDIC_E_NOMEM. */
+int prometheus__range_form(CURL *c, const char *query, int64_t start, int64_t end, int64_t step,
+                           char **form);
 /* Sets c up to GET full into out (reset first) within timeout_ms. */
 void prometheus__easy_setup(CURL *c, const char *full, long timeout_ms, struct medic_buf *out);
 /* 0 when the transfer that ended with rc got a 200, else MEDIC_E_IO with why. */
@@ -27,8 +27,12 @@ int prometheus__result(CURL *c, CURLcode rc, const char *url, const char *full,
 void prometheus__place(const cJSON *values, const struct feature_spec *spec, size_t d,
                        int64_t start, float *row);
 /* Forward-fills gaps of at most PROMETHEUS_MAX_GAP steps in row (adding to
- * *filled); a longer one, or no data at the start, is MEDIC_E_INVALID. */
-int prometheus__fill(const struct feature_spec *spec, float *row, const char *gpu, size_t *filled,
-                     struct medic_error *err);
+ * *filled); a longer one, or no data at the start, is MEDIC_E_INVALID with
+ * the feature in *bad_feature and *at_start set for the latter. */
+int prometheus__fill(const struct feature_spec *spec, float *row, size_t *filled,
+                     size_t *bad_feature, int *at_start);
+/* The error for such a window: "feature F of gpu G: a gap in the window (...)". */
+int prometheus__gap_error(const struct feature_spec *spec, size_t d, int at_start, const char *gpu,
+                          struct medic_error *err);
 
 #endif

@@ -1,5 +1,6 @@
 #include "risk.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,5 +68,40 @@ int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_m
     rc = risk_score_rows(s, count, s->spec->window, out);
     if (rc)
         medic_error_set(err, rc, "the model could not score the window");
+    return rc;
+}
+
+int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
+                     const struct prometheus_fleet *fleet, float *risk)
+{
+    struct model_workspace w;
+    const size_t per = spec->window * spec->count;
+    float *batch = malloc(RISK_FLEET_BATCH * per * sizeof(float));
+    float out[RISK_FLEET_BATCH];
+    size_t members[RISK_FLEET_BATCH];
+    if (!batch || model_workspace_init(&w, m, RISK_FLEET_BATCH, spec->window)) {
+        free(batch);
+        return MEDIC_E_NOMEM;
+    }
+    int rc = 0;
+    for (size_t i = 0, n = 0; i <= fleet->count && rc == 0; i++) {
+        if (i < fleet->count) {
+            risk[i] = NAN;
+            if (fleet->series[i].usable) {
+                memcpy(batch + n * per, prometheus_fleet_rows(fleet, spec, i), per * sizeof(float));
+                features_scale(spec, batch + n * per, spec->window);
+                members[n++] = i;
+            }
+        }
+        if (n == RISK_FLEET_BATCH || (i == fleet->count && n)) {
+            if (model_predict(m, &w, batch, n, spec->window, out, NULL))
+                rc = MEDIC_E_INVALID;
+            for (size_t b = 0; b < n && rc == 0; b++)
+                risk[members[b]] = out[b];
+            n = 0;
+        }
+    }
+    model_workspace_release(&w);
+    free(batch);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "feature_spec.h"
 #include "lstm.h"
 #include "prometheus.h"
+#include "prometheus_fleet.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,5 +41,13 @@ int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct ri
 int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
                           const char *gpu, int64_t now, struct risk_score *out,
                           struct medic_error *err);
+
+/* Scores every usable window of fleet through the LSTM, RISK_FLEET_BATCH
+ * at a time: risk[i] for series i (NAN for one kept out). The windows are
+ * left as they were (raw values). MEDIC_E_NOMEM, or MEDIC_E_INVALID when
+ * the model cannot run them. */
+#define RISK_FLEET_BATCH 64
+int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
+                     const struct prometheus_fleet *fleet, float *risk);
 
 #endif

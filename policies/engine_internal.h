@@ -102,6 +102,7 @@ struct node_state {
     int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
     int acting;            /* disruptive actions in flight */
     int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
+    char alertname[64];    /* of its latest firing alert, for the storm notice */
     struct action_record *history;
     size_t history_count, history_cap;
 };
@@ -204,7 +205,13 @@ int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
 int policy__node_disrupted(const struct node_state *n);
 size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t window);
-void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now);
+void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now,
+                           const char *alertname);
+/* "GPUXidError on 1950 nodes, GPUHot on 30 nodes": the alertnames of the
+ * nodes alerting within window, most common first (five at most, the rest
+ * summed). */
+void policy__alerting_alertnames(const struct policy_state *st, int64_t now, int64_t window,
+                                 char *out, size_t size);
 const struct policy *policy__policy_by_name(const struct policy_set *ps, const char *name);
 void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, size_t size);
 int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,

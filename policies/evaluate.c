@@ -91,7 +91,7 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     /* the storm window counts every alerting node, known or not */
     struct node_state *ns = policy__node_get(st, node[0] ? node : "(no node)", 1);
     if (ns)
-        policy__node_alerting(st, ns, now);
+        policy__node_alerting(st, ns, now, medic_labels_get(a->labels, "alertname"));
     policy__update_storm(ctx, st, now, out);
 
     char skipped[384] = "";

@@ -144,13 +144,18 @@ static void storm_notice(const struct policy_context *ctx, struct policy_state *
     d->time = now;
     d->risk = NAN;
     if (s->storm_notifier) {
-        char message[256];
+        char message[1024], names[400] = "", link[300] = "";
+        if (starting)
+            policy__alerting_alertnames(st, now, s->storm_window, names, sizeof(names));
+        if (ctx->external_url)
+            snprintf(link, sizeof(link), "; decisions: %.200s/api/v1/decisions?since=%s",
+                     ctx->external_url, window);
         snprintf(message, sizeof(message),
-                 starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu); "
-                            "disruptive actions are held until it passes"
+                 starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu): %s; "
+                            "disruptive actions are held until it passes%s"
                           : "medic storm breaker: the storm passed (%zu nodes alerting within %s, "
-                            "max %zu); disruptive actions resume",
-                 nodes, window, s->storm_max_alerting_nodes);
+                            "max %zu)%s; disruptive actions resume%s",
+                 nodes, window, s->storm_max_alerting_nodes, names, link);
         medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
         d->has_action = 1;
         if (medic_action_set_text(&d->action, "notifier", s->storm_notifier,

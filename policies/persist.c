@@ -102,6 +102,8 @@ static void save_node(struct medic_buf *b, const struct node_state *n)
     medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,\"acting\":%d,",
                      n->drained_by_medic, n->limited_by_medic, n->acting);
     json_time(b, "last_alerting", n->last_alerting);
+    medic_buf_puts(b, ",\"alertname\":");
+    medic_buf_json_string(b, n->alertname);
     medic_buf_puts(b, ",\"history\":[");
     for (size_t k = 0; k < n->history_count; k++) {
         const struct action_record *r = &n->history[k];
@@ -407,6 +409,10 @@ static int load_node(struct loader *l, struct policy_state *st, const cJSON *e)
     n->limited_by_medic = int_field(l, e, "limited_by_medic");
     n->acting = int_field(l, e, "acting");
     n->last_alerting = time_field(l, e, "last_alerting");
+    /* absent in rows written before it was kept */
+    const cJSON *alertname = cJSON_GetObjectItemCaseSensitive(e, "alertname");
+    if (cJSON_IsString(alertname))
+        snprintf(n->alertname, sizeof(n->alertname), "%s", alertname->valuestring);
     const cJSON *history = field(l, e, "history", cJSON_Array);
     for (const cJSON *h = history ? history->child : NULL; h && !l->failed; h = h->next) {
         if (policy__grow((void **)&n->history, n->history_count, &n->history_cap,

@@ -59,7 +59,8 @@ struct policy_context {
     const struct inventory *inventory;
     const char *const *node_labels;
     size_t node_label_count;
-    int live; /* global mode: 1 live, 0 dry-run */
+    int live;                 /* global mode: 1 live, 0 dry-run */
+    const char *external_url; /* medic as on-call reaches it, for links; NULL: none */
 };
 
 /* error: the engine could not decide (out of memory, or over the

@@ -249,8 +249,56 @@ size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t wind
     return count;
 }
 
-void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now)
+void policy__alerting_alertnames(const struct policy_state *st, int64_t now, int64_t window,
+                                 char *out, size_t size)
 {
+    struct {
+        const char *name;
+        size_t nodes;
+    } seen[32];
+    size_t distinct = 0, others = 0;
+    for (size_t i = 0; i < st->node_count; i++) {
+        const struct node_state *n = st->nodes[i];
+        if (!alerting_within(n, now, window))
+            continue;
+        const char *name = n->alertname[0] ? n->alertname : "(no alertname)";
+        size_t k = 0;
+        while (k < distinct && strcmp(seen[k].name, name) != 0)
+            k++;
+        if (k == distinct && distinct == sizeof(seen) / sizeof(seen[0])) {
+            others++;
+            continue;
+        }
+        if (k == distinct)
+            seen[distinct++].name = name, seen[k].nodes = 0;
+        seen[k].nodes++;
+    }
+    size_t at = 0, shown = 0;
+    out[0] = '\0';
+    while (shown < 5 && shown < distinct && at < size) {
+        size_t best = shown; /* selection: the most common next */
+        for (size_t k = shown + 1; k < distinct; k++)
+            if (seen[k].nodes > seen[best].nodes)
+                best = k;
+        __typeof__(seen[0]) t = seen[shown];
+        seen[shown] = seen[best];
+        seen[best] = t;
+        at += (size_t)snprintf(out + at, size - at, "%s%s on %zu node%s", shown ? ", " : "",
+                               seen[shown].name, seen[shown].nodes,
+                               seen[shown].nodes == 1 ? "" : "s");
+        shown++;
+    }
+    for (size_t k = shown; k < distinct; k++)
+        others += seen[k].nodes;
+    if (others && at < size)
+        snprintf(out + at, size - at, ", other alerts on %zu node%s", others,
+                 others == 1 ? "" : "s");
+}
+
+void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now,
+                           const char *alertname)
+{
+    snprintf(n->alertname, sizeof(n->alertname), "%s", alertname ? alertname : "");
     if (st->alerting.valid &&
         (st->alerting.now != now || !alerting_within(n, now, st->alerting.window)))
         st->alerting.count++; /* at another time the count is made afresh */

@@ -10,6 +10,7 @@ import datetime
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import time
@@ -180,6 +181,54 @@ def hot_alert(node, gpu=None):
                        "alerts": [alert]})
 
 
+def prometheus_query_ranges(url):
+    body = request("GET", url + "/metrics")[2].decode()
+    return sum(float(line.split()[-1]) for line in body.splitlines()
+               if line.startswith("prometheus_http_requests_total{")
+               and 'handler="/api/v1/query_range"' in line)
+
+
+def test_round_fetches_its_nodes_together(suite, url, token, expected):
+    """One notification with alerts on three nodes (one decision each): the engine asks
+    Prometheus once per model feature for all of them (counted by
+    Prometheus itself; this medic does no fleet scoring), and each alert
+    gets its own GPU's risk, or the reason it has none."""
+    workdir = suite.subdir("serve-batch")
+    medic = Medic(suite.medic, workdir, f"auth: {{ webhook_bearer_token_file: {token} }}\n" +
+                  SERVE_CONFIG.replace(", fleet_interval: 1s", "") % (os.path.abspath(MODEL), url))
+    medic.start()
+    suite.on_exit(medic.stop)
+    alerts = []
+    for node, gpu in [("gpu-node-08", "5"), ("gpu-node-01", "1"), ("gpu-node-03", "0")]:
+        alerts += json.loads(hot_alert(node, gpu))["alerts"]
+    body = json.loads(hot_alert("gpu-node-08"))
+    body["alerts"] = alerts
+    asked = prometheus_query_ranges(url)
+    status, _, answer = medic.post("/webhook", json.dumps(body),
+                                   headers={"Authorization": "Bearer risk-token"})
+    assert status == 200, answer
+    got = wait_until("three decisions", lambda: (lambda d: d if len(d) == 3 else None)(
+        medic.audit("decisions")), timeout=20)
+    assert prometheus_query_ranges(url) - asked == 8, "one query_range per feature"
+    by_gpu = {}
+    for d in got:
+        gpu = re.search(r"gpu (\S+) \(", d["reason"] or "")
+        by_gpu[(d["node"], gpu.group(1) if gpu else None)] = d
+    for (node, gpu), risk in expected.items():
+        if (node, str(gpu)) in by_gpu:
+            assert abs(by_gpu[(node, str(gpu))]["risk"] - risk) < 1e-3, (node, gpu, by_gpu)
+    unknown = [d for d in got if d["node"] == "gpu-node-03"]
+    assert len(unknown) == 1 and unknown[0]["risk"] is None, got
+    assert "a gap in the window" in unknown[0]["reason"], unknown
+    assert sorted(d["node"] for d in got if d["risk"] is not None) == [
+        "gpu-node-01", "gpu-node-08"], got
+    checked = [k for k in expected if (k[0], str(k[1])) in by_gpu]
+    assert len(checked) == 2, (checked, by_gpu)
+    print("  one notification, alerts on 3 nodes: 8 query_range requests in all; "
+          f"gpu-node-03: {unknown[0]['reason'][-90:]}")
+    medic.stop()
+
+
 def test_serve_enriches_alerts_with_risk(suite):
     now = int(time.time())
     end_hist = now - 30
@@ -252,6 +301,7 @@ def test_serve_enriches_alerts_with_risk(suite):
     assert values["medic_fleet_scoring_failures_total"] == 0, values
     print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, each as medic predict scores it; "
           f"gpu-node-03 gpu 0 left out; {cycles:.0f} cycles of 8 requests")
+    test_round_fetches_its_nodes_together(suite, url, token, before)
     # with Prometheus stopped the risk is unknown, with the reason, and
     # fleet scoring exports no stale risks
     prom.stop()

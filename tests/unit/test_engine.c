@@ -183,7 +183,7 @@ static void world_init(struct world *w, const char *policies_yaml, const char *s
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live};
+    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
@@ -623,6 +623,7 @@ static void test_invariant_storm(void **state)
                "safety:\n  max_disruptive_in_flight: 100\n  max_disrupted_fraction: 1\n"
                "  storm: { max_alerting_nodes: 3, window: 5m, notifier: oncall }\n",
                40, 1);
+    w.ctx.external_url = "https://medic.example.org";
     size_t notices = 0;
     for (int i = 1; i <= 6; i++) {
         char node[32];
@@ -643,6 +644,11 @@ static void test_invariant_storm(void **state)
             notices++;
             assert_int_equal(w.out.items[i].action.kind, MEDIC_ACTION_NOTIFY);
             assert_int_equal(w.out.items[i].verdict, VERDICT_EXECUTE);
+            /* one message for the storm: how many nodes, which alerts, where to look */
+            const char *m = w.out.items[i].action.u.notify.message;
+            assert_non_null(
+                strstr(m, "4 nodes alerting within 5m (max 3): GPUXidError on 4 nodes"));
+            assert_non_null(strstr(m, "https://medic.example.org/api/v1/decisions?since=5m"));
         }
     assert_int_equal(notices, 1);
     assert_true(policy_storm_active(w.state));
