@@ -343,9 +343,8 @@ def main():
     sizes = [int(x) for x in args.nodes.split(",")]
     queries = model_queries(medics[-1])
     work = tempfile.mkdtemp(prefix="medic-fleet-")
-    print(f"machine: {os.cpu_count()} CPUs; Prometheus "
-          f"{subprocess.run(['prometheus', '--version'], capture_output=True, text=True).stdout.split()[2]}",
-          flush=True)
+    version = subprocess.run(["prometheus", "--version"], capture_output=True, text=True)
+    print(f"machine: {os.cpu_count()} CPUs; Prometheus {version.stdout.split()[2]}", flush=True)
     try:
         print("\n| nodes | GPUs | build | cycle median | cycle worst | requests per cycle | "
               "GPUs scored | Prometheus alone (same queries) |")
@@ -386,8 +385,8 @@ def main():
             for label, gpus, mb in rss:
                 print(f"| {label} | {gpus} | 10,000 | {mb:.0f} MB |")
         if lat:
-            print(f"\n| build | alerts at {args.rate:.0f}/s | alert -> decision p50 | p99 | worst | "
-                  "risk unknown | sends behind schedule |")
+            print(f"\n| build | alerts at {args.rate:.0f}/s | alert -> decision p50 | p99 | "
+                  "worst | risk unknown | sends behind schedule |")
             print("|---|---|---|---|---|---|---|")
             for label, r in lat:
                 print(f"| {label} | {r['count']} | {r['p50']} ms | {r['p99']} ms | {r['max']} ms | "
