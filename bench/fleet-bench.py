@@ -29,22 +29,20 @@ Several --medic (with as many --label) compare builds in one run."""
 
 import argparse
 import concurrent.futures
-import datetime
-import http.client
 import json
 import math
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
+
+from benchlib import Medic, free_port, notification, post_all, wait_until, xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
@@ -52,12 +50,6 @@ GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_
           "DCGM_FI_DEV_XID_ERRORS"]
 COUNTERS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
             "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def node_name(i):
@@ -160,66 +152,6 @@ def prometheus_floor(url, queries, repeats=5):
     return statistics.median(times), sum(sizes)
 
 
-class Medic:
-    def __init__(self, binary, work, prometheus_url):
-        os.makedirs(work)
-        self.port = free_port()
-        self.db = os.path.join(work, "medic.db")
-        config = os.path.join(work, "medic.yaml")
-        with open(config, "w") as f:
-            f.write(f"listen: 127.0.0.1:{self.port}\naudit: {{ path: {self.db} }}\n"
-                    f"prometheus: {{ url: '{prometheus_url}', timeout: 10s }}\n"
-                    "model: { fleet_interval: 1s }\n")
-        self.log = open(os.path.join(work, "medic.log"), "w")
-        self.proc = subprocess.Popen([binary, "serve", "--config", config], stdout=self.log,
-                                     stderr=self.log, cwd=work)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                if self.get("/-/ready")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("medic did not start: see " + self.log.name)
-
-    def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read().decode()
-        c.close()
-        return r.status, body
-
-    def metrics(self):
-        return {m.group(1): float(m.group(2)) for m in
-                re.finditer(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$", self.get("/metrics")[1], re.M)}
-
-    def rss_mb(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-def wait_for(what, check, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = check()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise SystemExit(f"timed out waiting for {what}")
-
-
 def prometheus_requests(url):
     """API requests Prometheus has answered (its own counter)."""
     body = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
@@ -228,12 +160,12 @@ def prometheus_requests(url):
         re.M))
 
 
-def cycles(m, count, gpus, prometheus_url):
+def cycles(m, count, prometheus_url):
     """Durations of count complete cycles after the first: as medic reports
     them or, for a build without that metric, the time between cycles (an
     upper bound: a cycle starts at most once a second); the requests per
     cycle as Prometheus counts them."""
-    seen, durations, spacing, at, asked = None, [], [], None, None
+    seen, durations, at, asked = None, [], None, None
     deadline = time.time() + 60 + 30 * count
     while len(durations) < count and time.time() < deadline:
         x = m.metrics()
@@ -251,31 +183,11 @@ def cycles(m, count, gpus, prometheus_url):
         x["medic_fleet_scoring_cycles_total"] - asked[1], 1)
     scored = sum(1 for k in x if k.startswith("medic_gpu_failure_risk{"))
     return {"durations": durations, "scored": scored, "requests_per_cycle": requests,
-            "measured": "medic_fleet_scoring_duration_seconds" in x, "expected": gpus}
-
-
-def notification(key, alerts):
-    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "medic",
-                       "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
-                       "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts})
-
-
-def xid_alert(node, gpu):
-    starts = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
-    return {"status": "firing",
-            "labels": {"alertname": "GPUXidError", "Hostname": node, "gpu": str(gpu), "xid": "79"},
-            "annotations": {"summary": "GPU fell off the bus"},
-            "startsAt": starts.replace("+00:00", "Z"), "endsAt": "0001-01-01T00:00:00Z",
-            "fingerprint": f"{abs(hash((node, gpu))):016x}"}
+            "measured": "medic_fleet_scoring_duration_seconds" in x}
 
 
 def post(port, body):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("POST", "/webhook", body, {"Content-Type": "application/json"})
-    r = c.getresponse()
-    r.read()
-    c.close()
-    return r.status
+    return 200 if post_all(port, [body]) == 0 else 500
 
 
 def open_alerts(m, count):
@@ -285,7 +197,7 @@ def open_alerts(m, count):
         assert all(s == 200 for s in pool.map(lambda b: post(m.port, b), bodies))
     # every alert decided (most are no_match: their nodes have no telemetry,
     # so their risk is unknown) and held as open alerts in the engine's state
-    wait_for("the open alerts decided", lambda: sum(
+    wait_until("the open alerts decided", lambda: sum(
         v for k, v in m.metrics().items() if k.startswith("medic_decisions_total{")) >= count,
         600)
 
@@ -294,7 +206,6 @@ def latency(m, nodes, rate, seconds):
     """Single-alert notifications at rate per second, each on a node (and
     GPU) Prometheus knows; alert -> decision from the audit log."""
     total = int(rate * seconds)
-    first = datetime.datetime.now().timestamp()
     t0 = time.perf_counter()
     late = 0
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -316,7 +227,7 @@ def latency(m, nodes, rate, seconds):
                         "n.id = d.notification_id WHERE n.group_key LIKE 'live-%'").fetchone()[0]
         return n >= total
 
-    wait_for("every live alert decided", decided, 600)
+    wait_until("every live alert decided", decided, 600)
     rows = con.execute("SELECT d.created_at - n.received_at, d.risk IS NULL FROM decisions d "
                        "JOIN notifications n ON n.id = d.notification_id "
                        "WHERE n.group_key LIKE 'live-%'").fetchall()
@@ -357,9 +268,11 @@ def main():
             setup = time.time() - t
             try:
                 for binary, label in zip(medics, labels):
-                    m = Medic(binary, os.path.join(work, f"{label}-{nodes}"), p.url)
+                    m = Medic(binary, os.path.join(work, f"{label}-{nodes}"),
+                              f"prometheus: {{ url: '{p.url}', timeout: 10s }}\n"
+                              "model: { fleet_interval: 1s }\n")
                     try:
-                        r = cycles(m, args.cycles, nodes * 8, p.url)
+                        r = cycles(m, args.cycles, p.url)
                         d = r["durations"] or [float("nan")]
                         print(f"| {nodes} | {nodes * 8} | {label} | {statistics.median(d):.3f} s | "
                               f"{max(d):.3f} s{'' if r['measured'] else ' (from cycle spacing)'} | "
@@ -368,7 +281,7 @@ def main():
                         if nodes == max(sizes) and "rss" not in skip:
                             open_alerts(m, 10000)
                             c = m.metrics()["medic_fleet_scoring_cycles_total"]
-                            wait_for("a cycle", lambda: m.metrics()[
+                            wait_until("a cycle", lambda: m.metrics()[
                                 "medic_fleet_scoring_cycles_total"] >= c + 2, 120)
                             rss.append((label, nodes * 8, m.rss_mb()))
                         if nodes == 256 and "latency" not in skip:

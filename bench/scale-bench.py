@@ -26,123 +26,27 @@ Needs wrk and nginx (apt-get install wrk nginx-light)."""
 
 import argparse
 import datetime
-import http.client
-import json
 import multiprocessing
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import tempfile
 import time
+
+from benchlib import Medic, free_port, notification, now_rfc3339, post_all, wait_until, \
+    xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
 LUA = os.path.join(TOP, "bench/webhook-post.lua")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def now_rfc3339():
-    t = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-    return t.replace("+00:00", "Z")
-
-
-def notification(key, alerts):
-    return json.dumps({"version": "4", "groupKey": key, "status": "firing", "receiver": "medic",
-                       "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
-                       "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts})
-
-
-def xid_alert(node, gpu, starts):
-    return {"status": "firing",
-            "labels": {"alertname": "GPUXidError", "Hostname": node, "gpu": str(gpu), "xid": "79"},
-            "annotations": {"summary": "GPU fell off the bus"}, "startsAt": starts,
-            "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://prometheus/graph",
-            "fingerprint": f"{abs(hash((node, gpu))):016x}"}
-
-
-class Medic:
-    def __init__(self, binary, work):
-        self.port = free_port()
-        self.db = os.path.join(work, "medic.db")
-        self.log = open(os.path.join(work, "medic.log"), "w")
-        self.proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{self.port}",
-                                      "--db", self.db], stdout=self.log, stderr=self.log,
-                                     cwd=work)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                if self.get("/-/healthy")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("medic did not start: see " + self.log.name)
-
-    def get(self, path):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read().decode()
-        c.close()
-        return r.status, body
-
-    def metric(self, name):
-        _, text = self.get("/metrics")
-        m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
-        return float(m.group(1)) if m else None
-
-    def rss_mb(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0
-
-    def written(self):
-        with open(f"/proc/{self.proc.pid}/io") as f:
-            return int(dict(line.split(": ") for line in f.read().splitlines())["wchar"])
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-def post_all(port, bodies):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    bad = 0
-    for b in bodies:
-        c.request("POST", "/webhook", b, {"Content-Type": "application/json"})
-        r = c.getresponse()
-        r.read()
-        bad += r.status != 200
-    c.close()
-    return bad
-
-
 def send_concurrently(port, bodies, clients):
     parts = [bodies[i::clients] for i in range(clients)]
     with multiprocessing.Pool(clients) as pool:
         return sum(pool.starmap(post_all, [(port, p) for p in parts]))
-
-
-def wait_until(what, check, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if check():
-            return time.time()
-        time.sleep(0.02)
-    raise SystemExit(f"timed out waiting for {what}")
 
 
 def wrk(port, seconds, token=None):
@@ -241,7 +145,8 @@ def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
         con = sqlite3.connect(f"file:{m.db}?mode=ro", uri=True)
         q = lambda sql: con.execute(sql).fetchone()[0]
         result = {
-            "alerts": nodes * gpus, "non200": bad, "bodies": len(bodies), "accepted_s": accepted, "decided_s": decided,
+            "alerts": nodes * gpus, "non200": bad, "bodies": len(bodies), "accepted_s": accepted,
+            "decided_s": decided,
             "notifications": q("SELECT count(*) FROM notifications"),
             "decisions": q("SELECT count(*) FROM decisions"),
             "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"

@@ -43,7 +43,6 @@ struct engine_risk {
     struct medic_map fetched; /* node -> its name in the arena, once fetched */
     const char **wanted;      /* nodes announced, not fetched yet */
     size_t wanted_count, wanted_cap;
-    size_t fetches; /* batched fetches this round */
 };
 
 /* Starts a round at now (wall clock); scoring is off without a Prometheus

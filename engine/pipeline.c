@@ -3,6 +3,7 @@
 #include "log.h"
 #include "payload.h"
 #include "engine_risk.h"
+#include "handover.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -16,29 +17,9 @@
 
 /* Notifications evaluated per round at most; more wait for the next one. */
 #define ROUND_LIMIT 256
-/* Committed notifications (and their alerts) waiting in memory at most;
- * past either, they are read back from the audit log. */
-#define QUEUE_LIMIT 16384
-#define QUEUE_ALERTS_LIMIT 262144
-/* Outcomes waiting in memory at most; past it, read from the audit log. */
-#define OUTCOMES_LIMIT 4096
 /* Decisions one round may make (256 notifications of up to 1000 alerts
  * with a few steps each fit); past it, alerts get an error decision. */
 #define ROUND_DECISIONS_LIMIT 1000000
-
-/* A committed notification on its way to the engine. */
-struct committed {
-    int64_t id, first_alert;
-    struct medic_notification n;
-    struct committed *next;
-};
-
-/* A recorded outcome on its way to its incident. */
-struct outcome {
-    int64_t decision;
-    enum medic_outcome outcome;
-    char detail[1024];
-};
 
 struct engine_pipeline {
     struct audit_store *store;
@@ -49,21 +30,7 @@ struct engine_pipeline {
     int64_t tick_interval;
     pthread_t thread;
     pthread_mutex_t lock; /* guards state: changed by the engine thread, copied by dry runs */
-    /* guards what other threads hand over: wake, stopping, the queues,
-     * backlog; never held for more than a pointer's move, so the audit
-     * writer is never kept waiting by a round */
-    pthread_mutex_t queue_lock;
-    pthread_cond_t cond;
-    int wake, stopping;
-    struct committed *head, *tail;
-    size_t queued, queued_alerts;
-    /* some committed notifications are only in the audit log: rounds read
-     * them from there, in order, and nothing is queued until they caught up */
-    int backlog;
-    uint64_t left_out; /* not queued since the last read of the log began */
-    struct outcome *outcomes;
-    size_t outcome_count;
-    int outcomes_from_log; /* look up every awaited outcome in the audit log */
+    struct handover in;   /* what other threads hand over, and the wake-ups */
     struct policy_state *state;
     int legacy_state; /* an earlier medic's document: dropped once the rows are written */
     int64_t last_tick;
@@ -334,74 +301,6 @@ static void restore_state(struct engine_pipeline *e)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void free_committed(struct committed *c)
-{
-    while (c) {
-        struct committed *next = c->next;
-        medic_notification_release(&c->n);
-        free(c);
-        c = next;
-    }
-}
-
-/* What a round takes from the other threads. */
-struct handed {
-    struct committed *notifications; /* NULL: none, or read the log (from_log) */
-    int from_log;
-    struct outcome *outcomes;
-    size_t outcome_count;
-    int outcomes_from_log;
-};
-
-static void take_handed(struct engine_pipeline *e, struct handed *h)
-{
-    memset(h, 0, sizeof(*h));
-    pthread_mutex_lock(&e->queue_lock);
-    if (e->head) { /* the queue first: the log holds nothing older while it has items */
-        struct committed *last = e->head;
-        size_t n = 1, alerts = last->n.alert_count;
-        while (last->next && n < ROUND_LIMIT) {
-            last = last->next;
-            alerts += last->n.alert_count;
-            n++;
-        }
-        h->notifications = e->head;
-        e->head = last->next;
-        if (!e->head)
-            e->tail = NULL;
-        last->next = NULL;
-        e->queued -= n;
-        e->queued_alerts -= alerts;
-    } else if (e->backlog) {
-        h->from_log = 1;
-        e->left_out = 0;
-    }
-    h->outcomes = e->outcomes;
-    h->outcome_count = e->outcome_count;
-    h->outcomes_from_log = e->outcomes_from_log;
-    e->outcomes = NULL;
-    e->outcome_count = 0;
-    e->outcomes_from_log = 0;
-    pthread_mutex_unlock(&e->queue_lock);
-}
-
-/* After a failed round: what memory held is in the audit log, which the
- * next rounds read in order. */
-static void fall_back_to_log(struct engine_pipeline *e)
-{
-    pthread_mutex_lock(&e->queue_lock);
-    struct committed *queued = e->head;
-    e->head = e->tail = NULL;
-    e->queued = e->queued_alerts = 0;
-    e->backlog = 1;
-    e->outcomes_from_log = 1;
-    free(e->outcomes);
-    e->outcomes = NULL;
-    e->outcome_count = 0;
-    pthread_mutex_unlock(&e->queue_lock);
-    free_committed(queued);
-}
-
 /* One round: the scheduler when due, then the committed notifications;
  * then one commit of decisions, evaluated ids and the state's changed
  * rows. Returns 1 when it did anything, 0 when there was nothing to do, -1
@@ -410,7 +309,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
 {
     struct round r = {.e = e, .now = now};
     struct handed h;
-    take_handed(e, &h);
+    handover_take(&e->in, ROUND_LIMIT, &h);
     struct medic_error err = {0};
     char config_hash[65], model_hash[65] = "";
     policy_decisions_init(&r.out);
@@ -497,21 +396,15 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
     }
-    if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT) {
-        /* the log is read to its end: the queue takes over unless a
-         * notification was left out of it since this read began */
-        pthread_mutex_lock(&e->queue_lock);
-        if (e->left_out == 0)
-            e->backlog = 0;
-        pthread_mutex_unlock(&e->queue_lock);
-    }
-    free_committed(h.notifications);
-    free(h.outcomes);
+    if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT)
+        handover_caught_up(&e->in); /* the log is read to its end */
+    int from_log = h.from_log;
+    handed_release(&h);
     if (rc) {
         atomic_fetch_add(&e->rounds_failed, 1);
         medic_log_error("policy engine round failed; retrying from the last committed state",
                         "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
-        fall_back_to_log(e);
+        handover_fall_back(&e->in);
         restore_state(e);
     } else {
         for (size_t i = 0; i < r.out.count; i++) {
@@ -533,42 +426,42 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     free(r.alert_of);
     policy_decisions_release(&r.out);
     medic_config_unref(config);
-    return rc ? -1 : changed || h.from_log;
+    return rc ? -1 : changed || from_log;
 }
 
 static void *engine_main(void *arg)
 {
     struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
-    pthread_mutex_lock(&e->queue_lock);
-    while (!e->stopping) {
+    pthread_mutex_lock(&e->in.lock);
+    while (!e->in.stopping) {
         int64_t now = medic_time_now();
         int tick = now - e->last_tick >= e->tick_interval;
-        if (!e->wake && !tick) {
+        if (!e->in.wake && !tick) {
             int64_t due = e->last_tick + e->tick_interval;
             struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC),
                                      (long)(due % MEDIC_NS_PER_SEC)};
-            pthread_cond_timedwait(&e->cond, &e->queue_lock, &until);
+            pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
             continue;
         }
-        e->wake = 0;
+        e->in.wake = 0;
         if (tick)
             e->last_tick = now;
-        pthread_mutex_unlock(&e->queue_lock);
+        pthread_mutex_unlock(&e->in.lock);
         int did = run_round(e, now, tick);
-        pthread_mutex_lock(&e->queue_lock);
+        pthread_mutex_lock(&e->in.lock);
         if (did > 0) {
-            e->wake = 1; /* a full round may leave more pending: go again at once */
-        } else if (did < 0 && !e->stopping) {
+            e->in.wake = 1; /* a full round may leave more pending: go again at once */
+        } else if (did < 0 && !e->in.stopping) {
             /* the store failed: wait a second before retrying */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_sec += 1;
-            pthread_cond_timedwait(&e->cond, &e->queue_lock, &until);
-            e->wake = 1;
+            pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
+            e->in.wake = 1;
         }
     }
-    pthread_mutex_unlock(&e->queue_lock);
+    pthread_mutex_unlock(&e->in.lock);
     return NULL;
 }
 
@@ -585,13 +478,9 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->fleet = fleet;
     e->configs = configs;
     e->tick_interval = tick_interval;
-    e->wake = 1; /* evaluate what a previous run left pending */
-    e->backlog = 1;
-    e->outcomes_from_log = 1;
+    handover_init(&e->in); /* evaluate what a previous run left pending */
     e->last_tick = medic_time_now();
     pthread_mutex_init(&e->lock, NULL);
-    pthread_mutex_init(&e->queue_lock, NULL);
-    pthread_cond_init(&e->cond, NULL);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
         rc = read_state(e, &e->state, err);
@@ -605,6 +494,8 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     if (rc) {
         audit_reader_free(e->reader);
         policy_state_free(e->state);
+        handover_release(&e->in);
+        pthread_mutex_destroy(&e->lock);
         free(e);
         return rc;
     }
@@ -615,69 +506,28 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
 void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
                                struct medic_notification *n)
 {
-    struct committed *c = n ? malloc(sizeof(*c)) : NULL;
-    pthread_mutex_lock(&e->queue_lock);
-    int queue = c && !e->backlog && e->queued < QUEUE_LIMIT &&
-                e->queued_alerts + n->alert_count <= QUEUE_ALERTS_LIMIT;
-    if (queue) {
-        c->id = id;
-        c->first_alert = first_alert_id;
-        c->n = *n; /* the arena moves with it */
-        medic_notification_init(n);
-        c->next = NULL;
-        if (e->tail)
-            e->tail->next = c;
-        else
-            e->head = c;
-        e->tail = c;
-        e->queued++;
-        e->queued_alerts += c->n.alert_count;
-    } else {
-        e->backlog = 1; /* it is in the log: read from there, in order */
-        e->left_out++;
-    }
-    e->wake = 1;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->queue_lock);
-    if (!queue)
-        free(c);
+    handover_committed(&e->in, id, first_alert_id, n);
 }
 
 void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
                              enum medic_outcome outcome, const char *detail)
 {
-    pthread_mutex_lock(&e->queue_lock);
-    if (!e->outcomes)
-        e->outcomes = malloc(OUTCOMES_LIMIT * sizeof(*e->outcomes));
-    if (e->outcomes && e->outcome_count < OUTCOMES_LIMIT) {
-        struct outcome *o = &e->outcomes[e->outcome_count++];
-        o->decision = decision_id;
-        o->outcome = outcome;
-        snprintf(o->detail, sizeof(o->detail), "%s", detail ? detail : "");
-    } else {
-        e->outcomes_from_log = 1;
-    }
-    e->wake = 1;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->queue_lock);
+    handover_outcome(&e->in, decision_id, outcome, detail);
 }
 
 void engine_pipeline_stop(struct engine_pipeline *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->queue_lock);
-    e->stopping = 1;
-    pthread_cond_signal(&e->cond);
-    pthread_mutex_unlock(&e->queue_lock);
+    pthread_mutex_lock(&e->in.lock);
+    e->in.stopping = 1;
+    pthread_cond_signal(&e->in.cond);
+    pthread_mutex_unlock(&e->in.lock);
     pthread_join(e->thread, NULL);
     audit_reader_free(e->reader);
     policy_state_free(e->state);
-    free_committed(e->head);
-    free(e->outcomes);
+    handover_release(&e->in);
     pthread_mutex_destroy(&e->lock);
-    pthread_mutex_destroy(&e->queue_lock);
-    pthread_cond_destroy(&e->cond);
     free(e);
 }
 

@@ -183,11 +183,10 @@ static void fetch_wanted(struct engine_risk *r)
                 .node_regex = regex.data,
                 .timeout_ms = left,
                 .max_series = n * PROMETHEUS_MAX_SERIES,
-                .parallel = 4,
+                .parallel = ENGINE_FLEET_PARALLEL,
             };
             struct prometheus_fleet f;
             struct medic_error err = {0};
-            r->fetches++;
             int rc = prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err);
             float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));
             if (rc == 0 && risk && risk_score_fleet(&c->model, &c->features, &f, risk) == 0)

@@ -1,0 +1,85 @@
+/* What other threads hand the engine's thread, and the wake-ups that come
+ * with it: committed notifications (from the audit writer, in commit
+ * order) and recorded outcomes (from dispatch). When memory cannot hold
+ * them, it says so instead: `backlog` (some committed notifications are
+ * only in the audit log: read them from there, in order, and queue nothing
+ * until the reads caught up) and `outcomes_from_log` (look every awaited
+ * outcome up in the log). Its lock is held only for a pointer's move, so
+ * the audit writer is never kept waiting by a round. Private to engine/. */
+#ifndef MEDIC_ENGINE_HANDOVER_H
+#define MEDIC_ENGINE_HANDOVER_H
+
+#include "action.h"
+#include "alert.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Committed notifications (and their alerts) waiting in memory at most;
+ * past either, they are read back from the audit log. */
+#define HANDOVER_QUEUE_LIMIT 16384
+#define HANDOVER_ALERTS_LIMIT 262144
+/* Outcomes waiting in memory at most; past it, read from the audit log. */
+#define HANDOVER_OUTCOMES_LIMIT 4096
+
+/* A committed notification on its way to the engine. */
+struct committed {
+    int64_t id, first_alert;
+    struct medic_notification n;
+    struct committed *next;
+};
+
+/* A recorded outcome on its way to its incident. */
+struct outcome {
+    int64_t decision;
+    enum medic_outcome outcome;
+    char detail[1024];
+};
+
+struct handover {
+    pthread_mutex_t lock; /* guards everything below */
+    pthread_cond_t cond;  /* signalled with wake or stopping */
+    int wake, stopping;
+    struct committed *head, *tail;
+    size_t queued, queued_alerts;
+    int backlog;
+    uint64_t left_out; /* not queued since the last read of the log began */
+    struct outcome *outcomes;
+    size_t outcome_count;
+    int outcomes_from_log;
+};
+
+/* What one round takes. */
+struct handed {
+    struct committed *notifications; /* NULL: none, or read the log (from_log) */
+    int from_log;
+    struct outcome *outcomes;
+    size_t outcome_count;
+    int outcomes_from_log;
+};
+
+/* Starts awake, reading both from the log: what a previous run left. */
+void handover_init(struct handover *h);
+void handover_release(struct handover *h);
+
+/* Takes committed notification n (its content moves; n is left empty),
+ * or notes that it stays in the log; wakes the engine. */
+void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
+                        struct medic_notification *n);
+void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome outcome,
+                      const char *detail);
+
+/* Takes up to limit queued notifications (the queue first: the log holds
+ * nothing older while it has items), or the word to read the log, and
+ * every handed outcome. */
+void handover_take(struct handover *h, size_t limit, struct handed *out);
+void handed_release(struct handed *d);
+/* A round read the log to its end: the queue takes over unless a
+ * notification was left out of it since that read began. */
+void handover_caught_up(struct handover *h);
+/* After a failed round: what memory held is in the audit log, which the
+ * next rounds read in order. */
+void handover_fall_back(struct handover *h);
+
+#endif
