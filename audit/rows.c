@@ -1,6 +1,7 @@
 #include "store_internal.h"
 #include "buf.h"
 #include "chain.h"
+#include "deflate.h"
 #include "log.h"
 #include "schema.h"
 #include "timeutil.h"
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_FIND_FIRST] =
@@ -206,15 +206,8 @@ int audit__prepare_notification(const struct audit_notification_in *in,
     const struct medic_notification *n = in->notification;
     memset(p, 0, sizeof(*p));
     /* the raw body is most of what a notification writes: compress it
-     * (zlib, fastest level) here, on the caller's thread, so that the
-     * writer's commits write less */
-    uLongf bound = compressBound((uLong)in->raw_len);
-    p->deflated = malloc(bound);
-    if (p->deflated &&
-        compress2(p->deflated, &bound, (const Bytef *)in->raw, (uLong)in->raw_len, Z_BEST_SPEED) ==
-            Z_OK &&
-        bound < in->raw_len)
-        p->deflated_len = bound;
+     * here, on the caller's thread, so that the writer's commits write less */
+    p->deflated_len = audit__deflate(in->raw, in->raw_len, &p->deflated);
     medic_notification_dedupe_key(n, p->dedupe_key);
     p->dedupe_prefix = hex_prefix64(p->dedupe_key);
     medic_buf_init(&p->json, 0);
