@@ -51,6 +51,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
     [ST_SELECT_CHANGE] = NULL,
     [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
+    /* prepared once: parsing them per request cost as much as an insert */
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_SAVEPOINT] = "SAVEPOINT request",
+    [ST_RELEASE] = "RELEASE request",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO request",
 };
 
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
@@ -65,6 +71,16 @@ int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *
 {
     if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return store_fail(s, err, sql);
+    return 0;
+}
+
+int audit__exec_stmt(struct audit_store *s, enum stmt_id id, struct medic_error *err)
+{
+    sqlite3_stmt *st = s->stmts[id];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(s, err, stmt_sql[id]);
     return 0;
 }
 

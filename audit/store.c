@@ -56,14 +56,14 @@ static void run_batch(struct audit_store *s, struct job *batch)
     struct medic_error err = {0};
     size_t ok = 0;
     int store_failed = 0; /* a request failed in the database itself (disk full, I/O) */
-    int rc = audit__exec_sql(s, "BEGIN IMMEDIATE", &err);
+    int rc = audit__exec_stmt(s, ST_BEGIN, &err);
     for (struct job *j = batch; j; j = j->next) {
         if (rc) {
             j->rc = rc;
             j->err = err;
             continue;
         }
-        if (audit__exec_sql(s, "SAVEPOINT request", &j->err)) {
+        if (audit__exec_stmt(s, ST_SAVEPOINT, &j->err)) {
             j->rc = MEDIC_E_STORE;
             continue;
         }
@@ -74,13 +74,14 @@ static void run_batch(struct audit_store *s, struct job *batch)
                 j->err.code = MEDIC_E_INVALID;
             else if (j->rc == MEDIC_E_STORE)
                 store_failed = 1;
-            sqlite3_exec(s->db, "ROLLBACK TO request; RELEASE request", NULL, NULL, NULL);
+            audit__exec_stmt(s, ST_ROLLBACK_TO, NULL);
+            audit__exec_stmt(s, ST_RELEASE, NULL);
         } else {
-            sqlite3_exec(s->db, "RELEASE request", NULL, NULL, NULL);
+            audit__exec_stmt(s, ST_RELEASE, NULL);
             ok++;
         }
     }
-    if (rc == 0 && audit__exec_sql(s, "COMMIT", &err) != 0) {
+    if (rc == 0 && audit__exec_stmt(s, ST_COMMIT, &err) != 0) {
         rc = MEDIC_E_STORE;
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         for (struct job *j = batch; j; j = j->next) {

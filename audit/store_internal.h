@@ -63,6 +63,11 @@ enum stmt_id {
     ST_LAST_CHANGE_HASH,
     ST_SELECT_CHANGE,
     ST_SET_CHANGE_HASH,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     ST_COUNT
 };
 
@@ -80,6 +85,8 @@ struct audit_store {
 };
 
 int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *err);
+/* Runs one of the prepared transaction statements (ST_BEGIN ... ST_ROLLBACK_TO). */
+int audit__exec_stmt(struct audit_store *s, enum stmt_id id, struct medic_error *err);
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);
 void audit__prepared_release(struct prepared_notification *p);
