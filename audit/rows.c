@@ -54,9 +54,6 @@ static const char *const stmt_sql[ST_COUNT] = {
     /* prepared once: parsing them per request cost as much as an insert */
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
-    [ST_SAVEPOINT] = "SAVEPOINT request",
-    [ST_RELEASE] = "RELEASE request",
-    [ST_ROLLBACK_TO] = "ROLLBACK TO request",
 };
 
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,

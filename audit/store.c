@@ -48,45 +48,50 @@ static void record_commit(struct audit_store *s, double seconds, size_t committe
             st->commit_bucket_counts[i]++;
 }
 
-/* One transaction for the whole batch; a savepoint per request, so that a
- * request that fails leaves nothing behind while the others commit. */
+/* One transaction for the whole batch. A request that fails (a unique
+ * constraint: the same action intent twice) rolls the transaction back
+ * and the batch runs again without it, so that it leaves nothing behind
+ * while the others commit; failures are rare, and a savepoint per request
+ * instead cost every request a copy of each page it touched. A failure of
+ * the database itself (disk full, I/O) fails the whole batch. */
 static void run_batch(struct audit_store *s, struct job *batch)
 {
     int64_t start = medic_time_monotonic();
     struct medic_error err = {0};
+    int rc;
+    for (;;) {
+        if ((rc = audit__exec_stmt(s, ST_BEGIN, &err)))
+            break;
+        struct job *bad = NULL;
+        for (struct job *j = batch; j && !bad; j = j->next)
+            if (!j->left_out && (j->rc = audit__run_job(s, j)))
+                bad = j;
+        if (!bad) {
+            if ((rc = audit__exec_stmt(s, ST_COMMIT, &err)))
+                sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            break;
+        }
+        int unique =
+            bad->rc == MEDIC_E_STORE && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE;
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        if (bad->rc == MEDIC_E_STORE && !unique) {
+            rc = bad->rc;
+            err = bad->err;
+            break;
+        }
+        if (unique)
+            bad->err.code = MEDIC_E_INVALID;
+        bad->left_out = 1;
+    }
     size_t ok = 0;
-    int store_failed = 0; /* a request failed in the database itself (disk full, I/O) */
-    int rc = audit__exec_stmt(s, ST_BEGIN, &err);
     for (struct job *j = batch; j; j = j->next) {
+        if (j->left_out)
+            continue;
         if (rc) {
             j->rc = rc;
             j->err = err;
-            continue;
-        }
-        if (audit__exec_stmt(s, ST_SAVEPOINT, &j->err)) {
-            j->rc = MEDIC_E_STORE;
-            continue;
-        }
-        j->rc = audit__run_job(s, j);
-        if (j->rc) {
-            if (j->rc == MEDIC_E_STORE &&
-                sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE)
-                j->err.code = MEDIC_E_INVALID;
-            else if (j->rc == MEDIC_E_STORE)
-                store_failed = 1;
-            audit__exec_stmt(s, ST_ROLLBACK_TO, NULL);
-            audit__exec_stmt(s, ST_RELEASE, NULL);
         } else {
-            audit__exec_stmt(s, ST_RELEASE, NULL);
             ok++;
-        }
-    }
-    if (rc == 0 && audit__exec_stmt(s, ST_COMMIT, &err) != 0) {
-        rc = MEDIC_E_STORE;
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        for (struct job *j = batch; j; j = j->next) {
-            j->rc = rc;
-            j->err = err;
         }
     }
     if (rc)
@@ -94,7 +99,7 @@ static void run_batch(struct audit_store *s, struct job *batch)
     double seconds = (double)(medic_time_monotonic() - start) / 1e9;
     struct job *async = NULL;
     pthread_mutex_lock(&s->lock);
-    record_commit(s, seconds, ok, rc != 0 || (store_failed && ok == 0));
+    record_commit(s, seconds, ok, rc != 0);
     for (struct job *j = batch, *next; j; j = next) {
         next = j->next; /* a woken synchronous caller frees its job */
         if (j->done_fn) {
@@ -286,9 +291,10 @@ int audit_store_open(const char *path, const struct audit_options *options,
         goto fail;
     }
     sqlite3_busy_timeout(s->db, s->options.busy_timeout_ms);
-    char pragmas[160];
+    char pragmas[200];
     snprintf(pragmas, sizeof(pragmas),
-             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON",
+             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON;"
+             " PRAGMA temp_store = MEMORY",
              s->options.synchronous_full ? "FULL" : "NORMAL");
     if ((rc = audit__exec_sql(s, pragmas, err)))
         goto fail;

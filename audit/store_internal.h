@@ -32,6 +32,7 @@ struct job {
     int64_t id;
     int rc;
     int done;
+    int left_out;        /* failed alone: its batch committed without it */
     pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
     struct medic_error err;
     struct job *next;
@@ -65,9 +66,6 @@ enum stmt_id {
     ST_SET_CHANGE_HASH,
     ST_BEGIN,
     ST_COMMIT,
-    ST_SAVEPOINT,
-    ST_RELEASE,
-    ST_ROLLBACK_TO,
     ST_COUNT
 };
 
@@ -85,7 +83,7 @@ struct audit_store {
 };
 
 int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *err);
-/* Runs one of the prepared transaction statements (ST_BEGIN ... ST_ROLLBACK_TO). */
+/* Runs one of the prepared transaction statements (ST_BEGIN, ST_COMMIT). */
 int audit__exec_stmt(struct audit_store *s, enum stmt_id id, struct medic_error *err);
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);

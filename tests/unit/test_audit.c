@@ -348,6 +348,133 @@ static void test_store_locked_is_an_error_not_a_partial_write(void **state)
     assert_int_equal(count("SELECT count(*) FROM alerts"), 2);
 }
 
+/* An asynchronous notification whose outcome the test waits for. */
+struct queued {
+    char text[sizeof(firing) + 64];
+    struct medic_notification n;
+    struct audit_notification_in in;
+    struct audit_notification_result res;
+    pthread_mutex_t lock;
+    int done, rc;
+};
+
+static void queued_done(void *arg, int rc, const struct medic_error *err)
+{
+    (void)err;
+    struct queued *q = arg;
+    pthread_mutex_lock(&q->lock);
+    q->rc = rc;
+    q->done = 1;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void queue_notification(struct audit_store *s, struct queued *q, int index)
+{
+    snprintf(q->text, sizeof(q->text), "%s", firing);
+    char *g = strstr(q->text, "GPUXidError"); /* its own group key */
+    g[0] = (char)('A' + index);
+    parse(q->text, &q->n);
+    q->in = (struct audit_notification_in){&q->n, q->text, strlen(q->text), medic_time_now(),
+                                           NULL,  NULL};
+    pthread_mutex_init(&q->lock, NULL);
+    q->done = 0;
+    struct medic_error err = {0};
+    assert_int_equal(audit_record_notification_async(s, &q->in, &q->res, queued_done, q, &err), 0);
+}
+
+static int queued_wait(struct queued *q)
+{
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&q->lock);
+        int done = q->done, rc = q->rc;
+        pthread_mutex_unlock(&q->lock);
+        if (done) {
+            medic_notification_release(&q->n);
+            pthread_mutex_destroy(&q->lock);
+            return rc;
+        }
+        usleep(10000);
+    }
+    fail_msg("the queued notification was never answered");
+    return -1;
+}
+
+/* Waits until the writer's queue holds exactly depth requests. */
+static void wait_queue_depth(struct audit_store *s, size_t depth)
+{
+    struct audit_stats st;
+    for (int i = 0; i < 1000; i++) {
+        audit_store_stats(s, &st);
+        if (st.queue_depth == depth)
+            return;
+        usleep(5000);
+    }
+    fail_msg("queue depth %zu, waited for %zu", st.queue_depth, depth);
+}
+
+struct second_intent {
+    struct audit_store *store;
+    int64_t decision;
+    int rc;
+    struct medic_error err;
+};
+
+static void *record_second_intent(void *p)
+{
+    struct second_intent *a = p;
+    struct audit_action_in in = {.created_at = medic_time_now(),
+                                 .decision_id = a->decision,
+                                 .action = "drain",
+                                 .node = "gpu-node-01",
+                                 .target = "gpu-node-01",
+                                 .result = "pending",
+                                 .duration_ms = -1};
+    int64_t id;
+    a->rc = audit_record_action(a->store, &in, &id, &a->err);
+    return NULL;
+}
+
+static void test_a_failing_request_leaves_its_batch_committed(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    int64_t d = decide(s, "gpu-node-01", "execute", 0.9), intent;
+    assert_int_equal(act(s, d, 0, "pending", &intent), 0);
+    /* another connection holds the write lock: the writer takes the first
+     * request and waits for the lock, the next three queue as one batch */
+    sqlite3 *locker;
+    assert_int_equal(sqlite3_open(db_path, &locker), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    static struct queued q[3];
+    queue_notification(s, &q[0], 0);
+    wait_queue_depth(s, 0);
+    queue_notification(s, &q[1], 1);
+    struct second_intent second = {s, d, 0, {0}};
+    pthread_t t;
+    pthread_create(&t, NULL, record_second_intent, &second);
+    wait_queue_depth(s, 2);
+    queue_notification(s, &q[2], 2);
+    wait_queue_depth(s, 3);
+    struct audit_stats before;
+    audit_store_stats(s, &before);
+    assert_int_equal(sqlite3_exec(locker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(locker);
+    pthread_join(t, NULL);
+    /* the second intent for one decision is refused, alone */
+    assert_int_equal(second.rc, MEDIC_E_STORE);
+    assert_int_equal(second.err.code, MEDIC_E_INVALID);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(queued_wait(&q[i]), 0);
+    struct audit_stats after;
+    audit_store_stats(s, &after);
+    assert_int_equal(after.requests_committed - before.requests_committed, 3);
+    assert_int_equal(after.commits - before.commits, 2); /* the lone request, then the batch */
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM notifications"), 3);
+    assert_int_equal(count("SELECT count(*) FROM alerts"), 6);
+    assert_int_equal(count("SELECT count(*) FROM actions"), 1);
+}
+
 static void test_queries(void **state)
 {
     (void)state;
@@ -418,6 +545,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_chain_and_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_locked_is_an_error_not_a_partial_write, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_failing_request_leaves_its_batch_committed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
