@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """How medic's cost grows: webhook throughput with 0, 1,000, 10,000 open
-alerts (nginx with one worker answering `return 200` as the reference in
-the same run), a storm of 2,000 nodes x 8 GPUs, and what each
+alerts (nginx with one worker answering `return 200`, and the field's usual
+Flask + gunicorn + SQLite receiver, as the references in the same run), a storm of 2,000 nodes x 8 GPUs, and what each
 notification writes to disk.
 
 medic runs on its embedded defaults (`medic serve --listen --db`, no
@@ -21,8 +21,9 @@ SQLite. That is what `scripts/dev.sh serve` starts.
   notification.
 
 usage: bench/scale-bench.py [--medic PATH --label TEXT]... [--open 0,1000,10000]
-                            [--seconds 10] [--skip throughput,storm,disk]
-Needs wrk and nginx (apt-get install wrk nginx-light)."""
+                            [--seconds 10] [--skip throughput,flask,storm,disk]
+Needs wrk, nginx, gunicorn and Flask
+(apt-get install wrk nginx-light gunicorn python3-flask)."""
 
 import argparse
 import datetime
@@ -127,6 +128,33 @@ http {{
         shutil.rmtree(work, ignore_errors=True)
 
 
+def flask_reference(seconds, workers=2 * os.cpu_count() + 1):
+    """The Flask + gunicorn + SQLite receiver (bench/flask_receiver.py),
+    gunicorn's recommended (2 x CPUs) + 1 sync workers."""
+    work = tempfile.mkdtemp(prefix="medic-flask-")
+    port = free_port()
+    env = dict(os.environ, MEDIC_BENCH_DB=os.path.join(work, "ref.db"))
+    log = open(os.path.join(work, "gunicorn.log"), "w")
+    proc = subprocess.Popen(["/usr/bin/python3", "-m", "gunicorn", "-w", str(workers), "-b",
+                             f"127.0.0.1:{port}", "--chdir", os.path.join(TOP, "bench"),
+                             "flask_receiver:app"], env=env, stdout=log, stderr=log)
+    try:
+        def answers():
+            try:
+                post_all(port, [notification("ready", [])])
+                return True
+            except OSError:
+                return False
+        wait_until("gunicorn", answers, 30)
+        wrk(port, 2)  # warm-up, as for medic
+        return wrk(port, seconds)
+    finally:
+        proc.terminate()
+        proc.wait()
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
     work = tempfile.mkdtemp(prefix="medic-storm-")
     m = Medic(binary, work)
@@ -201,13 +229,19 @@ def main():
     binaries = [os.path.abspath(b) for b in a.medic or [os.path.join(TOP, "build/dev/medic")]]
     labels = a.label or [os.path.basename(os.path.dirname(b)) for b in binaries]
     skip = set(a.skip.split(","))
-    for tool in ("wrk", "nginx"):
+    for tool in ("wrk", "nginx", "gunicorn"):
         if not shutil.which(tool) and "throughput" not in skip:
-            raise SystemExit(f"scale-bench: install {tool} (apt-get install wrk nginx-light)")
+            raise SystemExit(f"scale-bench: install {tool} (apt-get install wrk nginx-light"
+                             " gunicorn python3-flask)")
     print(f"# {datetime.datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} CPUs")
     if "throughput" not in skip:
         ref = nginx(a.seconds)
         print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}")
+        if "flask" not in skip:
+            f = flask_reference(a.seconds)
+            print(f"Flask + gunicorn + SQLite: {f['rps']:.0f} notifications/s "
+                  f"({f['rps'] / ref['rps']:.2f}x nginx) p50 {f['p50']} p99 {f['p99']} "
+                  f"non-2xx {f['non2xx']}", flush=True)
         for binary, label in zip(binaries, labels):
             for n in [int(x) for x in a.open.split(",")]:
                 r = throughput(binary, n, a.seconds)
