@@ -18,13 +18,14 @@ model { fleet_interval: 1s }.
   engine asks Prometheus for their risk, finds none and holds them as open,
   unmatched alerts) and medic's resident memory is read once all are
   decided and two cycles have run since.
-- latency: at 256 nodes, single-alert notifications (a GPU Xid 79 on a node
+- latency: at every fleet size, single-alert notifications (a GPU Xid 79 on a node
   Prometheus knows, so the engine scores the GPU from Prometheus) at a
   steady rate; alert -> decision is decisions.created_at minus the
   notification's received_at, both written by medic (milliseconds).
 
 usage: bench/fleet-bench.py [--medic PATH --label TEXT]... [--nodes 64,256,1024]
                             [--cycles 5] [--rate 100] [--seconds 20] [--skip rss,latency]
+                            [--json PATH]
 Several --medic (with as many --label) compare builds in one run."""
 
 import argparse
@@ -247,7 +248,9 @@ def main():
     ap.add_argument("--rate", type=float, default=100)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--json", help="also write the figures to this file (bench/plot-scale.py)")
     args = ap.parse_args()
+    out = {"cpus": os.cpu_count(), "cycles": [], "latency": [], "rss": []}
     medics = [os.path.abspath(m) for m in args.medic or [os.path.join(TOP, "build/dev/medic")]]
     labels = args.label or [os.path.basename(os.path.dirname(m)) for m in medics]
     skip = set(args.skip.split(",")) - {""}
@@ -274,6 +277,10 @@ def main():
                     try:
                         r = cycles(m, args.cycles, p.url)
                         d = r["durations"] or [float("nan")]
+                        out["cycles"].append({"label": label, "nodes": nodes, "gpus": nodes * 8,
+                                              "median_s": statistics.median(d), "worst_s": max(d),
+                                              "requests": r["requests_per_cycle"],
+                                              "prometheus_alone_s": floor})
                         print(f"| {nodes} | {nodes * 8} | {label} | {statistics.median(d):.3f} s | "
                               f"{max(d):.3f} s{'' if r['measured'] else ' (from cycle spacing)'} | "
                               f"{r['requests_per_cycle']:.1f} | {r['scored']} | "
@@ -284,8 +291,13 @@ def main():
                             wait_until("a cycle", lambda: m.metrics()[
                                 "medic_fleet_scoring_cycles_total"] >= c + 2, 120)
                             rss.append((label, nodes * 8, m.rss_mb()))
-                        if nodes == 256 and "latency" not in skip:
-                            lat.append((label, latency(m, nodes, args.rate, args.seconds)))
+                            out["rss"].append({"label": label, "gpus": nodes * 8,
+                                               "rss_mb": rss[-1][2]})
+                        if "latency" not in skip:
+                            r = latency(m, nodes, args.rate, args.seconds)
+                            lat.append((label, nodes, r))
+                            out["latency"].append(dict(r, label=label, nodes=nodes,
+                                                       gpus=nodes * 8))
                     finally:
                         m.stop()
             finally:
@@ -298,12 +310,15 @@ def main():
             for label, gpus, mb in rss:
                 print(f"| {label} | {gpus} | 10,000 | {mb:.0f} MB |")
         if lat:
-            print(f"\n| build | alerts at {args.rate:.0f}/s | alert -> decision p50 | p99 | "
+            print(f"\n| build | GPUs | alerts at {args.rate:.0f}/s | alert -> decision p50 | p99 | "
                   "worst | risk unknown | sends behind schedule |")
-            print("|---|---|---|---|---|---|---|")
-            for label, r in lat:
-                print(f"| {label} | {r['count']} | {r['p50']} ms | {r['p99']} ms | {r['max']} ms | "
-                      f"{r['unknown_risk']} | {r['late_sends']} |")
+            print("|---|---|---|---|---|---|---|---|")
+            for label, nodes, r in lat:
+                print(f"| {label} | {nodes * 8} | {r['count']} | {r['p50']} ms | {r['p99']} ms | "
+                      f"{r['max']} ms | {r['unknown_risk']} | {r['late_sends']} |")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,12 +21,13 @@ SQLite. That is what `scripts/dev.sh serve` starts.
   notification.
 
 usage: bench/scale-bench.py [--medic PATH --label TEXT]... [--open 0,1000,10000]
-                            [--seconds 10] [--skip throughput,flask,storm,disk]
+                            [--seconds 10] [--skip throughput,flask,storm,disk] [--json PATH]
 Needs wrk, nginx, gunicorn and Flask
 (apt-get install wrk nginx-light gunicorn python3-flask)."""
 
 import argparse
 import datetime
+import json
 import multiprocessing
 import os
 import re
@@ -225,7 +226,10 @@ def main():
     ap.add_argument("--open", default="0,1000,10000")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--json", help="also write the figures to this file (bench/plot-scale.py)")
     a = ap.parse_args()
+    out = {"cpus": os.cpu_count(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+           "throughput": [], "storm": [], "disk": []}
     binaries = [os.path.abspath(b) for b in a.medic or [os.path.join(TOP, "build/dev/medic")]]
     labels = a.label or [os.path.basename(os.path.dirname(b)) for b in binaries]
     skip = set(a.skip.split(","))
@@ -235,16 +239,17 @@ def main():
                              " gunicorn python3-flask)")
     print(f"# {datetime.datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} CPUs")
     if "throughput" not in skip:
-        ref = nginx(a.seconds)
+        ref = out["nginx"] = nginx(a.seconds)
         print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}")
         if "flask" not in skip:
-            f = flask_reference(a.seconds)
+            f = out["flask"] = flask_reference(a.seconds)
             print(f"Flask + gunicorn + SQLite: {f['rps']:.0f} notifications/s "
                   f"({f['rps'] / ref['rps']:.2f}x nginx) p50 {f['p50']} p99 {f['p99']} "
                   f"non-2xx {f['non2xx']}", flush=True)
         for binary, label in zip(binaries, labels):
             for n in [int(x) for x in a.open.split(",")]:
                 r = throughput(binary, n, a.seconds)
+                out["throughput"].append(dict(r, label=label, open_alerts=n))
                 print(f"{label}: {n} open alerts: {r['rps']:.0f} notifications/s "
                       f"({r['rps'] / ref['rps']:.2f}x nginx) p50 {r['p50']} p99 {r['p99']} "
                       f"non-2xx {r['non2xx']}, {r['bytes_per_request'] / 1024:.1f} kB written "
@@ -253,6 +258,7 @@ def main():
     for binary, label in zip(binaries, labels):
         for per_node in ([True, False] if "storm" not in skip else []):
             r = storm(binary, per_node)
+            out["storm"].append(dict(r, label=label, per_node=per_node))
             print(f"{label}: storm of {r['alerts']} alerts in {r['bodies']} notifications: "
                   f"accepted in {r['accepted_s']:.1f} s (non-200 {r['non200']}), all decided "
                   f"after {r['decided_s']:.1f} s; {r['decisions']} decisions, "
@@ -260,9 +266,13 @@ def main():
                   f"notice(s), RSS {r['rss_mb']:.0f} MB", flush=True)
         if "disk" not in skip:
             r = disk(binary)
+            out["disk"].append(dict(r, label=label))
             print(f"{label}: disk: {r['written_per_notification'] / 1024:.1f} kB written and "
                   f"{r['db_growth_per_notification'] / 1024:.2f} kB of database per single-alert "
                   f"notification", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

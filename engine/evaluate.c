@@ -51,7 +51,10 @@ int engine_evaluate_notification(const struct policy_context *ctx, struct policy
                                  const struct medic_notification *n, const double *risks,
                                  double risk, int64_t now, struct policy_decisions *out)
 {
-    int rc = engine_tick(ctx, st, now, out);
+    /* a round evaluates its notifications at one time: the state is
+     * brought up to it once, not once per notification (a tick visits
+     * every open incident) */
+    int rc = policy_last_tick(st) == now ? 0 : engine_tick(ctx, st, now, out);
     for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
         double r = risks ? risks[i] : risk;

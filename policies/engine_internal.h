@@ -152,6 +152,7 @@ struct policy_changes {
  * an open incident by (node, policy) and by id, and a node by name. */
 struct policy_state {
     int64_t next_incident_id;
+    int64_t ticked_at; /* policy_tick's last time; not persisted */
     struct incident **incidents;
     size_t incident_count, incident_cap;
     size_t final_count;

@@ -229,6 +229,7 @@ static void expire_alerts(const struct policy_context *ctx, struct policy_state 
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out)
 {
+    st->ticked_at = now;
     policy__update_storm(ctx, st, now, out);
     policy__expire_unmatched(st, now);
     policy__expire_resolved(st, now);
@@ -247,6 +248,11 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
             policy__run_due_steps(ctx, st, pol, in, now, out);
     }
     return out->failed;
+}
+
+int64_t policy_last_tick(const struct policy_state *st)
+{
+    return st->ticked_at;
 }
 
 int policy_outcome(const struct policy_context *ctx, struct policy_state *st,

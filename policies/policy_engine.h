@@ -178,6 +178,9 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out);
 
+/* The time of the last policy_tick (MEDIC_TIME_UNSET before the first). */
+int64_t policy_last_tick(const struct policy_state *st);
+
 /* The outcome of an awaited action. */
 struct policy_outcome {
     int64_t incident;

@@ -120,6 +120,7 @@ struct policy_state *policy_state_new(void)
         medic_map_init(&st->incidents_by_key);
         medic_map_init(&st->incidents_by_id);
         st->next_incident_id = 1;
+        st->ticked_at = MEDIC_TIME_UNSET;
         medic_map_init(&st->nodes_by_name);
         medic_map_init(&st->unmatched_by_alert);
         medic_map_init(&st->resolved_by_alert);

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""Draws how medic's cost grows from the figures scale-bench.py and
+fleet-bench.py wrote with --json: webhook notifications/s and p99 against
+open alerts (nginx and the Flask receiver of the same run as references),
+and fleet scoring cycle and alert -> decision p99 against fleet size.
+
+usage: bench/plot-scale.py SCALE.json FLEET.json OUT.png
+Needs python3-matplotlib."""
+
+import json
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def ms(text):
+    """wrk's latency ("3.67ms", "435.00us", "1.02s") in milliseconds."""
+    v, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", str(text)).groups()
+    return float(v) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+def main():
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    scale = json.load(open(sys.argv[1]))
+    fleet = json.load(open(sys.argv[2]))
+    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(11, 7.5))
+    for label in dict.fromkeys(r["label"] for r in scale["throughput"]):
+        rows = sorted((r for r in scale["throughput"] if r["label"] == label),
+                      key=lambda r: r["open_alerts"])
+        x = [r["open_alerts"] for r in rows]
+        a.plot(x, [r["rps"] for r in rows], "o-", label=f"medic ({label})")
+        b.plot(x, [ms(r["p99"]) for r in rows], "o-", label=f"medic ({label})")
+    for name, key, style in (("nginx return 200, 1 worker", "nginx", "--"),
+                             ("Flask + gunicorn + SQLite", "flask", ":")):
+        if key in scale:
+            a.axhline(scale[key]["rps"], linestyle=style, color="grey", label=name)
+            b.axhline(ms(scale[key]["p99"]), linestyle=style, color="grey", label=name)
+    a.set(title="webhook throughput (durable, built-in policies)", xlabel="open alerts",
+          ylabel="notifications/s", yscale="log")
+    b.set(title="webhook p99 latency", xlabel="open alerts", ylabel="ms", yscale="log")
+    for label in dict.fromkeys(r["label"] for r in fleet["cycles"]):
+        rows = sorted((r for r in fleet["cycles"] if r["label"] == label), key=lambda r: r["gpus"])
+        x = [r["gpus"] for r in rows]
+        c.plot(x, [r["median_s"] for r in rows], "o-", label=f"medic ({label})")
+        c.plot(x, [r["prometheus_alone_s"] for r in rows], "o:", color="grey",
+               label="Prometheus alone, same queries")
+    for label in dict.fromkeys(r["label"] for r in fleet["latency"]):
+        rows = sorted((r for r in fleet["latency"] if r["label"] == label), key=lambda r: r["gpus"])
+        d.plot([r["gpus"] for r in rows], [float(r["p99"]) for r in rows], "o-",
+               label=f"medic ({label}), p99")
+        d.plot([r["gpus"] for r in rows], [float(r["p50"]) for r in rows], "o--",
+               label=f"medic ({label}), p50")
+    c.set(title="whole-fleet risk scoring cycle", xlabel="GPUs in Prometheus", ylabel="s",
+          xscale="log")
+    d.set(title="alert -> decision, 100 alerts/s, live Prometheus", xlabel="GPUs in Prometheus",
+          ylabel="ms", xscale="log")
+    for ax in (a, b, c, d):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"How medic's cost grows ({scale['cpus']} vCPUs, {scale['date'][:10]})")
+    fig.tight_layout()
+    fig.savefig(sys.argv[3], dpi=100)
+
+
+if __name__ == "__main__":
+    main()
