@@ -59,6 +59,10 @@ def main():
           xscale="log")
     d.set(title="alert -> decision, 100 alerts/s, live Prometheus", xlabel="GPUs in Prometheus",
           ylabel="ms", xscale="log")
+    gpus = sorted({r["gpus"] for r in fleet["cycles"]})
+    for ax in (c, d):
+        ax.set_xticks(gpus, [f"{g:,}" for g in gpus])
+        ax.minorticks_off()
     for ax in (a, b, c, d):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
