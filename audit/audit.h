@@ -221,6 +221,14 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
                 const struct audit_filter *filter, struct medic_table *table,
                 struct medic_error *err);
 
+/* One node's timeline, oldest first: its alerts, the decisions about it,
+ * its incidents' changes and the actions on it, the newest limit (0: 100)
+ * rows from since to until (MEDIC_TIME_UNSET: open). Columns time, kind
+ * (alert, decision, incident, action), id (the row's in its table), what
+ * and detail. */
+int audit_timeline(struct audit_reader *reader, const char *node, int64_t since, int64_t until,
+                   long limit, struct medic_table *table, struct medic_error *err);
+
 /* The body of notification id exactly as Alertmanager sent it (stored
  * compressed), appended to out. MEDIC_E_NOTFOUND when there is no such
  * notification. */

@@ -13,6 +13,8 @@
 static const char usage[] =
     "usage: medic audit notifications|alerts|decisions|actions|incidents|changes\n"
     "                   [FILTERS] [--db PATH] [--format table|json|csv]\n"
+    "       medic audit timeline --node N [--since T] [--until T] [--limit N]\n"
+    "                   [--db PATH] [--format table|json|csv]\n"
     "       medic audit verify [--db PATH]\n"
     "       medic audit payload ID [--db PATH]\n"
     "\n"
@@ -42,6 +44,10 @@ static const char usage[] =
     "Options:\n"
     "  --db PATH         the audit database (default ./medic.db)\n"
     "  --format F        table (default), json (one JSON array) or csv\n"
+    "\n"
+    "timeline tells what happened to one node, oldest first: its alerts, the\n"
+    "decisions about it, its incidents' changes and the actions on it (the newest\n"
+    "--limit rows of all four, merged in time order).\n"
     "\n"
     "payload prints notification ID's body exactly as Alertmanager sent it.\n"
     "\n"
@@ -196,16 +202,26 @@ int medic_cmd_audit(int argc, char **argv)
     const char *what = argv[optind];
     if (strcmp(what, "verify") == 0)
         return run_verify(db);
+    int timeline = strcmp(what, "timeline") == 0;
     int kind = audit_kind_parse(what);
-    if (kind < 0) {
+    if (kind < 0 && !timeline) {
         fprintf(stderr, "medic audit: unknown query '%s'\n\n%s", what, usage);
+        return 2;
+    }
+    if (timeline && (filter.alertname || filter.policy || filter.verdict || filter.status ||
+                     filter.state || filter.incident)) {
+        fprintf(stderr,
+                "medic audit timeline: it takes --node, --since, --until and --limit; "
+                "filter one kind of row with medic audit alerts|decisions|actions|changes\n");
         return 2;
     }
     struct audit_reader *reader = NULL;
     struct medic_error err = {0};
     struct medic_table table;
     if (audit_reader_open(db, &reader, &err) ||
-        audit_query(reader, (enum audit_kind)kind, &filter, &table, &err)) {
+        (timeline ? audit_timeline(reader, filter.node, filter.since, filter.until, filter.limit,
+                                   &table, &err)
+                  : audit_query(reader, (enum audit_kind)kind, &filter, &table, &err))) {
         fprintf(stderr, "medic audit: %s\n", err.msg);
         audit_reader_free(reader);
         return err.code == MEDIC_E_INVALID ? 2 : 1;
@@ -217,7 +233,8 @@ int medic_cmd_audit(int argc, char **argv)
     if (rc == 0 && out.len)
         fwrite(out.data, 1, out.len, stdout);
     if (rc == 0 && format == MEDIC_FORMAT_TABLE && table.nrows == 0)
-        fprintf(stderr, "(no %s match)\n", what);
+        fprintf(stderr, timeline ? "(nothing about node %s)\n" : "(no %s match)\n",
+                timeline ? filter.node : what);
     medic_table_release(&table);
     medic_buf_release(&out);
     return rc ? 1 : 0;

@@ -170,6 +170,27 @@ def test_eight_gpus_one_incident(suite):
     assert "DRAIN" not in cluster.node("gpu-node-03")[0]
     wait_state(medic, "gpu-node-03", "recovered")
     assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 0
+    # the node's whole story in one timeline, oldest first
+    story = medic.audit("timeline", "--node", "gpu-node-03")
+    assert [r["time"] for r in story] == sorted(r["time"] for r in story), story
+    kinds = [r["kind"] for r in story]
+    assert kinds[0] == "alert" and story[0]["what"] == "GPUXidError firing", story[0]
+    assert kinds.count("alert") == 16, kinds  # eight firing, eight resolved
+    assert [r["what"].split(": ")[1] for r in story if r["kind"] == "incident"] == [
+        f"{c['from']} -> {c['state']}"
+        for c in reversed(medic.audit("changes", "--node", "gpu-node-03"))]
+    done = [r["what"].split()[0] for r in story
+            if r["kind"] == "action" and " outcome " in r["what"]]
+    assert done == ["drain", "ipmi_power_cycle", "resume"], story
+    assert len([r for r in story if r["kind"] == "decision"]) == len(
+        medic.audit("decisions", "--node", "gpu-node-03"))
+    assert not [r for r in story if "canary" in r["what"] + r["detail"]], story
+    # the newest rows when limited, still oldest first
+    assert medic.audit("timeline", "--node", "gpu-node-03", "--limit", "3") == story[-3:]
+    for bad in ([], ["--node", "gpu-node-03", "--verdict", "execute"]):
+        out = subprocess.run([suite.medic, "audit", "timeline", "--db", medic.db, *bad],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 2 and "--node" in out.stderr, out
 
 
 def test_reload_closes_orphaned_incidents(suite):

@@ -1,0 +1,79 @@
+/* One node's timeline: its alerts, the decisions about it, its incidents'
+ * changes and the actions on it, merged in time order. */
+#include "reader_internal.h"
+#include "buf.h"
+#include "timeutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Each part is read through its table's by-node index; the newest rows
+ * are kept (LIMIT) and shown oldest first. At one millisecond, an alert
+ * comes before the decision it caused, the decision before the incident's
+ * change, the change before the action. Steps are counted from 1, as
+ * the decisions' reasons count them. */
+static const char timeline_sql[] =
+    "SELECT t, kind, id, what, detail FROM ("
+    " SELECT a.received_at AS t, 0 AS o, 'alert' AS kind, a.id AS id,"
+    "  COALESCE(a.alertname, '') || ' ' || a.status AS what, a.labels AS detail"
+    "  FROM alerts a WHERE a.node = ?1 AND a.received_at >= ?2 AND a.received_at < ?3"
+    " UNION ALL"
+    " SELECT d.created_at, 1, 'decision', d.id,"
+    "  d.verdict || ' ' || COALESCE(d.action, '-') || COALESCE(' (' || d.policy || ' step ' ||"
+    "  (d.step + 1) || ')', ''), COALESCE(d.reason, '')"
+    "  FROM decisions d WHERE d.node = ?1 AND d.created_at >= ?2 AND d.created_at < ?3"
+    " UNION ALL"
+    " SELECT c.created_at, 2, 'incident', c.id,"
+    "  'incident ' || c.incident || COALESCE(' (' || c.policy || ')', '') || ': ' ||"
+    "  c.from_state || ' -> ' || c.state, COALESCE(c.cause, '')"
+    "  FROM incident_changes c WHERE c.node = ?1 AND c.created_at >= ?2 AND c.created_at < ?3"
+    " UNION ALL"
+    " SELECT x.created_at, 3, 'action', x.id,"
+    "  x.action || ' ' || x.phase || ' ' || x.result ||"
+    "  COALESCE(' in ' || x.duration_ms || ' ms', ''),"
+    "  COALESCE(x.detail, x.target, '')"
+    "  FROM actions x WHERE x.node = ?1 AND x.created_at >= ?2 AND x.created_at < ?3"
+    " ORDER BY t DESC, o DESC, id DESC LIMIT ?4"
+    ") ORDER BY t, o, id";
+
+int audit_timeline(struct audit_reader *reader, const char *node, int64_t since, int64_t until,
+                   long limit, struct medic_table *table, struct medic_error *err)
+{
+    static const char *const names[] = {"time", "kind", "id", "what", "detail"};
+    static const enum medic_column_type types[] = {MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_INT,
+                                                   MEDIC_COL_TEXT, MEDIC_COL_TEXT};
+    if (!node || !*node)
+        return medic_error_set(err, MEDIC_E_INVALID, "a timeline is about one node: give --node");
+    int rc = medic_table_init(table, 5, names, types);
+    if (rc)
+        return medic_error_set(err, rc, "out of memory");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(reader->db, timeline_sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+        goto out;
+    }
+    sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, since == MEDIC_TIME_UNSET ? INT64_MIN : since / MEDIC_NS_PER_MS);
+    sqlite3_bind_int64(st, 3, until == MEDIC_TIME_UNSET ? INT64_MAX : until / MEDIC_NS_PER_MS);
+    sqlite3_bind_int64(st, 4, limit > 0 ? limit : 100);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        char when[40];
+        medic_time_format(sqlite3_column_int64(st, 0) * MEDIC_NS_PER_MS, when, sizeof(when));
+        const char *values[5] = {when, (const char *)sqlite3_column_text(st, 1),
+                                 (const char *)sqlite3_column_text(st, 2),
+                                 (const char *)sqlite3_column_text(st, 3),
+                                 (const char *)sqlite3_column_text(st, 4)};
+        if ((rc = medic_table_add_row(table, values))) {
+            medic_error_set(err, rc, "out of memory");
+            goto out;
+        }
+    }
+    if (step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+out:
+    sqlite3_finalize(st);
+    if (rc)
+        medic_table_release(table);
+    return rc;
+}
