@@ -80,7 +80,8 @@ static const struct directive directives[] = {
     {"auth", "webhook_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "`{ username: U, password_file: F }`; either or both of bearer and basic may be set", NULL},
     {"auth", "read_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
-     "guards `GET /metrics`, `GET /api/v1/*` and `POST /api/v1/dry-run`; in live mode, when "
+     "guards `GET /metrics`, `GET /api/v1/*`, `POST /api/v1/dry-run` and the on-call page "
+     "(`GET /`, `GET /nodes/NAME`); in live mode, when "
      "no read credentials are set, the webhook's guard them",
      NULL},
     {"auth", "read_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",

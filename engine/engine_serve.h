@@ -35,5 +35,8 @@ struct engine {
 void engine_metrics(void *engine, struct medic_buf *out);
 int engine_api_query(void *engine, const struct receiver_query *q, struct medic_buf *out);
 int engine_api_dry_run(void *engine, const char *body, size_t len, struct medic_buf *out);
+/* GET / and GET /nodes/NAME (engine/page.c): the on-call page as HTML
+ * into out; returns the HTTP status. */
+int engine_page(void *engine, const char *path, struct medic_buf *out);
 
 #endif

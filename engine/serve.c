@@ -257,6 +257,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .ready = hook_ready,
         .query = engine_api_query,
         .dry_run = engine_api_dry_run,
+        .page = engine_page,
     };
     if (receiver_server_start(&listen, &settings, &hooks, &e->server, err)) {
         medic_error_prefix(err, "cannot start the http server");

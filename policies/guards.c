@@ -148,8 +148,7 @@ static void storm_notice(const struct policy_context *ctx, struct policy_state *
         if (starting)
             policy__alerting_alertnames(st, now, s->storm_window, names, sizeof(names));
         if (ctx->external_url)
-            snprintf(link, sizeof(link), "; decisions: %.200s/api/v1/decisions?since=%s",
-                     ctx->external_url, window);
+            snprintf(link, sizeof(link), "; on-call page: %.200s/", ctx->external_url);
         snprintf(message, sizeof(message),
                  starting ? "medic storm breaker: %zu nodes alerting within %s (max %zu): %s; "
                             "disruptive actions are held until it passes%s"

@@ -7,8 +7,8 @@
 #include <strings.h>
 
 const char *const receiver__handler_names[H_COUNT] = {
-    "/webhook",  "/metrics",      "/-/healthy",      "/-/ready",
-    "/-/reload", "/api/v1/query", "/api/v1/dry-run", "other"};
+    "/webhook",      "/metrics",        "/-/healthy", "/-/ready", "/-/reload",
+    "/api/v1/query", "/api/v1/dry-run", "/",          "other"};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 
 enum handler receiver__route(const char *url)
@@ -27,6 +27,8 @@ enum handler receiver__route(const char *url)
         return H_DRY_RUN;
     if (strncmp(url, "/api/v1/", 8) == 0)
         return H_API_QUERY;
+    if (strcmp(url, "/") == 0 || strncmp(url, "/nodes/", 7) == 0)
+        return H_PAGE;
     return H_OTHER;
 }
 
@@ -63,6 +65,7 @@ const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s
     case H_API_QUERY:
     case H_METRICS:
     case H_DRY_RUN:
+    case H_PAGE:
         return &s->read_auth;
     case H_RELOAD:
         return &s->admin_auth;

@@ -283,6 +283,22 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         medic_buf_release(&b);
         return r;
     }
+    case H_PAGE: {
+        if (!srv->hooks.page)
+            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                 NULL);
+        struct medic_buf b;
+        medic_buf_init(&b, (size_t)16 << 20);
+        int code = srv->hooks.page(srv->hooks.ctx, url, &b);
+        /* the page loads nothing: not from medic, not from anywhere */
+        enum MHD_Result r =
+            respond(srv, conn, req, (unsigned int)code, "text/html; charset=utf-8",
+                    b.data ? b.data : "", b.len, "Content-Security-Policy",
+                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; "
+                    "frame-ancestors 'none'; base-uri 'none'");
+        medic_buf_release(&b);
+        return r;
+    }
     default:
         return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
     }

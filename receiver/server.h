@@ -52,6 +52,9 @@ struct receiver_hooks {
     /* POST /api/v1/dry-run: a webhook payload in, decisions out as JSON, no
      * side effects; returns the HTTP status. */
     int (*dry_run)(void *ctx, const char *body, size_t len, struct medic_buf *out);
+    /* GET / and GET /nodes/NAME (path as requested, decoded): the on-call
+     * page as HTML; returns the HTTP status. */
+    int (*page)(void *ctx, const char *path, struct medic_buf *out);
 };
 
 /* What may change on reload. Strings are copied. */

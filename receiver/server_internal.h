@@ -19,6 +19,7 @@ enum handler {
     H_RELOAD,
     H_API_QUERY,
     H_DRY_RUN,
+    H_PAGE, /* GET / and /nodes/NAME */
     H_OTHER,
     H_COUNT
 };

@@ -4,6 +4,7 @@
 #include "alert.h"
 #include "auth.h"
 #include "buf.h"
+#include "html.h"
 #include "map.h"
 #include "sha256.h"
 #include "table.h"
@@ -354,10 +355,29 @@ static void test_map(void **state)
     medic_map_release(&m);
 }
 
+static void test_html_escaping(void **state)
+{
+    (void)state;
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    assert_int_equal(medic_html_text(&b, "<img src=x onerror=\"a('1')\">&amp;"), 0);
+    assert_int_equal(medic_buf_append(&b, "", 1), 0);
+    assert_string_equal(b.data, "&lt;img src=x onerror=&quot;a(&#39;1&#39;)&quot;&gt;&amp;amp;");
+    medic_buf_reset(&b);
+    assert_int_equal(medic_html_text(&b, NULL), 0);
+    assert_int_equal(b.len, 0);
+    /* a path segment: nothing but unreserved bytes stays; UTF-8 is encoded */
+    assert_int_equal(medic_html_path_segment(&b, "gpu-node_01.a~/../\"\xc3\xa9 ?#%"), 0);
+    assert_int_equal(medic_buf_append(&b, "", 1), 0);
+    assert_string_equal(b.data, "gpu-node_01.a~%2F..%2F%22%C3%A9%20%3F%23%25");
+    medic_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_html_escaping),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_buf_cap_and_json),

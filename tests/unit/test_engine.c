@@ -648,7 +648,7 @@ static void test_invariant_storm(void **state)
             const char *m = w.out.items[i].action.u.notify.message;
             assert_non_null(
                 strstr(m, "4 nodes alerting within 5m (max 3): GPUXidError on 4 nodes"));
-            assert_non_null(strstr(m, "https://medic.example.org/api/v1/decisions?since=5m"));
+            assert_non_null(strstr(m, "on-call page: https://medic.example.org/"));
         }
     assert_int_equal(notices, 1);
     assert_true(policy_storm_active(w.state));

@@ -1,0 +1,276 @@
+/* The on-call page: GET / (the fleet as medic sees it now) and GET
+ * /nodes/NAME (one node's timeline). Server-rendered HTML that works
+ * without JavaScript and loads nothing: its styles are inline, and the
+ * answer's Content-Security-Policy forbids anything else. Every value that
+ * can come from an alert is escaped. */
+#include "engine_serve.h"
+#include "audit.h"
+#include "config.h"
+#include "engine_evaluate.h"
+#include "engine_pipeline.h"
+#include "html.h"
+#include "policy_engine.h"
+#include "table.h"
+#include "timeutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_DECISIONS 50  /* recent decisions on the front page */
+#define PAGE_TIMELINE 500  /* rows of a node's timeline */
+#define PAGE_INCIDENTS 200 /* open incidents listed (a storm opens one per node) */
+
+static const char page_style[] =
+    "body{font:14px/1.4 'DejaVu Sans',sans-serif;margin:16px 24px;color:#1d1d1f}"
+    "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 6px}"
+    "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 8px;"
+    "border-bottom:1px solid #ddd;vertical-align:top}th{background:#f2f2f4;font-weight:600}"
+    "td.detail{font-size:12px;color:#555;word-break:break-all}td.nowrap{white-space:nowrap}"
+    ".badge{display:inline-block;padding:1px 8px;border-radius:8px;font-weight:600}"
+    ".live{background:#fde2e1;color:#a4161a}.dry_run{background:#e7f0fd;color:#1d4ed8}"
+    ".storm{background:#fde2e1;color:#a4161a}.calm{background:#e6f4ea;color:#137333}"
+    ".execute{color:#a4161a;font-weight:600}.suppressed{color:#8a5a00}.error{color:#a4161a}"
+    ".summary span{margin-right:18px}.empty{color:#777;font-style:italic}a{color:#1d4ed8}";
+
+static void page_start(struct medic_buf *out, const char *title)
+{
+    medic_buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                        "<meta name=\"viewport\" content=\"width=device-width\"><title>");
+    medic_html_text(out, title);
+    medic_buf_printf(out, "</title><style>%s</style></head><body>\n", page_style);
+}
+
+static void node_link(struct medic_buf *out, const char *node)
+{
+    if (!node || !*node) {
+        medic_buf_puts(out, "-");
+        return;
+    }
+    medic_buf_puts(out, "<a href=\"/nodes/");
+    medic_html_path_segment(out, node);
+    medic_buf_puts(out, "\">");
+    medic_html_text(out, node);
+    medic_buf_puts(out, "</a>");
+}
+
+/* Times and names read better on one line. */
+static int nowrap(const char *column)
+{
+    size_t n = strlen(column);
+    return strcmp(column, "time") == 0 || strcmp(column, "due") == 0 ||
+           strcmp(column, "policy") == 0 || strcmp(column, "kind") == 0 ||
+           (n > 3 && strcmp(column + n - 3, "_at") == 0);
+}
+
+static int column(const struct medic_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        if (strcmp(t->names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A table of the named columns (in that order), only the rows about node
+ * only_node when it is not NULL; the "node" column links to the node's
+ * page, the "verdict" one carries its class, "detail" and "reason" are set
+ * small. */
+static void html_table(struct medic_buf *out, const struct medic_table *t,
+                       const char *const *columns, size_t ncolumns, const char *only_node,
+                       size_t max_rows, const char *empty)
+{
+    int node_col = column(t, "node");
+    size_t shown = 0;
+    for (size_t r = 0; r < t->nrows; r++)
+        shown += !only_node || (node_col >= 0 && t->cells[r * t->ncols + (size_t)node_col] &&
+                                strcmp(t->cells[r * t->ncols + (size_t)node_col], only_node) == 0);
+    if (shown == 0) {
+        medic_buf_puts(out, "<p class=\"empty\">");
+        medic_html_text(out, empty);
+        medic_buf_puts(out, "</p>\n");
+        return;
+    }
+    int idx[16];
+    medic_buf_puts(out, "<table><thead><tr>");
+    for (size_t c = 0; c < ncolumns && c < 16; c++) {
+        idx[c] = column(t, columns[c]);
+        medic_buf_puts(out, "<th>");
+        medic_html_text(out, columns[c]);
+        medic_buf_puts(out, "</th>");
+    }
+    medic_buf_puts(out, "</tr></thead><tbody>\n");
+    size_t written = 0;
+    for (size_t r = 0; r < t->nrows && written < max_rows; r++) {
+        const char *node = node_col >= 0 ? t->cells[r * t->ncols + (size_t)node_col] : NULL;
+        if (only_node && (!node || strcmp(node, only_node) != 0))
+            continue;
+        written++;
+        medic_buf_puts(out, "<tr>");
+        for (size_t c = 0; c < ncolumns && c < 16; c++) {
+            const char *v = idx[c] >= 0 ? t->cells[r * t->ncols + (size_t)idx[c]] : NULL;
+            const char *name = columns[c];
+            if (strcmp(name, "verdict") == 0 && v) {
+                medic_buf_puts(out, "<td class=\"");
+                medic_html_text(out, v);
+                medic_buf_puts(out, "\">");
+            } else {
+                medic_buf_puts(out, strcmp(name, "detail") == 0 || strcmp(name, "reason") == 0
+                                        ? "<td class=\"detail\">"
+                                    : nowrap(name) ? "<td class=\"nowrap\">"
+                                                   : "<td>");
+            }
+            if (strcmp(name, "node") == 0)
+                node_link(out, v);
+            else if (strcmp(name, "step") == 0 && v) /* counted from 1, as reasons count */
+                medic_buf_printf(out, "%lld", strtoll(v, NULL, 10) + 1);
+            else
+                medic_html_text(out, v ? v : "-");
+            medic_buf_puts(out, "</td>");
+        }
+        medic_buf_puts(out, "</tr>\n");
+    }
+    medic_buf_puts(out, "</tbody></table>\n");
+    if (shown > written)
+        medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", shown - written);
+}
+
+static void summary(struct medic_buf *out, const struct medic_config *config,
+                    const struct engine_pipeline_stats *st)
+{
+    const struct policy_safety *s = &config->policies.safety;
+    size_t inventory = config->inventory.count;
+    medic_buf_printf(out,
+                     "<p class=\"summary\"><span>mode <b class=\"badge %s\">%s</b></span>"
+                     "<span>storm <b class=\"badge %s\">%s</b></span>"
+                     "<span>open incidents <b>%d</b></span>"
+                     "<span>nodes disrupted by medic <b>%d</b> (caps: %zu disruptive actions in "
+                     "flight; %.3g of %zu inventory nodes = %zu)</span></p>\n",
+                     config->mode == MEDIC_MODE_LIVE ? "live" : "dry_run",
+                     config->mode == MEDIC_MODE_LIVE ? "live" : "dry-run",
+                     st->storm ? "storm" : "calm", st->storm ? "active" : "none",
+                     st->open_incidents, st->disrupted_nodes, s->max_disruptive_in_flight,
+                     s->max_disrupted_fraction, inventory,
+                     (size_t)floor(s->max_disrupted_fraction * (double)inventory + 1e-9));
+}
+
+static const char *const incident_columns[] = {
+    "incident", "node", "policy", "state", "alerts", "risk", "next_step", "due", "opened_at"};
+static const char *const decision_columns[] = {
+    "created_at", "node", "alertname", "policy", "step", "action", "verdict", "risk", "reason"};
+static const char *const timeline_columns[] = {"time", "kind", "what", "detail"};
+
+#define COUNT(a) (sizeof(a) / sizeof(a[0]))
+
+/* The open incidents from a copy of the engine's state. */
+static int open_incidents(struct engine *e, const struct medic_config *config,
+                          struct medic_table *t, struct medic_error *err)
+{
+    struct policy_state *copy = NULL;
+    int rc = engine_pipeline_copy_state(e->pipeline, &copy, err);
+    if (rc == 0) {
+        struct policy_context ctx;
+        engine_context_from_config(config, &ctx);
+        if ((rc = policy_open_incidents_table(&ctx, copy, t)))
+            medic_error_set(err, rc, "out of memory");
+    }
+    policy_state_free(copy);
+    return rc;
+}
+
+static int front_page(struct engine *e, const struct medic_config *config,
+                      struct audit_reader *reader, struct medic_buf *out, struct medic_error *err)
+{
+    struct medic_table incidents, decisions;
+    if (open_incidents(e, config, &incidents, err))
+        return 503;
+    struct audit_filter f;
+    audit_filter_init(&f);
+    f.limit = PAGE_DECISIONS;
+    if (audit_query(reader, AUDIT_DECISIONS, &f, &decisions, err)) {
+        medic_table_release(&incidents);
+        return 503;
+    }
+    struct engine_pipeline_stats st;
+    engine_pipeline_stats(e->pipeline, &st);
+    page_start(out, "medic");
+    medic_buf_puts(out, "<h1>medic</h1>\n");
+    summary(out, config, &st);
+    medic_buf_printf(out,
+                     "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
+                     PAGE_INCIDENTS);
+    html_table(out, &incidents, incident_columns, COUNT(incident_columns), NULL, PAGE_INCIDENTS,
+               "No open incidents.");
+    medic_buf_printf(out, "<h2>Recent decisions (the last %d)</h2>\n", PAGE_DECISIONS);
+    html_table(out, &decisions, decision_columns, COUNT(decision_columns), NULL, PAGE_DECISIONS,
+               "No decisions yet.");
+    medic_buf_puts(out, "</body></html>\n");
+    medic_table_release(&incidents);
+    medic_table_release(&decisions);
+    return 200;
+}
+
+static int node_page(struct engine *e, const struct medic_config *config,
+                     struct audit_reader *reader, const char *node, struct medic_buf *out,
+                     struct medic_error *err)
+{
+    struct medic_table incidents, timeline;
+    if (open_incidents(e, config, &incidents, err))
+        return 503;
+    if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
+                       err)) {
+        medic_table_release(&incidents);
+        return 503;
+    }
+    char title[200];
+    snprintf(title, sizeof(title), "%s - medic", node);
+    page_start(out, title);
+    medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>");
+    medic_html_text(out, node);
+    medic_buf_puts(out, "</h1>\n<h2>Open incidents</h2>\n");
+    html_table(out, &incidents, incident_columns, COUNT(incident_columns), node, PAGE_INCIDENTS,
+               "No open incident on this node.");
+    medic_buf_printf(out,
+                     "<h2>Timeline (oldest first, the last %d rows)</h2>\n"
+                     "<p>Alerts, decisions, incident changes and actions. The same in a "
+                     "terminal: <code>medic audit timeline --node ",
+                     PAGE_TIMELINE);
+    medic_html_text(out, node);
+    medic_buf_puts(out, "</code></p>\n");
+    html_table(out, &timeline, timeline_columns, COUNT(timeline_columns), NULL, PAGE_TIMELINE,
+               "Nothing recorded about this node.");
+    medic_buf_puts(out, "</body></html>\n");
+    medic_table_release(&incidents);
+    medic_table_release(&timeline);
+    return 200;
+}
+
+int engine_page(void *ctx, const char *path, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    struct medic_error err = {0};
+    const char *node = strncmp(path, "/nodes/", 7) == 0 ? path + 7 : NULL;
+    if (!node && strcmp(path, "/") != 0) {
+        page_start(out, "not found - medic");
+        medic_buf_puts(out, "<h1>No such page</h1><p>See <a href=\"/\">the fleet</a>.</p>"
+                            "</body></html>\n");
+        return 404;
+    }
+    const struct medic_config *config = config_slot_acquire(e->configs);
+    struct audit_reader *reader = NULL;
+    int code = audit_reader_open(e->audit_path, &reader, &err) ? 503
+               : node ? node_page(e, config, reader, node, out, &err)
+                      : front_page(e, config, reader, out, &err);
+    audit_reader_free(reader);
+    medic_config_unref(config);
+    if (code != 200 || out->error) {
+        int too_large = code == 200;
+        medic_buf_reset(out);
+        page_start(out, "unavailable - medic");
+        medic_buf_puts(out, "<h1>medic cannot show this page now</h1><p>");
+        medic_html_text(out, too_large ? "the page is too large" : err.msg);
+        medic_buf_puts(out, "</p></body></html>\n");
+        code = 503;
+    }
+    return code;
+}
