@@ -71,8 +71,6 @@ void audit_filter_init(struct audit_filter *filter)
 }
 
 /* How a selected column is shown. */
-enum col_show { SHOW_TEXT, SHOW_INT, SHOW_REAL, SHOW_TIME, SHOW_JSON };
-
 struct col {
     const char *name;
     const char *expr;
@@ -235,6 +233,27 @@ static void show_cell(sqlite3_stmt *st, int i, enum col_show show, char *tmp, si
     }
 }
 
+int audit__rows_to_table(struct audit_reader *reader, sqlite3_stmt *st, const enum col_show *shows,
+                         size_t ncols, struct medic_table *table, struct medic_error *err)
+{
+    int step, rc = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *values[16];
+        char tmp[16][40];
+        for (size_t i = 0; i < ncols && i < 16; i++)
+            show_cell(st, (int)i, shows[i], tmp[i], sizeof(tmp[i]), &values[i]);
+        if ((rc = medic_table_add_row(table, values))) {
+            medic_error_set(err, rc, "out of memory");
+            break;
+        }
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    if (rc)
+        medic_table_release(table);
+    return rc;
+}
+
 int audit_query(struct audit_reader *reader, enum audit_kind kind,
                 const struct audit_filter *filter, struct medic_table *table,
                 struct medic_error *err)
@@ -302,19 +321,13 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     }
     for (int i = 0; i < nbinds; i++)
         sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *values[16];
-        char tmp[16][40];
-        for (size_t i = 0; i < spec->ncols; i++)
-            show_cell(st, (int)i, spec->cols[i].show, tmp[i], sizeof(tmp[i]), &values[i]);
-        if ((rc = medic_table_add_row(table, values))) {
-            medic_error_set(err, rc, "out of memory");
-            goto out;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    enum col_show shows[16];
+    for (size_t i = 0; i < spec->ncols; i++)
+        shows[i] = spec->cols[i].show;
+    rc = audit__rows_to_table(reader, st, shows, spec->ncols, table, err);
+    sqlite3_finalize(st);
+    medic_buf_release(&sql);
+    return rc;
 out:
     sqlite3_finalize(st);
     medic_buf_release(&sql);

@@ -4,8 +4,7 @@
 #include "buf.h"
 #include "timeutil.h"
 
-#include <stdio.h>
-#include <string.h>
+#include <stdint.h>
 
 /* Each part is read through its table's by-node index; the newest rows
  * are kept (LIMIT) and shown oldest first. At one millisecond, an alert
@@ -49,31 +48,15 @@ int audit_timeline(struct audit_reader *reader, const char *node, int64_t since,
         return medic_error_set(err, rc, "out of memory");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(reader->db, timeline_sql, -1, &st, NULL) != SQLITE_OK) {
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-        goto out;
+        medic_table_release(table);
+        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
     }
     sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, since == MEDIC_TIME_UNSET ? INT64_MIN : since / MEDIC_NS_PER_MS);
     sqlite3_bind_int64(st, 3, until == MEDIC_TIME_UNSET ? INT64_MAX : until / MEDIC_NS_PER_MS);
     sqlite3_bind_int64(st, 4, limit > 0 ? limit : 100);
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        char when[40];
-        medic_time_format(sqlite3_column_int64(st, 0) * MEDIC_NS_PER_MS, when, sizeof(when));
-        const char *values[5] = {when, (const char *)sqlite3_column_text(st, 1),
-                                 (const char *)sqlite3_column_text(st, 2),
-                                 (const char *)sqlite3_column_text(st, 3),
-                                 (const char *)sqlite3_column_text(st, 4)};
-        if ((rc = medic_table_add_row(table, values))) {
-            medic_error_set(err, rc, "out of memory");
-            goto out;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-out:
+    static const enum col_show shows[] = {SHOW_TIME, SHOW_TEXT, SHOW_INT, SHOW_TEXT, SHOW_TEXT};
+    rc = audit__rows_to_table(reader, st, shows, 5, table, err);
     sqlite3_finalize(st);
-    if (rc)
-        medic_table_release(table);
     return rc;
 }
