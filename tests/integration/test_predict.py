@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -188,11 +189,24 @@ def prometheus_query_ranges(url):
                and 'handler="/api/v1/query_range"' in line)
 
 
-def test_round_fetches_its_nodes_together(suite, url, token, expected):
+def quiet(url):
+    """Waits until Prometheus has answered every query_range under way:
+    its counter holds still across half a second."""
+    last = [None]
+
+    def still():
+        now = prometheus_query_ranges(url)
+        held, last[0] = now == last[0], now
+        return held
+    wait_until("Prometheus to finish its queries", still, timeout=20, interval=0.5)
+
+
+def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_medic):
     """One notification with alerts on three nodes (one decision each): the engine asks
     Prometheus once per model feature for all of them (counted by
-    Prometheus itself; this medic does no fleet scoring), and each alert
-    gets its own GPU's risk, or the reason it has none."""
+    Prometheus itself; this medic does no fleet scoring, and the one that
+    does is stopped meanwhile), and each alert gets its own GPU's risk, or
+    the reason it has none."""
     workdir = suite.subdir("serve-batch")
     medic = Medic(suite.medic, workdir, f"auth: {{ webhook_bearer_token_file: {token} }}\n" +
                   SERVE_CONFIG.replace(", fleet_interval: 1s", "") % (os.path.abspath(MODEL), url))
@@ -203,13 +217,19 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected):
         alerts += json.loads(hot_alert(node, gpu))["alerts"]
     body = json.loads(hot_alert("gpu-node-08"))
     body["alerts"] = alerts
-    asked = prometheus_query_ranges(url)
-    status, _, answer = medic.post("/webhook", json.dumps(body),
-                                   headers={"Authorization": "Bearer risk-token"})
-    assert status == 200, answer
-    got = wait_until("three decisions", lambda: (lambda d: d if len(d) == 3 else None)(
-        medic.audit("decisions")), timeout=20)
-    assert prometheus_query_ranges(url) - asked == 8, "one query_range per feature"
+    os.kill(fleet_medic.process.pid, signal.SIGSTOP)
+    try:
+        quiet(url)
+        asked = prometheus_query_ranges(url)
+        status, _, answer = medic.post("/webhook", json.dumps(body),
+                                       headers={"Authorization": "Bearer risk-token"})
+        assert status == 200, answer
+        got = wait_until("three decisions", lambda: (lambda d: d if len(d) == 3 else None)(
+            medic.audit("decisions")), timeout=20)
+        quiet(url)
+        assert prometheus_query_ranges(url) - asked == 8, "one query_range per feature"
+    finally:
+        os.kill(fleet_medic.process.pid, signal.SIGCONT)
     by_gpu = {}
     for d in got:
         gpu = re.search(r"gpu (\S+) \(", d["reason"] or "")
@@ -301,7 +321,7 @@ def test_serve_enriches_alerts_with_risk(suite):
     assert values["medic_fleet_scoring_failures_total"] == 0, values
     print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, each as medic predict scores it; "
           f"gpu-node-03 gpu 0 left out; {cycles:.0f} cycles of 8 requests")
-    test_round_fetches_its_nodes_together(suite, url, token, before)
+    test_round_fetches_its_nodes_together(suite, url, token, before, medic)
     # with Prometheus stopped the risk is unknown, with the reason, and
     # fleet scoring exports no stale risks
     prom.stop()
