@@ -264,8 +264,8 @@ int yaml_tree_parse(const char *file, const char *text, size_t len, struct yaml_
 
 int yaml_tree_load(const char *path, struct yaml_tree *out, struct medic_error *err)
 {
-    char *text;
-    size_t len;
+    char *text = NULL;
+    size_t len = 0;
     int rc = medic_read_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
     if (rc)
         return rc;

@@ -219,7 +219,7 @@ static int get_status(struct parse_ctx *c, const cJSON *obj, const char *path,
 static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
                     int required, int64_t *out)
 {
-    const char *s;
+    const char *s = NULL;
     int rc = get_string(c, obj, key, path, required, 64, &s);
     if (rc)
         return rc;

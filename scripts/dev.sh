@@ -3,6 +3,7 @@
 #
 #   scripts/dev.sh serve [ARGS]   install what is missing, build, run `medic serve`
 #   scripts/dev.sh test           install what is missing, build, run every test
+#                                 (the last one installs and purges the medic package)
 #   scripts/dev.sh deps           only install what is missing
 #   scripts/dev.sh build          only build (build/dev)
 #   scripts/dev.sh fuzz [SECONDS] build the libFuzzer targets with clang and fuzz
@@ -15,7 +16,7 @@ build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl
   libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev)
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
   openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
-  slurm-client python3-torch python3-numpy chromium fonts-dejavu-core)
+  slurm-client python3-torch python3-numpy chromium fonts-dejavu-core systemd binutils)
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -87,6 +88,9 @@ case "$cmd" in
     fuzz "${MEDIC_FUZZ_SECONDS:-30}" || status=1
     build asan
     run_ctest asan || status=1
+    build release
+    say "testing the Debian package (cpack, dpkg -i, run, remove, purge)"
+    tests/package/test_deb.sh build/release || status=1
     exit $status
     ;;
   fuzz)
@@ -94,7 +98,7 @@ case "$cmd" in
     fuzz "${1:-300}"
     ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = -h ] || [ "$cmd" = --help ] || exit 2
     ;;
 esac

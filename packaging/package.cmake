@@ -1,0 +1,42 @@
+# How medic installs and packages: `cmake --install` lays it out as the
+# Debian package does, and `cpack -G DEB` (in a build configured with
+# CMAKE_INSTALL_PREFIX=/usr, as the release preset is) builds that package.
+include(GNUInstallDirs)
+
+install(TARGETS medic RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# with the prefix /usr, GNUInstallDirs puts these in /etc and /var
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/medic.yaml
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/medic)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/medic.service
+              ${PROJECT_SOURCE_DIR}/packaging/medic-agent.service
+        DESTINATION lib/systemd/system)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.svg")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME medic)
+set(CPACK_PACKAGE_VENDOR "medic")
+set(CPACK_PACKAGE_CONTACT "medic maintainers <medic@example.org>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Alertmanager webhook target that remediates GPU-cluster failures")
+set(CPACK_PACKAGE_DESCRIPTION
+    "medic receives Alertmanager's notifications, commits each to a durable, hash-chained\n\
+audit log, scores the alerting GPU's failure risk from its Prometheus telemetry with an\n\
+embedded LSTM, and acts under policies with safety guards: Slurm drain and resume, IPMI\n\
+power cycles, GPU power limits through its node agent, notifications. It serves an\n\
+on-call page and Prometheus metrics.")
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+# Depends: the package of every library the binary links (dpkg-shlibdeps),
+# and adduser for the system user the maintainer scripts create
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    "${PROJECT_SOURCE_DIR}/packaging/postinst;${PROJECT_SOURCE_DIR}/packaging/prerm;\
+${PROJECT_SOURCE_DIR}/packaging/postrm;${PROJECT_SOURCE_DIR}/packaging/conffiles")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+include(CPack)
