@@ -10,7 +10,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/medic.yaml
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/medic.service
               ${PROJECT_SOURCE_DIR}/packaging/medic-agent.service
         DESTINATION lib/systemd/system)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/packaging/grafana-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.svg")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -9,6 +9,8 @@
 const char *const receiver__handler_names[H_COUNT] = {
     "/webhook",      "/metrics",        "/-/healthy", "/-/ready", "/-/reload",
     "/api/v1/query", "/api/v1/dry-run", "/",          "other"};
+const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                           0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 
 enum handler receiver__route(const char *url)
@@ -113,8 +115,28 @@ int receiver__is_json_content_type(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+static void render_webhook_histogram(struct receiver_server *srv, struct medic_buf *b)
+{
+    medic_buf_puts(b, "# HELP medic_webhook_duration_seconds POST /webhook from its first byte "
+                      "to its answer (the commit included).\n"
+                      "# TYPE medic_webhook_duration_seconds histogram\n");
+    unsigned long long cumulative = 0;
+    for (size_t i = 0; i <= WEBHOOK_BUCKETS; i++) {
+        cumulative += atomic_load(&srv->webhook_buckets[i]);
+        if (i < WEBHOOK_BUCKETS)
+            medic_buf_printf(b, "medic_webhook_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                             receiver__webhook_buckets[i], cumulative);
+    }
+    medic_buf_printf(b,
+                     "medic_webhook_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                     "medic_webhook_duration_seconds_sum %.9f\n"
+                     "medic_webhook_duration_seconds_count %llu\n",
+                     cumulative, (double)atomic_load(&srv->webhook_ns_sum) / 1e9, cumulative);
+}
+
 void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b)
 {
+    render_webhook_histogram(srv, b);
     medic_buf_puts(b, "# HELP medic_http_requests_total HTTP requests by handler and status "
                       "code.\n# TYPE medic_http_requests_total counter\n");
     for (int h = 0; h < H_COUNT; h++)

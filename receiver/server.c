@@ -48,6 +48,17 @@ static struct settings_copy *settings_dup(const struct receiver_settings *s)
     return c;
 }
 
+/* A webhook's time from its first byte to its answer, into the histogram. */
+static void observe_webhook(struct receiver_server *srv, const struct request *req)
+{
+    int64_t ns = medic_time_monotonic() - req->started;
+    size_t b = 0;
+    while (b < WEBHOOK_BUCKETS && (double)ns / 1e9 > receiver__webhook_buckets[b])
+        b++;
+    atomic_fetch_add(&srv->webhook_buckets[b], 1);
+    atomic_fetch_add(&srv->webhook_ns_sum, (unsigned long long)(ns > 0 ? ns : 0));
+}
+
 static void count_request(struct receiver_server *srv, enum handler h, unsigned int code)
 {
     for (size_t i = 0; i < N_CODES; i++) {
@@ -76,6 +87,8 @@ static enum MHD_Result respond(struct receiver_server *srv, struct MHD_Connectio
     MHD_destroy_response(resp);
     if (!req->counted) {
         count_request(srv, req->handler, code);
+        if (req->handler == H_WEBHOOK)
+            observe_webhook(srv, req);
         req->counted = 1;
     }
     return r;
@@ -358,6 +371,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         req->handler = receiver__route(url);
         req->conn = conn;
+        req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
         pthread_rwlock_rdlock(&srv->settings_lock);
         medic_buf_init(&req->body, srv->settings->s.limits.max_body_bytes);

@@ -33,6 +33,9 @@ struct settings_copy {
     char *strings[9];
 };
 
+#define WEBHOOK_BUCKETS 12
+extern const double receiver__webhook_buckets[WEBHOOK_BUCKETS];
+
 struct receiver_server {
     struct MHD_Daemon *daemon;
     struct receiver_hooks hooks;
@@ -46,6 +49,10 @@ struct receiver_server {
     atomic_ullong notifications_duplicate;
     atomic_ullong alerts_firing;
     atomic_ullong alerts_resolved;
+    /* POST /webhook from its first byte to its answer: a count per bucket
+     * (the last one past every bound) and the sum, for the histogram */
+    atomic_ullong webhook_buckets[WEBHOOK_BUCKETS + 1];
+    atomic_ullong webhook_ns_sum;
 };
 
 enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
@@ -65,6 +72,7 @@ struct request {
     int too_large;
     size_t discarded;
     int counted;
+    int64_t started; /* monotonic, when its first call came */
 };
 
 enum handler receiver__route(const char *url);

@@ -40,8 +40,8 @@ dpkg-query -W -f='${Conffiles}\n' medic | grep -q "/etc/medic/medic.yaml" ||
   fail "/etc/medic/medic.yaml is not a conffile"
 getent passwd medic >/dev/null || fail "no medic user"
 [ "$(stat -c %U /var/lib/medic)" = medic ] || fail "/var/lib/medic not medic's"
-[ -f /usr/share/doc/medic/README.md ] && [ -f /usr/share/doc/medic/examples/medic.yaml ] ||
-  fail "docs missing"
+[ -f /usr/share/doc/medic/README.md ] && [ -f /usr/share/doc/medic/examples/medic.yaml ] &&
+  [ -f /usr/share/doc/medic/grafana-dashboard.json ] || fail "docs missing"
 ok "installed: /usr/bin/medic, conffile /etc/medic/medic.yaml, user medic, /usr/share/doc/medic"
 
 medic check config /etc/medic/medic.yaml >/dev/null || fail "the packaged configuration is invalid"
