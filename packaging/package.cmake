@@ -16,6 +16,24 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.svg")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
+# The manual pages, written from medic's own --help texts (packaging/man.py)
+# once medic is built: medic(1), medic-COMMAND(1), medic.yaml(5).
+find_program(MEDIC_MAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(MEDIC_MAN_PYTHON)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/stamp
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_BINARY_DIR}/man
+    COMMAND ${MEDIC_MAN_PYTHON} ${PROJECT_SOURCE_DIR}/packaging/man.py $<TARGET_FILE:medic>
+            ${CMAKE_BINARY_DIR}/man
+    COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/man/stamp
+    DEPENDS medic ${PROJECT_SOURCE_DIR}/packaging/man.py
+    COMMENT "Writing the manual pages from medic's --help")
+  add_custom_target(man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/stamp)
+  install(DIRECTORY ${CMAKE_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}
+          FILES_MATCHING PATTERN "*.1" PATTERN "*.5")
+else()
+  message(STATUS "python3 not found: no manual pages (packaging/man.py)")
+endif()
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME medic)
 set(CPACK_PACKAGE_VENDOR "medic")

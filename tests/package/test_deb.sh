@@ -42,7 +42,10 @@ getent passwd medic >/dev/null || fail "no medic user"
 [ "$(stat -c %U /var/lib/medic)" = medic ] || fail "/var/lib/medic not medic's"
 [ -f /usr/share/doc/medic/README.md ] && [ -f /usr/share/doc/medic/examples/medic.yaml ] &&
   [ -f /usr/share/doc/medic/grafana-dashboard.json ] || fail "docs missing"
-ok "installed: /usr/bin/medic, conffile /etc/medic/medic.yaml, user medic, /usr/share/doc/medic"
+for page in man1/medic.1 man1/medic-serve.1 man1/medic-audit.1 man5/medic.yaml.5; do
+  [ -f "/usr/share/man/$page" ] || fail "no manual page /usr/share/man/$page"
+done
+ok "installed: /usr/bin/medic, conffile /etc/medic/medic.yaml, user medic, /usr/share/doc/medic, manual pages"
 
 medic check config /etc/medic/medic.yaml >/dev/null || fail "the packaged configuration is invalid"
 for unit in medic.service medic-agent.service; do
@@ -89,7 +92,8 @@ dpkg -r medic >/dev/null
 [ ! -e /usr/bin/medic ] || fail "remove left /usr/bin/medic"
 [ -f /etc/medic/medic.yaml ] || fail "remove took the configuration"
 dpkg -P medic >/dev/null
-for left in /etc/medic /var/lib/medic /usr/share/doc/medic /usr/lib/systemd/system/medic.service; do
+for left in /etc/medic /var/lib/medic /usr/share/doc/medic /usr/lib/systemd/system/medic.service \
+  /usr/share/man/man1/medic.1; do
   [ ! -e "$left" ] || fail "purge left $left"
 done
 getent passwd medic >/dev/null && fail "purge left the medic user"
