@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian package as an operator meets it, on this machine (root): cpack
-# builds it from the release build; it installs with dpkg, its Depends name
+# builds it from the release build; it installs with dpkg -i, its Depends name
 # a package for every library the binary links, its /etc file is a
 # conffile, it creates the medic user; its units pass systemd-analyze
 # (verify, and security rated OK); medic starts as the unit's ExecStart runs
@@ -34,7 +34,7 @@ for lib in $(ldd "$build/medic" | awk '/=>/ {print $3}'); do
 done
 ok "Depends: $depends"
 
-apt-get install -y -qq "$deb" >/dev/null
+dpkg -i "$deb" >/dev/null || fail "dpkg -i $deb failed (a Depends missing? apt-get install -f)"
 [ -x /usr/bin/medic ] || fail "/usr/bin/medic missing"
 dpkg-query -W -f='${Conffiles}\n' medic | grep -q "/etc/medic/medic.yaml" ||
   fail "/etc/medic/medic.yaml is not a conffile"
