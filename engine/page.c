@@ -21,6 +21,7 @@
 #define PAGE_DECISIONS 50  /* recent decisions on the front page */
 #define PAGE_TIMELINE 500  /* rows of a node's timeline */
 #define PAGE_INCIDENTS 200 /* open incidents listed (a storm opens one per node) */
+#define PAGE_REFRESH 30    /* seconds: the page reloads itself, without JavaScript */
 
 static const char page_style[] =
     "body{font:14px/1.4 'DejaVu Sans',sans-serif;margin:16px 24px;color:#1d1d1f}"
@@ -34,10 +35,14 @@ static const char page_style[] =
     ".execute{color:#a4161a;font-weight:600}.suppressed{color:#8a5a00}.error{color:#a4161a}"
     ".summary span{margin-right:18px}.empty{color:#777;font-style:italic}a{color:#1d4ed8}";
 
-static void page_start(struct medic_buf *out, const char *title)
+/* refresh: seconds after which the browser loads the page again (0: never) */
+static void page_start(struct medic_buf *out, const char *title, int refresh)
 {
     medic_buf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                        "<meta name=\"viewport\" content=\"width=device-width\"><title>");
+                        "<meta name=\"viewport\" content=\"width=device-width\">");
+    if (refresh > 0)
+        medic_buf_printf(out, "<meta http-equiv=\"refresh\" content=\"%d\">", refresh);
+    medic_buf_puts(out, "<title>");
     medic_html_text(out, title);
     medic_buf_printf(out, "</title><style>%s</style></head><body>\n", page_style);
 }
@@ -193,7 +198,7 @@ static int front_page(struct engine *e, const struct medic_config *config,
     }
     struct engine_pipeline_stats st;
     engine_pipeline_stats(e->pipeline, &st);
-    page_start(out, "medic");
+    page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
     summary(out, config, &st);
     medic_buf_printf(out,
@@ -224,7 +229,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
     }
     char title[200];
     snprintf(title, sizeof(title), "%s - medic", node);
-    page_start(out, title);
+    page_start(out, title, PAGE_REFRESH);
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>");
     medic_html_text(out, node);
     medic_buf_puts(out, "</h1>\n<h2>Open incidents</h2>\n");
@@ -251,7 +256,7 @@ int engine_page(void *ctx, const char *path, struct medic_buf *out)
     struct medic_error err = {0};
     const char *node = strncmp(path, "/nodes/", 7) == 0 ? path + 7 : NULL;
     if (!node && strcmp(path, "/") != 0) {
-        page_start(out, "not found - medic");
+        page_start(out, "not found - medic", 0);
         medic_buf_puts(out, "<h1>No such page</h1><p>See <a href=\"/\">the fleet</a>.</p>"
                             "</body></html>\n");
         return 404;
@@ -266,7 +271,7 @@ int engine_page(void *ctx, const char *path, struct medic_buf *out)
     if (code != 200 || out->error) {
         int too_large = code == 200;
         medic_buf_reset(out);
-        page_start(out, "unavailable - medic");
+        page_start(out, "unavailable - medic", PAGE_REFRESH);
         medic_buf_puts(out, "<h1>medic cannot show this page now</h1><p>");
         medic_html_text(out, too_large ? "the page is too large" : err.msg);
         medic_buf_puts(out, "</p></body></html>\n");

@@ -58,6 +58,7 @@ def test_front_and_node_pages(suite):
     page = body.decode()
     assert status == 200 and headers["content-type"] == "text/html; charset=utf-8", headers
     assert "default-src 'none'" in headers["content-security-policy"], headers
+    assert '<meta http-equiv="refresh" content="30">' in page  # fresh without JavaScript
     # what on-call needs: mode, storm state, caps, open incidents, decisions
     words = " ".join(text(page).split())
     assert "mode dry-run" in words and "storm none" in words, words
