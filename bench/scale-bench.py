@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """How medic's cost grows: webhook throughput with 0, 1,000, 10,000 open
 alerts (nginx with one worker answering `return 200`, and the field's usual
-Flask + gunicorn + SQLite receiver, as the references in the same run), a storm of 2,000 nodes x 8 GPUs, and what each
-notification writes to disk.
+Flask + gunicorn + SQLite receiver, as the references in the same run), a
+storm of 2,000 nodes x 8 GPUs, and what each notification writes to disk.
 
 medic runs on its embedded defaults (`medic serve --listen --db`, no
 configuration file): dry-run, the built-in policies and model, durable
