@@ -1,6 +1,5 @@
 #include "engine_serve.h"
 
-#include <math.h>
 #include <stdio.h>
 
 static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
@@ -33,8 +32,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;
-    double fraction_nodes =
-        floor(s->max_disrupted_fraction * (double)config->inventory.count + 1e-9);
+    size_t fraction_nodes = policy_max_disrupted_nodes(s, config->inventory.count);
     medic_buf_printf(b,
                      "# HELP medic_safety_max_disruptive_in_flight Disruptive actions medic "
                      "runs at once, fleet-wide (safety.max_disruptive_in_flight).\n"
@@ -43,7 +41,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# HELP medic_safety_max_disrupted_nodes Nodes medic may hold disrupted at "
                      "once: safety.max_disrupted_fraction of the inventory.\n"
                      "# TYPE medic_safety_max_disrupted_nodes gauge\n"
-                     "medic_safety_max_disrupted_nodes %.0f\n",
+                     "medic_safety_max_disrupted_nodes %zu\n",
                      s->max_disruptive_in_flight, fraction_nodes);
     medic_config_unref(config);
 }

@@ -13,7 +13,6 @@
 #include "table.h"
 #include "timeutil.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +155,7 @@ static void summary(struct medic_buf *out, const struct medic_config *config,
                      st->storm ? "storm" : "calm", st->storm ? "active" : "none",
                      st->open_incidents, st->disrupted_nodes, s->max_disruptive_in_flight,
                      s->max_disrupted_fraction, inventory,
-                     (size_t)floor(s->max_disrupted_fraction * (double)inventory + 1e-9));
+                     policy_max_disrupted_nodes(s, inventory));
 }
 
 static const char *const incident_columns[] = {

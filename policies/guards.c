@@ -96,8 +96,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
                      disrupted, s->max_disruptive_in_flight);
             return;
         }
-        if (inventory == 0 ||
-            (double)(disrupted + 1) > s->max_disrupted_fraction * (double)inventory + 1e-9) {
+        if (disrupted + 1 > policy_max_disrupted_nodes(s, inventory)) {
             snprintf(reason, size,
                      "fleet cap: %zu of %zu nodes would be disrupted (max_disrupted_fraction "
                      "%g)",

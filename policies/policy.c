@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t policy_max_disrupted_nodes(const struct policy_safety *s, size_t inventory)
+{
+    return (size_t)floor(s->max_disrupted_fraction * (double)inventory + 1e-9);
+}
+
 void policy_safety_default(struct policy_safety *s)
 {
     memset(s, 0, sizeof(*s));

@@ -73,6 +73,10 @@ struct policy_set {
 
 void policy_safety_default(struct policy_safety *safety);
 
+/* The nodes max_disrupted_fraction lets medic hold disrupted at once in a
+ * fleet of inventory nodes (0 for an empty inventory). */
+size_t policy_max_disrupted_nodes(const struct policy_safety *safety, size_t inventory);
+
 /* Parses the `policies` sequence and the `safety` mapping (either may be
  * NULL) of a YAML document from file into out. notifiers (count names)
  * are the notifier names a notify step may use; NULL to skip that check.
