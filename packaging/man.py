@@ -4,13 +4,16 @@ never disagree: medic(1) from `medic --help`, medic-CMD(1) from `medic CMD
 --help` for every command it lists, and medic.yaml(5) from `medic check
 config --reference`.
 
-usage: packaging/man.py MEDIC OUTDIR      # writes OUTDIR/man1/*.1, OUTDIR/man5/medic.yaml.5
+usage: packaging/man.py MEDIC OUTDIR [--gzip]
+  writes OUTDIR/man1/*.1 and OUTDIR/man5/medic.yaml.5; with --gzip compressed
+  as Debian installs manual pages (gzip -9n: no name or time stored)
 
 A --help text is read as: the usage block (SYNOPSIS), then paragraphs. A
 paragraph of plain lines is filled text; a line ending in ':' alone heads a
 subsection; an indented or column-aligned paragraph (options, tables) is
 kept as it is laid out."""
 
+import gzip
 import os
 import re
 import subprocess
@@ -162,26 +165,37 @@ def config_page(medic):
     return "\n".join(lines) + "\n"
 
 
+def write(path, text, compress):
+    if compress:
+        with open(path + ".gz", "wb") as raw:
+            # no file name and a zero time in the header: the same bytes every build
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw,
+                               mtime=0) as f:
+                f.write(text.encode())
+    else:
+        with open(path, "w") as f:
+            f.write(text)
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != "--gzip"):
         raise SystemExit(__doc__)
-    medic, outdir = sys.argv[1], sys.argv[2]
+    medic, outdir, compress = sys.argv[1], sys.argv[2], len(sys.argv) == 4
     os.makedirs(os.path.join(outdir, "man1"), exist_ok=True)
     os.makedirs(os.path.join(outdir, "man5"), exist_ok=True)
     top = help_text(medic)
     cmds = commands(top)
     pages = [f"medic-{c}(1)" for c, _ in cmds]
-    with open(os.path.join(outdir, "man1", "medic.1"), "w") as f:
-        text = top.rstrip("\n") + "\n\nEach command has its own manual page: medic-COMMAND(1).\n"
-        f.write(page("medic", 1, "act on Alertmanager's GPU alerts under safety guards", text,
-                     pages + ["medic.yaml(5)"]))
+    text = top.rstrip("\n") + "\n\nEach command has its own manual page: medic-COMMAND(1).\n"
+    write(os.path.join(outdir, "man1", "medic.1"),
+          page("medic", 1, "act on Alertmanager's GPU alerts under safety guards", text,
+               pages + ["medic.yaml(5)"]), compress)
     for cmd, summary in cmds:
         see = ["medic(1)"] + SEE_ALSO_EXTRA.get(cmd, [])
-        with open(os.path.join(outdir, "man1", f"medic-{cmd}.1"), "w") as f:
-            f.write(page(f"medic-{cmd}", 1, summary, help_text(medic, cmd), see,
-                         FILES.get(cmd, ())))
-    with open(os.path.join(outdir, "man5", "medic.yaml.5"), "w") as f:
-        f.write(config_page(medic))
+        write(os.path.join(outdir, "man1", f"medic-{cmd}.1"),
+              page(f"medic-{cmd}", 1, summary, help_text(medic, cmd), see, FILES.get(cmd, ())),
+              compress)
+    write(os.path.join(outdir, "man5", "medic.yaml.5"), config_page(medic), compress)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,13 @@ if(MEDIC_MAN_PYTHON)
   add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/stamp
     COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_BINARY_DIR}/man
     COMMAND ${MEDIC_MAN_PYTHON} ${PROJECT_SOURCE_DIR}/packaging/man.py $<TARGET_FILE:medic>
-            ${CMAKE_BINARY_DIR}/man
+            ${CMAKE_BINARY_DIR}/man --gzip
     COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/man/stamp
     DEPENDS medic ${PROJECT_SOURCE_DIR}/packaging/man.py
     COMMENT "Writing the manual pages from medic's --help")
   add_custom_target(man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/stamp)
   install(DIRECTORY ${CMAKE_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}
-          FILES_MATCHING PATTERN "*.1" PATTERN "*.5")
+          FILES_MATCHING PATTERN "*.gz")
 else()
   message(STATUS "python3 not found: no manual pages (packaging/man.py)")
 endif()

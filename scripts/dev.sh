@@ -17,7 +17,7 @@ build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
   openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
   slurm-client python3-torch python3-numpy chromium fonts-dejavu-core systemd binutils
-  groff-base)
+  groff-base man-db)
 
 say() { printf '==> %s\n' "$*"; }
 

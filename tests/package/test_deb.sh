@@ -43,8 +43,9 @@ getent passwd medic >/dev/null || fail "no medic user"
 [ -f /usr/share/doc/medic/README.md ] && [ -f /usr/share/doc/medic/examples/medic.yaml ] &&
   [ -f /usr/share/doc/medic/grafana-dashboard.json ] || fail "docs missing"
 for page in man1/medic.1 man1/medic-serve.1 man1/medic-audit.1 man5/medic.yaml.5; do
-  [ -f "/usr/share/man/$page" ] || fail "no manual page /usr/share/man/$page"
+  [ -f "/usr/share/man/$page.gz" ] || fail "no manual page /usr/share/man/$page.gz"
 done
+man -w medic-serve >/dev/null || fail "man does not find medic-serve(1)"
 ok "installed: /usr/bin/medic, conffile /etc/medic/medic.yaml, user medic, /usr/share/doc/medic, manual pages"
 
 medic check config /etc/medic/medic.yaml >/dev/null || fail "the packaged configuration is invalid"
@@ -93,7 +94,7 @@ dpkg -r medic >/dev/null
 [ -f /etc/medic/medic.yaml ] || fail "remove took the configuration"
 dpkg -P medic >/dev/null
 for left in /etc/medic /var/lib/medic /usr/share/doc/medic /usr/lib/systemd/system/medic.service \
-  /usr/share/man/man1/medic.1; do
+  /usr/share/man/man1/medic.1.gz; do
   [ ! -e "$left" ] || fail "purge left $left"
 done
 getent passwd medic >/dev/null && fail "purge left the medic user"
