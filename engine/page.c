@@ -76,20 +76,14 @@ static int column(const struct medic_table *t, const char *name)
     return -1;
 }
 
-/* A table of the named columns (in that order), only the rows about node
- * only_node when it is not NULL; the "node" column links to the node's
- * page, the "verdict" one carries its class, "detail" and "reason" are set
- * small. */
+/* A table of the named columns (in that order), its first max_rows rows;
+ * the "node" column links to the node's page, the "verdict" one carries
+ * its class, "detail" and "reason" are set small. */
 static void html_table(struct medic_buf *out, const struct medic_table *t,
-                       const char *const *columns, size_t ncolumns, const char *only_node,
-                       size_t max_rows, const char *empty)
+                       const char *const *columns, size_t ncolumns, size_t max_rows,
+                       const char *empty)
 {
-    int node_col = column(t, "node");
-    size_t shown = 0;
-    for (size_t r = 0; r < t->nrows; r++)
-        shown += !only_node || (node_col >= 0 && t->cells[r * t->ncols + (size_t)node_col] &&
-                                strcmp(t->cells[r * t->ncols + (size_t)node_col], only_node) == 0);
-    if (shown == 0) {
+    if (t->nrows == 0) {
         medic_buf_puts(out, "<p class=\"empty\">");
         medic_html_text(out, empty);
         medic_buf_puts(out, "</p>\n");
@@ -104,12 +98,8 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
         medic_buf_puts(out, "</th>");
     }
     medic_buf_puts(out, "</tr></thead><tbody>\n");
-    size_t written = 0;
-    for (size_t r = 0; r < t->nrows && written < max_rows; r++) {
-        const char *node = node_col >= 0 ? t->cells[r * t->ncols + (size_t)node_col] : NULL;
-        if (only_node && (!node || strcmp(node, only_node) != 0))
-            continue;
-        written++;
+    size_t shown = t->nrows < max_rows ? t->nrows : max_rows;
+    for (size_t r = 0; r < shown; r++) {
         medic_buf_puts(out, "<tr>");
         for (size_t c = 0; c < ncolumns && c < 16; c++) {
             const char *v = idx[c] >= 0 ? t->cells[r * t->ncols + (size_t)idx[c]] : NULL;
@@ -135,8 +125,8 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
         medic_buf_puts(out, "</tr>\n");
     }
     medic_buf_puts(out, "</tbody></table>\n");
-    if (shown > written)
-        medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", shown - written);
+    if (t->nrows > shown)
+        medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", t->nrows - shown);
 }
 
 static void summary(struct medic_buf *out, const struct medic_config *config,
@@ -167,7 +157,7 @@ static const char *const timeline_columns[] = {"time", "kind", "what", "detail"}
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
 
 /* The open incidents from a copy of the engine's state. */
-static int open_incidents(struct engine *e, const struct medic_config *config,
+static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
                           struct medic_table *t, struct medic_error *err)
 {
     struct policy_state *copy = NULL;
@@ -175,7 +165,7 @@ static int open_incidents(struct engine *e, const struct medic_config *config,
     if (rc == 0) {
         struct policy_context ctx;
         engine_context_from_config(config, &ctx);
-        if ((rc = policy_open_incidents_table(&ctx, copy, t)))
+        if ((rc = policy_open_incidents_table(&ctx, copy, node, t)))
             medic_error_set(err, rc, "out of memory");
     }
     policy_state_free(copy);
@@ -186,7 +176,7 @@ static int front_page(struct engine *e, const struct medic_config *config,
                       struct audit_reader *reader, struct medic_buf *out, struct medic_error *err)
 {
     struct medic_table incidents, decisions;
-    if (open_incidents(e, config, &incidents, err))
+    if (open_incidents(e, config, NULL, &incidents, err))
         return 503;
     struct audit_filter f;
     audit_filter_init(&f);
@@ -203,10 +193,10 @@ static int front_page(struct engine *e, const struct medic_config *config,
     medic_buf_printf(out,
                      "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
                      PAGE_INCIDENTS);
-    html_table(out, &incidents, incident_columns, COUNT(incident_columns), NULL, PAGE_INCIDENTS,
+    html_table(out, &incidents, incident_columns, COUNT(incident_columns), PAGE_INCIDENTS,
                "No open incidents.");
     medic_buf_printf(out, "<h2>Recent decisions (the last %d)</h2>\n", PAGE_DECISIONS);
-    html_table(out, &decisions, decision_columns, COUNT(decision_columns), NULL, PAGE_DECISIONS,
+    html_table(out, &decisions, decision_columns, COUNT(decision_columns), PAGE_DECISIONS,
                "No decisions yet.");
     medic_buf_puts(out, "</body></html>\n");
     medic_table_release(&incidents);
@@ -219,7 +209,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      struct medic_error *err)
 {
     struct medic_table incidents, timeline;
-    if (open_incidents(e, config, &incidents, err))
+    if (open_incidents(e, config, node, &incidents, err))
         return 503;
     if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
                        err)) {
@@ -232,7 +222,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>");
     medic_html_text(out, node);
     medic_buf_puts(out, "</h1>\n<h2>Open incidents</h2>\n");
-    html_table(out, &incidents, incident_columns, COUNT(incident_columns), node, PAGE_INCIDENTS,
+    html_table(out, &incidents, incident_columns, COUNT(incident_columns), PAGE_INCIDENTS,
                "No open incident on this node.");
     medic_buf_printf(out,
                      "<h2>Timeline (oldest first, the last %d rows)</h2>\n"
@@ -241,7 +231,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      PAGE_TIMELINE);
     medic_html_text(out, node);
     medic_buf_puts(out, "</code></p>\n");
-    html_table(out, &timeline, timeline_columns, COUNT(timeline_columns), NULL, PAGE_TIMELINE,
+    html_table(out, &timeline, timeline_columns, COUNT(timeline_columns), PAGE_TIMELINE,
                "Nothing recorded about this node.");
     medic_buf_puts(out, "</body></html>\n");
     medic_table_release(&incidents);

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The incident's next move, for a person: what it waits for, why it
  * stopped, or its next step and when that is due. */
@@ -35,7 +36,7 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
 }
 
 int policy_open_incidents_table(const struct policy_context *ctx, struct policy_state *st,
-                                struct medic_table *out)
+                                const char *node, struct medic_table *out)
 {
     static const char *const names[] = {"incident", "node",      "policy", "state",    "alerts",
                                         "risk",     "next_step", "due",    "opened_at"};
@@ -45,7 +46,7 @@ int policy_open_incidents_table(const struct policy_context *ctx, struct policy_
     int rc = medic_table_init(out, 9, names, types);
     for (size_t i = 0; rc == 0 && i < st->incident_count; i++) {
         struct incident *in = st->incidents[i];
-        if (in->final)
+        if (in->final || (node && strcmp(in->node, node) != 0))
             continue;
         char id[24], alerts[24], risk[32], what[400], due[40], opened[40];
         snprintf(id, sizeof(id), "%lld", (long long)in->id);
