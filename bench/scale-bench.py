@@ -27,12 +27,14 @@ Needs wrk, nginx, gunicorn and Flask
 
 import argparse
 import datetime
+import http.client
 import json
 import multiprocessing
 import os
 import re
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import tempfile
 import time
@@ -43,6 +45,8 @@ from benchlib import Medic, free_port, notification, now_rfc3339, post_all, wait
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
 LUA = os.path.join(TOP, "bench/webhook-post.lua")
+# nginx's answer: medic's to a webhook, without any of its work
+NGINX_ANSWER = """return 200 '{"status":"accepted","id":1,"duplicate":false}\\n';"""
 
 
 def send_concurrently(port, bodies, clients):
@@ -101,8 +105,15 @@ def throughput(binary, open_alerts, seconds):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def nginx(seconds):
+def nginx(location, measure, files=None):
+    """nginx with one worker, the given location block and files under its
+    root, on a free port; returns measure(port)."""
     work = tempfile.mkdtemp(prefix="medic-nginx-")
+    os.chmod(work, 0o755)  # its worker runs as another user and reads the files
+    os.makedirs(os.path.join(work, "www"))
+    for name, data in (files or {}).items():
+        with open(os.path.join(work, "www", name), "wb") as f:
+            f.write(data)
     port = free_port()
     with open(os.path.join(work, "nginx.conf"), "w") as f:
         f.write(f"""worker_processes 1;
@@ -114,19 +125,35 @@ http {{
   client_body_temp_path {work}/body;
   server {{
     listen 127.0.0.1:{port};
-    location / {{ return 200 '{{"status":"accepted","id":1,"duplicate":false}}\\n'; }}
+    root {work}/www;
+    location / {{ {location} }}
   }}
 }}
 """)
     subprocess.run(["nginx", "-c", f"{work}/nginx.conf", "-p", work], check=True)
     try:
-        time.sleep(0.3)
-        return wrk(port, seconds)
+        wait_until("nginx", lambda: os.path.exists(f"{work}/nginx.pid"), 10)
+        return measure(port)
     finally:
         with open(f"{work}/nginx.pid") as f:
             os.kill(int(f.read()), 15)
-        time.sleep(0.3)
+        wait_until("nginx to stop", lambda: not os.path.exists(f"{work}/nginx.pid"), 10)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def get_times(port, path, count=10):
+    """count GETs of path one after another: (median ms, the last body)."""
+    times, body = [], b""
+    for _ in range(count):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        t0 = time.perf_counter()
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        times.append((time.perf_counter() - t0) * 1000)
+        c.close()
+        assert r.status == 200, (path, r.status)
+    return statistics.median(times), body
 
 
 def flask_reference(seconds, workers=2 * os.cpu_count() + 1):
@@ -184,6 +211,12 @@ def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
             "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'"),
             "rss_mb": m.rss_mb(),
         }
+        if per_node:  # the on-call page with every node's incident open, beside nginx
+            result["page_ms"], page = get_times(m.port, "/")
+            result["page_bytes"] = len(page)
+            result["node_page_ms"], _ = get_times(m.port, "/nodes/storm-00007")
+            result["nginx_page_ms"], _ = nginx("", lambda port: get_times(port, "/index.html"),
+                                               {"index.html": page})
         con.close()
         return result
     finally:
@@ -239,7 +272,7 @@ def main():
                              " gunicorn python3-flask)")
     print(f"# {datetime.datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} CPUs")
     if "throughput" not in skip:
-        ref = out["nginx"] = nginx(a.seconds)
+        ref = out["nginx"] = nginx(NGINX_ANSWER, lambda port: wrk(port, a.seconds))
         print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}")
         if "flask" not in skip:
             f = out["flask"] = flask_reference(a.seconds)
@@ -264,6 +297,11 @@ def main():
                   f"after {r['decided_s']:.1f} s; {r['decisions']} decisions, "
                   f"{r['disruptive_acted']} disruptive taken, {r['storm_notices']} storm "
                   f"notice(s), RSS {r['rss_mb']:.0f} MB", flush=True)
+            if per_node:
+                print(f"{label}: on-call page after the storm: GET / {r['page_ms']:.1f} ms for "
+                      f"{r['page_bytes'] / 1024:.0f} kB (nginx serving the same bytes: "
+                      f"{r['nginx_page_ms']:.1f} ms), a node's page {r['node_page_ms']:.1f} ms "
+                      "(medians of 10)", flush=True)
         if "disk" not in skip:
             r = disk(binary)
             out["disk"].append(dict(r, label=label))
