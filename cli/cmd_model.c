@@ -13,6 +13,7 @@ static const char usage[] =
     "usage: medic model info [FILE]\n"
     "       medic model check --model FILE --vectors FILE [--tolerance X]\n"
     "       medic model bench [--model FILE] [--batch B] [--seq T] [--seconds S]\n"
+    "                         [--kernel avx512|portable]\n"
     "       medic model dataset --db FILE --prometheus URL --out FILE [...]\n"
     "\n"
     "info   prints a model file's tensors and metadata; without FILE, the model\n"
@@ -26,7 +27,8 @@ static const char usage[] =
     "bench  times predictions on one core: microseconds per prediction at batch 1\n"
     "       and predictions per second at batch B (default 64), windows of T steps\n"
     "       (default 60). Without --model it uses a D=8, H=64 model with seeded\n"
-    "       random weights (the timing does not depend on the values).\n";
+    "       random weights (the timing does not depend on the values). --kernel\n"
+    "       picks the implementation (default: the fastest this CPU runs).\n";
 
 static int cmd_info(const char *path)
 {
@@ -175,13 +177,27 @@ static int random_model(struct model *m, struct medic_error *err)
     return model_load_bytes(bytes, size, m, err);
 }
 
-static int cmd_bench(const char *path, size_t batch, size_t steps, double seconds)
+static int cmd_bench(const char *path, size_t batch, size_t steps, double seconds,
+                     const char *kernel)
 {
     struct model m;
     struct medic_error err = {0};
     if ((path ? model_load(path, &m, &err) : random_model(&m, &err))) {
         fprintf(stderr, "medic model bench: %s\n", err.msg);
         return 1;
+    }
+    if (kernel) {
+        const enum model_kernel all[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
+        size_t k = 0;
+        while (k < 2 && strcmp(kernel, model_kernel_name(all[k])) != 0)
+            k++;
+        if (k == 2 || !model_kernel_usable(all[k])) {
+            fprintf(stderr, "medic model bench: kernel '%s' %s\n", kernel,
+                    k == 2 ? "is unknown (avx512, portable)" : "does not run on this CPU");
+            model_release(&m);
+            return 2;
+        }
+        m.kernel = all[k];
     }
     struct model_workspace w;
     float *input = malloc(batch * steps * m.D * sizeof(float));
@@ -211,8 +227,8 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
         double elapsed = (double)(medic_time_monotonic() - start) / 1e9;
         results[mode] = mode == 0 ? elapsed / (double)runs * 1e6 : (double)(runs * b) / elapsed;
     }
-    printf("model: %s (D=%zu, H=%zu), window %zu steps, one core\n",
-           path ? path : "seeded random weights", m.D, m.H, steps);
+    printf("model: %s (D=%zu, H=%zu), window %zu steps, one core, %s kernel\n",
+           path ? path : "seeded random weights", m.D, m.H, steps, model_kernel_name(m.kernel));
     printf("batch 1: %.1f us per prediction\n", results[0]);
     printf("batch %zu: %.0f predictions/s (%.1f us each)\n", batch, results[1], 1e6 / results[1]);
     free(input);
@@ -231,6 +247,7 @@ int medic_cmd_model(int argc, char **argv)
         {"batch", required_argument, NULL, 'b'},
         {"seq", required_argument, NULL, 's'},
         {"seconds", required_argument, NULL, 'S'},
+        {"kernel", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -240,7 +257,7 @@ int medic_cmd_model(int argc, char **argv)
     }
     if (strcmp(argv[1], "dataset") == 0)
         return medic_cmd_model_dataset(argc - 1, argv + 1);
-    const char *what = argv[1], *model = NULL, *vectors = NULL;
+    const char *what = argv[1], *model = NULL, *vectors = NULL, *kernel = NULL;
     double tolerance = 1e-5, seconds = 2.0;
     long batch = 64, steps = 60;
     int opt;
@@ -266,6 +283,9 @@ int medic_cmd_model(int argc, char **argv)
         case 'S':
             seconds = strtod(optarg, &end);
             break;
+        case 'k':
+            kernel = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -284,7 +304,7 @@ int medic_cmd_model(int argc, char **argv)
         return cmd_check(model, vectors, tolerance);
     if (strcmp(what, "bench") == 0 && optind == argc && batch > 0 && batch <= 4096 && steps > 0 &&
         steps <= 100000 && seconds > 0)
-        return cmd_bench(model, (size_t)batch, (size_t)steps, seconds);
+        return cmd_bench(model, (size_t)batch, (size_t)steps, seconds, kernel);
     fputs(usage, stderr);
     return 2;
 }

@@ -424,7 +424,7 @@ int medic_cmd_model_dataset(int argc, char **argv)
                                       : "failed");
     if (reader)
         audit_reader_free(reader);
-    if (m.w_ih)
+    if (m.w)
         model_release(&m);
     cJSON_Delete(d.samples);
     free(d.windows);

@@ -166,7 +166,7 @@ int medic_cmd_predict(int argc, char **argv)
     if (model_load_or_builtin(model_path, &m, &err) ||
         features_from_metadata(&m.file, m.D, &spec, &err)) {
         fprintf(stderr, "medic predict: %s\n", err.msg);
-        if (m.w_ih)
+        if (m.w)
             model_release(&m);
         return 1;
     }

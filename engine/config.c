@@ -136,7 +136,7 @@ void medic_config_release(struct medic_config *config)
     free(config->slurm_conf);
     free(config->scontrol);
     free(config->model_path);
-    if (config->model.w_ih)
+    if (config->model.w)
         model_release(&config->model);
     free(config->prometheus_url);
     free(config->external_url);

@@ -6,7 +6,8 @@ layout medic reads, for `medic model check` and the test suite.
     /usr/bin/python3 model/tools/make_vectors.py OUTDIR [--seed S]
 
 Cases mirror the shapes that matter: the production shape (D=8, H=64,
-T=60), a single step, a long window, other D and H, and inputs large enough
+T=60), a single step, a long window, other D and H (sizes that are not a
+multiple of 16, or more than 64), and inputs large enough
 to saturate the gates (where a naive exp or tanh overflows). Weights are
 PyTorch's default initialisation under a fixed seed: the point is the
 arithmetic, not a trained model."""
@@ -62,6 +63,10 @@ CASES = [  # name, D, H, T, B, input kind
     ("v5_d12_h16_t24_b5", 12, 16, 24, 5, "normal"),
     ("v6_d8_h64_t60_b4_large", 8, 64, 60, 4, "large"),
     ("v7_d8_h64_t60_b2_extreme", 8, 64, 60, 2, "extreme"),
+    # hidden sizes medic pads (20 to 32) or splits into a chunk of four
+    # blocks of 16 units and one more (80)
+    ("v8_d5_h20_t30_b6", 5, 20, 30, 6, "normal"),
+    ("v9_d10_h80_t40_b5", 10, 80, 40, 5, "large"),
 ]
 
 

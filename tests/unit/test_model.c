@@ -32,7 +32,7 @@ static unsigned char *read_all(const char *name, size_t *len)
     return (unsigned char *)data;
 }
 
-static void check_case(const char *name)
+static void check_case(const char *name, enum model_kernel kernel)
 {
     char file[256];
     size_t mlen, vlen;
@@ -45,6 +45,7 @@ static void check_case(const char *name)
     struct medic_error err = {0};
     if (model_load_bytes(mb, mlen, &m, &err) || safetensors_parse(vb, vlen, &v, &err))
         fail_msg("%s: %s", name, err.msg);
+    m.kernel = kernel;
     const struct safetensor *in = safetensors_find(&v, "input");
     size_t B = in->shape[0], T = in->shape[1];
     size_t s_in[] = {B, T, m.D}, s_out[] = {B, 1}, s_h[] = {B, m.H};
@@ -68,8 +69,8 @@ static void check_case(const char *name)
         assert_int_equal(model_predict(&m, &w, x + b * T * m.D, 1, T, &one, NULL), 0);
         assert_true(fabsf(one - got[b]) <= 1e-6f);
     }
-    /* the cases tiled into a batch of 11: eight at once, a pair and one
-     * alone give PyTorch's numbers too */
+    /* the cases tiled into a batch of 11: two groups of four at once and
+     * three alone give PyTorch's numbers too */
     enum { TILED = 11 };
     struct model_workspace wt;
     float *xt = malloc(TILED * T * m.D * 4), tiled[TILED], *tiled_h = malloc(TILED * m.H * 4);
@@ -104,10 +105,44 @@ static void test_matches_pytorch(void **state)
 {
     (void)state;
     static const char *const cases[] = {
-        "v1_d8_h64_t60_b4",  "v2_d8_h64_t1_b1",        "v3_d8_h64_t300_b2",       "v4_d8_h32_t6_b3",
-        "v5_d12_h16_t24_b5", "v6_d8_h64_t60_b4_large", "v7_d8_h64_t60_b2_extreme"};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        check_case(cases[i]);
+        "v1_d8_h64_t60_b4",         "v2_d8_h64_t1_b1",   "v3_d8_h64_t300_b2",
+        "v4_d8_h32_t6_b3",          "v5_d12_h16_t24_b5", "v6_d8_h64_t60_b4_large",
+        "v7_d8_h64_t60_b2_extreme", "v8_d5_h20_t30_b6",  "v9_d10_h80_t40_b5"};
+    /* every kernel this CPU runs; the portable one always */
+    const enum model_kernel kernels[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
+    size_t ran = 0;
+    for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+        if (!model_kernel_usable(kernels[k]))
+            continue;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+            check_case(cases[i], kernels[k]);
+        ran++;
+    }
+    assert_true(ran >= 1);
+}
+
+/* A kernel the CPU lacks is refused, not run. */
+static void test_kernel_choice(void **state)
+{
+    (void)state;
+    size_t mlen;
+    unsigned char *mb = read_all("v4_d8_h32_t6_b3.model.safetensors", &mlen);
+    struct model m;
+    struct medic_error err = {0};
+    assert_int_equal(model_load_bytes(mb, mlen, &m, &err), 0);
+    /* the loader picks the fastest the CPU runs */
+    assert_int_equal(m.kernel, model_kernel_usable(MODEL_KERNEL_AVX512) ? MODEL_KERNEL_AVX512
+                                                                        : MODEL_KERNEL_PORTABLE);
+    assert_string_equal(model_kernel_name(MODEL_KERNEL_AVX512), "avx512");
+    assert_string_equal(model_kernel_name(MODEL_KERNEL_PORTABLE), "portable");
+    struct model_workspace w;
+    assert_int_equal(model_workspace_init(&w, &m, 1, 6), 0);
+    float x[6 * 8] = {0}, y = -1.0f;
+    m.kernel = (enum model_kernel)7;
+    assert_int_equal(model_predict(&m, &w, x, 1, 6, &y, NULL), MEDIC_E_INVALID);
+    assert_true(y == -1.0f);
+    model_workspace_release(&w);
+    model_release(&m);
 }
 
 /* A small valid file to break in different ways. */
@@ -444,10 +479,11 @@ static void test_safetensors_write(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_pytorch),    cmocka_unit_test(test_hostile_files),
-        cmocka_unit_test(test_non_finite_weights), cmocka_unit_test(test_feature_metadata),
-        cmocka_unit_test(test_prometheus_answer),  cmocka_unit_test(test_prometheus_parse_fleet),
-        cmocka_unit_test(test_builtin_model),      cmocka_unit_test(test_safetensors_write),
+        cmocka_unit_test(test_matches_pytorch),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_hostile_files),          cmocka_unit_test(test_non_finite_weights),
+        cmocka_unit_test(test_feature_metadata),       cmocka_unit_test(test_prometheus_answer),
+        cmocka_unit_test(test_prometheus_parse_fleet), cmocka_unit_test(test_builtin_model),
+        cmocka_unit_test(test_safetensors_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
