@@ -8,6 +8,7 @@
 #include "yaml_tree.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 
 static const char usage[] =
     "usage: medic predict [--model FILE] (--csv FILE | --prometheus URL --node N [--gpu G])\n"
-    "                     [--format table|json]\n"
+    "                     [--format table|json] [--window-csv FILE]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"
     "\n"
@@ -29,11 +30,37 @@ static const char usage[] =
     "                     without --gpu every GPU of the node is scored and the\n"
     "                     highest risk is the node's.\n"
     "\n"
+    "  --window-csv FILE  with --prometheus and --gpu: also write the window fetched,\n"
+    "                     raw (before the scaler), as CSV that --csv reads back:\n"
+    "                     what the model saw.\n"
+    "\n"
     "  --model FILE       a model file; without it, the model built into medic\n"
     "                     (`medic model info` shows it).\n"
     "\n"
     "The model file must describe its features (window, step, features with\n"
     "PromQL templates and scaler); see docs/model.md.\n";
+
+/* Writes one scored window back in raw units (the scaler undone) as CSV
+ * with the features' names as header, the format read_csv reads. */
+static int write_window(const char *path, const struct feature_spec *spec, const float *scaled,
+                        size_t steps, struct medic_error *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return medic_error_set(err, MEDIC_E_IO, "cannot write: %s", strerror(errno));
+    for (size_t d = 0; d < spec->count; d++)
+        fprintf(f, "%s%s", d ? "," : "", spec->items[d].name);
+    fputc('\n', f);
+    for (size_t t = 0; t < steps; t++)
+        for (size_t d = 0; d < spec->count; d++) {
+            const struct feature *ft = &spec->items[d];
+            fprintf(f, "%.9g%s", scaled[t * spec->count + d] * ft->scale + ft->center,
+                    d + 1 < spec->count ? "," : "\n");
+        }
+    if (fclose(f) != 0)
+        return medic_error_set(err, MEDIC_E_IO, "cannot write: %s", strerror(errno));
+    return 0;
+}
 
 static int read_csv(const char *path, const struct feature_spec *spec, float *rows, size_t *steps,
                     struct medic_error *err)
@@ -119,10 +146,12 @@ int medic_cmd_predict(int argc, char **argv)
         {"node", required_argument, NULL, 'n'},
         {"gpu", required_argument, NULL, 'g'},
         {"format", required_argument, NULL, 'f'},
+        {"window-csv", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *model_path = NULL, *csv = NULL, *prom = NULL, *node = NULL, *gpu = NULL;
+    const char *model_path = NULL, *csv = NULL, *prom = NULL, *node = NULL, *gpu = NULL,
+               *window_csv = NULL;
     int json = 0, opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -142,6 +171,9 @@ int medic_cmd_predict(int argc, char **argv)
         case 'g':
             gpu = optarg;
             break;
+        case 'w':
+            window_csv = optarg;
+            break;
         case 'f':
             if ((json = medic_cli_format("predict", optarg, 0)) < 0)
                 return 2;
@@ -158,6 +190,10 @@ int medic_cmd_predict(int argc, char **argv)
     if (optind != argc || (!csv == !prom) || (prom && !node)) {
         fputs("medic predict: give --csv FILE, or --prometheus URL with --node\n\n", stderr);
         fputs(usage, stderr);
+        return 2;
+    }
+    if (window_csv && !(prom && gpu)) {
+        fputs("medic predict: --window-csv needs --prometheus and --gpu (one window)\n", stderr);
         return 2;
     }
     struct model m;
@@ -188,6 +224,8 @@ int medic_cmd_predict(int argc, char **argv)
     } else {
         rc = risk_score_prometheus(&scorer, prom, 5000, node, gpu, medic_time_now(), &score, &err);
     }
+    if (rc == 0 && window_csv && (rc = write_window(window_csv, &spec, scorer.rows, steps, &err)))
+        medic_error_prefix(&err, window_csv);
     if (rc) {
         fprintf(stderr, "medic predict: %s\n", err.msg);
         goto out;

@@ -87,7 +87,7 @@ int prometheus__range_form(CURL *c, const char *query, int64_t start, int64_t en
 static int fetch(CURL *c, const char *url, const char *query, int64_t start, int64_t end,
                  int64_t step, long timeout_ms, struct medic_buf *out, struct medic_error *err)
 {
-    char full[4096];
+    char full[8192]; /* the query URL-escaped */
     int rc = range_url(c, url, query, start, end, step, full, sizeof(full));
     if (rc)
         return medic_error_set(err, rc, "prometheus: cannot build the query's URL");
@@ -230,7 +230,7 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
                                  timeout_ms);
             break;
         }
-        char query[1024];
+        char query[2048]; /* a template of 511 with several {{node}} */
         if (features_query(&spec->items[d], node, gpu, query, sizeof(query))) {
             rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: query too long",
                                  spec->items[d].name);

@@ -215,8 +215,17 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
         curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)(q->parallel ? q->parallel : 1));
         curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)(q->parallel ? q->parallel : 1));
     }
-    /* the query for a node list grows with it: sized for the longest */
-    const size_t query_size = 1024 + 2 * (q->node_regex ? strlen(q->node_regex) : 0);
+    /* the query for a node list grows with it, once per {{node}} in the
+     * template (escaping can double the regex): sized for the longest */
+    size_t query_size = 0;
+    for (size_t d = 0; d < F; d++) {
+        size_t uses = 0;
+        for (const char *p = spec->items[d].query; (p = strstr(p, "{{node}}")); p += 8)
+            uses++;
+        size_t need = sizeof(spec->items[d].query) +
+                      uses * (2 * (q->node_regex ? strlen(q->node_regex) : 0) + 8);
+        query_size = need > query_size ? need : query_size;
+    }
     char *query = malloc(query_size);
     if (!query && rc == 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");

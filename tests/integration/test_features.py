@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""The model's features (model/train/features.py) as a real Prometheus
+computes them from dcgm-exporter's series and as training computes them
+from the same scrapes agree: medic predict fetches the window from a
+Prometheus holding backfilled scrapes (30 s apart, off the minute, with
+counter increases, a counter reset, held Xid codes and throttle bits) and
+writes it with --window-csv; every value must match the Python
+evaluation."""
+
+import csv
+import json
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from lab import Suite
+from test_predict import start_prometheus
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "model", "train"))
+import features  # noqa: E402
+
+NODE, GPU = "gpu-node-07", "3"
+INTERVAL, OFFSET = 30.0, 7.25
+
+
+def scrapes(start, end):
+    """One GPU's dcgm-exporter series: smooth gauges, counters that climb,
+    the PCIe replay counter reset by a driver reload, Xid codes held, the
+    throttle bitmask switching between reasons."""
+    rng = np.random.default_rng(7)
+    ts = np.arange(start + OFFSET, end, INTERVAL)
+    n = len(ts)
+    u = (ts - start) / 3600.0
+    v = {
+        "GPU_TEMP": 60 + 8 * np.sin(u * 3) + rng.normal(0, 0.4, n).round(1),
+        "MEMORY_TEMP": 66 + 9 * np.sin(u * 3 + 0.3),
+        "POWER_USAGE": (300 + 60 * np.sin(u * 7) + rng.normal(0, 15, n)).round(3),
+        "SM_CLOCK": np.where(np.sin(u * 5) > -0.5, 1410, 1005) - 15 * rng.integers(0, 3, n),
+        "CLOCK_THROTTLE_REASONS": np.where(np.sin(u * 11) > 0.6, 8 + 128,
+                                           np.where(np.sin(u * 11) < -0.8, 64 + 4, 1)),
+        "ECC_SBE_AGG_TOTAL": 40 + np.cumsum(rng.poisson(0.2, n)),
+        "ECC_DBE_AGG_TOTAL": 2 + np.cumsum(rng.random(n) < 0.01),
+        "CORRECTABLE_REMAPPED_ROWS": 1 + np.cumsum(rng.random(n) < 0.02),
+        "UNCORRECTABLE_REMAPPED_ROWS": np.cumsum(rng.random(n) < 0.005),
+        "XID_ERRORS": np.zeros(n),
+    }
+    replay = np.cumsum(rng.poisson(0.5, n)).astype(float)
+    reset = int(n * 0.8)  # a driver reload: the counter starts again
+    replay[reset:] -= replay[reset - 1] + 1
+    v["PCIE_REPLAY_COUNTER"] = np.maximum(replay, 0) + np.where(np.arange(n) >= reset, 3, 0)
+    xid = v["XID_ERRORS"]
+    for at, code in ((0.5, 13), (0.85, 79), (0.9, 48), (0.95, 31)):
+        xid[int(n * at):] = code  # held until the next
+    return features.Scrapes(ts, v)
+
+
+def openmetrics(s):
+    lines = []
+    for name in features.SERIES:
+        metric = "DCGM_FI_DEV_" + name
+        lines.append(f"# TYPE {metric} gauge")
+        for t, x in zip(s.ts, s.values[name]):
+            lines.append(f'{metric}{{Hostname="{NODE}",gpu="{GPU}",'
+                         f'modelName="NVIDIA A100-SXM4-80GB",job="dcgm"}} {float(x)!r} {t:.3f}')
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"
+
+
+def test_model(path, window=30):
+    """A FaultPredictor with the features' metadata and seeded random
+    weights (the values do not matter here, the inputs do)."""
+    D, H, C = len(features.FEATURES), 16, 32
+    shapes = {"lstm.weight_ih_l0": [4 * H, D], "lstm.weight_hh_l0": [4 * H, H],
+              "lstm.bias_ih_l0": [4 * H], "lstm.bias_hh_l0": [4 * H],
+              "classifier.0.weight": [C, H], "classifier.0.bias": [C],
+              "classifier.2.weight": [1, C], "classifier.2.bias": [1]}
+    rng = random.Random(5)
+    header, blobs, offset = {}, [], 0
+    for name in sorted(shapes):
+        count = math.prod(shapes[name])
+        raw = struct.pack(f"<{count}f", *(rng.uniform(-0.3, 0.3) for _ in range(count)))
+        header[name] = {"dtype": "F32", "shape": shapes[name],
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    spec = [{"name": n, "query": q, "center": 0.0, "scale": 1.0} for n, q in features.FEATURES]
+    header["__metadata__"] = {"window": str(window), "step": "60s",
+                              "features": json.dumps(spec, separators=(",", ":"))}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def test_prometheus_computes_what_training_computes(suite):
+    now = time.time()
+    s = scrapes(now - 3 * 3600, now - 20)
+    url, _ = start_prometheus(suite, "prom", openmetrics(s))
+    model = os.path.join(suite.workdir, "features.model.safetensors")
+    test_model(model)
+    got_csv = os.path.join(suite.workdir, "window.csv")
+    out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
+                          "--node", NODE, "--gpu", GPU, "--format", "json",
+                          "--window-csv", got_csv], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    after = int(time.time()) // 60 * 60
+    with open(got_csv) as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == [n for n, _ in features.FEATURES], rows[0]
+    got = np.array(rows[1:], dtype=np.float64)
+    assert got.shape == (30, len(features.FEATURES)), got.shape
+    # the window ends at medic's now aligned down to the minute: the
+    # minute it ran in, or the one before if it ran across a boundary
+    best = None
+    for end in (after, after - 60):
+        want = features.evaluate(s, end - 60.0 * np.arange(29, -1, -1))
+        assert not np.isnan(want).any(), "the history should cover every feature"
+        err = np.abs(got - want) / np.maximum(np.abs(want), 1.0)
+        if best is None or err.max() < best[0]:
+            best = (err.max(), end, want, err)
+    worst, end, want, err = best
+    for k, (name, _) in enumerate(features.FEATURES):
+        i = int(np.argmax(err[:, k]))
+        assert err[i, k] < 1e-5, (f"{name} at step {i}: Prometheus {got[i, k]!r}, "
+                                  f"training {want[i, k]!r}")
+    # the window moves: every feature changed somewhere in it or differs
+    # from zero, so that a feature Prometheus could not compute (all zero,
+    # or a constant) cannot pass unnoticed
+    for k, (name, _) in enumerate(features.FEATURES):
+        assert np.ptp(want[:, k]) > 0 or np.abs(want[:, k]).max() > 0, name
+    moving = [n for k, (n, _) in enumerate(features.FEATURES) if np.ptp(want[:, k]) > 0]
+    print(f"  {len(features.FEATURES)} features x 30 steps agree within {worst:.1e} "
+          f"(relative); {len(moving)} of them move in the window")
+    # the window written is the one scored: read back, it gives the same risk
+    back = subprocess.run([suite.medic, "predict", "--model", model, "--csv", got_csv,
+                           "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert back.returncode == 0, back.stderr
+    a, b = json.loads(out.stdout)["risk"], json.loads(back.stdout)["risk"]
+    assert abs(a - b) < 1e-5, (a, b)
+
+
+def test_window_csv_needs_one_gpu(suite):
+    out = subprocess.run([suite.medic, "predict", "--prometheus", "http://127.0.0.1:9",
+                          "--node", NODE, "--window-csv", "x.csv"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "--window-csv needs --prometheus and --gpu" in out.stderr, out
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_prometheus_computes_what_training_computes,
+                        test_window_csv_needs_one_gpu])
