@@ -188,12 +188,13 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
     }
     if (kernel) {
         const enum model_kernel all[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
+        const size_t known = sizeof(all) / sizeof(all[0]);
         size_t k = 0;
-        while (k < 2 && strcmp(kernel, model_kernel_name(all[k])) != 0)
+        while (k < known && strcmp(kernel, model_kernel_name(all[k])) != 0)
             k++;
-        if (k == 2 || !model_kernel_usable(all[k])) {
+        if (k == known || !model_kernel_usable(all[k])) {
             fprintf(stderr, "medic model bench: kernel '%s' %s\n", kernel,
-                    k == 2 ? "is unknown (avx512, portable)" : "does not run on this CPU");
+                    k == known ? "is unknown (avx512, portable)" : "does not run on this CPU");
             model_release(&m);
             return 2;
         }

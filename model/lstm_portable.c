@@ -18,8 +18,10 @@ static inline __attribute__((always_inline)) vec select_v(veci mask, vec a, vec 
     return (vec)((mask & (veci)a) | (~mask & (veci)b));
 }
 
-/* lstm__sigmoid on every lane in vector arithmetic: the same polynomial,
- * rounding by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22). */
+/* σ(z) on every lane for every finite z: e = exp(-|z|) never overflows,
+ * accurate to about 1 ulp (Cephes' polynomial; n rounded by adding and
+ * subtracting 1.5 * 2^23, exact for |t| < 2^22; the power of two built in
+ * the exponent bits). */
 static inline __attribute__((always_inline)) vec sigmoid_v(vec z)
 {
     const veci abs_mask = (veci){} + 0x7fffffff;
@@ -39,6 +41,11 @@ static inline __attribute__((always_inline)) vec sigmoid_v(vec z)
     veci bits = (__builtin_convertvector(n, veci) + 127) << 23;
     vec s = 1.0f / (1.0f + y * (vec)bits);
     return select_v(z >= 0.0f, s, 1.0f - s);
+}
+
+float lstm__sigmoid(float z)
+{
+    return sigmoid_v((vec){} + z)[0];
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \

@@ -83,31 +83,27 @@ static inline __attribute__((always_inline)) void pass(const int ns, const int n
 #pragma GCC unroll 16
     for (int v = 0; v < ns * per; v++)
         acc[v] = sigmoid_v(acc[v]);
+    /* u numbers the (sequence, block) pairs: sequence u / nb, block u % nb */
     vec cn[LSTM_MAX_SUMS / 4];
-#pragma GCC unroll 4
-    for (int s = 0; s < ns; s++)
-#pragma GCC unroll 4
-        for (int b = 0; b < nb; b++)
+#pragma GCC unroll 16
+    for (int u = 0; u < ns * nb; u++)
 #pragma GCC unroll 2
-            for (int h = 0; h < LSTM_PER_GATE; h++) {
-                const vec *a = acc + s * per + b * LSTM_PER_BLOCK + h;
-                float *cp = c + (size_t)s * Hp + (q0 + (size_t)b) * 16 + (size_t)h * LSTM_LANES;
-                vec cv =
-                    a[LSTM_PER_GATE] * load_v(cp) + a[0] * (2.0f * a[2 * LSTM_PER_GATE] - 1.0f);
-                cn[(s * nb + b) * LSTM_PER_GATE + h] = cv;
-                store_v(cp, cv);
-            }
-#pragma GCC unroll 4
-    for (int s = 0; s < ns; s++)
-#pragma GCC unroll 4
-        for (int b = 0; b < nb; b++)
+        for (int h = 0; h < LSTM_PER_GATE; h++) {
+            const vec *a = acc + u * LSTM_PER_BLOCK + h;
+            float *cp =
+                c + (size_t)(u / nb) * Hp + (q0 + (size_t)(u % nb)) * 16 + (size_t)h * LSTM_LANES;
+            cn[u * LSTM_PER_GATE + h] =
+                a[LSTM_PER_GATE] * load_v(cp) + a[0] * (2.0f * a[2 * LSTM_PER_GATE] - 1.0f);
+            store_v(cp, cn[u * LSTM_PER_GATE + h]);
+        }
+#pragma GCC unroll 16
+    for (int u = 0; u < ns * nb; u++)
 #pragma GCC unroll 2
-            for (int h = 0; h < LSTM_PER_GATE; h++) {
-                const vec o = acc[s * per + b * LSTM_PER_BLOCK + 3 * LSTM_PER_GATE + h];
-                const vec cv = cn[(s * nb + b) * LSTM_PER_GATE + h];
-                store_v(out + (size_t)s * K + D + (q0 + (size_t)b) * 16 + (size_t)h * LSTM_LANES,
-                        o * (2.0f * sigmoid_v(2.0f * cv) - 1.0f));
-            }
+        for (int h = 0; h < LSTM_PER_GATE; h++)
+            store_v(out + (size_t)(u / nb) * K + D + (q0 + (size_t)(u % nb)) * 16 +
+                        (size_t)h * LSTM_LANES,
+                    acc[u * LSTM_PER_BLOCK + 3 * LSTM_PER_GATE + h] *
+                        (2.0f * sigmoid_v(2.0f * cn[u * LSTM_PER_GATE + h]) - 1.0f));
 }
 
 /* One sequence's pass over nb (1 to LSTM_SINGLE) blocks from q0, with nb

@@ -154,6 +154,7 @@ def evaluate(s, t):
         + _increase(s, "UNCORRECTABLE_REMAPPED_ROWS", t, 3600),
         "pcie_replay_increase_15m": _increase(s, "PCIE_REPLAY_COUNTER", t, 900),
         "xid_changes_30m": _changes(s, "XID_ERRORS", t, 1800),
-        "xid_critical_held": sum((xid == c).astype(np.float64) for c in CRITICAL_XIDS),
+        "xid_critical_held": np.where(np.isnan(xid), np.nan,
+                                      sum((xid == c).astype(np.float64) for c in CRITICAL_XIDS)),
     }
     return np.stack([cols[name] for name, _ in FEATURES], axis=1)
