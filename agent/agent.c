@@ -138,8 +138,17 @@ static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsi
     cJSON_Delete(j);
     struct medic_error err = {0};
     struct nvml_gpu g;
-    if (index >= AGENT_MAX_GPUS || nvml_read(a->nvml, index, &g, &err))
-        return reply_error(c, 404, err.msg[0] ? err.msg : "no such GPU");
+    unsigned int count = 0;
+    if (nvml_count(a->nvml, &count, &err))
+        return reply_error(c, 500, err.msg);
+    if (index >= count || index >= AGENT_MAX_GPUS) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "no GPU %u on this node: it has %u (indexes 0..%u)", index,
+                 count, count ? count - 1 : 0);
+        return reply_error(c, 404, msg);
+    }
+    if (nvml_read(a->nvml, index, &g, &err))
+        return reply_error(c, 500, err.msg);
     if (w < g.min_w || w > g.max_w) {
         char msg[160];
         snprintf(msg, sizeof(msg), "%.1f W is outside GPU %u's limits %.1f..%.1f W", w, index,

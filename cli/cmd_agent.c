@@ -3,12 +3,55 @@
 #include "log.h"
 #include "yaml_tree.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* SIGTERM and SIGINT reach a handler, installed once NVML is loaded, that
+ * writes to this pipe: whichever thread the kernel hands the signal to (NVML
+ * runs threads of its own), the agent stops cleanly. Once, on an H100, an
+ * agent that blocked the signals and waited in sigwait() was killed by a
+ * SIGTERM instead. */
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop_signal(int sig)
+{
+    unsigned char b = (unsigned char)sig;
+    ssize_t w = write(stop_pipe[1], &b, 1);
+    (void)w;
+}
+
+static int catch_stop_signals(void)
+{
+    if (pipe(stop_pipe))
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL))
+        return -1;
+    return 0;
+}
+
+static int wait_for_stop_signal(void)
+{
+    for (;;) {
+        unsigned char b = 0;
+        ssize_t r = read(stop_pipe[0], &b, 1);
+        if (r == 1)
+            return b;
+        if (r < 0 && errno == EINTR)
+            continue;
+        return SIGTERM; /* the pipe broke: stop rather than spin */
+    }
+}
 
 static const char usage[] =
     "usage: medic agent --token-file FILE [--listen ADDR:PORT] [--state FILE]\n"
@@ -119,25 +162,24 @@ int medic_cmd_agent(int argc, char **argv)
     o.token = token;
     o.tls_cert_pem = cert;
     o.tls_key_pem = key;
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     struct agent *a = NULL;
     int status = 0;
     if (agent_start(&o, &a, &err)) {
         medic_log_error("cannot start the agent", "error", err.msg, NULL);
         status = 1;
+    } else if (catch_stop_signals()) {
+        medic_log_error("cannot install the signal handlers", "error", strerror(errno), NULL);
+        agent_stop(a);
+        status = 1;
     } else {
         char port[16];
         snprintf(port, sizeof(port), "%d", agent_port(a));
         medic_log_info("medic agent started", "listen", o.listen, "port", port, "tls",
                        cert ? "on" : "off", NULL);
-        int sig;
-        sigwait(&signals, &sig);
-        medic_log_info("medic agent stopping", NULL);
+        int sig = wait_for_stop_signal();
+        medic_log_info("medic agent stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                       NULL);
         agent_stop(a);
     }
     memset(token, 0, strlen(token));

@@ -4,9 +4,11 @@
  * file MEDIC_NVML_STANDIN_STATE (one "index limit_mw" line per GPU), so a
  * test can read what the agent set. Limits are 100-400 W, default 350 W. It
  * is not NVML and must never be installed as libnvidia-ml.so.1. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -70,9 +72,29 @@ int nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t dev, unsigned int *mw)
 int nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *mw);
 int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned int mw);
 
+/* The real library runs a thread of its own from nvmlInit on (seen on an
+ * H100: "cuda00001800007"); so does this one, so that the agent's signal
+ * handling is tested with a thread it did not start. */
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void start_idle_thread(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, idle_thread, NULL) == 0)
+        pthread_detach(t);
+}
+
 int nvmlInit_v2(void)
 {
     load();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, start_idle_thread);
     return NVML_SUCCESS;
 }
 
