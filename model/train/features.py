@@ -35,6 +35,24 @@ def _x(name):
     return f"DCGM_FI_DEV_{name}{SEL}"
 
 
+# Families dcgm-exporter leaves out unless its counters file lists them
+# (etc/default-counters.csv has the ECC totals commented out and no throttle
+# reasons): a fleet without them is still scored. Each such feature falls
+# back to 0 through PromQL's `or` against the GPU's temperature series (0
+# only where that GPU is scraped at all), and an indicator feature tells
+# the model whether the family is there, so an absent family is never
+# mistaken for a quiet one.
+ON_GPU = f'0 * {_x("GPU_TEMP")}'
+
+
+def _optional(expr):
+    return f"{expr} or {ON_GPU}"
+
+
+def _exported(series):
+    return f'0 * {_x(series)} + 1 or {ON_GPU}'
+
+
 FEATURES = [
     ("gpu_temp", _x("GPU_TEMP")),
     ("memory_temp_over_gpu", f'{_x("MEMORY_TEMP")} - {_x("GPU_TEMP")}'),
@@ -47,10 +65,12 @@ FEATURES = [
      f'{_x("SM_CLOCK")} / clamp_min(max_over_time({_x("SM_CLOCK")}[1h]), 1)'),
     ("sm_clock_jitter_10m", f'stddev_over_time({_x("SM_CLOCK")}[10m]) / '
                             f'clamp_min(max_over_time({_x("SM_CLOCK")}[1h]), 1)'),
-    ("hw_throttle", " + ".join(f'floor({_x("CLOCK_THROTTLE_REASONS")} / {b}) % 2'
-                               for b in THROTTLE_BITS)),
-    ("ecc_sbe_increase_15m", f'increase({_x("ECC_SBE_AGG_TOTAL")}[15m])'),
-    ("ecc_dbe_increase_1h", f'increase({_x("ECC_DBE_AGG_TOTAL")}[1h])'),
+    ("hw_throttle", _optional(" + ".join(f'floor({_x("CLOCK_THROTTLE_REASONS")} / {b}) % 2'
+                                         for b in THROTTLE_BITS))),
+    ("throttle_exported", _exported("CLOCK_THROTTLE_REASONS")),
+    ("ecc_sbe_increase_15m", _optional(f'increase({_x("ECC_SBE_AGG_TOTAL")}[15m])')),
+    ("ecc_dbe_increase_1h", _optional(f'increase({_x("ECC_DBE_AGG_TOTAL")}[1h])')),
+    ("ecc_exported", _exported("ECC_SBE_AGG_TOTAL")),
     ("remapped_rows_increase_1h", f'increase({_x("CORRECTABLE_REMAPPED_ROWS")}[1h]) + '
                                   f'increase({_x("UNCORRECTABLE_REMAPPED_ROWS")}[1h])'),
     ("pcie_replay_increase_15m", f'increase({_x("PCIE_REPLAY_COUNTER")}[15m])'),
@@ -58,15 +78,18 @@ FEATURES = [
     ("xid_critical_held", " + ".join(f'({_x("XID_ERRORS")} == bool {c})' for c in CRITICAL_XIDS)),
 ]
 F = {name: i for i, (name, _) in enumerate(FEATURES)}
-# every series the features read
+# every series the features read, and those a fleet may lack
 SERIES = ["GPU_TEMP", "MEMORY_TEMP", "POWER_USAGE", "SM_CLOCK", "CLOCK_THROTTLE_REASONS",
           "ECC_SBE_AGG_TOTAL", "ECC_DBE_AGG_TOTAL", "CORRECTABLE_REMAPPED_ROWS",
           "UNCORRECTABLE_REMAPPED_ROWS", "PCIE_REPLAY_COUNTER", "XID_ERRORS"]
+OPTIONAL = {"throttle": ["CLOCK_THROTTLE_REASONS"],
+            "ecc": ["ECC_SBE_AGG_TOTAL", "ECC_DBE_AGG_TOTAL"]}
 
 
 class Scrapes:
     """One GPU's samples: every series scraped at the same timestamps ts
-    (seconds, ascending), values[name] the same length."""
+    (seconds, ascending), values[name] the same length; a series the fleet
+    does not export is left out of values."""
 
     def __init__(self, ts, values):
         self.ts = np.asarray(ts, np.float64)
@@ -79,53 +102,120 @@ class Scrapes:
         return lo, hi
 
 
+def _nan(t):
+    return np.full(len(t), np.nan)
+
+
 def _instant(s, name, t):
+    if name not in s.values:
+        return _nan(t)
     lo, hi = s.bounds(t, LOOKBACK_S)
-    v = s.values[name]
-    out = np.full(len(t), np.nan)
+    out = _nan(t)
     ok = hi > lo
-    out[ok] = v[hi[ok] - 1]
+    out[ok] = s.values[name][hi[ok] - 1]
     return out
 
 
-def _over_time(s, name, t, r, fn):
+def _prefix(x):
+    return np.concatenate([[0.0], np.cumsum(x)])
+
+
+def _avg(s, name, t, r):
+    if name not in s.values:
+        return _nan(t)
     lo, hi = s.bounds(t, r)
     v = s.values[name]
-    out = np.full(len(t), np.nan)
-    for k in range(len(t)):
-        if hi[k] > lo[k]:
-            out[k] = fn(v[lo[k]:hi[k]])
+    g = v.mean() if len(v) else 0.0
+    p = _prefix(v - g)
+    n = hi - lo
+    out = _nan(t)
+    ok = n > 0
+    out[ok] = g + (p[hi[ok]] - p[lo[ok]]) / n[ok]
+    return out
+
+
+def _stddev(s, name, t, r):
+    """Population standard deviation (prefix sums of the values less their
+    overall mean, so constant stretches come out at ~1e-7 of the level)."""
+    if name not in s.values:
+        return _nan(t)
+    lo, hi = s.bounds(t, r)
+    v = s.values[name]
+    d = v - (v.mean() if len(v) else 0.0)
+    p1, p2 = _prefix(d), _prefix(d * d)
+    n = hi - lo
+    out = _nan(t)
+    ok = n > 0
+    m1 = (p1[hi[ok]] - p1[lo[ok]]) / n[ok]
+    m2 = (p2[hi[ok]] - p2[lo[ok]]) / n[ok]
+    out[ok] = np.sqrt(np.maximum(m2 - m1 * m1, 0.0))
+    return out
+
+
+def _max(s, name, t, r):
+    """max_over_time through a sparse table: level j holds the maximum of
+    2**j samples from each index."""
+    if name not in s.values:
+        return _nan(t)
+    lo, hi = s.bounds(t, r)
+    levels = [s.values[name]]
+    while 2 ** len(levels) <= len(levels[0]):
+        prev, w = levels[-1], 2 ** (len(levels) - 1)
+        levels.append(np.maximum(prev[:-w], prev[w:]))
+    n = hi - lo
+    out = _nan(t)
+    ok = n > 0
+    k = np.zeros(len(t), np.int64)
+    k[ok] = np.floor(np.log2(n[ok])).astype(np.int64)
+    for j in np.unique(k[ok]):
+        sel = ok & (k == j)
+        lv = levels[j]
+        out[sel] = np.maximum(lv[lo[sel]], lv[hi[sel] - 2 ** j])
     return out
 
 
 def _increase(s, name, t, r):
     """Prometheus 2.x extrapolatedRate(isCounter=true, isRate=false)."""
+    if name not in s.values:
+        return _nan(t)
     lo, hi = s.bounds(t, r)
     v, ts = s.values[name], s.ts
-    out = np.full(len(t), np.nan)
-    for k in range(len(t)):
-        n = hi[k] - lo[k]
-        if n < 2:
-            continue
-        w, wt = v[lo[k]:hi[k]], ts[lo[k]:hi[k]]
-        drops = w[1:] < w[:-1]
-        result = w[-1] - w[0] + w[:-1][drops].sum()
-        to_start, to_end = wt[0] - (t[k] - r), t[k] - wt[-1]
-        sampled = wt[-1] - wt[0]
-        avg = sampled / (n - 1)
-        if result > 0 and w[0] >= 0:
-            to_zero = sampled * (w[0] / result)
-            to_start = min(to_start, to_zero)
-        threshold = avg * 1.1
-        interval = sampled
-        interval += to_start if to_start < threshold else avg / 2
-        interval += to_end if to_end < threshold else avg / 2
-        out[k] = result * (interval / sampled)
+    out = _nan(t)
+    ok = hi - lo >= 2
+    lo, hi, tk = lo[ok], hi[ok], t[ok]
+    n = hi - lo
+    drops = _prefix(np.r_[0.0, np.where(v[1:] < v[:-1], v[:-1], 0.0)])
+    first, last = v[lo], v[hi - 1]
+    result = last - first + drops[hi] - drops[lo + 1]
+    to_start, to_end = ts[lo] - (tk - r), tk - ts[hi - 1]
+    sampled = ts[hi - 1] - ts[lo]
+    avg = sampled / (n - 1)
+    zero = (result > 0) & (first >= 0)
+    to_zero = np.where(zero, sampled * first / np.where(zero, result, 1.0), np.inf)
+    to_start = np.minimum(to_start, to_zero)
+    threshold = avg * 1.1
+    interval = sampled + np.where(to_start < threshold, to_start, avg / 2) \
+        + np.where(to_end < threshold, to_end, avg / 2)
+    out[ok] = result * (interval / sampled)
     return out
 
 
 def _changes(s, name, t, r):
-    return _over_time(s, name, t, r, lambda w: float(np.count_nonzero(w[1:] != w[:-1])))
+    if name not in s.values:
+        return _nan(t)
+    lo, hi = s.bounds(t, r)
+    v = s.values[name]
+    p = _prefix(np.r_[0.0, (v[1:] != v[:-1]).astype(np.float64)])
+    out = _nan(t)
+    ok = hi > lo
+    out[ok] = p[hi[ok]] - p[lo[ok] + 1]
+    return out
+
+
+def _or_on_gpu(x, on_gpu):
+    """`x or 0 * GPU_TEMP`: x where it has a value, else 0 where the GPU's
+    temperature has one."""
+    return np.where(np.isnan(x), on_gpu, x)
 
 
 def evaluate(s, t):
@@ -133,23 +223,27 @@ def evaluate(s, t):
     one GPU's scrapes; NaN where Prometheus would have no value."""
     t = np.asarray(t, np.float64)
     temp = _instant(s, "GPU_TEMP", t)
+    on_gpu = 0.0 * temp
     power = _instant(s, "POWER_USAGE", t)
     clock = _instant(s, "SM_CLOCK", t)
     throttle = _instant(s, "CLOCK_THROTTLE_REASONS", t)
     xid = _instant(s, "XID_ERRORS", t)
-    clock_max = np.maximum(_over_time(s, "SM_CLOCK", t, 3600, np.max), 1)
+    clock_max = np.maximum(_max(s, "SM_CLOCK", t, 3600), 1)
     cols = {
         "gpu_temp": temp,
         "memory_temp_over_gpu": _instant(s, "MEMORY_TEMP", t) - temp,
-        "temp_rise_1h": temp - _over_time(s, "GPU_TEMP", t, 3600, np.mean),
-        "power_of_1h_max": power / np.maximum(_over_time(s, "POWER_USAGE", t, 3600, np.max), 1),
-        "power_jitter_10m": _over_time(s, "POWER_USAGE", t, 600, np.std)
-        / np.maximum(_over_time(s, "POWER_USAGE", t, 3600, np.mean), 1),
+        "temp_rise_1h": temp - _avg(s, "GPU_TEMP", t, 3600),
+        "power_of_1h_max": power / np.maximum(_max(s, "POWER_USAGE", t, 3600), 1),
+        "power_jitter_10m": _stddev(s, "POWER_USAGE", t, 600)
+        / np.maximum(_avg(s, "POWER_USAGE", t, 3600), 1),
         "sm_clock_of_1h_max": clock / clock_max,
-        "sm_clock_jitter_10m": _over_time(s, "SM_CLOCK", t, 600, np.std) / clock_max,
-        "hw_throttle": sum(np.fmod(np.floor(throttle / b), 2) for b in THROTTLE_BITS),
-        "ecc_sbe_increase_15m": _increase(s, "ECC_SBE_AGG_TOTAL", t, 900),
-        "ecc_dbe_increase_1h": _increase(s, "ECC_DBE_AGG_TOTAL", t, 3600),
+        "sm_clock_jitter_10m": _stddev(s, "SM_CLOCK", t, 600) / clock_max,
+        "hw_throttle": _or_on_gpu(sum(np.fmod(np.floor(throttle / b), 2)
+                                      for b in THROTTLE_BITS), on_gpu),
+        "throttle_exported": _or_on_gpu(0.0 * throttle + 1, on_gpu),
+        "ecc_sbe_increase_15m": _or_on_gpu(_increase(s, "ECC_SBE_AGG_TOTAL", t, 900), on_gpu),
+        "ecc_dbe_increase_1h": _or_on_gpu(_increase(s, "ECC_DBE_AGG_TOTAL", t, 3600), on_gpu),
+        "ecc_exported": _or_on_gpu(0.0 * _instant(s, "ECC_SBE_AGG_TOTAL", t) + 1, on_gpu),
         "remapped_rows_increase_1h": _increase(s, "CORRECTABLE_REMAPPED_ROWS", t, 3600)
         + _increase(s, "UNCORRECTABLE_REMAPPED_ROWS", t, 3600),
         "pcie_replay_increase_15m": _increase(s, "PCIE_REPLAY_COUNTER", t, 900),

@@ -5,7 +5,9 @@ from the same scrapes agree: medic predict fetches the window from a
 Prometheus holding backfilled scrapes (30 s apart, off the minute, with
 counter increases, a counter reset, held Xid codes and throttle bits) and
 writes it with --window-csv; every value must match the Python
-evaluation."""
+evaluation. A second GPU exports neither the ECC totals nor the throttle
+reasons (dcgm-exporter's default counters): its optional features fall
+back to 0 with their indicators at 0, in Prometheus as in training."""
 
 import csv
 import json
@@ -26,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "model", "train"))
 import features  # noqa: E402
 
-NODE, GPU = "gpu-node-07", "3"
+NODE, GPU, BARE_GPU = "gpu-node-07", "3", "4"
 INTERVAL, OFFSET = 30.0, 7.25
 
 
@@ -61,14 +63,25 @@ def scrapes(start, end):
     return features.Scrapes(ts, v)
 
 
-def openmetrics(s):
+def without_optional(s):
+    """The same GPU as a default dcgm-exporter shows it: no ECC totals, no
+    throttle reasons."""
+    gone = {name for names in features.OPTIONAL.values() for name in names}
+    return features.Scrapes(s.ts, {k: v for k, v in s.values.items() if k not in gone})
+
+
+def openmetrics(gpus):
     lines = []
     for name in features.SERIES:
         metric = "DCGM_FI_DEV_" + name
         lines.append(f"# TYPE {metric} gauge")
-        for t, x in zip(s.ts, s.values[name]):
-            lines.append(f'{metric}{{Hostname="{NODE}",gpu="{GPU}",'
-                         f'modelName="NVIDIA A100-SXM4-80GB",job="dcgm"}} {float(x)!r} {t:.3f}')
+        for gpu, s in gpus.items():
+            if name not in s.values:
+                continue
+            for t, x in zip(s.ts, s.values[name]):
+                lines.append(f'{metric}{{Hostname="{NODE}",gpu="{gpu}",'
+                             f'modelName="NVIDIA A100-SXM4-80GB",job="dcgm"}} {float(x)!r} '
+                             f'{t:.3f}')
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
@@ -99,15 +112,12 @@ def test_model(path, window=30):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def test_prometheus_computes_what_training_computes(suite):
-    now = time.time()
-    s = scrapes(now - 3 * 3600, now - 20)
-    url, _ = start_prometheus(suite, "prom", openmetrics(s))
-    model = os.path.join(suite.workdir, "features.model.safetensors")
-    test_model(model)
-    got_csv = os.path.join(suite.workdir, "window.csv")
+def fetch_and_compare(suite, url, model, gpu, s):
+    """medic predict's window for one GPU against the Python evaluation;
+    returns the features' values."""
+    got_csv = os.path.join(suite.workdir, f"window-{gpu}.csv")
     out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
-                          "--node", NODE, "--gpu", GPU, "--format", "json",
+                          "--node", NODE, "--gpu", gpu, "--format", "json",
                           "--window-csv", got_csv], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     after = int(time.time()) // 60 * 60
@@ -128,22 +138,41 @@ def test_prometheus_computes_what_training_computes(suite):
     worst, end, want, err = best
     for k, (name, _) in enumerate(features.FEATURES):
         i = int(np.argmax(err[:, k]))
-        assert err[i, k] < 1e-5, (f"{name} at step {i}: Prometheus {got[i, k]!r}, "
+        assert err[i, k] < 1e-5, (f"GPU {gpu}: {name} at step {i}: Prometheus {got[i, k]!r}, "
                                   f"training {want[i, k]!r}")
-    # the window moves: every feature changed somewhere in it or differs
-    # from zero, so that a feature Prometheus could not compute (all zero,
-    # or a constant) cannot pass unnoticed
-    for k, (name, _) in enumerate(features.FEATURES):
-        assert np.ptp(want[:, k]) > 0 or np.abs(want[:, k]).max() > 0, name
-    moving = [n for k, (n, _) in enumerate(features.FEATURES) if np.ptp(want[:, k]) > 0]
-    print(f"  {len(features.FEATURES)} features x 30 steps agree within {worst:.1e} "
-          f"(relative); {len(moving)} of them move in the window")
+    print(f"  GPU {gpu}: {len(features.FEATURES)} features x 30 steps agree within "
+          f"{worst:.1e} (relative)")
     # the window written is the one scored: read back, it gives the same risk
     back = subprocess.run([suite.medic, "predict", "--model", model, "--csv", got_csv,
                            "--format", "json"], capture_output=True, text=True, timeout=60)
     assert back.returncode == 0, back.stderr
     a, b = json.loads(out.stdout)["risk"], json.loads(back.stdout)["risk"]
     assert abs(a - b) < 1e-5, (a, b)
+    return want
+
+
+def test_prometheus_computes_what_training_computes(suite):
+    now = time.time()
+    s = scrapes(now - 3 * 3600, now - 20)
+    bare = without_optional(s)
+    url, _ = start_prometheus(suite, "prom", openmetrics({GPU: s, BARE_GPU: bare}))
+    model = os.path.join(suite.workdir, "features.model.safetensors")
+    test_model(model)
+    want = fetch_and_compare(suite, url, model, GPU, s)
+    # the window moves: every feature changed somewhere in it or differs
+    # from zero, so that a feature Prometheus could not compute (all zero,
+    # or a constant) cannot pass unnoticed
+    for k, (name, _) in enumerate(features.FEATURES):
+        assert np.ptp(want[:, k]) > 0 or np.abs(want[:, k]).max() > 0, name
+    moving = [n for k, (n, _) in enumerate(features.FEATURES) if np.ptp(want[:, k]) > 0]
+    print(f"  {len(moving)} of them move in the window")
+    # the GPU without the optional families: their features are 0 and say so
+    bare_want = fetch_and_compare(suite, url, model, BARE_GPU, bare)
+    for name in ("hw_throttle", "throttle_exported", "ecc_sbe_increase_15m",
+                 "ecc_dbe_increase_1h", "ecc_exported"):
+        assert (bare_want[:, features.F[name]] == 0).all(), name
+    for name in ("throttle_exported", "ecc_exported"):
+        assert (want[:, features.F[name]] == 1).all(), name
 
 
 def test_window_csv_needs_one_gpu(suite):
