@@ -76,16 +76,34 @@ static void unknown(struct engine_risk_entry *e, const char *why)
     snprintf(e->note, sizeof(e->note), "risk unknown: %.200s", why);
 }
 
-/* "risk 0.830 gpu 3 (gpu_temp=81 power=402 ...)": the GPU's latest raw values. */
+/* "risk 0.830 gpu 3 (ecc_sbe_increase_15m=42 temp_rise_1h=12.5 ...)": the
+ * GPU's latest values of the RISK_NOTE_INPUTS inputs furthest from the
+ * model's centre, in units of their scale (what stands out, most first). */
+#define RISK_NOTE_INPUTS 4
 static void summarise(const struct feature_spec *spec, struct engine_risk_entry *e, double risk,
                       const char *gpu, const float *last)
 {
     e->risk = risk;
     size_t at =
         (size_t)snprintf(e->note, sizeof(e->note), "risk %.3f gpu %s (", risk, gpu[0] ? gpu : "-");
-    for (size_t d = 0; d < spec->count && at < sizeof(e->note); d++)
-        at += (size_t)snprintf(e->note + at, sizeof(e->note) - at, "%s%s=%.4g", d ? " " : "",
-                               spec->items[d].name, (double)last[d]);
+    size_t shown[RISK_NOTE_INPUTS], count = 0;
+    for (size_t d = 0; d < spec->count; d++) {
+        const struct feature *f = &spec->items[d];
+        double z = fabs(((double)last[d] - f->center) / f->scale);
+        size_t k = count < RISK_NOTE_INPUTS ? count++ : RISK_NOTE_INPUTS;
+        for (; k > 0; k--) { /* insertion into the top list, largest first */
+            const struct feature *g = &spec->items[shown[k - 1]];
+            if (fabs(((double)last[shown[k - 1]] - g->center) / g->scale) >= z)
+                break;
+            if (k < RISK_NOTE_INPUTS)
+                shown[k] = shown[k - 1];
+        }
+        if (k < RISK_NOTE_INPUTS)
+            shown[k] = d;
+    }
+    for (size_t i = 0; i < count && at < sizeof(e->note); i++)
+        at += (size_t)snprintf(e->note + at, sizeof(e->note) - at, "%s%s=%.4g", i ? " " : "",
+                               spec->items[shown[i]].name, (double)last[shown[i]]);
     if (at < sizeof(e->note))
         snprintf(e->note + at, sizeof(e->note) - at, ")");
 }

@@ -4,20 +4,52 @@ precision and false-positive rates are those an operator would see."""
 
 import numpy as np
 
-import simulate
+import features
 
-F = simulate.F
+F = features.F
 
 
 def threshold_rules(x):
     """The static rules of the source documents, on each window's latest
-    sample: temperature above 85 C, any double-bit ECC error, any Xid."""
+    values: temperature above 85 C, a double-bit ECC error in the last
+    hour, an Xid (a new one in the last 30 minutes, or a critical one
+    held)."""
     last = x[:, -1, :]
     return {
         "temperature > 85 C": last[:, F["gpu_temp"]] > 85,
-        "double-bit ECC > 0": last[:, F["ecc_dbe_rate"]] > 0,
-        "Xid present": last[:, F["xid"]] > 0,
+        "double-bit ECC > 0": last[:, F["ecc_dbe_increase_1h"]] > 0,
+        "Xid present": (last[:, F["xid_changes_30m"]] > 0) | (last[:, F["xid_critical_held"]] > 0),
     }
+
+
+def threshold_score(x):
+    """The static rules as a score: how many of them fire."""
+    return np.sum(list(threshold_rules(x).values()), axis=0).astype(np.float64)
+
+
+def rule_score(x):
+    """A transparent score an operator could write over the same features,
+    each term in [0, 1], added: a critical Xid that just arrived, correctable
+    ECC errors and row remaps climbing, PCIe replays, a double-bit error,
+    heat (above 80 C, or rising fast), HW throttling over the window, and
+    power or clock jitter. Written by hand from what the failure modes are
+    known to show, not fitted."""
+    last = x[:, -1, :]
+
+    def c(v, scale):
+        return np.clip(v / scale, 0.0, 1.0)
+
+    new_critical = (last[:, F["xid_changes_30m"]] > 0) & (last[:, F["xid_critical_held"]] > 0)
+    return (new_critical.astype(np.float64)
+            + c(last[:, F["ecc_sbe_increase_15m"]], 10.0)
+            + c(last[:, F["ecc_dbe_increase_1h"]], 1.0)
+            + c(last[:, F["remapped_rows_increase_1h"]], 1.0)
+            + c(last[:, F["pcie_replay_increase_15m"]], 20.0)
+            + c(last[:, F["gpu_temp"]] - 80.0, 10.0)
+            + c(last[:, F["temp_rise_1h"]], 15.0)
+            + np.mean(x[:, :, F["hw_throttle"]] > 0, axis=1)
+            + c(last[:, F["power_jitter_10m"]], 0.15)
+            + c(last[:, F["sm_clock_jitter_10m"]], 0.05))
 
 
 def at_threshold(y, w, alarm):

@@ -23,22 +23,38 @@ sys.path.insert(0, HERE)
 
 import evaluate  # noqa: E402
 import fault_predictor as fp  # noqa: E402
-import simulate  # noqa: E402
+import features  # noqa: E402
 import sources  # noqa: E402
 import windows  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_MODEL = os.path.join(ROOT, "model", "default.safetensors")
 
+
+
+def fleet(seed, nodes, days, gpu, interval, families=("ecc", "throttle")):
+    return {"seed": seed, "nodes": nodes, "days": days, "gpu": gpu, "interval": interval,
+            "families": list(families)}
+
+
 # The shipped model's recipe. Training, validation and evaluation fleets
-# differ in seed and size; faults come 10x faster than the cited rate so
-# that a few weeks hold hundreds of them (windows.py weighs negatives back).
-TRAIN = {"fleets": [(11, 64, 14), (12, 48, 21), (13, 80, 10)], "accel": 10,
-         "pos_stride": 5, "neg_stride": 480, "hidden": 32, "seed": 20261122,
+# differ in seed and size, and the held-out ones in what differs between
+# real fleets too: a GPU model (H100) and a scrape interval (30 s) that
+# training never saw, and exporters without the optional families. Faults
+# come 10x faster than the cited rate so that a few weeks hold hundreds of
+# them (windows.py weighs negatives back).
+TRAIN = {"fleets": [fleet(11, 64, 14, "A100-80GB", 60),
+                    fleet(12, 48, 21, "A100-40GB", 15, ["ecc"]),
+                    fleet(13, 80, 10, "A100-80GB", 15, []),
+                    fleet(15, 48, 14, "A100-40GB", 60, ["throttle"])],
+         "accel": 10, "pos_stride": 5, "neg_stride": 480, "hidden": 32, "seed": 20261124,
          "epochs": 25, "patience": 4, "batch": 256, "lr": 3e-3}
-VALIDATION = {"fleets": [(14, 64, 14)], "accel": 10, "pos_stride": 5, "neg_stride": 480}
-HELD_OUT = {"fleets": [(101, 128, 14), (202, 40, 42)], "accel": 10, "pos_stride": 1,
-            "neg_stride": 240}
+VALIDATION = {"fleets": [fleet(14, 64, 14, "A100-80GB", 60, ["ecc"])], "accel": 10,
+              "pos_stride": 5, "neg_stride": 480}
+HELD_OUT = {"fleets": [fleet(101, 128, 14, "H100-80GB", 30),
+                       fleet(202, 64, 28, "H100-80GB", 30, []),
+                       fleet(303, 96, 14, "A100-80GB", 30, ["ecc"])],
+            "accel": 10, "pos_stride": 1, "neg_stride": 240}
 
 
 def log(msg):
@@ -54,19 +70,25 @@ def progress(label):
 
 def fleets(spec, label):
     xs, ms = [], []
-    for seed, nodes, days in spec["fleets"]:
-        x, m = windows.fleet_windows(seed, nodes, days, spec["accel"], spec["pos_stride"],
-                                     spec["neg_stride"], progress(f"{label} fleet {seed}"))
+    for f in spec["fleets"]:
+        x, m = windows.fleet_windows(f, f["nodes"], f["days"], spec["accel"], spec["pos_stride"],
+                                     spec["neg_stride"], progress(f"{label} fleet {f['seed']}"))
         xs.append(x)
         ms.append(m)
     return np.concatenate(xs), np.concatenate(ms)
 
 
+def setting(f):
+    fam = " + ".join(f["families"]) or "no optional families"
+    return (f"seed {f['seed']}: {f['nodes']} nodes x {f['days']} days, {f['gpu']}, "
+            f"{f['interval']} s scrapes, {fam}")
+
+
 def describe(spec):
     mix = ", ".join(f"{k} {v:.0%}" for k, v in sources.fault_mix().items())
-    sizes = "; ".join(f"seed {s}: {n} nodes x {d} days" for s, n, d in spec["fleets"])
+    sizes = "; ".join(setting(f) for f in spec["fleets"])
     return ("SYNTHETIC data from model/train/simulate.py, not a real fleet: 8-GPU servers, "
-            f"DCGM exporter metrics every 60 s ({sizes}); server MTBF {sources.SERVER_MTBF_HOURS:.0f} h "
+            f"dcgm-exporter scrapes ({sizes}); server MTBF {sources.SERVER_MTBF_HOURS:.0f} h "
             f"(x{spec['accel']} for training), fault mix {mix}; label: a hardware fault takes "
             f"the GPU out within {windows.HORIZON} min")
 
@@ -86,7 +108,7 @@ def cmd_default(args):
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
     model, center, scale, hist = train_on(x, m, TRAIN, val)
     threshold = operating_threshold(model, x, m, val, center, scale)
-    fp.export(args.out, model, center, scale, simulate.FEATURES, windows.WINDOW, "60s",
+    fp.export(args.out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
               f"{windows.HORIZON}m", describe(TRAIN),
               {"seed": str(TRAIN["seed"]), "threshold": f"{threshold:.4f}",
                "epochs": str(len(hist)), "recipe": "model/train/medic_train.py default"})
@@ -118,7 +140,7 @@ def cmd_evaluate(args):
     log(f"{len(x)} held-out windows ({int(m['label'].sum())} positive); scoring")
     score = fp.predict(model, ((x - center) / scale).astype(np.float32))
     report.write(args.report, args.plot, args.model, meta, x, m, score, HELD_OUT, TRAIN,
-                 VALIDATION, describe(HELD_OUT))
+                 VALIDATION, setting)
     log(f"wrote {args.report} and {args.plot}")
 
 
@@ -158,7 +180,7 @@ def cmd_compare(args):
         sys.exit("the files hold different tensors")
     worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
     # the same windows (a small fleet neither was trained on) through both
-    x, _ = windows.fleet_windows(303, 8, 3, 10, 5, 240)
+    x, _ = windows.fleet_windows(fleet(404, 8, 3, "H100-80GB", 30), 8, 3, 10, 5, 240)
     scores = []
     for path in (args.a, args.b):
         model, center, scale, _ = load_model(path)
@@ -174,13 +196,14 @@ def cmd_smoke(args):
     """A tiny fleet, a few hundred steps: the pipeline runs end to end and
     the file it writes is a model medic can read."""
     os.makedirs(args.dir, exist_ok=True)
-    spec = {"fleets": [(5, 12, 4)], "accel": 40, "pos_stride": 5, "neg_stride": 120}
+    spec = {"fleets": [fleet(5, 12, 4, "A100-80GB", 30)], "accel": 40, "pos_stride": 5,
+            "neg_stride": 120}
     x, m = fleets(spec, "smoke")
     val = m["node"] % 4 == 0
     cfg = dict(TRAIN, epochs=50, patience=50, hidden=16, batch=64)
     model, center, scale, hist = train_on(x, m, cfg, val, max_steps=args.steps)
     out = os.path.join(args.dir, "smoke.safetensors")
-    fp.export(out, model, center, scale, simulate.FEATURES, windows.WINDOW, "60s",
+    fp.export(out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
               f"{windows.HORIZON}m", describe(spec))
     s = fp.predict(model, ((x - center) / scale).astype(np.float32))
     prec, rec, fpr, _, ap = evaluate.pr_curve(m["label"], np.ones(len(m)), s)

@@ -1,9 +1,12 @@
 """Labelled windows: from simulated fleets, and from the files
 `medic model dataset` exports.
 
-A window is WINDOW steps of every feature for one GPU, ending at minute e.
-It is positive when a hardware fault takes that GPU out within HORIZON
-minutes after e (a GPU fault for its GPU, a node fault for all of them).
+A window is WINDOW steps of every feature for one GPU, ending at minute e,
+each step the features evaluated from the GPU's raw scrapes at that minute
+as Prometheus would (features.evaluate). It is positive when a hardware
+fault takes that GPU out within HORIZON minutes after e (a GPU fault for
+its GPU, a node fault for all of them). A window medic would score as
+unknown (a gap longer than it fills, no data at its start) is left out.
 Positives are taken every pos_stride minutes before each fault, negatives
 every neg_stride minutes (random phase) on healthy GPUs. Each window has a
 weight: how many windows of a fleet scored every minute, at the real fault
@@ -16,39 +19,69 @@ import struct
 
 import numpy as np
 
+import features
 import simulate
 
 WINDOW = 30
 HORIZON = 60
+MAX_GAP = 5  # steps medic fills with the previous value (PROMETHEUS_MAX_GAP)
 # what is known of each window: where it comes from, its label, and for a
 # positive the minutes to the fault, the fault's class and build-up
 META_DTYPE = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
               ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8")]
 
 
-def fleet_windows(seed, nodes, days, accel, pos_stride, neg_stride, progress=None):
+def fill_gaps(x):
+    """x [T, D] with runs of at most MAX_GAP missing steps filled with the
+    value before them, as medic fills a fetched window; longer runs stay
+    NaN."""
+    x = x.copy()
+    for d in range(x.shape[1]):
+        col = x[:, d]
+        missing = np.isnan(col)
+        if not missing.any():
+            continue
+        idx = np.where(~missing, np.arange(len(col)), -1)
+        last = np.maximum.accumulate(idx)
+        run = np.arange(len(col)) - last
+        ok = missing & (last >= 0) & (run <= MAX_GAP)
+        col[ok] = col[last[ok]]
+    return x
+
+
+def gpu_features(scrapes, minutes):
+    """[minutes, len(features.FEATURES)] float32 on the 60 s grid, gaps
+    filled as medic fills them."""
+    t = np.arange(minutes) * float(simulate.STEP_S)
+    return fill_gaps(features.evaluate(scrapes, t)).astype(np.float32)
+
+
+def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=None):
     xs, meta = [], []
+    seed = setting["seed"]
     rng = np.random.default_rng(seed + 7919)
-    for n, x, faults, down in simulate.simulate_fleet(seed, nodes, days, accel):
-        T = x.shape[1]
-        up = ~down
-        # a window is usable when every step of it has the node up
-        ok = np.convolve(up.astype(int), np.ones(WINDOW, int), "valid") == WINDOW
-        usable = np.zeros(T, bool)
-        usable[WINDOW - 1:] = ok
+    T = int(days * 1440)
+    kernel = np.ones(WINDOW, int)
+    for n, gpus, faults, down in simulate.simulate_fleet(setting, nodes, days, accel):
+        x = np.stack([gpu_features(s, T) for s in gpus])
+        usable = np.zeros((simulate.GPUS, T), bool)  # every step of the window has values
+        for g in range(simulate.GPUS):
+            whole = (~np.isnan(x[g]).any(axis=1)).astype(int)
+            usable[g, WINDOW - 1:] = np.convolve(whole, kernel, "valid") == WINDOW
         soon = np.zeros((simulate.GPUS, T), bool)  # a fault within HORIZON
         for start, cls, gpu, lead in faults:
             rows = slice(None) if gpu < 0 else slice(gpu, gpu + 1)
             soon[rows, max(start - HORIZON, 0):start] = True
             for e in range(start - 1, start - HORIZON - 1, -pos_stride):
-                if e < WINDOW - 1 or not usable[e]:
+                if e < WINDOW - 1:
                     continue
                 for g in (range(simulate.GPUS) if gpu < 0 else [gpu]):
-                    xs.append(x[g, e - WINDOW + 1:e + 1])
-                    meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride))
+                    if usable[g, e]:
+                        xs.append(x[g, e - WINDOW + 1:e + 1])
+                        meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride))
         for g in range(simulate.GPUS):
             for e in range(WINDOW - 1 + int(rng.integers(neg_stride)), T, neg_stride):
-                if usable[e] and not soon[g, e]:
+                if usable[g, e] and not soon[g, e] and not down[e]:
                     xs.append(x[g, e - WINDOW + 1:e + 1])
                     meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel))
         if progress:

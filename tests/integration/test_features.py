@@ -7,7 +7,10 @@ counter increases, a counter reset, held Xid codes and throttle bits) and
 writes it with --window-csv; every value must match the Python
 evaluation. A second GPU exports neither the ECC totals nor the throttle
 reasons (dcgm-exporter's default counters): its optional features fall
-back to 0 with their indicators at 0, in Prometheus as in training."""
+back to 0 with their indicators at 0, in Prometheus as in training. medic
+serve's fleet scoring, which rewrites every selector of a template for a
+regex of nodes and splits the answers by GPU, gives each GPU the risk medic
+predict gives it alone."""
 
 import csv
 import json
@@ -21,7 +24,7 @@ import time
 
 import numpy as np
 
-from lab import Suite
+from lab import Medic, Suite, wait_until
 from test_predict import start_prometheus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -173,6 +176,38 @@ def test_prometheus_computes_what_training_computes(suite):
         assert (bare_want[:, features.F[name]] == 0).all(), name
     for name in ("throttle_exported", "ecc_exported"):
         assert (want[:, features.F[name]] == 1).all(), name
+    fleet_scores_each_gpu_as_predict_does(suite, url, model)
+
+
+def fleet_scores_each_gpu_as_predict_does(suite, url, model):
+    workdir = suite.subdir("fleet")
+    medic = Medic(suite.medic, workdir,
+                  f"model: {{ path: {model}, fleet_interval: 1s }}\n"
+                  f"prometheus: {{ url: {url}, timeout: 5s }}\n"
+                  f"inventory:\n  nodes: [ {{ name: {NODE} }} ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def alone(gpu):
+        out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
+                              "--node", NODE, "--gpu", gpu, "--format", "json"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["risk"]
+
+    before = {g: alone(g) for g in (GPU, BARE_GPU)}
+    wait_until("two fleet cycles", lambda: medic.metric(
+        "medic_fleet_scoring_cycles_total") >= 2, timeout=30)
+    fleet = {g: medic.metric(f'medic_gpu_failure_risk{{node="{NODE}",gpu="{g}"}}')
+             for g in (GPU, BARE_GPU)}
+    after = {g: alone(g) for g in (GPU, BARE_GPU)}
+    for g in (GPU, BARE_GPU):
+        assert fleet[g] is not None, (g, fleet)
+        assert min(abs(fleet[g] - before[g]), abs(fleet[g] - after[g])) < 1e-5, \
+            (g, fleet, before, after)
+    assert medic.metric("medic_fleet_scoring_failures_total") == 0
+    print(f"  fleet scoring: GPU {GPU} {fleet[GPU]:.6f}, GPU {BARE_GPU} {fleet[BARE_GPU]:.6f}, "
+          "as medic predict scores each alone")
 
 
 def test_window_csv_needs_one_gpu(suite):
