@@ -67,6 +67,8 @@ CASES = [  # name, D, H, T, B, input kind
     # blocks of 16 units and one more (80)
     ("v8_d5_h20_t30_b6", 5, 20, 30, 6, "normal"),
     ("v9_d10_h80_t40_b5", 10, 80, 40, 5, "large"),
+    # the built-in model's feature count at the benchmark's size
+    ("v10_d16_h64_t60_b4", 16, 64, 60, 4, "normal"),
 ]
 
 

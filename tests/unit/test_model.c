@@ -104,10 +104,11 @@ static void check_case(const char *name, enum model_kernel kernel)
 static void test_matches_pytorch(void **state)
 {
     (void)state;
-    static const char *const cases[] = {
-        "v1_d8_h64_t60_b4",         "v2_d8_h64_t1_b1",   "v3_d8_h64_t300_b2",
-        "v4_d8_h32_t6_b3",          "v5_d12_h16_t24_b5", "v6_d8_h64_t60_b4_large",
-        "v7_d8_h64_t60_b2_extreme", "v8_d5_h20_t30_b6",  "v9_d10_h80_t40_b5"};
+    static const char *const cases[] = {"v1_d8_h64_t60_b4",         "v2_d8_h64_t1_b1",
+                                        "v3_d8_h64_t300_b2",        "v4_d8_h32_t6_b3",
+                                        "v5_d12_h16_t24_b5",        "v6_d8_h64_t60_b4_large",
+                                        "v7_d8_h64_t60_b2_extreme", "v8_d5_h20_t30_b6",
+                                        "v9_d10_h80_t40_b5",        "v10_d16_h64_t60_b4"};
     /* every kernel this CPU runs; the portable one always */
     const enum model_kernel kernels[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
     size_t ran = 0;
