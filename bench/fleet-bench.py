@@ -2,17 +2,18 @@
 """Fleet risk scoring and live alert scoring against a real Prometheus.
 
 A Prometheus (Debian's) is backfilled with `promtool tsdb
-create-blocks-from openmetrics` with the last 45 minutes of the ten DCGM
-series the built-in model reads, for N nodes x 8 GPUs, one sample a
-minute. medic runs on its built-in defaults (policies, model, dry-run,
+create-blocks-from openmetrics` with the last 95 minutes (the window and
+the hour its features look back over) of the eleven DCGM series the
+built-in model reads, for N nodes x 8 GPUs, one sample a minute. medic runs on its built-in defaults (policies, model, dry-run,
 durable SQLite) plus what the scenario needs: prometheus { url } and
 model { fleet_interval: 1s }.
 
 - fleet: the cycle time medic reports (medic_fleet_scoring_duration_seconds,
   median and worst of the cycles seen), the query_range requests per cycle,
   and the GPUs scored, for each fleet size; beside it, in the same run,
-  the time Prometheus itself takes to answer the same ten whole-fleet
-  queries (four at a time, from Python): the floor any client pays.
+  the time Prometheus itself takes to answer the same whole-fleet queries
+  (one per model feature, four at a time, from Python): the floor any
+  client pays.
 - rss: at the largest fleet, 10,000 open alerts are added (Xid 79 on
   distinct nodes Prometheus does not know, 100 per notification: the
   engine asks Prometheus for their risk, finds none and holds them as open,
@@ -46,10 +47,11 @@ import urllib.request
 from benchlib import Medic, free_port, notification, post_all, wait_until, xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# what the built-in model reads (model/train/features.py SERIES)
 GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-          "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-          "DCGM_FI_DEV_XID_ERRORS"]
-COUNTERS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+          "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_XID_ERRORS"]
+COUNTERS = ["DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+            "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
             "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
 
 
@@ -57,8 +59,9 @@ def node_name(i):
     return f"gpu-node-{i:05d}"
 
 
-def openmetrics(path, nodes, end, minutes=45):
-    """One sample a minute of every series, ending at end."""
+def openmetrics(path, nodes, end, minutes=95):
+    """One sample a minute of every series, ending at end: the window and
+    the hour its features look back over."""
     times = [end - 60 * k for k in range(minutes, -1, -1)]
     with open(path, "w") as f:
         for m in GAUGES + COUNTERS:
@@ -75,12 +78,10 @@ def openmetrics(path, nodes, end, minutes=45):
                             v = 60 + 5 * math.cos(k / 9 + seed)
                         elif m == "DCGM_FI_DEV_POWER_USAGE":
                             v = 250 + 40 * math.sin(k / 5 + seed)
-                        elif m == "DCGM_FI_DEV_FB_USED":
-                            v = 30000 + 100 * seed
                         elif m == "DCGM_FI_DEV_SM_CLOCK":
                             v = 1410 - seed
-                        elif m == "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS":
-                            v = seed % 3
+                        elif m == "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS":
+                            v = 4 if k % 10 else 0
                         elif m == "DCGM_FI_DEV_XID_ERRORS":
                             v = 0
                         else:  # counters: a few errors now and then

@@ -206,7 +206,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
     fig, ax = plt.subplots(figsize=(7, 5), dpi=110)
     for i, (name, s) in enumerate(detectors.items()):
         prec, rec, _, _, ap = evaluate.pr_curve(y, np.ones(len(y)), s.astype(np.float64))
-        ax.step(rec, prec, where="post", color=f"C{i}", label=f"{name}: PR-AUC {ap:.3f}")
+        ax.step(rec, prec, where="pre", color=f"C{i}", label=f"{name}: PR-AUC {ap:.3f}")
     ax.axhline(y.mean(), color="grey", lw=0.8, ls=":", label="no skill (base rate)")
     ax.set_xlabel("recall (windows in the hour before a fault)")
     ax.set_ylabel("precision (windows as sampled)")

@@ -11,8 +11,10 @@ score with the model built into medic."""
 import json
 import math
 import os
+import re
 import struct
 import subprocess
+import sys
 import time
 
 from lab import IpmiBmc, Medic, Suite, wait_until, write_secret
@@ -21,29 +23,37 @@ from test_predict import hot_alert, start_prometheus
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 TRAIN = os.path.join(ROOT, "model", "train", "medic_train.py")
-# the built-in model's inputs: the metric behind each feature
-METRICS = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-           "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-           "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-           "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_XID_ERRORS"]
+sys.path.insert(0, os.path.join(ROOT, "model", "train"))
+import features  # noqa: E402  (the built-in model's inputs)
+
+METRICS = ["DCGM_FI_DEV_" + name for name in features.SERIES]
 NODES = {"gpu-node-01": 2, "gpu-node-02": 2, "gpu-node-03": 2}
 STEP = 15
 
 
 def value(metric, node, gpu, t):
-    """Known telemetry; gpu-node-01 GPU 0 runs hot (the GPU that fails)."""
-    hot = 20.0 if (node == "gpu-node-01" and gpu == 0) else 0.0
+    """Known telemetry; gpu-node-01 GPU 0 runs hot, throttles, and its
+    single-bit errors and remapped rows climb (the GPU that fails)."""
+    hot = node == "gpu-node-01" and gpu == 0
     n = int(node[-1])
-    return round({"DCGM_FI_DEV_GPU_TEMP": 60 + hot + 3 * math.sin(t / 500 + gpu + n),
-                  "DCGM_FI_DEV_MEMORY_TEMP": 70 + hot + 2 * math.cos(t / 700 + gpu),
+    return round({"DCGM_FI_DEV_GPU_TEMP": 60 + 20 * hot + 3 * math.sin(t / 500 + gpu + n),
+                  "DCGM_FI_DEV_MEMORY_TEMP": 70 + 20 * hot + 2 * math.cos(t / 700 + gpu),
                   "DCGM_FI_DEV_POWER_USAGE": 300 + 20 * math.sin(t / 300 + n),
-                  "DCGM_FI_DEV_FB_USED": 40000 + 1000 * gpu + 100 * n,
-                  "DCGM_FI_DEV_SM_CLOCK": 1410 - 5 * gpu,
-                  "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": 0,
-                  "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
-                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 2 if hot else 0,
+                  "DCGM_FI_DEV_SM_CLOCK": 1410 - 5 * gpu - 300 * hot * (t % 600 < 120),
+                  "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": 64 if hot and t % 600 < 120 else 4,
+                  "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": 40 + (t // 120) % 100000 * hot,
+                  "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": 0,
+                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (t // 1200) % 100000 * hot,
+                  "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
                   "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
                   "DCGM_FI_DEV_XID_ERRORS": 0}[metric], 3)
+
+
+def scrapes(node, gpu, start, end):
+    """The history of one GPU as features.evaluate reads it."""
+    ts = list(range(start, end + 1, STEP))
+    return features.Scrapes(ts, {name: [value("DCGM_FI_DEV_" + name, node, gpu, t) for t in ts]
+                                 for name in features.SERIES})
 
 
 def history(start, end):
@@ -134,8 +144,9 @@ def test_dataset_from_audit_log_and_prometheus(suite):
     (wshape, wins), (lshape, labels) = tensors["windows"], tensors["labels"]
     samples = json.loads(meta["samples"])
     n = wshape[0]
-    assert wshape[1:] == [30, 10] and lshape == [n] and len(samples) == n, (wshape, lshape)
-    assert meta["format"] == "medic-dataset" and len(json.loads(meta["features"])) == 10
+    D = len(features.FEATURES)
+    assert wshape[1:] == [30, D] and lshape == [n] and len(samples) == n, (wshape, lshape)
+    assert meta["format"] == "medic-dataset" and len(json.loads(meta["features"])) == D
     pos = [s for s in samples if s["label"] == 1]
     neg = [s for s in samples if s["label"] == 0]
     # six windows (30m back, every 5m) for the alert's GPU, none for the others
@@ -147,17 +158,18 @@ def test_dataset_from_audit_log_and_prometheus(suite):
         end = time.mktime(time.strptime(s["end"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
         assert s["node"] != "gpu-node-01" or abs(end - starts_at) >= 3600, s
     assert [labels[i] for i in range(n)] == [float(s["label"]) for s in samples]
-    # the values are Prometheus's: the last step of each window, for the
-    # gauges, is the latest sample at or before the window's end
-    cells = 30 * 10
+    # the values are Prometheus's: the last step of each window is every
+    # feature evaluated on the backfilled history at the window's end
+    history_start = now - 4 * 3600
     for i, s in enumerate(samples):
         end = int(time.mktime(time.strptime(s["end"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone)
         end -= end % 60
-        sample_t = end - (end - (now - 4 * 3600)) % STEP
-        last = wins[i * cells + 29 * 10:i * cells + 30 * 10]
-        for d, m in [(0, METRICS[0]), (2, METRICS[2]), (7, METRICS[7])]:
-            want = value(m, s["node"], int(s["gpu"]), sample_t)
-            assert abs(last[d] - want) < 1e-3, (s, m, last[d], want)
+        last = wins[i * 30 * D + 29 * D:(i + 1) * 30 * D]
+        want = features.evaluate(scrapes(s["node"], int(s["gpu"]), history_start, now - 30),
+                                 [float(end)])[0]
+        for d, (name, _) in enumerate(features.FEATURES):
+            assert abs(last[d] - want[d]) < 1e-3 * max(abs(want[d]), 1.0), \
+                (s, name, last[d], want[d])
     print(f"  {len(pos)} positive windows before the power cycle, {len(neg)} healthy; "
           "values match the backfilled history")
 
@@ -212,7 +224,10 @@ def test_builtin_model_scores_alerts(suite):
     assert before["model_hash"] == sha and d["model_hash"] == sha, (d, before)
     assert d["risk"] is not None and min(abs(d["risk"] - before["risk"]),
                                          abs(d["risk"] - after["risk"])) < 1e-5, (d, before)
-    assert "remapped_rows=2" in d["reason"], d
+    # the reason names what stands out on the failing GPU: its climbing
+    # single-bit errors and remapped rows
+    assert re.search(r"risk [0-9.]+ gpu 0 \(", d["reason"]), d
+    assert "ecc_sbe_increase_15m=" in d["reason"] and "remapped_rows_increase_1h=" in d["reason"], d
     print(f"  built-in model {sha[:12]}: decision risk {d['risk']:.4f}, medic predict "
           f"{before['risk']:.4f}")
 

@@ -171,18 +171,18 @@ static void test_model_config(void **state)
     assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC);
     medic_config_release(&c);
 
-    /* without a path, the built-in model (D=10) with its features */
+    /* without a path, the built-in model (D=16) with its features */
     path = write_file("builtin.yaml", "prometheus: { url: http://127.0.0.1:9090 }\n", 0644);
     if (medic_config_load(path, &c, &err))
         fail_msg("%s", err.msg);
     assert_null(c.model_path);
-    assert_int_equal(c.model.D, 10);
-    assert_int_equal(c.features.count, 10);
-    assert_string_equal(c.features.items[9].name, "xid");
+    assert_int_equal(c.model.D, 16);
+    assert_int_equal(c.features.count, 16);
+    assert_string_equal(c.features.items[15].name, "xid_critical_held");
     medic_config_release(&c);
     /* and in the embedded defaults */
     assert_int_equal(medic_config_defaults(&c), 0);
-    assert_int_equal(c.model.D, 10);
+    assert_int_equal(c.model.D, 16);
     medic_config_release(&c);
 }
 

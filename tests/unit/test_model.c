@@ -398,9 +398,18 @@ static void test_prometheus_parse_fleet(void **state)
 }
 
 /* The built-in model is model/default.safetensors byte for byte, reads
- * DCGM telemetry, and has learned the simulator's lesson: a GPU whose
- * correctable errors climb, with rows remapped and an Xid 48, is riskier
- * than a steady healthy one. */
+ * features of DCGM telemetry, and has learned the simulator's lesson: a GPU
+ * whose correctable errors climb, with rows remapped and a double-bit error
+ * whose Xid arrives, is riskier than a steady healthy one. */
+static size_t feature_index(const struct feature_spec *spec, const char *name)
+{
+    for (size_t d = 0; d < spec->count; d++)
+        if (strcmp(spec->items[d].name, name) == 0)
+            return d;
+    fail_msg("the built-in model has no feature %s", name);
+    return 0;
+}
+
 static void test_builtin_model(void **state)
 {
     (void)state;
@@ -409,11 +418,13 @@ static void test_builtin_model(void **state)
     struct medic_error err = {0};
     assert_int_equal(model_load_builtin(&m, &err), 0);
     assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
-    assert_int_equal(spec.count, 10);
+    assert_int_equal(spec.count, 16);
     assert_int_equal(spec.window, 30);
     assert_true(spec.step == 60 * MEDIC_NS_PER_SEC);
     assert_string_equal(spec.items[0].name, "gpu_temp");
     assert_non_null(strstr(spec.items[0].query, "DCGM_FI_DEV_GPU_TEMP"));
+    assert_non_null(strstr(spec.items[feature_index(&spec, "ecc_sbe_increase_15m")].query,
+                           "increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"));
     assert_non_null(safetensors_meta(&m.file, "threshold"));
     assert_non_null(strstr(safetensors_meta(&m.file, "description"), "SYNTHETIC"));
 
@@ -428,18 +439,31 @@ static void test_builtin_model(void **state)
     struct risk_scorer scorer;
     struct risk_score healthy, failing;
     assert_int_equal(risk_scorer_init(&scorer, &m, &spec), 0);
-    static const float steady[10] = {70, 80, 340, 45000, 1410, 0, 0, 0, 0, 0};
+    /* a busy GPU, every family exported, nothing happening */
+    const size_t D = spec.count;
+    float steady[16] = {0};
+    steady[feature_index(&spec, "gpu_temp")] = 70;
+    steady[feature_index(&spec, "memory_temp_over_gpu")] = 9;
+    steady[feature_index(&spec, "power_of_1h_max")] = 0.92f;
+    steady[feature_index(&spec, "power_jitter_10m")] = 0.03f;
+    steady[feature_index(&spec, "sm_clock_of_1h_max")] = 1;
+    steady[feature_index(&spec, "sm_clock_jitter_10m")] = 0.004f;
+    steady[feature_index(&spec, "throttle_exported")] = 1;
+    steady[feature_index(&spec, "ecc_exported")] = 1;
     for (size_t t = 0; t < spec.window; t++)
-        memcpy(&scorer.rows[t * 10], steady, sizeof(steady));
+        memcpy(&scorer.rows[t * D], steady, sizeof(steady));
     assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &healthy), 0);
     for (size_t t = 0; t < spec.window; t++) {
-        float *row = &scorer.rows[t * 10];
+        float *row = &scorer.rows[t * D];
         memcpy(row, steady, sizeof(steady));
-        row[1] += 3;
-        row[5] = 2.0f * (float)t;  /* single-bit errors per 5 min, climbing */
-        row[7] = (float)(t / 6);   /* rows remapped */
-        row[6] = t >= 27 ? 1 : 0;  /* a double-bit error at the end */
-        row[9] = t >= 27 ? 48 : 0; /* and its Xid */
+        row[feature_index(&spec, "memory_temp_over_gpu")] += 2;
+        row[feature_index(&spec, "ecc_sbe_increase_15m")] = 2.0f * (float)t; /* climbing */
+        row[feature_index(&spec, "remapped_rows_increase_1h")] = (float)(t / 6);
+        if (t >= 27) { /* a double-bit error at the end, and its Xid */
+            row[feature_index(&spec, "ecc_dbe_increase_1h")] = 1;
+            row[feature_index(&spec, "xid_changes_30m")] = 1;
+            row[feature_index(&spec, "xid_critical_held")] = 1;
+        }
     }
     assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &failing), 0);
     assert_true(healthy.risk >= 0 && failing.risk <= 1);
