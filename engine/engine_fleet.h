@@ -15,6 +15,9 @@
 
 #define ENGINE_FLEET_MAX_GPUS 32768 /* (node, gpu) windows per cycle */
 #define ENGINE_FLEET_PARALLEL 4     /* query_range requests in flight */
+/* a whole-window fetch at least this often; the cycles between ask for the
+ * steps since the last one */
+#define ENGINE_FLEET_FULL_EVERY (10 * 60 * MEDIC_NS_PER_SEC)
 
 struct engine_fleet;
 

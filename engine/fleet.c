@@ -32,7 +32,14 @@ struct engine_fleet {
     char model_hash[65];       /* the model that scored them */
     atomic_llong last_success; /* unix seconds of the last complete cycle */
     atomic_llong last_duration_us;
-    atomic_ullong cycles, cycle_failures, gpu_failures, requests;
+    atomic_ullong cycles, cycle_failures, gpu_failures, requests, full_fetches;
+    /* the fleet thread's own: the last cycle's windows, whose steps the next
+     * cycle reuses, and for which model and Prometheus */
+    struct prometheus_fleet previous;
+    char previous_model[65];
+    char previous_url[512];
+    int64_t full_at; /* when the last whole-window fetch ran (monotonic) */
+    int full_next;   /* the last cycle found GPUs it had not seen: fetch all */
 };
 
 /* Makes risks the current ones (taking them), indexed for lookups. */
@@ -93,6 +100,20 @@ static int stopping(void *arg)
     return s;
 }
 
+/* Whether the next fetch may reuse the previous cycle's steps: the same
+ * model and Prometheus, GPUs it had all seen, and a whole-window fetch less
+ * than ENGINE_FLEET_FULL_EVERY ago (so that a GPU Prometheus did not answer
+ * for at a step, or one that appeared, is fetched whole again soon). */
+static const struct prometheus_fleet *reusable(struct engine_fleet *f, const struct medic_config *c,
+                                               int64_t started)
+{
+    if (!f->previous.count || f->full_next || strcmp(f->previous_model, c->model.hash) != 0 ||
+        strcmp(f->previous_url, c->prometheus_url) != 0 ||
+        started - f->full_at >= ENGINE_FLEET_FULL_EVERY)
+        return NULL;
+    return &f->previous;
+}
+
 /* One cycle with the snapshot c (its model and Prometheus): the fleet's
  * windows in one request per feature, then every GPU scored in batches.
  * On failure nothing is exported: a stale risk would read as a current one. */
@@ -108,10 +129,12 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
         .parallel = ENGINE_FLEET_PARALLEL,
         .cancelled = stopping,
         .arg = f,
+        .previous = reusable(f, c, started),
     };
     const int64_t now = medic_time_now(), step = c->features.step;
     int rc = prometheus_fetch_fleet(&q, &c->features, now, &fleet, &err);
     atomic_fetch_add(&f->requests, fleet.requests);
+    prometheus_fleet_release(&f->previous);
     if (rc) {
         publish(f, NULL, 0, 0, NULL);
         atomic_fetch_add(&f->cycle_failures, 1);
@@ -142,7 +165,14 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
     atomic_fetch_add(&f->cycles, 1);
     atomic_store(&f->last_success, (long long)(medic_time_now() / MEDIC_NS_PER_SEC));
     atomic_store(&f->last_duration_us, (long long)((medic_time_monotonic() - started) / 1000));
-    prometheus_fleet_release(&fleet);
+    if (!q.previous) {
+        f->full_at = started;
+        atomic_fetch_add(&f->full_fetches, 1);
+    }
+    f->full_next = fleet.fresh > 0;
+    f->previous = fleet; /* the next cycle starts from these steps */
+    snprintf(f->previous_model, sizeof(f->previous_model), "%s", c->model.hash);
+    snprintf(f->previous_url, sizeof(f->previous_url), "%s", c->prometheus_url);
 }
 
 static void *fleet_main(void *arg)
@@ -203,6 +233,7 @@ void engine_fleet_stop(struct engine_fleet *f)
     pthread_mutex_destroy(&f->lock);
     free(f->risks);
     medic_map_release(&f->by_key);
+    prometheus_fleet_release(&f->previous);
     free(f);
 }
 
@@ -238,6 +269,10 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         "fleet scoring (one per model feature and cycle).\n"
         "# TYPE medic_fleet_scoring_prometheus_requests_total counter\n"
         "medic_fleet_scoring_prometheus_requests_total %llu\n"
+        "# HELP medic_fleet_scoring_full_fetches_total Cycles that asked Prometheus for the "
+        "whole window (the others ask for the steps since the last cycle).\n"
+        "# TYPE medic_fleet_scoring_full_fetches_total counter\n"
+        "medic_fleet_scoring_full_fetches_total %llu\n"
         "# HELP medic_fleet_scoring_duration_seconds How long the last complete cycle took.\n"
         "# TYPE medic_fleet_scoring_duration_seconds gauge\n"
         "medic_fleet_scoring_duration_seconds %.6f\n"
@@ -252,6 +287,7 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         (unsigned long long)atomic_load(&f->cycle_failures),
         (unsigned long long)atomic_load(&f->gpu_failures),
         (unsigned long long)atomic_load(&f->requests),
+        (unsigned long long)atomic_load(&f->full_fetches),
         (double)atomic_load(&f->last_duration_us) / 1e6, (long long)atomic_load(&f->last_success));
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < f->risk_count; i++) {

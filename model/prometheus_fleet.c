@@ -12,6 +12,7 @@ void prometheus_fleet_release(struct prometheus_fleet *f)
 {
     free(f->series);
     free(f->rows);
+    free(f->raw);
     medic_map_release(&f->index);
     memset(f, 0, sizeof(*f));
 }
@@ -46,11 +47,14 @@ static long series_for(struct prometheus_fleet *f, const struct feature_spec *sp
         if (series)
             f->series = series;
         float *rows = series ? realloc(f->rows, cap * cells * sizeof(float)) : NULL;
-        if (!rows) {
+        if (rows)
+            f->rows = rows;
+        float *raw = rows ? realloc(f->raw, cap * cells * sizeof(float)) : NULL;
+        if (!raw) {
             medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
             return -2;
         }
-        f->rows = rows;
+        f->raw = raw;
         f->cap = cap;
     }
     size_t i = f->count;
@@ -62,9 +66,17 @@ static long series_for(struct prometheus_fleet *f, const struct feature_spec *sp
     snprintf(s->node, sizeof(s->node), "%s", node);
     snprintf(s->gpu, sizeof(s->gpu), "%s", gpu);
     s->usable = 1;
-    float *row = prometheus_fleet_rows(f, spec, i);
+    float *row = f->raw + i * cells;
     for (size_t k = 0; k < cells; k++)
         row[k] = NAN;
+    /* the steps the previous fleet saw, moved back by the steps since */
+    const struct prometheus_fleet *prev = f->carry_from;
+    uintptr_t was = prev ? (uintptr_t)medic_map_get(&prev->index, key) : 0;
+    if (was && f->carry_shift < spec->window)
+        memcpy(row, prev->raw + (was - 1) * cells + f->carry_shift * spec->count,
+               (cells - f->carry_shift * spec->count) * sizeof(float));
+    else if (prev)
+        f->fresh++;
     f->count++;
     return (long)i;
 }
@@ -102,7 +114,7 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
             break;
         }
         prometheus__place(cJSON_GetObjectItemCaseSensitive(series, "values"), spec, d, start,
-                          prometheus_fleet_rows(out, spec, (size_t)i));
+                          out->raw + (size_t)i * spec->window * spec->count);
     }
     cJSON_Delete(j);
     return rc;
@@ -110,6 +122,8 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
 
 void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f)
 {
+    if (f->count)
+        memcpy(f->rows, f->raw, f->count * spec->window * spec->count * sizeof(float));
     for (size_t i = 0; i < f->count; i++) {
         struct prometheus_series *s = &f->series[i];
         size_t bad = 0;
@@ -201,6 +215,17 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
     const int64_t deadline = medic_time_monotonic() + (int64_t)q->timeout_ms * MEDIC_NS_PER_MS;
     int64_t end = now / spec->step * spec->step;
     int64_t start = end - (int64_t)(spec->window - 1) * spec->step;
+    out->end = end;
+    /* with the previous fleet: the steps since its window ended, and its
+     * last step again */
+    int64_t from = start;
+    const struct prometheus_fleet *prev = q->previous;
+    if (prev && prev->count && prev->end <= end && prev->end > start) {
+        from = prev->end - spec->step > start ? prev->end - spec->step : start;
+        out->carry_from = prev;
+        out->carry_shift = (size_t)((end - prev->end) / spec->step);
+    }
+    out->asked_steps = (size_t)((end - from) / spec->step) + 1;
     char labels[FEATURES_MAX][64];
     for (size_t d = 0; d < F; d++)
         if (features_node_label(&spec->items[d], labels[d], sizeof(labels[d])))
@@ -235,7 +260,7 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
         if (!(r->easy = curl_easy_init()))
             rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot create a curl handle");
         else if (features_query_match(&spec->items[d], q->node_regex, query, query_size) ||
-                 prometheus__range_form(r->easy, query, start, end, spec->step, &r->form) ||
+                 prometheus__range_form(r->easy, query, from, end, spec->step, &r->form) ||
                  snprintf(r->full, sizeof(r->full), "%s/api/v1/query_range", q->url) >=
                      (int)sizeof(r->full))
             rc = medic_error_set(err, MEDIC_E_LIMIT, "feature %s: cannot build the query",
@@ -252,6 +277,12 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
     }
     free(query);
     struct fetch f = {.q = q, .spec = spec, .start = start, .out = out};
+    /* every GPU the previous fleet had carries on (one Prometheus no longer
+     * answers for gets a gap, as in a whole-window fetch) */
+    for (size_t i = 0; out->carry_from && i < prev->count && rc == 0; i++)
+        if (series_for(out, spec, prev->series[i].node, prev->series[i].gpu, q->max_series, err) ==
+            -2)
+            rc = err->code;
     if (rc == 0)
         rc = run_all(m, F, &f, deadline, err);
     if (rc == 0 && out->count == 0)
@@ -260,6 +291,7 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
                              "window");
     if (rc == 0)
         prometheus_fleet_fill(spec, out);
+    out->carry_from = NULL;
     for (size_t d = 0; req && d < F; d++) {
         if (req[d].easy) {
             curl_multi_remove_handle(m, req[d].easy);

@@ -7,7 +7,13 @@
  * multi handle and share one deadline, so the number of requests and the
  * time a cycle takes do not grow with the number of nodes Prometheus
  * knows. A window with a long gap is kept out, with the reason, rather
- * than scored on made-up values. */
+ * than scored on made-up values.
+ *
+ * Given the previous cycle's fleet, a fetch asks only for the steps since
+ * its window ended and the last one again (a sample scraped just before it
+ * may have been stored just after), and takes the older steps from it:
+ * Prometheus evaluates a feature over the whole fleet at 2 or 3 steps
+ * instead of the window's 30. */
 #ifndef MEDIC_MODEL_PROMETHEUS_FLEET_H
 #define MEDIC_MODEL_PROMETHEUS_FLEET_H
 
@@ -32,11 +38,19 @@ struct prometheus_fleet {
     size_t count, cap;
     struct prometheus_series *series;
     float *rows;             /* [cap][window][features]: series i at i * window * features */
+    float *raw;              /* the same, as Prometheus answered (gaps not filled) */
+    int64_t end;             /* the window's last step */
+    size_t asked_steps;      /* steps asked of Prometheus (the window's, or fewer) */
+    size_t fresh;            /* series the previous fleet did not have (0 without one) */
     size_t unusable;         /* series kept out */
     char first_problem[256]; /* why the first of them was kept out */
     size_t filled;           /* points forward-filled */
     size_t requests;         /* query_range requests made */
     struct medic_map index;  /* "node\037gpu" -> series index + 1 */
+    /* while fetching: the previous fleet and how many steps later this
+     * window ends; new series start from its raw rows */
+    const struct prometheus_fleet *carry_from;
+    size_t carry_shift;
 };
 
 struct prometheus_fleet_query {
@@ -47,6 +61,9 @@ struct prometheus_fleet_query {
     size_t parallel;             /* requests in flight at most */
     int (*cancelled)(void *arg); /* polled while waiting; NULL: never */
     void *arg;
+    /* the last cycle's fleet for the same features and Prometheus, or NULL:
+     * used when its window ended at most window - 2 steps before this one */
+    const struct prometheus_fleet *previous;
 };
 
 /* The windows ending at now (aligned down to the step). Errors:

@@ -12,13 +12,13 @@ F = features.F
 def threshold_rules(x):
     """The static rules of the source documents, on each window's latest
     values: temperature above 85 C, a double-bit ECC error in the last
-    hour, an Xid (a new one in the last 30 minutes, or a critical one
+    hour, an Xid (a new one in the last 30 minutes, or a hardware one
     held)."""
     last = x[:, -1, :]
     return {
         "temperature > 85 C": last[:, F["gpu_temp"]] > 85,
         "double-bit ECC > 0": last[:, F["ecc_dbe_increase_1h"]] > 0,
-        "Xid present": (last[:, F["xid_changes_30m"]] > 0) | (last[:, F["xid_critical_held"]] > 0),
+        "Xid present": (last[:, F["xid_changes_30m"]] > 0) | (last[:, F["xid_hardware_held"]] > 0),
     }
 
 
@@ -29,7 +29,7 @@ def threshold_score(x):
 
 def rule_score(x):
     """A transparent score an operator could write over the same features,
-    each term in [0, 1], added: a critical Xid that just arrived, correctable
+    each term in [0, 1], added: a hardware Xid that just arrived, correctable
     ECC errors and row remaps climbing, PCIe replays, a double-bit error,
     heat (above 80 C, or rising fast), HW throttling over the window, and
     power or clock jitter. Written by hand from what the failure modes are
@@ -39,8 +39,8 @@ def rule_score(x):
     def c(v, scale):
         return np.clip(v / scale, 0.0, 1.0)
 
-    new_critical = (last[:, F["xid_changes_30m"]] > 0) & (last[:, F["xid_critical_held"]] > 0)
-    return (new_critical.astype(np.float64)
+    new_hardware = (last[:, F["xid_changes_30m"]] > 0) & (last[:, F["xid_hardware_held"]] > 0)
+    return (new_hardware.astype(np.float64)
             + c(last[:, F["ecc_sbe_increase_15m"]], 10.0)
             + c(last[:, F["ecc_dbe_increase_1h"]], 1.0)
             + c(last[:, F["remapped_rows_increase_1h"]], 1.0)

@@ -124,7 +124,7 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         "it crosses that threshold, and its lead is the time from the first such window "
         "to the fault. The static thresholds score 0 to 3 (how many of: temperature above "
         "85 C, a double-bit ECC error in the last hour, an Xid new in the last 30 minutes "
-        "or a critical one held).\n")
+        "or a hardware one (48 and up) held).\n")
     for f, r in per_setting:
         out(f"### {setting(f)}\n")
         _table(out, list(r.items()))

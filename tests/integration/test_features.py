@@ -9,7 +9,8 @@ evaluation. A second GPU exports neither the ECC totals nor the throttle
 reasons (dcgm-exporter's default counters): its optional features fall
 back to 0 with their indicators at 0, in Prometheus as in training. medic
 serve's fleet scoring, which rewrites every selector of a template for a
-regex of nodes and splits the answers by GPU, gives each GPU the risk medic
+regex of nodes and splits the answers by GPU, and after its first cycle
+asks only for the steps since the last, gives each GPU the risk medic
 predict gives it alone."""
 
 import csv
@@ -196,18 +197,22 @@ def fleet_scores_each_gpu_as_predict_does(suite, url, model):
         return json.loads(out.stdout)["risk"]
 
     before = {g: alone(g) for g in (GPU, BARE_GPU)}
-    wait_until("two fleet cycles", lambda: medic.metric(
-        "medic_fleet_scoring_cycles_total") >= 2, timeout=30)
+    # the first cycle fetches whole windows; the next ones ask only for the
+    # steps since and take the rest from the cycle before
+    wait_until("three fleet cycles", lambda: medic.metric(
+        "medic_fleet_scoring_cycles_total") >= 3, timeout=30)
     fleet = {g: medic.metric(f'medic_gpu_failure_risk{{node="{NODE}",gpu="{g}"}}')
              for g in (GPU, BARE_GPU)}
+    assert medic.metric("medic_fleet_scoring_full_fetches_total") == 1
     after = {g: alone(g) for g in (GPU, BARE_GPU)}
     for g in (GPU, BARE_GPU):
         assert fleet[g] is not None, (g, fleet)
         assert min(abs(fleet[g] - before[g]), abs(fleet[g] - after[g])) < 1e-5, \
             (g, fleet, before, after)
     assert medic.metric("medic_fleet_scoring_failures_total") == 0
-    print(f"  fleet scoring: GPU {GPU} {fleet[GPU]:.6f}, GPU {BARE_GPU} {fleet[BARE_GPU]:.6f}, "
-          "as medic predict scores each alone")
+    print(f"  fleet scoring, cycles after the first asking for the steps since: GPU {GPU} "
+          f"{fleet[GPU]:.6f}, GPU {BARE_GPU} {fleet[BARE_GPU]:.6f}, as medic predict scores "
+          "each alone")
 
 
 def test_window_csv_needs_one_gpu(suite):

@@ -178,7 +178,7 @@ static void test_model_config(void **state)
     assert_null(c.model_path);
     assert_int_equal(c.model.D, 16);
     assert_int_equal(c.features.count, 16);
-    assert_string_equal(c.features.items[15].name, "xid_critical_held");
+    assert_string_equal(c.features.items[15].name, "xid_hardware_held");
     medic_config_release(&c);
     /* and in the embedded defaults */
     assert_int_equal(medic_config_defaults(&c), 0);

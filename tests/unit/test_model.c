@@ -368,13 +368,15 @@ static void test_prometheus_parse_fleet(void **state)
     assert_int_equal(f.count, 4); /* a/0, b/0, b/1, c/0; not the unlabelled or the too long */
     assert_string_equal(f.series[1].node, "b");
     assert_string_equal(f.series[1].gpu, "0");
-    const float *b0 = prometheus_fleet_rows(&f, &spec, 1);
-    assert_float_equal(b0[4 * 2], 64.0, 0);
-    assert_float_equal(b0[4 * 2 + 1], 304.0, 0);
-    assert_true(isnan(b0[2 * 2]));
+    const float *raw = f.raw + 1 * spec.window * spec.count; /* as Prometheus answered */
+    assert_float_equal(raw[4 * 2], 64.0, 0);
+    assert_float_equal(raw[4 * 2 + 1], 304.0, 0);
+    assert_true(isnan(raw[2 * 2]));
     /* a has no power at all, c no temperature: their windows are kept out,
      * as is b/1's */
     prometheus_fleet_fill(&spec, &f);
+    const float *b0 = prometheus_fleet_rows(&f, &spec, 1);
+    assert_true(isnan(raw[2 * 2])); /* the answer stays as it was */
     assert_int_equal(f.unusable, 3);
     assert_false(f.series[0].usable);
     assert_true(f.series[1].usable);
@@ -395,6 +397,52 @@ static void test_prometheus_parse_fleet(void **state)
     assert_int_equal(prometheus_parse_fleet("[]", 2, &spec, 0, "Hostname", start, 2, &f, &err),
                      MEDIC_E_INVALID);
     prometheus_fleet_release(&f);
+}
+
+/* A fleet fetched after another starts from its steps: a GPU it had keeps
+ * them, moved back by the steps since, with the steps asked again replacing
+ * them; a GPU it did not have has nothing before them (kept out, counted as
+ * fresh). */
+static void test_prometheus_fleet_carry(void **state)
+{
+    (void)state;
+    struct feature_spec spec = {.window = 4, .step = 60 * MEDIC_NS_PER_SEC, .count = 1};
+    strcpy(spec.items[0].name, "temp");
+    struct medic_error err = {0};
+    struct prometheus_fleet prev = {0}, next = {0};
+    medic_map_init(&prev.index);
+    const char *first = "{\"data\":{\"result\":["
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                        "[[1000,\"1\"],[1060,\"2\"],[1120,\"3\"],[1180,\"4\"]]}]}}";
+    assert_int_equal(prometheus_parse_fleet(first, strlen(first), &spec, 0, "Hostname",
+                                            1000 * MEDIC_NS_PER_SEC, 10, &prev, &err),
+                     0);
+    prometheus_fleet_fill(&spec, &prev);
+    /* one step later: the last step asked again (revised) and the new one */
+    medic_map_init(&next.index);
+    next.carry_from = &prev;
+    next.carry_shift = 1;
+    const char *since = "{\"data\":{\"result\":["
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                        "[[1180,\"4.5\"],[1240,\"5\"]]},"
+                        "{\"metric\":{\"Hostname\":\"c\",\"gpu\":\"0\"},\"values\":"
+                        "[[1180,\"7\"],[1240,\"8\"]]}]}}";
+    assert_int_equal(prometheus_parse_fleet(since, strlen(since), &spec, 0, "Hostname",
+                                            1060 * MEDIC_NS_PER_SEC, 10, &next, &err),
+                     0);
+    prometheus_fleet_fill(&spec, &next);
+    assert_int_equal(next.count, 2);
+    const float *a0 = prometheus_fleet_rows(&next, &spec, 0);
+    assert_float_equal(a0[0], 2.0, 0);
+    assert_float_equal(a0[1], 3.0, 0);
+    assert_float_equal(a0[2], 4.5, 0);
+    assert_float_equal(a0[3], 5.0, 0);
+    assert_true(next.series[0].usable);
+    assert_int_equal(next.fresh, 1);
+    assert_false(next.series[1].usable); /* c: nothing before the steps asked */
+    assert_true(next.series[1].bad_at_start);
+    prometheus_fleet_release(&next);
+    prometheus_fleet_release(&prev);
 }
 
 /* The built-in model is model/default.safetensors byte for byte, reads
@@ -462,7 +510,7 @@ static void test_builtin_model(void **state)
         if (t >= 27) { /* a double-bit error at the end, and its Xid */
             row[feature_index(&spec, "ecc_dbe_increase_1h")] = 1;
             row[feature_index(&spec, "xid_changes_30m")] = 1;
-            row[feature_index(&spec, "xid_critical_held")] = 1;
+            row[feature_index(&spec, "xid_hardware_held")] = 1;
         }
     }
     assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &failing), 0);
@@ -504,10 +552,15 @@ static void test_safetensors_write(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_pytorch),        cmocka_unit_test(test_kernel_choice),
-        cmocka_unit_test(test_hostile_files),          cmocka_unit_test(test_non_finite_weights),
-        cmocka_unit_test(test_feature_metadata),       cmocka_unit_test(test_prometheus_answer),
-        cmocka_unit_test(test_prometheus_parse_fleet), cmocka_unit_test(test_builtin_model),
+        cmocka_unit_test(test_matches_pytorch),
+        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_non_finite_weights),
+        cmocka_unit_test(test_feature_metadata),
+        cmocka_unit_test(test_prometheus_answer),
+        cmocka_unit_test(test_prometheus_parse_fleet),
+        cmocka_unit_test(test_prometheus_fleet_carry),
+        cmocka_unit_test(test_builtin_model),
         cmocka_unit_test(test_safetensors_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
