@@ -136,10 +136,11 @@ def model_queries(binary):
             for f in json.loads(line)]
 
 
-def prometheus_floor(url, queries, repeats=5):
-    """Seconds Prometheus takes to answer the whole-fleet queries, four at a time."""
+def prometheus_floor(url, queries, repeats=5, steps=30):
+    """Seconds Prometheus takes to answer the whole-fleet queries over the
+    last steps steps, four at a time."""
     end = int(time.time()) // 60 * 60
-    start = end - 29 * 60
+    start = end - (steps - 1) * 60
 
     def one(q):
         qs = urllib.parse.urlencode({"query": q, "start": start, "end": end, "step": 60})
@@ -165,9 +166,10 @@ def prometheus_requests(url):
 def cycles(m, count, prometheus_url):
     """Durations of count complete cycles after the first: as medic reports
     them or, for a build without that metric, the time between cycles (an
-    upper bound: a cycle starts at most once a second); the requests per
-    cycle as Prometheus counts them."""
-    seen, durations, at, asked = None, [], None, None
+    upper bound: a cycle starts at most once a second); the first cycle's
+    (whole windows) when it is seen; the requests per cycle as Prometheus
+    counts them."""
+    seen, durations, at, asked, first = None, [], None, None, None
     deadline = time.time() + 60 + 30 * count
     while len(durations) < count and time.time() < deadline:
         x = m.metrics()
@@ -178,6 +180,8 @@ def cycles(m, count, prometheus_url):
         if c > (seen or 0):
             if seen is None:
                 asked = (prometheus_requests(prometheus_url), c)
+                if c == 1:
+                    first = x.get("medic_fleet_scoring_duration_seconds")
             seen, at = c, time.monotonic()
         time.sleep(0.02)
     x = m.metrics()
@@ -185,7 +189,8 @@ def cycles(m, count, prometheus_url):
         x["medic_fleet_scoring_cycles_total"] - asked[1], 1)
     scored = sum(1 for k in x if k.startswith("medic_gpu_failure_risk{"))
     return {"durations": durations, "scored": scored, "requests_per_cycle": requests,
-            "measured": "medic_fleet_scoring_duration_seconds" in x}
+            "measured": "medic_fleet_scoring_duration_seconds" in x, "first": first,
+            "full_fetches": x.get("medic_fleet_scoring_full_fetches_total")}
 
 
 def post(port, body):
@@ -261,14 +266,16 @@ def main():
     version = subprocess.run(["prometheus", "--version"], capture_output=True, text=True)
     print(f"machine: {os.cpu_count()} CPUs; Prometheus {version.stdout.split()[2]}", flush=True)
     try:
-        print("\n| nodes | GPUs | build | cycle median | cycle worst | requests per cycle | "
-              "GPUs scored | Prometheus alone (same queries) |")
-        print("|---|---|---|---|---|---|---|---|", flush=True)
+        print("\n| nodes | GPUs | build | first cycle (whole windows) | cycle median | "
+              "cycle worst | whole-window fetches | requests per cycle | GPUs scored | "
+              "Prometheus alone, whole windows | Prometheus alone, last 2 steps |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
         rss, lat = [], []
         for nodes in sizes:
             t = time.time()
             p = Prometheus(work, nodes)
             floor, size = prometheus_floor(p.url, queries)
+            floor2, size2 = prometheus_floor(p.url, queries, steps=2)
             setup = time.time() - t
             try:
                 for binary, label in zip(medics, labels):
@@ -281,11 +288,19 @@ def main():
                         out["cycles"].append({"label": label, "nodes": nodes, "gpus": nodes * 8,
                                               "median_s": statistics.median(d), "worst_s": max(d),
                                               "requests": r["requests_per_cycle"],
-                                              "prometheus_alone_s": floor})
-                        print(f"| {nodes} | {nodes * 8} | {label} | {statistics.median(d):.3f} s | "
+                                              "prometheus_alone_s": floor,
+                                              "prometheus_alone_2_steps_s": floor2,
+                                              "first_s": r["first"],
+                                              "full_fetches": r["full_fetches"]})
+                        first = f"{r['first']:.3f} s" if r["first"] is not None else "-"
+                        full = r["full_fetches"]
+                        print(f"| {nodes} | {nodes * 8} | {label} | {first} | "
+                              f"{statistics.median(d):.3f} s | "
                               f"{max(d):.3f} s{'' if r['measured'] else ' (from cycle spacing)'} | "
+                              f"{'-' if full is None else int(full)} | "
                               f"{r['requests_per_cycle']:.1f} | {r['scored']} | "
-                              f"{floor:.3f} s ({size / 1e6:.1f} MB of JSON) |", flush=True)
+                              f"{floor:.3f} s ({size / 1e6:.1f} MB of JSON) | "
+                              f"{floor2:.3f} s ({size2 / 1e6:.1f} MB) |", flush=True)
                         if nodes == max(sizes) and "rss" not in skip:
                             open_alerts(m, 10000)
                             c = m.metrics()["medic_fleet_scoring_cycles_total"]

@@ -122,9 +122,14 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
     struct medic_error err = {0};
     struct prometheus_fleet fleet;
     int64_t started = medic_time_monotonic();
+    /* a cycle may take its interval: the 2 s an alert's round waits is no
+     * bound for fetching a large fleet's whole windows, and a slow cycle
+     * only delays the next */
+    const int64_t budget =
+        c->fleet_interval > c->prometheus_timeout ? c->fleet_interval : c->prometheus_timeout;
     struct prometheus_fleet_query q = {
         .url = c->prometheus_url,
-        .timeout_ms = (long)(c->prometheus_timeout / MEDIC_NS_PER_MS),
+        .timeout_ms = (long)(budget / MEDIC_NS_PER_MS),
         .max_series = ENGINE_FLEET_MAX_GPUS,
         .parallel = ENGINE_FLEET_PARALLEL,
         .cancelled = stopping,
