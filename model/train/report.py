@@ -32,17 +32,32 @@ def measure(m, score):
     _, _, _, _, ap_real = evaluate.pr_curve(y, m["weight"], score)
     alarm = score >= _at_fpr(y, m["weight"], score)
     leads, faults = evaluate.lead_times(m, alarm)
+    signs = signed(m)
     return {"ap": ap_sampled, "ap_real": ap_real, "recall": evaluate.recall_at_fpr(rec, fpr),
-            "leads": leads, "faults": faults, "alarm": alarm, "base": y.mean()}
+            "leads": leads, "faults": faults, "alarm": alarm, "base": y.mean(),
+            "signed": signs.mean() / max(y.mean(), 1e-12),
+            "recall_signed": alarm[signs].mean() if signs.any() else 0.0}
+
+
+def signed(m):
+    """Positive windows whose fault's build-up had begun by the window's
+    end: the only ones any detector can tell from healthy ones (a sudden
+    fault, an unseen one, or the part of the hour before the build-up shows
+    nothing)."""
+    return (m["label"] == 1) & (m["build_up"] > 0) & (m["build_up"] >= m["lead"])
 
 
 def _table(out, rows):
     out("| detector | PR-AUC | PR-AUC at the real fault rate | recall at 1% FPR | "
-        "faults warned at 1% FPR | median lead |")
-    out("|---|---|---|---|---|---|")
+        "the same, of windows with a sign | faults warned at 1% FPR | median lead |")
+    out("|---|---|---|---|---|---|---|")
     for name, r in rows:
         out(f"| {name} | {r['ap']:.3f} | {r['ap_real']:.4f} | {r['recall']:.3f} | "
-            f"{len(r['leads'])}/{r['faults']} | {_lead(r['leads'])} |")
+            f"{r['recall_signed']:.3f} | {len(r['leads'])}/{r['faults']} | "
+            f"{_lead(r['leads'])} |")
+    out(f"\nWindows with a sign (the fault's build-up begun by the window's end): "
+        f"{100 * rows[0][1]['signed']:.0f}% of the positive ones, the most any detector's "
+        "recall can reach but by chance.\n")
     out("")
 
 
@@ -85,7 +100,9 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         f"{thresholds['ap']:.3f} for the static thresholds (positives are "
         f"{100 * lstm['base']:.1f}% of the windows as sampled), and at a 1% false-positive "
         f"rate it recalls {lstm['recall']:.3f} of the windows in the hour before a fault "
-        f"against {rule['recall']:.3f} and {thresholds['recall']:.3f}, warning of "
+        f"against {rule['recall']:.3f} and {thresholds['recall']:.3f} ({lstm['recall_signed']:.3f}"
+        f" against {rule['recall_signed']:.3f} and {thresholds['recall_signed']:.3f} of the "
+        f"{100 * lstm['signed']:.0f}% of them that show a sign), warning of "
         f"{len(lstm['leads'])} of {lstm['faults']} faults a median {_lead(lstm['leads'])} "
         f"ahead. " + ("It beats the rule score in PR-AUC and in recall at 1% FPR on every "
                       "held-out setting below, which is the condition for shipping it."
@@ -122,7 +139,11 @@ def write(report_path, plot_path, model_path, meta, x, m, score, held_out, train
         "GPU every minute at the real fault rate would see: most alarms are false. Recall "
         "at 1% FPR is per window; a fault is warned of when a window in the hour before "
         "it crosses that threshold, and its lead is the time from the first such window "
-        "to the fault. The static thresholds score 0 to 3 (how many of: temperature above "
+        "to the fault. Most windows in the hour before a fault show nothing: the simulator "
+        "makes a share of each class sudden, faults that GPU telemetry cannot see give no "
+        "sign at all, and a build-up shorter than the hour starts after the hour's first "
+        "windows; recall is also given over the windows with a sign. "
+        "The static thresholds score 0 to 3 (how many of: temperature above "
         "85 C, a double-bit ECC error in the last hour, an Xid new in the last 30 minutes "
         "or a hardware one (48 and up) held).\n")
     for f, r in per_setting:
