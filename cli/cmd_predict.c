@@ -17,7 +17,7 @@
 
 static const char usage[] =
     "usage: medic predict [--model FILE] (--csv FILE | --prometheus URL --node N [--gpu G])\n"
-    "                     [--format table|json] [--window-csv FILE]\n"
+    "                     [--at TIME] [--format table|json] [--window-csv FILE]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"
     "\n"
@@ -29,6 +29,10 @@ static const char usage[] =
     "                     feature's PromQL template filled with --node and --gpu;\n"
     "                     without --gpu every GPU of the node is scored and the\n"
     "                     highest risk is the node's.\n"
+    "  --at TIME          with --prometheus: the window ending at TIME (RFC 3339,\n"
+    "                     or a duration meaning that long ago: 8h), aligned down\n"
+    "                     to the model's step, instead of now: what the model\n"
+    "                     said of node N last night.\n"
     "\n"
     "  --window-csv FILE  with --prometheus and --gpu: also write the window fetched,\n"
     "                     raw (before the scaler), as CSV that --csv reads back:\n"
@@ -147,11 +151,12 @@ int medic_cmd_predict(int argc, char **argv)
         {"gpu", required_argument, NULL, 'g'},
         {"format", required_argument, NULL, 'f'},
         {"window-csv", required_argument, NULL, 'w'},
+        {"at", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *model_path = NULL, *csv = NULL, *prom = NULL, *node = NULL, *gpu = NULL,
-               *window_csv = NULL;
+               *window_csv = NULL, *at = NULL;
     int json = 0, opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -174,6 +179,9 @@ int medic_cmd_predict(int argc, char **argv)
         case 'w':
             window_csv = optarg;
             break;
+        case 'a':
+            at = optarg;
+            break;
         case 'f':
             if ((json = medic_cli_format("predict", optarg, 0)) < 0)
                 return 2;
@@ -190,6 +198,14 @@ int medic_cmd_predict(int argc, char **argv)
     if (optind != argc || (!csv == !prom) || (prom && !node)) {
         fputs("medic predict: give --csv FILE, or --prometheus URL with --node\n\n", stderr);
         fputs(usage, stderr);
+        return 2;
+    }
+    int64_t when = medic_time_now();
+    if (at && (!prom || medic_time_parse_bound(at, when, &when))) {
+        fprintf(stderr, "medic predict: %s\n",
+                !prom ? "--at needs --prometheus"
+                      : "--at: expected an RFC 3339 time (2026-11-23T02:00:00Z) or a duration "
+                        "before now (8h)");
         return 2;
     }
     if (window_csv && !(prom && gpu)) {
@@ -222,7 +238,7 @@ int medic_cmd_predict(int argc, char **argv)
             medic_error_set(&err, rc, "the prediction failed");
         snprintf(score.gpu[0], sizeof(score.gpu[0]), "%s", gpu ? gpu : "");
     } else {
-        rc = risk_score_prometheus(&scorer, prom, 5000, node, gpu, medic_time_now(), &score, &err);
+        rc = risk_score_prometheus(&scorer, prom, 5000, node, gpu, when, &score, &err);
     }
     if (rc == 0 && window_csv && (rc = write_window(window_csv, &spec, scorer.rows, steps, &err)))
         medic_error_prefix(&err, window_csv);
@@ -234,6 +250,11 @@ int medic_cmd_predict(int argc, char **argv)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "risk", score.risk);
         cJSON_AddStringToObject(o, "model_hash", m.hash);
+        if (prom) { /* the window's last step */
+            char end[40];
+            cJSON_AddStringToObject(
+                o, "window_end", medic_time_format(when / spec.step * spec.step, end, sizeof(end)));
+        }
         if (node)
             cJSON_AddStringToObject(o, "node", node);
         else

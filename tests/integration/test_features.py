@@ -116,15 +116,20 @@ def test_model(path, window=30):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def fetch_and_compare(suite, url, model, gpu, s):
-    """medic predict's window for one GPU against the Python evaluation;
-    returns the features' values."""
+def fetch_and_compare(suite, url, model, gpu, s, at=None):
+    """medic predict's window for one GPU (ending now, or at the unix time
+    at) against the Python evaluation; returns the features' values."""
     got_csv = os.path.join(suite.workdir, f"window-{gpu}.csv")
+    when = [] if at is None else ["--at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))]
     out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
                           "--node", NODE, "--gpu", gpu, "--format", "json",
-                          "--window-csv", got_csv], capture_output=True, text=True, timeout=60)
+                          "--window-csv", got_csv, *when],
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    after = int(time.time()) // 60 * 60
+    after = (int(time.time()) if at is None else int(at)) // 60 * 60
+    if at is not None:
+        assert json.loads(out.stdout)["window_end"] == time.strftime(
+            "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(after)), out.stdout
     with open(got_csv) as f:
         rows = list(csv.reader(f))
     assert rows[0] == [n for n, _ in features.FEATURES], rows[0]
@@ -177,6 +182,10 @@ def test_prometheus_computes_what_training_computes(suite):
         assert (bare_want[:, features.F[name]] == 0).all(), name
     for name in ("throttle_exported", "ecc_exported"):
         assert (want[:, features.F[name]] == 1).all(), name
+    # --at: the window that ended 80 minutes ago, across the counter reset
+    # and the Xid codes of the history's middle
+    past = fetch_and_compare(suite, url, model, GPU, s, at=now - 80 * 60)
+    assert not np.array_equal(past, want)
     fleet_scores_each_gpu_as_predict_does(suite, url, model)
 
 
