@@ -1,31 +1,90 @@
 #include "chain.h"
-#include "sha256.h"
 
 #include <stdio.h>
+#include <string.h>
+
+void audit_chain_null(struct medic_sha256 *h)
+{
+    medic_sha256_field(h, NULL);
+}
+
+void audit_chain_int(struct medic_sha256 *h, long long v)
+{
+    char num[40];
+    snprintf(num, sizeof(num), "i%lld", v);
+    medic_sha256_field(h, num);
+}
+
+void audit_chain_real(struct medic_sha256 *h, double v)
+{
+    char num[40];
+    snprintf(num, sizeof(num), "r%.17g", v);
+    medic_sha256_field(h, num);
+}
+
+void audit_chain_text(struct medic_sha256 *h, const char *v)
+{
+    medic_sha256_update(h, "t", 1);
+    medic_sha256_field(h, v);
+}
 
 void audit_chain_hash_row(sqlite3_stmt *st, char out[65])
 {
     struct medic_sha256 *h = medic_sha256_new();
     int n = sqlite3_column_count(st);
     for (int i = 0; i < n; i++) {
-        char num[40];
         switch (sqlite3_column_type(st, i)) {
         case SQLITE_NULL:
-            medic_sha256_field(h, NULL);
+            audit_chain_null(h);
             break;
         case SQLITE_INTEGER:
-            snprintf(num, sizeof(num), "i%lld", (long long)sqlite3_column_int64(st, i));
-            medic_sha256_field(h, num);
+            audit_chain_int(h, (long long)sqlite3_column_int64(st, i));
             break;
         case SQLITE_FLOAT:
-            snprintf(num, sizeof(num), "r%.17g", sqlite3_column_double(st, i));
-            medic_sha256_field(h, num);
+            audit_chain_real(h, sqlite3_column_double(st, i));
             break;
         default:
-            medic_sha256_update(h, "t", 1);
-            medic_sha256_field(h, (const char *)sqlite3_column_text(st, i));
+            audit_chain_text(h, (const char *)sqlite3_column_text(st, i));
             break;
         }
     }
     medic_sha256_finish(h, out);
+}
+
+void audit_chain_walk_start(struct audit_chain_walk *w, const char *table)
+{
+    w->table = table;
+    snprintf(w->prev, sizeof(w->prev), "%s", AUDIT_CHAIN_GENESIS);
+    w->prev_id = 0;
+}
+
+int audit_chain_walk_row(struct audit_chain_walk *w, int64_t id, const char *row_prev,
+                         const char *row_hash, const char *computed,
+                         struct audit_verify_result *out)
+{
+    if (!row_prev || strcmp(row_prev, w->prev) != 0) {
+        out->ok = 0;
+        out->broken_table = w->table;
+        out->broken_id = id;
+        if (w->prev_id)
+            snprintf(out->why, sizeof(out->why),
+                     "prev_hash does not match the hash of row %lld (a row was removed, "
+                     "reordered or changed)",
+                     (long long)w->prev_id);
+        else
+            snprintf(out->why, sizeof(out->why),
+                     "the first row does not start from the genesis hash (rows were removed)");
+        return 1;
+    }
+    if (!row_hash || strcmp(row_hash, computed) != 0) {
+        out->ok = 0;
+        out->broken_table = w->table;
+        out->broken_id = id;
+        snprintf(out->why, sizeof(out->why),
+                 "the row's content does not match its hash (the row was changed)");
+        return 1;
+    }
+    snprintf(w->prev, sizeof(w->prev), "%s", row_hash);
+    w->prev_id = id;
+    return 0;
 }

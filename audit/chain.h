@@ -1,14 +1,40 @@
-/* The SHA-256 hash chain over decision and action rows (private). Each
- * row's hash covers its hashed columns (schema.h), read back from the
- * database with their SQL types, and the previous row's hash. */
+/* The SHA-256 hash chain over decision, action and incident-change rows
+ * (private). Each row's hash covers its hashed columns (schema.h), read
+ * back from the database with their SQL types, and the previous row's
+ * hash. SQLite and PostgreSQL rows hash alike: a NULL, an integer as
+ * "i<digits>", a real as "r%.17g", anything else as "t<text>". */
 #ifndef MEDIC_AUDIT_CHAIN_H
 #define MEDIC_AUDIT_CHAIN_H
 
+#include "audit.h"
+#include "sha256.h"
+
 #include <sqlite3.h>
+#include <stdint.h>
 
 #define AUDIT_CHAIN_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 
 /* Hashes the current row of st (every column is hashed). */
 void audit_chain_hash_row(sqlite3_stmt *st, char out[65]);
+
+/* One column of a row being hashed: NULL, an integer, a real, or text. */
+void audit_chain_null(struct medic_sha256 *h);
+void audit_chain_int(struct medic_sha256 *h, long long v);
+void audit_chain_real(struct medic_sha256 *h, double v);
+void audit_chain_text(struct medic_sha256 *h, const char *v);
+
+/* Walks one table's chain in id order. */
+struct audit_chain_walk {
+    const char *table;
+    char prev[65];
+    int64_t prev_id;
+};
+void audit_chain_walk_start(struct audit_chain_walk *w, const char *table);
+/* Checks the next row (its stored prev_hash and hash, and the hash
+ * computed from its content); 0 while the chain holds, else out names the
+ * row and why (out->ok = 0) and it returns 1. */
+int audit_chain_walk_row(struct audit_chain_walk *w, int64_t id, const char *row_prev,
+                         const char *row_hash, const char *computed,
+                         struct audit_verify_result *out);
 
 #endif

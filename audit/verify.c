@@ -25,47 +25,20 @@ static int verify_table(struct audit_reader *r, const char *table, const char *c
         return medic_error_set(err, MEDIC_E_STORE, "cannot read %s: %s", table,
                                sqlite3_errmsg(r->db));
     }
-    char prev[65] = AUDIT_CHAIN_GENESIS;
-    int64_t prev_id = 0;
+    struct audit_chain_walk walk;
+    audit_chain_walk_start(&walk, table);
     int step, ncols = sqlite3_column_count(st);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(st, 0);
-        const char *row_prev = (const char *)sqlite3_column_text(st, ncols - 2);
-        const char *row_hash = (const char *)sqlite3_column_text(st, ncols - 1);
         (*checked)++;
-        if (!row_prev || strcmp(row_prev, prev) != 0) {
-            out->ok = 0;
-            out->broken_table = table;
-            out->broken_id = id;
-            if (prev_id)
-                snprintf(out->why, sizeof(out->why),
-                         "prev_hash does not match the hash of row %lld (a row was removed, "
-                         "reordered or changed)",
-                         (long long)prev_id);
-            else
-                snprintf(out->why, sizeof(out->why),
-                         "the first row does not start from the genesis hash (rows were "
-                         "removed)");
-            break;
-        }
-        char computed[65];
+        char computed[65] = "";
         sqlite3_bind_int64(one, 1, id);
-        if (sqlite3_step(one) != SQLITE_ROW) {
-            sqlite3_reset(one);
-            continue;
-        }
-        audit_chain_hash_row(one, computed);
+        if (sqlite3_step(one) == SQLITE_ROW)
+            audit_chain_hash_row(one, computed);
         sqlite3_reset(one);
-        if (!row_hash || strcmp(row_hash, computed) != 0) {
-            out->ok = 0;
-            out->broken_table = table;
-            out->broken_id = id;
-            snprintf(out->why, sizeof(out->why),
-                     "the row's content does not match its hash (the row was changed)");
+        if (audit_chain_walk_row(&walk, id, (const char *)sqlite3_column_text(st, ncols - 2),
+                                 (const char *)sqlite3_column_text(st, ncols - 1), computed, out))
             break;
-        }
-        snprintf(prev, sizeof(prev), "%s", row_hash);
-        prev_id = id;
     }
     int rc = 0;
     if (out->ok && step != SQLITE_DONE)

@@ -2,6 +2,7 @@
 #include "buf.h"
 #include "commands.h"
 #include "policy_engine.h"
+#include "postgres.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -17,6 +18,7 @@ static const char usage[] =
     "                   [--db PATH] [--format table|json|csv]\n"
     "       medic audit verify [--db PATH]\n"
     "       medic audit payload ID [--db PATH]\n"
+    "       medic audit migrate --from PATH --to postgresql://USER:PASSWORD@HOST/DB\n"
     "\n"
     "Queries the audit log that medic serve writes, newest first. The database is\n"
     "opened read-only, so this works while the daemon runs.\n"
@@ -53,7 +55,11 @@ static const char usage[] =
     "\n"
     "verify recomputes the SHA-256 chains over decisions, actions and incident\n"
     "changes and names the first row that was changed, removed or reordered; exit\n"
-    "status 1 when broken.\n"
+    "status 1 when broken. Its --db may be a postgresql:// URL.\n"
+    "\n"
+    "migrate copies an SQLite audit log (stop medic serve first) into an empty\n"
+    "PostgreSQL database, creating medic's schema there, in one transaction, then\n"
+    "verifies the hash chains there; for several replicas sharing one log.\n"
     "\n"
     "Times are UTC. Notifications and alerts are filtered by when medic received\n"
     "them; decisions and actions by when they were recorded.\n";
@@ -82,25 +88,69 @@ static int run_payload(const char *db, const char *id_text)
     return rc ? 1 : 0;
 }
 
+static int report_verified(const struct audit_verify_result *res);
+
 static int run_verify(const char *db)
 {
-    struct audit_reader *reader = NULL;
     struct medic_error err = {0};
     struct audit_verify_result res;
+    if (audit_pg_is_url(db)) {
+        PGconn *c = NULL;
+        int rc = audit_pg_connect(db, &c, &err);
+        if (rc == 0)
+            rc = audit_pg_verify(c, &res, &err);
+        PQfinish(c);
+        if (rc) {
+            fprintf(stderr, "medic audit verify: %s\n", err.msg);
+            return 1;
+        }
+        return report_verified(&res);
+    }
+    struct audit_reader *reader = NULL;
     if (audit_reader_open(db, &reader, &err) || audit_verify(reader, &res, &err)) {
         fprintf(stderr, "medic audit verify: %s\n", err.msg);
         audit_reader_free(reader);
         return 1;
     }
     audit_reader_free(reader);
-    if (!res.ok) {
-        printf("chain broken: %s row %lld: %s\n", res.broken_table, (long long)res.broken_id,
-               res.why);
+    return report_verified(&res);
+}
+
+static void progress_line(const char *line)
+{
+    fprintf(stderr, "medic audit migrate: %s\n", line);
+}
+
+static int run_migrate(const char *from, const char *to)
+{
+    if (!from || !to || !audit_pg_is_url(to) || audit_pg_is_url(from)) {
+        fprintf(stderr, "medic audit migrate: needs --from PATH (an SQLite audit log) and --to "
+                        "postgresql://USER:PASSWORD@HOST:PORT/DB\n");
+        return 2;
+    }
+    struct medic_error err = {0};
+    struct audit_pg_migrated m;
+    if (audit_pg_migrate(from, to, progress_line, &m, &err)) {
+        fprintf(stderr, "medic audit migrate: %s (nothing was copied)\n", err.msg);
+        return 1;
+    }
+    printf("copied:");
+    for (size_t t = 0; t < sizeof(audit_pg_tables) / sizeof(audit_pg_tables[0]); t++)
+        printf("%s %lld %s", t ? "," : "", m.rows[t], audit_pg_tables[t]);
+    printf("\n");
+    return report_verified(&m.verified);
+}
+
+static int report_verified(const struct audit_verify_result *res)
+{
+    if (!res->ok) {
+        printf("chain broken: %s row %lld: %s\n", res->broken_table, (long long)res->broken_id,
+               res->why);
         return 1;
     }
     printf("ok: %lld decisions, %lld actions and %lld incident changes, hash chains intact\n",
-           (long long)res.decisions_checked, (long long)res.actions_checked,
-           (long long)res.changes_checked);
+           (long long)res->decisions_checked, (long long)res->actions_checked,
+           (long long)res->changes_checked);
     return 0;
 }
 
@@ -113,8 +163,10 @@ int medic_cmd_audit(int argc, char **argv)
         {"until", required_argument, NULL, 'U'},  {"limit", required_argument, NULL, 'l'},
         {"db", required_argument, NULL, 'd'},     {"format", required_argument, NULL, 'f'},
         {"state", required_argument, NULL, 't'},  {"incident", required_argument, NULL, 'i'},
+        {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
+    const char *from = NULL, *to = NULL;
     struct audit_filter filter;
     audit_filter_init(&filter);
     const char *db = "./medic.db";
@@ -175,6 +227,12 @@ int medic_cmd_audit(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'F':
+            from = optarg;
+            break;
+        case 'T':
+            to = optarg;
+            break;
         case 'd':
             db = optarg;
             break;
@@ -202,6 +260,8 @@ int medic_cmd_audit(int argc, char **argv)
     const char *what = argv[optind];
     if (strcmp(what, "verify") == 0)
         return run_verify(db);
+    if (strcmp(what, "migrate") == 0)
+        return run_migrate(from, to);
     int timeline = strcmp(what, "timeline") == 0;
     int kind = audit_kind_parse(what);
     if (kind < 0 && !timeline) {

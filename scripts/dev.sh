@@ -13,11 +13,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
-  libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev)
+  libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev libpq-dev)
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
   openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
   slurm-client python3-torch python3-numpy chromium fonts-dejavu-core systemd binutils
-  groff-base man-db)
+  groff-base man-db postgresql-15)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -1,0 +1,40 @@
+/* The audit log in PostgreSQL (libpq), for several replicas sharing one:
+ * the same tables, indexes and hash chains as the SQLite log, a schema
+ * version in medic_schema, and `medic audit migrate` to move an SQLite log
+ * there with its chains intact. */
+#ifndef MEDIC_AUDIT_POSTGRES_H
+#define MEDIC_AUDIT_POSTGRES_H
+
+#include "audit.h"
+#include "error.h"
+
+#include <libpq-fe.h>
+
+/* Whether an audit location names PostgreSQL (postgresql:// or postgres://). */
+int audit_pg_is_url(const char *location);
+
+/* Connects (10 s at most) with lock_timeout and
+ * idle_in_transaction_session_timeout set, so that a replica stopped
+ * mid-transaction cannot hold the others' writes for long. err never
+ * carries the password. */
+int audit_pg_connect(const char *url, PGconn **out, struct medic_error *err);
+
+/* Creates the schema in an empty database, or checks the version of an
+ * existing one (refusing one newer than this build). */
+int audit_pg_schema(PGconn *c, struct medic_error *err);
+
+/* Recomputes the hash chains, as audit_verify does for SQLite. */
+int audit_pg_verify(PGconn *c, struct audit_verify_result *out, struct medic_error *err);
+
+/* Copies the SQLite audit log at path into the empty PostgreSQL one at url
+ * in one transaction, table by table in id order, then verifies the
+ * chains there; progress lines go to progress (NULL: none). */
+struct audit_pg_migrated {
+    long long rows[8]; /* per table, in audit_pg_tables order */
+    struct audit_verify_result verified;
+};
+extern const char *const audit_pg_tables[7];
+int audit_pg_migrate(const char *path, const char *url, void (*progress)(const char *line),
+                     struct audit_pg_migrated *out, struct medic_error *err);
+
+#endif

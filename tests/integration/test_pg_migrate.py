@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Moving up from one replica: `medic audit migrate` copies an SQLite audit
+log that medic serve wrote (notifications, alerts, decisions, notify
+actions with their intents and outcomes, incident changes, engine rows)
+into a real PostgreSQL 15 started by the test, in one transaction, and the
+hash chains verify there; `medic audit verify --db postgresql://...` names
+a row changed behind medic's back; a second migration into the same
+database, a wrong password and a log medic never wrote are refused and
+change nothing."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import time
+
+from lab import Medic, RecordingReceiver, Suite, wait_until, write_secret
+from postgres_lab import PostgreSQL
+
+TOKEN = "pg-migrate-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+TABLES = ["notifications", "alerts", "decisions", "actions", "engine_state",
+          "incident_changes", "engine_rows"]
+
+
+def alert(node, name, status="firing"):
+    t = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    return json.dumps({"version": "4", "groupKey": f"g-{name}-{node}", "status": status,
+                       "receiver": "medic", "alerts": [{
+                           "status": status, "labels": {"alertname": name, "instance": node},
+                           "annotations": {}, "startsAt": t,
+                           "endsAt": "0001-01-01T00:00:00Z"}]})
+
+
+def sqlite_log(suite):
+    """An audit log with rows in every chained table."""
+    hook = RecordingReceiver()
+    suite.on_exit(hook.stop)
+    workdir = suite.subdir("sqlite")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+                  "inventory: { nodes: [ { name: gpu-node-01 }, { name: gpu-node-02 } ] }\n"
+                  f"notifiers:\n  hook: {{ type: webhook, url: '{hook.url}/hook' }}\n"
+                  "policies:\n  - name: tell\n    match: '{alertname=\"GPUHot\"}'\n"
+                  "    steps: [ { action: notify, notifier: hook, message: 'hot {{ $node }}' } ]\n")
+    medic.start()
+    for node in ("gpu-node-01", "gpu-node-02"):
+        assert medic.post("/webhook", alert(node, "GPUHot"), headers=AUTH)[0] == 200
+    assert medic.post("/webhook", alert("gpu-node-01", "Unmatched"), headers=AUTH)[0] == 200
+    wait_until("two notify outcomes", lambda: len(
+        [a for a in medic.audit("actions") if a["phase"] == "outcome"]) == 2, timeout=20)
+    assert medic.post("/webhook", alert("gpu-node-01", "GPUHot", "resolved"),
+                      headers=AUTH)[0] == 200
+    wait_until("the incident recovered", lambda: [
+        i for i in medic.audit("incidents", "--node", "gpu-node-01")
+        if i["state"] == "recovered"], timeout=20)
+    assert medic.stop() == 0
+    return medic.db
+
+
+def counts(db):
+    c = sqlite3.connect(db)
+    return {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+def postgres(suite, name):
+    pg = PostgreSQL(suite.subdir(name)).start()
+    suite.on_exit(pg.stop)
+    return pg
+
+
+def run(suite, *args):
+    return subprocess.run([suite.medic, "audit", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_migrate_then_verify(suite):
+    db = sqlite_log(suite)
+    want = counts(db)
+    assert all(want[t] > 0 for t in ("decisions", "actions", "incident_changes")), want
+    pg = postgres(suite, "pg-migrate")
+    url = pg.database("medic")
+    # a wrong password is refused, and the message does not repeat it
+    r = run(suite, "migrate", "--from", db, "--to", pg.url("medic", password="not-it"))
+    assert r.returncode == 1 and "password authentication failed" in r.stderr, r.stderr
+    assert "not-it" not in r.stderr and pg.password not in r.stderr
+    r = run(suite, "migrate", "--from", db, "--to", url)
+    assert r.returncode == 0, r.stderr
+    assert "hash chains intact" in r.stdout, r.stdout
+    for t in TABLES:
+        got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
+        assert got == want[t], (t, got, want[t])
+    assert pg.sql("SELECT version FROM medic_schema", "medic") == [["5"]]
+    print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
+    # the payloads are the bytes stored, as stored
+    stored = sqlite3.connect(db).execute(
+        "SELECT id, lower(hex(payload)), payload_encoding FROM notifications ORDER BY id")
+    assert pg.sql("SELECT id, encode(payload, 'hex'), payload_encoding FROM notifications "
+                  "ORDER BY id", "medic") == [[str(i), h, e] for i, h, e in stored]
+    r = run(suite, "verify", "--db", url)
+    assert r.returncode == 0 and "hash chains intact" in r.stdout, r
+    # a second migration into the same log is refused and adds nothing
+    r = run(suite, "migrate", "--from", db, "--to", url)
+    assert r.returncode == 1 and "not empty" in r.stderr, r.stderr
+    assert int(pg.sql("SELECT count(*) FROM decisions", "medic")[0][0]) == want["decisions"]
+    # a row changed behind medic's back is named
+    pg.sql("UPDATE decisions SET reason = 'nothing to see' WHERE id = 2", "medic")
+    r = run(suite, "verify", "--db", url)
+    assert r.returncode == 1 and "chain broken: decisions row 2" in r.stdout, r
+    print(f"  after an UPDATE in PostgreSQL: {r.stdout.strip()}")
+
+
+def test_refusals(suite):
+    pg = postgres(suite, "pg-refusals")
+    url = pg.database("other")
+    junk = os.path.join(suite.workdir, "junk.db")
+    with open(junk, "w") as f:
+        f.write("not a database")
+    r = run(suite, "migrate", "--from", junk, "--to", url)
+    assert r.returncode == 1 and "nothing was copied" in r.stderr, r.stderr
+    r = run(suite, "migrate", "--from", junk)
+    assert r.returncode == 2 and "--to postgresql://" in r.stderr, r.stderr
+    # refused before connecting: nothing was created there
+    assert pg.sql("SELECT count(*) FROM pg_tables WHERE tablename = 'decisions'",
+                  "other") == [["0"]]
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_migrate_then_verify, test_refusals])
