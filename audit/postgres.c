@@ -134,7 +134,13 @@ static const char pg_schema[] =
     "  kind TEXT NOT NULL,"
     "  key TEXT NOT NULL,"
     "  value TEXT NOT NULL,"
-    "  PRIMARY KEY (kind, key));";
+    "  PRIMARY KEY (kind, key));"
+    /* several replicas: the leader's lease (lease.h) */
+    "CREATE TABLE medic_lease ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  holder TEXT NOT NULL,"
+    "  epoch BIGINT NOT NULL,"
+    "  expires_at TIMESTAMPTZ NOT NULL);";
 
 int audit_pg_is_url(const char *location)
 {
@@ -174,7 +180,7 @@ int audit_pg_connect(const char *url, PGconn **out, struct medic_error *err)
         return rc;
     }
     if (pg_exec(c,
-                "SET lock_timeout = '2s'; SET idle_in_transaction_session_timeout = '10s';"
+                "SET lock_timeout = '2s'; SET idle_in_transaction_session_timeout = '3s';"
                 "SET client_min_messages = warning; SET extra_float_digits = 3",
                 "cannot set the session up", err)) {
         PQfinish(c);

@@ -27,6 +27,8 @@ const char *medic_strerror(int code)
         return "authentication failed";
     case MEDIC_E_CLOSED:
         return "shutting down";
+    case MEDIC_E_FENCED:
+        return "not the leader";
     default:
         return "unknown error";
     }

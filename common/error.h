@@ -17,6 +17,7 @@ enum {
     MEDIC_E_NOTFOUND = -7, /* the thing asked for does not exist */
     MEDIC_E_AUTH = -8,     /* credentials missing or wrong */
     MEDIC_E_CLOSED = -9,   /* the component is shutting down */
+    MEDIC_E_FENCED = -10,  /* a replica's leadership ended: it may no longer act */
 };
 
 /* A message for humans, filled by the function that detected the problem. */
