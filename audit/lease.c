@@ -1,17 +1,17 @@
 #include "lease.h"
+#include "postgres.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int lease_error(PGconn *c, const char *what, struct medic_error *err)
+/* Runs sql with $1 the replica and $2 the epoch. */
+static PGresult *with_replica_epoch(PGconn *c, const char *sql, const char *replica, int64_t epoch)
 {
-    char msg[300];
-    snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c));
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = 0;
-    return medic_error_set(err, MEDIC_E_STORE, "postgresql: %s: %s", what, msg);
+    char e[32];
+    snprintf(e, sizeof(e), "%lld", (long long)epoch);
+    const char *params[] = {replica, e};
+    return PQexecParams(c, sql, 2, NULL, params, NULL, NULL, 0);
 }
 
 int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct audit_lease *out,
@@ -37,7 +37,7 @@ int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct a
         2, NULL, params, NULL, NULL, 0);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = lease_error(c, "cannot renew the lease", err);
+        rc = audit_pg_error(err, c, "cannot renew the lease");
     else if (PQntuples(r) == 1) {
         out->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(r, 0, 1));
@@ -48,7 +48,7 @@ int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct a
         return rc;
     r = PQexec(c, "SELECT epoch, holder FROM medic_lease WHERE id = 1");
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = lease_error(c, "cannot read the lease", err);
+        rc = audit_pg_error(err, c, "cannot read the lease");
     else if (PQntuples(r) == 1) {
         out->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(r, 0, 1));
@@ -59,17 +59,14 @@ int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct a
 
 int audit_lease_fence(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
 {
-    char e[32];
-    snprintf(e, sizeof(e), "%lld", (long long)epoch);
-    const char *params[] = {replica, e};
-    PGresult *r = PQexecParams(c,
-                               "SELECT 1 FROM medic_lease WHERE id = 1 AND holder = $1 "
-                               "AND epoch = $2::bigint AND expires_at > clock_timestamp() "
-                               "FOR SHARE",
-                               2, NULL, params, NULL, NULL, 0);
+    PGresult *r = with_replica_epoch(c,
+                                     "SELECT 1 FROM medic_lease WHERE id = 1 AND holder = $1 "
+                                     "AND epoch = $2::bigint AND expires_at > clock_timestamp() "
+                                     "FOR SHARE",
+                                     replica, epoch);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = lease_error(c, "cannot check the lease", err);
+        rc = audit_pg_error(err, c, "cannot check the lease");
     else if (PQntuples(r) != 1)
         rc = medic_error_set(err, MEDIC_E_FENCED,
                              "replica %s no longer holds the lease of epoch %lld", replica,
@@ -80,14 +77,11 @@ int audit_lease_fence(PGconn *c, const char *replica, int64_t epoch, struct medi
 
 int audit_lease_release(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
 {
-    char e[32];
-    snprintf(e, sizeof(e), "%lld", (long long)epoch);
-    const char *params[] = {replica, e};
-    PGresult *r = PQexecParams(c,
-                               "UPDATE medic_lease SET expires_at = clock_timestamp() "
-                               "WHERE id = 1 AND holder = $1 AND epoch = $2::bigint",
-                               2, NULL, params, NULL, NULL, 0);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : lease_error(c, "cannot release", err);
+    PGresult *r = with_replica_epoch(c,
+                                     "UPDATE medic_lease SET expires_at = clock_timestamp() "
+                                     "WHERE id = 1 AND holder = $1 AND epoch = $2::bigint",
+                                     replica, epoch);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : audit_pg_error(err, c, "cannot release");
     PQclear(r);
     return rc;
 }

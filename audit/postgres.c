@@ -149,7 +149,7 @@ int audit_pg_is_url(const char *location)
 }
 
 /* libpq's message, its trailing newline removed. */
-static int pg_error(struct medic_error *err, PGconn *c, const char *what)
+int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
 {
     char msg[300];
     snprintf(msg, sizeof(msg), "%s", c ? PQerrorMessage(c) : "out of memory");
@@ -165,7 +165,7 @@ static int pg_exec(PGconn *c, const char *sql, const char *what, struct medic_er
     PGresult *r = PQexec(c, sql);
     int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
     PQclear(r);
-    return ok ? 0 : pg_error(err, c, what);
+    return ok ? 0 : audit_pg_error(err, c, what);
 }
 
 int audit_pg_connect(const char *url, PGconn **out, struct medic_error *err)
@@ -175,7 +175,7 @@ int audit_pg_connect(const char *url, PGconn **out, struct medic_error *err)
     const char *values[] = {url, "10", "medic", NULL};
     PGconn *c = PQconnectdbParams(keys, values, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
-        int rc = pg_error(err, c, "cannot connect");
+        int rc = audit_pg_error(err, c, "cannot connect");
         PQfinish(c);
         return rc;
     }
@@ -198,7 +198,7 @@ int audit_pg_schema(PGconn *c, struct medic_error *err)
     PGresult *r = PQexec(c, "SELECT max(version) FROM medic_schema");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         PQclear(r);
-        return pg_error(err, c, "cannot read the schema version");
+        return audit_pg_error(err, c, "cannot read the schema version");
     }
     int version = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
@@ -253,7 +253,7 @@ static int verify_pg_table(PGconn *c, const char *table, const char *columns, in
     PGresult *r = PQexec(c, sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         PQclear(r);
-        return pg_error(err, c, table);
+        return audit_pg_error(err, c, table);
     }
     const int n = PQntuples(r), cols = PQnfields(r);
     struct audit_chain_walk walk;

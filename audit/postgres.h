@@ -10,6 +10,10 @@
 
 #include <libpq-fe.h>
 
+/* err set to "postgresql: WHAT: libpq's message" (MEDIC_E_STORE); returns
+ * the code. */
+int audit_pg_error(struct medic_error *err, PGconn *c, const char *what);
+
 /* Whether an audit location names PostgreSQL (postgresql:// or postgres://). */
 int audit_pg_is_url(const char *location);
 
