@@ -22,7 +22,9 @@ int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct a
     snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
     const char *params[] = {replica, ms};
     /* renew our own live lease (same epoch), or take an expired one (the
-     * next epoch); a live lease of another replica is left alone */
+     * next epoch); a live lease of another replica is left alone. The
+     * expiry counts from when the row is updated: a statement that waited
+     * for the row's lock must not start its term already spent. */
     PGresult *r = PQexecParams(
         c,
         "INSERT INTO medic_lease AS l (id, holder, epoch, expires_at) "
@@ -30,7 +32,7 @@ int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct a
         "ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, "
         "  epoch = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp() "
         "          THEN l.epoch ELSE l.epoch + 1 END, "
-        "  expires_at = EXCLUDED.expires_at "
+        "  expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond' "
         "WHERE (l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()) "
         "   OR l.expires_at <= clock_timestamp() "
         "RETURNING epoch, holder",

@@ -6,8 +6,9 @@ share one database with a 2 s lease; each writes a row per tick while it
 leads, in a transaction that checks and share-locks the lease. Exactly one
 leads; a leader paused (SIGSTOP) past its lease is replaced within lease
 + 3 s and, woken, writes nothing more (it learns it lost, or is fenced); a
-leader killed (-9) is replaced within lease + 3 s; a clean release is taken
-at once. Over the whole run each epoch has one writer and no row of an
+leader frozen inside its fenced transaction (the lease row locked) is
+replaced within lease + 3 s and its write never lands; a leader killed
+(-9) is replaced within lease + 3 s; a clean release is taken at once. Over the whole run each epoch has one writer and no row of an
 older epoch follows one of a newer."""
 
 import os
@@ -97,6 +98,24 @@ def test_one_leader_paused_killed_released(suite):
     assert not [x for x in writes(pg) if x[1] == "medic-a" and x[0] > w[0]], writes(pg)
     print(f"  medic-a woken: {(paused.saw('lost') or paused.saw('fenced'))[0][1:]}; "
           "no write of its after the takeover")
+
+    # the leader freezes inside its fenced transaction, the lease row
+    # share-locked: the takeover waits for the lock, not forever (the
+    # frozen session is ended after 3 s idle in its transaction), and the
+    # frozen leader's write never lands
+    holder, epoch = leader(pg)
+    frozen = replicas[holder]
+    with open(os.path.join(frozen.dir, "stall"), "w") as f:
+        f.write("8000")
+    wait_until(f"{holder} to stall", lambda: frozen.saw("stalling"), timeout=10)
+    stalled_at = float(pg.sql("SELECT extract(epoch FROM clock_timestamp())", "ha")[0][0])
+    w, took = takeover_after(pg, epoch, stalled_at)
+    assert w[1] != holder and took < LEASE_MS / 1000 + 3, (w, took)
+    wait_until(f"{holder} to wake", lambda: len(frozen.saw("error")) + len(frozen.saw("lost"))
+               + len(frozen.saw("fenced")) > 0, timeout=15)
+    assert not [x for x in writes(pg) if x[1] == holder and x[0] > w[0]], writes(pg)
+    print(f"  {holder} frozen inside a fenced transaction: {w[1]} leads epoch {w[2]} after "
+          f"{took:.2f} s; the frozen write never landed")
 
     # kill -9 of the leader: replaced within lease + 3 s
     holder, epoch = leader(pg)

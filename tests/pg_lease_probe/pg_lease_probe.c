@@ -7,7 +7,10 @@
  *   pg_lease_probe URL REPLICA LEASE_MS INTERVAL_MS
  *
  * tests/integration/test_ha_lease.py runs several against one PostgreSQL
- * and stops, pauses and kills them. */
+ * and stops, pauses and kills them. A file named `stall` in the working
+ * directory makes the next fenced transaction stall for that many
+ * milliseconds between its lease check and its write (the file is removed
+ * first): a leader frozen while it holds the lease row's lock. */
 #include "lease.h"
 #include "postgres.h"
 
@@ -43,6 +46,16 @@ static int fenced_write(PGconn *c, const char *replica, int64_t epoch, struct me
 {
     PQclear(PQexec(c, "BEGIN"));
     int rc = audit_lease_fence(c, replica, epoch, err);
+    FILE *stall = rc == 0 ? fopen("stall", "r") : NULL;
+    if (stall) {
+        long ms = 0;
+        if (fscanf(stall, "%ld", &ms) != 1)
+            ms = 0;
+        fclose(stall);
+        remove("stall");
+        say(replica, "stalling", (long long)epoch, "inside its fenced transaction");
+        sleep_ms(ms);
+    }
     if (rc == 0) {
         char e[32];
         snprintf(e, sizeof(e), "%lld", (long long)epoch);
