@@ -51,6 +51,28 @@ void audit_chain_hash_row(sqlite3_stmt *st, char out[65])
     medic_sha256_finish(h, out);
 }
 
+void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65])
+{
+    struct medic_sha256 *h = medic_sha256_new();
+    for (int i = 0; i < n; i++) {
+        switch (db_column_type(st, i)) {
+        case DB_NULL:
+            audit_chain_null(h);
+            break;
+        case DB_INT:
+            audit_chain_int(h, (long long)db_column_int64(st, i));
+            break;
+        case DB_REAL:
+            audit_chain_real(h, db_column_double(st, i));
+            break;
+        default:
+            audit_chain_text(h, db_column_text(st, i));
+            break;
+        }
+    }
+    medic_sha256_finish(h, out);
+}
+
 void audit_chain_walk_start(struct audit_chain_walk *w, const char *table)
 {
     w->table = table;

@@ -7,6 +7,7 @@
 #define MEDIC_AUDIT_CHAIN_H
 
 #include "audit.h"
+#include "db.h"
 #include "sha256.h"
 
 #include <sqlite3.h>
@@ -16,6 +17,12 @@
 
 /* Hashes the current row of st (every column is hashed). */
 void audit_chain_hash_row(sqlite3_stmt *st, char out[65]);
+/* The same for a row of either backend, its first n columns. */
+void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65]);
+
+/* Recomputes the decision, action and incident-change chains of d in one
+ * snapshot; names the first broken row. */
+int audit_chain_verify(struct db *d, struct audit_verify_result *out, struct medic_error *err);
 
 /* One column of a row being hashed: NULL, an integer, a real, or text. */
 void audit_chain_null(struct medic_sha256 *h);

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* PostgreSQL's type OIDs (catalog/pg_type_d.h) of the columns medic reads */
-#define PG_INT8 20
-#define PG_INT4 23
-#define PG_FLOAT8 701
-
 const char *const audit_pg_tables[7] = {"notifications", "alerts",       "decisions",
                                         "actions",       "engine_state", "incident_changes",
                                         "engine_rows"};
@@ -226,67 +221,12 @@ int audit_pg_schema(PGconn *c, struct medic_error *err)
     return 0;
 }
 
-/* Hashes the first n columns of row i of r as audit_chain_hash_row hashes
- * an SQLite row. */
-static void hash_pg_row(const PGresult *r, int i, int n, char out[65])
-{
-    struct medic_sha256 *h = medic_sha256_new();
-    for (int col = 0; col < n; col++) {
-        const char *v = PQgetvalue(r, i, col);
-        if (PQgetisnull(r, i, col))
-            audit_chain_null(h);
-        else if (PQftype(r, col) == PG_INT8 || PQftype(r, col) == PG_INT4)
-            audit_chain_int(h, strtoll(v, NULL, 10));
-        else if (PQftype(r, col) == PG_FLOAT8)
-            audit_chain_real(h, strtod(v, NULL));
-        else
-            audit_chain_text(h, v);
-    }
-    medic_sha256_finish(h, out);
-}
-
-static int verify_pg_table(PGconn *c, const char *table, const char *columns, int64_t *checked,
-                           struct audit_verify_result *out, struct medic_error *err)
-{
-    char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT %s, hash FROM %s ORDER BY id", columns, table);
-    PGresult *r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        PQclear(r);
-        return audit_pg_error(err, c, table);
-    }
-    const int n = PQntuples(r), cols = PQnfields(r);
-    struct audit_chain_walk walk;
-    audit_chain_walk_start(&walk, table);
-    for (int i = 0; i < n; i++) {
-        char computed[65];
-        hash_pg_row(r, i, cols - 1, computed); /* every column but the hash */
-        (*checked)++;
-        if (audit_chain_walk_row(&walk, strtoll(PQgetvalue(r, i, 0), NULL, 10),
-                                 PQgetisnull(r, i, cols - 2) ? NULL : PQgetvalue(r, i, cols - 2),
-                                 PQgetisnull(r, i, cols - 1) ? NULL : PQgetvalue(r, i, cols - 1),
-                                 computed, out))
-            break;
-    }
-    PQclear(r);
-    return 0;
-}
-
 int audit_pg_verify(PGconn *c, struct audit_verify_result *out, struct medic_error *err)
 {
-    memset(out, 0, sizeof(*out));
-    out->ok = 1;
-    /* one snapshot for all three chains */
-    if (pg_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "cannot begin", err))
-        return err->code;
-    int rc = verify_pg_table(c, "decisions", audit_decision_hashed_columns, &out->decisions_checked,
-                             out, err);
-    if (rc == 0 && out->ok)
-        rc = verify_pg_table(c, "actions", audit_action_hashed_columns, &out->actions_checked, out,
-                             err);
-    if (rc == 0 && out->ok)
-        rc = verify_pg_table(c, "incident_changes", audit_change_hashed_columns,
-                             &out->changes_checked, out, err);
-    PQclear(PQexec(c, "COMMIT"));
+    struct db *d = db_over_pg(c);
+    if (!d)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = audit_chain_verify(d, out, err);
+    db_free(d);
     return rc;
 }

@@ -1,0 +1,48 @@
+/* One way to run SQL on either audit backend (private to audit/): an
+ * SQLite handle or a PostgreSQL connection behind the same prepare, bind,
+ * step and column calls, so that a query is written once. SQL uses SQLite's
+ * numbered parameters (?1, ?2, ...), rewritten to $1, $2, ... for
+ * PostgreSQL; column types come back as the backend has them (an integer,
+ * a real, text, a blob or NULL). Code moves onto it module by module;
+ * verify.c is the first. */
+#ifndef MEDIC_AUDIT_DB_H
+#define MEDIC_AUDIT_DB_H
+
+#include "error.h"
+
+#include <libpq-fe.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum db_type { DB_NULL, DB_INT, DB_REAL, DB_TEXT, DB_BLOB };
+
+struct db;
+struct db_stmt;
+
+/* A database over a handle the caller keeps owning (db_free leaves it). */
+struct db *db_over_sqlite(sqlite3 *handle);
+struct db *db_over_pg(PGconn *conn);
+void db_free(struct db *d);
+
+/* Runs statements that return no rows. */
+int db_exec(struct db *d, const char *sql, struct medic_error *err);
+/* Begins a read-only transaction that sees one moment of the database;
+ * end it with db_exec(d, "COMMIT"). */
+int db_begin_snapshot(struct db *d, struct medic_error *err);
+
+int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err);
+void db_bind_int64(struct db_stmt *st, int i, int64_t v); /* i from 1 */
+void db_bind_text(struct db_stmt *st, int i, const char *v);
+/* Its next row: 1, none left: 0, an error: a MEDIC_E_* code (err set). */
+int db_step(struct db_stmt *st, struct medic_error *err);
+int db_column_count(struct db_stmt *st);
+enum db_type db_column_type(struct db_stmt *st, int i); /* i from 0 */
+int64_t db_column_int64(struct db_stmt *st, int i);
+double db_column_double(struct db_stmt *st, int i);
+const char *db_column_text(struct db_stmt *st, int i); /* NULL for a NULL */
+/* Ready to run again with new bindings. */
+void db_reset(struct db_stmt *st);
+void db_finalize(struct db_stmt *st);
+
+#endif
