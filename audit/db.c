@@ -8,7 +8,15 @@
 #define DB_MAX_PARAMS 16
 
 /* PostgreSQL's type OIDs (catalog/pg_type_d.h) */
-enum { PG_BYTEA = 17, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23, PG_FLOAT4 = 700, PG_FLOAT8 = 701 };
+enum {
+    PG_BOOL = 16,
+    PG_BYTEA = 17,
+    PG_INT8 = 20,
+    PG_INT2 = 21,
+    PG_INT4 = 23,
+    PG_FLOAT4 = 700,
+    PG_FLOAT8 = 701
+};
 
 struct db {
     sqlite3 *lite;
@@ -25,6 +33,7 @@ struct db_stmt {
     char *params[DB_MAX_PARAMS];
     PGresult *res;
     int row;
+    unsigned char *blob; /* the last blob decoded from PostgreSQL's text form */
 };
 
 struct db *db_over_sqlite(sqlite3 *handle)
@@ -46,6 +55,11 @@ struct db *db_over_pg(PGconn *conn)
 void db_free(struct db *d)
 {
     free(d);
+}
+
+int db_is_pg(const struct db *d)
+{
+    return d->pg != NULL;
 }
 
 static int pg_fail(struct db *d, struct medic_error *err)
@@ -205,6 +219,7 @@ enum db_type db_column_type(struct db_stmt *st, int i)
     if (PQgetisnull(st->res, st->row, i))
         return DB_NULL;
     switch ((int)PQftype(st->res, i)) {
+    case PG_BOOL:
     case PG_INT8:
     case PG_INT4:
     case PG_INT2:
@@ -223,7 +238,10 @@ int64_t db_column_int64(struct db_stmt *st, int i)
 {
     if (st->lite)
         return sqlite3_column_int64(st->lite, i);
-    return strtoll(PQgetvalue(st->res, st->row, i), NULL, 10);
+    const char *v = PQgetvalue(st->res, st->row, i);
+    if (PQftype(st->res, i) == PG_BOOL)
+        return v[0] == 't';
+    return strtoll(v, NULL, 10);
 }
 
 double db_column_double(struct db_stmt *st, int i)
@@ -238,6 +256,28 @@ const char *db_column_text(struct db_stmt *st, int i)
     if (st->lite)
         return (const char *)sqlite3_column_text(st->lite, i);
     return PQgetisnull(st->res, st->row, i) ? NULL : PQgetvalue(st->res, st->row, i);
+}
+
+size_t db_column_bytes(struct db_stmt *st, int i)
+{
+    if (st->lite)
+        return (size_t)sqlite3_column_bytes(st->lite, i);
+    return (size_t)PQgetlength(st->res, st->row, i);
+}
+
+const void *db_column_blob(struct db_stmt *st, int i, size_t *len)
+{
+    if (st->lite) {
+        *len = (size_t)sqlite3_column_bytes(st->lite, i);
+        return sqlite3_column_blob(st->lite, i);
+    }
+    PQfreemem(st->blob);
+    st->blob = NULL;
+    *len = 0;
+    if (PQgetisnull(st->res, st->row, i))
+        return NULL;
+    st->blob = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, i), len);
+    return st->blob;
 }
 
 void db_reset(struct db_stmt *st)
@@ -258,6 +298,7 @@ void db_finalize(struct db_stmt *st)
     if (st->lite)
         sqlite3_finalize(st->lite);
     PQclear(st->res);
+    PQfreemem(st->blob);
     for (int i = 0; i < DB_MAX_PARAMS; i++)
         free(st->params[i]);
     free(st->sql);

@@ -24,6 +24,9 @@ struct db_stmt;
 struct db *db_over_sqlite(sqlite3 *handle);
 struct db *db_over_pg(PGconn *conn);
 void db_free(struct db *d);
+/* Whether d is PostgreSQL, for the few expressions the dialects spell
+ * differently (JSON). */
+int db_is_pg(const struct db *d);
 
 /* Runs statements that return no rows. */
 int db_exec(struct db *d, const char *sql, struct medic_error *err);
@@ -38,9 +41,12 @@ void db_bind_text(struct db_stmt *st, int i, const char *v);
 int db_step(struct db_stmt *st, struct medic_error *err);
 int db_column_count(struct db_stmt *st);
 enum db_type db_column_type(struct db_stmt *st, int i); /* i from 0 */
-int64_t db_column_int64(struct db_stmt *st, int i);
+int64_t db_column_int64(struct db_stmt *st, int i);     /* a boolean is 0 or 1 */
 double db_column_double(struct db_stmt *st, int i);
 const char *db_column_text(struct db_stmt *st, int i); /* NULL for a NULL */
+size_t db_column_bytes(struct db_stmt *st, int i);
+/* A blob's bytes (valid until the next step), its length in *len. */
+const void *db_column_blob(struct db_stmt *st, int i, size_t *len);
 /* Ready to run again with new bindings. */
 void db_reset(struct db_stmt *st);
 void db_finalize(struct db_stmt *st);

@@ -1,5 +1,6 @@
 #include "reader_internal.h"
 #include "buf.h"
+#include "postgres.h"
 #include "timeutil.h"
 
 #include <sqlite3.h>
@@ -8,38 +9,62 @@
 #include <string.h>
 #include <zlib.h>
 
-int audit_reader_open(const char *path, struct audit_reader **out, struct medic_error *err)
+static int open_pg(struct audit_reader *r, const char *url, struct medic_error *err)
+{
+    if (audit_pg_connect(url, &r->pg, err))
+        return err->code;
+    PGresult *v = PQexec(r->pg, "SELECT max(version) FROM medic_schema");
+    int version = PQresultStatus(v) == PGRES_TUPLES_OK && !PQgetisnull(v, 0, 0)
+                      ? atoi(PQgetvalue(v, 0, 0))
+                      : 0;
+    PQclear(v);
+    if (version <= 0)
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "postgresql: no medic audit log in this database (medic_schema)");
+    if (version > audit_schema_version())
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "database schema version %d is newer than this medic (%d); "
+                               "upgrade medic",
+                               version, audit_schema_version());
+    return 0;
+}
+
+static int open_sqlite(struct audit_reader *r, const char *path, struct medic_error *err)
+{
+    if (sqlite3_open_v2(path, &r->lite, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
+                               r->lite ? sqlite3_errmsg(r->lite) : "out of memory");
+    sqlite3_busy_timeout(r->lite, 5000);
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(r->lite, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version <= 0)
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "'%s' is not a medic audit database (%s); pass the --db that medic "
+                               "serve writes",
+                               path, version < 0 ? sqlite3_errmsg(r->lite) : "no medic schema");
+    if (version > audit_schema_version())
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "database schema version %d is newer than this medic (%d); "
+                               "upgrade medic",
+                               version, audit_schema_version());
+    return 0;
+}
+
+int audit_reader_open(const char *location, struct audit_reader **out, struct medic_error *err)
 {
     struct audit_reader *r = calloc(1, sizeof(*r));
     if (!r)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                        r->db ? sqlite3_errmsg(r->db) : "out of memory");
+    int rc = audit_pg_is_url(location) ? open_pg(r, location, err) : open_sqlite(r, location, err);
+    if (rc == 0 && !(r->db = r->pg ? db_over_pg(r->pg) : db_over_sqlite(r->lite)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (rc) {
         audit_reader_free(r);
-        return MEDIC_E_STORE;
-    }
-    sqlite3_busy_timeout(r->db, 5000);
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(r->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (version <= 0) {
-        medic_error_set(err, MEDIC_E_STORE,
-                        "'%s' is not a medic audit database (%s); pass the --db that medic serve "
-                        "writes",
-                        path, version < 0 ? sqlite3_errmsg(r->db) : "no medic schema");
-        audit_reader_free(r);
-        return MEDIC_E_STORE;
-    }
-    if (version > audit_schema_version()) {
-        medic_error_set(err, MEDIC_E_STORE,
-                        "database schema version %d is newer than this medic (%d); upgrade medic",
-                        version, audit_schema_version());
-        audit_reader_free(r);
-        return MEDIC_E_STORE;
+        return rc;
     }
     *out = r;
     return 0;
@@ -49,7 +74,9 @@ void audit_reader_free(struct audit_reader *reader)
 {
     if (!reader)
         return;
-    sqlite3_close(reader->db);
+    db_free(reader->db);
+    sqlite3_close(reader->lite);
+    PQfinish(reader->pg);
     free(reader);
 }
 
@@ -203,41 +230,44 @@ static int add_condition(struct medic_buf *sql, const char *expr, const char *va
     if (!expr)
         return medic_error_set(err, MEDIC_E_INVALID, "%s does not apply to %s", flag,
                                kind_names[kind]);
-    /* expressions that hold their own placeholder are sub-selects */
-    if (strchr(expr, '?'))
-        medic_buf_printf(sql, " AND %s IS NOT NULL", expr);
+    /* expressions that hold their own placeholder are sub-selects; the
+     * placeholder is numbered here (?N, as both backends take it) */
+    const char *mark = strchr(expr, '?');
+    if (mark)
+        medic_buf_printf(sql, " AND %.*s?%d%s IS NOT NULL", (int)(mark - expr), expr, *nbinds + 1,
+                         mark + 1);
     else
-        medic_buf_printf(sql, " AND %s = ?", expr);
+        medic_buf_printf(sql, " AND %s = ?%d", expr, *nbinds + 1);
     binds[(*nbinds)++] = value;
     return 0;
 }
 
-static void show_cell(sqlite3_stmt *st, int i, enum col_show show, char *tmp, size_t size,
+static void show_cell(struct db_stmt *st, int i, enum col_show show, char *tmp, size_t size,
                       const char **out)
 {
-    if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+    if (db_column_type(st, i) == DB_NULL) {
         *out = NULL;
         return;
     }
     switch (show) {
     case SHOW_TIME:
-        medic_time_format(sqlite3_column_int64(st, i) * MEDIC_NS_PER_MS, tmp, size);
+        medic_time_format(db_column_int64(st, i) * MEDIC_NS_PER_MS, tmp, size);
         *out = tmp;
         break;
     case SHOW_REAL:
-        snprintf(tmp, size, "%.6g", sqlite3_column_double(st, i));
+        snprintf(tmp, size, "%.6g", db_column_double(st, i));
         *out = tmp;
         break;
     default:
-        *out = (const char *)sqlite3_column_text(st, i);
+        *out = db_column_text(st, i);
     }
 }
 
-int audit__rows_to_table(struct audit_reader *reader, sqlite3_stmt *st, const enum col_show *shows,
-                         size_t ncols, struct medic_table *table, struct medic_error *err)
+int audit__rows_to_table(struct db_stmt *st, const enum col_show *shows, size_t ncols,
+                         struct medic_table *table, struct medic_error *err)
 {
     int step, rc = 0;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = db_step(st, err)) == 1) {
         const char *values[16];
         char tmp[16][40];
         for (size_t i = 0; i < ncols && i < 16; i++)
@@ -247,8 +277,8 @@ int audit__rows_to_table(struct audit_reader *reader, sqlite3_stmt *st, const en
             break;
         }
     }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    if (rc == 0 && step < 0)
+        rc = step;
     if (rc)
         medic_table_release(table);
     return rc;
@@ -273,7 +303,7 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     medic_buf_puts(&sql, "SELECT ");
     for (size_t i = 0; i < spec->ncols; i++)
         medic_buf_printf(&sql, "%s%s", i ? ", " : "", spec->cols[i].expr);
-    medic_buf_printf(&sql, " FROM %s WHERE 1", spec->from);
+    medic_buf_printf(&sql, " FROM %s WHERE 1 = 1", spec->from);
     const char *binds[8];
     int nbinds = 0, rc;
     if ((rc = add_condition(&sql, spec->node_expr, filter->node, "--node", kind, binds, &nbinds,
@@ -309,57 +339,63 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     medic_buf_printf(&sql, " ORDER BY %s DESC, %s DESC LIMIT %ld", spec->time_expr,
                      spec->cols[0].expr, filter->limit > 0 ? filter->limit : 100);
 
-    sqlite3_stmt *st = NULL;
+    struct db_stmt *st = NULL;
     rc = medic_table_init(table, spec->ncols, names, types);
     if (rc) {
         medic_buf_release(&sql);
         return medic_error_set(err, rc, "out of memory");
     }
-    if (sqlite3_prepare_v2(reader->db, sql.data, -1, &st, NULL) != SQLITE_OK) {
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    if ((rc = db_prepare(reader->db, sql.data, &st, err)))
         goto out;
-    }
     for (int i = 0; i < nbinds; i++)
-        sqlite3_bind_text(st, i + 1, binds[i], -1, SQLITE_STATIC);
+        db_bind_text(st, i + 1, binds[i]);
     enum col_show shows[16];
     for (size_t i = 0; i < spec->ncols; i++)
         shows[i] = spec->cols[i].show;
-    rc = audit__rows_to_table(reader, st, shows, spec->ncols, table, err);
-    sqlite3_finalize(st);
+    rc = audit__rows_to_table(st, shows, spec->ncols, table, err);
+    db_finalize(st);
     medic_buf_release(&sql);
     return rc;
 out:
-    sqlite3_finalize(st);
+    db_finalize(st);
     medic_buf_release(&sql);
     if (rc)
         medic_table_release(table);
     return rc;
 }
 
+/* Prepares sql on the reader's database; err says "query failed: ..." */
+static int prepare(struct audit_reader *reader, const char *sql, struct db_stmt **st,
+                   struct medic_error *err)
+{
+    if (db_prepare(reader->db, sql, st, err) == 0)
+        return 0;
+    medic_error_prefix(err, "query failed");
+    return err->code;
+}
+
 int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
                        struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = 0;
-    if (sqlite3_prepare_v2(reader->db,
-                           "SELECT payload, payload_encoding, payload_bytes FROM notifications "
-                           "WHERE id = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_int64(st, 1, id);
-    int step = sqlite3_step(st);
-    if (step == SQLITE_DONE) {
+    struct db_stmt *st = NULL;
+    int rc = prepare(reader,
+                     "SELECT payload, payload_encoding, payload_bytes FROM notifications "
+                     "WHERE id = ?1",
+                     &st, err);
+    if (rc)
+        return rc;
+    db_bind_int64(st, 1, id);
+    int step = db_step(st, err);
+    if (step == 0)
         rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no notification %lld", (long long)id);
+    else if (step < 0)
+        rc = step;
+    if (rc)
         goto out;
-    }
-    if (step != SQLITE_ROW) {
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-        goto out;
-    }
-    const void *data = sqlite3_column_blob(st, 0);
-    size_t len = (size_t)sqlite3_column_bytes(st, 0);
-    const char *encoding = (const char *)sqlite3_column_text(st, 1);
-    sqlite3_int64 bytes = sqlite3_column_int64(st, 2);
+    size_t len;
+    const void *data = db_column_blob(st, 0, &len);
+    const char *encoding = db_column_text(st, 1);
+    int64_t bytes = db_column_int64(st, 2);
     if (encoding && strcmp(encoding, "deflate") == 0) {
         uLongf n = (uLongf)bytes;
         unsigned char *raw = malloc(bytes > 0 ? (size_t)bytes : 1);
@@ -367,7 +403,7 @@ int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf
             rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
             goto out;
         }
-        if (uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
+        if (!data || uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
             free(raw);
             rc = medic_error_set(err, MEDIC_E_STORE,
                                  "the stored body of notification %lld is corrupt", (long long)id);
@@ -381,7 +417,7 @@ int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf
     if (rc)
         medic_error_set(err, rc, "the body does not fit in memory");
 out:
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }
 
@@ -389,25 +425,25 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
                               size_t limit, audit_pending_fn fn, audit_walk_fn walk, void *arg,
                               struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
+    struct db_stmt *st = NULL;
     char sql[512];
     snprintf(sql, sizeof(sql),
              "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id = n.id),"
              " n.received_at FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
              " ORDER BY n.id LIMIT ?3",
              where);
-    if (sqlite3_prepare_v2(reader->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)limit);
-    int rc = 0, step;
+    int rc = prepare(reader, sql, &st, err), step = 0;
+    if (rc)
+        return rc;
+    db_bind_int64(st, 1, a);
+    db_bind_int64(st, 2, b);
+    db_bind_int64(st, 3, limit > (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit);
     struct medic_buf body;
     medic_buf_init(&body, (size_t)64 << 20);
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int64_t first_alert = sqlite3_column_int64(st, 1);
-        int64_t received = sqlite3_column_int64(st, 2) * MEDIC_NS_PER_MS;
+    while (rc == 0 && (step = db_step(st, err)) == 1) {
+        int64_t id = db_column_int64(st, 0);
+        int64_t first_alert = db_column_int64(st, 1);
+        int64_t received = db_column_int64(st, 2) * MEDIC_NS_PER_MS;
         medic_buf_reset(&body);
         rc = audit_read_payload(reader, id, &body, err);
         if (rc == 0 && fn)
@@ -415,18 +451,19 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
         if (rc == 0 && walk)
             rc = walk(arg, id, received, body.data ? body.data : "", body.len);
     }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+    if (rc == 0 && step < 0)
+        rc = step;
     medic_buf_release(&body);
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }
 
 int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
                                 void *arg, struct medic_error *err)
 {
-    return walk_notifications(reader, "n.evaluated_at IS NULL AND ?1 = ?2", 0, 0, limit, fn, NULL,
-                              arg, err);
+    /* ?1 and ?2 (both 0) keep the placeholders' numbers */
+    return walk_notifications(reader, "n.evaluated_at IS NULL AND n.id > ?1 + ?2", 0, 0, limit, fn,
+                              NULL, arg, err);
 }
 
 int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
@@ -437,166 +474,201 @@ int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t
                               NULL, fn, arg, err);
 }
 
+/* Steps st to its end, calling row for each row until it returns non-zero. */
+static int each_row(struct db_stmt *st, int (*row)(struct db_stmt *st, void *ctx), void *ctx,
+                    struct medic_error *err)
+{
+    int rc = 0, step;
+    while (rc == 0 && (step = db_step(st, err)) == 1)
+        rc = row(st, ctx);
+    if (rc == 0 && step < 0)
+        rc = step;
+    db_finalize(st);
+    return rc;
+}
+
+struct intent_ctx {
+    audit_intent_fn fn;
+    void *arg;
+};
+
+static int intent_row(struct db_stmt *st, void *ctx)
+{
+    struct intent_ctx *c = ctx;
+    return c->fn(c->arg, db_column_int64(st, 0), db_column_int64(st, 1), db_column_text(st, 2),
+                 db_column_text(st, 3));
+}
+
 int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
                        struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db,
-                           "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
-                           " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
-                           " o.intent_id = i.id) ORDER BY i.id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3));
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
-    return rc;
+    struct db_stmt *st = NULL;
+    if (prepare(reader,
+                "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
+                " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
+                " o.intent_id = i.id) ORDER BY i.id",
+                &st, err))
+        return err->code;
+    struct intent_ctx c = {fn, arg};
+    return each_row(st, intent_row, &c, err);
+}
+
+struct unstarted_ctx {
+    audit_unstarted_fn fn;
+    void *arg;
+};
+
+static int unstarted_row(struct db_stmt *st, void *ctx)
+{
+    struct unstarted_ctx *c = ctx;
+    struct audit_unstarted u = {
+        .decision_id = db_column_int64(st, 0),
+        .created_at = db_column_int64(st, 1) * MEDIC_NS_PER_MS,
+        .node = db_column_text(st, 2),
+        .alertname = db_column_text(st, 3),
+        .policy = db_column_text(st, 4),
+        .action = db_column_text(st, 5),
+        .params_json = db_column_text(st, 6),
+        .reason = db_column_text(st, 7),
+        .alert_started_at = db_column_int64(st, 8) * MEDIC_NS_PER_MS,
+        .resolved = (int)db_column_int64(st, 9),
+    };
+    return c->fn(c->arg, &u);
 }
 
 int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
                               struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(
-            reader->db,
-            "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action, d.params,"
-            " d.reason, COALESCE(a.starts_at, d.created_at),"
-            " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
-            "  r.node IS d.node AND r.fingerprint = d.fingerprint AND r.status = 'resolved'"
-            "  AND r.id > COALESCE(d.alert_id, 0))"
-            " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
-            " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
-            " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id) ORDER BY d.id",
-            -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        struct audit_unstarted u = {
-            .decision_id = sqlite3_column_int64(st, 0),
-            .created_at = sqlite3_column_int64(st, 1) * MEDIC_NS_PER_MS,
-            .node = (const char *)sqlite3_column_text(st, 2),
-            .alertname = (const char *)sqlite3_column_text(st, 3),
-            .policy = (const char *)sqlite3_column_text(st, 4),
-            .action = (const char *)sqlite3_column_text(st, 5),
-            .params_json = (const char *)sqlite3_column_text(st, 6),
-            .reason = (const char *)sqlite3_column_text(st, 7),
-            .alert_started_at = sqlite3_column_int64(st, 8) * MEDIC_NS_PER_MS,
-            .resolved = sqlite3_column_int(st, 9),
-        };
-        rc = fn(arg, &u);
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
-    return rc;
+    struct db_stmt *st = NULL;
+    if (prepare(reader,
+                "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action, d.params,"
+                " d.reason, COALESCE(a.starts_at, d.created_at),"
+                " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
+                "  r.node IS NOT DISTINCT FROM d.node AND r.fingerprint = d.fingerprint"
+                "  AND r.status = 'resolved' AND r.id > COALESCE(d.alert_id, 0))"
+                " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
+                " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
+                " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id)"
+                " ORDER BY d.id",
+                &st, err))
+        return err->code;
+    struct unstarted_ctx c = {fn, arg};
+    return each_row(st, unstarted_row, &c, err);
+}
+
+struct engine_row_ctx {
+    audit_row_fn fn;
+    void *arg;
+    size_t *count;
+};
+
+static int engine_row(struct db_stmt *st, void *ctx)
+{
+    struct engine_row_ctx *c = ctx;
+    (*c->count)++;
+    return c->fn(c->arg, db_column_text(st, 0), db_column_text(st, 1), db_column_text(st, 2),
+                 db_column_bytes(st, 2));
 }
 
 int audit_read_engine_rows(struct audit_reader *reader, audit_row_fn fn, void *arg, size_t *count,
                            struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
+    struct db_stmt *st = NULL;
     *count = 0;
-    if (sqlite3_prepare_v2(reader->db, "SELECT kind, key, value FROM engine_rows", -1, &st, NULL) !=
-        SQLITE_OK) {
+    if (prepare(reader, "SELECT kind, key, value FROM engine_rows", &st, err)) {
         /* a database of an earlier medic, not yet upgraded by medic serve */
-        if (strstr(sqlite3_errmsg(reader->db), "no such table"))
-            return 0;
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+        return strstr(err->msg, "no such table") ? 0 : err->code;
     }
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = fn(arg, (const char *)sqlite3_column_text(st, 0),
-                (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2),
-                (size_t)sqlite3_column_bytes(st, 2));
-        (*count)++;
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
-    return rc;
+    struct engine_row_ctx c = {fn, arg, count};
+    return each_row(st, engine_row, &c, err);
 }
 
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
                             struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db, "SELECT state FROM engine_state WHERE id = 1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    int rc, step = sqlite3_step(st);
-    if (step == SQLITE_ROW)
-        rc = medic_buf_append(out, sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0));
-    else if (step == SQLITE_DONE)
+    struct db_stmt *st = NULL;
+    if (prepare(reader, "SELECT state FROM engine_state WHERE id = 1", &st, err))
+        return err->code;
+    int rc, step = db_step(st, err);
+    if (step == 1)
+        rc = medic_buf_append(out, db_column_text(st, 0), db_column_bytes(st, 0));
+    else if (step == 0)
         rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no saved engine state");
     else
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
+        rc = step;
+    db_finalize(st);
     return rc;
+}
+
+struct fault_ctx {
+    const char *const *actions;
+    size_t action_count;
+    audit_fault_fn fn;
+    void *arg;
+};
+
+static int fault_row(struct db_stmt *st, void *ctx)
+{
+    struct fault_ctx *c = ctx;
+    const char *action = db_column_text(st, 0);
+    int wanted = c->action_count == 0;
+    for (size_t i = 0; i < c->action_count && !wanted; i++)
+        wanted = strcmp(action, c->actions[i]) == 0;
+    if (!wanted)
+        return 0;
+    struct audit_fault in = {
+        .action = action,
+        .node = db_column_text(st, 1),
+        .at = db_column_int64(st, 2) * MEDIC_NS_PER_MS,
+        .alertname = db_column_text(st, 3),
+        .gpu = db_column_text(st, 4),
+    };
+    return c->fn(c->arg, &in);
 }
 
 int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t until,
                            const char *const *actions, size_t action_count, audit_fault_fn fn,
                            void *arg, struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(
-            reader->db,
-            "SELECT o.action, o.node, COALESCE(a.starts_at, d.created_at), a.alertname,"
-            " json_extract(a.labels, '$.gpu')"
-            " FROM actions o JOIN actions i ON i.id = o.intent_id"
-            " JOIN decisions d ON d.id = i.decision_id LEFT JOIN alerts a ON a.id = d.alert_id"
-            " WHERE o.phase = 'outcome' AND o.result = 'succeeded' AND o.node IS NOT NULL"
-            " AND COALESCE(a.starts_at, d.created_at) >= ?1"
-            " AND COALESCE(a.starts_at, d.created_at) < ?2 ORDER BY o.id",
-            -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_int64(st, 1, since / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 2, until / MEDIC_NS_PER_MS);
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *action = (const char *)sqlite3_column_text(st, 0);
-        int wanted = action_count == 0;
-        for (size_t i = 0; i < action_count && !wanted; i++)
-            wanted = strcmp(action, actions[i]) == 0;
-        if (!wanted)
-            continue;
-        struct audit_fault in = {
-            .action = action,
-            .node = (const char *)sqlite3_column_text(st, 1),
-            .at = sqlite3_column_int64(st, 2) * MEDIC_NS_PER_MS,
-            .alertname = (const char *)sqlite3_column_text(st, 3),
-            .gpu = (const char *)sqlite3_column_text(st, 4),
-        };
-        rc = fn(arg, &in);
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
-    return rc;
+    char sql[768];
+    snprintf(sql, sizeof(sql),
+             "SELECT o.action, o.node, COALESCE(a.starts_at, d.created_at), a.alertname, %s"
+             " FROM actions o JOIN actions i ON i.id = o.intent_id"
+             " JOIN decisions d ON d.id = i.decision_id LEFT JOIN alerts a ON a.id = d.alert_id"
+             " WHERE o.phase = 'outcome' AND o.result = 'succeeded' AND o.node IS NOT NULL"
+             " AND COALESCE(a.starts_at, d.created_at) >= ?1"
+             " AND COALESCE(a.starts_at, d.created_at) < ?2 ORDER BY o.id",
+             db_is_pg(reader->db) ? "(a.labels::json ->> 'gpu')"
+                                  : "json_extract(a.labels, '$.gpu')");
+    struct db_stmt *st = NULL;
+    if (prepare(reader, sql, &st, err))
+        return err->code;
+    db_bind_int64(st, 1, since / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 2, until / MEDIC_NS_PER_MS);
+    struct fault_ctx c = {actions, action_count, fn, arg};
+    return each_row(st, fault_row, &c, err);
 }
 
 int audit_node_has_decisions(struct audit_reader *reader, const char *node, int64_t since,
                              int64_t until, int *out, struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db,
-                           "SELECT EXISTS (SELECT 1 FROM decisions WHERE node = ?1 AND"
-                           " created_at >= ?2 AND created_at < ?3 AND verdict != 'no_match')",
-                           -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, since / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 3, until / MEDIC_NS_PER_MS);
-    int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *out = sqlite3_column_int(st, 0);
-    else
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_finalize(st);
+    struct db_stmt *st = NULL;
+    if (prepare(reader,
+                "SELECT EXISTS (SELECT 1 FROM decisions WHERE node = ?1 AND"
+                " created_at >= ?2 AND created_at < ?3 AND verdict != 'no_match')",
+                &st, err))
+        return err->code;
+    db_bind_text(st, 1, node);
+    db_bind_int64(st, 2, since / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 3, until / MEDIC_NS_PER_MS);
+    int rc = db_step(st, err);
+    if (rc == 1) {
+        *out = (int)db_column_int64(st, 0);
+        rc = 0;
+    } else if (rc == 0) {
+        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: no row");
+    }
+    db_finalize(st);
     return rc;
 }
 
@@ -604,24 +676,23 @@ int audit_decision_outcome(struct audit_reader *reader, int64_t decision_id, cha
                            size_t result_size, char *detail, size_t detail_size,
                            struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db,
-                           "SELECT result, detail FROM actions WHERE decision_id = ?1 AND"
-                           " phase = 'outcome' ORDER BY id LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
-    sqlite3_bind_int64(st, 1, decision_id);
-    int rc = 0, step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        const char *r = (const char *)sqlite3_column_text(st, 0);
-        const char *d = (const char *)sqlite3_column_text(st, 1);
+    struct db_stmt *st = NULL;
+    if (prepare(reader,
+                "SELECT result, detail FROM actions WHERE decision_id = ?1 AND"
+                " phase = 'outcome' ORDER BY id LIMIT 1",
+                &st, err))
+        return err->code;
+    db_bind_int64(st, 1, decision_id);
+    int rc = db_step(st, err);
+    if (rc == 1) {
+        const char *r = db_column_text(st, 0);
+        const char *d = db_column_text(st, 1);
         snprintf(result, result_size, "%s", r ? r : "");
         snprintf(detail, detail_size, "%s", d ? d : "");
-    } else if (step == SQLITE_DONE) {
+        rc = 0;
+    } else if (rc == 0) {
         rc = MEDIC_E_NOTFOUND;
-    } else {
-        rc = medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     return rc;
 }

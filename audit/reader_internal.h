@@ -1,15 +1,20 @@
 /* The read side's handle, shared by reader.c (queries, walks, recovery
- * reads) and verify.c (the hash chains). Private to audit/. */
+ * reads), timeline.c and verify.c (the hash chains), over an SQLite file or
+ * a PostgreSQL database (db.h). Private to audit/. */
 #ifndef MEDIC_AUDIT_READER_INTERNAL_H
 #define MEDIC_AUDIT_READER_INTERNAL_H
 
 #include "audit.h"
+#include "db.h"
 #include "table.h"
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 struct audit_reader {
-    sqlite3 *db;
+    sqlite3 *lite; /* one of the two */
+    PGconn *pg;
+    struct db *db;
 };
 
 /* How a column of a query's result is shown. */
@@ -18,7 +23,7 @@ enum col_show { SHOW_TEXT, SHOW_INT, SHOW_REAL, SHOW_TIME, SHOW_JSON };
 /* Steps st to its end, adding each row to table (initialised, ncols <= 16
  * columns) with column i shown as shows[i]; on failure table is released.
  * Returns 0 or an error. */
-int audit__rows_to_table(struct audit_reader *reader, sqlite3_stmt *st, const enum col_show *shows,
-                         size_t ncols, struct medic_table *table, struct medic_error *err);
+int audit__rows_to_table(struct db_stmt *st, const enum col_show *shows, size_t ncols,
+                         struct medic_table *table, struct medic_error *err);
 
 #endif

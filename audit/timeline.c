@@ -33,7 +33,7 @@ static const char timeline_sql[] =
     "  COALESCE(x.detail, x.target, '')"
     "  FROM actions x WHERE x.node = ?1 AND x.created_at >= ?2 AND x.created_at < ?3"
     " ORDER BY t DESC, o DESC, id DESC LIMIT ?4"
-    ") ORDER BY t, o, id";
+    ") AS newest ORDER BY t, o, id";
 
 int audit_timeline(struct audit_reader *reader, const char *node, int64_t since, int64_t until,
                    long limit, struct medic_table *table, struct medic_error *err)
@@ -46,17 +46,18 @@ int audit_timeline(struct audit_reader *reader, const char *node, int64_t since,
     int rc = medic_table_init(table, 5, names, types);
     if (rc)
         return medic_error_set(err, rc, "out of memory");
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db, timeline_sql, -1, &st, NULL) != SQLITE_OK) {
+    struct db_stmt *st = NULL;
+    if (db_prepare(reader->db, timeline_sql, &st, err)) {
         medic_table_release(table);
-        return medic_error_set(err, MEDIC_E_STORE, "query failed: %s", sqlite3_errmsg(reader->db));
+        medic_error_prefix(err, "query failed");
+        return err->code;
     }
-    sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, since == MEDIC_TIME_UNSET ? INT64_MIN : since / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 3, until == MEDIC_TIME_UNSET ? INT64_MAX : until / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 4, limit > 0 ? limit : 100);
+    db_bind_text(st, 1, node);
+    db_bind_int64(st, 2, since == MEDIC_TIME_UNSET ? INT64_MIN : since / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 3, until == MEDIC_TIME_UNSET ? INT64_MAX : until / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 4, limit > 0 ? limit : 100);
     static const enum col_show shows[] = {SHOW_TIME, SHOW_TEXT, SHOW_INT, SHOW_TEXT, SHOW_TEXT};
-    rc = audit__rows_to_table(reader, st, shows, 5, table, err);
-    sqlite3_finalize(st);
+    rc = audit__rows_to_table(st, shows, 5, table, err);
+    db_finalize(st);
     return rc;
 }

@@ -58,10 +58,5 @@ int audit_chain_verify(struct db *d, struct audit_verify_result *out, struct med
 int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
                  struct medic_error *err)
 {
-    struct db *d = db_over_sqlite(reader->db);
-    if (!d)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    int rc = audit_chain_verify(d, out, err);
-    db_free(d);
-    return rc;
+    return audit_chain_verify(reader->db, out, err);
 }

@@ -44,7 +44,8 @@ static const char usage[] =
     "  --limit N         at most N rows (default 100)\n"
     "\n"
     "Options:\n"
-    "  --db PATH         the audit database (default ./medic.db)\n"
+    "  --db PATH|URL     the audit database (default ./medic.db), or a\n"
+    "                    postgresql://USER:PASSWORD@HOST:PORT/DB one\n"
     "  --format F        table (default), json (one JSON array) or csv\n"
     "\n"
     "timeline tells what happened to one node, oldest first: its alerts, the\n"
@@ -94,18 +95,6 @@ static int run_verify(const char *db)
 {
     struct medic_error err = {0};
     struct audit_verify_result res;
-    if (audit_pg_is_url(db)) {
-        PGconn *c = NULL;
-        int rc = audit_pg_connect(db, &c, &err);
-        if (rc == 0)
-            rc = audit_pg_verify(c, &res, &err);
-        PQfinish(c);
-        if (rc) {
-            fprintf(stderr, "medic audit verify: %s\n", err.msg);
-            return 1;
-        }
-        return report_verified(&res);
-    }
     struct audit_reader *reader = NULL;
     if (audit_reader_open(db, &reader, &err) || audit_verify(reader, &res, &err)) {
         fprintf(stderr, "medic audit verify: %s\n", err.msg);

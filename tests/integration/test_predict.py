@@ -284,7 +284,9 @@ def test_serve_enriches_alerts_with_risk(suite):
         assert d["node"] == node and d["policy"] == "risky-gpu", d
         assert d["risk"] is not None and min(abs(d["risk"] - before),
                                              abs(d["risk"] - after)) < 1e-5, (d, before, after)
-        assert len(d["model_hash"]) == 64 and "gpu_temp=" in d["reason"], d
+        # the reason ends with the scored GPU and the inputs that stand out
+        assert len(d["model_hash"]) == 64 and re.search(
+            r"risk [0-9.]+ gpu \S+ \(\w+=\S+( \w+=\S+){0,3}\)$", d["reason"]), d
         print(f"  {node} gpu {gpu or '(all)'}: {d['verdict']}, risk {d['risk']:.6f} in the "
               f"audit log (medic predict: {before:.6f}); reason: {d['reason'][:100]}")
         # resolved, so that the next alert on the node opens an incident of

@@ -92,12 +92,17 @@ int main(int argc, char **argv)
         if (!c || PQstatus(c) != CONNECTION_OK) {
             PQfinish(c);
             c = NULL;
-            if (audit_pg_connect(url, &c, &err) || audit_pg_schema(c, &err) ||
-                PQresultStatus(PQexec(c, "CREATE TABLE IF NOT EXISTS probe_writes ("
-                                         " id BIGSERIAL PRIMARY KEY, replica TEXT NOT NULL,"
-                                         " epoch BIGINT NOT NULL,"
-                                         " at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())")) !=
-                    PGRES_COMMAND_OK) {
+            int rc = audit_pg_connect(url, &c, &err) || audit_pg_schema(c, &err);
+            if (!rc) {
+                PGresult *r = PQexec(c, "CREATE TABLE IF NOT EXISTS probe_writes ("
+                                        " id BIGSERIAL PRIMARY KEY, replica TEXT NOT NULL,"
+                                        " epoch BIGINT NOT NULL,"
+                                        " at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())");
+                if (PQresultStatus(r) != PGRES_COMMAND_OK)
+                    rc = medic_error_set(&err, MEDIC_E_STORE, "%s", PQerrorMessage(c));
+                PQclear(r);
+            }
+            if (rc) {
                 say(replica, "error", 0, err.msg);
                 PQfinish(c);
                 c = NULL;
