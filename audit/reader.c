@@ -487,6 +487,16 @@ static int each_row(struct db_stmt *st, int (*row)(struct db_stmt *st, void *ctx
     return rc;
 }
 
+/* Prepares sql (no parameters) and calls row for each of its rows. */
+static int query_rows(struct audit_reader *reader, const char *sql,
+                      int (*row)(struct db_stmt *st, void *ctx), void *ctx, struct medic_error *err)
+{
+    struct db_stmt *st = NULL;
+    if (prepare(reader, sql, &st, err))
+        return err->code;
+    return each_row(st, row, ctx, err);
+}
+
 struct intent_ctx {
     audit_intent_fn fn;
     void *arg;
@@ -502,15 +512,12 @@ static int intent_row(struct db_stmt *st, void *ctx)
 int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
                        struct medic_error *err)
 {
-    struct db_stmt *st = NULL;
-    if (prepare(reader,
-                "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
-                " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
-                " o.intent_id = i.id) ORDER BY i.id",
-                &st, err))
-        return err->code;
     struct intent_ctx c = {fn, arg};
-    return each_row(st, intent_row, &c, err);
+    return query_rows(reader,
+                      "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
+                      " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
+                      " o.intent_id = i.id) ORDER BY i.id",
+                      intent_row, &c, err);
 }
 
 struct unstarted_ctx {
@@ -539,21 +546,18 @@ static int unstarted_row(struct db_stmt *st, void *ctx)
 int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
                               struct medic_error *err)
 {
-    struct db_stmt *st = NULL;
-    if (prepare(reader,
-                "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action, d.params,"
-                " d.reason, COALESCE(a.starts_at, d.created_at),"
-                " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
-                "  r.node IS NOT DISTINCT FROM d.node AND r.fingerprint = d.fingerprint"
-                "  AND r.status = 'resolved' AND r.id > COALESCE(d.alert_id, 0))"
-                " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
-                " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
-                " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id)"
-                " ORDER BY d.id",
-                &st, err))
-        return err->code;
     struct unstarted_ctx c = {fn, arg};
-    return each_row(st, unstarted_row, &c, err);
+    return query_rows(reader,
+                      "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action,"
+                      " d.params, d.reason, COALESCE(a.starts_at, d.created_at),"
+                      " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
+                      "  r.node IS NOT DISTINCT FROM d.node AND r.fingerprint = d.fingerprint"
+                      "  AND r.status = 'resolved' AND r.id > COALESCE(d.alert_id, 0))"
+                      " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
+                      " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
+                      " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id)"
+                      " ORDER BY d.id",
+                      unstarted_row, &c, err);
 }
 
 struct engine_row_ctx {
@@ -573,14 +577,11 @@ static int engine_row(struct db_stmt *st, void *ctx)
 int audit_read_engine_rows(struct audit_reader *reader, audit_row_fn fn, void *arg, size_t *count,
                            struct medic_error *err)
 {
-    struct db_stmt *st = NULL;
     *count = 0;
-    if (prepare(reader, "SELECT kind, key, value FROM engine_rows", &st, err)) {
-        /* a database of an earlier medic, not yet upgraded by medic serve */
-        return strstr(err->msg, "no such table") ? 0 : err->code;
-    }
     struct engine_row_ctx c = {fn, arg, count};
-    return each_row(st, engine_row, &c, err);
+    int rc = query_rows(reader, "SELECT kind, key, value FROM engine_rows", engine_row, &c, err);
+    /* a database of an earlier medic, not yet upgraded by medic serve */
+    return rc && *count == 0 && strstr(err->msg, "no such table") ? 0 : rc;
 }
 
 int audit_read_engine_state(struct audit_reader *reader, struct medic_buf *out,
