@@ -90,7 +90,13 @@ int db_exec(struct db *d, const char *sql, struct medic_error *err)
 
 int db_begin_snapshot(struct db *d, struct medic_error *err)
 {
-    return db_exec(d, d->lite ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+    /* a read snapshot holds no lock a writer waits for, so it may stay open
+     * while a long chain is hashed client-side: no idle-in-transaction cut */
+    return db_exec(d,
+                   d->lite ? "BEGIN"
+                           : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                             "SET LOCAL idle_in_transaction_session_timeout = 0",
+                   err);
 }
 
 /* ?N to $N outside quoted literals; the highest N in *nparams. */
