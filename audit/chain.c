@@ -1,54 +1,32 @@
 #include "chain.h"
+#include "sha256.h"
 
 #include <stdio.h>
 #include <string.h>
 
-void audit_chain_null(struct medic_sha256 *h)
+static void chain_null(struct medic_sha256 *h)
 {
     medic_sha256_field(h, NULL);
 }
 
-void audit_chain_int(struct medic_sha256 *h, long long v)
+static void chain_int(struct medic_sha256 *h, long long v)
 {
     char num[40];
     snprintf(num, sizeof(num), "i%lld", v);
     medic_sha256_field(h, num);
 }
 
-void audit_chain_real(struct medic_sha256 *h, double v)
+static void chain_real(struct medic_sha256 *h, double v)
 {
     char num[40];
     snprintf(num, sizeof(num), "r%.17g", v);
     medic_sha256_field(h, num);
 }
 
-void audit_chain_text(struct medic_sha256 *h, const char *v)
+static void chain_text(struct medic_sha256 *h, const char *v)
 {
     medic_sha256_update(h, "t", 1);
     medic_sha256_field(h, v);
-}
-
-void audit_chain_hash_row(sqlite3_stmt *st, char out[65])
-{
-    struct medic_sha256 *h = medic_sha256_new();
-    int n = sqlite3_column_count(st);
-    for (int i = 0; i < n; i++) {
-        switch (sqlite3_column_type(st, i)) {
-        case SQLITE_NULL:
-            audit_chain_null(h);
-            break;
-        case SQLITE_INTEGER:
-            audit_chain_int(h, (long long)sqlite3_column_int64(st, i));
-            break;
-        case SQLITE_FLOAT:
-            audit_chain_real(h, sqlite3_column_double(st, i));
-            break;
-        default:
-            audit_chain_text(h, (const char *)sqlite3_column_text(st, i));
-            break;
-        }
-    }
-    medic_sha256_finish(h, out);
 }
 
 void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65])
@@ -57,16 +35,16 @@ void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65])
     for (int i = 0; i < n; i++) {
         switch (db_column_type(st, i)) {
         case DB_NULL:
-            audit_chain_null(h);
+            chain_null(h);
             break;
         case DB_INT:
-            audit_chain_int(h, (long long)db_column_int64(st, i));
+            chain_int(h, (long long)db_column_int64(st, i));
             break;
         case DB_REAL:
-            audit_chain_real(h, db_column_double(st, i));
+            chain_real(h, db_column_double(st, i));
             break;
         default:
-            audit_chain_text(h, db_column_text(st, i));
+            chain_text(h, db_column_text(st, i));
             break;
         }
     }

@@ -1,34 +1,24 @@
 /* The SHA-256 hash chain over decision, action and incident-change rows
  * (private). Each row's hash covers its hashed columns (schema.h), read
- * back from the database with their SQL types, and the previous row's
- * hash. SQLite and PostgreSQL rows hash alike: a NULL, an integer as
- * "i<digits>", a real as "r%.17g", anything else as "t<text>". */
+ * back from the database with their SQL types through db.h, and the
+ * previous row's hash. SQLite and PostgreSQL rows hash alike: a NULL, an
+ * integer as "i<digits>", a real as "r%.17g", anything else as "t<text>". */
 #ifndef MEDIC_AUDIT_CHAIN_H
 #define MEDIC_AUDIT_CHAIN_H
 
 #include "audit.h"
 #include "db.h"
-#include "sha256.h"
 
-#include <sqlite3.h>
 #include <stdint.h>
 
 #define AUDIT_CHAIN_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 
-/* Hashes the current row of st (every column is hashed). */
-void audit_chain_hash_row(sqlite3_stmt *st, char out[65]);
-/* The same for a row of either backend, its first n columns. */
+/* Hashes the first n columns of st's current row, on either backend. */
 void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65]);
 
 /* Recomputes the decision, action and incident-change chains of d in one
  * snapshot; names the first broken row. */
 int audit_chain_verify(struct db *d, struct audit_verify_result *out, struct medic_error *err);
-
-/* One column of a row being hashed: NULL, an integer, a real, or text. */
-void audit_chain_null(struct medic_sha256 *h);
-void audit_chain_int(struct medic_sha256 *h, long long v);
-void audit_chain_real(struct medic_sha256 *h, double v);
-void audit_chain_text(struct medic_sha256 *h, const char *v);
 
 /* Walks one table's chain in id order. */
 struct audit_chain_walk {

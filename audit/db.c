@@ -1,4 +1,5 @@
 #include "db.h"
+#include "postgres.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct db {
 struct db_stmt {
     struct db *d;
     sqlite3_stmt *lite;
+    int borrowed; /* lite belongs to the caller */
     /* PostgreSQL: the rewritten SQL, the bound values as text, the result
      * of the last run and the row stepped to */
     char *sql;
@@ -64,12 +66,7 @@ int db_is_pg(const struct db *d)
 
 static int pg_fail(struct db *d, struct medic_error *err)
 {
-    char msg[300];
-    snprintf(msg, sizeof(msg), "%s", PQerrorMessage(d->pg));
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = 0;
-    return medic_error_set(err, MEDIC_E_STORE, "postgresql: %s", msg);
+    return audit_pg_error(err, d->pg, "query failed");
 }
 
 int db_exec(struct db *d, const char *sql, struct medic_error *err)
@@ -144,6 +141,17 @@ int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic
     }
     *out = st;
     return 0;
+}
+
+struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st)
+{
+    struct db_stmt *w = calloc(1, sizeof(*w));
+    if (w) {
+        w->lite = st;
+        w->borrowed = 1;
+        w->row = -1;
+    }
+    return w;
 }
 
 static void pg_bind(struct db_stmt *st, int i, char *v)
@@ -301,7 +309,7 @@ void db_finalize(struct db_stmt *st)
 {
     if (!st)
         return;
-    if (st->lite)
+    if (st->lite && !st->borrowed)
         sqlite3_finalize(st->lite);
     PQclear(st->res);
     PQfreemem(st->blob);

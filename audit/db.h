@@ -35,6 +35,10 @@ int db_exec(struct db *d, const char *sql, struct medic_error *err);
 int db_begin_snapshot(struct db *d, struct medic_error *err);
 
 int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err);
+/* A statement over one the caller prepared and keeps owning (the writer's
+ * own, stepped to a row), for code that reads rows through this layer;
+ * db_finalize frees only the wrapper. NULL when out of memory. */
+struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st);
 void db_bind_int64(struct db_stmt *st, int i, int64_t v); /* i from 1 */
 void db_bind_text(struct db_stmt *st, int i, const char *v);
 /* Its next row: 1, none left: 0, an error: a MEDIC_E_* code (err set). */

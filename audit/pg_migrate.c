@@ -43,10 +43,7 @@ static int copy_table(sqlite3 *db, PGconn *c, const char *table, long long *rows
         at += (size_t)snprintf(insert + at, sizeof(insert) - at, "%s$%d", i ? ", " : "", i + 1);
     snprintf(insert + at, sizeof(insert) - at, ")");
     PGresult *prep = PQprepare(c, table, insert, n, NULL);
-    int rc = PQresultStatus(prep) == PGRES_COMMAND_OK
-                 ? 0
-                 : medic_error_set(err, MEDIC_E_STORE, "postgresql: cannot insert into %s: %s",
-                                   table, PQerrorMessage(c));
+    int rc = PQresultStatus(prep) == PGRES_COMMAND_OK ? 0 : audit_pg_error(err, c, table);
     PQclear(prep);
     char reals[MIGRATE_MAX_COLUMNS][40];
     int step;
@@ -76,9 +73,11 @@ static int copy_table(sqlite3 *db, PGconn *c, const char *table, long long *rows
             }
         }
         PGresult *r = PQexecPrepared(c, table, n, values, lengths, formats, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = medic_error_set(err, MEDIC_E_STORE, "postgresql: %s row %lld: %s", table,
-                                 *rows + 1, PQerrorMessage(c));
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            char what[96];
+            snprintf(what, sizeof(what), "%s row %lld", table, *rows + 1);
+            rc = audit_pg_error(err, c, what);
+        }
         PQclear(r);
         if (rc == 0 && ++*rows % 10000 == 0)
             say(progress, table, *rows, 0);
@@ -118,7 +117,7 @@ static int target_empty(PGconn *c, struct medic_error *err)
                             "(SELECT count(*) FROM engine_rows)");
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = medic_error_set(err, MEDIC_E_STORE, "postgresql: %s", PQerrorMessage(c));
+        rc = audit_pg_error(err, c, "cannot count the rows there");
     else if (strcmp(PQgetvalue(r, 0, 0), "0") != 0)
         rc = medic_error_set(err, MEDIC_E_STORE,
                              "postgresql: the audit log there is not empty (%s rows): migrate "
@@ -146,9 +145,9 @@ int audit_pg_migrate(const char *path, const char *url, void (*progress)(const c
         rc = medic_error_set(err, MEDIC_E_STORE, "sqlite: %s", sqlite3_errmsg(db));
     PGresult *begin = rc == 0 ? PQexec(c, "BEGIN") : NULL;
     if (rc == 0 && PQresultStatus(begin) != PGRES_COMMAND_OK)
-        rc = medic_error_set(err, MEDIC_E_STORE, "postgresql: %s", PQerrorMessage(c));
+        rc = audit_pg_error(err, c, "cannot begin");
     PQclear(begin);
-    for (size_t t = 0; rc == 0 && t < sizeof(audit_pg_tables) / sizeof(audit_pg_tables[0]); t++) {
+    for (size_t t = 0; rc == 0 && t < AUDIT_PG_TABLES; t++) {
         rc = copy_table(db, c, audit_pg_tables[t], &out->rows[t], progress, err);
         if (rc == 0)
             say(progress, audit_pg_tables[t], out->rows[t], 1);
@@ -156,8 +155,7 @@ int audit_pg_migrate(const char *path, const char *url, void (*progress)(const c
     if (c && PQstatus(c) == CONNECTION_OK) {
         PGresult *end = PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK");
         if (rc == 0 && PQresultStatus(end) != PGRES_COMMAND_OK)
-            rc = medic_error_set(err, MEDIC_E_STORE, "postgresql: cannot commit: %s",
-                                 PQerrorMessage(c));
+            rc = audit_pg_error(err, c, "cannot commit");
         PQclear(end);
     }
     if (rc == 0)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const audit_pg_tables[7] = {"notifications", "alerts",       "decisions",
-                                        "actions",       "engine_state", "incident_changes",
-                                        "engine_rows"};
+const char *const audit_pg_tables[AUDIT_PG_TABLES] = {
+    "notifications", "alerts",           "decisions",  "actions",
+    "engine_state",  "incident_changes", "engine_rows"};
 
 /* The SQLite schema at its newest version (schema.c), in PostgreSQL's
  * types: INTEGER is bigint, REAL double precision, BLOB bytea. Kept in step

@@ -33,11 +33,12 @@ int audit_pg_verify(PGconn *c, struct audit_verify_result *out, struct medic_err
 /* Copies the SQLite audit log at path into the empty PostgreSQL one at url
  * in one transaction, table by table in id order, then verifies the
  * chains there; progress lines go to progress (NULL: none). */
+#define AUDIT_PG_TABLES 7
+extern const char *const audit_pg_tables[AUDIT_PG_TABLES];
 struct audit_pg_migrated {
-    long long rows[8]; /* per table, in audit_pg_tables order */
+    long long rows[AUDIT_PG_TABLES]; /* per table, in audit_pg_tables order */
     struct audit_verify_result verified;
 };
-extern const char *const audit_pg_tables[7];
 int audit_pg_migrate(const char *path, const char *url, void (*progress)(const char *line),
                      struct audit_pg_migrated *out, struct medic_error *err);
 

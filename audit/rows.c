@@ -260,8 +260,13 @@ static int seal_row(struct audit_store *s, enum stmt_id select, enum stmt_id upd
         sqlite3_reset(st);
         return store_fail(s, err, "reading back a chained row");
     }
-    audit_chain_hash_row(st, hash);
+    struct db_stmt *row = db_stmt_over_sqlite(st);
+    if (row)
+        audit_chain_hash_db_row(row, db_column_count(row), hash);
+    db_finalize(row);
     sqlite3_reset(st);
+    if (!row)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     st = s->stmts[update];
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);

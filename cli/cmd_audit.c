@@ -124,7 +124,7 @@ static int run_migrate(const char *from, const char *to)
         return 1;
     }
     printf("copied:");
-    for (size_t t = 0; t < sizeof(audit_pg_tables) / sizeof(audit_pg_tables[0]); t++)
+    for (size_t t = 0; t < AUDIT_PG_TABLES; t++)
         printf("%s %lld %s", t ? "," : "", m.rows[t], audit_pg_tables[t]);
     printf("\n");
     return report_verified(&m.verified);
