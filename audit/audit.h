@@ -26,9 +26,9 @@ struct audit_options {
 
 void audit_options_default(struct audit_options *options);
 
-/* Opens (creating when missing) and migrates the database at path, then
- * starts the writer thread. */
-int audit_store_open(const char *path, const struct audit_options *options,
+/* Opens (creating when missing) and migrates the database at location, a
+ * path or a postgresql:// URL, then starts the writer thread. */
+int audit_store_open(const char *location, const struct audit_options *options,
                      struct audit_store **out, struct medic_error *err);
 /* Finishes queued writes, stops the writer and closes. NULL is a no-op. */
 void audit_store_free(struct audit_store *store);
@@ -169,6 +169,7 @@ struct audit_stats {
     uint64_t commits;
     uint64_t commit_failures;
     uint64_t requests_committed;
+    uint64_t fenced; /* decisions and intents refused: this replica did not lead */
     uint64_t commit_bucket_counts[AUDIT_COMMIT_BUCKETS]; /* cumulative */
     double commit_seconds_sum;
     size_t queue_depth;
@@ -177,6 +178,13 @@ struct audit_stats {
 };
 
 void audit_store_stats(struct audit_store *store, struct audit_stats *out);
+
+/* Several replicas on PostgreSQL: the term of the lease this replica
+ * holds (epoch 0: none). Every transaction that writes a decision or an
+ * action's intent checks it against the lease row and is refused with
+ * MEDIC_E_FENCED when it is not current. Without a term set, a PostgreSQL
+ * store refuses them all; SQLite ignores it (one process owns the file). */
+void audit_store_set_term(struct audit_store *store, const char *replica, int64_t epoch);
 
 /* ---- read side ---- */
 

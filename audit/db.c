@@ -21,7 +21,12 @@ enum {
 
 struct db {
     sqlite3 *lite;
+    sqlite3_stmt *begin, *commit; /* SQLite: prepared once, run per transaction */
     PGconn *pg;
+    int in_tx;      /* a transaction is open: a broken connection is not reopened */
+    unsigned epoch; /* PostgreSQL: bumped when the connection is reopened */
+    unsigned names; /* PostgreSQL: cached statements named so far */
+    enum db_failure failure;
 };
 
 struct db_stmt {
@@ -33,6 +38,12 @@ struct db_stmt {
     char *sql;
     int nparams;
     char *params[DB_MAX_PARAMS];
+    int lengths[DB_MAX_PARAMS];
+    int formats[DB_MAX_PARAMS]; /* 1: binary, a blob's bytes */
+    char owned[DB_MAX_PARAMS];  /* params[i] is ours to free */
+    int cached;                 /* prepared on the server once per connection */
+    unsigned prepared_epoch;    /* the connection it was prepared on, plus one */
+    char name[24];
     PGresult *res;
     int row;
     unsigned char *blob; /* the last blob decoded from PostgreSQL's text form */
@@ -56,6 +67,10 @@ struct db *db_over_pg(PGconn *conn)
 
 void db_free(struct db *d)
 {
+    if (!d)
+        return;
+    sqlite3_finalize(d->begin);
+    sqlite3_finalize(d->commit);
     free(d);
 }
 
@@ -64,36 +79,122 @@ int db_is_pg(const struct db *d)
     return d->pg != NULL;
 }
 
-static int pg_fail(struct db *d, struct medic_error *err)
+static void classify_pg(struct db *d, const PGresult *r)
 {
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (PQstatus(d->pg) == CONNECTION_BAD)
+        d->failure = DB_FAIL_CONNECTION;
+    else if (state && strcmp(state, "23505") == 0)
+        d->failure = DB_FAIL_UNIQUE;
+    else if (state && (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0 ||
+                       strcmp(state, "55P03") == 0))
+        d->failure = DB_FAIL_RETRY;
+    else if (state && strncmp(state, "08", 2) == 0)
+        d->failure = DB_FAIL_CONNECTION;
+    else
+        d->failure = DB_FAIL_OTHER;
+}
+
+static int pg_fail(struct db *d, const PGresult *r, struct medic_error *err)
+{
+    classify_pg(d, r);
     return audit_pg_error(err, d->pg, "query failed");
+}
+
+static int lite_fail(struct db *d, struct medic_error *err)
+{
+    int code = sqlite3_extended_errcode(d->lite);
+    d->failure = code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY
+                     ? DB_FAIL_UNIQUE
+                 : (code & 0xff) == SQLITE_BUSY ? DB_FAIL_RETRY
+                                                : DB_FAIL_OTHER;
+    return medic_error_set(err, MEDIC_E_STORE, "sqlite: %s", sqlite3_errmsg(d->lite));
+}
+
+enum db_failure db_last_failure(struct db *d)
+{
+    return d->failure;
+}
+
+/* Before a PostgreSQL statement: a connection that broke is opened again,
+ * outside a transaction only. */
+static int pg_ready(struct db *d, struct medic_error *err)
+{
+    if (PQstatus(d->pg) == CONNECTION_OK)
+        return 0;
+    if (!d->in_tx) {
+        PQreset(d->pg);
+        d->epoch++;
+        if (PQstatus(d->pg) == CONNECTION_OK)
+            return 0;
+    }
+    d->failure = DB_FAIL_CONNECTION;
+    return audit_pg_error(err, d->pg, "the connection is lost");
 }
 
 int db_exec(struct db *d, const char *sql, struct medic_error *err)
 {
     if (d->lite) {
-        char *msg = NULL;
-        if (sqlite3_exec(d->lite, sql, NULL, NULL, &msg) == SQLITE_OK)
+        if (sqlite3_exec(d->lite, sql, NULL, NULL, NULL) == SQLITE_OK)
             return 0;
-        medic_error_set(err, MEDIC_E_STORE, "sqlite: %s", msg ? msg : "failed");
-        sqlite3_free(msg);
-        return MEDIC_E_STORE;
+        return lite_fail(d, err);
     }
+    if (pg_ready(d, err))
+        return MEDIC_E_STORE;
     PGresult *r = PQexec(d->pg, sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    int rc = ok ? 0 : pg_fail(d, r, err);
     PQclear(r);
-    return ok ? 0 : pg_fail(d, err);
+    return rc;
+}
+
+/* SQLite: runs one of the transaction statements, prepared on first use. */
+static int lite_tx(struct db *d, sqlite3_stmt **st, const char *sql, struct medic_error *err)
+{
+    if (!*st &&
+        sqlite3_prepare_v3(d->lite, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+        return lite_fail(d, err);
+    int rc = sqlite3_step(*st);
+    sqlite3_reset(*st);
+    return rc == SQLITE_DONE ? 0 : lite_fail(d, err);
+}
+
+int db_begin(struct db *d, struct medic_error *err)
+{
+    int rc = d->lite ? lite_tx(d, &d->begin, "BEGIN IMMEDIATE", err) : db_exec(d, "BEGIN", err);
+    d->in_tx = rc == 0;
+    return rc;
 }
 
 int db_begin_snapshot(struct db *d, struct medic_error *err)
 {
     /* a read snapshot holds no lock a writer waits for, so it may stay open
      * while a long chain is hashed client-side: no idle-in-transaction cut */
-    return db_exec(d,
-                   d->lite ? "BEGIN"
-                           : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                             "SET LOCAL idle_in_transaction_session_timeout = 0",
-                   err);
+    int rc = db_exec(d,
+                     d->lite ? "BEGIN"
+                             : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                               "SET LOCAL idle_in_transaction_session_timeout = 0",
+                     err);
+    d->in_tx = rc == 0;
+    return rc;
+}
+
+int db_commit(struct db *d, struct medic_error *err)
+{
+    int rc = d->lite ? lite_tx(d, &d->commit, "COMMIT", err) : db_exec(d, "COMMIT", err);
+    if (rc)
+        db_rollback(d);
+    d->in_tx = 0;
+    return rc;
+}
+
+void db_rollback(struct db *d)
+{
+    if (d->lite)
+        sqlite3_exec(d->lite, "ROLLBACK", NULL, NULL, NULL);
+    else if (PQstatus(d->pg) == CONNECTION_OK)
+        PQclear(PQexec(d->pg, "ROLLBACK"));
+    d->in_tx = 0;
 }
 
 /* ?N to $N outside quoted literals; the highest N in *nparams. */
@@ -121,7 +222,8 @@ static char *pg_sql(const char *sql, int *nparams)
     return out;
 }
 
-int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err)
+static int prepare(struct db *d, const char *sql, int cached, struct db_stmt **out,
+                   struct medic_error *err)
 {
     struct db_stmt *st = calloc(1, sizeof(*st));
     if (!st)
@@ -129,8 +231,9 @@ int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic
     st->d = d;
     st->row = -1;
     if (d->lite) {
-        if (sqlite3_prepare_v2(d->lite, sql, -1, &st->lite, NULL) != SQLITE_OK) {
-            medic_error_set(err, MEDIC_E_STORE, "sqlite: %s", sqlite3_errmsg(d->lite));
+        if (sqlite3_prepare_v3(d->lite, sql, -1, cached ? SQLITE_PREPARE_PERSISTENT : 0, &st->lite,
+                               NULL) != SQLITE_OK) {
+            lite_fail(d, err);
             free(st);
             return MEDIC_E_STORE;
         }
@@ -138,9 +241,22 @@ int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic
         free(st->sql);
         free(st);
         return medic_error_set(err, MEDIC_E_INVALID, "a statement with too many parameters");
+    } else if (cached) {
+        st->cached = 1;
+        snprintf(st->name, sizeof(st->name), "medic_%u", ++d->names);
     }
     *out = st;
     return 0;
+}
+
+int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err)
+{
+    return prepare(d, sql, 0, out, err);
+}
+
+int db_prepare_cached(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err)
+{
+    return prepare(d, sql, 1, out, err);
 }
 
 struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st)
@@ -154,14 +270,20 @@ struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st)
     return w;
 }
 
-static void pg_bind(struct db_stmt *st, int i, char *v)
+/* Sets parameter i to v: text (owned, len -1) or a blob's bytes (not). */
+static void pg_bind(struct db_stmt *st, int i, char *v, int len)
 {
     if (i < 1 || i > st->nparams) {
-        free(v);
+        if (len < 0)
+            free(v);
         return;
     }
-    free(st->params[i - 1]);
+    if (st->owned[i - 1])
+        free(st->params[i - 1]);
     st->params[i - 1] = v;
+    st->owned[i - 1] = len < 0;
+    st->lengths[i - 1] = len < 0 ? 0 : len;
+    st->formats[i - 1] = len >= 0;
 }
 
 void db_bind_int64(struct db_stmt *st, int i, int64_t v)
@@ -173,7 +295,7 @@ void db_bind_int64(struct db_stmt *st, int i, int64_t v)
     char *s = malloc(24);
     if (s)
         snprintf(s, 24, "%lld", (long long)v);
-    pg_bind(st, i, s);
+    pg_bind(st, i, s, -1);
 }
 
 void db_bind_text(struct db_stmt *st, int i, const char *v)
@@ -181,7 +303,49 @@ void db_bind_text(struct db_stmt *st, int i, const char *v)
     if (st->lite)
         sqlite3_bind_text(st->lite, i, v, -1, SQLITE_TRANSIENT);
     else
-        pg_bind(st, i, v ? strdup(v) : NULL);
+        pg_bind(st, i, v ? strdup(v) : NULL, -1);
+}
+
+void db_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
+{
+    if (st->lite) {
+        sqlite3_bind_text64(st->lite, i, v, len, SQLITE_TRANSIENT, SQLITE_UTF8);
+        return;
+    }
+    char *s = malloc(len + 1);
+    if (s) {
+        memcpy(s, v, len);
+        s[len] = 0;
+    }
+    pg_bind(st, i, s, -1);
+}
+
+void db_bind_double(struct db_stmt *st, int i, double v)
+{
+    if (st->lite) {
+        sqlite3_bind_double(st->lite, i, v);
+        return;
+    }
+    char *s = malloc(32);
+    if (s)
+        snprintf(s, 32, "%.17g", v);
+    pg_bind(st, i, s, -1);
+}
+
+void db_bind_null(struct db_stmt *st, int i)
+{
+    if (st->lite)
+        sqlite3_bind_null(st->lite, i);
+    else
+        pg_bind(st, i, NULL, -1);
+}
+
+void db_bind_blob(struct db_stmt *st, int i, const void *data, size_t len)
+{
+    if (st->lite)
+        sqlite3_bind_blob64(st->lite, i, data, len, SQLITE_STATIC);
+    else
+        pg_bind(st, i, (char *)data, (int)len);
 }
 
 int db_step(struct db_stmt *st, struct medic_error *err)
@@ -192,17 +356,35 @@ int db_step(struct db_stmt *st, struct medic_error *err)
             return 1;
         if (rc == SQLITE_DONE)
             return 0;
-        return medic_error_set(err, MEDIC_E_STORE, "sqlite: %s",
-                               sqlite3_errmsg(sqlite3_db_handle(st->lite)));
+        if (!st->d) /* borrowed: no struct db to remember the failure in */
+            return medic_error_set(err, MEDIC_E_STORE, "sqlite: %s",
+                                   sqlite3_errmsg(sqlite3_db_handle(st->lite)));
+        return lite_fail(st->d, err);
     }
     if (!st->res) {
-        st->res = PQexecParams(st->d->pg, st->sql, st->nparams, NULL,
-                               (const char *const *)st->params, NULL, NULL, 0);
+        struct db *d = st->d;
+        if (pg_ready(d, err))
+            return MEDIC_E_STORE;
+        const char *const *values = (const char *const *)st->params;
+        if (st->cached && st->prepared_epoch != d->epoch + 1) {
+            PGresult *p = PQprepare(d->pg, st->name, st->sql, st->nparams, NULL);
+            int ok = PQresultStatus(p) == PGRES_COMMAND_OK;
+            int rc = ok ? 0 : pg_fail(d, p, err);
+            PQclear(p);
+            if (rc)
+                return rc;
+            st->prepared_epoch = d->epoch + 1;
+        }
+        st->res = st->cached ? PQexecPrepared(d->pg, st->name, st->nparams, values, st->lengths,
+                                              st->formats, 0)
+                             : PQexecParams(d->pg, st->sql, st->nparams, NULL, values, st->lengths,
+                                            st->formats, 0);
         ExecStatusType s = PQresultStatus(st->res);
         if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+            int rc = pg_fail(d, st->res, err);
             PQclear(st->res);
             st->res = NULL;
-            return pg_fail(st->d, err);
+            return rc;
         }
         st->row = -1;
     }
@@ -305,6 +487,17 @@ void db_reset(struct db_stmt *st)
     st->row = -1;
 }
 
+void db_clear(struct db_stmt *st)
+{
+    db_reset(st);
+    if (st->lite) {
+        sqlite3_clear_bindings(st->lite);
+        return;
+    }
+    for (int i = 1; i <= st->nparams; i++)
+        pg_bind(st, i, NULL, -1);
+}
+
 void db_finalize(struct db_stmt *st)
 {
     if (!st)
@@ -314,7 +507,14 @@ void db_finalize(struct db_stmt *st)
     PQclear(st->res);
     PQfreemem(st->blob);
     for (int i = 0; i < DB_MAX_PARAMS; i++)
-        free(st->params[i]);
+        if (st->owned[i])
+            free(st->params[i]);
+    if (st->cached && st->prepared_epoch == st->d->epoch + 1 &&
+        PQstatus(st->d->pg) == CONNECTION_OK) {
+        char sql[48];
+        snprintf(sql, sizeof(sql), "DEALLOCATE %s", st->name);
+        PQclear(PQexec(st->d->pg, sql));
+    }
     free(st->sql);
     free(st);
 }

@@ -3,8 +3,9 @@
  * step and column calls, so that a query is written once. SQL uses SQLite's
  * numbered parameters (?1, ?2, ...), rewritten to $1, $2, ... for
  * PostgreSQL; column types come back as the backend has them (an integer,
- * a real, text, a blob or NULL). Code moves onto it module by module;
- * verify.c is the first. */
+ * a real, text, a blob or NULL). A PostgreSQL connection that broke is
+ * opened again before the next statement outside a transaction (inside
+ * one, the statement fails: the transaction is lost with the connection). */
 #ifndef MEDIC_AUDIT_DB_H
 #define MEDIC_AUDIT_DB_H
 
@@ -30,17 +31,39 @@ int db_is_pg(const struct db *d);
 
 /* Runs statements that return no rows. */
 int db_exec(struct db *d, const char *sql, struct medic_error *err);
-/* Begins a read-only transaction that sees one moment of the database;
- * end it with db_exec(d, "COMMIT"). */
+/* Begins a read-only transaction that sees one moment of the database. */
 int db_begin_snapshot(struct db *d, struct medic_error *err);
+/* Begins a write transaction (SQLite: IMMEDIATE, the write lock at once). */
+int db_begin(struct db *d, struct medic_error *err);
+int db_commit(struct db *d, struct medic_error *err);
+void db_rollback(struct db *d);
+
+/* What the last failed statement ran into. */
+enum db_failure {
+    DB_FAIL_OTHER,
+    DB_FAIL_UNIQUE,     /* a unique constraint */
+    DB_FAIL_RETRY,      /* a deadlock or a lock wait given up: the same work may succeed again */
+    DB_FAIL_CONNECTION, /* the connection broke */
+};
+enum db_failure db_last_failure(struct db *d);
 
 int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err);
+/* The same for a statement run many times: SQLite keeps it persistent,
+ * PostgreSQL parses it once per connection. */
+int db_prepare_cached(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err);
 /* A statement over one the caller prepared and keeps owning (the writer's
  * own, stepped to a row), for code that reads rows through this layer;
  * db_finalize frees only the wrapper. NULL when out of memory. */
 struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st);
-void db_bind_int64(struct db_stmt *st, int i, int64_t v); /* i from 1 */
-void db_bind_text(struct db_stmt *st, int i, const char *v);
+void db_bind_int64(struct db_stmt *st, int i, int64_t v);    /* i from 1 */
+void db_bind_text(struct db_stmt *st, int i, const char *v); /* NULL binds NULL */
+/* len bytes of text, not NUL-terminated */
+void db_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len);
+void db_bind_double(struct db_stmt *st, int i, double v);
+void db_bind_null(struct db_stmt *st, int i);
+/* Binds len bytes without copying them: they must stay until the
+ * statement has run. */
+void db_bind_blob(struct db_stmt *st, int i, const void *data, size_t len);
 /* Its next row: 1, none left: 0, an error: a MEDIC_E_* code (err set). */
 int db_step(struct db_stmt *st, struct medic_error *err);
 int db_column_count(struct db_stmt *st);
@@ -51,8 +74,9 @@ const char *db_column_text(struct db_stmt *st, int i); /* NULL for a NULL */
 size_t db_column_bytes(struct db_stmt *st, int i);
 /* A blob's bytes (valid until the next step), its length in *len. */
 const void *db_column_blob(struct db_stmt *st, int i, size_t *len);
-/* Ready to run again with new bindings. */
+/* Ready to run again; db_clear also forgets the bindings. */
 void db_reset(struct db_stmt *st);
+void db_clear(struct db_stmt *st);
 void db_finalize(struct db_stmt *st);
 
 #endif

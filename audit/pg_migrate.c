@@ -152,6 +152,21 @@ int audit_pg_migrate(const char *path, const char *url, void (*progress)(const c
         if (rc == 0)
             say(progress, audit_pg_tables[t], out->rows[t], 1);
     }
+    /* new rows take ids after the copied ones */
+    for (size_t t = 0; rc == 0 && t < AUDIT_PG_TABLES; t++) {
+        char sql[256];
+        const char *name = audit_pg_tables[t];
+        if (strcmp(name, "engine_state") == 0 || strcmp(name, "engine_rows") == 0)
+            continue; /* no identity */
+        snprintf(sql, sizeof(sql),
+                 "SELECT setval(pg_get_serial_sequence('%s', 'id'), "
+                 "COALESCE((SELECT max(id) FROM %s), 0) + 1, false)",
+                 name, name);
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            rc = audit_pg_error(err, c, "cannot move the id sequences on");
+        PQclear(r);
+    }
     if (c && PQstatus(c) == CONNECTION_OK) {
         PGresult *end = PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK");
         if (rc == 0 && PQresultStatus(end) != PGRES_COMMAND_OK)

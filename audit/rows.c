@@ -19,20 +19,29 @@ static const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
         " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
         " dedupe_prefix, payload_encoding, payload_bytes)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id",
+    /* several replicas may store the same key at once: the unique index
+     * decides which is first (the others wait for it, then store a duplicate) */
+    [ST_INSERT_FIRST] =
+        "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
+        " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
+        " dedupe_prefix, payload_encoding, payload_bytes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " ON CONFLICT (dedupe_key) WHERE duplicate_of IS NULL DO NOTHING RETURNING id",
     [ST_INSERT_ALERT] =
         "INSERT INTO alerts (notification_id, position, received_at, fingerprint, status,"
         " alertname, node, starts_at, ends_at, generator_url, labels, annotations)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
     [ST_INSERT_DECISION] =
         "INSERT INTO decisions (created_at, notification_id, alert_id, fingerprint, node,"
         " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
         " config_hash, prev_hash, hash)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, '')",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, '')"
+        " RETURNING id",
     [ST_INSERT_ACTION] =
         "INSERT INTO actions (created_at, decision_id, phase, intent_id, action, node, target,"
         " params, result, duration_ms, detail, prev_hash, hash)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '')",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '') RETURNING id",
     [ST_LAST_DECISION_HASH] = "SELECT hash FROM decisions ORDER BY id DESC LIMIT 1",
     [ST_LAST_ACTION_HASH] = "SELECT hash FROM actions ORDER BY id DESC LIMIT 1",
     [ST_SELECT_DECISION] = NULL, /* built from audit_decision_hashed_columns */
@@ -47,72 +56,65 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DROP_LEGACY_STATE] = "DELETE FROM engine_state",
     [ST_INSERT_CHANGE] =
         "INSERT INTO incident_changes (created_at, incident, node, policy, from_state, state,"
-        " cause, decision_id, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '')",
+        " cause, decision_id, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '')"
+        " RETURNING id",
     [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
     [ST_SELECT_CHANGE] = NULL,
     [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
-    /* prepared once: parsing them per request cost as much as an insert */
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
 };
+
+/* PostgreSQL: alert ids come from one sequence that every replica draws
+ * on, and a notification's alerts must have consecutive ids (the engine
+ * finds alert k at the first id plus k): a replica inserts them holding
+ * this lock, for the inserts only. */
+#define ALERT_IDS_LOCK 0x6d656469630001LL
 
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
                            struct medic_error *err);
 
-static int store_fail(struct audit_store *s, struct medic_error *err, const char *what)
+static void bind_text(struct db_stmt *st, int i, const char *v)
 {
-    return medic_error_set(err, MEDIC_E_STORE, "%s: %s", what, sqlite3_errmsg(s->db));
+    db_bind_text(st, i, v);
 }
 
-int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *err)
-{
-    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return store_fail(s, err, sql);
-    return 0;
-}
-
-int audit__exec_stmt(struct audit_store *s, enum stmt_id id, struct medic_error *err)
-{
-    sqlite3_stmt *st = s->stmts[id];
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return store_fail(s, err, stmt_sql[id]);
-    return 0;
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-static void bind_time_ms(sqlite3_stmt *st, int i, int64_t t)
+static void bind_time_ms(struct db_stmt *st, int i, int64_t t)
 {
     if (t == MEDIC_TIME_UNSET)
-        sqlite3_bind_null(st, i);
+        db_bind_null(st, i);
     else
-        sqlite3_bind_int64(st, i, t / MEDIC_NS_PER_MS);
+        db_bind_int64(st, i, t / MEDIC_NS_PER_MS);
 }
 
-static void bind_id(sqlite3_stmt *st, int i, int64_t id)
+static void bind_id(struct db_stmt *st, int i, int64_t id)
 {
     if (id > 0)
-        sqlite3_bind_int64(st, i, id);
+        db_bind_int64(st, i, id);
     else
-        sqlite3_bind_null(st, i);
+        db_bind_null(st, i);
 }
 
-static int step_done(struct audit_store *s, sqlite3_stmt *st, struct medic_error *err,
-                     const char *what)
+/* Runs st, which returns no row, and clears it for the next use. */
+static int step_done(struct db_stmt *st, struct medic_error *err, const char *what)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE)
-        return store_fail(s, err, what);
+    int rc = db_step(st, err);
+    db_clear(st);
+    if (rc < 0) {
+        medic_error_prefix(err, what);
+        return rc;
+    }
+    return 0;
+}
+
+/* Runs an insert that returns the new row's id (0 when it returned none). */
+static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what)
+{
+    int rc = db_step(st, err);
+    *id = rc == 1 ? db_column_int64(st, 0) : 0;
+    db_clear(st);
+    if (rc < 0) {
+        medic_error_prefix(err, what);
+        return rc;
+    }
     return 0;
 }
 
@@ -132,61 +134,82 @@ static int labels_json(struct medic_buf *b, const struct medic_labels *l)
     return rc ? rc : medic_buf_puts(b, "}");
 }
 
-static int write_notification(struct audit_store *s, struct job *job)
+/* Binds a notification's row, the first or a duplicate of first. */
+static void bind_notification(struct db_stmt *st, const struct job *job, int64_t first)
+{
+    const struct audit_notification_in *in = job->in;
+    const struct prepared_notification *prep = job->prepared;
+    const struct medic_notification *n = in->notification;
+    db_bind_int64(st, 1, in->received_at / MEDIC_NS_PER_MS);
+    bind_text(st, 2, n->group_key);
+    bind_text(st, 3, medic_alert_status_name(n->status));
+    bind_text(st, 4, n->receiver);
+    bind_text(st, 5, n->external_url);
+    db_bind_int64(st, 6, n->truncated_alerts);
+    db_bind_int64(st, 7, (int64_t)n->alert_count);
+    bind_text(st, 8, prep->dedupe_key);
+    bind_id(st, 9, first);
+    bind_text(st, 10, in->remote_addr);
+    if (prep->deflated_len) {
+        db_bind_blob(st, 11, prep->deflated, prep->deflated_len);
+        bind_text(st, 13, "deflate");
+    } else {
+        db_bind_blob(st, 11, in->raw, in->raw_len);
+        bind_text(st, 13, "identity");
+    }
+    db_bind_int64(st, 12, prep->dedupe_prefix);
+    db_bind_int64(st, 14, (int64_t)in->raw_len);
+}
+
+static int find_first(struct audit_store *s, const struct prepared_notification *prep,
+                      int64_t *first, struct medic_error *err)
+{
+    struct db_stmt *st = s->stmts[ST_FIND_FIRST];
+    db_bind_text(st, 1, prep->dedupe_key);
+    db_bind_int64(st, 2, prep->dedupe_prefix);
+    return step_id(st, first, err, "looking up duplicates");
+}
+
+/* The notification's row, and whether it is a duplicate (*first: the id
+ * of the one it repeats). SQLite has one writer: a lookup then an insert.
+ * PostgreSQL may have several: the insert as first is tried, and the
+ * unique index on the key turns it into nothing when another replica (or
+ * this batch) stored the key already. */
+static int insert_notification(struct audit_store *s, struct job *job, int64_t *id, int64_t *first)
+{
+    const struct prepared_notification *prep = job->prepared;
+    int rc;
+    *first = 0;
+    if (s->pg) {
+        bind_notification(s->stmts[ST_INSERT_FIRST], job, 0);
+        if ((rc = step_id(s->stmts[ST_INSERT_FIRST], id, &job->err, "storing the notification")))
+            return rc;
+        if (*id)
+            return 0;
+    }
+    if ((rc = find_first(s, prep, first, &job->err)))
+        return rc;
+    if (s->pg && !*first)
+        return medic_error_set(&job->err, MEDIC_E_STORE,
+                               "storing the notification: its key is taken but not found");
+    bind_notification(s->stmts[ST_INSERT_NOTIFICATION], job, *first);
+    return step_id(s->stmts[ST_INSERT_NOTIFICATION], id, &job->err, "storing the notification");
+}
+
+static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
 {
     const struct audit_notification_in *in = job->in;
     const struct prepared_notification *prep = job->prepared;
     struct audit_notification_result *out = job->out;
     const struct medic_notification *n = in->notification;
-    int64_t first = 0;
-
-    sqlite3_stmt *st = s->stmts[ST_FIND_FIRST];
-    sqlite3_bind_text(st, 1, prep->dedupe_key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, prep->dedupe_prefix);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        first = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return store_fail(s, &job->err, "looking up duplicates");
-
-    st = s->stmts[ST_INSERT_NOTIFICATION];
-    sqlite3_bind_int64(st, 1, in->received_at / MEDIC_NS_PER_MS);
-    bind_text(st, 2, n->group_key);
-    bind_text(st, 3, medic_alert_status_name(n->status));
-    bind_text(st, 4, n->receiver);
-    bind_text(st, 5, n->external_url);
-    sqlite3_bind_int64(st, 6, n->truncated_alerts);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)n->alert_count);
-    sqlite3_bind_text(st, 8, prep->dedupe_key, -1, SQLITE_STATIC);
-    bind_id(st, 9, first);
-    bind_text(st, 10, in->remote_addr);
-    if (prep->deflated_len) {
-        sqlite3_bind_blob(st, 11, prep->deflated, (int)prep->deflated_len, SQLITE_STATIC);
-        bind_text(st, 13, "deflate");
-    } else {
-        sqlite3_bind_blob(st, 11, in->raw, (int)in->raw_len, SQLITE_STATIC);
-        bind_text(st, 13, "identity");
-    }
-    sqlite3_bind_int64(st, 12, prep->dedupe_prefix);
-    sqlite3_bind_int64(st, 14, (sqlite3_int64)in->raw_len);
-    if ((rc = step_done(s, st, &job->err, "storing the notification")))
-        return rc;
-    int64_t id = sqlite3_last_insert_rowid(s->db);
-    out->id = id;
-    out->duplicate = first != 0;
-    out->duplicate_of = first;
-    out->first_alert_id = 0;
-    if (first)
-        return 0;
-
-    st = s->stmts[ST_INSERT_ALERT];
-    for (size_t i = 0; i < n->alert_count; i++) {
+    struct db_stmt *st = s->stmts[ST_INSERT_ALERT];
+    int rc = 0;
+    for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
-        sqlite3_bind_int64(st, 3, in->received_at / MEDIC_NS_PER_MS);
+        int64_t alert_id = 0;
+        db_bind_int64(st, 1, id);
+        db_bind_int64(st, 2, (int64_t)i);
+        db_bind_int64(st, 3, in->received_at / MEDIC_NS_PER_MS);
         bind_text(st, 4, a->fingerprint);
         bind_text(st, 5, medic_alert_status_name(a->status));
         bind_text(st, 6, medic_labels_get(&a->labels, "alertname"));
@@ -194,14 +217,42 @@ static int write_notification(struct audit_store *s, struct job *job)
         bind_time_ms(st, 8, a->starts_at);
         bind_time_ms(st, 9, a->ends_at);
         bind_text(st, 10, a->generator_url);
-        sqlite3_bind_text(st, 11, prep->json.data + prep->offsets[2 * i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1], -1, SQLITE_STATIC);
-        if ((rc = step_done(s, st, &job->err, "storing an alert")))
-            return rc;
+        bind_text(st, 11, prep->json.data + prep->offsets[2 * i]);
+        bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1]);
+        rc = step_id(st, &alert_id, &job->err, "storing an alert");
         if (i == 0)
-            out->first_alert_id = sqlite3_last_insert_rowid(s->db);
+            out->first_alert_id = alert_id;
     }
-    return 0;
+    return rc;
+}
+
+static int write_notification(struct audit_store *s, struct job *job)
+{
+    const struct medic_notification *n =
+        ((const struct audit_notification_in *)job->in)->notification;
+    struct audit_notification_result *out = job->out;
+    int64_t id = 0, first = 0;
+    int rc = insert_notification(s, job, &id, &first);
+    if (rc)
+        return rc;
+    out->id = id;
+    out->duplicate = first != 0;
+    out->duplicate_of = first;
+    out->first_alert_id = 0;
+    if (first || n->alert_count == 0)
+        return 0;
+    int lock = s->pg && n->alert_count > 1;
+    char sql[64];
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%lld)", ALERT_IDS_LOCK);
+    if (lock && (rc = db_exec(s->db, sql, &job->err)))
+        return rc;
+    rc = insert_alerts(s, job, id);
+    if (lock) {
+        struct medic_error ignored;
+        snprintf(sql, sizeof(sql), "SELECT pg_advisory_unlock(%lld)", ALERT_IDS_LOCK);
+        db_exec(s->db, sql, &ignored);
+    }
+    return rc;
 }
 
 /* The first 64 bits of a lowercase hex digest, as an SQLite integer. */
@@ -254,37 +305,34 @@ static int seal_row(struct audit_store *s, enum stmt_id select, enum stmt_id upd
                     struct medic_error *err)
 {
     char hash[65];
-    sqlite3_stmt *st = s->stmts[select];
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return store_fail(s, err, "reading back a chained row");
-    }
-    struct db_stmt *row = db_stmt_over_sqlite(st);
-    if (row)
-        audit_chain_hash_db_row(row, db_column_count(row), hash);
-    db_finalize(row);
-    sqlite3_reset(st);
-    if (!row)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    struct db_stmt *st = s->stmts[select];
+    db_bind_int64(st, 1, id);
+    int rc = db_step(st, err);
+    if (rc == 1)
+        audit_chain_hash_db_row(st, db_column_count(st), hash);
+    db_clear(st);
+    if (rc != 1)
+        return rc < 0 ? rc
+                      : medic_error_set(err, MEDIC_E_STORE, "a chained row vanished: id %lld",
+                                        (long long)id);
     st = s->stmts[update];
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, hash, -1, SQLITE_TRANSIENT);
-    return step_done(s, st, err, "sealing a chained row");
+    db_bind_int64(st, 1, id);
+    db_bind_text(st, 2, hash);
+    return step_done(st, err, "sealing a chained row");
 }
 
 static int last_hash(struct audit_store *s, enum stmt_id which, char out[65],
                      struct medic_error *err)
 {
-    sqlite3_stmt *st = s->stmts[which];
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        snprintf(out, 65, "%s", (const char *)sqlite3_column_text(st, 0));
-    else
-        snprintf(out, 65, "%s", AUDIT_CHAIN_GENESIS);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return store_fail(s, err, "reading the chain head");
+    struct db_stmt *st = s->stmts[which];
+    int rc = db_step(st, err);
+    const char *v = rc == 1 ? db_column_text(st, 0) : NULL;
+    snprintf(out, 65, "%s", v ? v : AUDIT_CHAIN_GENESIS);
+    db_reset(st);
+    if (rc < 0) {
+        medic_error_prefix(err, "reading the chain head");
+        return rc;
+    }
     return 0;
 }
 
@@ -300,19 +348,20 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
     int rc = last_hash(s, ST_LAST_CHANGE_HASH, prev, err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = s->stmts[ST_INSERT_CHANGE];
-    sqlite3_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 2, in->incident);
+    struct db_stmt *st = s->stmts[ST_INSERT_CHANGE];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 2, in->incident);
     bind_text(st, 3, in->node);
     bind_text(st, 4, in->policy);
     bind_text(st, 5, in->from);
     bind_text(st, 6, in->state);
     bind_text(st, 7, in->cause);
     bind_id(st, 8, decision_id);
-    sqlite3_bind_text(st, 9, prev, -1, SQLITE_TRANSIENT);
-    if ((rc = step_done(s, st, err, "storing an incident's change")))
+    db_bind_text(st, 9, prev);
+    int64_t id = 0;
+    if ((rc = step_id(st, &id, err, "storing an incident's change")))
         return rc;
-    return seal_row(s, ST_SELECT_CHANGE, ST_SET_CHANGE_HASH, sqlite3_last_insert_rowid(s->db), err);
+    return seal_row(s, ST_SELECT_CHANGE, ST_SET_CHANGE_HASH, id, err);
 }
 
 /* The engine's state rows a round changed: put_row below, called back by
@@ -326,17 +375,14 @@ static int put_row(void *arg, const char *kind, const char *key, const char *val
 {
     struct row_sink *sink = arg;
     struct audit_store *s = sink->s;
-    sqlite3_stmt *st;
-    if (!kind) {
-        st = s->stmts[ST_DROP_ENGINE_ROWS];
-        return step_done(s, st, sink->err, "clearing the engine state");
-    }
-    st = s->stmts[value ? ST_PUT_ENGINE_ROW : ST_DROP_ENGINE_ROW];
-    sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if (!kind)
+        return step_done(s->stmts[ST_DROP_ENGINE_ROWS], sink->err, "clearing the engine state");
+    struct db_stmt *st = s->stmts[value ? ST_PUT_ENGINE_ROW : ST_DROP_ENGINE_ROW];
+    db_bind_text(st, 1, kind);
+    db_bind_text(st, 2, key);
     if (value)
-        sqlite3_bind_text(st, 3, value, (int)len, SQLITE_STATIC);
-    return step_done(s, st, sink->err, "saving the engine state");
+        db_bind_text_len(st, 3, value, len);
+    return step_done(st, sink->err, "saving the engine state");
 }
 
 static int write_evaluation(struct audit_store *s, struct job *job)
@@ -367,13 +413,13 @@ static int write_evaluation(struct audit_store *s, struct job *job)
             medic_error_set(&job->err, rc, "cannot save the engine state: %s", medic_strerror(rc));
     }
     if (rc == 0 && in->drop_legacy_state)
-        rc = step_done(s, s->stmts[ST_DROP_LEGACY_STATE], &job->err,
+        rc = step_done(s->stmts[ST_DROP_LEGACY_STATE], &job->err,
                        "removing the engine state of an earlier medic");
-    sqlite3_stmt *st = s->stmts[ST_MARK_EVALUATED];
+    struct db_stmt *st = s->stmts[ST_MARK_EVALUATED];
     for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
-        sqlite3_bind_int64(st, 1, in->evaluated[i]);
-        sqlite3_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
-        rc = step_done(s, st, &job->err, "marking a notification evaluated");
+        db_bind_int64(st, 1, in->evaluated[i]);
+        db_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
+        rc = step_done(st, &job->err, "marking a notification evaluated");
     }
     free(own);
     return rc;
@@ -386,8 +432,8 @@ static int insert_decision(struct audit_store *s, const struct audit_decision_in
     int rc = last_hash(s, ST_LAST_DECISION_HASH, prev, err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = s->stmts[ST_INSERT_DECISION];
-    sqlite3_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    struct db_stmt *st = s->stmts[ST_INSERT_DECISION];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
     bind_id(st, 2, in->notification_id);
     bind_id(st, 3, in->alert_id);
     bind_text(st, 4, in->fingerprint);
@@ -395,19 +441,22 @@ static int insert_decision(struct audit_store *s, const struct audit_decision_in
     bind_text(st, 6, in->alertname);
     bind_text(st, 7, in->policy);
     if (in->step >= 0)
-        sqlite3_bind_int(st, 8, in->step);
+        db_bind_int64(st, 8, in->step);
+    else
+        db_bind_null(st, 8);
     bind_text(st, 9, in->action);
     bind_text(st, 10, in->params_json);
     if (!isnan(in->risk))
-        sqlite3_bind_double(st, 11, in->risk);
+        db_bind_double(st, 11, in->risk);
+    else
+        db_bind_null(st, 11);
     bind_text(st, 12, in->model_hash);
     bind_text(st, 13, in->verdict);
     bind_text(st, 14, in->reason);
     bind_text(st, 15, in->config_hash);
-    sqlite3_bind_text(st, 16, prev, -1, SQLITE_TRANSIENT);
-    if ((rc = step_done(s, st, err, "storing a decision")))
+    db_bind_text(st, 16, prev);
+    if ((rc = step_id(st, out_id, err, "storing a decision")))
         return rc;
-    *out_id = sqlite3_last_insert_rowid(s->db);
     return seal_row(s, ST_SELECT_DECISION, ST_SET_DECISION_HASH, *out_id, err);
 }
 
@@ -418,9 +467,9 @@ static int write_action(struct audit_store *s, struct job *job)
     int rc = last_hash(s, ST_LAST_ACTION_HASH, prev, &job->err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = s->stmts[ST_INSERT_ACTION];
-    sqlite3_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
-    sqlite3_bind_int64(st, 2, in->decision_id);
+    struct db_stmt *st = s->stmts[ST_INSERT_ACTION];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 2, in->decision_id);
     bind_text(st, 3, in->intent_id > 0 ? "outcome" : "intent");
     bind_id(st, 4, in->intent_id);
     bind_text(st, 5, in->action);
@@ -429,12 +478,13 @@ static int write_action(struct audit_store *s, struct job *job)
     bind_text(st, 8, in->params_json);
     bind_text(st, 9, in->result);
     if (in->duration_ms >= 0)
-        sqlite3_bind_int64(st, 10, in->duration_ms);
+        db_bind_int64(st, 10, in->duration_ms);
+    else
+        db_bind_null(st, 10);
     bind_text(st, 11, in->detail);
-    sqlite3_bind_text(st, 12, prev, -1, SQLITE_TRANSIENT);
-    if ((rc = step_done(s, st, &job->err, "storing an action")))
+    db_bind_text(st, 12, prev);
+    if ((rc = step_id(st, &job->id, &job->err, "storing an action")))
         return rc;
-    job->id = sqlite3_last_insert_rowid(s->db);
     return seal_row(s, ST_SELECT_ACTION, ST_SET_ACTION_HASH, job->id, &job->err);
 }
 
@@ -469,9 +519,13 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
                      audit_change_hashed_columns);
         if (!text)
             text = sql;
-        if (sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[i], NULL) !=
-            SQLITE_OK)
-            return store_fail(s, err, "preparing statements");
+        if (i == ST_INSERT_FIRST && !s->pg) /* SQLite has one writer: see insert_notification */
+            continue;
+        int rc = db_prepare_cached(s->db, text, &s->stmts[i], err);
+        if (rc) {
+            medic_error_prefix(err, "preparing statements");
+            return rc;
+        }
     }
     return 0;
 }

@@ -1,7 +1,9 @@
 #include "store_internal.h"
 #include "buf.h"
 #include "chain.h"
+#include "lease.h"
 #include "log.h"
+#include "postgres.h"
 #include "schema.h"
 #include "timeutil.h"
 
@@ -48,32 +50,107 @@ static void record_commit(struct audit_store *s, double seconds, size_t committe
             st->commit_bucket_counts[i]++;
 }
 
+/* PostgreSQL: the lock every transaction that appends to a hash chain
+ * takes first, so that chained rows of two replicas (a former leader
+ * recording an outcome, the new one deciding) never interleave. */
+#define CHAIN_LOCK "SELECT pg_advisory_xact_lock(7308604759930986497)"
+
+/* Tries a batch this many times when PostgreSQL gives up a lock wait or
+ * breaks a deadlock (two replicas storing the same keys in other orders). */
+#define AUDIT_BATCH_TRIES 4
+
+static int chains(const struct job *j)
+{
+    return j->kind != JOB_NOTIFICATION;
+}
+
+/* Whether job may be written only by the leader: a decision or an
+ * action's intent (an outcome records what already ran). */
+static int fenced(const struct job *j)
+{
+    return j->kind == JOB_EVALUATION || j->kind == JOB_DECISION ||
+           (j->kind == JOB_ACTION && ((const struct audit_action_in *)j->in)->intent_id <= 0);
+}
+
+/* PostgreSQL, at the start of a batch's transaction: the chain lock when
+ * it appends to a chain, and the leader's term checked (the lease row
+ * share-locked until the commit) when it decides or starts an action; a
+ * replica that does not lead has those requests refused (MEDIC_E_FENCED). */
+static int guard_batch(struct audit_store *s, struct job *batch, struct medic_error *err)
+{
+    int chained = 0, leads = 0;
+    for (struct job *j = batch; j; j = j->next)
+        if (!j->left_out) {
+            chained |= chains(j);
+            leads |= fenced(j);
+        }
+    if (chained && db_exec(s->db, CHAIN_LOCK, err))
+        return err->code;
+    if (!leads)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    char replica[sizeof(s->replica)];
+    memcpy(replica, s->replica, sizeof(replica));
+    int64_t epoch = s->epoch;
+    pthread_mutex_unlock(&s->lock);
+    struct medic_error why = {0};
+    int rc = epoch ? audit_lease_fence(s->pg, replica, epoch, &why)
+                   : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
+    if (rc && rc != MEDIC_E_FENCED) {
+        *err = why;
+        return rc;
+    }
+    uint64_t refused = 0;
+    for (struct job *j = batch; rc && j; j = j->next)
+        if (!j->left_out && fenced(j)) {
+            j->left_out = 1;
+            j->rc = MEDIC_E_FENCED;
+            j->err = why;
+            refused++;
+        }
+    pthread_mutex_lock(&s->lock);
+    s->stats.fenced += refused;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
 /* One transaction for the whole batch. A request that fails (a unique
  * constraint: the same action intent twice) rolls the transaction back
  * and the batch runs again without it, so that it leaves nothing behind
  * while the others commit; failures are rare, and a savepoint per request
  * instead cost every request a copy of each page it touched. A failure of
- * the database itself (disk full, I/O) fails the whole batch. */
+ * the database itself (disk full, I/O, a lost connection) fails the whole
+ * batch; a deadlock or a lock wait given up runs it again. */
 static void run_batch(struct audit_store *s, struct job *batch)
 {
     int64_t start = medic_time_monotonic();
     struct medic_error err = {0};
-    int rc;
+    int rc, tries = 0;
     for (;;) {
-        if ((rc = audit__exec_stmt(s, ST_BEGIN, &err)))
+        if ((rc = db_begin(s->db, &err)))
             break;
+        if (s->pg && (rc = guard_batch(s, batch, &err))) {
+            db_rollback(s->db);
+            break;
+        }
         struct job *bad = NULL;
         for (struct job *j = batch; j && !bad; j = j->next)
             if (!j->left_out && (j->rc = audit__run_job(s, j)))
                 bad = j;
         if (!bad) {
-            if ((rc = audit__exec_stmt(s, ST_COMMIT, &err)))
-                sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            rc = db_commit(s->db, &err);
+            if (rc && db_last_failure(s->db) == DB_FAIL_RETRY && ++tries < AUDIT_BATCH_TRIES)
+                continue;
             break;
         }
-        int unique =
-            bad->rc == MEDIC_E_STORE && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_UNIQUE;
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        enum db_failure why = db_last_failure(s->db);
+        int unique = bad->rc == MEDIC_E_STORE && why == DB_FAIL_UNIQUE;
+        db_rollback(s->db);
+        for (struct job *j = batch; j; j = j->next)
+            if (j->rc == MEDIC_E_FENCED) /* checked again in the next try */
+                j->left_out = 0;
+        if (bad->rc == MEDIC_E_STORE && why == DB_FAIL_RETRY && ++tries < AUDIT_BATCH_TRIES)
+            continue;
         if (bad->rc == MEDIC_E_STORE && !unique) {
             rc = bad->rc;
             err = bad->err;
@@ -270,7 +347,68 @@ void audit_store_stats(struct audit_store *store, struct audit_stats *out)
     pthread_mutex_unlock(&store->lock);
 }
 
-int audit_store_open(const char *path, const struct audit_options *options,
+void audit_store_set_term(struct audit_store *store, const char *replica, int64_t epoch)
+{
+    pthread_mutex_lock(&store->lock);
+    snprintf(store->replica, sizeof(store->replica), "%s", replica ? replica : "");
+    store->epoch = epoch;
+    pthread_mutex_unlock(&store->lock);
+}
+
+static int open_sqlite(struct audit_store *s, const char *path, struct medic_error *err)
+{
+    if (sqlite3_open_v2(path, &s->lite,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
+                               s->lite ? sqlite3_errmsg(s->lite) : "out of memory");
+    sqlite3_busy_timeout(s->lite, s->options.busy_timeout_ms);
+    char pragmas[200];
+    snprintf(pragmas, sizeof(pragmas),
+             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON;"
+             " PRAGMA temp_store = MEMORY",
+             s->options.synchronous_full ? "FULL" : "NORMAL");
+    char *msg = NULL;
+    if (sqlite3_exec(s->lite, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+        medic_error_set(err, MEDIC_E_STORE, "cannot set the audit database up: %s",
+                        msg ? msg : sqlite3_errmsg(s->lite));
+        sqlite3_free(msg);
+        return MEDIC_E_STORE;
+    }
+    int rc = audit_schema_migrate(s->lite, err);
+    if (rc)
+        return rc;
+    /* the writer checkpoints after its own commits (SQLite's default of
+     * 1000 pages): the WAL then restarts from its beginning and stays small,
+     * where a checkpoint racing the writer from another thread lets it grow */
+    sqlite3_wal_autocheckpoint(s->lite, AUDIT_CHECKPOINT_PAGES);
+    if (!(s->db = db_over_sqlite(s->lite)))
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return 0;
+}
+
+/* PostgreSQL: connects and creates or checks the schema. A connection that
+ * breaks later is opened again by the first batch after it (db.h). */
+static int open_pg(struct audit_store *s, const char *url, struct medic_error *err)
+{
+    int rc = audit_pg_connect(url, &s->pg, err);
+    if (rc == 0)
+        rc = audit_pg_schema(s->pg, err);
+    if (rc == 0 && !(s->db = db_over_pg(s->pg)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
+}
+
+static void close_db(struct audit_store *s)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        db_finalize(s->stmts[i]);
+    db_free(s->db);
+    sqlite3_close(s->lite);
+    PQfinish(s->pg);
+}
+
+int audit_store_open(const char *location, const struct audit_options *options,
                      struct audit_store **out, struct medic_error *err)
 {
     struct audit_store *s = calloc(1, sizeof(*s));
@@ -282,40 +420,20 @@ int audit_store_open(const char *path, const struct audit_options *options,
         audit_options_default(&s->options);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc;
-    if (sqlite3_open_v2(path, &s->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        rc = medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                             s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        goto fail;
-    }
-    sqlite3_busy_timeout(s->db, s->options.busy_timeout_ms);
-    char pragmas[200];
-    snprintf(pragmas, sizeof(pragmas),
-             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON;"
-             " PRAGMA temp_store = MEMORY",
-             s->options.synchronous_full ? "FULL" : "NORMAL");
-    if ((rc = audit__exec_sql(s, pragmas, err)))
-        goto fail;
-    if ((rc = audit_schema_migrate(s->db, err)) || (rc = audit__prepare_all(s, err)))
-        goto fail;
-    /* the writer checkpoints after its own commits (SQLite's default of
-     * 1000 pages): the WAL then restarts from its beginning and stays small,
-     * where a checkpoint racing the writer from another thread lets it grow */
-    sqlite3_wal_autocheckpoint(s->db, AUDIT_CHECKPOINT_PAGES);
-    if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+    int rc = audit_pg_is_url(location) ? open_pg(s, location, err) : open_sqlite(s, location, err);
+    if (rc == 0)
+        rc = audit__prepare_all(s, err);
+    if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
-        goto fail;
+    if (rc) {
+        close_db(s);
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->work);
+        free(s);
+        return rc;
     }
     *out = s;
     return 0;
-fail:
-    for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(s->stmts[i]);
-    sqlite3_close(s->db);
-    free(s);
-    return rc;
 }
 
 void audit_store_free(struct audit_store *store)
@@ -327,9 +445,7 @@ void audit_store_free(struct audit_store *store)
     pthread_cond_signal(&store->work);
     pthread_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
-    for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(store->stmts[i]);
-    sqlite3_close(store->db);
+    close_db(store);
     pthread_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);
     free(store);

@@ -5,7 +5,9 @@
 #define MEDIC_AUDIT_STORE_INTERNAL_H
 
 #include "audit.h"
+#include "db.h"
 
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -64,14 +66,15 @@ enum stmt_id {
     ST_LAST_CHANGE_HASH,
     ST_SELECT_CHANGE,
     ST_SET_CHANGE_HASH,
-    ST_BEGIN,
-    ST_COMMIT,
+    ST_INSERT_FIRST, /* PostgreSQL: a notification, unless its key is stored already */
     ST_COUNT
 };
 
 struct audit_store {
-    sqlite3 *db;
-    sqlite3_stmt *stmts[ST_COUNT];
+    sqlite3 *lite; /* one of the two backends */
+    PGconn *pg;
+    struct db *db;
+    struct db_stmt *stmts[ST_COUNT];
     struct audit_options options;
     pthread_t writer;
     pthread_mutex_t lock;
@@ -80,11 +83,12 @@ struct audit_store {
     size_t pending;
     int stopping;
     struct audit_stats stats; /* under lock */
+    /* several replicas: the term this replica leads (epoch 0: it does not),
+     * checked by every transaction that writes a decision or an intent */
+    char replica[64];
+    int64_t epoch;
 };
 
-int audit__exec_sql(struct audit_store *s, const char *sql, struct medic_error *err);
-/* Runs one of the prepared transaction statements (ST_BEGIN, ST_COMMIT). */
-int audit__exec_stmt(struct audit_store *s, enum stmt_id id, struct medic_error *err);
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);
 void audit__prepared_release(struct prepared_notification *p);

@@ -51,7 +51,7 @@ int audit_chain_verify(struct db *d, struct audit_verify_result *out, struct med
         rc = verify_table(d, "incident_changes", audit_change_hashed_columns, &out->changes_checked,
                           out, err);
     struct medic_error ignored = {0};
-    db_exec(d, "COMMIT", &ignored);
+    db_commit(d, &ignored);
     return rc;
 }
 
