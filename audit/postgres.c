@@ -149,6 +149,24 @@ int audit_pg_is_url(const char *location)
                         strncmp(location, "postgres://", 11) == 0);
 }
 
+void audit_location_redacted(const char *location, char *out, size_t size)
+{
+    snprintf(out, size, "%s", location);
+    if (!audit_pg_is_url(location))
+        return;
+    /* scheme://user:password@host...: the password is between the first
+     * ':' after the scheme and the last '@' before the path */
+    const char *auth = strstr(location, "://") + 3;
+    const char *path = strchr(auth, '/');
+    const char *at = NULL;
+    for (const char *p = auth; *p && (!path || p < path); p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (colon)
+        snprintf(out, size, "%.*s***%s", (int)(colon + 1 - location), location, at);
+}
+
 /* libpq's message, its trailing newline removed. */
 int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
 {

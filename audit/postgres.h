@@ -17,6 +17,9 @@ int audit_pg_error(struct medic_error *err, PGconn *c, const char *what);
 /* Whether an audit location names PostgreSQL (postgresql:// or postgres://). */
 int audit_pg_is_url(const char *location);
 
+/* location for a log line: a URL's password replaced by "***". */
+void audit_location_redacted(const char *location, char *out, size_t size);
+
 /* Connects (10 s at most) with lock_timeout and
  * idle_in_transaction_session_timeout set, so that a replica stopped
  * mid-transaction cannot hold the others' writes for long. err never

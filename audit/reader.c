@@ -462,8 +462,9 @@ int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit
                                 void *arg, struct medic_error *err)
 {
     /* ?1 and ?2 (both 0) keep the placeholders' numbers */
-    return walk_notifications(reader, "n.evaluated_at IS NULL AND n.id > ?1 + ?2", 0, 0, limit, fn,
-                              NULL, arg, err);
+    return walk_notifications(
+        reader, "n.evaluated_at IS NULL AND n.id > CAST(?1 AS BIGINT) + CAST(?2 AS BIGINT)", 0, 0,
+        limit, fn, NULL, arg, err);
 }
 
 int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,

@@ -1,5 +1,6 @@
 #include "commands.h"
 #include "config.h"
+#include "postgres.h"
 #include "policy.h"
 #include "yaml_fields.h"
 
@@ -96,10 +97,12 @@ int medic_cmd_check(int argc, char **argv)
             status = 1;
             continue;
         }
+        char audit[512];
+        audit_location_redacted(config.audit_path, audit, sizeof(audit));
         printf("%s: valid (mode %s, listen %s, audit %s, %zu policies, %zu inventory nodes, "
                "model %s %.12s%s)\n",
-               argv[i], config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen,
-               config.audit_path, config.policies.count, config.inventory.count,
+               argv[i], config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen, audit,
+               config.policies.count, config.inventory.count,
                config.model_path ? config.model_path : "built-in", config.model.hash,
                config.prometheus_url ? "" : ", no prometheus.url: alerts are not scored");
         static struct medic_config_warnings warnings;

@@ -32,7 +32,7 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
     if (receiver_payload_parse(body, len, &limits, &n, &err)) {
         code = 400;
     } else {
-        int rc = engine_pipeline_copy_state(e->pipeline, &copy, &err);
+        int rc = engine_copy_state(e, &copy, &err);
         struct policy_context policy_ctx;
         engine_context_from_config(config, &policy_ctx);
         if (rc == 0)

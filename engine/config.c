@@ -67,6 +67,7 @@ static int set_defaults(struct medic_config *config)
     config->mode = MEDIC_MODE_DRY_RUN;
     config->audit_busy_timeout = 5 * MEDIC_NS_PER_SEC;
     config->audit_max_pending = 4096;
+    config->ha_lease = 5 * MEDIC_NS_PER_SEC;
     config->max_connections = 512;
     config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
     config->prometheus_timeout = 2 * MEDIC_NS_PER_SEC;
@@ -112,6 +113,7 @@ void medic_config_release(struct medic_config *config)
     free(config->source);
     free(config->listen);
     free(config->audit_path);
+    free(config->ha_replica);
     auth_credentials_release(&config->webhook_auth);
     auth_credentials_release(&config->read_auth);
     auth_credentials_release(&config->admin_auth);

@@ -60,9 +60,12 @@ struct medic_config {
     char *source; /* the file, or "(built-in defaults)" */
     char *listen; /* host:port */
     enum medic_mode mode;
-    char *audit_path;
+    char *audit_path; /* a path, or a postgresql:// URL (audit.url) */
+    int audit_path_set;
     int64_t audit_busy_timeout; /* ns */
     size_t audit_max_pending;
+    char *ha_replica; /* NULL: HOSTNAME-PID */
+    int64_t ha_lease; /* ns */
     struct medic_credentials webhook_auth;
     struct medic_credentials read_auth;
     struct medic_credentials admin_auth;

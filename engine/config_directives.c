@@ -45,10 +45,38 @@ struct directive {
 
 static int load_listen(struct loader *l, const struct yaml_tree_node *n);
 static int load_mode(struct loader *l, const struct yaml_tree_node *n);
+static int load_audit_path(struct loader *l, const struct yaml_tree_node *n)
+{
+    free(l->config->audit_path);
+    l->config->audit_path = NULL;
+    l->config->audit_path_set = 1;
+    return yaml_fields_string(&l->f, n, "path", &l->config->audit_path);
+}
+
+static int load_audit_url(struct loader *l, const struct yaml_tree_node *n)
+{
+    struct medic_config *c = l->config;
+    if (c->audit_path_set)
+        return yaml_fields_fail(&l->f, n, "url: audit.path is set too; keep one of them");
+    char *url = NULL;
+    int rc = yaml_fields_string(&l->f, n, "url", &url);
+    if (rc == 0 && strncmp(url, "postgresql://", 13) != 0 && strncmp(url, "postgres://", 11) != 0)
+        rc = yaml_fields_fail(&l->f, n, "url: expected postgresql://USER:PASSWORD@HOST:PORT/DB");
+    if (rc) {
+        free(url);
+        return rc;
+    }
+    free(c->audit_path);
+    c->audit_path = url;
+    return 0;
+}
+
 static int load_log_level(struct loader *l, const struct yaml_tree_node *n);
 static int load_credentials_file(struct loader *l, const struct yaml_tree_node *n);
 static int load_model_path(struct loader *l, const struct yaml_tree_node *n);
 static int load_tls(struct loader *l, const struct yaml_tree_node *n);
+static int load_audit_path(struct loader *l, const struct yaml_tree_node *n);
+static int load_audit_url(struct loader *l, const struct yaml_tree_node *n);
 
 /* In the order they are read: credentials before what names them, the
  * model after Prometheus, notifiers before the policies (read after the
@@ -67,13 +95,23 @@ static const struct directive directives[] = {
      "medic's URL as on-call reaches it (`https://medic.example.org`): messages to on-call "
      "link to what medic decided",
      NULL},
-    {"audit", "path", D_STRING, AT(audit_path), 0, 0, NULL, NULL, "`./medic.db`",
-     "the SQLite database; created and migrated at start", NULL},
+    {"audit", "path", D_CUSTOM, 0, 0, 0, NULL, NULL, "`./medic.db`",
+     "the SQLite database; created and migrated at start", load_audit_path},
+    {"audit", "url", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
+     "`postgresql://USER:PASSWORD@HOST:PORT/DB` instead of `path`: the audit log in PostgreSQL, "
+     "which several replicas share ([ha.md](ha.md)); schema created and migrated at start",
+     load_audit_url},
     {"audit", "busy_timeout", D_DURATION, AT(audit_busy_timeout), 0, 0, NULL, NULL, "`5s`",
      "how long a commit waits for a lock held by another process before the request gets 503",
      NULL},
     {"audit", "max_pending", D_SIZE, AT(audit_max_pending), 1, 1000000, "1", "1000000", "`4096`",
      "write requests queued for the audit writer before new ones get 503", NULL},
+    {"ha", "replica", D_STRING, AT(ha_replica), 0, 0, NULL, NULL, "`HOSTNAME-PID`",
+     "this replica's name in the lease; unique among the replicas sharing `audit.url`", NULL},
+    {"ha", "lease", D_DURATION, AT(ha_lease), SEC(1), SEC(300), "1s", "300s", "`5s`",
+     "how long a leader's lease lasts unrenewed: another replica takes over this long after "
+     "the leader stops renewing it (renewed every third of it)",
+     NULL},
     {NULL, "auth", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, config__load_auth},
     {"auth", "webhook_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "file holding the token `POST /webhook` requires (`Authorization: Bearer ...`)", NULL},

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static int fail_serving(const struct medic_config *config, int line, int col,
                         struct medic_error *err, const char *msg)
@@ -60,6 +61,9 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     if (config->mode != MEDIC_MODE_LIVE && disruptive && !s->storm_notifier)
         warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
                   "back and tell nobody; medic serve refuses this in mode: live");
+    if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
+        warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
+                  "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");
     size_t inventory = config->inventory.count;
     if (disruptive && inventory && s->max_disrupted_fraction * (double)inventory < 1.0 - 1e-9)
         warn(out,

@@ -432,7 +432,8 @@ static void tell_oncall(struct recovery *r)
     struct executor_job job = {0};
     char text[256];
     snprintf(text, sizeof(text),
-             "medic restarted: %d action(s) were interrupted and are not run again; see "
+             "medic restarted (or took over from another replica): %d action(s) were "
+             "interrupted and are not run again; see "
              "`medic audit actions --status interrupted`",
              r->interrupted);
     job_from(&job, 0, "", "", "", text);

@@ -24,8 +24,11 @@
 
 struct engine_pipeline;
 
+/* poll_interval > 0: other replicas commit to the same audit log, which
+ * is then read for what they committed this often, and whenever this
+ * replica commits one (notifications are not handed over in memory). */
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, int64_t tick_interval,
+                          struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
                           struct engine_pipeline **out, struct medic_error *err);
 

@@ -9,9 +9,11 @@
 #include "engine.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
+#include "engine_leader.h"
 #include "engine_pipeline.h"
 #include "server.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 struct engine {
@@ -20,8 +22,14 @@ struct engine {
     char *listen;                /* what the listener and store started with */
     char *audit_path;
     struct audit_store *store;
+    /* the policy engine and dispatch run while this replica leads (always,
+     * on SQLite): the leader thread swaps them under role, for writing;
+     * what uses them holds it for reading */
+    pthread_rwlock_t role;
     struct engine_pipeline *pipeline;
     struct engine_dispatch *dispatch;
+    struct engine_leader *leader; /* NULL: one replica on SQLite */
+    int shared_log;               /* PostgreSQL: other replicas commit to the log too */
     struct engine_fleet *fleet;
     struct receiver_server *server;
     atomic_ullong reloads_ok;
@@ -29,6 +37,12 @@ struct engine {
     atomic_int last_reload_ok;
     atomic_llong last_reload_time;
 };
+
+/* A copy of the policy engine's state: the running engine's, or on a
+ * replica that does not lead, the one last committed to the audit log. */
+int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err);
+/* The engine's counters; zeros on a replica that does not lead. */
+void engine_stats(struct engine *e, struct engine_pipeline_stats *out);
 
 /* The receiver hooks for /metrics, GET /api/v1/<kind> and POST
  * /api/v1/dry-run. */

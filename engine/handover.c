@@ -124,7 +124,7 @@ void handed_release(struct handed *d)
 void handover_caught_up(struct handover *h)
 {
     pthread_mutex_lock(&h->lock);
-    if (h->left_out == 0)
+    if (h->left_out == 0 && !h->shared)
         h->backlog = 0;
     pthread_mutex_unlock(&h->lock);
 }

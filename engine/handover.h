@@ -44,6 +44,7 @@ struct handover {
     struct committed *head, *tail;
     size_t queued, queued_alerts;
     int backlog;
+    int shared;        /* other replicas commit to the same log: it is always read */
     uint64_t left_out; /* not queued since the last read of the log began */
     struct outcome *outcomes;
     size_t outcome_count;

@@ -5,7 +5,7 @@
 static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
 {
     struct engine_pipeline_stats st;
-    engine_pipeline_stats(engine->pipeline, &st);
+    engine_stats(engine, &st);
     medic_buf_puts(b, "# HELP medic_decisions_total Policy engine decisions, by verdict.\n"
                       "# TYPE medic_decisions_total counter\n");
     for (int v = 0; v < VERDICT_COUNT; v++)
@@ -76,11 +76,15 @@ static void audit_metrics(struct engine *e, struct medic_buf *b)
                      "# HELP medic_audit_queue_capacity Write requests the queue holds before "
                      "answering 503.\n"
                      "# TYPE medic_audit_queue_capacity gauge\n"
-                     "medic_audit_queue_capacity %zu\n",
+                     "medic_audit_queue_capacity %zu\n"
+                     "# HELP medic_audit_fenced_writes_total Decisions and action intents "
+                     "refused because this replica did not hold the lease (several replicas).\n"
+                     "# TYPE medic_audit_fenced_writes_total counter\n"
+                     "medic_audit_fenced_writes_total %llu\n",
                      (unsigned long long)s.commits, s.commit_seconds_sum,
                      (unsigned long long)s.commits, (unsigned long long)s.commit_failures,
                      !s.unhealthy, (unsigned long long)s.requests_committed, s.queue_depth,
-                     s.max_pending);
+                     s.max_pending, (unsigned long long)s.fenced);
 }
 
 static void config_metrics(struct engine *e, struct medic_buf *b)
@@ -119,10 +123,13 @@ void engine_metrics(void *ctx, struct medic_buf *b)
     struct engine *e = ctx;
     audit_metrics(e, b);
     config_metrics(e, b);
-    if (e->pipeline)
-        pipeline_metrics(e, b);
+    pipeline_metrics(e, b);
+    pthread_rwlock_rdlock(&e->role);
     if (e->dispatch)
         engine_dispatch_metrics(e->dispatch, b);
+    pthread_rwlock_unlock(&e->role);
+    if (e->leader)
+        engine_leader_metrics(e->leader, b);
     if (e->fleet)
         engine_fleet_metrics(e->fleet, b);
 }

@@ -161,7 +161,7 @@ static int open_incidents(struct engine *e, const struct medic_config *config, c
                           struct medic_table *t, struct medic_error *err)
 {
     struct policy_state *copy = NULL;
-    int rc = engine_pipeline_copy_state(e->pipeline, &copy, err);
+    int rc = engine_copy_state(e, &copy, err);
     if (rc == 0) {
         struct policy_context ctx;
         engine_context_from_config(config, &ctx);
@@ -186,7 +186,7 @@ static int front_page(struct engine *e, const struct medic_config *config,
         return 503;
     }
     struct engine_pipeline_stats st;
-    engine_pipeline_stats(e->pipeline, &st);
+    engine_stats(e, &st);
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
     summary(out, config, &st);

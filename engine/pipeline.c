@@ -28,6 +28,8 @@ struct engine_pipeline {
     struct audit_reader *reader;
     struct config_slot *configs;
     int64_t tick_interval;
+    int64_t poll_interval; /* a log shared with other replicas: read this often; 0: not */
+    int64_t last_poll;
     pthread_t thread;
     pthread_mutex_t lock; /* guards state: changed by the engine thread, copied by dry runs */
     struct handover in;   /* what other threads hand over, and the wake-ups */
@@ -426,7 +428,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     free(r.alert_of);
     policy_decisions_release(&r.out);
     medic_config_unref(config);
-    return rc ? -1 : changed || from_log;
+    /* a full read of the log may leave more pending: go again */
+    return rc ? -1 : changed || (from_log && r.evaluated_count == ROUND_LIMIT);
 }
 
 static void *engine_main(void *arg)
@@ -437,8 +440,14 @@ static void *engine_main(void *arg)
     while (!e->in.stopping) {
         int64_t now = medic_time_now();
         int tick = now - e->last_tick >= e->tick_interval;
+        if (e->poll_interval && now - e->last_poll >= e->poll_interval) {
+            e->last_poll = now; /* what other replicas committed */
+            e->in.wake = 1;
+        }
         if (!e->in.wake && !tick) {
             int64_t due = e->last_tick + e->tick_interval;
+            if (e->poll_interval && e->last_poll + e->poll_interval < due)
+                due = e->last_poll + e->poll_interval;
             struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC),
                                      (long)(due % MEDIC_NS_PER_SEC)};
             pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
@@ -466,7 +475,7 @@ static void *engine_main(void *arg)
 }
 
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, int64_t tick_interval,
+                          struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
                           struct engine_pipeline **out, struct medic_error *err)
 {
@@ -478,7 +487,9 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->fleet = fleet;
     e->configs = configs;
     e->tick_interval = tick_interval;
+    e->poll_interval = poll_interval;
     handover_init(&e->in); /* evaluate what a previous run left pending */
+    e->in.shared = poll_interval > 0;
     e->last_tick = medic_time_now();
     pthread_mutex_init(&e->lock, NULL);
     int rc = audit_reader_open(db_path, &e->reader, err);

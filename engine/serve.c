@@ -1,5 +1,7 @@
 #include "engine_serve.h"
+#include "engine_evaluate.h"
 #include "log.h"
+#include "postgres.h"
 #include "timeutil.h"
 
 #include <pthread.h>
@@ -40,10 +42,14 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         p->out->id = p->res.id;
         p->out->duplicate = p->res.duplicate;
         p->out->duplicate_of = p->res.duplicate_of;
-        /* duplicates are never evaluated: their alerts were */
-        if (!p->res.duplicate && p->engine->pipeline)
-            engine_pipeline_committed(p->engine->pipeline, p->res.id, p->res.first_alert_id,
-                                      p->copied ? &p->copy : NULL);
+        /* duplicates are never evaluated: their alerts were; with a log
+         * shared among replicas the engine reads every notification there */
+        struct engine *e = p->engine;
+        pthread_rwlock_rdlock(&e->role);
+        if (!p->res.duplicate && e->pipeline)
+            engine_pipeline_committed(e->pipeline, p->res.id, p->res.first_alert_id,
+                                      p->copied && !e->shared_log ? &p->copy : NULL);
+        pthread_rwlock_unlock(&e->role);
     }
     receiver_record_done done = p->done;
     void *request = p->request;
@@ -196,10 +202,11 @@ static int hook_reload(void *ctx, struct medic_error *err)
 
 static void log_started(const struct medic_config *c)
 {
-    char policies[24], model_hash[13];
+    char policies[24], model_hash[13], audit[512];
     snprintf(policies, sizeof(policies), "%zu", c->policies.count);
+    audit_location_redacted(c->audit_path, audit, sizeof(audit));
     medic_log_info("medic serve started", "policies", policies, "listen", c->listen, "tls",
-                   c->tls_cert_pem ? "on" : "off", "audit", c->audit_path, "mode",
+                   c->tls_cert_pem ? "on" : "off", "audit", audit, "mode",
                    c->mode == MEDIC_MODE_LIVE ? "live" : "dry-run", "config", c->source, "version",
                    MEDIC_VERSION, NULL);
     snprintf(model_hash, sizeof(model_hash), "%.12s", c->model.hash);
@@ -213,6 +220,105 @@ static void log_started(const struct medic_config *c)
                        NULL);
 }
 
+/* How often a leader reads what the other replicas committed. */
+#define SHARED_LOG_POLL (200 * MEDIC_NS_PER_MS)
+
+/* This replica acts from now: action dispatch (which first recovers what a
+ * crash or the previous leader left: interrupted intents, decisions never
+ * started), then the policy engine (which reads the committed state and
+ * decides what is pending). */
+static int gain(void *arg, int64_t epoch)
+{
+    struct engine *e = arg;
+    struct medic_error err = {0};
+    struct engine_dispatch *dispatch = NULL;
+    struct engine_pipeline *pipeline = NULL;
+    (void)epoch;
+    const struct medic_config *c = config_slot_acquire(e->configs);
+    int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &dispatch, &err);
+    if (rc)
+        medic_error_prefix(&err, "cannot start the action dispatch");
+    if (rc == 0 && (rc = engine_pipeline_start(
+                        e->store, e->audit_path, e->configs, c->engine_tick_interval,
+                        e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet, &pipeline, &err)))
+        medic_error_prefix(&err, "cannot start the policy engine");
+    medic_config_unref(c);
+    if (rc) {
+        engine_dispatch_stop(dispatch);
+        medic_log_error("cannot act", "error", err.msg, NULL);
+        return rc;
+    }
+    engine_dispatch_set_pipeline(dispatch, pipeline);
+    pthread_rwlock_wrlock(&e->role);
+    e->dispatch = dispatch;
+    e->pipeline = pipeline;
+    pthread_rwlock_unlock(&e->role);
+    return 0;
+}
+
+/* This replica stops acting: the engine finishes its round (refused by the
+ * fence when the lease is gone), dispatch finishes what runs. */
+static void lose(void *arg)
+{
+    struct engine *e = arg;
+    pthread_rwlock_wrlock(&e->role);
+    struct engine_dispatch *dispatch = e->dispatch;
+    struct engine_pipeline *pipeline = e->pipeline;
+    e->dispatch = NULL;
+    e->pipeline = NULL;
+    pthread_rwlock_unlock(&e->role);
+    if (dispatch)
+        engine_dispatch_set_pipeline(dispatch, NULL);
+    engine_pipeline_stop(pipeline);
+    engine_dispatch_stop(dispatch);
+}
+
+int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err)
+{
+    pthread_rwlock_rdlock(&e->role);
+    int rc = MEDIC_E_NOTFOUND;
+    if (e->pipeline)
+        rc = engine_pipeline_copy_state(e->pipeline, out, err);
+    pthread_rwlock_unlock(&e->role);
+    if (rc != MEDIC_E_NOTFOUND)
+        return rc;
+    struct audit_reader *reader = NULL;
+    int legacy = 0;
+    rc = audit_reader_open(e->audit_path, &reader, err);
+    if (rc == 0)
+        rc = engine_state_read(reader, out, &legacy, err);
+    audit_reader_free(reader);
+    return rc;
+}
+
+void engine_stats(struct engine *e, struct engine_pipeline_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_rwlock_rdlock(&e->role);
+    if (e->pipeline)
+        engine_pipeline_stats(e->pipeline, out);
+    pthread_rwlock_unlock(&e->role);
+}
+
+/* A replica's name in the lease: the configured one, or HOSTNAME-PID. */
+static int replica_name(const struct medic_config *c, char *out, size_t size,
+                        struct medic_error *err)
+{
+    if (c->ha_replica) {
+        snprintf(out, size, "%s", c->ha_replica);
+    } else {
+        char host[64] = "medic";
+        gethostname(host, sizeof(host) - 1);
+        snprintf(out, size, "%s-%ld", host, (long)getpid());
+    }
+    size_t n = strlen(out);
+    if (n == 0 || n >= 64 ||
+        strspn(out, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "ha.replica '%s': up to 63 letters, digits, '.', '_' or '-'", out);
+    return 0;
+}
+
 static int start(struct engine *e, const struct medic_config *c, struct medic_error *err)
 {
     struct audit_options aopt;
@@ -223,22 +329,24 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_prefix(err, "cannot open the audit log");
         return -1;
     }
-    /* dispatch first: it recovers what a crash left before new work comes */
-    if (engine_dispatch_start(e->store, e->audit_path, e->configs, &e->dispatch, err)) {
-        medic_error_prefix(err, "cannot start the action dispatch");
-        return -1;
-    }
     /* fleet scoring before the engine, whose alerts reuse its risks */
     if (engine_fleet_start(e->configs, &e->fleet)) {
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
         return -1;
     }
-    if (engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
-                              e->dispatch, e->fleet, &e->pipeline, err)) {
-        medic_error_prefix(err, "cannot start the policy engine");
+    e->shared_log = audit_pg_is_url(e->audit_path);
+    if (e->shared_log) {
+        /* several replicas: the engine and dispatch run while this one leads */
+        char replica[64];
+        struct engine_leader_hooks hooks = {e, gain, lose};
+        if (replica_name(c, replica, sizeof(replica), err) ||
+            engine_leader_start(e->audit_path, replica, c->ha_lease, e->store, &hooks, &e->leader,
+                                err))
+            return -1;
+    } else if (gain(e, 0)) {
+        medic_error_set(err, MEDIC_E_STORE, "cannot start the policy engine or action dispatch");
         return -1;
     }
-    engine_dispatch_set_pipeline(e->dispatch, e->pipeline);
     struct receiver_settings settings;
     settings_from_config(c, &settings);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -289,6 +397,7 @@ int engine_serve(const struct engine_serve_options *options)
     struct engine e;
     memset(&e, 0, sizeof(e));
     e.options = options;
+    pthread_rwlock_init(&e.role, NULL);
     /* signals are taken by sigwait(), so block them in every thread; a full
      * disk must fail a write, never kill the daemon */
     sigset_t signals;
@@ -335,16 +444,17 @@ int engine_serve(const struct engine_serve_options *options)
         medic_log_error("cannot start", "error", err.msg, NULL);
     }
     receiver_server_stop(e.server, 10000);
-    if (e.dispatch)
-        engine_dispatch_set_pipeline(e.dispatch, NULL);
-    engine_pipeline_stop(e.pipeline);
+    if (e.leader)
+        engine_leader_stop(e.leader); /* stops acting, then gives the lease up */
+    else
+        lose(&e);
     engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
-    engine_dispatch_stop(e.dispatch);
     audit_store_free(e.store);
     if (status == 0)
         medic_log_info("stopped; audit log closed", NULL);
     config_slot_free(e.configs);
     free(e.listen);
     free(e.audit_path);
+    pthread_rwlock_destroy(&e.role);
     return status;
 }

@@ -57,14 +57,18 @@ class PostgreSQL:
                                f"--pwfile={pwfile}", "--auth-local=trust",
                                "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"])
         assert r.returncode == 0, r.stderr
+        self.restart()
+        self.sql(f"CREATE ROLE medic LOGIN PASSWORD '{self.password}'")
+        return self
+
+    def restart(self):
+        """Starts the server on its data directory (again, after stop())."""
         r = self._as_postgres([f"{BIN}/pg_ctl", "-D", self.data, "-l",
                                os.path.join(self.dir, "postgres.log"), "-w", "-t", "30", "-o",
                                f"-c listen_addresses={HOST} -p {self.port} -k {self.dir}",
                                "start"])
         assert r.returncode == 0, r.stdout + r.stderr
         self.running = True
-        self.sql(f"CREATE ROLE medic LOGIN PASSWORD '{self.password}'")
-        return self
 
     def sql(self, statement, db="postgres"):
         """Runs one statement as the superuser over the socket; its rows as

@@ -1,0 +1,39 @@
+/* Leadership among replicas sharing a PostgreSQL audit log (audit/lease.h):
+ * a thread renews this replica's lease every third of its length, or
+ * takes it once it expired. When the replica gains the lease it sets the
+ * audit store's term (every decision and intent is then fenced by it) and
+ * calls gain, which starts the policy engine and action dispatch; when it
+ * loses the lease (another replica holds it, or it could not renew it for
+ * a whole lease) it clears the term first, then calls lose, which stops
+ * them. The log says when and why. Private to engine/. */
+#ifndef MEDIC_ENGINE_LEADER_H
+#define MEDIC_ENGINE_LEADER_H
+
+#include "audit.h"
+#include "buf.h"
+
+#include <stdint.h>
+
+struct engine_leader;
+
+struct engine_leader_hooks {
+    void *arg;
+    /* this replica leads from now, in term epoch; non-zero: it could not
+     * start, and gives the lease up */
+    int (*gain)(void *arg, int64_t epoch);
+    /* it no longer leads: stop acting (decisions are already fenced) */
+    void (*lose)(void *arg);
+};
+
+/* Starts the thread; url is the audit log's. */
+int engine_leader_start(const char *url, const char *replica, int64_t lease,
+                        struct audit_store *store, const struct engine_leader_hooks *hooks,
+                        struct engine_leader **out, struct medic_error *err);
+/* Stops leading (lose first, when leading), gives the lease up so that
+ * another replica need not wait for it to expire, and stops the thread.
+ * NULL is a no-op. */
+void engine_leader_stop(struct engine_leader *l);
+/* medic_ha_leader, medic_ha_epoch, the renewals' latency and failures. */
+void engine_leader_metrics(struct engine_leader *l, struct medic_buf *out);
+
+#endif

@@ -1,0 +1,239 @@
+#include "engine_leader.h"
+#include "lease.h"
+#include "log.h"
+#include "postgres.h"
+#include "timeutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Renewal latency histogram bounds, seconds. */
+#define LEASE_BUCKETS 8
+static const double lease_buckets[LEASE_BUCKETS] = {0.001, 0.0025, 0.005, 0.01,
+                                                    0.025, 0.05,   0.25,  1};
+
+struct engine_leader {
+    char *url;
+    char replica[64];
+    int64_t lease; /* ns */
+    struct audit_store *store;
+    struct engine_leader_hooks hooks;
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards stopping and the counters below */
+    pthread_cond_t cond;
+    int stopping;
+    PGconn *conn;
+    int leading;
+    int64_t epoch;
+    int64_t renewed_at; /* monotonic ns of the last renewal sent that held */
+    uint64_t renewals, failures, gains, losses;
+    uint64_t buckets[LEASE_BUCKETS];
+    double seconds_sum;
+};
+
+static void observe(struct engine_leader *l, double seconds, int failed)
+{
+    pthread_mutex_lock(&l->lock);
+    l->renewals++;
+    l->failures += failed;
+    l->seconds_sum += seconds;
+    for (int i = 0; i < LEASE_BUCKETS; i++)
+        if (seconds <= lease_buckets[i])
+            l->buckets[i]++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void set_leading(struct engine_leader *l, int leading, int64_t epoch)
+{
+    pthread_mutex_lock(&l->lock);
+    l->leading = leading;
+    l->epoch = epoch;
+    if (leading)
+        l->gains++;
+    else
+        l->losses++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void step_down(struct engine_leader *l, const char *why)
+{
+    char epoch[24];
+    snprintf(epoch, sizeof(epoch), "%lld", (long long)l->epoch);
+    /* fenced first: from here no decision or intent of this replica commits */
+    audit_store_set_term(l->store, l->replica, 0);
+    medic_log_warn("this replica no longer leads: policies and actions stop here", "replica",
+                   l->replica, "epoch", epoch, "why", why, NULL);
+    l->hooks.lose(l->hooks.arg);
+    set_leading(l, 0, l->epoch);
+}
+
+static void take_up(struct engine_leader *l, int64_t epoch)
+{
+    char e[24];
+    snprintf(e, sizeof(e), "%lld", (long long)epoch);
+    audit_store_set_term(l->store, l->replica, epoch);
+    set_leading(l, 1, epoch);
+    medic_log_info("this replica leads: it decides and acts from now", "replica", l->replica,
+                   "epoch", e, NULL);
+    if (l->hooks.gain(l->hooks.arg, epoch) == 0)
+        return;
+    struct medic_error err = {0};
+    step_down(l, "the policy engine could not start");
+    if (l->conn)
+        audit_lease_release(l->conn, l->replica, epoch, &err);
+}
+
+/* One renewal, and what it means for this replica's part. */
+static void renew(struct engine_leader *l)
+{
+    struct medic_error err = {0};
+    int64_t sent = medic_time_monotonic();
+    int rc = 0;
+    if (!l->conn)
+        rc = audit_pg_connect(l->url, &l->conn, &err);
+    else if (PQstatus(l->conn) != CONNECTION_OK)
+        PQreset(l->conn);
+    struct audit_lease lease = {0};
+    if (rc == 0)
+        rc = audit_lease_renew(l->conn, l->replica, l->lease / MEDIC_NS_PER_MS, &lease, &err);
+    observe(l, (double)(medic_time_monotonic() - sent) / 1e9, rc != 0);
+    if (rc) {
+        /* a lease this replica could not renew has expired by the time a
+         * whole lease passed since the last renewal that held: step down
+         * then (the database fences its writes already) */
+        if (l->leading && medic_time_monotonic() - l->renewed_at >= l->lease) {
+            char why[600];
+            snprintf(why, sizeof(why), "cannot renew the lease: %s", err.msg);
+            step_down(l, why);
+        } else {
+            medic_log_warn("cannot renew the lease", "replica", l->replica, "error", err.msg, NULL);
+        }
+        return;
+    }
+    if (lease.ours) {
+        l->renewed_at = sent;
+        if (l->leading && lease.epoch != l->epoch) /* it expired meanwhile: start afresh */
+            step_down(l, "the lease expired before it was renewed");
+        if (!l->leading)
+            take_up(l, lease.epoch);
+        return;
+    }
+    if (l->leading) {
+        char why[160];
+        snprintf(why, sizeof(why), "replica %s holds the lease (epoch %lld)", lease.holder,
+                 (long long)lease.epoch);
+        step_down(l, why);
+    }
+}
+
+static void *leader_main(void *arg)
+{
+    struct engine_leader *l = arg;
+    pthread_setname_np(pthread_self(), "medic-leader");
+    pthread_mutex_lock(&l->lock);
+    while (!l->stopping) {
+        pthread_mutex_unlock(&l->lock);
+        renew(l);
+        pthread_mutex_lock(&l->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t at = (int64_t)until.tv_sec * MEDIC_NS_PER_SEC + until.tv_nsec + l->lease / 3;
+        until.tv_sec = (time_t)(at / MEDIC_NS_PER_SEC);
+        until.tv_nsec = (long)(at % MEDIC_NS_PER_SEC);
+        while (!l->stopping && pthread_cond_timedwait(&l->cond, &l->lock, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+int engine_leader_start(const char *url, const char *replica, int64_t lease,
+                        struct audit_store *store, const struct engine_leader_hooks *hooks,
+                        struct engine_leader **out, struct medic_error *err)
+{
+    struct engine_leader *l = calloc(1, sizeof(*l));
+    if (!l || !(l->url = strdup(url))) {
+        free(l);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    snprintf(l->replica, sizeof(l->replica), "%s", replica);
+    l->lease = lease;
+    l->store = store;
+    l->hooks = *hooks;
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->cond, NULL);
+    audit_store_set_term(store, replica, 0);
+    if (pthread_create(&l->thread, NULL, leader_main, l) != 0) {
+        pthread_mutex_destroy(&l->lock);
+        pthread_cond_destroy(&l->cond);
+        free(l->url);
+        free(l);
+        return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the leader thread");
+    }
+    *out = l;
+    return 0;
+}
+
+void engine_leader_stop(struct engine_leader *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = 1;
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    pthread_join(l->thread, NULL);
+    if (l->leading) {
+        int64_t epoch = l->epoch;
+        step_down(l, "shutting down");
+        struct medic_error err = {0};
+        if (l->conn && audit_lease_release(l->conn, l->replica, epoch, &err) == 0)
+            medic_log_info("lease released: another replica may lead at once", "replica",
+                           l->replica, NULL);
+    }
+    PQfinish(l->conn);
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->cond);
+    free(l->url);
+    free(l);
+}
+
+void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
+{
+    pthread_mutex_lock(&l->lock);
+    medic_buf_printf(b,
+                     "# HELP medic_ha_leader 1 while this replica holds the lease and acts.\n"
+                     "# TYPE medic_ha_leader gauge\n"
+                     "medic_ha_leader{replica=\"%s\"} %d\n"
+                     "# HELP medic_ha_epoch The lease's term this replica last held.\n"
+                     "# TYPE medic_ha_epoch gauge\n"
+                     "medic_ha_epoch %lld\n"
+                     "# HELP medic_ha_leadership_changes_total Times this replica began or "
+                     "stopped leading.\n"
+                     "# TYPE medic_ha_leadership_changes_total counter\n"
+                     "medic_ha_leadership_changes_total{change=\"gained\"} %llu\n"
+                     "medic_ha_leadership_changes_total{change=\"lost\"} %llu\n"
+                     "# HELP medic_ha_lease_renew_failures_total Lease renewals that failed "
+                     "(the database unreachable or erring).\n"
+                     "# TYPE medic_ha_lease_renew_failures_total counter\n"
+                     "medic_ha_lease_renew_failures_total %llu\n"
+                     "# HELP medic_ha_lease_renew_duration_seconds Time one lease renewal "
+                     "took.\n"
+                     "# TYPE medic_ha_lease_renew_duration_seconds histogram\n",
+                     l->replica, l->leading, (long long)l->epoch, (unsigned long long)l->gains,
+                     (unsigned long long)l->losses, (unsigned long long)l->failures);
+    for (int i = 0; i < LEASE_BUCKETS; i++)
+        medic_buf_printf(b, "medic_ha_lease_renew_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                         lease_buckets[i], (unsigned long long)l->buckets[i]);
+    medic_buf_printf(b,
+                     "medic_ha_lease_renew_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                     "medic_ha_lease_renew_duration_seconds_sum %.6f\n"
+                     "medic_ha_lease_renew_duration_seconds_count %llu\n",
+                     (unsigned long long)l->renewals, l->seconds_sum,
+                     (unsigned long long)l->renewals);
+    pthread_mutex_unlock(&l->lock);
+}
