@@ -374,6 +374,37 @@ static int prepare(struct audit_reader *reader, const char *sql, struct db_stmt 
     return err->code;
 }
 
+/* The body in columns col (payload), col + 1 (its encoding) and col + 2
+ * (its length as received) of st's row, appended to out. */
+static int decode_payload(struct db_stmt *st, int col, int64_t id, struct medic_buf *out,
+                          struct medic_error *err)
+{
+    size_t len;
+    const void *data = db_column_blob(st, col, &len);
+    const char *encoding = db_column_text(st, col + 1);
+    int64_t bytes = db_column_int64(st, col + 2);
+    int rc;
+    if (encoding && strcmp(encoding, "deflate") == 0) {
+        uLongf n = (uLongf)bytes;
+        unsigned char *raw = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!raw)
+            return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        if (!data || uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
+            free(raw);
+            return medic_error_set(err, MEDIC_E_STORE,
+                                   "the stored body of notification %lld is corrupt",
+                                   (long long)id);
+        }
+        rc = medic_buf_append(out, raw, n);
+        free(raw);
+    } else {
+        rc = medic_buf_append(out, data, len);
+    }
+    if (rc)
+        medic_error_set(err, rc, "the body does not fit in memory");
+    return rc;
+}
+
 int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
                        struct medic_error *err)
 {
@@ -390,33 +421,8 @@ int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf
         rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no notification %lld", (long long)id);
     else if (step < 0)
         rc = step;
-    if (rc)
-        goto out;
-    size_t len;
-    const void *data = db_column_blob(st, 0, &len);
-    const char *encoding = db_column_text(st, 1);
-    int64_t bytes = db_column_int64(st, 2);
-    if (encoding && strcmp(encoding, "deflate") == 0) {
-        uLongf n = (uLongf)bytes;
-        unsigned char *raw = malloc(bytes > 0 ? (size_t)bytes : 1);
-        if (!raw) {
-            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-            goto out;
-        }
-        if (!data || uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
-            free(raw);
-            rc = medic_error_set(err, MEDIC_E_STORE,
-                                 "the stored body of notification %lld is corrupt", (long long)id);
-            goto out;
-        }
-        rc = medic_buf_append(out, raw, n);
-        free(raw);
-    } else {
-        rc = medic_buf_append(out, data, len);
-    }
-    if (rc)
-        medic_error_set(err, rc, "the body does not fit in memory");
-out:
+    else
+        rc = decode_payload(st, 0, id, out, err);
     db_finalize(st);
     return rc;
 }
@@ -429,7 +435,8 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
     char sql[512];
     snprintf(sql, sizeof(sql),
              "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id = n.id),"
-             " n.received_at FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
+             " n.received_at, n.payload, n.payload_encoding, n.payload_bytes"
+             " FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
              " ORDER BY n.id LIMIT ?3",
              where);
     int rc = prepare(reader, sql, &st, err), step = 0;
@@ -445,7 +452,7 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
         int64_t first_alert = db_column_int64(st, 1);
         int64_t received = db_column_int64(st, 2) * MEDIC_NS_PER_MS;
         medic_buf_reset(&body);
-        rc = audit_read_payload(reader, id, &body, err);
+        rc = decode_payload(st, 3, id, &body, err);
         if (rc == 0 && fn)
             rc = fn(arg, id, first_alert, body.data ? body.data : "", body.len);
         if (rc == 0 && walk)

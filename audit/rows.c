@@ -37,15 +37,13 @@ static const char *const stmt_sql[ST_COUNT] = {
         " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
         " config_hash, prev_hash, hash)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, '')"
-        " RETURNING id",
+        " RETURNING %s", /* the hashed columns: the row as stored, hashed at once */
     [ST_INSERT_ACTION] =
         "INSERT INTO actions (created_at, decision_id, phase, intent_id, action, node, target,"
         " params, result, duration_ms, detail, prev_hash, hash)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '') RETURNING id",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, '') RETURNING %s",
     [ST_LAST_DECISION_HASH] = "SELECT hash FROM decisions ORDER BY id DESC LIMIT 1",
     [ST_LAST_ACTION_HASH] = "SELECT hash FROM actions ORDER BY id DESC LIMIT 1",
-    [ST_SELECT_DECISION] = NULL, /* built from audit_decision_hashed_columns */
-    [ST_SELECT_ACTION] = NULL,
     [ST_SET_DECISION_HASH] = "UPDATE decisions SET hash = ?2 WHERE id = ?1",
     [ST_SET_ACTION_HASH] = "UPDATE actions SET hash = ?2 WHERE id = ?1",
     [ST_MARK_EVALUATED] = "UPDATE notifications SET evaluated_at = ?2 WHERE id = ?1",
@@ -57,9 +55,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_CHANGE] =
         "INSERT INTO incident_changes (created_at, incident, node, policy, from_state, state,"
         " cause, decision_id, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '')"
-        " RETURNING id",
+        " RETURNING %s",
     [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
-    [ST_SELECT_CHANGE] = NULL,
     [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
 };
 
@@ -300,39 +297,59 @@ void audit__prepared_release(struct prepared_notification *p)
     free(p->offsets);
 }
 
-/* Fills the row's hash from its stored content and the previous hash. */
-static int seal_row(struct audit_store *s, enum stmt_id select, enum stmt_id update, int64_t id,
-                    struct medic_error *err)
+/* Runs the insert of a chained row, which returns the row as stored
+ * (its hashed columns, the id first), and fills the row's hash from it;
+ * the chain's head is that hash from now. */
+static int insert_sealed(struct audit_store *s, enum chain chain, enum stmt_id insert,
+                         enum stmt_id update, int64_t *id, struct medic_error *err,
+                         const char *what)
 {
+    struct db_stmt *st = s->stmts[insert];
     char hash[65];
-    struct db_stmt *st = s->stmts[select];
-    db_bind_int64(st, 1, id);
     int rc = db_step(st, err);
-    if (rc == 1)
+    if (rc == 1) {
+        *id = db_column_int64(st, 0);
         audit_chain_hash_db_row(st, db_column_count(st), hash);
+    }
     db_clear(st);
-    if (rc != 1)
-        return rc < 0 ? rc
-                      : medic_error_set(err, MEDIC_E_STORE, "a chained row vanished: id %lld",
-                                        (long long)id);
-    st = s->stmts[update];
-    db_bind_int64(st, 1, id);
-    db_bind_text(st, 2, hash);
-    return step_done(st, err, "sealing a chained row");
-}
-
-static int last_hash(struct audit_store *s, enum stmt_id which, char out[65],
-                     struct medic_error *err)
-{
-    struct db_stmt *st = s->stmts[which];
-    int rc = db_step(st, err);
-    const char *v = rc == 1 ? db_column_text(st, 0) : NULL;
-    snprintf(out, 65, "%s", v ? v : AUDIT_CHAIN_GENESIS);
-    db_reset(st);
-    if (rc < 0) {
-        medic_error_prefix(err, "reading the chain head");
+    if (rc != 1) {
+        if (rc == 0)
+            rc = medic_error_set(err, MEDIC_E_STORE, "the insert returned no row");
+        medic_error_prefix(err, what);
         return rc;
     }
+    st = s->stmts[update];
+    db_bind_int64(st, 1, *id);
+    db_bind_text(st, 2, hash);
+    if ((rc = step_done(st, err, "sealing a chained row")))
+        return rc;
+    memcpy(s->chain_head[chain], hash, sizeof(hash));
+    return 0;
+}
+
+/* The chain's last hash: read once per transaction (which holds the chain
+ * lock on PostgreSQL), then kept as rows are sealed. */
+static int last_hash(struct audit_store *s, enum chain chain, char out[65], struct medic_error *err)
+{
+    static const enum stmt_id head_of[CHAIN_COUNT] = {
+        [CHAIN_DECISIONS] = ST_LAST_DECISION_HASH,
+        [CHAIN_ACTIONS] = ST_LAST_ACTION_HASH,
+        [CHAIN_CHANGES] = ST_LAST_CHANGE_HASH,
+    };
+    if (!s->chain_head[chain][0]) {
+        struct db_stmt *st = s->stmts[head_of[chain]];
+        int rc = db_step(st, err);
+        const char *v = rc == 1 ? db_column_text(st, 0) : NULL;
+        snprintf(s->chain_head[chain], sizeof(s->chain_head[chain]), "%s",
+                 v ? v : AUDIT_CHAIN_GENESIS);
+        db_reset(st);
+        if (rc < 0) {
+            s->chain_head[chain][0] = 0;
+            medic_error_prefix(err, "reading the chain head");
+            return rc;
+        }
+    }
+    memcpy(out, s->chain_head[chain], 65);
     return 0;
 }
 
@@ -345,7 +362,7 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
                          int64_t decision_id, struct medic_error *err)
 {
     char prev[65];
-    int rc = last_hash(s, ST_LAST_CHANGE_HASH, prev, err);
+    int rc = last_hash(s, CHAIN_CHANGES, prev, err);
     if (rc)
         return rc;
     struct db_stmt *st = s->stmts[ST_INSERT_CHANGE];
@@ -359,9 +376,8 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
     bind_id(st, 8, decision_id);
     db_bind_text(st, 9, prev);
     int64_t id = 0;
-    if ((rc = step_id(st, &id, err, "storing an incident's change")))
-        return rc;
-    return seal_row(s, ST_SELECT_CHANGE, ST_SET_CHANGE_HASH, id, err);
+    return insert_sealed(s, CHAIN_CHANGES, ST_INSERT_CHANGE, ST_SET_CHANGE_HASH, &id, err,
+                         "storing an incident's change");
 }
 
 /* The engine's state rows a round changed: put_row below, called back by
@@ -429,7 +445,7 @@ static int insert_decision(struct audit_store *s, const struct audit_decision_in
                            int64_t *out_id, struct medic_error *err)
 {
     char prev[65];
-    int rc = last_hash(s, ST_LAST_DECISION_HASH, prev, err);
+    int rc = last_hash(s, CHAIN_DECISIONS, prev, err);
     if (rc)
         return rc;
     struct db_stmt *st = s->stmts[ST_INSERT_DECISION];
@@ -455,16 +471,15 @@ static int insert_decision(struct audit_store *s, const struct audit_decision_in
     bind_text(st, 14, in->reason);
     bind_text(st, 15, in->config_hash);
     db_bind_text(st, 16, prev);
-    if ((rc = step_id(st, out_id, err, "storing a decision")))
-        return rc;
-    return seal_row(s, ST_SELECT_DECISION, ST_SET_DECISION_HASH, *out_id, err);
+    return insert_sealed(s, CHAIN_DECISIONS, ST_INSERT_DECISION, ST_SET_DECISION_HASH, out_id, err,
+                         "storing a decision");
 }
 
 static int write_action(struct audit_store *s, struct job *job)
 {
     const struct audit_action_in *in = job->in;
     char prev[65];
-    int rc = last_hash(s, ST_LAST_ACTION_HASH, prev, &job->err);
+    int rc = last_hash(s, CHAIN_ACTIONS, prev, &job->err);
     if (rc)
         return rc;
     struct db_stmt *st = s->stmts[ST_INSERT_ACTION];
@@ -483,9 +498,8 @@ static int write_action(struct audit_store *s, struct job *job)
         db_bind_null(st, 10);
     bind_text(st, 11, in->detail);
     db_bind_text(st, 12, prev);
-    if ((rc = step_id(st, &job->id, &job->err, "storing an action")))
-        return rc;
-    return seal_row(s, ST_SELECT_ACTION, ST_SET_ACTION_HASH, job->id, &job->err);
+    return insert_sealed(s, CHAIN_ACTIONS, ST_INSERT_ACTION, ST_SET_ACTION_HASH, &job->id,
+                         &job->err, "storing an action");
 }
 
 int audit__run_job(struct audit_store *s, struct job *job)
@@ -505,20 +519,18 @@ int audit__run_job(struct audit_store *s, struct job *job)
 
 int audit__prepare_all(struct audit_store *s, struct medic_error *err)
 {
-    char sql[512];
+    char sql[1024];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        if (i == ST_SELECT_DECISION)
-            snprintf(sql, sizeof(sql), "SELECT %s FROM decisions WHERE id = ?1",
-                     audit_decision_hashed_columns);
-        else if (i == ST_SELECT_ACTION)
-            snprintf(sql, sizeof(sql), "SELECT %s FROM actions WHERE id = ?1",
-                     audit_action_hashed_columns);
-        else if (i == ST_SELECT_CHANGE)
-            snprintf(sql, sizeof(sql), "SELECT %s FROM incident_changes WHERE id = ?1",
-                     audit_change_hashed_columns);
-        if (!text)
+        const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
+                                : i == ST_INSERT_ACTION ? audit_action_hashed_columns
+                                : i == ST_INSERT_CHANGE ? audit_change_hashed_columns
+                                                        : NULL;
+        if (returning) { /* in place of the statement's "%s" */
+            const char *at = strstr(text, "%s");
+            snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - text), text, returning, at + 2);
             text = sql;
+        }
         if (i == ST_INSERT_FIRST && !s->pg) /* SQLite has one writer: see insert_notification */
             continue;
         int rc = db_prepare_cached(s->db, text, &s->stmts[i], err);

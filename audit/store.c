@@ -129,6 +129,7 @@ static void run_batch(struct audit_store *s, struct job *batch)
     for (;;) {
         if ((rc = db_begin(s->db, &err)))
             break;
+        memset(s->chain_head, 0, sizeof(s->chain_head)); /* another writer may have moved them */
         if (s->pg && (rc = guard_batch(s, batch, &err))) {
             db_rollback(s->db);
             break;

@@ -53,8 +53,6 @@ enum stmt_id {
     ST_INSERT_ACTION,
     ST_LAST_DECISION_HASH,
     ST_LAST_ACTION_HASH,
-    ST_SELECT_DECISION,
-    ST_SELECT_ACTION,
     ST_SET_DECISION_HASH,
     ST_SET_ACTION_HASH,
     ST_MARK_EVALUATED,
@@ -64,17 +62,22 @@ enum stmt_id {
     ST_DROP_LEGACY_STATE,
     ST_INSERT_CHANGE,
     ST_LAST_CHANGE_HASH,
-    ST_SELECT_CHANGE,
     ST_SET_CHANGE_HASH,
     ST_INSERT_FIRST, /* PostgreSQL: a notification, unless its key is stored already */
     ST_COUNT
 };
+
+/* The three hash chains. */
+enum chain { CHAIN_DECISIONS, CHAIN_ACTIONS, CHAIN_CHANGES, CHAIN_COUNT };
 
 struct audit_store {
     sqlite3 *lite; /* one of the two backends */
     PGconn *pg;
     struct db *db;
     struct db_stmt *stmts[ST_COUNT];
+    /* each chain's last hash in the open transaction ("": not read yet);
+     * forgotten when a transaction begins */
+    char chain_head[CHAIN_COUNT][65];
     struct audit_options options;
     pthread_t writer;
     pthread_mutex_t lock;

@@ -65,10 +65,10 @@ class Medic:
     """`medic serve` on loopback: on its embedded defaults (`--listen --db`)
     or, with config, on that YAML text plus listen and the audit path."""
 
-    def __init__(self, binary, work, config=None):
+    def __init__(self, binary, work, config=None, db=None):
         os.makedirs(work, exist_ok=True)
         self.port = free_port()
-        self.db = os.path.join(work, "medic.db")
+        self.db = db or os.path.join(work, "medic.db")
         argv = [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", self.db]
         if config is not None:
             path = os.path.join(work, "medic.yaml")

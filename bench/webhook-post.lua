@@ -4,6 +4,7 @@
 local counter = 0
 local thread_id = 0
 local body_prefix, body_suffix
+local key_prefix = "bench"
 
 -- Splits the payload around the value of "groupKey" (a JSON string that
 -- holds escaped quotes).
@@ -36,13 +37,17 @@ function init(args)
   f:close()
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
-  if args[2] then
+  if args[2] and args[2] ~= "" then
     wrk.headers["Authorization"] = "Bearer " .. args[2]
+  end
+  -- several wrk processes at once (one per replica) keep their keys apart
+  if args[3] then
+    key_prefix = args[3]
   end
 end
 
 function request()
   counter = counter + 1
-  local body = body_prefix .. string.format('"bench-%d-%d"', id, counter) .. body_suffix
+  local body = body_prefix .. string.format('"%s-%d-%d"', key_prefix, id, counter) .. body_suffix
   return wrk.format(nil, "/webhook", nil, body)
 end

@@ -35,6 +35,7 @@ struct engine_pipeline {
     struct handover in;   /* what other threads hand over, and the wake-ups */
     struct policy_state *state;
     int legacy_state; /* an earlier medic's document: dropped once the rows are written */
+    int state_stale;  /* a failed round changed state and it could not be read back yet */
     int64_t last_tick;
     atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
@@ -288,19 +289,28 @@ static int read_state(struct engine_pipeline *e, struct policy_state **out, stru
 }
 
 /* Reloads the last committed state after a failed commit, so that the
- * notifications of the failed round are evaluated again from it. */
-static void restore_state(struct engine_pipeline *e)
+ * notifications of the failed round are evaluated again from it. Until it
+ * could (the database is unreachable, say), no round runs: the state in
+ * memory holds the failed round's changes, which never happened. */
+static int restore_state(struct engine_pipeline *e)
 {
     struct medic_error err = {0};
     struct policy_state *st = NULL;
     if (read_state(e, &st, &err)) {
-        medic_log_error("cannot restore the engine state", "error", err.msg, NULL);
-        return;
+        if (!e->state_stale)
+            medic_log_error("cannot restore the engine state; no round runs until it is read",
+                            "error", err.msg, NULL);
+        e->state_stale = 1;
+        return -1;
     }
     pthread_mutex_lock(&e->lock);
     policy_state_free(e->state);
     e->state = st;
     pthread_mutex_unlock(&e->lock);
+    if (e->state_stale)
+        medic_log_info("engine state restored from the audit log", NULL);
+    e->state_stale = 0;
+    return 0;
 }
 
 /* One round: the scheduler when due, then the committed notifications;
@@ -309,6 +319,8 @@ static void restore_state(struct engine_pipeline *e)
  * when it failed. */
 static int run_round(struct engine_pipeline *e, int64_t now, int tick)
 {
+    if (e->state_stale && restore_state(e))
+        return -1; /* retried in a second */
     struct round r = {.e = e, .now = now};
     struct handed h;
     handover_take(&e->in, ROUND_LIMIT, &h);
