@@ -434,7 +434,8 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
     struct db_stmt *st = NULL;
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT n.id, (SELECT min(a.id) FROM alerts a WHERE a.notification_id = n.id),"
+             "SELECT n.id, (SELECT a.id FROM alerts a WHERE a.notification_id = n.id AND "
+             "a.position = 0),"
              " n.received_at, n.payload, n.payload_encoding, n.payload_bytes"
              " FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
              " ORDER BY n.id LIMIT ?3",

@@ -194,7 +194,7 @@ def main():
     finally:
         pg.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\n| setup | notifications/s | p50 | p99 | non-2xx | leader caught up after |")
+    print("\n| setup | notifications/s | p50 | p99 | non-2xx | leader caught up after |")
     print("|---|---|---|---|---|---|")
     for key, label in (("sqlite_1", "one medic, SQLite"), ("pg_1", "one replica, PostgreSQL"),
                        ("pg_3", "three replicas, PostgreSQL")):
