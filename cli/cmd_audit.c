@@ -13,11 +13,11 @@
 
 static const char usage[] =
     "usage: medic audit notifications|alerts|decisions|actions|incidents|changes\n"
-    "                   [FILTERS] [--db PATH] [--format table|json|csv]\n"
+    "                   [FILTERS] [--db PATH|URL] [--format table|json|csv]\n"
     "       medic audit timeline --node N [--since T] [--until T] [--limit N]\n"
-    "                   [--db PATH] [--format table|json|csv]\n"
-    "       medic audit verify [--db PATH]\n"
-    "       medic audit payload ID [--db PATH]\n"
+    "                   [--db PATH|URL] [--format table|json|csv]\n"
+    "       medic audit verify [--db PATH|URL]\n"
+    "       medic audit payload ID [--db PATH|URL]\n"
     "       medic audit migrate --from PATH --to postgresql://USER:PASSWORD@HOST/DB\n"
     "\n"
     "Queries the audit log that medic serve writes, newest first. The database is\n"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic dry-run [--config FILE] [--db PATH] [--at TIME] [--risk R]\n"
+    "usage: medic dry-run [--config FILE] [--db PATH|URL] [--at TIME] [--risk R]\n"
     "                     [--format table|json] PAYLOAD.json...\n"
     "\n"
     "Prints the decisions that Alertmanager webhook payloads would produce, in\n"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic replay --config FILE --db PATH [--since T] [--until T]\n"
+    "usage: medic replay --config FILE --db PATH|URL [--since T] [--until T]\n"
     "                    [--format table|json]\n"
     "\n"
     "Re-evaluates the notifications recorded in the audit log between --since\n"
@@ -29,7 +29,8 @@ static const char usage[] =
     "steps come due as they would have, to within the gaps between\n"
     "notifications. Verdicts follow FILE's mode.\n"
     "\n"
-    "Times are RFC 3339 or a duration ago (90m, 2h, 7d).\n";
+    "Times are RFC 3339 or a duration ago (90m, 2h, 7d). --db is the SQLite file\n"
+    "or a postgresql:// URL.\n";
 
 /* One side's decision, reduced to what identifies and compares it. */
 struct replay_row {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 static const char usage[] =
-    "usage: medic serve [--config FILE] [--listen ADDR:PORT] [--db PATH]\n"
+    "usage: medic serve [--config FILE] [--listen ADDR:PORT] [--db PATH|URL]\n"
     "                   [--log-level debug|info|warn|error]\n"
     "\n"
     "Runs the daemon: accepts Alertmanager webhook notifications on POST /webhook,\n"
@@ -22,7 +22,9 @@ static const char usage[] =
     "Without --config it runs on embedded defaults: listen 127.0.0.1:9799, audit\n"
     "database ./medic.db, mode dry-run, no authentication (loopback only), the\n"
     "built-in policies and model.\n"
-    "--listen and --db override the configuration file.\n"
+    "--listen and --db override the configuration file. --db (or audit.url) may\n"
+    "be a postgresql:// URL: several replicas then share the log, and the one\n"
+    "holding the lease (ha.lease) decides and acts (docs/ha.md).\n"
     "\n"
     "Signals: SIGTERM and SIGINT drain requests in flight and close the audit log;\n"
     "SIGHUP reloads the configuration (an invalid file keeps the running one).\n"
