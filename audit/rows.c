@@ -90,10 +90,13 @@ static void bind_id(struct db_stmt *st, int i, int64_t id)
         db_bind_null(st, i);
 }
 
-/* Runs st, which returns no row, and clears it for the next use. */
-static int step_done(struct db_stmt *st, struct medic_error *err, const char *what)
+/* Runs st and clears it for the next use; id (unless NULL) receives the
+ * first column of the row it returned (an insert's new id), 0 when none. */
+static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what)
 {
     int rc = db_step(st, err);
+    if (id)
+        *id = rc == 1 ? db_column_int64(st, 0) : 0;
     db_clear(st);
     if (rc < 0) {
         medic_error_prefix(err, what);
@@ -102,17 +105,10 @@ static int step_done(struct db_stmt *st, struct medic_error *err, const char *wh
     return 0;
 }
 
-/* Runs an insert that returns the new row's id (0 when it returned none). */
-static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what)
+/* Runs st, which returns no row. */
+static int step_done(struct db_stmt *st, struct medic_error *err, const char *what)
 {
-    int rc = db_step(st, err);
-    *id = rc == 1 ? db_column_int64(st, 0) : 0;
-    db_clear(st);
-    if (rc < 0) {
-        medic_error_prefix(err, what);
-        return rc;
-    }
-    return 0;
+    return step_id(st, NULL, err, what);
 }
 
 static int labels_json(struct medic_buf *b, const struct medic_labels *l)

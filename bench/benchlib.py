@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import time
 
@@ -49,6 +50,16 @@ def post_all(port, bodies):
         bad += r.status != 200
     c.close()
     return bad
+
+
+def pending(db):
+    """Notifications the engine has not evaluated yet, in the SQLite log db."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        return con.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
+                           " AND duplicate_of IS NULL").fetchone()[0]
+    finally:
+        con.close()
 
 
 def wait_until(what, check, seconds):

@@ -28,13 +28,12 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import Medic, wait_until
+from benchlib import Medic, pending, wait_until
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests/integration"))
@@ -75,15 +74,6 @@ def measure(ports, seconds, conns=32):
             "requests": sum(r["requests"] for r in results)}
 
 
-def pending_sqlite(db):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    try:
-        return con.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
-                           " AND duplicate_of IS NULL").fetchone()[0]
-    finally:
-        con.close()
-
-
 def pending_pg(pg, name):
     return int(pg.sql("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
                       " AND duplicate_of IS NULL", name)[0][0])
@@ -108,10 +98,10 @@ def run_sqlite(binary, seconds):
     m = Medic(binary, work)
     try:
         measure([m.port], 2)  # warm-up
-        wait_until("the engine to catch up", lambda: pending_sqlite(m.db) == 0, 600)
+        wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
         result = measure([m.port], seconds)
         t0 = time.time()
-        wait_until("the engine to catch up", lambda: pending_sqlite(m.db) == 0, 600)
+        wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
         result["catch_up_s"] = time.time() - t0
         return result
     finally:

@@ -39,8 +39,8 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import Medic, free_port, notification, now_rfc3339, post_all, wait_until, \
-    xid_alert
+from benchlib import Medic, free_port, notification, now_rfc3339, pending, post_all, \
+    wait_until, xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
@@ -66,15 +66,6 @@ def wrk(port, seconds, token=None):
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "requests": requests}
-
-
-def pending(db):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    try:
-        return con.execute("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"
-                           " AND duplicate_of IS NULL").fetchone()[0]
-    finally:
-        con.close()
 
 
 def throughput(binary, open_alerts, seconds):

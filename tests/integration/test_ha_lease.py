@@ -9,10 +9,17 @@ leads; a leader paused (SIGSTOP) past its lease is replaced within lease
 leader frozen inside its fenced transaction (the lease row locked) is
 replaced within lease + 3 s and its write never lands; a leader killed
 (-9) is replaced within lease + 3 s; a clean release is taken at once. Over the whole run each epoch has one writer and no row of an
-older epoch follows one of a newer."""
+older epoch follows one of a newer.
+
+The audit store itself (tests/pg_store_probe, a TEST PROBE over the real
+store on PostgreSQL): decisions and action intents are refused without
+the lease's current term (none set, a wrong epoch, another replica's name,
+a released lease) and written with it; notifications and outcomes are
+written whatever the term; the chains verify after."""
 
 import os
 import signal
+import subprocess
 
 from lab import Process, Suite, wait_until
 from postgres_lab import PostgreSQL
@@ -144,5 +151,35 @@ def test_one_leader_paused_killed_released(suite):
     print(f"  {len(ws)} fenced writes over epochs {sorted(by_epoch)}: one writer each, in order")
 
 
+def test_store_fences_decisions_and_intents(suite):
+    probe = os.environ.get("MEDIC_PG_STORE_PROBE")
+    assert probe and os.path.exists(probe), "MEDIC_PG_STORE_PROBE names tests/pg_store_probe"
+    pg = PostgreSQL(suite.subdir("pg-store")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("store")
+    out = subprocess.run([probe, url], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert got == {
+        "decision-without-term": "fenced",
+        "decision-with-term": "ok",
+        "intent-with-term": "ok",
+        "decision-with-wrong-epoch": "fenced",
+        "outcome-with-wrong-epoch": "ok",
+        "decision-as-other-replica": "fenced",
+        "decision-after-release": "fenced",
+        "intent-after-release": "fenced",
+        "notification-after-release": "ok",
+        "fenced-count": "5",
+    }, out.stdout
+    assert pg.sql("SELECT count(*) FROM decisions", "store") == [["1"]]
+    assert pg.sql("SELECT phase, result FROM actions ORDER BY id", "store") == [
+        ["intent", "pending"], ["outcome", "succeeded"]]
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", url], capture_output=True,
+                            text=True, timeout=60)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_one_leader_paused_killed_released])
+    Suite(__doc__).run([test_one_leader_paused_killed_released,
+                        test_store_fences_decisions_and_intents])

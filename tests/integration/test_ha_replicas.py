@@ -15,6 +15,7 @@ deadlines:
   with nothing accepted lost;
 - `medic audit verify` on the log after each."""
 
+import calendar
 import json
 import os
 import signal
@@ -113,6 +114,17 @@ def payload(node, status="firing"):
                                       "gpu": "0"},
                            "annotations": {}, "startsAt": t,
                            "endsAt": "0001-01-01T00:00:00Z"}]})
+
+
+def log_lines(replica):
+    """Its log as (unix time, line) pairs."""
+    out = []
+    with open(replica.process.log_path) as f:
+        for line in f:
+            if line.startswith("ts="):
+                t = calendar.timegm(time.strptime(line[3:22], "%Y-%m-%dT%H:%M:%S"))
+                out.append((t + int(line[23:26]) / 1000, line))
+    return out
 
 
 def every_alert_decided_and_acted_once(c, nodes):
@@ -242,21 +254,36 @@ def test_sigstop_leader_is_fenced(suite):
         assert others[i % 2].webhook(payload(f"stop-during-{i:02d}"))[0] == 200
     wait_until("the new leader decides", lambda: c.count(
         "SELECT count(*) FROM decisions WHERE node LIKE 'stop-during-%'") == 20, timeout=20)
-    decisions = c.count("SELECT count(*) FROM decisions")
+    # a webhook waits in the stopped leader's socket: when it wakes, it
+    # stores it and its engine, which still believes it leads, tries to
+    # decide it; the database must refuse that decision
+    waiting = []
+    sender = threading.Thread(target=lambda: waiting.append(
+        old.webhook(payload("stop-woken-00"))))
+    sender.start()
+    woke_at = time.time()
     old.process.send(signal.SIGCONT)
+    sender.join(15)
+    assert waiting and waiting[0][0] == 200, waiting
     wait_until("the woken replica steps down", lambda: not old.leads()
                and old.metric('medic_ha_leadership_changes_total{change="lost"}', AUTH) == 1,
                timeout=LEASE + 5)
-    # it decided nothing after it woke (the new leader had nothing left to
-    # decide), and it is alive: it answers and stores
-    assert c.count("SELECT count(*) FROM decisions") == decisions
+    wait_until("the new leader decides what the woken one stored", lambda: c.count(
+        "SELECT count(*) FROM decisions WHERE node = 'stop-woken-00'") == 1, timeout=20)
+    # the woken replica committed no decision and ran no action (it logs
+    # each only once committed): the new leader made the one above
+    late = [line for line in log_lines(old) if line[0] >= woke_at
+            and ('msg="decision"' in line[1] or 'msg="action finished"' in line[1])]
+    assert not late, late
     assert old.webhook(payload("stop-after-00"))[0] == 200
     wait_until("the new leader decides what the old one stored", lambda: c.count(
         "SELECT count(*) FROM decisions WHERE node = 'stop-after-00'") == 1, timeout=20)
+    fenced = old.metric("medic_audit_fenced_writes_total", AUTH)
+    print(f"  writes the woken leader had refused: {fenced:g}")
     assert new.leads()
     every_alert_decided_and_acted_once(
         c, [f"stop-{w}-{i:02d}" for w in ("before", "during") for i in range(20)]
-        + ["stop-after-00"])
+        + ["stop-woken-00", "stop-after-00"])
     print(f"  takeover after SIGSTOP: {took:.2f}s (lease {LEASE:g}s)")
     c.verify()
 
