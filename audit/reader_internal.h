@@ -1,6 +1,7 @@
-/* The read side's handle, shared by reader.c (queries, walks, recovery
- * reads), timeline.c and verify.c (the hash chains), over an SQLite file or
- * a PostgreSQL database (db.h). Private to audit/. */
+/* The read side's handle, shared by reader.c (opening, on-call queries),
+ * engine_reads.c (walks, recovery reads), timeline.c and verify.c (the
+ * hash chains), over an SQLite file or a PostgreSQL database (db.h).
+ * Private to audit/. */
 #ifndef MEDIC_AUDIT_READER_INTERNAL_H
 #define MEDIC_AUDIT_READER_INTERNAL_H
 
