@@ -12,6 +12,7 @@
 #include "audit.h"
 #include "buf.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct engine_leader;
@@ -33,6 +34,8 @@ int engine_leader_start(const char *url, const char *replica, int64_t lease,
  * another replica need not wait for it to expire, and stops the thread.
  * NULL is a no-op. */
 void engine_leader_stop(struct engine_leader *l);
+/* Who leads, as the last renewal saw it, in words for the on-call page. */
+void engine_leader_describe(struct engine_leader *l, char *out, size_t size);
 /* medic_ha_leader, medic_ha_epoch, the renewals' latency and failures. */
 void engine_leader_metrics(struct engine_leader *l, struct medic_buf *out);
 

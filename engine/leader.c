@@ -30,6 +30,8 @@ struct engine_leader {
     int leading;
     int64_t epoch;
     int64_t renewed_at; /* monotonic ns of the last renewal sent that held */
+    char holder[64];    /* who held the lease at the last renewal, and its epoch */
+    int64_t holder_epoch;
     uint64_t renewals, failures, gains, losses;
     uint64_t buckets[LEASE_BUCKETS];
     double seconds_sum;
@@ -101,6 +103,12 @@ static void renew(struct engine_leader *l)
     if (rc == 0)
         rc = audit_lease_renew(l->conn, l->replica, l->lease / MEDIC_NS_PER_MS, &lease, &err);
     observe(l, (double)(medic_time_monotonic() - sent) / 1e9, rc != 0);
+    if (rc == 0) {
+        pthread_mutex_lock(&l->lock);
+        snprintf(l->holder, sizeof(l->holder), "%s", lease.holder);
+        l->holder_epoch = lease.epoch;
+        pthread_mutex_unlock(&l->lock);
+    }
     if (rc) {
         /* a lease this replica could not renew has expired by the time a
          * whole lease passed since the last renewal that held: step down
@@ -200,6 +208,20 @@ void engine_leader_stop(struct engine_leader *l)
     pthread_cond_destroy(&l->cond);
     free(l->url);
     free(l);
+}
+
+void engine_leader_describe(struct engine_leader *l, char *out, size_t size)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->leading)
+        snprintf(out, size, "this replica (%s) leads, epoch %lld", l->replica, (long long)l->epoch);
+    else if (l->holder[0])
+        snprintf(out, size, "%s leads (epoch %lld); this replica (%s) stores webhooks only",
+                 l->holder, (long long)l->holder_epoch, l->replica);
+    else
+        snprintf(out, size, "no leader known; this replica (%s) cannot reach the lease",
+                 l->replica);
+    pthread_mutex_unlock(&l->lock);
 }
 
 void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)

@@ -129,9 +129,16 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
         medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", t->nrows - shown);
 }
 
-static void summary(struct medic_buf *out, const struct medic_config *config,
+static void summary(struct medic_buf *out, struct engine *e, const struct medic_config *config,
                     const struct engine_pipeline_stats *st)
 {
+    if (e->leader) {
+        char who[200];
+        engine_leader_describe(e->leader, who, sizeof(who));
+        medic_buf_puts(out, "<p class=\"summary\"><span>replicas: ");
+        medic_html_text(out, who);
+        medic_buf_puts(out, "</span></p>\n");
+    }
     const struct policy_safety *s = &config->policies.safety;
     size_t inventory = config->inventory.count;
     medic_buf_printf(out,
@@ -156,12 +163,21 @@ static const char *const timeline_columns[] = {"time", "kind", "what", "detail"}
 
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
 
-/* The open incidents from a copy of the engine's state. */
+/* The open incidents from a copy of the engine's state (on a replica that
+ * does not lead, the state last committed), and the summary's counts from
+ * the same copy when st is not NULL. */
 static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
-                          struct medic_table *t, struct medic_error *err)
+                          struct medic_table *t, struct engine_pipeline_stats *st,
+                          struct medic_error *err)
 {
     struct policy_state *copy = NULL;
     int rc = engine_copy_state(e, &copy, err);
+    if (rc == 0 && st) {
+        memset(st, 0, sizeof(*st));
+        st->open_incidents = (int)policy_open_incidents(copy);
+        st->disrupted_nodes = (int)policy_disrupted_nodes(copy);
+        st->storm = policy_storm_active(copy);
+    }
     if (rc == 0) {
         struct policy_context ctx;
         engine_context_from_config(config, &ctx);
@@ -176,7 +192,8 @@ static int front_page(struct engine *e, const struct medic_config *config,
                       struct audit_reader *reader, struct medic_buf *out, struct medic_error *err)
 {
     struct medic_table incidents, decisions;
-    if (open_incidents(e, config, NULL, &incidents, err))
+    struct engine_pipeline_stats st;
+    if (open_incidents(e, config, NULL, &incidents, &st, err))
         return 503;
     struct audit_filter f;
     audit_filter_init(&f);
@@ -185,11 +202,9 @@ static int front_page(struct engine *e, const struct medic_config *config,
         medic_table_release(&incidents);
         return 503;
     }
-    struct engine_pipeline_stats st;
-    engine_stats(e, &st);
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
-    summary(out, config, &st);
+    summary(out, e, config, &st);
     medic_buf_printf(out,
                      "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
                      PAGE_INCIDENTS);
@@ -209,7 +224,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      struct medic_error *err)
 {
     struct medic_table incidents, timeline;
-    if (open_incidents(e, config, node, &incidents, err))
+    if (open_incidents(e, config, node, &incidents, NULL, err))
         return 503;
     if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
                        err)) {

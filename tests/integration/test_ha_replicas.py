@@ -18,6 +18,7 @@ deadlines:
 import calendar
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -174,6 +175,20 @@ def test_round_robin_and_duplicates(suite):
     assert c.count("SELECT count(*) FROM alerts") == 60
     every_alert_decided_and_acted_once(c, nodes)
     wait_until("every action at the receiver", lambda: len(c.acted_nodes()) == 60, timeout=30)
+    # the on-call page of a replica that does not lead names the leader
+    # and shows the committed state: the same open incidents as the leader's
+    leader = c.leader()
+    follower = next(r for r in c.replicas if r is not leader)
+
+    def page(r):
+        status, _, body = r.get("/", headers=AUTH)
+        assert status == 200, status
+        return body.decode()
+    assert f"{leader.name} leads" in page(follower), page(follower)
+    assert f"this replica ({leader.name}) leads" in page(leader)
+    count = re.compile(r"open incidents <b>(\d+)</b>")
+    wait_until("the same open incidents on both pages", lambda: count.search(page(follower))
+               .group(1) == count.search(page(leader)).group(1) != "0", timeout=10)
     c.verify()
 
 
