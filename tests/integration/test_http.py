@@ -307,6 +307,17 @@ def test_store_unavailable_gives_503_then_recovers(suite):
 def test_full_queue_gives_503(suite):
     # one queued request at most, and a writer held up by another process's lock
     medic = start_medic(suite, "queue", audit_options=", busy_timeout: 3s, max_pending: 1")
+
+    def engine_row_saved():
+        con = sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM engine_rows WHERE kind = 'engine'"
+                               ).fetchone()[0] == 1
+        finally:
+            con.close()
+    # a fresh engine saves its first state row at start: let that commit
+    # before the lock, or it would be the request the writer waits with
+    wait_until("the engine's first state row", engine_row_saved, timeout=10)
     locker = sqlite3.connect(medic.db, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     results = {}
