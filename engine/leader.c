@@ -89,8 +89,10 @@ static void take_up(struct engine_leader *l, int64_t epoch)
         audit_lease_release(l->conn, l->replica, epoch, &err);
 }
 
-/* One renewal, and what it means for this replica's part. */
-static void renew(struct engine_leader *l)
+/* One renewal, and what it means for this replica's part. Returns 1 when
+ * this replica just began leading: starting the engine took part of the
+ * lease, so the next renewal comes at once. */
+static int renew(struct engine_leader *l)
 {
     struct medic_error err = {0};
     int64_t sent = medic_time_monotonic();
@@ -120,15 +122,16 @@ static void renew(struct engine_leader *l)
         } else {
             medic_log_warn("cannot renew the lease", "replica", l->replica, "error", err.msg, NULL);
         }
-        return;
+        return 0;
     }
     if (lease.ours) {
         l->renewed_at = sent;
         if (l->leading && lease.epoch != l->epoch) /* it expired meanwhile: start afresh */
             step_down(l, "the lease expired before it was renewed");
-        if (!l->leading)
-            take_up(l, lease.epoch);
-        return;
+        if (l->leading)
+            return 0;
+        take_up(l, lease.epoch);
+        return l->leading;
     }
     if (l->leading) {
         char why[160];
@@ -136,6 +139,7 @@ static void renew(struct engine_leader *l)
                  (long long)lease.epoch);
         step_down(l, why);
     }
+    return 0;
 }
 
 static void *leader_main(void *arg)
@@ -145,8 +149,10 @@ static void *leader_main(void *arg)
     pthread_mutex_lock(&l->lock);
     while (!l->stopping) {
         pthread_mutex_unlock(&l->lock);
-        renew(l);
+        int again = renew(l);
         pthread_mutex_lock(&l->lock);
+        if (again)
+            continue;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         int64_t at = (int64_t)until.tv_sec * MEDIC_NS_PER_SEC + until.tv_nsec + l->lease / 3;
