@@ -100,17 +100,12 @@ static int guard_batch(struct audit_store *s, struct job *batch, struct medic_er
         *err = why;
         return rc;
     }
-    uint64_t refused = 0;
     for (struct job *j = batch; rc && j; j = j->next)
         if (!j->left_out && fenced(j)) {
             j->left_out = 1;
             j->rc = MEDIC_E_FENCED;
             j->err = why;
-            refused++;
         }
-    pthread_mutex_lock(&s->lock);
-    s->stats.fenced += refused;
-    pthread_mutex_unlock(&s->lock);
     return 0;
 }
 
@@ -161,8 +156,9 @@ static void run_batch(struct audit_store *s, struct job *batch)
             bad->err.code = MEDIC_E_INVALID;
         bad->left_out = 1;
     }
-    size_t ok = 0;
+    size_t ok = 0, refused = 0;
     for (struct job *j = batch; j; j = j->next) {
+        refused += j->left_out && j->rc == MEDIC_E_FENCED;
         if (j->left_out)
             continue;
         if (rc) {
@@ -178,6 +174,7 @@ static void run_batch(struct audit_store *s, struct job *batch)
     struct job *async = NULL;
     pthread_mutex_lock(&s->lock);
     record_commit(s, seconds, ok, rc != 0);
+    s->stats.fenced += refused;
     for (struct job *j = batch, *next; j; j = next) {
         next = j->next; /* a woken synchronous caller frees its job */
         if (j->done_fn) {
