@@ -52,6 +52,13 @@ def post_all(port, bodies):
     return bad
 
 
+def seconds_until(what, check, seconds=600):
+    """How long until check() is true (at most seconds)."""
+    t0 = time.time()
+    wait_until(what, check, seconds)
+    return time.time() - t0
+
+
 def pending(db):
     """Notifications the engine has not evaluated yet, in the SQLite log db."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)

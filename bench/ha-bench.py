@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import Medic, pending, wait_until
+from benchlib import Medic, pending, seconds_until, wait_until
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests/integration"))
@@ -100,9 +100,7 @@ def run_sqlite(binary, seconds):
         measure([m.port], 2)  # warm-up
         wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
         result = measure([m.port], seconds)
-        t0 = time.time()
-        wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
-        result["catch_up_s"] = time.time() - t0
+        result["catch_up_s"] = seconds_until("the engine to catch up", lambda: pending(m.db) == 0)
         return result
     finally:
         m.stop()
@@ -124,9 +122,8 @@ def run_pg(binary, pg, name, count, seconds):
         measure(ports, 2)
         wait_until("the leader to catch up", lambda: pending_pg(pg, name) == 0, 600)
         result = measure(ports, seconds)
-        t0 = time.time()
-        wait_until("the leader to catch up", lambda: pending_pg(pg, name) == 0, 600)
-        result["catch_up_s"] = time.time() - t0
+        result["catch_up_s"] = seconds_until("the leader to catch up",
+                                             lambda: pending_pg(pg, name) == 0)
         return result
     finally:
         for r in replicas:
