@@ -286,9 +286,23 @@ def test_tls(suite):
     assert plain != 200
 
 
+def wait_for_first_state_row(medic):
+    """A fresh engine saves its first state row at start: the tests that
+    lock the database let that commit first."""
+    def saved():
+        con = sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM engine_rows WHERE kind = 'engine'"
+                               ).fetchone()[0] == 1
+        finally:
+            con.close()
+    wait_until("the engine's first state row", saved, timeout=10)
+
+
 def test_store_unavailable_gives_503_then_recovers(suite):
     # a short busy timeout, so that the lock below makes the commit fail fast
     medic = start_medic(suite, "locked", audit_options=", busy_timeout: 200ms")
+    wait_for_first_state_row(medic)  # or its commit would fail under the lock too
     locker = sqlite3.connect(medic.db, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:
@@ -307,17 +321,7 @@ def test_store_unavailable_gives_503_then_recovers(suite):
 def test_full_queue_gives_503(suite):
     # one queued request at most, and a writer held up by another process's lock
     medic = start_medic(suite, "queue", audit_options=", busy_timeout: 3s, max_pending: 1")
-
-    def engine_row_saved():
-        con = sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT count(*) FROM engine_rows WHERE kind = 'engine'"
-                               ).fetchone()[0] == 1
-        finally:
-            con.close()
-    # a fresh engine saves its first state row at start: let that commit
-    # before the lock, or it would be the request the writer waits with
-    wait_until("the engine's first state row", engine_row_saved, timeout=10)
+    wait_for_first_state_row(medic)  # or it could be the request the writer waits with
     locker = sqlite3.connect(medic.db, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     results = {}
