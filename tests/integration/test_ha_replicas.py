@@ -128,6 +128,18 @@ def log_lines(replica):
     return out
 
 
+def multi_payload(group_key, nodes):
+    t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return json.dumps({"version": "4", "groupKey": group_key, "status": "firing",
+                       "receiver": "medic", "alerts": [{
+                           "status": "firing",
+                           "labels": {"alertname": "GPUXidError", "instance": f"{node}:9400",
+                                      "gpu": "0"},
+                           "annotations": {"summary": 'a "quoted", {braced} \\ value'},
+                           "startsAt": t, "endsAt": "0001-01-01T00:00:00Z"}
+                           for node in nodes]})
+
+
 def every_alert_decided_and_acted_once(c, nodes):
     """Each accepted node's alert has one execute decision and one action
     seen at the receiver; none twice."""
@@ -174,7 +186,31 @@ def test_round_robin_and_duplicates(suite):
     assert c.count("SELECT count(*) FROM notifications WHERE duplicate_of IS NOT NULL") == 60
     assert c.count("SELECT count(*) FROM alerts") == 60
     every_alert_decided_and_acted_once(c, nodes)
-    wait_until("every action at the receiver", lambda: len(c.acted_nodes()) == 60, timeout=30)
+    # notifications of several alerts stored by all three replicas at once:
+    # each one's alerts get consecutive ids in position order (the engine
+    # finds alert k at the first id plus k), and each decision names its
+    # own alert
+    groups = [[f"rr-multi-{g:02d}-{k}" for k in range(4)] for g in range(12)]
+    threads = [threading.Thread(target=lambda g=g, i=i: c.replicas[i % 3].webhook(
+        multi_payload(f"multi-{i}", g))) for i, g in enumerate(groups)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = c.sql("SELECT n.group_key, a.position, a.id, a.node FROM alerts a "
+                 "JOIN notifications n ON n.id = a.notification_id "
+                 "WHERE n.group_key LIKE 'multi-%' ORDER BY n.group_key, a.position")
+    assert len(rows) == 48, rows
+    for g in range(12):
+        mine = [r for r in rows if r[0] == f"multi-{g}"]
+        ids = [int(r[2]) for r in mine]
+        assert ids == list(range(ids[0], ids[0] + 4)), mine
+        assert [r[3] for r in mine] == groups[g], mine
+    every_alert_decided_and_acted_once(c, [n for g in groups for n in g])
+    assert c.count("SELECT count(*) FROM decisions d JOIN alerts a ON a.id = d.alert_id "
+                   "WHERE d.node <> a.node") == 0
+    wait_until("every action at the receiver", lambda: len(c.acted_nodes()) == 60 + 48,
+               timeout=30)
     # the on-call page of a replica that does not lead names the leader
     # and shows the committed state: the same open incidents as the leader's
     leader = c.leader()
