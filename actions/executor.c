@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct executor {
     struct executor_hooks hooks;
@@ -13,6 +14,7 @@ struct executor {
     size_t thread_count;
     pthread_mutex_t lock;
     pthread_cond_t work;
+    pthread_cond_t stop; /* broadcast when stopping: wakes a job waiting to retry */
     struct executor_job *ring;
     size_t capacity, head, count;
     size_t in_flight;
@@ -21,15 +23,68 @@ struct executor {
     uint64_t rejected;
 };
 
+/* Whether an intent that could not be recorded is tried again: the
+ * database was unreachable or its queue full. A refusal (the decision
+ * already has an intent, the replica's term ended) is final. */
+static int retryable(const struct medic_error *err)
+{
+    return err->code == MEDIC_E_STORE || err->code == MEDIC_E_BUSY;
+}
+
+/* Waits up to ms before the next try; returns nonzero once stopping. */
+static int wait_retry(struct executor *e, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + ms * MEDIC_NS_PER_MS;
+    until.tv_sec += (time_t)(ns / 1000000000);
+    until.tv_nsec = (long)(ns % 1000000000);
+    pthread_mutex_lock(&e->lock);
+    if (!e->stopping)
+        pthread_cond_timedwait(&e->stop, &e->lock, &until);
+    int stopping = e->stopping;
+    pthread_mutex_unlock(&e->lock);
+    return stopping;
+}
+
+/* Records job's intent; while the database cannot be reached, tries again
+ * with backoff for up to EXECUTOR_INTENT_RETRY_MS. An intent whose commit
+ * was lost and landed after all is refused by the next try (one intent per
+ * decision), so retrying never runs an action twice. */
+static int record_intent(struct executor *e, const struct executor_job *job, int64_t *intent,
+                         struct medic_error *err)
+{
+    int64_t deadline = medic_time_monotonic() + EXECUTOR_INTENT_RETRY_MS * MEDIC_NS_PER_MS;
+    int64_t pause = 100;
+    for (;;) {
+        *err = (struct medic_error){0};
+        int rc = e->hooks.intent(e->hooks.ctx, job, intent, err);
+        if (rc == 0 || !retryable(err) || medic_time_monotonic() >= deadline)
+            return rc;
+        if (pause == 100) {
+            char id[24];
+            snprintf(id, sizeof(id), "%lld", (long long)job->decision_id);
+            medic_log_warn("cannot record an action's intent yet; the action waits and tries again",
+                           "decision", id, "action", medic_action_name(job->action.kind), "error",
+                           err->msg, NULL);
+        }
+        if (wait_retry(e, pause))
+            return rc;
+        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+    }
+}
+
 static void run_job(struct executor *e, struct executor_job *job)
 {
     struct medic_error err = {0};
     int64_t intent = 0;
-    if (e->hooks.intent(e->hooks.ctx, job, &intent, &err)) {
+    if (record_intent(e, job, &intent, &err)) {
         char id[24];
         snprintf(id, sizeof(id), "%lld", (long long)job->decision_id);
-        medic_log_error("action not started: its intent could not be recorded", "decision", id,
-                        "action", medic_action_name(job->action.kind), "error", err.msg, NULL);
+        medic_log_error("action not started: its intent could not be recorded (a decision left "
+                        "without an intent is taken up by the next start or the next leader)",
+                        "decision", id, "action", medic_action_name(job->action.kind), "error",
+                        err.msg, NULL);
         pthread_mutex_lock(&e->lock);
         e->rejected++;
         pthread_mutex_unlock(&e->lock);
@@ -85,6 +140,7 @@ int executor_start(size_t threads, size_t capacity, const struct executor_hooks 
     e->capacity = capacity;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->work, NULL);
+    pthread_cond_init(&e->stop, NULL);
     for (size_t i = 0; i < threads; i++) {
         if (pthread_create(&e->threads[i], NULL, worker, e) != 0) {
             e->thread_count = i;
@@ -130,11 +186,13 @@ void executor_stop(struct executor *e)
     pthread_mutex_lock(&e->lock);
     e->stopping = 1;
     pthread_cond_broadcast(&e->work);
+    pthread_cond_broadcast(&e->stop);
     pthread_mutex_unlock(&e->lock);
     for (size_t i = 0; i < e->thread_count; i++)
         pthread_join(e->threads[i], NULL);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->work);
+    pthread_cond_destroy(&e->stop);
     free(e->threads);
     free(e->ring);
     free(e);

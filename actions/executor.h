@@ -2,8 +2,10 @@
  * threads and the policy engine, that carries out decided actions. For each
  * job it records an intent before the action starts and an outcome after
  * (one enum medic_outcome), through hooks the wiring layer provides;
- * a job whose intent cannot be recorded (a decision that already has one)
- * never runs, so no decision ever runs twice. */
+ * a job whose intent cannot be recorded (a decision that already has one,
+ * a replica no longer leading) never runs, so no decision ever runs twice.
+ * While the audit database cannot be reached the intent is tried again,
+ * for up to EXECUTOR_INTENT_RETRY_MS or until the executor stops. */
 #ifndef MEDIC_ACTIONS_EXECUTOR_H
 #define MEDIC_ACTIONS_EXECUTOR_H
 
@@ -12,6 +14,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define EXECUTOR_INTENT_RETRY_MS 60000
 
 struct executor_job {
     int64_t decision_id;
