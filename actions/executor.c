@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct executor {
     struct executor_hooks hooks;
@@ -34,11 +33,7 @@ static int retryable(const struct medic_error *err)
 /* Waits up to ms before the next try; returns nonzero once stopping. */
 static int wait_retry(struct executor *e, int64_t ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = until.tv_nsec + ms * MEDIC_NS_PER_MS;
-    until.tv_sec += (time_t)(ns / 1000000000);
-    until.tv_nsec = (long)(ns % 1000000000);
+    struct timespec until = medic_time_deadline_in(ms * MEDIC_NS_PER_MS);
     pthread_mutex_lock(&e->lock);
     if (!e->stopping)
         pthread_cond_timedwait(&e->stop, &e->lock, &until);

@@ -232,3 +232,13 @@ char *medic_duration_format(int64_t ns, char *out, size_t size)
         snprintf(out, size, "%llds", (long long)s);
     return out;
 }
+
+struct timespec medic_time_deadline_in(int64_t ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    int64_t at = (int64_t)t.tv_sec * MEDIC_NS_PER_SEC + t.tv_nsec + ns;
+    t.tv_sec = (time_t)(at / MEDIC_NS_PER_SEC);
+    t.tv_nsec = (long)(at % MEDIC_NS_PER_SEC);
+    return t;
+}

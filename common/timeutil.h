@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define MEDIC_TIME_UNSET INT64_MIN
 #define MEDIC_NS_PER_MS INT64_C(1000000)
@@ -14,6 +15,9 @@
 int64_t medic_time_now(void);
 /* Monotonic clock in nanoseconds, for measuring durations. */
 int64_t medic_time_monotonic(void);
+/* The wall-clock instant ns nanoseconds from now, as pthread_cond_timedwait
+ * takes it. */
+struct timespec medic_time_deadline_in(int64_t ns);
 
 /* Parses RFC 3339 (`2026-11-05T08:46:41.118624551Z`, `...+02:00`, a
  * lowercase t/z, up to 9 fraction digits) of exactly len bytes. Returns 0 or

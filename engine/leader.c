@@ -153,11 +153,7 @@ static void *leader_main(void *arg)
         pthread_mutex_lock(&l->lock);
         if (again)
             continue;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t at = (int64_t)until.tv_sec * MEDIC_NS_PER_SEC + until.tv_nsec + l->lease / 3;
-        until.tv_sec = (time_t)(at / MEDIC_NS_PER_SEC);
-        until.tv_nsec = (long)(at % MEDIC_NS_PER_SEC);
+        struct timespec until = medic_time_deadline_in(l->lease / 3);
         while (!l->stopping && pthread_cond_timedwait(&l->cond, &l->lock, &until) == 0)
             ;
     }

@@ -89,13 +89,7 @@ static int wait_for(struct world *w, const int *field, int want)
     int64_t deadline = medic_time_monotonic() + 10 * MEDIC_NS_PER_SEC;
     pthread_mutex_lock(&w->lock);
     while (*field < want && medic_time_monotonic() < deadline) {
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        t.tv_nsec += 20 * 1000 * 1000;
-        if (t.tv_nsec >= 1000000000) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000;
-        }
+        struct timespec t = medic_time_deadline_in(20 * MEDIC_NS_PER_MS);
         pthread_cond_timedwait(&w->changed, &w->lock, &t);
     }
     int got = *field;
