@@ -183,7 +183,10 @@ def cycles(m, count, prometheus_url):
                 if c == 1:
                     first = x.get("medic_fleet_scoring_duration_seconds")
             seen, at = c, time.monotonic()
-        time.sleep(0.02)
+        # /metrics with a risk gauge per GPU costs medic a few ms to render:
+        # asked for 50 times a second it would take CPU from the cycle it
+        # measures (Prometheus scrapes it every 15 s or so)
+        time.sleep(0.25)
     x = m.metrics()
     requests = (prometheus_requests(prometheus_url) - asked[0]) / max(
         x["medic_fleet_scoring_cycles_total"] - asked[1], 1)

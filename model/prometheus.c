@@ -1,5 +1,6 @@
 #include "prometheus.h"
 #include "buf.h"
+#include "json.h"
 #include "prometheus_internal.h"
 #include "timeutil.h"
 
@@ -185,11 +186,13 @@ int prometheus_parse_range(const char *body, size_t len, const struct feature_sp
                            struct medic_error *err)
 {
     const size_t W = spec->window, F = spec->count;
-    cJSON *j = cJSON_ParseWithLength(body, len);
+    struct medic_arena nodes;
+    medic_arena_init(&nodes);
+    cJSON *j = medic_json_parse_in(&nodes, body, len, NULL);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result"), *series;
     if (!cJSON_IsArray(result)) {
-        cJSON_Delete(j);
+        medic_arena_release(&nodes);
         return medic_error_set(err, MEDIC_E_INVALID, "prometheus: no result for feature %s",
                                spec->items[d].name);
     }
@@ -205,7 +208,7 @@ int prometheus_parse_range(const char *body, size_t len, const struct feature_sp
         prometheus__place(cJSON_GetObjectItemCaseSensitive(series, "values"), spec, d, start,
                           out->rows[slot]);
     }
-    cJSON_Delete(j);
+    medic_arena_release(&nodes);
     return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "prometheus_fleet.h"
+#include "json.h"
 #include "prometheus_internal.h"
 #include "timeutil.h"
 
@@ -85,7 +86,9 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
                            const char *node_label, int64_t start, size_t max_series,
                            struct prometheus_fleet *out, struct medic_error *err)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
+    struct medic_arena nodes;
+    medic_arena_init(&nodes);
+    cJSON *j = medic_json_parse_in(&nodes, body, len, NULL);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
     const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result"), *series;
     int rc = 0;
@@ -116,7 +119,7 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
         prometheus__place(cJSON_GetObjectItemCaseSensitive(series, "values"), spec, d, start,
                           out->raw + (size_t)i * spec->window * spec->count);
     }
-    cJSON_Delete(j);
+    medic_arena_release(&nodes);
     return rc;
 }
 
@@ -217,11 +220,13 @@ int prometheus_fetch_fleet(const struct prometheus_fleet_query *q, const struct 
     int64_t start = end - (int64_t)(spec->window - 1) * spec->step;
     out->end = end;
     /* with the previous fleet: the steps since its window ended, and its
-     * last step again */
+     * last step again (a sample scraped just before that step may have
+     * been stored after the previous fleet asked for it; the steps before
+     * were a step old or more when it asked) */
     int64_t from = start;
     const struct prometheus_fleet *prev = q->previous;
     if (prev && prev->count && prev->end <= end && prev->end > start) {
-        from = prev->end - spec->step > start ? prev->end - spec->step : start;
+        from = prev->end;
         out->carry_from = prev;
         out->carry_shift = (size_t)((end - prev->end) / spec->step);
     }

@@ -1,4 +1,5 @@
 #include "payload.h"
+#include "json.h"
 #include "timeutil.h"
 #include "utf8.h"
 
@@ -349,8 +350,11 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
     if (rc)
         return rc;
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    struct medic_arena nodes; /* the tree, dropped once its values are copied */
+    medic_arena_init(&nodes);
+    cJSON *root = medic_json_parse_in(&nodes, body, len, &end);
     if (!root) {
+        medic_arena_release(&nodes);
         size_t offset = end && end >= body ? (size_t)(end - body) : 0;
         if (offset > len)
             offset = len;
@@ -368,7 +372,7 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
     /* trailing content after the value (only white space is allowed) */
     for (const char *p = end; p && p < body + len; p++) {
         if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
-            cJSON_Delete(root);
+            medic_arena_release(&nodes);
             size_t offset = (size_t)(p - body), line, col;
             line_col(body, offset, &line, &col);
             return medic_error_set(err, MEDIC_E_INVALID,
@@ -379,6 +383,6 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
     }
     struct parse_ctx c = {limits, out, err};
     rc = parse_root(&c, root);
-    cJSON_Delete(root);
+    medic_arena_release(&nodes);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "buf.h"
 #include "html.h"
+#include "json.h"
 #include "map.h"
 #include "sha256.h"
 #include "table.h"
@@ -373,6 +374,55 @@ static void test_html_escaping(void **state)
     medic_buf_release(&b);
 }
 
+/* A tree parsed into an arena: its nodes and strings are the arena's (no
+ * malloc of their own), a large document grows the arena in few blocks,
+ * invalid JSON says where it stopped, and cJSON elsewhere still allocates
+ * and frees with malloc. */
+static void test_json_in_arena(void **state)
+{
+    (void)state;
+    struct medic_arena a;
+    medic_arena_init(&a);
+    const char *doc = "{\"data\":{\"result\":[{\"metric\":{\"gpu\":\"3\"},"
+                      "\"values\":[[1700000000,\"41.5\"]]}]}}  ";
+    cJSON *j = medic_json_parse_in(&a, doc, strlen(doc), NULL);
+    assert_non_null(j);
+    const cJSON *r =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "data"), "result");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(r, 0), "metric"), "gpu");
+    assert_string_equal(g->valuestring, "3");
+    assert_true(a.used > 0);
+    /* every node lies inside the arena's blocks */
+    size_t used = a.used;
+    assert_true(medic_arena_owns(&a, g) && medic_arena_owns(&a, g->valuestring));
+    /* a 200,000-element array: the arena's blocks double, so they are few */
+    struct medic_buf big;
+    medic_buf_init(&big, 0);
+    assert_int_equal(medic_buf_puts(&big, "["), 0);
+    for (int i = 0; i < 200000; i++)
+        assert_int_equal(medic_buf_puts(&big, i ? ",1.5" : "1.5"), 0);
+    assert_int_equal(medic_buf_puts(&big, "]"), 0);
+    cJSON *arr = medic_json_parse_in(&a, big.data, big.len, NULL);
+    assert_int_equal(cJSON_GetArraySize(arr), 200000);
+    assert_true(a.used > used + 200000 * sizeof(cJSON));
+    assert_true(medic_arena_blocks(&a) < 40);
+    medic_buf_release(&big);
+    /* invalid: NULL, and where it stopped */
+    const char *end = NULL;
+    const char *bad = "{\"a\": [1, 2,, 3]}";
+    assert_null(medic_json_parse_in(&a, bad, strlen(bad), &end));
+    assert_int_equal(end - bad, 12);
+    medic_arena_release(&a);
+    /* outside a parse in an arena, cJSON owns its nodes as before */
+    cJSON *own = cJSON_Parse("{\"b\": \"x\"}");
+    assert_non_null(own);
+    char *text = cJSON_PrintUnformatted(own);
+    assert_string_equal(text, "{\"b\":\"x\"}");
+    cJSON_free(text);
+    cJSON_Delete(own);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_auth_compare),
         cmocka_unit_test(test_yaml_tree_positions),
         cmocka_unit_test(test_map),
+        cmocka_unit_test(test_json_in_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
