@@ -271,14 +271,16 @@ def main():
     try:
         print("\n| nodes | GPUs | build | first cycle (whole windows) | cycle median | "
               "cycle worst | whole-window fetches | requests per cycle | GPUs scored | "
-              "Prometheus alone, whole windows | Prometheus alone, last 2 steps |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+              "Prometheus alone, whole windows | Prometheus alone, last 2 steps | "
+              "Prometheus alone, last step |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
         rss, lat = [], []
         for nodes in sizes:
             t = time.time()
             p = Prometheus(work, nodes)
             floor, size = prometheus_floor(p.url, queries)
             floor2, size2 = prometheus_floor(p.url, queries, steps=2)
+            floor1, size1 = prometheus_floor(p.url, queries, steps=1)
             setup = time.time() - t
             try:
                 for binary, label in zip(medics, labels):
@@ -293,6 +295,7 @@ def main():
                                               "requests": r["requests_per_cycle"],
                                               "prometheus_alone_s": floor,
                                               "prometheus_alone_2_steps_s": floor2,
+                                              "prometheus_alone_1_step_s": floor1,
                                               "first_s": r["first"],
                                               "full_fetches": r["full_fetches"]})
                         first = f"{r['first']:.3f} s" if r["first"] is not None else "-"
@@ -303,7 +306,8 @@ def main():
                               f"{'-' if full is None else int(full)} | "
                               f"{r['requests_per_cycle']:.1f} | {r['scored']} | "
                               f"{floor:.3f} s ({size / 1e6:.1f} MB of JSON) | "
-                              f"{floor2:.3f} s ({size2 / 1e6:.1f} MB) |", flush=True)
+                              f"{floor2:.3f} s ({size2 / 1e6:.1f} MB) | "
+                              f"{floor1:.3f} s ({size1 / 1e6:.1f} MB) |", flush=True)
                         if nodes == max(sizes) and "rss" not in skip:
                             open_alerts(m, 10000)
                             c = m.metrics()["medic_fleet_scoring_cycles_total"]

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "prometheus_fleet.h"
 
 #define ENGINE_FLEET_MAX_GPUS 32768 /* (node, gpu) windows per cycle */
 #define ENGINE_FLEET_PARALLEL 4     /* query_range requests in flight */
@@ -39,6 +40,14 @@ struct engine_fleet_score {
  * the same window. 0, or MEDIC_E_NOTFOUND; f NULL finds nothing. */
 int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t window_end,
                         const char *node, const char *gpu, struct engine_fleet_score *out);
+/* The last cycle's windows of the n nodes (prometheus_fleet_subset), when
+ * it fetched them with the model model_hash from the Prometheus at url: an
+ * alert's own fetch then asks only for the steps since. 0, or
+ * MEDIC_E_NOTFOUND (no such cycle, or a node it did not have),
+ * MEDIC_E_NOMEM; f NULL finds nothing. */
+int engine_fleet_carry(struct engine_fleet *f, const char *model_hash, const char *url,
+                       const struct feature_spec *spec, const char *const *nodes, size_t n,
+                       struct prometheus_fleet *out);
 /* Appends the fleet scoring metrics and medic_gpu_failure_risk. */
 void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b);
 

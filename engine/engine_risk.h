@@ -23,6 +23,8 @@
 #include <stdint.h>
 
 #define ENGINE_RISK_NODES_PER_FETCH 256
+/* a round's requests in flight: every feature of a few nodes at once */
+#define ENGINE_RISK_PARALLEL FEATURES_MAX
 
 struct engine_risk_entry {
     char node[128];

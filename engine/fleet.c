@@ -22,7 +22,7 @@ struct fleet_risk {
 struct engine_fleet {
     struct config_slot *configs;
     pthread_t thread;
-    pthread_mutex_t lock; /* guards stopping, risks */
+    pthread_mutex_t lock; /* guards stopping, risks; previous while it changes */
     pthread_cond_t cond;
     int stopping;
     struct fleet_risk *risks;
@@ -33,8 +33,9 @@ struct engine_fleet {
     atomic_llong last_success; /* unix seconds of the last complete cycle */
     atomic_llong last_duration_us;
     atomic_ullong cycles, cycle_failures, gpu_failures, requests, full_fetches;
-    /* the fleet thread's own: the last cycle's windows, whose steps the next
-     * cycle reuses, and for which model and Prometheus */
+    /* the last cycle's windows, whose steps the next cycle reuses, and for
+     * which model and Prometheus: changed by the fleet thread under the
+     * lock, read by others (engine_fleet_carry) under it */
     struct prometheus_fleet previous;
     char previous_model[65];
     char previous_url[512];
@@ -139,8 +140,10 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
     const int64_t now = medic_time_now(), step = c->features.step;
     int rc = prometheus_fetch_fleet(&q, &c->features, now, &fleet, &err);
     atomic_fetch_add(&f->requests, fleet.requests);
-    prometheus_fleet_release(&f->previous);
     if (rc) {
+        pthread_mutex_lock(&f->lock);
+        prometheus_fleet_release(&f->previous);
+        pthread_mutex_unlock(&f->lock);
         publish(f, NULL, 0, 0, NULL);
         atomic_fetch_add(&f->cycle_failures, 1);
         medic_log_warn("fleet scoring: no risks this cycle", "error", err.msg, NULL);
@@ -175,9 +178,29 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
         atomic_fetch_add(&f->full_fetches, 1);
     }
     f->full_next = fleet.fresh > 0;
-    f->previous = fleet; /* the next cycle starts from these steps */
+    /* the next cycle, and alerts' own fetches, start from these steps */
+    pthread_mutex_lock(&f->lock);
+    struct prometheus_fleet old = f->previous;
+    f->previous = fleet;
     snprintf(f->previous_model, sizeof(f->previous_model), "%s", c->model.hash);
     snprintf(f->previous_url, sizeof(f->previous_url), "%s", c->prometheus_url);
+    pthread_mutex_unlock(&f->lock);
+    prometheus_fleet_release(&old);
+}
+
+int engine_fleet_carry(struct engine_fleet *f, const char *model_hash, const char *url,
+                       const struct feature_spec *spec, const char *const *nodes, size_t n,
+                       struct prometheus_fleet *out)
+{
+    if (!f)
+        return MEDIC_E_NOTFOUND;
+    int rc = MEDIC_E_NOTFOUND;
+    pthread_mutex_lock(&f->lock);
+    if (f->previous.count && strcmp(f->previous_model, model_hash) == 0 &&
+        strcmp(f->previous_url, url) == 0)
+        rc = prometheus_fleet_subset(&f->previous, spec, nodes, n, out);
+    pthread_mutex_unlock(&f->lock);
+    return rc;
 }
 
 static void *fleet_main(void *arg)
@@ -191,12 +214,18 @@ static void *fleet_main(void *arg)
         const struct medic_config *c = config_slot_acquire(f->configs);
         int on = c->prometheus_url && c->fleet_interval > 0;
         int64_t interval = on ? c->fleet_interval : 5 * MEDIC_NS_PER_SEC;
+        const int64_t step = c->features.step;
         if (on)
             cycle(f, c);
         else
             publish(f, NULL, 0, 0, NULL);
         medic_config_unref(c);
         int64_t due = started + interval;
+        /* a cycle more often than the model's step also runs as a step
+         * begins: until it has, alerts cannot take its risks (their window
+         * ends a step later) and fetch their own */
+        if (on && step > 0 && interval < step && (started / step + 1) * step < due)
+            due = (started / step + 1) * step;
         struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC), (long)(due % MEDIC_NS_PER_SEC)};
         pthread_mutex_lock(&f->lock);
         while (!f->stopping && pthread_cond_timedwait(&f->cond, &f->lock, &until) == 0)

@@ -201,11 +201,28 @@ static void fetch_wanted(struct engine_risk *r)
                 .node_regex = regex.data,
                 .timeout_ms = left,
                 .max_series = n * PROMETHEUS_MAX_SERIES,
-                .parallel = ENGINE_FLEET_PARALLEL,
+                .parallel = ENGINE_RISK_PARALLEL,
             };
-            struct prometheus_fleet f;
+            /* the fleet's last windows of these nodes, when it has all of
+             * them: only the steps since are asked for (at a step boundary,
+             * before the fleet's next cycle, a whole window here would wait
+             * behind the fleet's queries); a GPU it lacked, whole windows */
+            struct prometheus_fleet carry, f;
+            int carried = engine_fleet_carry(r->fleet, c->model.hash, c->prometheus_url,
+                                             &c->features, r->wanted, n, &carry) == 0;
+            q.previous = carried ? &carry : NULL;
             struct medic_error err = {0};
             int rc = prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err);
+            if (rc == 0 && carried && f.fresh) {
+                prometheus_fleet_release(&f);
+                q.previous = NULL;
+                q.timeout_ms = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
+                rc = q.timeout_ms > 0 ? prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err)
+                                      : medic_error_set(&err, MEDIC_E_IO,
+                                                        "the round's Prometheus budget is spent");
+            }
+            if (carried)
+                prometheus_fleet_release(&carry);
             float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));
             if (rc == 0 && risk && risk_score_fleet(&c->model, &c->features, &f, risk) == 0)
                 record(r, &f, risk);

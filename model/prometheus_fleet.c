@@ -123,6 +123,56 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
     return rc;
 }
 
+int prometheus_fleet_subset(const struct prometheus_fleet *src, const struct feature_spec *spec,
+                            const char *const *nodes, size_t n, struct prometheus_fleet *out)
+{
+    memset(out, 0, sizeof(*out));
+    medic_map_init(&out->index);
+    out->end = src->end;
+    struct medic_map wanted, seen;
+    medic_map_init(&wanted);
+    medic_map_init(&seen);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = medic_map_put(&wanted, nodes[i], (void *)nodes[i]) ? MEDIC_E_NOMEM : 0;
+    const size_t cells = spec->window * spec->count;
+    for (size_t i = 0; i < src->count && rc == 0; i++) {
+        const struct prometheus_series *s = &src->series[i];
+        if (!medic_map_get(&wanted, s->node))
+            continue;
+        if (out->count == out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 16;
+            struct prometheus_series *series = realloc(out->series, cap * sizeof(*series));
+            if (series)
+                out->series = series;
+            float *raw = series ? realloc(out->raw, cap * cells * sizeof(float)) : NULL;
+            if (!raw) {
+                rc = MEDIC_E_NOMEM;
+                break;
+            }
+            out->raw = raw;
+            out->cap = cap;
+        }
+        char key[sizeof(s->node) + sizeof(s->gpu) + 1];
+        snprintf(key, sizeof(key), "%s\037%s", s->node, s->gpu);
+        if (medic_map_put(&out->index, key, (void *)(uintptr_t)(out->count + 1)) ||
+            medic_map_put(&seen, s->node, (void *)s->node)) {
+            rc = MEDIC_E_NOMEM;
+            break;
+        }
+        out->series[out->count] = *s;
+        memcpy(out->raw + out->count * cells, src->raw + i * cells, cells * sizeof(float));
+        out->count++;
+    }
+    if (rc == 0 && seen.used < wanted.used)
+        rc = MEDIC_E_NOTFOUND;
+    medic_map_release(&wanted);
+    medic_map_release(&seen);
+    if (rc)
+        prometheus_fleet_release(out);
+    return rc;
+}
+
 void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f)
 {
     if (f->count)

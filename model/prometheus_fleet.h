@@ -10,10 +10,11 @@
  * than scored on made-up values.
  *
  * Given the previous cycle's fleet, a fetch asks only for the steps since
- * its window ended and the last one again (a sample scraped just before it
- * may have been stored just after), and takes the older steps from it:
- * Prometheus evaluates a feature over the whole fleet at 2 or 3 steps
- * instead of the window's 30. */
+ * its window ended and that window's last step again (a sample scraped
+ * just before it may have been stored just after), and takes the older
+ * steps from it: Prometheus evaluates a feature over the whole fleet at 1
+ * or 2 steps instead of the window's 30. A fetch for a few nodes can start
+ * from the previous cycle's windows of those nodes (prometheus_fleet_subset). */
 #ifndef MEDIC_MODEL_PROMETHEUS_FLEET_H
 #define MEDIC_MODEL_PROMETHEUS_FLEET_H
 
@@ -89,6 +90,12 @@ void prometheus_series_problem(const struct feature_spec *spec, const struct pro
                                char *out, size_t size);
 
 void prometheus_fleet_release(struct prometheus_fleet *f);
+
+/* The series of the n nodes in src, copied into out (its own memory, the
+ * same end), to start a fetch of those nodes from: 0, MEDIC_E_NOTFOUND
+ * when src lacks any of them, MEDIC_E_NOMEM. */
+int prometheus_fleet_subset(const struct prometheus_fleet *src, const struct feature_spec *spec,
+                            const char *const *nodes, size_t n, struct prometheus_fleet *out);
 
 /* Series i's rows: [window][features]. */
 float *prometheus_fleet_rows(const struct prometheus_fleet *f, const struct feature_spec *spec,

@@ -445,6 +445,70 @@ static void test_prometheus_fleet_carry(void **state)
     prometheus_fleet_release(&prev);
 }
 
+/* The windows of a few nodes, taken from a fleet to start their own fetch
+ * from: every GPU of those nodes with its raw steps and the same end,
+ * nothing of the others; a node the fleet lacks is MEDIC_E_NOTFOUND. A
+ * fetch carried from the subset gives the windows one carried from the
+ * whole fleet gives. */
+static void test_prometheus_fleet_subset(void **state)
+{
+    (void)state;
+    struct feature_spec spec = {.window = 4, .step = 60 * MEDIC_NS_PER_SEC, .count = 1};
+    strcpy(spec.items[0].name, "temp");
+    struct medic_error err = {0};
+    struct prometheus_fleet fleet = {0}, some = {0}, next = {0};
+    medic_map_init(&fleet.index);
+    const char *first = "{\"data\":{\"result\":["
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                        "[[1000,\"1\"],[1060,\"2\"],[1120,\"3\"],[1180,\"4\"]]},"
+                        "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"0\"},\"values\":"
+                        "[[1000,\"9\"],[1060,\"9\"],[1120,\"9\"],[1180,\"9\"]]},"
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"1\"},\"values\":"
+                        "[[1000,\"11\"],[1060,\"12\"],[1120,\"13\"],[1180,\"14\"]]}]}}";
+    assert_int_equal(prometheus_parse_fleet(first, strlen(first), &spec, 0, "Hostname",
+                                            1000 * MEDIC_NS_PER_SEC, 10, &fleet, &err),
+                     0);
+    prometheus_fleet_fill(&spec, &fleet);
+    fleet.end = 1180 * MEDIC_NS_PER_SEC;
+    const char *const both[] = {"a", "zz"};
+    assert_int_equal(prometheus_fleet_subset(&fleet, &spec, both, 2, &some), MEDIC_E_NOTFOUND);
+    assert_int_equal(some.count, 0);
+    const char *const only_a[] = {"a", "a"};
+    assert_int_equal(prometheus_fleet_subset(&fleet, &spec, only_a, 2, &some), 0);
+    assert_int_equal(some.count, 2);
+    assert_int_equal(some.end, fleet.end);
+    assert_string_equal(some.series[0].gpu, "0");
+    assert_string_equal(some.series[1].gpu, "1");
+    assert_float_equal(some.raw[4 + 3], 14.0, 0);
+    /* one step later, from the subset */
+    medic_map_init(&next.index);
+    next.carry_from = &some;
+    next.carry_shift = 1;
+    const char *since = "{\"data\":{\"result\":["
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"1\"},\"values\":"
+                        "[[1180,\"14.5\"],[1240,\"15\"]]},"
+                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                        "[[1180,\"4.5\"],[1240,\"5\"]]}]}}";
+    assert_int_equal(prometheus_parse_fleet(since, strlen(since), &spec, 0, "Hostname",
+                                            1060 * MEDIC_NS_PER_SEC, 10, &next, &err),
+                     0);
+    prometheus_fleet_fill(&spec, &next);
+    assert_int_equal(next.count, 2);
+    assert_int_equal(next.fresh, 0);
+    const float *a1 = prometheus_fleet_rows(&next, &spec, 0),
+                *a0 = prometheus_fleet_rows(&next, &spec, 1);
+    assert_string_equal(next.series[0].gpu, "1");
+    const float want1[] = {12, 13, 14.5, 15}, want0[] = {2, 3, 4.5, 5};
+    for (int k = 0; k < 4; k++) {
+        assert_float_equal(a1[k], want1[k], 0);
+        assert_float_equal(a0[k], want0[k], 0);
+    }
+    assert_true(next.series[0].usable && next.series[1].usable);
+    prometheus_fleet_release(&next);
+    prometheus_fleet_release(&some);
+    prometheus_fleet_release(&fleet);
+}
+
 /* The built-in model is model/default.safetensors byte for byte, reads
  * features of DCGM telemetry, and has learned the simulator's lesson: a GPU
  * whose correctable errors climb, with rows remapped and a double-bit error
@@ -560,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_prometheus_answer),
         cmocka_unit_test(test_prometheus_parse_fleet),
         cmocka_unit_test(test_prometheus_fleet_carry),
+        cmocka_unit_test(test_prometheus_fleet_subset),
         cmocka_unit_test(test_builtin_model),
         cmocka_unit_test(test_safetensors_write),
     };
