@@ -21,7 +21,8 @@ model { fleet_interval: 1s }.
   decided and two cycles have run since.
 - latency: at every fleet size, single-alert notifications (a GPU Xid 79 on a node
   Prometheus knows, so the engine scores the GPU from Prometheus) at a
-  steady rate; alert -> decision is decisions.created_at minus the
+  steady rate, across a step boundary of the model's window (a quarter of
+  the way in); alert -> decision is decisions.created_at minus the
   notification's received_at, both written by medic (milliseconds).
 
 usage: bench/fleet-bench.py [--medic PATH --label TEXT]... [--nodes 64,256,1024]
@@ -216,6 +217,11 @@ def latency(m, nodes, rate, seconds):
     """Single-alert notifications at rate per second, each on a node (and
     GPU) Prometheus knows; alert -> decision from the audit log."""
     total = int(rate * seconds)
+    # every run crosses a step of the model (a minute) a quarter of the way
+    # in: until the fleet's cycle for the new step is done, alerts fetch
+    # their own windows, which a run that misses the boundary never shows
+    while (time.time() + seconds / 4) % 60 > 1:
+        time.sleep(0.1)
     t0 = time.perf_counter()
     late = 0
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
