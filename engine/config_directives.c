@@ -164,8 +164,9 @@ static const struct directive directives[] = {
     {"model", "path", D_CUSTOM, 0, 0, 0, NULL, NULL, "the built-in model",
      "a safetensors model file ([model.md](model.md)); needs `prometheus.url`", load_model_path},
     {"model", "fleet_interval", D_DURATION, AT(fleet_interval), SEC(1), 0, "1s", NULL, "none",
-     "score every GPU Prometheus knows this often, for `medic_gpu_failure_risk`; a cycle may "
-     "take this long (or `prometheus.timeout` if longer)",
+     "score every GPU Prometheus knows this often (and as each step of the model's window "
+     "begins, when this is shorter than the step), for `medic_gpu_failure_risk`; a cycle may take "
+     "this long (or `prometheus.timeout` if longer)",
      NULL},
     {"slurm", "conf", D_PATH, AT(slurm_conf), 0, 0, NULL, NULL, "Slurm's default",
      "`SLURM_CONF` for scontrol", NULL},
