@@ -19,6 +19,9 @@
 /* a whole-window fetch at least this often; the cycles between ask for the
  * steps since the last one */
 #define ENGINE_FLEET_FULL_EVERY (10 * 60 * MEDIC_NS_PER_SEC)
+/* a cycle ahead of a step starts this long before it, beyond the last
+ * cycle's duration and a quarter of it */
+#define ENGINE_FLEET_AHEAD_MARGIN (500 * MEDIC_NS_PER_MS)
 
 struct engine_fleet;
 
@@ -36,8 +39,10 @@ struct engine_fleet_score {
 
 /* The last cycle's risk of node's gpu ("": its worst GPU) when that cycle
  * scored, with the model model_hash, the window that ends at window_end
- * (aligned to the model's step): then the alert's own fetch would read
- * the same window. 0, or MEDIC_E_NOTFOUND; f NULL finds nothing. */
+ * (aligned to the model's step), or the last risk for the window a step
+ * earlier (a cycle run ahead of a step scores the window ending at it
+ * while alerts still ask for the one before): then the alert's own fetch
+ * would read the same window. 0, or MEDIC_E_NOTFOUND; f NULL finds nothing. */
 int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t window_end,
                         const char *node, const char *gpu, struct engine_fleet_score *out);
 /* The last cycle's windows of the n nodes (prometheus_fleet_subset), when
@@ -48,6 +53,8 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
 int engine_fleet_carry(struct engine_fleet *f, const char *model_hash, const char *url,
                        const struct feature_spec *spec, const char *const *nodes, size_t n,
                        struct prometheus_fleet *out);
+/* Counts n query_range requests an alert's round made itself (f NULL: none). */
+void engine_fleet_count_alert_requests(struct engine_fleet *f, size_t n);
 /* Appends the fleet scoring metrics and medic_gpu_failure_risk. */
 void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b);
 

@@ -19,20 +19,30 @@ struct fleet_risk {
     float last[FEATURES_MAX]; /* the window's latest raw values */
 };
 
+/* The risks of one cycle. */
+struct published {
+    struct fleet_risk *risks;
+    size_t count;
+    struct medic_map by_key; /* "node\037gpu" -> index + 1; "node\037" -> its worst GPU's */
+    int64_t window_end;
+    char model_hash[65]; /* the model that scored them */
+};
+
 struct engine_fleet {
     struct config_slot *configs;
     pthread_t thread;
-    pthread_mutex_t lock; /* guards stopping, risks; previous while it changes */
+    pthread_mutex_t lock; /* guards stopping, the risks; previous while it changes */
     pthread_cond_t cond;
     int stopping;
-    struct fleet_risk *risks;
-    size_t risk_count;
-    struct medic_map by_key;   /* "node\037gpu" -> index + 1; "node\037" -> its worst GPU's */
-    int64_t window_end;        /* of the published risks */
-    char model_hash[65];       /* the model that scored them */
+    /* the last cycle's risks (exported), and those of the window a step
+     * earlier while alerts may still ask for it (a cycle run ahead of a
+     * step scores the window ending at that step) */
+    struct published current, older;
+    int64_t ahead_until;       /* the step the last cycle ran ahead for (wall clock) */
     atomic_llong last_success; /* unix seconds of the last complete cycle */
     atomic_llong last_duration_us;
     atomic_ullong cycles, cycle_failures, gpu_failures, requests, full_fetches;
+    atomic_ullong alert_requests; /* query_range requests of alerts' own fetches */
     /* the last cycle's windows, whose steps the next cycle reuses, and for
      * which model and Prometheus: changed by the fleet thread under the
      * lock, read by others (engine_fleet_carry) under it */
@@ -43,30 +53,55 @@ struct engine_fleet {
     int full_next;   /* the last cycle found GPUs it had not seen: fetch all */
 };
 
-/* Makes risks the current ones (taking them), indexed for lookups. */
+static void published_release(struct published *p)
+{
+    free(p->risks);
+    medic_map_release(&p->by_key);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Makes risks the current ones (taking them), indexed for lookups; the
+ * current ones of the window a step earlier are kept for alerts of that
+ * window. NULL drops both. */
 static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count,
                     int64_t window_end, const char *model_hash)
 {
-    struct medic_map by_key;
-    medic_map_init(&by_key);
+    struct published next = {.risks = risks, .count = count, .window_end = window_end};
+    medic_map_init(&next.by_key);
+    snprintf(next.model_hash, sizeof(next.model_hash), "%s", model_hash ? model_hash : "");
     for (size_t i = 0; i < count; i++) {
         char key[sizeof(risks[i].node) + sizeof(risks[i].gpu) + 1];
         snprintf(key, sizeof(key), "%s\037%s", risks[i].node, risks[i].gpu);
-        medic_map_put(&by_key, key, (void *)(uintptr_t)(i + 1));
+        medic_map_put(&next.by_key, key, (void *)(uintptr_t)(i + 1));
         snprintf(key, sizeof(key), "%s\037", risks[i].node);
-        uintptr_t worst = (uintptr_t)medic_map_get(&by_key, key);
+        uintptr_t worst = (uintptr_t)medic_map_get(&next.by_key, key);
         if (risks[i].gpu[0] && (!worst || risks[worst - 1].risk < risks[i].risk))
-            medic_map_put(&by_key, key, (void *)(uintptr_t)(i + 1));
+            medic_map_put(&next.by_key, key, (void *)(uintptr_t)(i + 1));
     }
+    struct published gone = {0};
+    medic_map_init(&gone.by_key);
     pthread_mutex_lock(&f->lock);
-    free(f->risks);
-    medic_map_release(&f->by_key);
-    f->risks = risks;
-    f->risk_count = count;
-    f->by_key = by_key;
-    f->window_end = window_end;
-    snprintf(f->model_hash, sizeof(f->model_hash), "%s", model_hash ? model_hash : "");
+    if (risks && f->current.risks && f->current.window_end < window_end) {
+        gone = f->older;
+        f->older = f->current;
+    } else {
+        gone = f->current;
+        if (!risks) {
+            published_release(&f->older);
+            medic_map_init(&f->older.by_key);
+        }
+    }
+    f->current = next;
     pthread_mutex_unlock(&f->lock);
+    published_release(&gone);
+}
+
+static int find(const struct published *p, const char *model_hash, int64_t window_end,
+                const char *key)
+{
+    return p->risks && p->window_end == window_end && strcmp(p->model_hash, model_hash) == 0
+               ? (int)(uintptr_t)medic_map_get(&p->by_key, key)
+               : 0;
 }
 
 int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t window_end,
@@ -78,11 +113,12 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
     snprintf(key, sizeof(key), "%s\037%s", node, gpu);
     int rc = MEDIC_E_NOTFOUND;
     pthread_mutex_lock(&f->lock);
-    uintptr_t at = f->window_end == window_end && strcmp(f->model_hash, model_hash) == 0
-                       ? (uintptr_t)medic_map_get(&f->by_key, key)
-                       : 0;
+    const struct published *p = &f->current;
+    int at = find(p, model_hash, window_end, key);
+    if (!at)
+        at = find(p = &f->older, model_hash, window_end, key);
     if (at) {
-        const struct fleet_risk *r = &f->risks[at - 1];
+        const struct fleet_risk *r = &p->risks[at - 1];
         out->risk = r->risk;
         snprintf(out->gpu, sizeof(out->gpu), "%s", r->gpu);
         memcpy(out->last, r->last, sizeof(out->last));
@@ -118,7 +154,7 @@ static const struct prometheus_fleet *reusable(struct engine_fleet *f, const str
 /* One cycle with the snapshot c (its model and Prometheus): the fleet's
  * windows in one request per feature, then every GPU scored in batches.
  * On failure nothing is exported: a stale risk would read as a current one. */
-static void cycle(struct engine_fleet *f, const struct medic_config *c)
+static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t now)
 {
     struct medic_error err = {0};
     struct prometheus_fleet fleet;
@@ -137,7 +173,7 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
         .arg = f,
         .previous = reusable(f, c, started),
     };
-    const int64_t now = medic_time_now(), step = c->features.step;
+    const int64_t step = c->features.step;
     int rc = prometheus_fetch_fleet(&q, &c->features, now, &fleet, &err);
     atomic_fetch_add(&f->requests, fleet.requests);
     if (rc) {
@@ -167,6 +203,9 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c)
         }
     free(risk);
     publish(f, risks, count, now / step * step, c->model.hash);
+    char ends[32];
+    medic_time_format(now / step * step, ends, sizeof(ends));
+    medic_log_debug("fleet scoring: cycle done", "window_end", ends, NULL);
     if (fleet.unusable)
         medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);
     atomic_fetch_add(&f->gpu_failures, fleet.count - count);
@@ -215,17 +254,28 @@ static void *fleet_main(void *arg)
         int on = c->prometheus_url && c->fleet_interval > 0;
         int64_t interval = on ? c->fleet_interval : 5 * MEDIC_NS_PER_SEC;
         const int64_t step = c->features.step;
+        /* after a cycle run ahead of a step, the cycles until that step
+         * score its window again (with what Prometheus has stored since) */
+        const int64_t at = started > f->ahead_until ? started : f->ahead_until;
         if (on)
-            cycle(f, c);
+            cycle(f, c, at);
         else
             publish(f, NULL, 0, 0, NULL);
         medic_config_unref(c);
         int64_t due = started + interval;
-        /* a cycle more often than the model's step also runs as a step
-         * begins: until it has, alerts cannot take its risks (their window
-         * ends a step later) and fetch their own */
-        if (on && step > 0 && interval < step && (started / step + 1) * step < due)
-            due = (started / step + 1) * step;
+        /* A cycle more often than the model's step also runs ahead of each
+         * step, by the last cycle's duration and a margin, scoring the
+         * window that ends at that step: otherwise, from the step until a
+         * cycle after it has finished, alerts could not take its risks
+         * (their window ends a step later) and would fetch their own. */
+        int64_t next_step = step > 0 ? (started / step + 1) * step : 0;
+        const int64_t last = atomic_load(&f->last_duration_us) * 1000;
+        const int64_t lead = last + last / 4 + ENGINE_FLEET_AHEAD_MARGIN;
+        if (on && step > 0 && interval < step && lead < step / 2 && f->ahead_until < next_step &&
+            next_step - lead < due) {
+            due = next_step - lead > started ? next_step - lead : started;
+            f->ahead_until = next_step;
+        }
         struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC), (long)(due % MEDIC_NS_PER_SEC)};
         pthread_mutex_lock(&f->lock);
         while (!f->stopping && pthread_cond_timedwait(&f->cond, &f->lock, &until) == 0)
@@ -241,7 +291,8 @@ int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out)
     if (!f)
         return MEDIC_E_NOMEM;
     f->configs = configs;
-    medic_map_init(&f->by_key);
+    medic_map_init(&f->current.by_key);
+    medic_map_init(&f->older.by_key);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
     if (pthread_create(&f->thread, NULL, fleet_main, f) != 0) {
@@ -265,8 +316,8 @@ void engine_fleet_stop(struct engine_fleet *f)
     pthread_join(f->thread, NULL);
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
-    free(f->risks);
-    medic_map_release(&f->by_key);
+    published_release(&f->current);
+    published_release(&f->older);
     prometheus_fleet_release(&f->previous);
     free(f);
 }
@@ -314,6 +365,10 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         "cycle completed.\n"
         "# TYPE medic_fleet_scoring_last_success_timestamp_seconds gauge\n"
         "medic_fleet_scoring_last_success_timestamp_seconds %lld\n"
+        "# HELP medic_risk_prometheus_requests_total query_range requests made for alerts "
+        "whose GPU the fleet's cycles had not scored on the alert's window.\n"
+        "# TYPE medic_risk_prometheus_requests_total counter\n"
+        "medic_risk_prometheus_requests_total %llu\n"
         "# HELP medic_gpu_failure_risk The model's failure risk of each GPU, from "
         "the last fleet scoring cycle.\n"
         "# TYPE medic_gpu_failure_risk gauge\n",
@@ -322,14 +377,29 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         (unsigned long long)atomic_load(&f->gpu_failures),
         (unsigned long long)atomic_load(&f->requests),
         (unsigned long long)atomic_load(&f->full_fetches),
-        (double)atomic_load(&f->last_duration_us) / 1e6, (long long)atomic_load(&f->last_success));
+        (double)atomic_load(&f->last_duration_us) / 1e6, (long long)atomic_load(&f->last_success),
+        (unsigned long long)atomic_load(&f->alert_requests));
     pthread_mutex_lock(&f->lock);
-    for (size_t i = 0; i < f->risk_count; i++) {
+    if (f->current.risks)
+        medic_buf_printf(b,
+                         "# HELP medic_fleet_scoring_window_end_timestamp_seconds Where the "
+                         "window of the exported risks ends (a cycle ahead of a step scores "
+                         "the window ending at it).\n"
+                         "# TYPE medic_fleet_scoring_window_end_timestamp_seconds gauge\n"
+                         "medic_fleet_scoring_window_end_timestamp_seconds %lld\n",
+                         (long long)(f->current.window_end / MEDIC_NS_PER_SEC));
+    for (size_t i = 0; i < f->current.count; i++) {
         medic_buf_puts(b, "medic_gpu_failure_risk{node=\"");
-        label_value(b, f->risks[i].node);
+        label_value(b, f->current.risks[i].node);
         medic_buf_puts(b, "\",gpu=\"");
-        label_value(b, f->risks[i].gpu);
-        medic_buf_printf(b, "\"} %.6f\n", (double)f->risks[i].risk);
+        label_value(b, f->current.risks[i].gpu);
+        medic_buf_printf(b, "\"} %.6f\n", (double)f->current.risks[i].risk);
     }
     pthread_mutex_unlock(&f->lock);
+}
+
+void engine_fleet_count_alert_requests(struct engine_fleet *f, size_t n)
+{
+    if (f)
+        atomic_fetch_add(&f->alert_requests, n);
 }

@@ -213,6 +213,7 @@ static void fetch_wanted(struct engine_risk *r)
             q.previous = carried ? &carry : NULL;
             struct medic_error err = {0};
             int rc = prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err);
+            engine_fleet_count_alert_requests(r->fleet, f.requests);
             if (rc == 0 && carried && f.fresh) {
                 prometheus_fleet_release(&f);
                 q.previous = NULL;
@@ -221,6 +222,8 @@ static void fetch_wanted(struct engine_risk *r)
                                       : medic_error_set(&err, MEDIC_E_IO,
                                                         "the round's Prometheus budget is spent");
             }
+            if (carried && q.previous == NULL)
+                engine_fleet_count_alert_requests(r->fleet, f.requests);
             if (carried)
                 prometheus_fleet_release(&carry);
             float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));

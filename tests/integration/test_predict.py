@@ -201,6 +201,38 @@ def quiet(url):
     wait_until("Prometheus to finish its queries", still, timeout=20, interval=0.5)
 
 
+def alert_before_a_step_takes_the_fleets_risk(medic, auth):
+    """Fleet scoring runs a cycle ahead of each step of the model's window
+    and exports the risks of the window ending at that step; an alert
+    decided before the step, its window ending a step earlier, still takes
+    the risk of the cycle before and asks Prometheus nothing. First, what
+    is watched is alive: an alert on gpu-node-03, whose only GPU the fleet
+    leaves out, asks Prometheus itself."""
+    asked = "medic_risk_prometheus_requests_total"
+
+    def decision(node, gpu):
+        seen = len(medic.audit("decisions"))
+        status, _, body = medic.post("/webhook", hot_alert(node, gpu), headers=auth)
+        assert status == 200, body
+        return wait_until("the decision", lambda: medic.audit("decisions")[:-seen or None],
+                          timeout=20)[0]
+
+    before = medic.metric(asked)
+    d = decision("gpu-node-03", "0")
+    assert d["risk"] is None and medic.metric(asked) > before, (d, medic.metric(asked))
+    # the window of the exported risks ends at a step still to come
+    end = wait_until("a cycle ahead of the next step", lambda: (lambda e: e if e > time.time()
+                     else None)(medic.metric(
+                         "medic_fleet_scoring_window_end_timestamp_seconds")), timeout=75)
+    before = medic.metric(asked)
+    d = decision("gpu-node-08", "5")
+    assert d["risk"] is not None and medic.metric(asked) == before, (d, medic.metric(asked))
+    early = time.time() < end
+    print(f"  a cycle ahead of the step at {time.strftime('%H:%M:%S', time.gmtime(end))}: an "
+          f"alert {'before' if early else 'just after'} it took the fleet's risk "
+          f"{d['risk']:.6f}, no query of its own")
+
+
 def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_medic):
     """One notification with alerts on three nodes (one decision each): the engine asks
     Prometheus once per model feature for all of them (counted by
@@ -324,6 +356,7 @@ def test_serve_enriches_alerts_with_risk(suite):
     print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, each as medic predict scores it; "
           f"gpu-node-03 gpu 0 left out; {cycles:.0f} cycles of 8 requests")
     test_round_fetches_its_nodes_together(suite, url, token, before, medic)
+    alert_before_a_step_takes_the_fleets_risk(medic, auth)
     # with Prometheus stopped the risk is unknown, with the reason, and
     # fleet scoring exports no stale risks
     prom.stop()
@@ -334,8 +367,8 @@ def test_serve_enriches_alerts_with_risk(suite):
     status, _, _ = medic.post("/webhook", hot_alert("gpu-node-01", "0"), headers=auth)
     assert status == 200
     d = wait_until("the unknown-risk decision", lambda: [
-        x for x in medic.audit("decisions") if "risk unknown" in (x["reason"] or "")],
-        timeout=10)[0]
+        x for x in medic.audit("decisions") if "risk unknown" in (x["reason"] or "")
+        and "Couldn't connect" in x["reason"]], timeout=10)[0]
     assert d["risk"] is None and d["verdict"] == "no_match", d
     assert "Couldn't connect" in d["reason"], d
     print(f"  Prometheus stopped: {d['verdict']}, {d['reason'][:100]}")
