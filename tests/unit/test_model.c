@@ -399,6 +399,21 @@ static void test_prometheus_parse_fleet(void **state)
     prometheus_fleet_release(&f);
 }
 
+/* next, fetched one step after from: the answer to its steps placed over
+ * from's windows, moved back a step, and its gaps filled */
+static void carry_one_step(const struct prometheus_fleet *from, const char *answer,
+                           const struct feature_spec *spec, struct prometheus_fleet *next)
+{
+    struct medic_error err = {0};
+    medic_map_init(&next->index);
+    next->carry_from = from;
+    next->carry_shift = 1;
+    assert_int_equal(prometheus_parse_fleet(answer, strlen(answer), spec, 0, "Hostname",
+                                            1060 * MEDIC_NS_PER_SEC, 10, next, &err),
+                     0);
+    prometheus_fleet_fill(spec, next);
+}
+
 /* A fleet fetched after another starts from its steps: a GPU it had keeps
  * them, moved back by the steps since, with the steps asked again replacing
  * them; a GPU it did not have has nothing before them (kept out, counted as
@@ -419,18 +434,13 @@ static void test_prometheus_fleet_carry(void **state)
                      0);
     prometheus_fleet_fill(&spec, &prev);
     /* one step later: the last step asked again (revised) and the new one */
-    medic_map_init(&next.index);
-    next.carry_from = &prev;
-    next.carry_shift = 1;
-    const char *since = "{\"data\":{\"result\":["
-                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
-                        "[[1180,\"4.5\"],[1240,\"5\"]]},"
-                        "{\"metric\":{\"Hostname\":\"c\",\"gpu\":\"0\"},\"values\":"
-                        "[[1180,\"7\"],[1240,\"8\"]]}]}}";
-    assert_int_equal(prometheus_parse_fleet(since, strlen(since), &spec, 0, "Hostname",
-                                            1060 * MEDIC_NS_PER_SEC, 10, &next, &err),
-                     0);
-    prometheus_fleet_fill(&spec, &next);
+    carry_one_step(&prev,
+                   "{\"data\":{\"result\":["
+                   "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                   "[[1180,\"4.5\"],[1240,\"5\"]]},"
+                   "{\"metric\":{\"Hostname\":\"c\",\"gpu\":\"0\"},\"values\":"
+                   "[[1180,\"7\"],[1240,\"8\"]]}]}}",
+                   &spec, &next);
     assert_int_equal(next.count, 2);
     const float *a0 = prometheus_fleet_rows(&next, &spec, 0);
     assert_float_equal(a0[0], 2.0, 0);
@@ -481,18 +491,13 @@ static void test_prometheus_fleet_subset(void **state)
     assert_string_equal(some.series[1].gpu, "1");
     assert_float_equal(some.raw[4 + 3], 14.0, 0);
     /* one step later, from the subset */
-    medic_map_init(&next.index);
-    next.carry_from = &some;
-    next.carry_shift = 1;
-    const char *since = "{\"data\":{\"result\":["
-                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"1\"},\"values\":"
-                        "[[1180,\"14.5\"],[1240,\"15\"]]},"
-                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
-                        "[[1180,\"4.5\"],[1240,\"5\"]]}]}}";
-    assert_int_equal(prometheus_parse_fleet(since, strlen(since), &spec, 0, "Hostname",
-                                            1060 * MEDIC_NS_PER_SEC, 10, &next, &err),
-                     0);
-    prometheus_fleet_fill(&spec, &next);
+    carry_one_step(&some,
+                   "{\"data\":{\"result\":["
+                   "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"1\"},\"values\":"
+                   "[[1180,\"14.5\"],[1240,\"15\"]]},"
+                   "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                   "[[1180,\"4.5\"],[1240,\"5\"]]}]}}",
+                   &spec, &next);
     assert_int_equal(next.count, 2);
     assert_int_equal(next.fresh, 0);
     const float *a1 = prometheus_fleet_rows(&next, &spec, 0),
