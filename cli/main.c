@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "json.h"
 #include "table.h"
 
 #include <stdio.h>
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    medic_json_init(); /* cJSON's allocation hooks, before any thread starts */
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);

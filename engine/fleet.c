@@ -67,7 +67,6 @@ static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t cou
                     int64_t window_end, const char *model_hash)
 {
     struct published next = {.risks = risks, .count = count, .window_end = window_end};
-    medic_map_init(&next.by_key);
     snprintf(next.model_hash, sizeof(next.model_hash), "%s", model_hash ? model_hash : "");
     for (size_t i = 0; i < count; i++) {
         char key[sizeof(risks[i].node) + sizeof(risks[i].gpu) + 1];
@@ -78,18 +77,15 @@ static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t cou
         if (risks[i].gpu[0] && (!worst || risks[worst - 1].risk < risks[i].risk))
             medic_map_put(&next.by_key, key, (void *)(uintptr_t)(i + 1));
     }
-    struct published gone = {0};
-    medic_map_init(&gone.by_key);
+    struct published gone;
     pthread_mutex_lock(&f->lock);
     if (risks && f->current.risks && f->current.window_end < window_end) {
         gone = f->older;
         f->older = f->current;
     } else {
         gone = f->current;
-        if (!risks) {
+        if (!risks)
             published_release(&f->older);
-            medic_map_init(&f->older.by_key);
-        }
     }
     f->current = next;
     pthread_mutex_unlock(&f->lock);
@@ -203,9 +199,6 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
         }
     free(risk);
     publish(f, risks, count, now / step * step, c->model.hash);
-    char ends[32];
-    medic_time_format(now / step * step, ends, sizeof(ends));
-    medic_log_debug("fleet scoring: cycle done", "window_end", ends, NULL);
     if (fleet.unusable)
         medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);
     atomic_fetch_add(&f->gpu_failures, fleet.count - count);

@@ -179,6 +179,21 @@ static void record(struct engine_risk *r, const struct prometheus_fleet *f, cons
     }
 }
 
+/* One fetch of q's nodes within what is left of the round's budget,
+ * counted as the alerts' own requests. */
+static int fetch_counted(struct engine_risk *r, struct prometheus_fleet_query *q,
+                         struct prometheus_fleet *f, struct medic_error *err)
+{
+    q->timeout_ms = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
+    if (q->timeout_ms <= 0) {
+        memset(f, 0, sizeof(*f));
+        return medic_error_set(err, MEDIC_E_IO, "the round's Prometheus budget is spent");
+    }
+    int rc = prometheus_fetch_fleet(q, &r->config->features, r->now, f, err);
+    engine_fleet_count_alert_requests(r->fleet, f->requests);
+    return rc;
+}
+
 /* Fetches and scores the announced nodes, ENGINE_RISK_NODES_PER_FETCH at a
  * time, within the round's budget. */
 static void fetch_wanted(struct engine_risk *r)
@@ -199,7 +214,6 @@ static void fetch_wanted(struct engine_risk *r)
             struct prometheus_fleet_query q = {
                 .url = c->prometheus_url,
                 .node_regex = regex.data,
-                .timeout_ms = left,
                 .max_series = n * PROMETHEUS_MAX_SERIES,
                 .parallel = ENGINE_RISK_PARALLEL,
             };
@@ -212,18 +226,12 @@ static void fetch_wanted(struct engine_risk *r)
                                              &c->features, r->wanted, n, &carry) == 0;
             q.previous = carried ? &carry : NULL;
             struct medic_error err = {0};
-            int rc = prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err);
-            engine_fleet_count_alert_requests(r->fleet, f.requests);
+            int rc = fetch_counted(r, &q, &f, &err);
             if (rc == 0 && carried && f.fresh) {
                 prometheus_fleet_release(&f);
                 q.previous = NULL;
-                q.timeout_ms = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
-                rc = q.timeout_ms > 0 ? prometheus_fetch_fleet(&q, &c->features, r->now, &f, &err)
-                                      : medic_error_set(&err, MEDIC_E_IO,
-                                                        "the round's Prometheus budget is spent");
+                rc = fetch_counted(r, &q, &f, &err);
             }
-            if (carried && q.previous == NULL)
-                engine_fleet_count_alert_requests(r->fleet, f.requests);
             if (carried)
                 prometheus_fleet_release(&carry);
             float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));
