@@ -4,9 +4,11 @@
 A Prometheus (Debian's) is backfilled with `promtool tsdb
 create-blocks-from openmetrics` with the last 95 minutes (the window and
 the hour its features look back over) of the eleven DCGM series the
-built-in model reads, for N nodes x 8 GPUs, one sample a minute. medic runs on its built-in defaults (policies, model, dry-run,
-durable SQLite) plus what the scenario needs: prometheus { url } and
-model { fleet_interval: 1s }.
+built-in model reads, for N nodes x 8 GPUs, one sample a minute. medic
+runs on its built-in defaults (policies, model, dry-run, durable SQLite,
+fleet scoring every 30 s) plus what the scenario needs: prometheus { url }.
+--fleet-interval 1s samples cycles faster (a cycle's work does not depend
+on the interval).
 
 - fleet: the cycle time medic reports (medic_fleet_scoring_duration_seconds,
   median and worst of the cycles seen), the query_range requests per cycle,
@@ -27,7 +29,7 @@ model { fleet_interval: 1s }.
 
 usage: bench/fleet-bench.py [--medic PATH --label TEXT]... [--nodes 64,256,1024]
                             [--cycles 5] [--rate 100] [--seconds 20] [--skip rss,latency]
-                            [--json PATH]
+                            [--fleet-interval DURATION] [--json PATH]
 Several --medic (with as many --label) compare builds in one run."""
 
 import argparse
@@ -171,7 +173,7 @@ def cycles(m, count, prometheus_url):
     (whole windows) when it is seen; the requests per cycle as Prometheus
     counts them."""
     seen, durations, at, asked, first = None, [], None, None, None
-    deadline = time.time() + 60 + 30 * count
+    deadline = time.time() + 60 + 70 * count
     while len(durations) < count and time.time() < deadline:
         x = m.metrics()
         c = x.get("medic_fleet_scoring_cycles_total", 0)
@@ -263,6 +265,7 @@ def main():
     ap.add_argument("--rate", type=float, default=100)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--fleet-interval", help="model.fleet_interval (default: medic's own)")
     ap.add_argument("--json", help="also write the figures to this file (bench/plot-scale.py)")
     args = ap.parse_args()
     out = {"cpus": os.cpu_count(), "cycles": [], "latency": [], "rss": []}
@@ -273,7 +276,9 @@ def main():
     queries = model_queries(medics[-1])
     work = tempfile.mkdtemp(prefix="medic-fleet-")
     version = subprocess.run(["prometheus", "--version"], capture_output=True, text=True)
-    print(f"machine: {os.cpu_count()} CPUs; Prometheus {version.stdout.split()[2]}", flush=True)
+    print(f"machine: {os.cpu_count()} CPUs; Prometheus {version.stdout.split()[2]}; "
+          f"fleet_interval {args.fleet_interval or 'as built in'}", flush=True)
+    fleet = f"model: {{ fleet_interval: {args.fleet_interval} }}\n" if args.fleet_interval else ""
     try:
         print("\n| nodes | GPUs | build | first cycle (whole windows) | cycle median | "
               "cycle worst | whole-window fetches | requests per cycle | GPUs scored | "
@@ -291,8 +296,7 @@ def main():
             try:
                 for binary, label in zip(medics, labels):
                     m = Medic(binary, os.path.join(work, f"{label}-{nodes}"),
-                              f"prometheus: {{ url: '{p.url}', timeout: 10s }}\n"
-                              "model: { fleet_interval: 1s }\n")
+                              f"prometheus: {{ url: '{p.url}', timeout: 10s }}\n" + fleet)
                     try:
                         r = cycles(m, args.cycles, p.url)
                         d = r["durations"] or [float("nan")]
@@ -317,8 +321,8 @@ def main():
                         if nodes == max(sizes) and "rss" not in skip:
                             open_alerts(m, 10000)
                             c = m.metrics()["medic_fleet_scoring_cycles_total"]
-                            wait_until("a cycle", lambda: m.metrics()[
-                                "medic_fleet_scoring_cycles_total"] >= c + 2, 120)
+                            wait_until("two cycles", lambda: m.metrics()[
+                                "medic_fleet_scoring_cycles_total"] >= c + 2, 180)
                             rss.append((label, nodes * 8, m.rss_mb()))
                             out["rss"].append({"label": label, "gpus": nodes * 8,
                                                "rss_mb": rss[-1][2]})

@@ -71,6 +71,7 @@ static int set_defaults(struct medic_config *config)
     config->max_connections = 512;
     config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
     config->prometheus_timeout = 2 * MEDIC_NS_PER_SEC;
+    config->fleet_interval = 30 * MEDIC_NS_PER_SEC; /* when prometheus.url is set */
     config->log_level = 1;
     receiver_limits_default(&config->limits);
     for (size_t i = 0; i < 3; i++)

@@ -89,7 +89,7 @@ struct medic_config {
     char *model_path;             /* NULL: the built-in model */
     struct model model;           /* the file's, or the built-in one: always loaded */
     struct feature_spec features;
-    int64_t fleet_interval;     /* ns; 0: no fleet scoring */
+    int64_t fleet_interval;     /* ns, when prometheus_url is set; 0: off */
     char *external_url;         /* medic as on-call reaches it, for links in messages */
     char *prometheus_url;       /* where the model's telemetry is read */
     int64_t prometheus_timeout; /* ns, per query */

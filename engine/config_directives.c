@@ -74,6 +74,7 @@ static int load_audit_url(struct loader *l, const struct yaml_tree_node *n)
 static int load_log_level(struct loader *l, const struct yaml_tree_node *n);
 static int load_credentials_file(struct loader *l, const struct yaml_tree_node *n);
 static int load_model_path(struct loader *l, const struct yaml_tree_node *n);
+static int load_fleet_interval(struct loader *l, const struct yaml_tree_node *n);
 static int load_tls(struct loader *l, const struct yaml_tree_node *n);
 static int load_audit_path(struct loader *l, const struct yaml_tree_node *n);
 static int load_audit_url(struct loader *l, const struct yaml_tree_node *n);
@@ -163,11 +164,13 @@ static const struct directive directives[] = {
      NULL},
     {"model", "path", D_CUSTOM, 0, 0, 0, NULL, NULL, "the built-in model",
      "a safetensors model file ([model.md](model.md)); needs `prometheus.url`", load_model_path},
-    {"model", "fleet_interval", D_DURATION, AT(fleet_interval), SEC(1), 0, "1s", NULL, "none",
-     "score every GPU Prometheus knows this often (and as each step of the model's window "
-     "begins, when this is shorter than the step), for `medic_gpu_failure_risk`; a cycle may take "
-     "this long (or `prometheus.timeout` if longer)",
-     NULL},
+    {"model", "fleet_interval", D_CUSTOM, 0, 0, 0, NULL, NULL, "`30s`",
+     "with `prometheus.url`, score every GPU Prometheus knows this often (and as each step of "
+     "the model's window begins, when this is shorter than the step), for "
+     "`medic_gpu_failure_risk` and for alerts, which then take their GPU's risk without asking "
+     "Prometheus; a cycle may take this long (or `prometheus.timeout` if longer). At least 1s, "
+     "or `off`: each alert's round then fetches its GPUs' whole windows itself",
+     load_fleet_interval},
     {"slurm", "conf", D_PATH, AT(slurm_conf), 0, 0, NULL, NULL, "Slurm's default",
      "`SLURM_CONF` for scontrol", NULL},
     {"slurm", "scontrol", D_STRING, AT(scontrol), 0, 0, NULL, NULL, "`scontrol`",
@@ -261,6 +264,19 @@ static int load_model_path(struct loader *l, const struct yaml_tree_node *n)
     if (rc == 0 && (model_load(c->model_path, &c->model, &merr) ||
                     features_from_metadata(&c->model.file, c->model.D, &c->features, &merr)))
         rc = yaml_fields_fail(&l->f, n, "path: %s", merr.msg);
+    return rc;
+}
+
+static int load_fleet_interval(struct loader *l, const struct yaml_tree_node *n)
+{
+    int64_t *v = &l->config->fleet_interval;
+    if (n && n->kind == YAML_TREE_SCALAR && n->value && strcmp(n->value, "off") == 0) {
+        *v = 0;
+        return 0;
+    }
+    int rc = yaml_fields_duration(&l->f, n, "fleet_interval", v);
+    if (rc == 0 && *v < SEC(1))
+        rc = yaml_fields_fail(&l->f, n, "fleet_interval: at least 1s, or off");
     return rc;
 }
 

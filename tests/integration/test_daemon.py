@@ -76,6 +76,8 @@ def test_hung_prometheus_stalls_nothing(suite):
     port = hang.getsockname()[1]
     medic = Medic(suite.medic, workdir,
                   f"prometheus: {{ url: 'http://127.0.0.1:{port}', timeout: 8s }}\n"
+                  # the engine's round is what waits here, not fleet scoring
+                  "model: { fleet_interval: off }\n"
                   "policies:\n  - name: tell\n    match: '{alertname=\"GPUXidError\"}'\n"
                   "    when: { risk_unknown: act }\n"
                   "    steps: [ { action: drain } ]\n").start()

@@ -243,7 +243,7 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_med
     between them."""
     workdir = suite.subdir("serve-batch")
     medic = Medic(suite.medic, workdir, f"auth: {{ webhook_bearer_token_file: {token} }}\n" +
-                  SERVE_CONFIG.replace(", fleet_interval: 1s", "") % (os.path.abspath(MODEL), url))
+                  SERVE_CONFIG.replace("fleet_interval: 1s", "fleet_interval: off") % (os.path.abspath(MODEL), url))
     medic.start()
     suite.on_exit(medic.stop)
     alerts = []

@@ -151,7 +151,7 @@ static void test_model_config(void **state)
                  "1:39: timeout: between 10ms and 60s");
     expect_error("model: { fleet_interval: 0s, path: " LSTM_DIR "dcgm-d8-w30.model.safetensors }\n"
                  "prometheus: { url: http://127.0.0.1:9090 }\n",
-                 "1:26: fleet_interval: at least 1s");
+                 "1:26: fleet_interval: at least 1s, or off");
     const char *path = write_file("model.yaml",
                                   "model: { path: " LSTM_DIR "dcgm-d8-w30.model.safetensors, "
                                   "fleet_interval: 30s }\n"
@@ -179,6 +179,14 @@ static void test_model_config(void **state)
     assert_int_equal(c.model.D, 16);
     assert_int_equal(c.features.count, 16);
     assert_string_equal(c.features.items[15].name, "xid_hardware_held");
+    assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC); /* fleet scoring on by default */
+    medic_config_release(&c);
+    path = write_file(
+        "off.yaml", "prometheus: { url: http://127.0.0.1:9090 }\nmodel: { fleet_interval: off }\n",
+        0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.fleet_interval, 0);
     medic_config_release(&c);
     /* and in the embedded defaults */
     assert_int_equal(medic_config_defaults(&c), 0);
@@ -278,7 +286,7 @@ static void test_directive_table(void **state)
     medic_buf_release(&b);
     expect_error("audit: { path: x, max_pendin: 3 }\n", "1:19: unknown key 'max_pendin' in audit");
     expect_error("engine: { tick_interval: 2h }\n", "1:26: tick_interval: between 10ms and 1h");
-    expect_error("model: { fleet_interval: 10ms }\n", "1:26: fleet_interval: at least 1s");
+    expect_error("model: { fleet_interval: 10ms }\n", "1:26: fleet_interval: at least 1s, or off");
     const char *path = write_file("warn.yaml",
                                   "policies: [ { name: d, match: '{a=\"b\"}', steps: [ { action: "
                                   "drain } ] } ]\n",
