@@ -79,6 +79,26 @@ def wait_until(what, check, seconds):
     raise SystemExit(f"timed out waiting for {what}")
 
 
+def cpu_seconds(pid):
+    """CPU time (user and system) of process pid and of its children that
+    still run (nginx's workers under its master), in seconds."""
+    def own(p):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0, None
+        # after the command: state ppid ... utime (14th field) stime (15th)
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[1])
+    total = own(pid)[0]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != pid:
+            t, parent = own(int(entry))
+            if parent == pid:
+                total += t
+    return total
+
+
 class Medic:
     """`medic serve` on loopback: on its embedded defaults (`--listen --db`)
     or, with config, on that YAML text plus listen and the audit path."""

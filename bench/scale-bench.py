@@ -11,7 +11,9 @@ SQLite. That is what `scripts/dev.sh serve` starts.
 - throughput: open alerts are first created as GPU Xid 79 alerts on
   distinct nodes (100 per notification) and waited for in
   medic_open_incidents; then wrk (one thread, 32 connections) POSTs the
-  real 3-alert payload, each request with its own groupKey.
+  real 3-alert payload, each request with its own groupKey. The CPU time
+  each server spent per request (/proc/PID/stat, nginx's and gunicorn's
+  workers included) says what the machine pays for each.
 - storm: 16,000 single-alert notifications (2,000 nodes x 8 GPUs, Xid 79),
   or 2,000 of 8 alerts grouped by node, from 8 concurrent connections that
   each wait for their answer (build/dev/bench/storm-client, in C); times until all are accepted and until the
@@ -40,7 +42,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import Medic, free_port, notification, now_rfc3339, pending, post_all, \
+from benchlib import Medic, cpu_seconds, free_port, notification, now_rfc3339, pending, post_all, \
     seconds_until, wait_until, xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,17 +75,21 @@ def storm_post(port, bodies, clients, work):
     return float(m.group(3)), int(m.group(2))
 
 
-def wrk(port, seconds, token=None):
+def wrk(port, seconds, pid=None):
+    """wrk's figures; with pid, also the CPU time that process (and its
+    children) spent per request."""
     args = ["wrk", "-t1", "-c32", f"-d{seconds}s", "--latency", "-s", LUA,
             f"http://127.0.0.1:{port}", "--", PAYLOAD]
+    cpu = cpu_seconds(pid) if pid else 0
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(pid) - cpu if pid else float("nan")
     rps = float(re.search(r"Requests/sec:\s+(\S+)", out).group(1))
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)
     p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(non2xx.group(1)) if non2xx else 0,
-            "requests": requests}
+            "requests": requests, "cpu_us_per_request": cpu * 1e6 / max(requests, 1)}
 
 
 def throughput(binary, open_alerts, seconds):
@@ -101,7 +107,7 @@ def throughput(binary, open_alerts, seconds):
         wrk(m.port, 2)  # warm-up: the WAL file reaches its working size
         wait_until("the engine to catch up", lambda: pending(m.db) == 0, 600)
         before = m.written()
-        result = wrk(m.port, seconds)
+        result = wrk(m.port, seconds, m.proc.pid)
         result["bytes_per_request"] = (m.written() - before) / max(result["requests"], 1)
         result["rss_mb"] = m.rss_mb()
         # everything accepted is evaluated in the end
@@ -114,7 +120,7 @@ def throughput(binary, open_alerts, seconds):
 
 def nginx(location, measure, files=None):
     """nginx with one worker, the given location block and files under its
-    root, on a free port; returns measure(port)."""
+    root, on a free port; returns measure(port, its master's pid)."""
     work = tempfile.mkdtemp(prefix="medic-nginx-")
     os.chmod(work, 0o755)  # its worker runs as another user and reads the files
     os.makedirs(os.path.join(work, "www"))
@@ -140,7 +146,8 @@ http {{
     subprocess.run(["nginx", "-c", f"{work}/nginx.conf", "-p", work], check=True)
     try:
         wait_until("nginx", lambda: os.path.exists(f"{work}/nginx.pid"), 10)
-        return measure(port)
+        with open(f"{work}/nginx.pid") as f:
+            return measure(port, int(f.read()))
     finally:
         with open(f"{work}/nginx.pid") as f:
             os.kill(int(f.read()), 15)
@@ -182,7 +189,7 @@ def flask_reference(seconds, workers=2 * os.cpu_count() + 1):
                 return False
         wait_until("gunicorn", answers, 30)
         wrk(port, 2)  # warm-up, as for medic
-        return wrk(port, seconds)
+        return wrk(port, seconds, proc.pid)
     finally:
         proc.terminate()
         proc.wait()
@@ -221,7 +228,7 @@ def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
             result["page_ms"], page = get_times(m.port, "/")
             result["page_bytes"] = len(page)
             result["node_page_ms"], _ = get_times(m.port, "/nodes/storm-00007")
-            result["nginx_page_ms"], _ = nginx("", lambda port: get_times(port, "/index.html"),
+            result["nginx_page_ms"], _ = nginx("", lambda port, _: get_times(port, "/index.html"),
                                                {"index.html": page})
         con.close()
         return result
@@ -278,20 +285,23 @@ def main():
                              " gunicorn python3-flask)")
     print(f"# {datetime.datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} CPUs")
     if "throughput" not in skip:
-        ref = out["nginx"] = nginx(NGINX_ANSWER, lambda port: wrk(port, a.seconds))
-        print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}")
+        ref = out["nginx"] = nginx(NGINX_ANSWER, lambda port, pid: wrk(port, a.seconds, pid))
+        print(f"nginx (1 worker): {ref['rps']:.0f} req/s p50 {ref['p50']} p99 {ref['p99']}, "
+              f"{ref['cpu_us_per_request']:.1f} us of CPU per request")
         if "flask" not in skip:
             f = out["flask"] = flask_reference(a.seconds)
             print(f"Flask + gunicorn + SQLite: {f['rps']:.0f} notifications/s "
                   f"({f['rps'] / ref['rps']:.2f}x nginx) p50 {f['p50']} p99 {f['p99']} "
-                  f"non-2xx {f['non2xx']}", flush=True)
+                  f"non-2xx {f['non2xx']}, {f['cpu_us_per_request']:.1f} us of CPU per "
+                  "notification", flush=True)
         for binary, label in zip(binaries, labels):
             for n in [int(x) for x in a.open.split(",")]:
                 r = throughput(binary, n, a.seconds)
                 out["throughput"].append(dict(r, label=label, open_alerts=n))
                 print(f"{label}: {n} open alerts: {r['rps']:.0f} notifications/s "
                       f"({r['rps'] / ref['rps']:.2f}x nginx) p50 {r['p50']} p99 {r['p99']} "
-                      f"non-2xx {r['non2xx']}, {r['bytes_per_request'] / 1024:.1f} kB written "
+                      f"non-2xx {r['non2xx']}, {r['cpu_us_per_request']:.1f} us of CPU and "
+                      f"{r['bytes_per_request'] / 1024:.1f} kB written "
                       f"per notification, RSS {r['rss_mb']:.0f} MB, engine caught up "
                       f"{r['catch_up_s']:.1f} s after the load", flush=True)
     for binary, label in zip(binaries, labels):
