@@ -230,6 +230,26 @@ def test_builtin_model_scores_alerts(suite):
     assert "ecc_sbe_increase_15m=" in d["reason"] and "remapped_rows_increase_1h=" in d["reason"], d
     print(f"  built-in model {sha[:12]}: decision risk {d['risk']:.4f}, medic predict "
           f"{before['risk']:.4f}")
+    # fleet scoring is on by default once Prometheus is set: the GPU's risk
+    # is on /metrics, as medic predict scores the same window
+    gauge = 'medic_gpu_failure_risk{node="gpu-node-01",gpu="0"}'
+
+    def fleet():
+        body = medic.get("/metrics")[2].decode()
+        values = {line.split()[0]: float(line.split()[-1]) for line in body.splitlines()
+                  if line and not line.startswith("#")}
+        return (values[gauge], values["medic_fleet_scoring_window_end_timestamp_seconds"]) \
+            if gauge in values else None
+
+    risk, end = wait_until("a fleet cycle on the built-in interval", fleet, timeout=30)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))
+    p = subprocess.run([suite.medic, "predict", "--prometheus", url, "--node", "gpu-node-01",
+                        "--gpu", "0", "--at", at, "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert abs(json.loads(p.stdout)["risk"] - risk) < 1e-5, (risk, p.stdout)
+    print(f"  fleet scoring without fleet_interval: gpu-node-01 gpu 0 {risk:.4f} for the window "
+          f"ending {at}, as medic predict --at scores it")
 
 
 def test_dataset_errors(suite):
