@@ -301,7 +301,7 @@ void db_bind_int64(struct db_stmt *st, int i, int64_t v)
 void db_bind_text(struct db_stmt *st, int i, const char *v)
 {
     if (st->lite)
-        sqlite3_bind_text(st->lite, i, v, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st->lite, i, v, -1, SQLITE_STATIC);
     else
         pg_bind(st, i, v ? strdup(v) : NULL, -1);
 }
@@ -309,7 +309,7 @@ void db_bind_text(struct db_stmt *st, int i, const char *v)
 void db_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
 {
     if (st->lite) {
-        sqlite3_bind_text64(st->lite, i, v, len, SQLITE_TRANSIENT, SQLITE_UTF8);
+        sqlite3_bind_text64(st->lite, i, v, len, SQLITE_STATIC, SQLITE_UTF8);
         return;
     }
     char *s = malloc(len + 1);

@@ -55,7 +55,10 @@ int db_prepare_cached(struct db *d, const char *sql, struct db_stmt **out, struc
  * own, stepped to a row), for code that reads rows through this layer;
  * db_finalize frees only the wrapper. NULL when out of memory. */
 struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st);
-void db_bind_int64(struct db_stmt *st, int i, int64_t v);    /* i from 1 */
+void db_bind_int64(struct db_stmt *st, int i, int64_t v); /* i from 1 */
+/* Text is not copied on SQLite: v must stay as it is until the statement
+ * has been stepped and reset (the writer binds each row's values, steps,
+ * then clears; a query keeps its values until it is finalized). */
 void db_bind_text(struct db_stmt *st, int i, const char *v); /* NULL binds NULL */
 /* len bytes of text, not NUL-terminated */
 void db_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len);
