@@ -6,6 +6,7 @@
 #include "postgres.h"
 #include "schema.h"
 #include "timeutil.h"
+#include "wal_gather.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -355,9 +356,12 @@ void audit_store_set_term(struct audit_store *store, const char *replica, int64_
 
 static int open_sqlite(struct audit_store *s, const char *path, struct medic_error *err)
 {
+    /* a commit's WAL writes as one (wal_gather.h): SQLite syncs them before
+     * any other connection may read them only with synchronous=FULL */
+    const char *vfs = s->options.synchronous_full ? audit_wal_gather_vfs() : NULL;
     if (sqlite3_open_v2(path, &s->lite,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK)
+                        vfs) != SQLITE_OK)
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
                                s->lite ? sqlite3_errmsg(s->lite) : "out of memory");
     sqlite3_busy_timeout(s->lite, s->options.busy_timeout_ms);

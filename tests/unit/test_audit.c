@@ -526,6 +526,62 @@ static void test_queries(void **state)
     audit_reader_free(r);
 }
 
+/* The writer's WAL writes are gathered into one per commit (wal_gather.h):
+ * a commit is visible to another connection as soon as it returns, and
+ * one far over the 128 KiB a single write may carry is whole. */
+static void test_wal_writes_gathered_are_whole_and_visible(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    assert_non_null(sqlite3_vfs_find("medic-wal-gather"));
+    sqlite3 *reader;
+    assert_int_equal(sqlite3_open_v2(db_path, &reader, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    enum { NOTIFICATIONS = 12, ALERTS = 400 };
+    size_t cap = 1 << 20;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (int k = 0; k < NOTIFICATIONS; k++) {
+        /* 400 alerts with long annotations: about 300 KiB of rows a commit */
+        size_t len = (size_t)snprintf(text, cap,
+                                      "{\"version\":\"4\",\"groupKey\":\"big-%d\",\"status\":"
+                                      "\"firing\",\"receiver\":\"medic\",\"alerts\":[",
+                                      k);
+        for (int i = 0; i < ALERTS; i++)
+            len += (size_t)snprintf(
+                text + len, cap - len,
+                "%s{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUHot\",\"node\":"
+                "\"node-%04d\",\"gpu\":\"%d\"},\"annotations\":{\"summary\":\"%0600d\"},"
+                "\"startsAt\":\"2026-11-22T07:54:16Z\",\"fingerprint\":\"%08x%08x\"}",
+                i ? "," : "", i, k, i * 7919 + k, k, i);
+        len += (size_t)snprintf(text + len, cap - len, "]}");
+        assert_true(len < cap);
+        struct medic_notification n;
+        parse(text, &n);
+        struct audit_notification_in in = {&n, text, len, medic_time_now(), "127.0.0.1:1", NULL};
+        struct audit_notification_result res;
+        struct medic_error err = {0};
+        if (audit_record_notification(s, &in, &res, &err))
+            fail_msg("record: %s", err.msg);
+        medic_notification_release(&n);
+        /* committed: another connection sees every row at once */
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(reader, "SELECT count(*) FROM alerts", -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int64(st, 0), (int64_t)(k + 1) * ALERTS);
+        sqlite3_finalize(st);
+    }
+    free(text);
+    sqlite3_close(reader);
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM notifications"), NOTIFICATIONS);
+    assert_int_equal(count("SELECT count(*) FROM alerts WHERE length(annotations) > 600"),
+                     NOTIFICATIONS * ALERTS);
+    assert_int_equal(count("SELECT count(*) FROM pragma_integrity_check WHERE "
+                           "integrity_check = 'ok'"),
+                     1);
+}
+
 static void test_reader_refuses_other_files(void **state)
 {
     (void)state;
@@ -550,6 +606,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_writes_gathered_are_whole_and_visible, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
