@@ -183,7 +183,6 @@ static void gather_register(void)
         return;
     real_size = (default_vfs->szOsFile + 7) & ~7;
     gather_vfs = *default_vfs; /* every other method, and its pAppData */
-    gather_vfs.iVersion = default_vfs->iVersion;
     gather_vfs.szOsFile = real_size + (int)sizeof(struct gather);
     gather_vfs.zName = "medic-wal-gather";
     gather_vfs.pNext = NULL;

@@ -204,10 +204,6 @@ static void fetch_wanted(struct engine_risk *r)
                                                                  : ENGINE_RISK_NODES_PER_FETCH;
         for (size_t i = 0; i < n; i++)
             medic_map_put(&r->fetched, r->wanted[i], (void *)r->wanted[i]);
-        long left = (long)((r->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS);
-        if (!r->unavailable[0] && left <= 0)
-            snprintf(r->unavailable, sizeof(r->unavailable),
-                     "the round's Prometheus budget is spent");
         struct medic_buf regex;
         medic_buf_init(&regex, 0);
         if (!r->unavailable[0] && features_nodes_regex(r->wanted, n, &regex) == 0) {

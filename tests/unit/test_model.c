@@ -401,6 +401,19 @@ static void test_prometheus_parse_fleet(void **state)
 
 /* next, fetched one step after from: the answer to its steps placed over
  * from's windows, moved back a step, and its gaps filled */
+/* A first fleet, its window starting at second 1000: answer parsed and
+ * filled. */
+static void first_fleet(const char *answer, const struct feature_spec *spec,
+                        struct prometheus_fleet *out)
+{
+    struct medic_error err = {0};
+    medic_map_init(&out->index);
+    assert_int_equal(prometheus_parse_fleet(answer, strlen(answer), spec, 0, "Hostname",
+                                            1000 * MEDIC_NS_PER_SEC, 10, out, &err),
+                     0);
+    prometheus_fleet_fill(spec, out);
+}
+
 static void carry_one_step(const struct prometheus_fleet *from, const char *answer,
                            const struct feature_spec *spec, struct prometheus_fleet *next)
 {
@@ -423,16 +436,11 @@ static void test_prometheus_fleet_carry(void **state)
     (void)state;
     struct feature_spec spec = {.window = 4, .step = 60 * MEDIC_NS_PER_SEC, .count = 1};
     strcpy(spec.items[0].name, "temp");
-    struct medic_error err = {0};
     struct prometheus_fleet prev = {0}, next = {0};
-    medic_map_init(&prev.index);
-    const char *first = "{\"data\":{\"result\":["
-                        "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
-                        "[[1000,\"1\"],[1060,\"2\"],[1120,\"3\"],[1180,\"4\"]]}]}}";
-    assert_int_equal(prometheus_parse_fleet(first, strlen(first), &spec, 0, "Hostname",
-                                            1000 * MEDIC_NS_PER_SEC, 10, &prev, &err),
-                     0);
-    prometheus_fleet_fill(&spec, &prev);
+    first_fleet("{\"data\":{\"result\":["
+                "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
+                "[[1000,\"1\"],[1060,\"2\"],[1120,\"3\"],[1180,\"4\"]]}]}}",
+                &spec, &prev);
     /* one step later: the last step asked again (revised) and the new one */
     carry_one_step(&prev,
                    "{\"data\":{\"result\":["
@@ -465,9 +473,7 @@ static void test_prometheus_fleet_subset(void **state)
     (void)state;
     struct feature_spec spec = {.window = 4, .step = 60 * MEDIC_NS_PER_SEC, .count = 1};
     strcpy(spec.items[0].name, "temp");
-    struct medic_error err = {0};
     struct prometheus_fleet fleet = {0}, some = {0}, next = {0};
-    medic_map_init(&fleet.index);
     const char *first = "{\"data\":{\"result\":["
                         "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"0\"},\"values\":"
                         "[[1000,\"1\"],[1060,\"2\"],[1120,\"3\"],[1180,\"4\"]]},"
@@ -475,10 +481,7 @@ static void test_prometheus_fleet_subset(void **state)
                         "[[1000,\"9\"],[1060,\"9\"],[1120,\"9\"],[1180,\"9\"]]},"
                         "{\"metric\":{\"Hostname\":\"a\",\"gpu\":\"1\"},\"values\":"
                         "[[1000,\"11\"],[1060,\"12\"],[1120,\"13\"],[1180,\"14\"]]}]}}";
-    assert_int_equal(prometheus_parse_fleet(first, strlen(first), &spec, 0, "Hostname",
-                                            1000 * MEDIC_NS_PER_SEC, 10, &fleet, &err),
-                     0);
-    prometheus_fleet_fill(&spec, &fleet);
+    first_fleet(first, &spec, &fleet);
     fleet.end = 1180 * MEDIC_NS_PER_SEC;
     const char *const both[] = {"a", "zz"};
     assert_int_equal(prometheus_fleet_subset(&fleet, &spec, both, 2, &some), MEDIC_E_NOTFOUND);
