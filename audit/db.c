@@ -57,6 +57,13 @@ struct db *db_over_sqlite(sqlite3 *handle)
     return d;
 }
 
+int64_t db_last_insert_id(struct db *d)
+{
+    if (!d->lite)
+        MEDIC_BUG("db_last_insert_id on PostgreSQL");
+    return sqlite3_last_insert_rowid(d->lite);
+}
+
 struct db *db_over_pg(PGconn *conn)
 {
     struct db *d = calloc(1, sizeof(*d));

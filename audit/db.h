@@ -28,6 +28,10 @@ void db_free(struct db *d);
 /* Whether d is PostgreSQL, for the few expressions the dialects spell
  * differently (JSON). */
 int db_is_pg(const struct db *d);
+/* SQLite: the rowid of the last row this connection inserted. (Inserts
+ * there take no RETURNING id: SQLite fills a temporary b-tree with each
+ * statement's RETURNING rows, opened and closed per row.) */
+int64_t db_last_insert_id(struct db *d);
 
 /* Runs statements that return no rows. */
 int db_exec(struct db *d, const char *sql, struct medic_error *err);

@@ -5,12 +5,12 @@
  * faults), on either database. */
 #include "reader_internal.h"
 #include "buf.h"
+#include "payload_codec.h"
 #include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 /* Prepares sql on the reader's database; err says "query failed: ..." */
 static int prepare(struct audit_reader *reader, const char *sql, struct db_stmt **st,
@@ -31,23 +31,10 @@ static int decode_payload(struct db_stmt *st, int col, int64_t id, struct medic_
     const void *data = db_column_blob(st, col, &len);
     const char *encoding = db_column_text(st, col + 1);
     int64_t bytes = db_column_int64(st, col + 2);
-    int rc;
-    if (encoding && strcmp(encoding, "deflate") == 0) {
-        uLongf n = (uLongf)bytes;
-        unsigned char *raw = malloc(bytes > 0 ? (size_t)bytes : 1);
-        if (!raw)
-            return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-        if (!data || uncompress(raw, &n, data, (uLong)len) != Z_OK || n != (uLongf)bytes) {
-            free(raw);
-            return medic_error_set(err, MEDIC_E_STORE,
-                                   "the stored body of notification %lld is corrupt",
-                                   (long long)id);
-        }
-        rc = medic_buf_append(out, raw, n);
-        free(raw);
-    } else {
-        rc = medic_buf_append(out, data, len);
-    }
+    int rc = audit__payload_decode(encoding, data, len, bytes, out);
+    if (rc == MEDIC_E_STORE)
+        return medic_error_set(err, rc, "the stored body of notification %lld is corrupt",
+                               (long long)id);
     if (rc)
         medic_error_set(err, rc, "the body does not fit in memory");
     return rc;

@@ -31,7 +31,7 @@ static const char pg_schema[] =
     "  duplicate_of BIGINT REFERENCES notifications(id),"
     "  remote_addr TEXT,"
     "  payload BYTEA NOT NULL,"
-    "  payload_encoding TEXT NOT NULL CHECK (payload_encoding IN ('identity','deflate')),"
+    "  payload_encoding TEXT NOT NULL CHECK (payload_encoding IN ('identity','deflate','lz4')),"
     "  payload_bytes BIGINT NOT NULL,"
     "  evaluated_at BIGINT);"
     "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
@@ -207,18 +207,38 @@ int audit_pg_connect(const char *url, PGconn **out, struct medic_error *err)
     return 0;
 }
 
-int audit_pg_schema(PGconn *c, struct medic_error *err)
+/* The steps from version i to i + 1 of a log PostgreSQL already holds
+ * (its first was version 5; schema.c says what each step is for). */
+#define PG_FIRST_VERSION 5
+static const char *const pg_upgrades[] = {
+    [5] = "ALTER TABLE notifications DROP CONSTRAINT notifications_payload_encoding_check,"
+          " ADD CONSTRAINT notifications_payload_encoding_check"
+          " CHECK (payload_encoding IN ('identity','deflate','lz4'))",
+};
+
+/* The schema's version, read under the lock the caller holds. */
+static int pg_version(PGconn *c, int *version, struct medic_error *err)
 {
-    if (pg_exec(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
-                "cannot create medic_schema", err))
-        return err->code;
     PGresult *r = PQexec(c, "SELECT max(version) FROM medic_schema");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         PQclear(r);
         return audit_pg_error(err, c, "cannot read the schema version");
     }
-    int version = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+    *version = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
+    return 0;
+}
+
+/* Creates the schema, or brings an older one up to date, in one
+ * transaction that holds medic_schema locked: replicas starting together
+ * wait for the first, then find the newest version. */
+static int pg_schema_locked(PGconn *c, struct medic_error *err)
+{
+    int version;
+    if (pg_exec(c, "LOCK TABLE medic_schema IN ACCESS EXCLUSIVE MODE",
+                "cannot lock the schema version", err) ||
+        pg_version(c, &version, err))
+        return err->code;
     const int newest = audit_schema_version();
     if (version > newest)
         return medic_error_set(err, MEDIC_E_STORE,
@@ -227,16 +247,35 @@ int audit_pg_schema(PGconn *c, struct medic_error *err)
                                version, newest);
     if (version == newest)
         return 0;
-    if (version != 0)
+    if (version == 0) {
+        if (pg_exec(c, pg_schema, "cannot create the tables", err))
+            return err->code;
+    } else if (version < PG_FIRST_VERSION) {
         return medic_error_set(err, MEDIC_E_STORE,
                                "postgresql: schema version %d cannot be migrated by this medic",
                                version);
+    } else {
+        for (int v = version; v < newest; v++) {
+            if (v >= (int)(sizeof(pg_upgrades) / sizeof(pg_upgrades[0])) || !pg_upgrades[v])
+                MEDIC_BUG("no PostgreSQL step to the schema's next version");
+            char what[64];
+            snprintf(what, sizeof(what), "migration to schema version %d", v + 1);
+            if (pg_exec(c, pg_upgrades[v], what, err))
+                return err->code;
+        }
+    }
     char set[64];
     snprintf(set, sizeof(set), "INSERT INTO medic_schema VALUES (%d)", newest);
-    if (pg_exec(c, "BEGIN", "cannot begin", err) ||
-        pg_exec(c, pg_schema, "cannot create the tables", err) ||
-        pg_exec(c, set, "cannot record the schema version", err) ||
-        pg_exec(c, "COMMIT", "cannot commit the schema", err)) {
+    return pg_exec(c, set, "cannot record the schema version", err);
+}
+
+int audit_pg_schema(PGconn *c, struct medic_error *err)
+{
+    if (pg_exec(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
+                "cannot create medic_schema", err) ||
+        pg_exec(c, "BEGIN", "cannot begin", err))
+        return err->code;
+    if (pg_schema_locked(c, err) || pg_exec(c, "COMMIT", "cannot commit the schema", err)) {
         PQclear(PQexec(c, "ROLLBACK"));
         return err->code;
     }

@@ -1,7 +1,7 @@
 #include "store_internal.h"
 #include "buf.h"
 #include "chain.h"
-#include "deflate.h"
+#include "payload_codec.h"
 #include "log.h"
 #include "schema.h"
 #include "timeutil.h"
@@ -19,7 +19,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
         " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
         " dedupe_prefix, payload_encoding, payload_bytes)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)%s",
     /* several replicas may store the same key at once: the unique index
      * decides which is first (the others wait for it, then store a duplicate) */
     [ST_INSERT_FIRST] =
@@ -31,7 +31,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_ALERT] =
         "INSERT INTO alerts (notification_id, position, received_at, fingerprint, status,"
         " alertname, node, starts_at, ends_at, generator_url, labels, annotations)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)%s", /* see step_insert */
     [ST_INSERT_DECISION] =
         "INSERT INTO decisions (created_at, notification_id, alert_id, fingerprint, node,"
         " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
@@ -105,6 +105,19 @@ static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, con
     return 0;
 }
 
+/* Runs an insert of one row (st: ST_INSERT_NOTIFICATION or
+ * ST_INSERT_ALERT) and gives that row's id: PostgreSQL's RETURNING id, or
+ * SQLite's last rowid (see db_last_insert_id). */
+static int step_insert(struct audit_store *s, struct db_stmt *st, int64_t *id,
+                       struct medic_error *err, const char *what)
+{
+    if (s->pg)
+        return step_id(st, id, err, what);
+    int rc = step_id(st, NULL, err, what);
+    *id = rc == 0 ? db_last_insert_id(s->db) : 0;
+    return rc;
+}
+
 /* Runs st, which returns no row. */
 static int step_done(struct db_stmt *st, struct medic_error *err, const char *what)
 {
@@ -143,9 +156,9 @@ static void bind_notification(struct db_stmt *st, const struct job *job, int64_t
     bind_text(st, 8, prep->dedupe_key);
     bind_id(st, 9, first);
     bind_text(st, 10, in->remote_addr);
-    if (prep->deflated_len) {
-        db_bind_blob(st, 11, prep->deflated, prep->deflated_len);
-        bind_text(st, 13, "deflate");
+    if (prep->compressed_len) {
+        db_bind_blob(st, 11, prep->compressed, prep->compressed_len);
+        bind_text(st, 13, AUDIT_PAYLOAD_LZ4);
     } else {
         db_bind_blob(st, 11, in->raw, in->raw_len);
         bind_text(st, 13, "identity");
@@ -186,7 +199,8 @@ static int insert_notification(struct audit_store *s, struct job *job, int64_t *
         return medic_error_set(&job->err, MEDIC_E_STORE,
                                "storing the notification: its key is taken but not found");
     bind_notification(s->stmts[ST_INSERT_NOTIFICATION], job, *first);
-    return step_id(s->stmts[ST_INSERT_NOTIFICATION], id, &job->err, "storing the notification");
+    return step_insert(s, s->stmts[ST_INSERT_NOTIFICATION], id, &job->err,
+                       "storing the notification");
 }
 
 static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
@@ -212,7 +226,7 @@ static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
         bind_text(st, 10, a->generator_url);
         bind_text(st, 11, prep->json.data + prep->offsets[2 * i]);
         bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1]);
-        rc = step_id(st, &alert_id, &job->err, "storing an alert");
+        rc = step_insert(s, st, &alert_id, &job->err, "storing an alert");
         if (i == 0)
             out->first_alert_id = alert_id;
     }
@@ -264,7 +278,7 @@ int audit__prepare_notification(const struct audit_notification_in *in,
     memset(p, 0, sizeof(*p));
     /* the raw body is most of what a notification writes: compress it
      * here, on the caller's thread, so that the writer's commits write less */
-    p->deflated_len = audit__deflate(in->raw, in->raw_len, &p->deflated);
+    p->compressed_len = audit__payload_compress(in->raw, in->raw_len, &p->compressed);
     medic_notification_dedupe_key(n, p->dedupe_key);
     p->dedupe_prefix = hex_prefix64(p->dedupe_key);
     medic_buf_init(&p->json, 0);
@@ -288,7 +302,7 @@ int audit__prepare_notification(const struct audit_notification_in *in,
 
 void audit__prepared_release(struct prepared_notification *p)
 {
-    free(p->deflated);
+    free(p->compressed);
     medic_buf_release(&p->json);
     free(p->offsets);
 }
@@ -518,10 +532,13 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     char sql[1024];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
-                                : i == ST_INSERT_ACTION ? audit_action_hashed_columns
-                                : i == ST_INSERT_CHANGE ? audit_change_hashed_columns
-                                                        : NULL;
+        const char *pg_id = s->pg ? " RETURNING id" : ""; /* see step_insert */
+        const char *returning = i == ST_INSERT_DECISION       ? audit_decision_hashed_columns
+                                : i == ST_INSERT_ACTION       ? audit_action_hashed_columns
+                                : i == ST_INSERT_CHANGE       ? audit_change_hashed_columns
+                                : i == ST_INSERT_ALERT        ? pg_id
+                                : i == ST_INSERT_NOTIFICATION ? pg_id
+                                                              : NULL;
         if (returning) { /* in place of the statement's "%s" */
             const char *at = strstr(text, "%s");
             snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - text), text, returning, at + 2);

@@ -6,6 +6,7 @@
 
 static int widen_verdicts(sqlite3 *db, struct medic_error *err);
 static int widen_results(sqlite3 *db, struct medic_error *err);
+static int widen_encodings(sqlite3 *db, struct medic_error *err);
 
 /* Each entry moves the schema from version i to i + 1: its SQL, then its
  * function when it has one. Never edit an entry that has shipped: add a
@@ -156,6 +157,9 @@ static const struct migration {
      "  PRIMARY KEY (kind, key)"
      ");",
      NULL},
+    /* 6: bodies stored as LZ4 blocks ('lz4'), several times cheaper to
+     * compress than zlib's deflate; 'deflate' rows stay readable */
+    {"", widen_encodings},
 };
 
 const char audit_decision_hashed_columns[] =
@@ -224,6 +228,13 @@ static int widen_results(sqlite3 *db, struct medic_error *err)
 {
     return edit_table_sql(db, "actions", "'timed_out','interrupted')",
                           "'timed_out','refused','interrupted')", err);
+}
+
+/* Adds 'lz4' to the notifications' payload_encoding CHECK. */
+static int widen_encodings(sqlite3 *db, struct medic_error *err)
+{
+    return edit_table_sql(db, "notifications", "('identity','deflate')",
+                          "('identity','deflate','lz4')", err);
 }
 
 int audit_schema_migrate(sqlite3 *db, struct medic_error *err)

@@ -20,8 +20,8 @@ enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
 struct prepared_notification {
     char dedupe_key[65];
     int64_t dedupe_prefix;
-    unsigned char *deflated; /* the raw body compressed, when that is smaller */
-    size_t deflated_len;     /* 0: store the body as it is */
+    unsigned char *compressed; /* the raw body compressed, when that is smaller */
+    size_t compressed_len;     /* 0: store the body as it is */
     struct medic_buf json;
     size_t *offsets;
 };

@@ -37,7 +37,24 @@ struct parse_ctx {
     const struct receiver_limits *limits;
     struct medic_notification *out;
     struct medic_error *err;
+    size_t alert; /* the alert being parsed, NO_ALERT at the notification's level */
+    char path[96];
 };
+
+#define NO_ALERT ((size_t)-1)
+
+/* Where key is, for an error message ("alerts[3].labels", "groupKey"; the
+ * alert itself for a NULL key): formatted only when there is an error. */
+static const char *at(struct parse_ctx *c, const char *key)
+{
+    if (c->alert == NO_ALERT)
+        return key;
+    if (key)
+        snprintf(c->path, sizeof(c->path), "alerts[%zu].%s", c->alert, key);
+    else
+        snprintf(c->path, sizeof(c->path), "alerts[%zu]", c->alert);
+    return c->path;
+}
 
 static const char *json_type_name(const cJSON *item)
 {
@@ -120,22 +137,23 @@ static int check_depth(const char *body, size_t len, int max_depth, int *untermi
     return 0;
 }
 
-static int get_string(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
-                      int required, size_t max_len, const char **out)
+static int get_string(struct parse_ctx *c, const cJSON *obj, const char *key, int required,
+                      size_t max_len, const char **out)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!item) {
         *out = NULL;
         if (required)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing", path);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
+                                   at(c, key));
         return 0;
     }
     if (!cJSON_IsString(item))
-        return wrong_type(c, path, "a string", item);
+        return wrong_type(c, at(c, key), "a string", item);
     size_t len = strlen(item->valuestring);
     if (len > max_len)
-        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu bytes, over the limit of %zu", path,
-                               len, max_len);
+        return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu bytes, over the limit of %zu",
+                               at(c, key), len, max_len);
     *out = medic_arena_strndup(&c->out->arena, item->valuestring, len);
     return *out ? 0 : medic_error_set(c->err, MEDIC_E_NOMEM, "out of memory");
 }
@@ -145,23 +163,24 @@ static int compare_labels(const void *a, const void *b)
     return strcmp(((const struct medic_label *)a)->name, ((const struct medic_label *)b)->name);
 }
 
-static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
-                      int required, size_t max_value, struct medic_labels *out)
+static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, int required,
+                      size_t max_value, struct medic_labels *out)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
     out->items = NULL;
     out->count = 0;
     if (!item) {
         if (required)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing", path);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: required field is missing",
+                                   at(c, key));
         return 0;
     }
     if (!cJSON_IsObject(item))
-        return wrong_type(c, path, "an object of strings", item);
+        return wrong_type(c, at(c, key), "an object of strings", item);
     size_t n = (size_t)cJSON_GetArraySize(item);
     if (n > c->limits->max_labels)
         return medic_error_set(c->err, MEDIC_E_LIMIT, "%s: %zu entries, over the limit of %zu",
-                               path, n, c->limits->max_labels);
+                               at(c, key), n, c->limits->max_labels);
     if (n == 0)
         return 0;
     out->items = medic_arena_alloc(&c->out->arena, n * sizeof(*out->items));
@@ -171,21 +190,21 @@ static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, co
     for (const cJSON *e = item->child; e; e = e->next, i++) {
         size_t name_len = strlen(e->string);
         if (name_len == 0)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: empty name", path);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: empty name", at(c, key));
         if (name_len > c->limits->max_label_name_bytes)
             return medic_error_set(c->err, MEDIC_E_LIMIT,
-                                   "%s: a name of %zu bytes, over the limit of %zu", path, name_len,
-                                   c->limits->max_label_name_bytes);
+                                   "%s: a name of %zu bytes, over the limit of %zu", at(c, key),
+                                   name_len, c->limits->max_label_name_bytes);
         if (!cJSON_IsString(e)) {
-            char sub[320];
-            snprintf(sub, sizeof(sub), "%s.%.256s", path, e->string);
+            char sub[sizeof(c->path) + 264];
+            snprintf(sub, sizeof(sub), "%s.%.256s", at(c, key), e->string);
             return wrong_type(c, sub, "a string", e);
         }
         size_t value_len = strlen(e->valuestring);
         if (value_len > max_value)
             return medic_error_set(c->err, MEDIC_E_LIMIT,
-                                   "%s.%.256s: %zu bytes, over the limit of %zu", path, e->string,
-                                   value_len, max_value);
+                                   "%s.%.256s: %zu bytes, over the limit of %zu", at(c, key),
+                                   e->string, value_len, max_value);
         out->items[i].name = medic_arena_strndup(&c->out->arena, e->string, name_len);
         out->items[i].value = medic_arena_strndup(&c->out->arena, e->valuestring, value_len);
         if (!out->items[i].name || !out->items[i].value)
@@ -195,16 +214,15 @@ static int get_labels(struct parse_ctx *c, const cJSON *obj, const char *key, co
     qsort(out->items, n, sizeof(*out->items), compare_labels);
     for (i = 1; i < n; i++)
         if (strcmp(out->items[i - 1].name, out->items[i].name) == 0)
-            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: duplicate name '%.256s'", path,
-                                   out->items[i].name);
+            return medic_error_set(c->err, MEDIC_E_INVALID, "%s: duplicate name '%.256s'",
+                                   at(c, key), out->items[i].name);
     return 0;
 }
 
-static int get_status(struct parse_ctx *c, const cJSON *obj, const char *path,
-                      enum medic_alert_status *out)
+static int get_status(struct parse_ctx *c, const cJSON *obj, enum medic_alert_status *out)
 {
     const char *s;
-    int rc = get_string(c, obj, "status", path, 1, 16, &s);
+    int rc = get_string(c, obj, "status", 1, 16, &s);
     if (rc)
         return rc;
     if (strcmp(s, "firing") == 0)
@@ -213,15 +231,16 @@ static int get_status(struct parse_ctx *c, const cJSON *obj, const char *path,
         *out = MEDIC_STATUS_RESOLVED;
     else
         return medic_error_set(c->err, MEDIC_E_INVALID,
-                               "%s: expected \"firing\" or \"resolved\", got \"%s\"", path, s);
+                               "%s: expected \"firing\" or \"resolved\", got \"%s\"",
+                               at(c, "status"), s);
     return 0;
 }
 
-static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, const char *path,
-                    int required, int64_t *out)
+static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, int required,
+                    int64_t *out)
 {
     const char *s = NULL;
-    int rc = get_string(c, obj, key, path, required, 64, &s);
+    int rc = get_string(c, obj, key, required, 64, &s);
     if (rc)
         return rc;
     if (!s) {
@@ -229,8 +248,8 @@ static int get_time(struct parse_ctx *c, const cJSON *obj, const char *key, cons
         return 0;
     }
     if (medic_time_parse_rfc3339(s, strlen(s), out))
-        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: not an RFC 3339 time: \"%s\"", path,
-                               s);
+        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: not an RFC 3339 time: \"%s\"",
+                               at(c, key), s);
     return 0;
 }
 
@@ -238,26 +257,23 @@ static int parse_alert(struct parse_ctx *c, const cJSON *item, size_t index,
                        struct medic_alert *alert)
 {
     const struct receiver_limits *lim = c->limits;
-    char base[32], path[96];
-    snprintf(base, sizeof(base), "alerts[%zu]", index);
+    c->alert = index;
     if (!cJSON_IsObject(item))
-        return wrong_type(c, base, "an object", item);
+        return wrong_type(c, at(c, NULL), "an object", item);
     int rc;
-#define AT(field) (snprintf(path, sizeof(path), "%s.%s", base, (field)), path)
-    if ((rc = get_status(c, item, AT("status"), &alert->status)) ||
-        (rc = get_labels(c, item, "labels", AT("labels"), 1, lim->max_label_value_bytes,
-                         &alert->labels)) ||
-        (rc = get_labels(c, item, "annotations", AT("annotations"), 0,
-                         lim->max_annotation_value_bytes, &alert->annotations)) ||
-        (rc = get_time(c, item, "startsAt", AT("startsAt"), 1, &alert->starts_at)) ||
-        (rc = get_time(c, item, "endsAt", AT("endsAt"), 0, &alert->ends_at)) ||
-        (rc = get_string(c, item, "generatorURL", AT("generatorURL"), 0, lim->max_string_bytes,
+    if ((rc = get_status(c, item, &alert->status)) ||
+        (rc = get_labels(c, item, "labels", 1, lim->max_label_value_bytes, &alert->labels)) ||
+        (rc = get_labels(c, item, "annotations", 0, lim->max_annotation_value_bytes,
+                         &alert->annotations)) ||
+        (rc = get_time(c, item, "startsAt", 1, &alert->starts_at)) ||
+        (rc = get_time(c, item, "endsAt", 0, &alert->ends_at)) ||
+        (rc = get_string(c, item, "generatorURL", 0, lim->max_string_bytes,
                          &alert->generator_url)) ||
-        (rc = get_string(c, item, "fingerprint", AT("fingerprint"), 0, 128, &alert->fingerprint)))
+        (rc = get_string(c, item, "fingerprint", 0, 128, &alert->fingerprint)))
         return rc;
-#undef AT
     if (alert->labels.count == 0)
-        return medic_error_set(c->err, MEDIC_E_INVALID, "%s.labels: an alert needs labels", base);
+        return medic_error_set(c->err, MEDIC_E_INVALID, "%s: an alert needs labels",
+                               at(c, "labels"));
     if (!alert->fingerprint || !*alert->fingerprint) {
         char hex[17];
         medic_labels_fingerprint(&alert->labels, hex);
@@ -275,26 +291,23 @@ static int parse_root(struct parse_ctx *c, const cJSON *root)
     int rc;
     if (!cJSON_IsObject(root))
         return wrong_type(c, "payload", "an object", root);
-    if ((rc = get_string(c, root, "version", "version", 1, 16, &n->version)))
+    if ((rc = get_string(c, root, "version", 1, 16, &n->version)))
         return rc;
     if (strcmp(n->version, "4") != 0)
         return medic_error_set(c->err, MEDIC_E_INVALID,
                                "version: webhook payload version \"%s\" is not supported "
                                "(expected \"4\")",
                                n->version);
-    if ((rc = get_string(c, root, "groupKey", "groupKey", 1, lim->max_string_bytes,
-                         &n->group_key)) ||
-        (rc = get_status(c, root, "status", &n->status)) ||
+    if ((rc = get_string(c, root, "groupKey", 1, lim->max_string_bytes, &n->group_key)) ||
+        (rc = get_status(c, root, &n->status)) ||
+        (rc = get_string(c, root, "receiver", 0, lim->max_string_bytes, &n->receiver)) ||
+        (rc = get_string(c, root, "externalURL", 0, lim->max_string_bytes, &n->external_url)) ||
         (rc =
-             get_string(c, root, "receiver", "receiver", 0, lim->max_string_bytes, &n->receiver)) ||
-        (rc = get_string(c, root, "externalURL", "externalURL", 0, lim->max_string_bytes,
-                         &n->external_url)) ||
-        (rc = get_labels(c, root, "groupLabels", "groupLabels", 0, lim->max_label_value_bytes,
-                         &n->group_labels)) ||
-        (rc = get_labels(c, root, "commonLabels", "commonLabels", 0, lim->max_label_value_bytes,
+             get_labels(c, root, "groupLabels", 0, lim->max_label_value_bytes, &n->group_labels)) ||
+        (rc = get_labels(c, root, "commonLabels", 0, lim->max_label_value_bytes,
                          &n->common_labels)) ||
-        (rc = get_labels(c, root, "commonAnnotations", "commonAnnotations", 0,
-                         lim->max_annotation_value_bytes, &n->common_annotations)))
+        (rc = get_labels(c, root, "commonAnnotations", 0, lim->max_annotation_value_bytes,
+                         &n->common_annotations)))
         return rc;
 
     const cJSON *trunc = cJSON_GetObjectItemCaseSensitive(root, "truncatedAlerts");
@@ -381,7 +394,7 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
                                    line, col, offset);
         }
     }
-    struct parse_ctx c = {limits, out, err};
+    struct parse_ctx c = {.limits = limits, .out = out, .err = err, .alert = NO_ALERT};
     rc = parse_root(&c, root);
     medic_arena_release(&nodes);
     return rc;

@@ -13,7 +13,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev
-  libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev libpq-dev)
+  libsqlite3-dev libfreeipmi-dev libyaml-dev libgnutls28-dev libpq-dev liblz4-dev)
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
   openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
   slurm-client python3-torch python3-numpy chromium fonts-dejavu-core systemd binutils

@@ -7,7 +7,8 @@ hash chains verify there; every `medic audit` query, and a replay of a
 changed policy, reads the same from either; `medic audit verify --db postgresql://...` names
 a row changed behind medic's back; a second migration into the same
 database, a wrong password and a log medic never wrote are refused and
-change nothing."""
+change nothing. A log that an earlier medic (schema 5) created in
+PostgreSQL is brought up to date by the first replica that opens it."""
 
 import json
 import os
@@ -92,7 +93,7 @@ def test_migrate_then_verify(suite):
     for t in TABLES:
         got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
         assert got == want[t], (t, got, want[t])
-    assert pg.sql("SELECT version FROM medic_schema", "medic") == [["5"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["6"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
     # the payloads are the bytes stored, as stored
     stored = sqlite3.connect(db).execute(
@@ -154,5 +155,57 @@ def test_refusals(suite):
                   "other") == [["0"]]
 
 
+class OnPostgres(Medic):
+    """`medic serve`, alone, on a PostgreSQL audit log."""
+
+    def __init__(self, suite, url, name):
+        self.pg_url = url
+        workdir = suite.subdir(name)
+        token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+        super().__init__(suite.medic, workdir,
+                         f"auth: {{ webhook_bearer_token_file: {token} }}\n", name=name)
+
+    def write_config(self, text):
+        with open(self.config_path, "w") as f:
+            f.write(f"listen: 127.0.0.1:{self.port}\naudit: {{ url: '{self.pg_url}' }}\n"
+                    f"ha: {{ replica: {self.name} }}\n" + text)
+
+
+def test_schema_upgrade(suite):
+    pg = postgres(suite, "pg-upgrade")
+    url = pg.database("medic")
+    bodies = [alert("gpu-node-01", "GPUHot"), alert("gpu-node-02", "GPUHot")]
+
+    def store(body):
+        medic = OnPostgres(suite, url, "upgrade")
+        medic.start()
+        assert medic.post("/webhook", body, headers=AUTH)[0] == 200
+        assert medic.stop() == 0
+
+    store(bodies[0])
+    # the log as medic's schema 5 left it: bodies could be 'identity' or 'deflate'
+    pg.sql("ALTER TABLE notifications DROP CONSTRAINT notifications_payload_encoding_check,"
+           " ADD CONSTRAINT notifications_payload_encoding_check"
+           " CHECK (payload_encoding IN ('identity','deflate')) NOT VALID;"
+           "DELETE FROM medic_schema; INSERT INTO medic_schema VALUES (5)", "medic")
+    bad = ("INSERT INTO notifications (received_at, group_key, status, alert_count, dedupe_key,"
+           " dedupe_prefix, payload, payload_encoding, payload_bytes)"
+           " VALUES (0, 'g', 'firing', 0, 'k', 0, 'x', 'lz4', 1)")
+    try:
+        pg.sql(bad, "medic")
+        refused = ""
+    except AssertionError as e:  # what psql said
+        refused = str(e)
+    assert "payload_encoding_check" in refused, refused
+    store(bodies[1])
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["6"]]
+    rows = pg.sql("SELECT id, payload_encoding FROM notifications ORDER BY id", "medic")
+    assert [e for _, e in rows] == ["lz4", "lz4"], rows
+    for (i, _), body in zip(rows, bodies):
+        r = run(suite, "payload", i, "--db", url)
+        assert r.returncode == 0 and r.stdout.strip() == body, (r.stdout, r.stderr)
+    print("  a schema 5 log was upgraded in place; both bodies read back as posted")
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_migrate_then_verify, test_refusals])
+    Suite(__doc__).run([test_migrate_then_verify, test_refusals, test_schema_upgrade])

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cmocka.h>
 
@@ -110,6 +111,28 @@ static void exec_rw(const char *sql)
     sqlite3_close(db);
 }
 
+/* Stores body as notification id's payload the way earlier versions did
+ * (zlib, encoding 'deflate'). */
+static void store_deflated(int64_t id, const char *body)
+{
+    unsigned char z[4096];
+    uLongf zlen = sizeof(z);
+    assert_int_equal(compress2(z, &zlen, (const Bytef *)body, strlen(body), 1), Z_OK);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "UPDATE notifications SET payload = ?1,"
+                                        " payload_encoding = 'deflate' WHERE id = ?2",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, z, (int)zlen, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, id);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 static void test_schema_and_duplicates(void **state)
 {
     (void)state;
@@ -129,6 +152,7 @@ static void test_schema_and_duplicates(void **state)
                      (int64_t)strlen(firing));
     assert_true(count("SELECT length(payload) FROM notifications WHERE id=1") <
                 (int64_t)strlen(firing)); /* compressed */
+    assert_int_equal(count("SELECT count(*) FROM notifications WHERE payload_encoding='lz4'"), 2);
     audit_store_free(s);
     /* the body comes back byte for byte */
     struct audit_reader *r = NULL;
@@ -141,8 +165,17 @@ static void test_schema_and_duplicates(void **state)
     assert_memory_equal(body.data, firing, body.len);
     assert_int_equal(audit_read_payload(r, 99, &body, &err), MEDIC_E_NOTFOUND);
     medic_buf_release(&body);
-    /* a corrupted stored body is reported, not returned */
     audit_reader_free(r);
+    /* a body that an earlier version stored with zlib reads back too */
+    store_deflated(first, firing);
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    medic_buf_init(&body, 0);
+    assert_int_equal(audit_read_payload(r, first, &body, &err), 0);
+    assert_int_equal(body.len, strlen(firing));
+    assert_memory_equal(body.data, firing, body.len);
+    medic_buf_release(&body);
+    audit_reader_free(r);
+    /* a corrupted stored body is reported, not returned */
     exec_rw("UPDATE notifications SET payload = x'00112233' WHERE id = 1");
     assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
     medic_buf_init(&body, 0);
