@@ -13,7 +13,7 @@ static const char usage[] =
     "usage: medic model info [FILE]\n"
     "       medic model check --model FILE --vectors FILE [--tolerance X]\n"
     "       medic model bench [--model FILE] [--batch B] [--seq T] [--seconds S]\n"
-    "                         [--kernel avx512|portable]\n"
+    "                         [--kernel avx512|avx2|portable]\n"
     "       medic model dataset --db FILE --prometheus URL --out FILE [...]\n"
     "\n"
     "info   prints a model file's tensors and metadata; without FILE, the model\n"
@@ -187,7 +187,8 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
         return 1;
     }
     if (kernel) {
-        const enum model_kernel all[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
+        const enum model_kernel all[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX2,
+                                         MODEL_KERNEL_AVX512};
         const size_t known = sizeof(all) / sizeof(all[0]);
         size_t k = 0;
         while (k < known && strcmp(kernel, model_kernel_name(all[k])) != 0)

@@ -33,13 +33,15 @@ int model_kernel_usable(enum model_kernel k)
 #if defined(__x86_64__) && defined(__GNUC__)
     if (k == MODEL_KERNEL_AVX512)
         return __builtin_cpu_supports("avx512f");
+    if (k == MODEL_KERNEL_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return 0;
 }
 
 const char *model_kernel_name(enum model_kernel k)
 {
-    return k == MODEL_KERNEL_AVX512 ? "avx512" : "portable";
+    return k == MODEL_KERNEL_AVX512 ? "avx512" : k == MODEL_KERNEL_AVX2 ? "avx2" : "portable";
 }
 
 /* Every weight finite: a NaN would poison every prediction. */
@@ -90,8 +92,9 @@ static int model_from_file(struct safetensors *file, struct model *m, struct med
     m->H = H;
     m->Hp = (H + 15) / 16 * 16;
     m->K = D + m->Hp;
-    m->kernel =
-        model_kernel_usable(MODEL_KERNEL_AVX512) ? MODEL_KERNEL_AVX512 : MODEL_KERNEL_PORTABLE;
+    m->kernel = model_kernel_usable(MODEL_KERNEL_AVX512) ? MODEL_KERNEL_AVX512
+                : model_kernel_usable(MODEL_KERNEL_AVX2) ? MODEL_KERNEL_AVX2
+                                                         : MODEL_KERNEL_PORTABLE;
     float *w_ih = alloc_floats(G * D), *w_hh = alloc_floats(G * H), *b_ih = alloc_floats(G),
           *b_hh = alloc_floats(G);
     float c2_b[1];
@@ -240,6 +243,8 @@ int model_predict(const struct model *m, struct model_workspace *w, const float 
 #if defined(__x86_64__) && defined(__GNUC__)
     if (m->kernel == MODEL_KERNEL_AVX512)
         lstm__run_avx512(m, w, input, batch, steps);
+    else if (m->kernel == MODEL_KERNEL_AVX2)
+        lstm__run_avx2(m, w, input, batch, steps);
     else
 #endif
         lstm__run_portable(m, w, input, batch, steps);

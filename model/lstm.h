@@ -18,7 +18,7 @@
 
 /* The recurrence's implementations: the best the CPU runs is chosen when a
  * model is loaded; tests and `medic model bench` may pick another. */
-enum model_kernel { MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512 };
+enum model_kernel { MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX2, MODEL_KERNEL_AVX512 };
 
 /* The weights are rearranged when loaded. The hidden size is padded to Hp,
  * a multiple of 16 (padding units have zero weights, so their state stays
@@ -60,7 +60,8 @@ static inline const float *model_block_weights(const struct model *m, size_t q, 
     return m->w + first * m->K * 64 + q % 4 * 64;
 }
 
-/* Whether this CPU runs kernel k; its name ("portable", "avx512"). */
+/* Whether this CPU runs kernel k (AVX2 means AVX2 with FMA); its name
+ * ("portable", "avx2", "avx512"). */
 int model_kernel_usable(enum model_kernel k);
 const char *model_kernel_name(enum model_kernel k);
 

@@ -36,5 +36,4 @@ static inline __attribute__((always_inline)) vec sigmoid_v(vec z)
 }
 
 #define LSTM_RUN lstm__run_avx512
-#define LSTM_ATTRS
 #include "lstm_steps.h"

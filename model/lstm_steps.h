@@ -1,7 +1,7 @@
 /* The LSTM recurrence over the fused weights (see struct model), written
  * once and compiled once per instruction set. The file that includes this
  * one defines, before the include:
- *   LSTM_RUN     the function's name, and LSTM_ATTRS, attributes for it;
+ *   LSTM_RUN     the function's name;
  *   LSTM_LANES   floats per vector register (16 or 8), with
  *                `typedef float vec __attribute__((vector_size(LSTM_LANES * 4)))`
  *                and `static inline vec sigmoid_v(vec z)`;
@@ -122,7 +122,6 @@ static inline __attribute__((always_inline)) void pass_one(const struct model *m
         pass(1, 1, m, in, out, c, q0, reverse);
 }
 
-LSTM_ATTRS
 void LSTM_RUN(const struct model *m, struct model_workspace *w, const float *input, size_t batch,
               size_t steps)
 {

@@ -110,7 +110,8 @@ static void test_matches_pytorch(void **state)
                                         "v7_d8_h64_t60_b2_extreme", "v8_d5_h20_t30_b6",
                                         "v9_d10_h80_t40_b5",        "v10_d16_h64_t60_b4"};
     /* every kernel this CPU runs; the portable one always */
-    const enum model_kernel kernels[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX512};
+    const enum model_kernel kernels[] = {MODEL_KERNEL_PORTABLE, MODEL_KERNEL_AVX2,
+                                         MODEL_KERNEL_AVX512};
     size_t ran = 0;
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!model_kernel_usable(kernels[k]))
@@ -133,8 +134,10 @@ static void test_kernel_choice(void **state)
     assert_int_equal(model_load_bytes(mb, mlen, &m, &err), 0);
     /* the loader picks the fastest the CPU runs */
     assert_int_equal(m.kernel, model_kernel_usable(MODEL_KERNEL_AVX512) ? MODEL_KERNEL_AVX512
+                               : model_kernel_usable(MODEL_KERNEL_AVX2) ? MODEL_KERNEL_AVX2
                                                                         : MODEL_KERNEL_PORTABLE);
     assert_string_equal(model_kernel_name(MODEL_KERNEL_AVX512), "avx512");
+    assert_string_equal(model_kernel_name(MODEL_KERNEL_AVX2), "avx2");
     assert_string_equal(model_kernel_name(MODEL_KERNEL_PORTABLE), "portable");
     struct model_workspace w;
     assert_int_equal(model_workspace_init(&w, &m, 1, 6), 0);
