@@ -532,13 +532,12 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     char sql[1024];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        const char *pg_id = s->pg ? " RETURNING id" : ""; /* see step_insert */
-        const char *returning = i == ST_INSERT_DECISION       ? audit_decision_hashed_columns
-                                : i == ST_INSERT_ACTION       ? audit_action_hashed_columns
-                                : i == ST_INSERT_CHANGE       ? audit_change_hashed_columns
-                                : i == ST_INSERT_ALERT        ? pg_id
-                                : i == ST_INSERT_NOTIFICATION ? pg_id
-                                                              : NULL;
+        const int inserts_one = i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION;
+        const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
+                                : i == ST_INSERT_ACTION ? audit_action_hashed_columns
+                                : i == ST_INSERT_CHANGE ? audit_change_hashed_columns
+                                : inserts_one ? (s->pg ? " RETURNING id" : "") /* step_insert */
+                                              : NULL;
         if (returning) { /* in place of the statement's "%s" */
             const char *at = strstr(text, "%s");
             snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - text), text, returning, at + 2);

@@ -12,6 +12,7 @@
 
 typedef float vec __attribute__((vector_size(LSTM_LANES * 4)));
 typedef int32_t veci __attribute__((vector_size(LSTM_LANES * 4)));
+
 /* where mask (all ones or zeros per lane) is set, a; elsewhere b */
 static inline __attribute__((always_inline)) vec select_v(veci mask, vec a, vec b)
 {
