@@ -21,6 +21,7 @@ static int remember_dirty(struct policy_state *st, enum row_kind kind, void *ite
 void policy__touch_incident(struct incident *in)
 {
     struct policy_state *st = in->owner;
+    st->tick_due[in->slot] = INT64_MIN; /* the next tick visits it */
     if (st->changes.on && !in->dirty && remember_dirty(st, ROW_INCIDENT, in) == 0)
         in->dirty = 1;
 }

@@ -42,6 +42,7 @@ struct member {
 struct incident {
     struct policy_state *owner; /* for policy__touch_incident */
     int dirty;                  /* its row changed since the last policy_state_changes */
+    size_t slot;                /* its index in the state's incidents and tick_due */
     int64_t id;
     char key[INCIDENT_KEY_SIZE]; /* see policy__incident_key */
     char node[128];
@@ -97,6 +98,7 @@ struct action_record {
 
 struct node_state {
     int dirty;
+    size_t slot; /* its index in the state's nodes and node_alerting */
     char name[128];
     int drained_by_medic;  /* a drain by medic succeeded and was not undone */
     int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
@@ -156,6 +158,14 @@ struct policy_state {
     struct incident **incidents;
     size_t incident_count, incident_cap;
     size_t final_count;
+    /* beside each incident, the earliest time a tick has anything to do
+     * for it (a ladder step due, an alert to expire); never later than
+     * that, and INT64_MIN once it changed: a tick visits only those due
+     * and costs O(1) per incident that is not (see policy_tick) */
+    int64_t *tick_due;
+    size_t tick_due_cap;
+    const struct policy_set *tick_set; /* the set tick_due was computed for */
+    uint64_t tick_generation;
     struct medic_map incidents_by_key; /* "node\tpolicy" -> open incident */
     struct medic_map incidents_by_id;  /* decimal id -> open incident */
     struct unmatched **unmatched;      /* creation order, for expiry */
@@ -163,6 +173,9 @@ struct policy_state {
     struct medic_map unmatched_by_alert;
     struct node_state **nodes;
     size_t node_count, node_cap;
+    int64_t *node_alerting; /* beside each node, its last_alerting */
+    size_t node_alerting_cap;
+    size_t disrupted_count; /* nodes for which policy__node_disrupted holds */
     struct medic_map nodes_by_name;
     int storm_active;
     struct resolved_alert **resolved; /* creation order, for expiry */
@@ -185,7 +198,8 @@ struct policy_state {
 #define RESOLVED_TTL (24 * 3600 * MEDIC_NS_PER_SEC)
 #define RESOLVED_MAX 100000
 
-/* changes.c: mark an item's row changed (a no-op unless tracking) */
+/* changes.c: mark an item's row changed (a no-op unless tracking); an
+ * incident touched is visited by the next tick, tracking or not */
 void policy__touch_incident(struct incident *in);
 void policy__touch_node(struct policy_state *st, struct node_state *n);
 void policy__touch_unmatched(struct policy_state *st, struct unmatched *u);
@@ -205,6 +219,12 @@ void policy__labels_free(struct label_copy *l);
 int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
 int policy__node_disrupted(const struct node_state *n);
+/* Keeps the count of disrupted nodes after a change to n's drained_by_medic,
+ * limited_by_medic or acting; was: policy__node_disrupted(n) before it. */
+void policy__node_recount(struct policy_state *st, const struct node_state *n, int was);
+/* Counts the disrupted nodes and copies every node's last_alerting beside it
+ * afresh (after a load). */
+void policy__nodes_recount(struct policy_state *st);
 size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t window);
 void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_t now,
                            const char *alertname);
@@ -249,6 +269,9 @@ void policy__incident_final(struct policy_state *st, struct incident *in,
                             enum policy_incident_state to, int64_t now,
                             struct policy_decisions *out, const char *cause);
 void policy__compact(struct policy_state *st);
+/* Numbers the incidents in their array's order afresh, each to be visited
+ * by the next tick (after a load sorted them). */
+void policy__incidents_reslot(struct policy_state *st);
 int policy__incident_fresh(const struct incident *in);
 int policy__strictest_limit(const struct policy_state *st, const char *node,
                             const struct incident *except);

@@ -226,6 +226,37 @@ static void expire_alerts(const struct policy_context *ctx, struct policy_state 
     }
 }
 
+static int64_t later(int64_t t, int64_t by)
+{
+    int64_t sum;
+    return __builtin_add_overflow(t, by, &sum) ? (by > 0 ? INT64_MAX : INT64_MIN) : sum;
+}
+
+/* The earliest time a tick has anything to do for in, after it was
+ * visited: its next ladder step due, or an alert of it to expire. A
+ * change to the incident (policy__touch_incident) or to the policies
+ * brings the visit forward; nothing else makes it earlier (a re-sent
+ * alert only puts its expiry later). */
+static int64_t tick_due(const struct policy_context *ctx, const struct policy *pol,
+                        const struct incident *in)
+{
+    if (in->final || in->closing)
+        return INT64_MAX; /* a tick skips them */
+    if (!pol)
+        return INT64_MIN;
+    int64_t due = INT64_MAX;
+    if (!in->awaiting && in->state != INCIDENT_FAILED && in->state != INCIDENT_UNDOING &&
+        in->member_count > 0 && in->next_step < pol->step_count)
+        due = later(in->opened_at, pol->steps[in->next_step].after);
+    int64_t expiry = ctx->policies->safety.alert_expiry;
+    for (size_t k = 0; k < in->member_count; k++) {
+        int64_t t = later(in->members[k].last_seen, expiry);
+        if (t < due)
+            due = t;
+    }
+    return due;
+}
+
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out)
 {
@@ -234,18 +265,29 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
     policy__expire_unmatched(st, now);
     policy__expire_resolved(st, now);
     policy__compact(st);
+    /* every incident after a reload (or where the set cannot say which it
+     * is); otherwise those with something due */
+    const struct policy_set *ps = ctx->policies;
+    int all = ps->generation == 0 || ps != st->tick_set || ps->generation != st->tick_generation;
+    st->tick_set = ps;
+    st->tick_generation = ps->generation;
     for (size_t i = 0; i < st->incident_count; i++) {
-        struct incident *in = st->incidents[i];
-        if (in->final || in->closing)
+        if (!all && st->tick_due[i] > now)
             continue;
-        const struct policy *pol = policy__incident_policy(ctx, in);
-        if (!pol)
-            policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
-                         "its policy is no longer configured (a reload removed or renamed it)");
-        else
-            expire_alerts(ctx, st, in, now, out);
-        if (pol && !in->closing)
-            policy__run_due_steps(ctx, st, pol, in, now, out);
+        struct incident *in = st->incidents[i];
+        const struct policy *pol = NULL;
+        if (!in->final && !in->closing) {
+            pol = policy__incident_policy(ctx, in);
+            if (!pol)
+                policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
+                             "its policy is no longer configured (a reload removed or renamed "
+                             "it)");
+            else
+                expire_alerts(ctx, st, in, now, out);
+            if (pol && !in->closing)
+                policy__run_due_steps(ctx, st, pol, in, now, out);
+        }
+        st->tick_due[i] = tick_due(ctx, pol, in);
     }
     return out->failed;
 }

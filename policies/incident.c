@@ -56,6 +56,8 @@ struct incident *policy__incident_restore(struct policy_state *st, int64_t id, c
     struct incident *in = NULL;
     if (policy__grow((void **)&st->incidents, st->incident_count, &st->incident_cap,
                      sizeof(*st->incidents)) ||
+        policy__grow((void **)&st->tick_due, st->incident_count, &st->tick_due_cap,
+                     sizeof(*st->tick_due)) ||
         !(in = calloc(1, sizeof(*in))))
         return NULL;
     in->owner = st;
@@ -73,6 +75,7 @@ struct incident *policy__incident_restore(struct policy_state *st, int64_t id, c
     }
     if (id >= st->next_incident_id)
         st->next_incident_id = id + 1;
+    in->slot = st->incident_count;
     st->incidents[st->incident_count++] = in;
     policy__touch_incident(in);
     return in;
@@ -216,13 +219,24 @@ void policy__compact(struct policy_state *st)
             id_key(in->id, idk, sizeof(idk));
             policy__row_gone(st, ROW_INCIDENT, idk, in, 1);
         }
-        if (in->final)
+        if (in->final) {
             policy__incident_free(in);
-        else
-            st->incidents[w++] = st->incidents[i];
+        } else {
+            st->tick_due[w] = st->tick_due[i];
+            in->slot = w;
+            st->incidents[w++] = in;
+        }
     }
     st->incident_count = w;
     st->final_count = 0;
+}
+
+void policy__incidents_reslot(struct policy_state *st)
+{
+    for (size_t i = 0; i < st->incident_count; i++) {
+        st->incidents[i]->slot = i;
+        st->tick_due[i] = INT64_MIN;
+    }
 }
 
 /* 1 when the incident may take a disruptive step: an alert of it was seen

@@ -97,6 +97,7 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
     policy__touch_incident(in);
     if (!n)
         return;
+    int was = policy__node_disrupted(n);
     switch (kind) {
     case MEDIC_ACTION_DRAIN:
         n->drained_by_medic = 1;
@@ -118,6 +119,7 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
     default:
         break;
     }
+    policy__node_recount(st, n, was);
 }
 
 /* Why an undo step may not run ("" when it may); a restore that would
@@ -268,8 +270,11 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     }
     d->awaited = 1;
     struct node_state *n = policy__node_get(st, in->node, 1);
-    if (n)
+    if (n) {
+        int was = policy__node_disrupted(n);
         n->acting++;
+        policy__node_recount(st, n, was);
+    }
     policy__record_action(st, pol, in, now);
     d->require_drained = kind == MEDIC_ACTION_IPMI_POWER_CYCLE && in->drained;
     in->awaiting = 1;
@@ -388,8 +393,11 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     policy__touch_incident(in);
     in->awaiting = 0;
     in->awaiting_decision = 0;
-    if (n && n->acting > 0)
+    if (n && n->acting > 0) {
+        int was = policy__node_disrupted(n);
         n->acting--;
+        policy__node_recount(st, n, was);
+    }
     char cause[1400];
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");

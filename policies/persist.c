@@ -520,10 +520,11 @@ static int by_time(const void *a, const void *b)
 
 void policy_state_loaded(struct policy_state *st)
 {
-    st->alerting.valid = 0;
+    policy__nodes_recount(st);
     /* creation order: first come, first served at the caps; expiry order */
     if (st->incident_count > 1)
         qsort(st->incidents, st->incident_count, sizeof(*st->incidents), by_id);
+    policy__incidents_reslot(st);
     if (st->resolved_count > 1)
         qsort(st->resolved, st->resolved_count, sizeof(*st->resolved), by_time);
 }

@@ -463,7 +463,10 @@ int policy_set_parse(const char *file, const struct yaml_tree_node *policies,
                                           out->items[i].name, out->items[k].line);
         }
     }
+    static _Atomic uint64_t generations;
     if (rc)
         policy_set_release(out);
+    else
+        out->generation = ++generations;
     return rc;
 }

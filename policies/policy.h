@@ -66,6 +66,9 @@ struct policy_set {
     struct policy *items;
     size_t count;
     struct policy_safety safety;
+    /* a number no other set parsed in this process has; 0 for a set built
+     * by other means (the engine then assumes it may differ every time) */
+    uint64_t generation;
 };
 
 #define POLICY_MAX_POLICIES 1000

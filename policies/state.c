@@ -178,8 +178,10 @@ void policy_state_free(struct policy_state *st)
         free(st->nodes[i]);
     }
     free(st->incidents);
+    free(st->tick_due);
     free(st->unmatched);
     free(st->nodes);
+    free(st->node_alerting);
     medic_map_release(&st->incidents_by_key);
     medic_map_release(&st->incidents_by_id);
     medic_map_release(&st->nodes_by_name);
@@ -195,6 +197,8 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
     if (n || !create)
         return n;
     if (policy__grow((void **)&st->nodes, st->node_count, &st->node_cap, sizeof(*st->nodes)) ||
+        policy__grow((void **)&st->node_alerting, st->node_count, &st->node_alerting_cap,
+                     sizeof(*st->node_alerting)) ||
         !(n = calloc(1, sizeof(*n))))
         return NULL;
     snprintf(n->name, sizeof(n->name), "%s", name);
@@ -203,6 +207,8 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
         free(n);
         return NULL;
     }
+    n->slot = st->node_count;
+    st->node_alerting[n->slot] = n->last_alerting;
     st->nodes[st->node_count++] = n;
     policy__touch_node(st, n);
     return n;
@@ -213,12 +219,28 @@ int policy__node_disrupted(const struct node_state *n)
     return n->drained_by_medic || n->limited_by_medic || n->acting > 0;
 }
 
+void policy__node_recount(struct policy_state *st, const struct node_state *n, int was)
+{
+    int is = policy__node_disrupted(n);
+    if (is && !was)
+        st->disrupted_count++;
+    else if (was && !is)
+        st->disrupted_count--;
+}
+
+void policy__nodes_recount(struct policy_state *st)
+{
+    st->disrupted_count = 0;
+    for (size_t i = 0; i < st->node_count; i++) {
+        st->disrupted_count += policy__node_disrupted(st->nodes[i]) ? 1 : 0;
+        st->node_alerting[i] = st->nodes[i]->last_alerting;
+    }
+    st->alerting.valid = 0;
+}
+
 size_t policy_disrupted_nodes(const struct policy_state *st)
 {
-    size_t count = 0;
-    for (size_t i = 0; i < st->node_count; i++)
-        count += policy__node_disrupted(st->nodes[i]) ? 1 : 0;
-    return count;
+    return st->disrupted_count;
 }
 
 size_t policy_open_incidents(const struct policy_state *st)
@@ -231,18 +253,23 @@ int policy_storm_active(const struct policy_state *st)
     return st->storm_active;
 }
 
+static int alerting_at(int64_t last_alerting, int64_t now, int64_t window)
+{
+    return last_alerting != MEDIC_TIME_UNSET && last_alerting > now - window;
+}
+
 static int alerting_within(const struct node_state *n, int64_t now, int64_t window)
 {
-    return n->last_alerting != MEDIC_TIME_UNSET && n->last_alerting > now - window;
+    return alerting_at(n->last_alerting, now, window);
 }
 
 size_t policy__alerting_nodes(struct policy_state *st, int64_t now, int64_t window)
 {
     if (st->alerting.valid && st->alerting.now == now && st->alerting.window == window)
         return st->alerting.count;
-    size_t count = 0;
+    size_t count = 0; /* over the times beside the nodes: no node is read */
     for (size_t i = 0; i < st->node_count; i++)
-        count += alerting_within(st->nodes[i], now, window) ? 1 : 0;
+        count += alerting_at(st->node_alerting[i], now, window) ? 1 : 0;
     st->alerting.valid = 1;
     st->alerting.now = now;
     st->alerting.window = window;
@@ -304,6 +331,7 @@ void policy__node_alerting(struct policy_state *st, struct node_state *n, int64_
         (st->alerting.now != now || !alerting_within(n, now, st->alerting.window)))
         st->alerting.count++; /* at another time the count is made afresh */
     n->last_alerting = now;
+    st->node_alerting[n->slot] = now;
     policy__touch_node(st, n);
 }
 

@@ -1132,6 +1132,111 @@ static void test_resolved_is_not_reopened(void **state)
     world_release(&w);
 }
 
+/* A tick visits only the incidents with something due (a step, an
+ * expiry) or changed since; it must decide exactly what visiting every
+ * incident decides. Two worlds take the same random events: one whose
+ * policy set the engine cannot tell apart from another (generation 0: a
+ * full visit every tick, the reference), one whose set it can. A reload
+ * to a set without a policy happens midway in both. */
+static uint64_t rand_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return *s >> 33;
+}
+
+static void same_decisions(const struct world *a, const struct world *b)
+{
+    assert_int_equal(a->out.count, b->out.count);
+    for (size_t i = 0; i < a->out.count; i++) {
+        const struct policy_decision *x = &a->out.items[i], *y = &b->out.items[i];
+        assert_string_equal(x->node, y->node);
+        assert_int_equal(x->has_action, y->has_action);
+        assert_int_equal(x->has_action ? x->action.kind : 0, y->has_action ? y->action.kind : 0);
+        assert_int_equal(x->verdict, y->verdict);
+        assert_string_equal(x->reason, y->reason);
+    }
+    assert_int_equal(a->out.change_count, b->out.change_count);
+}
+
+static void test_tick_visits_what_is_due(void **state)
+{
+    (void)state;
+    static const char safety[] = "safety: { alert_expiry: 50m, max_disruptive_in_flight: 4, "
+                                 "max_disrupted_fraction: 0.5 }\n";
+    static const char *const names[] = {"GPUXidError", "GPUTemperatureHigh", "NodeBackFromRepair"};
+    static const char reloaded[] = "policies:\n"
+                                   "  - name: xid-fell-off-bus\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: drain }, { after: 20m, action: "
+                                   "ipmi_power_cycle } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world ref, w;
+    world_init(&ref, base_policies, safety, 12, 1);
+    world_init(&w, base_policies, safety, 12, 1);
+    ref.policies.generation = 0;
+    assert_true(w.policies.generation != 0);
+    struct test_alert alerts[12][4][3];
+    struct policy_set again[2];
+    int64_t now = T0;
+    uint64_t seed = 7;
+    size_t ticks_deciding = 0;
+    for (int step = 0; step < 3000; step++) {
+        if (step == 1500) { /* both reload: hot-gpu and operator-drained go */
+            for (int k = 0; k < 2; k++) {
+                struct yaml_tree tree;
+                struct medic_error err = {0};
+                if (yaml_tree_parse("r.yaml", reloaded, strlen(reloaded), &tree, &err) ||
+                    policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"),
+                                     yaml_tree_get(tree.root, "safety"), notifiers, 1, &again[k],
+                                     &err))
+                    fail_msg("%s", err.msg);
+                yaml_tree_release(&tree);
+            }
+            again[0].generation = 0;
+            ref.ctx.policies = &again[0];
+            w.ctx.policies = &again[1];
+        }
+        now += (int64_t)(rand_next(&seed) % 6) * MIN;
+        uint64_t what = rand_next(&seed) % 10;
+        int node = (int)(rand_next(&seed) % 12), gpu = (int)(rand_next(&seed) % 4);
+        int kind = (int)(rand_next(&seed) % 3);
+        struct test_alert *a = &alerts[node][gpu][kind];
+        char instance[32], g[8];
+        snprintf(instance, sizeof(instance), "gpu-node-%02d", node + 1);
+        snprintf(g, sizeof(g), "%d", gpu);
+        if (what < 5 || what == 5) {
+            int64_t starts = now - (int64_t)(rand_next(&seed) % 30) * MIN;
+            make_alert(a, names[kind], instance, g, kind == 0 ? "79" : NULL, starts,
+                       kind == 1 ? 0.9 : NAN);
+            enum medic_alert_status s = what < 5 ? MEDIC_STATUS_FIRING : MEDIC_STATUS_RESOLVED;
+            assert_int_equal(evaluate(&ref, a, s, now), evaluate(&w, a, s, now));
+        } else if (what == 6) {
+            assert_int_equal(succeed(&ref, now), succeed(&w, now));
+        } else {
+            size_t n = tick(&ref, now);
+            assert_int_equal(n, tick(&w, now));
+            ticks_deciding += n > 0;
+        }
+        same_decisions(&ref, &w);
+    }
+    /* the random events reached ticks that decided (steps, expiries) */
+    assert_true(ticks_deciding > 20);
+    struct medic_buf x, y;
+    medic_buf_init(&x, 0);
+    medic_buf_init(&y, 0);
+    rows_text(ref.state, &x);
+    rows_text(w.state, &y);
+    assert_string_equal(x.data, y.data);
+    medic_buf_release(&x);
+    medic_buf_release(&y);
+    ref.ctx.policies = &ref.policies;
+    w.ctx.policies = &w.policies;
+    policy_set_release(&again[0]);
+    policy_set_release(&again[1]);
+    world_release(&ref);
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1153,6 +1258,7 @@ int main(void)
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
+        cmocka_unit_test(test_tick_visits_what_is_due),
         cmocka_unit_test(test_cooldown_and_budget),
         cmocka_unit_test(test_matching_risk_and_no_match),
         cmocka_unit_test(test_maintenance_window),
