@@ -58,4 +58,10 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
 int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
                                struct medic_error *err);
 
+/* Reads the engine's state in place: fn runs under the engine's lock, so
+ * it must be short (no I/O), keep no pointer into st, and change nothing
+ * but the incidents' cached policy lookups. Returns what fn returns. */
+typedef int (*engine_state_fn)(void *arg, struct policy_state *st);
+int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg);
+
 #endif

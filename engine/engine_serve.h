@@ -41,6 +41,11 @@ struct engine {
 /* A copy of the policy engine's state: the running engine's, or on a
  * replica that does not lead, the one last committed to the audit log. */
 int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err);
+/* fn with the running engine's state in place (see
+ * engine_pipeline_with_state), or on a replica that does not lead, with
+ * the state last committed to the audit log; fn's result, or a failure to
+ * read that state (err set). */
+int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct medic_error *err);
 /* The engine's counters; zeros on a replica that does not lead. */
 void engine_stats(struct engine *e, struct engine_pipeline_stats *out);
 

@@ -163,28 +163,38 @@ static const char *const timeline_columns[] = {"time", "kind", "what", "detail"}
 
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
 
-/* The open incidents from a copy of the engine's state (on a replica that
- * does not lead, the state last committed), and the summary's counts from
- * the same copy when st is not NULL. */
+struct incidents_view {
+    struct policy_context ctx;
+    const char *node;
+    struct medic_table *table;
+    struct engine_pipeline_stats *stats;
+};
+
+static int view_incidents(void *arg, struct policy_state *state)
+{
+    struct incidents_view *v = arg;
+    if (v->stats) {
+        memset(v->stats, 0, sizeof(*v->stats));
+        v->stats->open_incidents = (int)policy_open_incidents(state);
+        v->stats->disrupted_nodes = (int)policy_disrupted_nodes(state);
+        v->stats->storm = policy_storm_active(state);
+    }
+    return policy_open_incidents_table(&v->ctx, state, v->node, PAGE_INCIDENTS, v->table);
+}
+
+/* The first open incidents the page lists, read in the engine's state in
+ * place (on a replica that does not lead, the state last committed), and
+ * the summary's counts from the same state when st is not NULL. Costs the
+ * engine a walk to the incidents listed, not a copy of its state. */
 static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
                           struct medic_table *t, struct engine_pipeline_stats *st,
                           struct medic_error *err)
 {
-    struct policy_state *copy = NULL;
-    int rc = engine_copy_state(e, &copy, err);
-    if (rc == 0 && st) {
-        memset(st, 0, sizeof(*st));
-        st->open_incidents = (int)policy_open_incidents(copy);
-        st->disrupted_nodes = (int)policy_disrupted_nodes(copy);
-        st->storm = policy_storm_active(copy);
-    }
-    if (rc == 0) {
-        struct policy_context ctx;
-        engine_context_from_config(config, &ctx);
-        if ((rc = policy_open_incidents_table(&ctx, copy, node, t)))
-            medic_error_set(err, rc, "out of memory");
-    }
-    policy_state_free(copy);
+    struct incidents_view v = {.node = node, .table = t, .stats = st};
+    engine_context_from_config(config, &v.ctx);
+    int rc = engine_with_state(e, view_incidents, &v, err);
+    if (rc && !err->msg[0])
+        medic_error_set(err, rc, "out of memory");
     return rc;
 }
 

@@ -564,6 +564,14 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     out->storm = atomic_load(&e->storm);
 }
 
+int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg)
+{
+    pthread_mutex_lock(&e->lock);
+    int rc = fn(arg, e->state);
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
 int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
                                struct medic_error *err)
 {

@@ -273,6 +273,18 @@ static void lose(void *arg)
     engine_dispatch_stop(dispatch);
 }
 
+/* The state last committed to the audit log. */
+static int committed_state(struct engine *e, struct policy_state **out, struct medic_error *err)
+{
+    struct audit_reader *reader = NULL;
+    int legacy = 0;
+    int rc = audit_reader_open(e->audit_path, &reader, err);
+    if (rc == 0)
+        rc = engine_state_read(reader, out, &legacy, err);
+    audit_reader_free(reader);
+    return rc;
+}
+
 int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err)
 {
     pthread_rwlock_rdlock(&e->role);
@@ -280,14 +292,21 @@ int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_
     if (e->pipeline)
         rc = engine_pipeline_copy_state(e->pipeline, out, err);
     pthread_rwlock_unlock(&e->role);
-    if (rc != MEDIC_E_NOTFOUND)
+    return rc != MEDIC_E_NOTFOUND ? rc : committed_state(e, out, err);
+}
+
+int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct medic_error *err)
+{
+    pthread_rwlock_rdlock(&e->role);
+    int led = e->pipeline != NULL;
+    int rc = led ? engine_pipeline_with_state(e->pipeline, fn, arg) : 0;
+    pthread_rwlock_unlock(&e->role);
+    if (led)
         return rc;
-    struct audit_reader *reader = NULL;
-    int legacy = 0;
-    rc = audit_reader_open(e->audit_path, &reader, err);
-    if (rc == 0)
-        rc = engine_state_read(reader, out, &legacy, err);
-    audit_reader_free(reader);
+    struct policy_state *st = NULL;
+    if ((rc = committed_state(e, &st, err)) == 0)
+        rc = fn(arg, st);
+    policy_state_free(st);
     return rc;
 }
 

@@ -36,7 +36,7 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
 }
 
 int policy_open_incidents_table(const struct policy_context *ctx, struct policy_state *st,
-                                const char *node, struct medic_table *out)
+                                const char *node, size_t limit, struct medic_table *out)
 {
     static const char *const names[] = {"incident", "node",      "policy", "state",    "alerts",
                                         "risk",     "next_step", "due",    "opened_at"};
@@ -44,7 +44,7 @@ int policy_open_incidents_table(const struct policy_context *ctx, struct policy_
                                                    MEDIC_COL_TEXT, MEDIC_COL_INT,  MEDIC_COL_REAL,
                                                    MEDIC_COL_TEXT, MEDIC_COL_TEXT, MEDIC_COL_TEXT};
     int rc = medic_table_init(out, 9, names, types);
-    for (size_t i = 0; rc == 0 && i < st->incident_count; i++) {
+    for (size_t i = 0; rc == 0 && i < st->incident_count && out->nrows < limit; i++) {
         struct incident *in = st->incidents[i];
         if (in->final || (node && strcmp(in->node, node) != 0))
             continue;

@@ -178,13 +178,13 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out);
 
-/* The open incidents (of node only, when not NULL), in the order the
- * scheduler visits them: incident,
+/* The first limit open incidents (of node only, when not NULL), in the
+ * order the scheduler visits them: incident,
  * node, policy, state, alerts (firing), risk (NULL: unknown), next_step
  * (what the ladder does next, or what it waits for), due (when that step
  * is due; NULL when none is), opened_at. */
 int policy_open_incidents_table(const struct policy_context *ctx, struct policy_state *st,
-                                const char *node, struct medic_table *out);
+                                const char *node, size_t limit, struct medic_table *out);
 
 /* The time of the last policy_tick (MEDIC_TIME_UNSET before the first). */
 int64_t policy_last_tick(const struct policy_state *st);
