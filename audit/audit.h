@@ -243,10 +243,12 @@ int audit_timeline(struct audit_reader *reader, const char *node, int64_t since,
 int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf *out,
                        struct medic_error *err);
 
-/* Calls fn for up to limit notifications (first ones, not duplicates) the
- * engine has not evaluated yet, oldest first: id, the id of its first alert
- * (alerts have consecutive ids), and the body as received. A non-zero
+/* Calls fn for up to limit notifications (duplicates included) the engine
+ * has not evaluated yet, oldest first: id, the id of its first alert
+ * (alerts have consecutive ids; AUDIT_DUPLICATE for a duplicate, whose
+ * alerts were recorded with the first), and the body as received. A non-zero
  * return from fn stops the walk and is returned. */
+#define AUDIT_DUPLICATE (-1)
 typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, const char *body,
                                 size_t len);
 int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
@@ -273,10 +275,11 @@ int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t u
 int audit_node_has_decisions(struct audit_reader *reader, const char *node, int64_t since,
                              int64_t until, int *out, struct medic_error *err);
 
-/* Calls fn for every first (not duplicate) notification received in
- * [since, until), oldest first, with the time it was received (ns). */
-typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, const char *body,
-                             size_t len);
+/* Calls fn for every notification received in [since, until), duplicates
+ * included (duplicate 1: the engine sees their alerts again), oldest
+ * first, with the time it was received (ns). */
+typedef int (*audit_walk_fn)(void *arg, int64_t id, int64_t received_at, int duplicate,
+                             const char *body, size_t len);
 int audit_walk_notifications(struct audit_reader *reader, int64_t since, int64_t until,
                              audit_walk_fn fn, void *arg, struct medic_error *err);
 

@@ -69,12 +69,12 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
     struct db_stmt *st = NULL;
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT n.id, (SELECT a.id FROM alerts a WHERE a.notification_id = n.id AND "
-             "a.position = 0),"
+             "SELECT n.id, CASE WHEN n.duplicate_of IS NULL THEN (SELECT a.id FROM alerts a"
+             " WHERE a.notification_id = n.id AND a.position = 0) ELSE %d END,"
              " n.received_at, n.payload, n.payload_encoding, n.payload_bytes"
-             " FROM notifications n WHERE n.duplicate_of IS NULL AND %s"
+             " FROM notifications n WHERE %s"
              " ORDER BY n.id LIMIT ?3",
-             where);
+             AUDIT_DUPLICATE, where);
     int rc = prepare(reader, sql, &st, err), step = 0;
     if (rc)
         return rc;
@@ -92,7 +92,8 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
         if (rc == 0 && fn)
             rc = fn(arg, id, first_alert, body.data ? body.data : "", body.len);
         if (rc == 0 && walk)
-            rc = walk(arg, id, received, body.data ? body.data : "", body.len);
+            rc = walk(arg, id, received, first_alert == AUDIT_DUPLICATE, body.data ? body.data : "",
+                      body.len);
     }
     if (rc == 0 && step < 0)
         rc = step;

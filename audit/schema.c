@@ -160,6 +160,14 @@ static const struct migration {
     /* 6: bodies stored as LZ4 blocks ('lz4'), several times cheaper to
      * compress than zlib's deflate; 'deflate' rows stay readable */
     {"", widen_encodings},
+    /* 7: duplicates are evaluated too (an alert re-sent, as Alertmanager
+     * does every repeat_interval, is seen again: its expiry moves on);
+     * those stored before count as evaluated, never as a backlog */
+    {"UPDATE notifications SET evaluated_at = received_at"
+     "  WHERE duplicate_of IS NOT NULL AND evaluated_at IS NULL;"
+     "DROP INDEX notifications_pending;"
+     "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;",
+     NULL},
 };
 
 const char audit_decision_hashed_columns[] =

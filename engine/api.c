@@ -36,7 +36,7 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
         struct policy_context policy_ctx;
         engine_context_from_config(config, &policy_ctx);
         if (rc == 0)
-            rc = engine_evaluate_notification(&policy_ctx, copy, &n, NULL, NAN, medic_time_now(),
+            rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NAN, medic_time_now(),
                                               &decisions);
         if (rc) {
             code = 500;

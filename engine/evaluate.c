@@ -48,14 +48,21 @@ int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64
 }
 
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
-                                 const struct medic_notification *n, const double *risks,
-                                 double risk, int64_t now, struct policy_decisions *out)
+                                 const struct medic_notification *n, int duplicate,
+                                 const double *risks, double risk, int64_t now,
+                                 struct policy_decisions *out)
 {
     /* a round evaluates its notifications at one time: the state is
      * brought up to it once, not once per notification (a tick visits
      * every open incident) */
     int rc = policy_last_tick(st) == now ? 0 : engine_tick(ctx, st, now, out);
-    for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
+    for (size_t i = 0; i < n->alert_count && rc == 0 && duplicate; i++) {
+        const struct medic_alert *a = &n->alerts[i];
+        struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,
+                                  &a->annotations, a->starts_at, NAN};
+        policy_seen_again(ctx, st, &pa, now);
+    }
+    for (size_t i = 0; i < n->alert_count && rc == 0 && !duplicate; i++) {
         const struct medic_alert *a = &n->alerts[i];
         double r = risks ? risks[i] : risk;
         struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,

@@ -84,11 +84,20 @@ static int remember_origin(struct round *r, size_t from, int64_t notification,
 }
 
 /* Evaluates committed notification n, id, with its alerts' ids from
- * first_alert on. */
+ * first_alert on; a duplicate (first_alert AUDIT_DUPLICATE) only has its
+ * alerts seen again, without asking Prometheus. */
 static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
                         const struct medic_notification *n)
 {
     size_t from = r->out.count;
+    if (first_alert == AUDIT_DUPLICATE) {
+        int rc =
+            engine_evaluate_notification(&r->ctx, r->e->state, n, 1, NULL, NAN, r->now, &r->out);
+        if (rc == 0)
+            rc = remember_origin(r, from, id, n, 0);
+        r->evaluated[r->evaluated_count++] = id;
+        return rc;
+    }
     double *risks = malloc((n->alert_count + 1) * sizeof(*risks));
     const struct engine_risk_entry **scored = calloc(n->alert_count + 1, sizeof(*scored));
     if (!risks || !scored) {
@@ -107,7 +116,7 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
         risks[k] = scored[k] ? scored[k]->risk : NAN;
     }
     pthread_mutex_lock(&r->e->lock);
-    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, risks, NAN, r->now, &r->out);
+    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 0, risks, NAN, r->now, &r->out);
     for (size_t i = from; i < r->out.count; i++) {
         struct policy_decision *x = &r->out.items[i];
         for (size_t k = 0; k < n->alert_count; k++) {
@@ -345,7 +354,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         rc = remember_origin(&r, 0, 0, NULL, 0);
     /* the round's nodes are asked of Prometheus together */
     for (struct committed *c = h.notifications; c && r.risk.enabled; c = c->next)
-        for (size_t k = 0; k < c->n.alert_count; k++)
+        for (size_t k = 0; c->first_alert != AUDIT_DUPLICATE && k < c->n.alert_count; k++)
             engine_risk_want(&r.risk, &c->n.alerts[k]);
     for (struct committed *c = h.notifications; c && rc == 0; c = c->next)
         rc = evaluate_one(&r, c->id, c->first_alert, &c->n);

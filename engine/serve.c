@@ -42,12 +42,14 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         p->out->id = p->res.id;
         p->out->duplicate = p->res.duplicate;
         p->out->duplicate_of = p->res.duplicate_of;
-        /* duplicates are never evaluated: their alerts were; with a log
+        /* duplicates are evaluated too: a repeat decides nothing again,
+         * but its alerts are seen again (safety.alert_expiry); with a log
          * shared among replicas the engine reads every notification there */
         struct engine *e = p->engine;
         pthread_rwlock_rdlock(&e->role);
-        if (!p->res.duplicate && e->pipeline)
-            engine_pipeline_committed(e->pipeline, p->res.id, p->res.first_alert_id,
+        if (e->pipeline)
+            engine_pipeline_committed(e->pipeline, p->res.id,
+                                      p->res.duplicate ? AUDIT_DUPLICATE : p->res.first_alert_id,
                                       p->copied && !e->shared_log ? &p->copy : NULL);
         pthread_rwlock_unlock(&e->role);
     }

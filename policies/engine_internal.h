@@ -238,6 +238,9 @@ void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, si
 int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,
                                int64_t now);
 void policy__forget_unmatched(struct policy_state *st, const char *identity, int64_t starts_at);
+/* A remembered unmatched alert seen again at now (none: nothing). */
+void policy__unmatched_seen(struct policy_state *st, const char *identity, int64_t starts_at,
+                            int64_t now);
 void policy__alert_identity(const char *fingerprint, const struct medic_labels *labels, char *out,
                             size_t size);
 struct resolved_alert *policy__resolved(struct policy_state *st, const char *identity);

@@ -205,6 +205,29 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
     return out->failed;
 }
 
+void policy_seen_again(const struct policy_context *ctx, struct policy_state *st,
+                       const struct policy_alert *alert, int64_t now)
+{
+    if (alert->status != MEDIC_STATUS_FIRING)
+        return;
+    int64_t starts_at = alert->starts_at == MEDIC_TIME_UNSET ? now : alert->starts_at;
+    char identity[ALERT_IDENTITY_SIZE], raw[128];
+    policy__alert_identity(alert->fingerprint, alert->labels, identity, sizeof(identity));
+    const struct inventory_node *inv = resolve_node(ctx, alert->labels, raw, sizeof(raw));
+    const char *node = inv ? inv->name : raw;
+    for (size_t p = 0; p < ctx->policies->count; p++) {
+        char key[INCIDENT_KEY_SIZE];
+        policy__incident_key(node, ctx->policies->items[p].name, identity, key, sizeof(key));
+        struct incident *in = policy__incident_find(st, key);
+        struct member *m = in ? policy__member_find(in, identity) : NULL;
+        if (m && m->starts_at <= starts_at && m->last_seen < now) {
+            m->last_seen = now;
+            policy__touch_incident(in);
+        }
+    }
+    policy__unmatched_seen(st, identity, starts_at, now);
+}
+
 /* Alerts not re-sent for safety.alert_expiry have gone: Alertmanager
  * re-sends what still fires every repeat_interval, so a resolve was lost. */
 static void expire_alerts(const struct policy_context *ctx, struct policy_state *st,

@@ -172,6 +172,13 @@ void policy_state_free(struct policy_state *st);
 int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
                     const struct policy_alert *alert, int64_t now, struct policy_decisions *out);
 
+/* The alert was seen again at now, as the copy of a notification already
+ * evaluated (Alertmanager's retries and its re-sends every
+ * repeat_interval): a firing alert that an incident holds, or that no
+ * policy took, is kept from expiring; nothing is decided. */
+void policy_seen_again(const struct policy_context *ctx, struct policy_state *st,
+                       const struct policy_alert *alert, int64_t now);
+
 /* Escalates: decides the steps that have become due, expires alerts no
  * longer re-sent, closes incidents whose policy is gone, and ends a storm
  * that has passed. Call it periodically. */

@@ -350,6 +350,18 @@ void policy__alert_key(const char *fingerprint, int64_t starts_at, char *out, si
 }
 
 /* Returns 1 when the alert instance was seen unmatched before. */
+void policy__unmatched_seen(struct policy_state *st, const char *identity, int64_t starts_at,
+                            int64_t now)
+{
+    char key[ALERT_IDENTITY_SIZE + 32];
+    policy__alert_key(identity, starts_at, key, sizeof(key));
+    struct unmatched *u = medic_map_get(&st->unmatched_by_alert, key);
+    if (u && u->last_seen < now) {
+        u->last_seen = now;
+        policy__touch_unmatched(st, u);
+    }
+}
+
 int policy__remember_unmatched(struct policy_state *st, const char *identity, int64_t starts_at,
                                int64_t now)
 {

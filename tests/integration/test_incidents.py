@@ -4,7 +4,9 @@ cycle waits for its drain to succeed (a drain that fails - a stand-in
 scontrol that exits 1 - never leads to a power cycle, and on-call hears);
 a node an operator resumed by hand is not power-cycled; a node's eight
 GPU alerts make one drain, and the node is resumed only when the last of
-them resolved. Every change of every incident is in the audit log."""
+them resolved; an alert Alertmanager keeps re-sending (each copy a
+duplicate) does not expire, and its ladder goes on. Every change of every
+incident is in the audit log."""
 
 import json
 import os
@@ -231,6 +233,39 @@ def test_lost_resolve_expires(suite):
     assert outcomes(medic, "ipmi_power_cycle") == [] and bmcs["gpu-node-05"].log() == []
 
 
+def test_repeats_keep_the_incident_open(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-07")
+    medic = start_medic(suite, "repeats", cluster.conf, bmcs, oncall,
+                        safety="alert_expiry: 2s, max_alert_age: 1h,")
+    fired = payload("gpu-node-07", time.time())
+    answers = []
+
+    def resend_until_power_cycled():
+        """Alertmanager re-sends the byte-identical notification (every
+        repeat_interval; here every 0.3 s): each is a duplicate."""
+        status, _, body = medic.post("/webhook", fired, headers=AUTH)
+        answers.append((status, json.loads(body)))
+        time.sleep(0.2)
+        return [o for o in outcomes(medic, "ipmi_power_cycle") if o["result"] == "succeeded"]
+    # the power cycle, 3 s after the alert fired, comes after alert_expiry
+    # (2 s): it runs only if the repeats kept the alert from expiring
+    wait_until("the power cycle of the alert kept firing", resend_until_power_cycled,
+               timeout=30)
+    assert all(status == 200 for status, _ in answers), answers
+    assert all(a["duplicate"] for _, a in answers[1:]) and len(answers) > 8, answers
+    assert incident(medic, "gpu-node-07")["state"] != "expired"
+    assert "DRAIN" in cluster.node("gpu-node-07")[0] and bmcs["gpu-node-07"].log()
+    # a repeat decides nothing again: one drain, one power cycle
+    decided = [d for d in medic.audit("decisions", "--node", "gpu-node-07") if d["action"]]
+    assert sorted(d["action"] for d in decided) == ["drain", "ipmi_power_cycle"], decided
+    # the repeats stop (the resolve is lost): the incident expires, the node is resumed
+    expired = wait_state(medic, "gpu-node-07", "expired")
+    assert "alert_expiry" in expired["cause"], expired
+    wait_until("the resume", lambda: [o for o in outcomes(medic, "resume")
+                                      if o["result"] == "succeeded"], timeout=30)
+    assert "DRAIN" not in cluster.node("gpu-node-07")[0]
+
+
 def test_restart_waits_for_the_alert_again(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-06")
     medic = start_medic(suite, "restart", cluster.conf, bmcs, oncall)
@@ -273,4 +308,5 @@ if __name__ == "__main__":
                         test_eight_gpus_one_incident,
                         test_reload_closes_orphaned_incidents,
                         test_lost_resolve_expires,
+                        test_repeats_keep_the_incident_open,
                         test_restart_waits_for_the_alert_again])

@@ -93,7 +93,7 @@ def test_migrate_then_verify(suite):
     for t in TABLES:
         got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
         assert got == want[t], (t, got, want[t])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["6"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["7"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
     # the payloads are the bytes stored, as stored
     stored = sqlite3.connect(db).execute(
@@ -176,17 +176,26 @@ def test_schema_upgrade(suite):
     url = pg.database("medic")
     bodies = [alert("gpu-node-01", "GPUHot"), alert("gpu-node-02", "GPUHot")]
 
-    def store(body):
+    def store(body, times=1):
         medic = OnPostgres(suite, url, "upgrade")
         medic.start()
-        assert medic.post("/webhook", body, headers=AUTH)[0] == 200
+        for _ in range(times):
+            assert medic.post("/webhook", body, headers=AUTH)[0] == 200
+        wait_until("every notification evaluated", lambda: pg.sql(
+            "SELECT count(*) FROM notifications WHERE evaluated_at IS NULL", "medic") == [["0"]],
+            timeout=30)
         assert medic.stop() == 0
 
-    store(bodies[0])
-    # the log as medic's schema 5 left it: bodies could be 'identity' or 'deflate'
-    pg.sql("ALTER TABLE notifications DROP CONSTRAINT notifications_payload_encoding_check,"
+    store(bodies[0], times=2)  # the second is a duplicate
+    # the log as medic's schema 5 left it: bodies could be 'identity' or
+    # 'deflate'; duplicates were never evaluated, nor waited for
+    pg.sql("UPDATE notifications SET evaluated_at = NULL WHERE duplicate_of IS NOT NULL;"
+           "ALTER TABLE notifications DROP CONSTRAINT notifications_payload_encoding_check,"
            " ADD CONSTRAINT notifications_payload_encoding_check"
            " CHECK (payload_encoding IN ('identity','deflate')) NOT VALID;"
+           "DROP INDEX notifications_pending;"
+           "CREATE INDEX notifications_pending ON notifications(id)"
+           "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
            "DELETE FROM medic_schema; INSERT INTO medic_schema VALUES (5)", "medic")
     bad = ("INSERT INTO notifications (received_at, group_key, status, alert_count, dedupe_key,"
            " dedupe_prefix, payload, payload_encoding, payload_bytes)"
@@ -198,8 +207,16 @@ def test_schema_upgrade(suite):
         refused = str(e)
     assert "payload_encoding_check" in refused, refused
     store(bodies[1])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["6"]]
-    rows = pg.sql("SELECT id, payload_encoding FROM notifications ORDER BY id", "medic")
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["7"]]
+    # the duplicate stored before counts as evaluated (by the upgrade, at the
+    # time it was received): no backlog after the upgrade
+    assert pg.sql("SELECT count(*) FROM notifications WHERE duplicate_of IS NOT NULL"
+                  " AND evaluated_at = received_at", "medic") == [["1"]]
+    index = pg.sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'notifications_pending'",
+                   "medic")
+    assert "duplicate_of" not in index[0][0] and "evaluated_at IS NULL" in index[0][0], index
+    rows = pg.sql("SELECT id, payload_encoding FROM notifications WHERE duplicate_of IS NULL"
+                  " ORDER BY id", "medic")
     assert [e for _, e in rows] == ["lz4", "lz4"], rows
     for (i, _), body in zip(rows, bodies):
         r = run(suite, "payload", i, "--db", url)

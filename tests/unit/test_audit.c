@@ -204,6 +204,77 @@ static void test_newer_schema_refused(void **state)
     exec_rw("PRAGMA user_version = 1");
 }
 
+struct pending_seen {
+    int64_t ids[8], first_alerts[8];
+    size_t count;
+};
+
+static int on_pending(void *arg, int64_t id, int64_t first_alert, const char *body, size_t len)
+{
+    (void)body;
+    (void)len;
+    struct pending_seen *p = arg;
+    if (p->count < 8) {
+        p->ids[p->count] = id;
+        p->first_alerts[p->count] = first_alert;
+    }
+    p->count++;
+    return 0;
+}
+
+static struct pending_seen pending_now(void)
+{
+    struct pending_seen p = {0};
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    assert_int_equal(audit_pending_notifications(r, 100, on_pending, &p, &err), 0);
+    audit_reader_free(r);
+    return p;
+}
+
+/* Schema 7: duplicates wait for the engine too (their alerts are seen
+ * again); the ones an earlier schema stored unevaluated are not a backlog
+ * after the upgrade. */
+static void test_duplicates_pending_since_schema_7(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    int dup = 0;
+    int64_t first = record(s, firing, &dup);
+    record(s, firing, &dup);
+    assert_true(dup);
+    audit_store_free(s);
+    /* as schema 6 left it: the duplicate never evaluated, and the index of
+     * pending notifications without duplicates */
+    exec_rw("UPDATE notifications SET evaluated_at = 1 WHERE duplicate_of IS NULL;"
+            "UPDATE notifications SET evaluated_at = NULL WHERE duplicate_of IS NOT NULL;"
+            "DROP INDEX notifications_pending;"
+            "CREATE INDEX notifications_pending ON notifications(id)"
+            "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
+            "PRAGMA user_version = 6");
+    s = open_store();
+    assert_int_equal(count("PRAGMA user_version"), 7);
+    assert_int_equal(count("SELECT count(*) FROM notifications WHERE evaluated_at IS NULL"), 0);
+    assert_int_equal(count("SELECT count(*) FROM sqlite_schema WHERE name = "
+                           "'notifications_pending' AND sql LIKE '%duplicate_of%'"),
+                     0);
+    assert_int_equal(pending_now().count, 0);
+    /* a new duplicate waits, marked as one; the first has its alerts' ids */
+    record(s, firing, &dup);
+    assert_true(dup);
+    struct pending_seen p = pending_now();
+    assert_int_equal(p.count, 1);
+    assert_true(p.ids[0] > first);
+    assert_int_equal(p.first_alerts[0], AUDIT_DUPLICATE);
+    exec_rw("UPDATE notifications SET evaluated_at = NULL WHERE id = 1");
+    p = pending_now();
+    assert_int_equal(p.count, 2);
+    assert_int_equal(p.ids[0], first);
+    assert_true(p.first_alerts[0] > 0);
+    audit_store_free(s);
+}
+
 static int64_t decide(struct audit_store *s, const char *node, const char *verdict, double risk)
 {
     struct audit_decision_in d = {.created_at = medic_time_now(),
@@ -631,6 +702,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_schema_and_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicates_pending_since_schema_7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chain_and_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_locked_is_an_error_not_a_partial_write, setup,
