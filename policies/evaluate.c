@@ -151,6 +151,18 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
              skipped[0] ? skipped : "no policy matches the alert's labels");
 }
 
+/* The alert (identity) in node's incident under the p-th policy, with that
+ * incident in *in; NULL when there is none or it does not hold the alert. */
+static struct member *holding(const struct policy_context *ctx, struct policy_state *st,
+                              const char *node, size_t p, const char *identity,
+                              struct incident **in)
+{
+    char key[INCIDENT_KEY_SIZE];
+    policy__incident_key(node, ctx->policies->items[p].name, identity, key, sizeof(key));
+    *in = policy__incident_find(st, key);
+    return *in ? policy__member_find(*in, identity) : NULL;
+}
+
 /* Takes the alert out of every incident holding it; an incident left with
  * no alert closes through its undo steps as final. */
 static void leave(const struct policy_context *ctx, struct policy_state *st, struct incident *in,
@@ -177,12 +189,8 @@ static void evaluate_resolved(const struct policy_context *ctx, struct policy_st
     /* the node's incidents that hold the alert (one whose policy a reload
      * removed is closed by the next tick) */
     for (size_t p = 0; p < ctx->policies->count; p++) {
-        char key[INCIDENT_KEY_SIZE];
-        policy__incident_key(node, ctx->policies->items[p].name, identity, key, sizeof(key));
-        struct incident *in = policy__incident_find(st, key);
-        if (!in)
-            continue;
-        struct member *m = policy__member_find(in, identity);
+        struct incident *in;
+        struct member *m = holding(ctx, st, node, p, identity, &in);
         /* a resolve older than the alert's last firing is a stale view */
         if (!m || m->starts_at > starts_at)
             continue;
@@ -216,10 +224,8 @@ void policy_seen_again(const struct policy_context *ctx, struct policy_state *st
     const struct inventory_node *inv = resolve_node(ctx, alert->labels, raw, sizeof(raw));
     const char *node = inv ? inv->name : raw;
     for (size_t p = 0; p < ctx->policies->count; p++) {
-        char key[INCIDENT_KEY_SIZE];
-        policy__incident_key(node, ctx->policies->items[p].name, identity, key, sizeof(key));
-        struct incident *in = policy__incident_find(st, key);
-        struct member *m = in ? policy__member_find(in, identity) : NULL;
+        struct incident *in;
+        struct member *m = holding(ctx, st, node, p, identity, &in);
         if (m && m->starts_at <= starts_at && m->last_seen < now) {
             m->last_seen = now;
             policy__touch_incident(in);
