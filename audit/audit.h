@@ -22,6 +22,10 @@ struct audit_options {
     size_t max_pending;   /* queued write requests before MEDIC_E_BUSY; default 4096 */
     int busy_timeout_ms;  /* wait for a lock held by another process; default 5000 */
     int synchronous_full; /* 1 (default): fsync the WAL at every commit */
+    /* 1 (default): with synchronous_full, SQLite, that fsync runs on a
+     * thread of its own while the writer goes on with the next batch (an
+     * answer still waits for it) */
+    int defer_syncs;
 };
 
 void audit_options_default(struct audit_options *options);
@@ -57,8 +61,9 @@ struct audit_notification_result {
 int audit_record_notification(struct audit_store *store, const struct audit_notification_in *in,
                               struct audit_notification_result *out, struct medic_error *err);
 
-/* Called on the writer thread once a request is durable (rc 0) or has
- * failed (rc and err). It must not block. */
+/* Called on one of the audit log's threads once a request is durable
+ * (rc 0) or has failed (rc and err). It must not block, nor wait for the
+ * audit log. */
 typedef void (*audit_done_fn)(void *arg, int rc, const struct medic_error *err);
 
 /* The same as audit_record_notification without blocking: returns 0 when

@@ -30,6 +30,7 @@ void audit_options_default(struct audit_options *options)
     options->max_pending = 4096;
     options->busy_timeout_ms = 5000;
     options->synchronous_full = 1;
+    options->defer_syncs = 1;
 }
 
 static void record_commit(struct audit_store *s, double seconds, size_t committed, int failed)
@@ -109,6 +110,72 @@ static int guard_batch(struct audit_store *s, struct job *batch, struct medic_er
     return 0;
 }
 
+/* While the syncer syncs the batch committed before, the open transaction
+ * takes the requests that arrive (appended to batch, at most
+ * AUDIT_MAX_BATCH in all): it commits once that sync is done, so that a
+ * sync carries everything that waited for it. Returns the first request
+ * that failed, as the loop over a batch does, or NULL. */
+static struct job *gather_more(struct audit_store *s, struct job *batch)
+{
+    struct job *last = batch;
+    size_t n = 1;
+    for (; last->next; last = last->next)
+        n++;
+    pthread_mutex_lock(&s->lock);
+    while ((s->syncing || s->to_sync) && n < AUDIT_MAX_BATCH) {
+        if (!s->head) {
+            if (s->stopping)
+                break;
+            pthread_cond_wait(&s->work, &s->lock);
+            continue;
+        }
+        struct job *more = s->head, *end = more;
+        size_t k = 1;
+        while (end->next && n + k < AUDIT_MAX_BATCH) {
+            end = end->next;
+            k++;
+        }
+        s->head = end->next;
+        if (!s->head)
+            s->tail = NULL;
+        end->next = NULL;
+        s->pending -= k;
+        pthread_mutex_unlock(&s->lock);
+        last->next = more;
+        last = end;
+        n += k;
+        for (struct job *j = more; j; j = j->next)
+            if ((j->rc = audit__run_job(s, j)))
+                return j;
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    ((struct audit_store *)arg)->wal_frames = frames;
+    return SQLITE_OK;
+}
+
+/* After a commit whose sync was left to the syncer: the checkpoint SQLite
+ * would have run in the commit, here with the WAL synced first by SQLite
+ * itself (a checkpoint copies only what is on disk). */
+static void checkpoint(struct audit_store *s)
+{
+    if (s->wal_frames < AUDIT_CHECKPOINT_PAGES)
+        return;
+    audit_wal_defer_syncs(0);
+    int rc = sqlite3_wal_checkpoint_v2(s->lite, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    audit_wal_defer_syncs(1);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+        medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->lite), NULL);
+    s->wal_frames = 0;
+}
+
 /* One transaction for the whole batch. A request that fails (a unique
  * constraint: the same action intent twice) rolls the transaction back
  * and the batch runs again without it, so that it leaves nothing behind
@@ -133,6 +200,8 @@ static void run_batch(struct audit_store *s, struct job *batch)
         for (struct job *j = batch; j && !bad; j = j->next)
             if (!j->left_out && (j->rc = audit__run_job(s, j)))
                 bad = j;
+        if (!bad && s->deferring)
+            bad = gather_more(s, batch);
         if (!bad) {
             rc = db_commit(s->db, &err);
             if (rc && db_last_failure(s->db) == DB_FAIL_RETRY && ++tries < AUDIT_BATCH_TRIES)
@@ -156,6 +225,19 @@ static void run_batch(struct audit_store *s, struct job *batch)
             bad->err.code = MEDIC_E_INVALID;
         bad->left_out = 1;
     }
+    int fd = s->deferring ? audit_wal_take_deferred() : -1;
+    if (rc == 0 && s->deferring) {
+        checkpoint(s);
+        audit__syncer_hand(s, batch, fd, start);
+        return;
+    }
+    audit__complete_batch(s, batch, rc, &err, start);
+}
+
+void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
+                           const struct medic_error *err_in, int64_t start)
+{
+    struct medic_error err = rc ? *err_in : (struct medic_error){0};
     size_t ok = 0, refused = 0;
     for (struct job *j = batch; j; j = j->next) {
         refused += j->left_out && j->rc == MEDIC_E_FENCED;
@@ -200,6 +282,7 @@ static void *writer_main(void *arg)
 {
     struct audit_store *s = arg;
     pthread_setname_np(pthread_self(), "medic-audit");
+    audit_wal_defer_syncs(s->deferring);
     pthread_mutex_lock(&s->lock);
     for (;;) {
         while (!s->head && !s->stopping)
@@ -383,6 +466,12 @@ static int open_sqlite(struct audit_store *s, const char *path, struct medic_err
      * 1000 pages): the WAL then restarts from its beginning and stays small,
      * where a checkpoint racing the writer from another thread lets it grow */
     sqlite3_wal_autocheckpoint(s->lite, AUDIT_CHECKPOINT_PAGES);
+    /* with the gathering VFS, commits leave their sync to the syncer
+     * thread; the checkpoints are then the writer's own (checkpoint()) */
+    if (vfs && s->options.defer_syncs) {
+        s->deferring = 1;
+        sqlite3_wal_hook(s->lite, on_wal, s);
+    }
     if (!(s->db = db_over_sqlite(s->lite)))
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     return 0;
@@ -424,9 +513,17 @@ int audit_store_open(const char *location, const struct audit_options *options,
     int rc = audit_pg_is_url(location) ? open_pg(s, location, err) : open_sqlite(s, location, err);
     if (rc == 0)
         rc = audit__prepare_all(s, err);
+    int syncer_up = 0;
+    if (rc == 0 && s->deferring) {
+        if (audit__syncer_start(s))
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit syncer thread");
+        syncer_up = rc == 0;
+    }
     if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
     if (rc) {
+        if (syncer_up)
+            audit__syncer_stop(s);
         close_db(s);
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->work);
@@ -446,6 +543,8 @@ void audit_store_free(struct audit_store *store)
     pthread_cond_signal(&store->work);
     pthread_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
+    if (store->deferring)
+        audit__syncer_stop(store);
     close_db(store);
     pthread_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);

@@ -38,8 +38,8 @@ struct job {
     pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
     struct medic_error err;
     struct job *next;
-    /* asynchronous jobs: called on the writer thread when durable, then the
-     * job (heap, owned by the store) is freed */
+    /* asynchronous jobs: called on the writer or the syncer thread when
+     * durable, then the job (heap, owned by the store) is freed */
     audit_done_fn done_fn;
     void *done_arg;
     struct prepared_notification owned_prep;
@@ -90,7 +90,39 @@ struct audit_store {
      * checked by every transaction that writes a decision or an intent */
     char replica[64];
     int64_t epoch;
+    /* SQLite at synchronous=FULL through the gathering VFS: a commit leaves
+     * its WAL sync to the syncer thread (syncer.c), which completes the
+     * batches once that sync is done, while the writer goes on with the
+     * next batch; under lock */
+    int deferring;
+    pthread_t syncer;
+    pthread_cond_t synced_work; /* a batch handed over, or stopping */
+    struct synced *to_sync, *to_sync_tail;
+    int syncing; /* a sync in flight */
+    int syncer_stopping;
+    int wal_frames; /* in the WAL after the last commit (the writer's own) */
 };
+
+/* A committed batch waiting for its WAL sync. */
+struct synced {
+    struct job *batch;
+    int fd; /* the WAL to fdatasync; -1: nothing was left to sync */
+    int64_t start;
+    struct synced *next;
+};
+
+/* Tells the batch's callers how it ended (rc and err for every job not
+ * left out), from the time it began; frees its asynchronous jobs. */
+void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
+                           const struct medic_error *err, int64_t start);
+
+/* syncer.c: the thread that makes committed batches durable, started by
+ * audit__syncer_start when s->deferring; audit__syncer_hand gives it a
+ * committed batch (or syncs and completes it at once when memory is
+ * short); audit__syncer_stop completes everything handed, then joins. */
+int audit__syncer_start(struct audit_store *s);
+void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_t start);
+void audit__syncer_stop(struct audit_store *s);
 
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);

@@ -1,9 +1,11 @@
 #include "wal_gather.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Most bytes gathered, then written: the default VFS writes at most
  * 0x1ffff bytes per call (a longer one comes back short, as a full disk) */
@@ -16,7 +18,11 @@ struct gather {
     unsigned char *buf;
     size_t len, cap;
     sqlite3_int64 at; /* file offset of buf[0] */
+    int sync_fd;      /* the same file, opened for syncs left to the caller; -1: none */
 };
+
+static __thread int defer_syncs; /* see audit_wal_defer_syncs */
+static __thread int deferred_fd = -1;
 
 static sqlite3_vfs gather_vfs;
 static sqlite3_vfs *default_vfs;
@@ -83,6 +89,9 @@ static int gather_close(sqlite3_file *f)
     int closed = g->real->xClose(f);
     free(g->buf);
     g->buf = NULL;
+    if (g->sync_fd >= 0)
+        close(g->sync_fd);
+    g->sync_fd = -1;
     return rc ? rc : closed;
 }
 
@@ -100,8 +109,13 @@ static int gather_truncate(sqlite3_file *f, sqlite3_int64 size)
 
 static int gather_sync(sqlite3_file *f, int flags)
 {
+    struct gather *g = gathered(f);
     int rc = flush(f);
-    return rc ? rc : gathered(f)->real->xSync(f, flags);
+    if (rc == SQLITE_OK && defer_syncs && g->sync_fd >= 0) {
+        deferred_fd = g->sync_fd;
+        return SQLITE_OK;
+    }
+    return rc ? rc : g->real->xSync(f, flags);
 }
 
 static int gather_file_size(sqlite3_file *f, sqlite3_int64 *size)
@@ -164,6 +178,7 @@ static int gather_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int 
     (void)vfs;
     struct gather *g = gathered(f);
     memset(g, 0, sizeof(*g));
+    g->sync_fd = -1;
     int rc = default_vfs->xOpen(default_vfs, name, f, flags, out_flags);
     if (rc != SQLITE_OK || !f->pMethods || !(flags & SQLITE_OPEN_WAL))
         return rc;
@@ -173,6 +188,7 @@ static int gather_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int 
         return rc;
     g->real = f->pMethods;
     f->pMethods = &gather_methods;
+    g->sync_fd = open(name, O_RDONLY | O_CLOEXEC); /* -1: every sync is SQLite's own */
     return rc;
 }
 
@@ -189,6 +205,18 @@ static void gather_register(void)
     gather_vfs.xOpen = gather_open;
     if (sqlite3_vfs_register(&gather_vfs, 0) != SQLITE_OK)
         default_vfs = NULL;
+}
+
+void audit_wal_defer_syncs(int on)
+{
+    defer_syncs = on;
+}
+
+int audit_wal_take_deferred(void)
+{
+    int fd = deferred_fd;
+    deferred_fd = -1;
+    return fd;
 }
 
 const char *audit_wal_gather_vfs(void)

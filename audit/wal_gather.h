@@ -17,4 +17,16 @@
  * sqlite3_open_v2, or NULL when it could not be registered. */
 const char *audit_wal_gather_vfs(void);
 
+/* While on, the calling thread's syncs of a WAL file (SQLite's, at a
+ * commit) write what was gathered and leave the fdatasync to the caller:
+ * the commit is then visible to other connections but not yet durable.
+ * Never on around a checkpoint: SQLite must have the WAL on disk before it
+ * copies pages into the database. */
+void audit_wal_defer_syncs(int on);
+
+/* A descriptor of the WAL file whose sync the calling thread left since
+ * its last call (fdatasync it to make those commits durable), or -1 when
+ * it left none. Valid until the connection closes. */
+int audit_wal_take_deferred(void);
+
 #endif
