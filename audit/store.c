@@ -110,6 +110,29 @@ static int guard_batch(struct audit_store *s, struct job *batch, struct medic_er
     return 0;
 }
 
+/* Takes up to max (at least 1) queued requests off the non-empty queue,
+ * under the lock: the first, with the last in *last and their number in
+ * *n (either may be NULL). */
+static struct job *take_queued(struct audit_store *s, size_t max, struct job **last, size_t *n)
+{
+    struct job *first = s->head, *end = first;
+    size_t k = 1;
+    while (end->next && k < max) {
+        end = end->next;
+        k++;
+    }
+    s->head = end->next;
+    if (!s->head)
+        s->tail = NULL;
+    end->next = NULL;
+    s->pending -= k;
+    if (last)
+        *last = end;
+    if (n)
+        *n = k;
+    return first;
+}
+
 /* While the syncer syncs the batch committed before, the open transaction
  * takes the requests that arrive (appended to batch, at most
  * AUDIT_MAX_BATCH in all): it commits once that sync is done, so that a
@@ -129,17 +152,8 @@ static struct job *gather_more(struct audit_store *s, struct job *batch)
             pthread_cond_wait(&s->work, &s->lock);
             continue;
         }
-        struct job *more = s->head, *end = more;
-        size_t k = 1;
-        while (end->next && n + k < AUDIT_MAX_BATCH) {
-            end = end->next;
-            k++;
-        }
-        s->head = end->next;
-        if (!s->head)
-            s->tail = NULL;
-        end->next = NULL;
-        s->pending -= k;
+        size_t k;
+        struct job *end, *more = take_queued(s, AUDIT_MAX_BATCH - n, &end, &k);
         pthread_mutex_unlock(&s->lock);
         last->next = more;
         last = end;
@@ -289,17 +303,7 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&s->work, &s->lock);
         if (!s->head && s->stopping)
             break;
-        struct job *batch = s->head, *last = batch;
-        size_t n = 1;
-        while (last->next && n < AUDIT_MAX_BATCH) {
-            last = last->next;
-            n++;
-        }
-        s->head = last->next;
-        if (!s->head)
-            s->tail = NULL;
-        last->next = NULL;
-        s->pending -= n;
+        struct job *batch = take_queued(s, AUDIT_MAX_BATCH, NULL, NULL);
         pthread_mutex_unlock(&s->lock);
         run_batch(s, batch);
         pthread_mutex_lock(&s->lock);

@@ -584,8 +584,7 @@ int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, vo
 int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
                                struct medic_error *err)
 {
-    pthread_mutex_lock(&e->lock);
-    int rc = policy_state_copy(e->state, out, err);
-    pthread_mutex_unlock(&e->lock);
-    return rc;
+    /* the engine waits while the rows are written out, not while they
+     * are read back */
+    return policy_state_copy(e->state, &e->lock, out, err);
 }

@@ -529,28 +529,67 @@ void policy_state_loaded(struct policy_state *st)
         qsort(st->resolved, st->resolved_count, sizeof(*st->resolved), by_time);
 }
 
-static int copy_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+/* A snapshot is each row's kind and value, each ended by a NUL (a value is
+ * JSON, which holds none). */
+static int snapshot_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
 {
     (void)key;
-    struct policy_state *to = arg;
-    struct medic_error err = {0};
-    return policy_state_load_row(to, kind, value, len, &err);
+    struct medic_buf *b = arg;
+    return medic_buf_append(b, kind, strlen(kind) + 1) || medic_buf_append(b, value, len) ||
+                   medic_buf_append(b, "", 1)
+               ? MEDIC_E_NOMEM
+               : 0;
 }
 
-int policy_state_copy(const struct policy_state *st, struct policy_state **out,
-                      struct medic_error *err)
+int policy_state_snapshot(const struct policy_state *st, struct medic_buf *out)
+{
+    return policy_state_rows(st, snapshot_row, out);
+}
+
+int policy_state_from_snapshot(const char *rows, size_t len, struct policy_state **out,
+                               struct medic_error *err)
 {
     struct policy_state *copy = policy_state_new();
     if (!copy)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    int rc = policy_state_rows(st, copy_row, copy);
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < len;) {
+        const char *kind = rows + at;
+        const char *value = memchr(kind, '\0', len - at);
+        const char *end = value ? memchr(value + 1, '\0', len - (size_t)(value + 1 - rows)) : NULL;
+        if (!end) {
+            rc = medic_error_set(err, MEDIC_E_INVALID, "a snapshot of the engine state is cut");
+            break;
+        }
+        value++;
+        rc = policy_state_load_row(copy, kind, value, (size_t)(end - value), err);
+        at = (size_t)(end + 1 - rows);
+    }
     if (rc) {
         policy_state_free(copy);
-        return medic_error_set(err, rc, "cannot copy the engine state: %s", medic_strerror(rc));
+        return rc;
     }
     policy_state_loaded(copy);
     *out = copy;
     return 0;
+}
+
+int policy_state_copy(const struct policy_state *st, pthread_mutex_t *lock,
+                      struct policy_state **out, struct medic_error *err)
+{
+    struct medic_buf rows;
+    medic_buf_init(&rows, 0);
+    if (lock)
+        pthread_mutex_lock(lock);
+    int rc = policy_state_snapshot(st, &rows);
+    if (lock)
+        pthread_mutex_unlock(lock);
+    if (rc)
+        rc = medic_error_set(err, rc, "cannot copy the engine state: %s", medic_strerror(rc));
+    else
+        rc = policy_state_from_snapshot(rows.data ? rows.data : "", rows.len, out, err);
+    medic_buf_release(&rows);
+    return rc;
 }
 
 int policy_state_import(const char *json, size_t len, struct policy_state **out,

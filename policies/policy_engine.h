@@ -42,6 +42,7 @@
 #include "table.h"
 #include "policy.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -259,9 +260,16 @@ int policy_state_rows(const struct policy_state *st, policy_row_fn fn, void *arg
 int policy_state_load_row(struct policy_state *st, const char *kind, const char *value, size_t len,
                           struct medic_error *err);
 void policy_state_loaded(struct policy_state *st);
-/* A copy of st, through its rows (change tracking off). */
-int policy_state_copy(const struct policy_state *st, struct policy_state **out,
-                      struct medic_error *err);
+/* A copy of st, through its rows (change tracking off). With lock (not
+ * NULL), st is read under it: held while the rows are written out, not
+ * while the copy is built from them. */
+int policy_state_copy(const struct policy_state *st, pthread_mutex_t *lock,
+                      struct policy_state **out, struct medic_error *err);
+/* Those two halves: every row of st appended to out, and a state rebuilt
+ * from such rows (MEDIC_E_INVALID when they are cut short). */
+int policy_state_snapshot(const struct policy_state *st, struct medic_buf *out);
+int policy_state_from_snapshot(const char *rows, size_t len, struct policy_state **out,
+                               struct medic_error *err);
 /* Rebuilds a state from the single document earlier medics saved
  * (version 2), for an upgrade. */
 int policy_state_import(const char *json, size_t len, struct policy_state **out,

@@ -313,7 +313,7 @@ static void restart(struct world *w, int64_t now)
     policy_state_loaded(restored);
     policy_state_track_changes(restored);
     rows_text(restored, &again);
-    assert_int_equal(policy_state_copy(w->state, &copy, &err), 0);
+    assert_int_equal(policy_state_copy(w->state, NULL, &copy, &err), 0);
     rows_text(copy, &copied);
     assert_string_equal(saved.data, copied.data);
     policy_state_free(copy);
@@ -1074,6 +1074,19 @@ static void test_state_survives_restart(void **state)
     assert_int_equal(policy_state_load_row(restored, "incident", "[", 1, &err), MEDIC_E_INVALID);
     assert_int_equal(policy_state_load_row(restored, "nonsense", "{}", 2, &err), MEDIC_E_INVALID);
     policy_state_free(restored);
+    /* a snapshot (the dry-run API's copy) cut short is refused, never half
+     * a state */
+    struct medic_buf rows;
+    medic_buf_init(&rows, 0);
+    assert_int_equal(policy_state_snapshot(w.state, &rows), 0);
+    assert_int_equal(policy_state_from_snapshot(rows.data, rows.len, &restored, &err), 0);
+    policy_state_free(restored);
+    restored = NULL;
+    assert_int_equal(policy_state_from_snapshot(rows.data, rows.len - 3, &restored, &err),
+                     MEDIC_E_INVALID);
+    assert_null(restored);
+    assert_non_null(strstr(err.msg, "cut"));
+    medic_buf_release(&rows);
     world_release(&w);
 }
 
