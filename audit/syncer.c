@@ -9,7 +9,6 @@
  * after its commit: an answer still means on disk. */
 #include "log.h"
 #include "store_internal.h"
-#include "timeutil.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -78,11 +77,7 @@ int audit__syncer_start(struct audit_store *s)
 void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_t start)
 {
     struct synced *b = malloc(sizeof(*b));
-    if (!b) { /* memory is short: synced here, after everything handed before */
-        pthread_mutex_lock(&s->lock);
-        while (s->to_sync || s->syncing)
-            pthread_cond_wait(&s->work, &s->lock);
-        pthread_mutex_unlock(&s->lock);
+    if (!b) { /* memory is short: synced here (which covers every commit before) */
         struct medic_error err = {0};
         int rc = sync_wal(fd, &err);
         audit__complete_batch(s, batch, rc, &err, start);

@@ -19,6 +19,7 @@ struct gather {
     size_t len, cap;
     sqlite3_int64 at; /* file offset of buf[0] */
     int sync_fd;      /* the same file, opened for syncs left to the caller; -1: none */
+    int synced;       /* SQLite synced it once itself */
 };
 
 static __thread int defer_syncs; /* see audit_wal_defer_syncs */
@@ -111,11 +112,15 @@ static int gather_sync(sqlite3_file *f, int flags)
 {
     struct gather *g = gathered(f);
     int rc = flush(f);
-    if (rc == SQLITE_OK && defer_syncs && g->sync_fd >= 0) {
+    /* the first sync is SQLite's own: it also syncs the directory, so that
+     * a WAL created since the open is found after a power loss */
+    if (rc == SQLITE_OK && defer_syncs && g->sync_fd >= 0 && g->synced) {
         deferred_fd = g->sync_fd;
         return SQLITE_OK;
     }
-    return rc ? rc : g->real->xSync(f, flags);
+    if (rc == SQLITE_OK && (rc = g->real->xSync(f, flags)) == SQLITE_OK)
+        g->synced = 1;
+    return rc;
 }
 
 static int gather_file_size(sqlite3_file *f, sqlite3_int64 *size)

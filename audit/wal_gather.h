@@ -18,7 +18,9 @@
 const char *audit_wal_gather_vfs(void);
 
 /* While on, the calling thread's syncs of a WAL file (SQLite's, at a
- * commit) write what was gathered and leave the fdatasync to the caller:
+ * commit; all but the file's first, which is SQLite's own and syncs the
+ * directory too) write what was gathered and leave the fdatasync to the
+ * caller:
  * the commit is then visible to other connections but not yet durable.
  * Never on around a checkpoint: SQLite must have the WAL on disk before it
  * copies pages into the database. */

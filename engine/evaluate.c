@@ -54,20 +54,16 @@ int engine_evaluate_notification(const struct policy_context *ctx, struct policy
 {
     /* a round evaluates its notifications at one time: the state is
      * brought up to it once, not once per notification (a tick visits
-     * every open incident) */
+     * the open incidents with something due) */
     int rc = policy_last_tick(st) == now ? 0 : engine_tick(ctx, st, now, out);
-    for (size_t i = 0; i < n->alert_count && rc == 0 && duplicate; i++) {
+    for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
-        struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,
-                                  &a->annotations, a->starts_at, NAN};
-        policy_seen_again(ctx, st, &pa, now);
-    }
-    for (size_t i = 0; i < n->alert_count && rc == 0 && !duplicate; i++) {
-        const struct medic_alert *a = &n->alerts[i];
-        double r = risks ? risks[i] : risk;
+        double r = duplicate ? NAN : risks ? risks[i] : risk;
         struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,
                                   &a->annotations, a->starts_at, r};
-        if (policy_evaluate(ctx, st, &pa, now, out))
+        if (duplicate)
+            policy_seen_again(ctx, st, &pa, now);
+        else if (policy_evaluate(ctx, st, &pa, now, out))
             rc = record_failure(ctx, a, r, now, out);
     }
     return rc;
