@@ -175,6 +175,9 @@ struct audit_stats {
     uint64_t commit_failures;
     uint64_t requests_committed;
     uint64_t fenced; /* decisions and intents refused: this replica did not lead */
+    /* SQLite: checkpoints run by the checkpointer thread (the bulk of the
+     * WAL's pages) and by the writer (the pages committed since) */
+    uint64_t checkpoints[2];
     uint64_t commit_bucket_counts[AUDIT_COMMIT_BUCKETS]; /* cumulative */
     double commit_seconds_sum;
     size_t queue_depth;

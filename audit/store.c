@@ -19,9 +19,6 @@
 const double audit_commit_buckets[AUDIT_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 
-/* WAL pages after which the writer checkpoints. */
-#define AUDIT_CHECKPOINT_PAGES 1000
-
 /* Most requests one transaction takes; more wait for the next one. */
 #define AUDIT_MAX_BATCH 512
 
@@ -175,12 +172,17 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
-/* After a commit whose sync was left to the syncer: the checkpoint SQLite
- * would have run in the commit, here with the WAL synced first by SQLite
- * itself (a checkpoint copies only what is on disk). */
+/* After a commit whose sync was left to the syncer, once the WAL is over
+ * its size: the checkpointer thread copies the bulk of its pages while
+ * the writer goes on (checkpointer.c); once it has, the writer copies the
+ * few committed since, with the WAL synced first by SQLite itself (a
+ * checkpoint copies only what is on disk), and its next transaction
+ * starts the WAL again from its beginning. */
 static void checkpoint(struct audit_store *s)
 {
     if (s->wal_frames < AUDIT_CHECKPOINT_PAGES)
+        return;
+    if (s->ckpt_db && !audit__checkpointer_ask(s, s->wal_frames))
         return;
     audit_wal_defer_syncs(0);
     int rc = sqlite3_wal_checkpoint_v2(s->lite, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
@@ -188,6 +190,9 @@ static void checkpoint(struct audit_store *s)
     if (rc != SQLITE_OK && rc != SQLITE_BUSY)
         medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->lite), NULL);
     s->wal_frames = 0;
+    pthread_mutex_lock(&s->lock);
+    s->stats.checkpoints[1]++;
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* One transaction for the whole batch. A request that fails (a unique
@@ -468,10 +473,12 @@ static int open_sqlite(struct audit_store *s, const char *path, struct medic_err
         return rc;
     /* the writer checkpoints after its own commits (SQLite's default of
      * 1000 pages): the WAL then restarts from its beginning and stays small,
-     * where a checkpoint racing the writer from another thread lets it grow */
+     * where a checkpoint racing the writer from another thread alone lets
+     * it grow */
     sqlite3_wal_autocheckpoint(s->lite, AUDIT_CHECKPOINT_PAGES);
     /* with the gathering VFS, commits leave their sync to the syncer
-     * thread; the checkpoints are then the writer's own (checkpoint()) */
+     * thread; the checkpoints are then checkpoint()'s: the checkpointer
+     * thread's, finished by the writer */
     if (vfs && s->options.defer_syncs) {
         s->deferring = 1;
         sqlite3_wal_hook(s->lite, on_wal, s);
@@ -522,12 +529,16 @@ int audit_store_open(const char *location, const struct audit_options *options,
         if (audit__syncer_start(s))
             rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit syncer thread");
         syncer_up = rc == 0;
+        if (rc == 0 && audit__checkpointer_start(s, location))
+            rc = medic_error_set(err, MEDIC_E_STORE, "cannot start the audit checkpointer on '%s'",
+                                 location);
     }
     if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
     if (rc) {
         if (syncer_up)
             audit__syncer_stop(s);
+        audit__checkpointer_stop(s);
         close_db(s);
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->work);
@@ -549,6 +560,7 @@ void audit_store_free(struct audit_store *store)
     pthread_join(store->writer, NULL);
     if (store->deferring)
         audit__syncer_stop(store);
+    audit__checkpointer_stop(store);
     close_db(store);
     pthread_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);

@@ -11,6 +11,13 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+/* When the checkpointer copies (checkpointer.c): under the store's lock. */
+struct ckpt_plan {
+    int running;   /* asked, and not done yet */
+    int asked_at;  /* the WAL's frames when it was last asked */
+    int catch_ups; /* times asked past AUDIT_WAL_RESTART_PAGES */
+};
+
 enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
 
 /* What the caller's thread computes before queueing a notification, so
@@ -101,6 +108,13 @@ struct audit_store {
     int syncing; /* a sync in flight */
     int syncer_stopping;
     int wal_frames; /* in the WAL after the last commit (the writer's own) */
+    /* checkpointer.c, started with the syncer: its connection, and where
+     * its checkpoint stands (under lock) */
+    sqlite3 *ckpt_db;
+    pthread_t checkpointer;
+    pthread_cond_t ckpt_work;
+    struct ckpt_plan ckpt_plan;
+    int ckpt_stopping;
 };
 
 /* A committed batch waiting for its WAL sync. */
@@ -123,6 +137,32 @@ void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
 int audit__syncer_start(struct audit_store *s);
 void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_t start);
 void audit__syncer_stop(struct audit_store *s);
+
+/* WAL pages committed after which the checkpointer copies them. Past
+ * AUDIT_WAL_RESTART_PAGES in all, it is asked again once
+ * AUDIT_CATCH_UP_PAGES are (twice at most), and the writer copies what it
+ * left itself, so that its next transaction starts the WAL again from its
+ * beginning. */
+#define AUDIT_CHECKPOINT_PAGES 1000
+#define AUDIT_WAL_RESTART_PAGES 8000
+#define AUDIT_CATCH_UP_PAGES 200
+
+/* checkpointer.c: the thread that copies the WAL's pages into the
+ * database on a connection of its own (path), started when s->deferring.
+ * audit__checkpointer_ask, on the writer after each commit with the WAL's
+ * frames, asks it to copy what is committed as said above; it returns 1
+ * when the writer should now copy the rest itself (the checkpointer idle,
+ * and the rest small or asked for twice), else 0.
+ * audit__checkpointer_stop joins it (nothing when not started). */
+int audit__checkpointer_start(struct audit_store *s, const char *path);
+int audit__checkpointer_ask(struct audit_store *s, int frames);
+void audit__checkpointer_stop(struct audit_store *s);
+
+/* The decision audit__checkpointer_ask takes, on its own: after a commit
+ * that left frames in the WAL, wait; ask the checkpointer (p->running set
+ * until it is done); or finish the copy on the writer. */
+enum ckpt_step { CKPT_WAIT, CKPT_ASK, CKPT_FINISH };
+enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames);
 
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);

@@ -80,11 +80,18 @@ static void audit_metrics(struct engine *e, struct medic_buf *b)
                      "# HELP medic_audit_fenced_writes_total Decisions and action intents "
                      "refused because this replica did not hold the lease (several replicas).\n"
                      "# TYPE medic_audit_fenced_writes_total counter\n"
-                     "medic_audit_fenced_writes_total %llu\n",
+                     "medic_audit_fenced_writes_total %llu\n"
+                     "# HELP medic_audit_checkpoints_total SQLite checkpoints of the audit "
+                     "log's WAL: the bulk of its pages copied by the checkpointer thread, the "
+                     "pages committed since by the writer.\n"
+                     "# TYPE medic_audit_checkpoints_total counter\n"
+                     "medic_audit_checkpoints_total{by=\"checkpointer\"} %llu\n"
+                     "medic_audit_checkpoints_total{by=\"writer\"} %llu\n",
                      (unsigned long long)s.commits, s.commit_seconds_sum,
                      (unsigned long long)s.commits, (unsigned long long)s.commit_failures,
                      !s.unhealthy, (unsigned long long)s.requests_committed, s.queue_depth,
-                     s.max_pending, (unsigned long long)s.fenced);
+                     s.max_pending, (unsigned long long)s.fenced,
+                     (unsigned long long)s.checkpoints[0], (unsigned long long)s.checkpoints[1]);
 }
 
 static void config_metrics(struct engine *e, struct medic_buf *b)

@@ -2,6 +2,7 @@
  * and its verification, one action per decision, queries, concurrency. */
 #include "audit.h"
 #include "payload.h"
+#include "store_internal.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -634,7 +635,10 @@ static void test_queries(void **state)
 
 /* The writer's WAL writes are gathered into one per commit (wal_gather.h):
  * a commit is visible to another connection as soon as it returns, and
- * one far over the 128 KiB a single write may carry is whole. */
+ * one far over the 128 KiB a single write may carry is whole. The
+ * checkpointer thread copies the WAL's pages into the database meanwhile,
+ * the writer finishes the copy, and the WAL starts again from its
+ * beginning. */
 static void test_wal_writes_gathered_are_whole_and_visible(void **state)
 {
     (void)state;
@@ -642,7 +646,7 @@ static void test_wal_writes_gathered_are_whole_and_visible(void **state)
     assert_non_null(sqlite3_vfs_find("medic-wal-gather"));
     sqlite3 *reader;
     assert_int_equal(sqlite3_open_v2(db_path, &reader, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    enum { NOTIFICATIONS = 40, ALERTS = 400 };
+    enum { NOTIFICATIONS = 140, ALERTS = 400 };
     size_t cap = 1 << 20;
     char *text = malloc(cap);
     assert_non_null(text);
@@ -679,15 +683,22 @@ static void test_wal_writes_gathered_are_whole_and_visible(void **state)
     }
     free(text);
     sqlite3_close(reader);
-    /* the writer checkpoints (every AUDIT_CHECKPOINT_PAGES, 1000) while its
-     * commits leave their syncs to the syncer: the WAL starts again from
-     * its beginning and stays near 4 MiB, where these 40 commits of about
-     * 130 pages would make it 20 MiB */
+    /* the checkpointer copies every 1,000 pages (AUDIT_CHECKPOINT_PAGES)
+     * while the commits leave their syncs to the syncer; past 8,000 pages
+     * (AUDIT_WAL_RESTART_PAGES) the writer finishes the copy, after two
+     * more of the checkpointer's at most, unless a transaction began with
+     * every page copied and started the WAL again itself (as between these
+     * commits, one at a time): the WAL starts again from its beginning and
+     * stays under 40 MiB, where these 140 commits of about 130 pages would
+     * make it 75 MiB */
+    struct audit_stats st;
+    audit_store_stats(s, &st);
+    assert_true(st.checkpoints[0] > 0);
     char wal[160];
     snprintf(wal, sizeof(wal), "%s-wal", db_path);
     struct stat sb;
     assert_int_equal(stat(wal, &sb), 0);
-    assert_true(sb.st_size < 8 * 1024 * 1024);
+    assert_true(sb.st_size < 40 * 1024 * 1024);
     audit_store_free(s);
     assert_int_equal(count("SELECT count(*) FROM notifications"), NOTIFICATIONS);
     assert_int_equal(count("SELECT count(*) FROM alerts WHERE length(annotations) > 600"),
@@ -695,6 +706,54 @@ static void test_wal_writes_gathered_are_whole_and_visible(void **state)
     assert_int_equal(count("SELECT count(*) FROM pragma_integrity_check WHERE "
                            "integrity_check = 'ok'"),
                      1);
+}
+
+/* The checkpoint plan under a writer that never pauses (so that the WAL
+ * never starts again on its own): for commits of c pages and a
+ * checkpointer that takes d commits' time per copy, the checkpointer is
+ * asked every AUDIT_CHECKPOINT_PAGES and never while it copies, and the
+ * writer finishes the copy (the WAL starts again) soon after
+ * AUDIT_WAL_RESTART_PAGES, only while the checkpointer is idle. */
+static void test_checkpoint_plan(void **state)
+{
+    (void)state;
+    const int sizes[] = {1, 7, 40, 130, 600}, delays[] = {0, 1, 3, 10, 50};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        for (size_t j = 0; j < sizeof(delays) / sizeof(delays[0]); j++) {
+            const int c = sizes[i], d = delays[j];
+            struct ckpt_plan p = {0};
+            int frames = 0, most = 0, busy = 0, asks = 0, restarts = 0, last_ask = 0;
+            for (int k = 0; k < 200000 / c + 2000; k++) {
+                frames += c;
+                most = frames > most ? frames : most;
+                if (p.running && busy-- == 0)
+                    p.running = 0; /* the checkpointer is done */
+                int was_running = p.running;
+                enum ckpt_step step = audit__ckpt_plan_next(&p, frames);
+                if (was_running)
+                    assert_int_equal(step, CKPT_WAIT);
+                if (step == CKPT_ASK) {
+                    assert_true(frames >= AUDIT_CHECKPOINT_PAGES);
+                    assert_true(frames - last_ask >= AUDIT_CATCH_UP_PAGES);
+                    assert_int_equal(p.running, 1);
+                    last_ask = frames;
+                    busy = d;
+                    asks++;
+                } else if (step == CKPT_FINISH) {
+                    assert_true(frames >= AUDIT_WAL_RESTART_PAGES);
+                    frames = last_ask = 0; /* the next transaction starts the WAL again */
+                    restarts++;
+                }
+            }
+            assert_true(restarts > 0);
+            assert_true(asks >=
+                        restarts *
+                            (AUDIT_WAL_RESTART_PAGES / (AUDIT_CHECKPOINT_PAGES + c * (d + 1)) - 1));
+            /* past the WAL's size: the copy under way, two more, then the writer's */
+            if (most > AUDIT_WAL_RESTART_PAGES + 3 * (d + 1) * c + AUDIT_CATCH_UP_PAGES + c)
+                fail_msg("commits of %d pages, copies of %d commits: the WAL reached %d pages", c,
+                         d, most);
+        }
 }
 
 static void test_reader_refuses_other_files(void **state)
@@ -722,6 +781,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
+        cmocka_unit_test(test_checkpoint_plan),
         cmocka_unit_test_setup_teardown(test_wal_writes_gathered_are_whole_and_visible, setup,
                                         teardown),
     };

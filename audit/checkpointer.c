@@ -1,0 +1,131 @@
+/* The checkpointer thread: copies the WAL's pages into the database on a
+ * connection of its own, while the writer goes on committing.
+ *
+ * A checkpoint of the audit log copies some 1,000 pages and syncs the
+ * WAL and the database file: milliseconds in which a writer that ran it
+ * itself would commit nothing, and every request waiting on it would wait
+ * that much longer. The writer now only asks (audit__checkpointer_ask) and
+ * this thread copies what is committed by then. The WAL starts again from
+ * its beginning only where a transaction begins with every frame copied,
+ * and the writer begins the next one as soon as it commits; so once the
+ * bulk is copied the writer checkpoints the few pages committed since
+ * itself, a short pause, and the WAL stays its working size. Private to
+ * audit/. */
+#include "log.h"
+#include "store_internal.h"
+
+#include <stdlib.h>
+
+/* Runs of one checkpoint at most, and the frames a run copies below
+ * which another would gain little. */
+#define CKPT_RUNS 4
+#define CKPT_FEW 64
+
+static void *checkpointer_main(void *arg)
+{
+    struct audit_store *s = arg;
+    pthread_setname_np(pthread_self(), "medic-ckpt");
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->ckpt_plan.running && !s->ckpt_stopping)
+            pthread_cond_wait(&s->ckpt_work, &s->lock);
+        if (s->ckpt_stopping)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        /* PASSIVE: copies what no reader still needs, never waits on one.
+         * Again while a run copied many pages: the writer commits more
+         * meanwhile, and what is left when this thread is done is what the
+         * writer copies with its commits waiting */
+        int copied = 0;
+        for (int run = 0; run < CKPT_RUNS; run++) {
+            int frames = 0, done = 0;
+            int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames,
+                                               &done);
+            if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+                medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->ckpt_db),
+                               NULL);
+            if (rc != SQLITE_OK || done - copied < CKPT_FEW)
+                break;
+            copied = done;
+        }
+        /* SQLite syncs the database file only after a run that reached the
+         * WAL's end, which the writer's commits rarely let one do: synced
+         * here, the pages copied are not left to the writer's sync */
+        sqlite3_file *db = NULL;
+        if (copied &&
+            sqlite3_file_control(s->ckpt_db, "main", SQLITE_FCNTL_FILE_POINTER, &db) == SQLITE_OK &&
+            db && db->pMethods && db->pMethods->xSync(db, SQLITE_SYNC_NORMAL) != SQLITE_OK)
+            medic_log_warn("audit checkpoint failed", "error", "cannot sync the database file",
+                           NULL);
+        pthread_mutex_lock(&s->lock);
+        s->ckpt_plan.running = 0;
+        s->stats.checkpoints[0]++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+int audit__checkpointer_start(struct audit_store *s, const char *path)
+{
+    if (sqlite3_open_v2(path, &s->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK ||
+        sqlite3_exec(s->ckpt_db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_close(s->ckpt_db);
+        s->ckpt_db = NULL;
+        return MEDIC_E_STORE;
+    }
+    pthread_cond_init(&s->ckpt_work, NULL);
+    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
+        pthread_cond_destroy(&s->ckpt_work);
+        sqlite3_close(s->ckpt_db);
+        s->ckpt_db = NULL;
+        return MEDIC_E_NOMEM;
+    }
+    return 0;
+}
+
+enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames)
+{
+    if (frames < p->asked_at) { /* the WAL started again */
+        p->asked_at = 0;
+        p->catch_ups = 0;
+    }
+    if (p->running)
+        return CKPT_WAIT;
+    /* past the WAL's size the checkpointer is asked for less at a time,
+     * until what it leaves is little, twice at most */
+    int restart = frames >= AUDIT_WAL_RESTART_PAGES;
+    int left = frames - p->asked_at; /* committed since it was last asked */
+    if (restart && (left < AUDIT_CATCH_UP_PAGES || p->catch_ups >= 2))
+        return CKPT_FINISH;
+    if (left < (restart ? AUDIT_CATCH_UP_PAGES : AUDIT_CHECKPOINT_PAGES))
+        return CKPT_WAIT;
+    p->running = 1;
+    p->asked_at = frames;
+    p->catch_ups += restart;
+    return CKPT_ASK;
+}
+
+int audit__checkpointer_ask(struct audit_store *s, int frames)
+{
+    pthread_mutex_lock(&s->lock);
+    enum ckpt_step step = audit__ckpt_plan_next(&s->ckpt_plan, frames);
+    if (step == CKPT_ASK)
+        pthread_cond_signal(&s->ckpt_work);
+    pthread_mutex_unlock(&s->lock);
+    return step == CKPT_FINISH;
+}
+
+void audit__checkpointer_stop(struct audit_store *s)
+{
+    if (!s->ckpt_db)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->ckpt_stopping = 1;
+    pthread_cond_signal(&s->ckpt_work);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->checkpointer, NULL);
+    pthread_cond_destroy(&s->ckpt_work);
+    sqlite3_close(s->ckpt_db);
+    s->ckpt_db = NULL;
+}
