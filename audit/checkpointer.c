@@ -4,13 +4,13 @@
  * A checkpoint of the audit log copies some 1,000 pages and syncs the
  * WAL and the database file: milliseconds in which a writer that ran it
  * itself would commit nothing, and every request waiting on it would wait
- * that much longer. The writer now only asks (audit__checkpointer_ask) and
+ * that much longer. The writer only asks (audit__checkpointer_ask) and
  * this thread copies what is committed by then. The WAL starts again from
- * its beginning only where a transaction begins with every frame copied,
- * and the writer begins the next one as soon as it commits; so once the
- * bulk is copied the writer checkpoints the few pages committed since
- * itself, a short pause, and the WAL stays its working size. Private to
- * audit/. */
+ * its beginning where a transaction begins with every frame copied, as
+ * one does whenever the writer pauses; under a load that never lets it,
+ * the writer copies the last pages itself once the WAL is past its size
+ * (audit__ckpt_plan_next), a short pause, and the WAL stays bounded.
+ * Private to audit/. */
 #include "log.h"
 #include "store_internal.h"
 
@@ -33,10 +33,10 @@ static void *checkpointer_main(void *arg)
             break;
         pthread_mutex_unlock(&s->lock);
         /* PASSIVE: copies what no reader still needs, never waits on one.
-         * Again while a run copied many pages: the writer commits more
-         * meanwhile, and what is left when this thread is done is what the
-         * writer copies with its commits waiting */
-        int copied = 0;
+         * Again while the run before copied many pages: the writer commits
+         * more meanwhile, and what is left when this thread is done is what
+         * the writer may have to copy with its commits waiting */
+        int ran = 0, before = -1; /* frames copied in all after the run before */
         for (int run = 0; run < CKPT_RUNS; run++) {
             int frames = 0, done = 0;
             int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames,
@@ -44,15 +44,18 @@ static void *checkpointer_main(void *arg)
             if (rc != SQLITE_OK && rc != SQLITE_BUSY)
                 medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->ckpt_db),
                                NULL);
-            if (rc != SQLITE_OK || done - copied < CKPT_FEW)
+            if (rc != SQLITE_OK)
                 break;
-            copied = done;
+            ran = 1;
+            if (before >= 0 && done - before < CKPT_FEW)
+                break;
+            before = done;
         }
         /* SQLite syncs the database file only after a run that reached the
          * WAL's end, which the writer's commits rarely let one do: synced
          * here, the pages copied are not left to the writer's sync */
         sqlite3_file *db = NULL;
-        if (copied &&
+        if (ran &&
             sqlite3_file_control(s->ckpt_db, "main", SQLITE_FCNTL_FILE_POINTER, &db) == SQLITE_OK &&
             db && db->pMethods && db->pMethods->xSync(db, SQLITE_SYNC_NORMAL) != SQLITE_OK)
             medic_log_warn("audit checkpoint failed", "error", "cannot sync the database file",
