@@ -224,8 +224,9 @@ static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
         bind_time_ms(st, 8, a->starts_at);
         bind_time_ms(st, 9, a->ends_at);
         bind_text(st, 10, a->generator_url);
-        bind_text(st, 11, prep->json.data + prep->offsets[2 * i]);
-        bind_text(st, 12, prep->json.data + prep->offsets[2 * i + 1]);
+        const size_t *o = prep->offsets + 2 * i; /* labels, annotations, what follows */
+        db_bind_text_len(st, 11, prep->json.data + o[0], o[1] - o[0] - 1);
+        db_bind_text_len(st, 12, prep->json.data + o[1], o[2] - o[1] - 1);
         rc = step_insert(s, st, &alert_id, &job->err, "storing an alert");
         if (i == 0)
             out->first_alert_id = alert_id;
@@ -297,6 +298,7 @@ int audit__prepare_notification(const struct audit_notification_in *in,
         if (rc == 0)
             rc = medic_buf_append(&p->json, "", 1);
     }
+    p->offsets[2 * n->alert_count] = p->json.len;
     return rc;
 }
 

@@ -23,7 +23,8 @@ enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
 /* What the caller's thread computes before queueing a notification, so
  * that the single writer thread does only database work: the dedupe key
  * and every alert's labels and annotations as JSON, NUL-separated in one
- * buffer (offsets[2i] labels, offsets[2i+1] annotations). */
+ * buffer (offsets[2i] labels, offsets[2i+1] annotations, offsets[2n] the
+ * end). */
 struct prepared_notification {
     char dedupe_key[65];
     int64_t dedupe_prefix;
