@@ -176,8 +176,10 @@ struct audit_stats {
     uint64_t requests_committed;
     uint64_t fenced; /* decisions and intents refused: this replica did not lead */
     /* SQLite: checkpoints run by the checkpointer thread (the bulk of the
-     * WAL's pages) and by the writer (the pages committed since) */
-    uint64_t checkpoints[2];
+     * WAL's pages), and by the writer (the pages left when the WAL must
+     * start again under a load that never pauses) */
+    uint64_t checkpoints_copied;
+    uint64_t checkpoints_finished;
     uint64_t commit_bucket_counts[AUDIT_COMMIT_BUCKETS]; /* cumulative */
     double commit_seconds_sum;
     size_t queue_depth;

@@ -62,7 +62,7 @@ static void *checkpointer_main(void *arg)
                            NULL);
         pthread_mutex_lock(&s->lock);
         s->ckpt_plan.running = 0;
-        s->stats.checkpoints[0]++;
+        s->stats.checkpoints_copied++;
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;

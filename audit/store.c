@@ -172,17 +172,15 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
-/* After a commit whose sync was left to the syncer, once the WAL is over
- * its size: the checkpointer thread copies the bulk of its pages while
- * the writer goes on (checkpointer.c); once it has, the writer copies the
- * few committed since, with the WAL synced first by SQLite itself (a
- * checkpoint copies only what is on disk), and its next transaction
- * starts the WAL again from its beginning. */
+/* After a commit whose sync was left to the syncer: the checkpointer
+ * thread copies the WAL's pages while the writer goes on (checkpointer.c).
+ * Only when the WAL must start again under a load that never pauses does
+ * the writer copy the pages left itself, with the WAL synced first by
+ * SQLite (a checkpoint copies only what is on disk); its next transaction
+ * then starts the WAL again from its beginning. */
 static void checkpoint(struct audit_store *s)
 {
-    if (s->wal_frames < AUDIT_CHECKPOINT_PAGES)
-        return;
-    if (s->ckpt_db && !audit__checkpointer_ask(s, s->wal_frames))
+    if (s->wal_frames < AUDIT_CHECKPOINT_PAGES || !audit__checkpointer_ask(s, s->wal_frames))
         return;
     audit_wal_defer_syncs(0);
     int rc = sqlite3_wal_checkpoint_v2(s->lite, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
@@ -191,7 +189,7 @@ static void checkpoint(struct audit_store *s)
         medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->lite), NULL);
     s->wal_frames = 0;
     pthread_mutex_lock(&s->lock);
-    s->stats.checkpoints[1]++;
+    s->stats.checkpoints_finished++;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -471,14 +469,11 @@ static int open_sqlite(struct audit_store *s, const char *path, struct medic_err
     int rc = audit_schema_migrate(s->lite, err);
     if (rc)
         return rc;
-    /* the writer checkpoints after its own commits (SQLite's default of
-     * 1000 pages): the WAL then restarts from its beginning and stays small,
-     * where a checkpoint racing the writer from another thread alone lets
-     * it grow */
+    /* without the syncer, SQLite checkpoints in the writer's commits
+     * (its default of 1000 pages) */
     sqlite3_wal_autocheckpoint(s->lite, AUDIT_CHECKPOINT_PAGES);
     /* with the gathering VFS, commits leave their sync to the syncer
-     * thread; the checkpoints are then checkpoint()'s: the checkpointer
-     * thread's, finished by the writer */
+     * thread, and the checkpoints to checkpoint() and the checkpointer */
     if (vfs && s->options.defer_syncs) {
         s->deferring = 1;
         sqlite3_wal_hook(s->lite, on_wal, s);

@@ -91,7 +91,8 @@ static void audit_metrics(struct engine *e, struct medic_buf *b)
                      (unsigned long long)s.commits, (unsigned long long)s.commit_failures,
                      !s.unhealthy, (unsigned long long)s.requests_committed, s.queue_depth,
                      s.max_pending, (unsigned long long)s.fenced,
-                     (unsigned long long)s.checkpoints[0], (unsigned long long)s.checkpoints[1]);
+                     (unsigned long long)s.checkpoints_copied,
+                     (unsigned long long)s.checkpoints_finished);
 }
 
 static void config_metrics(struct engine *e, struct medic_buf *b)

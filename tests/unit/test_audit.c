@@ -693,7 +693,7 @@ static void test_wal_writes_gathered_are_whole_and_visible(void **state)
      * make it 75 MiB */
     struct audit_stats st;
     audit_store_stats(s, &st);
-    assert_true(st.checkpoints[0] > 0);
+    assert_true(st.checkpoints_copied > 0);
     char wal[160];
     snprintf(wal, sizeof(wal), "%s-wal", db_path);
     struct stat sb;
