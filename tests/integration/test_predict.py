@@ -288,6 +288,20 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_med
     medic.stop()
 
 
+def clear_of_a_step_boundary(medic, margin=10):
+    """The fleet's cycle ahead of each step boundary (the model's 60 s)
+    scores the window ending there a moment early, so that just before one
+    /metrics and a decision may hold the next window's risk while medic
+    predict still scores this one. Waits until a second or more past a
+    boundary and margin seconds or more before the next, then for a whole
+    cycle begun since."""
+    wait_until("clear of a step boundary", lambda: margin < 60 - time.time() % 60 < 59,
+               timeout=70, interval=0.2)
+    cycles = medic.metric("medic_fleet_scoring_cycles_total")
+    wait_until("a fleet cycle in this step",
+               lambda: medic.metric("medic_fleet_scoring_cycles_total") >= cycles + 2, timeout=20)
+
+
 def test_serve_enriches_alerts_with_risk(suite):
     now = int(time.time())
     end_hist = now - 30
@@ -312,6 +326,7 @@ def test_serve_enriches_alerts_with_risk(suite):
     closed = set()
     for node, gpu in cases:
         args = [node] + (["--gpu", gpu] if gpu else [])
+        clear_of_a_step_boundary(medic)
         before = expected(*args)
         seen = len(medic.audit("decisions"))
         fired = hot_alert(node, gpu)
@@ -339,6 +354,7 @@ def test_serve_enriches_alerts_with_risk(suite):
         closed.update(i["incident"] for i in medic.audit("incidents", "--node", node))
     # fleet scoring: every GPU Prometheus knows, on /metrics, each the same
     # risk as medic predict gives it alone
+    clear_of_a_step_boundary(medic)
     before = {(n, g): expected(n, "--gpu", str(g)) for n, g in
               [("gpu-node-08", 5), ("gpu-node-08", 0), ("gpu-node-01", 1)]}
     wait_until("fleet scores", lambda: medic.metric(
