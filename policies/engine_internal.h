@@ -166,6 +166,8 @@ struct policy_state {
     size_t tick_due_cap;
     const struct policy_set *tick_set; /* the set tick_due was computed for */
     uint64_t tick_generation;
+    const struct policy_set *followed_set; /* the set policy__follow_reload last saw */
+    uint64_t followed_generation;
     struct medic_map incidents_by_key; /* "node\tpolicy" -> open incident */
     struct medic_map incidents_by_id;  /* decimal id -> open incident */
     struct unmatched **unmatched;      /* creation order, for expiry */
@@ -282,6 +284,11 @@ int policy__strictest_limit(const struct policy_state *st, const char *node,
 enum policy_hold { HOLD_DRAIN, HOLD_LIMIT };
 int policy__holders(const struct policy_state *st, const char *node, const struct incident *except,
                     enum policy_hold hold);
+
+/* follow.c: after a reload, incidents follow their node through the
+ * inventory's renames and their policy through a rename (once per set) */
+void policy__follow_reload(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                           struct policy_decisions *out);
 
 /* guards.c */
 void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,

@@ -206,6 +206,7 @@ int policy_evaluate(const struct policy_context *ctx, struct policy_state *st,
         starts_at = now; /* a clock ahead of medic's: the ladder starts now, and says so */
     char identity[ALERT_IDENTITY_SIZE];
     policy__alert_identity(alert->fingerprint, alert->labels, identity, sizeof(identity));
+    policy__follow_reload(ctx, st, now, out);
     if (alert->status == MEDIC_STATUS_FIRING)
         evaluate_firing(ctx, st, alert, identity, starts_at, now, out);
     else
@@ -286,10 +287,36 @@ static int64_t tick_due(const struct policy_context *ctx, const struct policy *p
     return due;
 }
 
+/* An incident whose policy a reload removed (no policy of the new set is
+ * what it was) is closed and what it holds undone; while its alerts still
+ * fire, on-call is told first, and the undo's reason says so. */
+static void close_orphan(const struct policy_context *ctx, struct policy_state *st,
+                         struct incident *in, int64_t now, struct policy_decisions *out)
+{
+    if (in->member_count == 0 || (!in->drained && !in->limit_watts)) {
+        policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
+                     "its policy is no longer configured (a reload removed it)");
+        return;
+    }
+    char message[1024];
+    snprintf(message, sizeof(message),
+             "a reload removed policy %s while %zu alert(s) of incident %lld still fire on node "
+             "'%s': medic undoes what it did there (%s%s%s) although the node may still be "
+             "failing; check it, or restore the policy",
+             in->policy, in->member_count, (long long)in->id, in->node, in->drained ? "resume" : "",
+             in->drained && in->limit_watts ? ", " : "",
+             in->limit_watts ? "restore_power_limit" : "");
+    policy__tell_oncall(ctx, in, now, out, message);
+    policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
+                 "its policy is no longer configured (a reload removed it) while its alerts "
+                 "still fire");
+}
+
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out)
 {
     st->ticked_at = now;
+    policy__follow_reload(ctx, st, now, out);
     policy__update_storm(ctx, st, now, out);
     policy__expire_unmatched(st, now);
     policy__expire_resolved(st, now);
@@ -308,9 +335,7 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
         if (!in->final && !in->closing) {
             pol = policy__incident_policy(ctx, in);
             if (!pol)
-                policy__undo(ctx, st, in, INCIDENT_CLOSED, now, out,
-                             "its policy is no longer configured (a reload removed or renamed "
-                             "it)");
+                close_orphan(ctx, st, in, now, out);
             else
                 expire_alerts(ctx, st, in, now, out);
             if (pol && !in->closing)

@@ -228,7 +228,8 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
         (*count)++;
         if ((rc = parse_step(p, n->items[i], on_resolved, &(*out)[i])))
             return rc;
-        if (i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
+        /* on_resolved steps have no after: all of them are decided at the resolve */
+        if (!on_resolved && i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
             const struct yaml_tree_node *after = yaml_tree_get(n->items[i], "after");
             return yaml_fields_fail(&p->f, after ? after : n->items[i],
                                     "after: each step must come later than the one before");

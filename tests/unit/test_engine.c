@@ -836,13 +836,180 @@ static void test_reload_closes_orphans(void **state)
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
     w.ctx.policies = &renamed;
-    assert_int_equal(tick(&w, T0 + MIN), 1);
+    /* its alert still fires: on-call hears before the node is resumed */
+    assert_int_equal(tick(&w, T0 + MIN), 2);
+    expect(last(&w, 1), "gpu-node-01", "-", VERDICT_SUPPRESSED, "still fire on node 'gpu-node-01'");
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "no longer configured");
     succeed(&w, T0 + MIN);
     assert_string_equal(incident_state(&w, "gpu-node-01"), "closed");
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
     w.ctx.policies = &w.policies;
     policy_set_release(&renamed);
+    world_release(&w);
+}
+
+/* A set of policies parsed from text, for reloads. */
+static void parse_set(const char *doc, struct policy_set *out)
+{
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    if (yaml_tree_parse("r.yaml", doc, strlen(doc), &tree, &err) ||
+        policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"), NULL, notifiers, 1, out,
+                         &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+}
+
+/* A reload that renames a policy (the same policy under a new name): its
+ * incidents go on under the new name; nothing is resumed while the alert
+ * fires, the ladder goes on where it was, the cooldown recorded under the
+ * old name still holds, and the resolve resumes the node. */
+static void test_reload_follows_a_renamed_policy(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: drain-on-xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    cooldown: 1h\n"
+                                   "    steps: [ { action: drain }, { after: 10m, action: "
+                                   "ipmi_power_cycle } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    static const char renamed_doc[] = "policies:\n"
+                                      "  - name: xid-v2\n"
+                                      "    match: '{alertname=\"GPUXidError\"}'\n"
+                                      "    cooldown: 1h\n"
+                                      "    steps: [ { action: drain }, { after: 10m, action: "
+                                      "ipmi_power_cycle } ]\n"
+                                      "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    struct policy_set renamed;
+    parse_set(renamed_doc, &renamed);
+    w.ctx.policies = &renamed;
+    assert_int_equal(tick(&w, T0 + MIN), 0); /* no resume while it fires */
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "drained");
+    assert_string_equal(w.out.changes[w.out.change_count - 1].policy, "xid-v2");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    /* the ladder goes on: the power cycle at 10 minutes, under the new name */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE, "policy xid-v2 step 2");
+    succeed(&w, T0 + 10 * MIN);
+    /* the same state after a restart */
+    restart(&w, T0 + 11 * MIN);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "policy xid-v2");
+    succeed(&w, T0 + 12 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "recovered");
+    /* a new alert within the cooldown the old name recorded is held */
+    make_alert(&b, "GPUXidError", "gpu-node-01", "1", "79", T0 + 13 * MIN, NAN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 13 * MIN);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "cooldown");
+    w.ctx.policies = &w.policies;
+    policy_set_release(&renamed);
+    world_release(&w);
+}
+
+/* A reload whose policy takes the alert but would not resume the node
+ * (no on_resolved) does not take the incident over: that would strand
+ * the node. It is closed, with on-call told. */
+static void test_reload_never_strands_through_a_rename(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    struct policy_set other;
+    parse_set("policies:\n  - name: tell\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: notify, notifier: oncall } ]\n",
+              &other);
+    w.ctx.policies = &other;
+    assert_int_equal(tick(&w, T0 + MIN), 2);
+    expect(last(&w, 1), "gpu-node-01", "-", VERDICT_SUPPRESSED, "a reload removed policy");
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "no longer configured");
+    w.ctx.policies = &w.policies;
+    policy_set_release(&other);
+    world_release(&w);
+}
+
+/* The inventory renames a node to its FQDN and keeps the old name as an
+ * alias: its incident follows, the resolve (labelled with the old name)
+ * resumes it, and the cap slot is let go. */
+static void test_reload_follows_a_renamed_node(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    static const char inv[] = "nodes:\n"
+                              "  - { name: gpu-node-01.example.org, aliases: [gpu-node-01] }\n"
+                              "  - { name: gpu-node-02 }\n";
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    struct inventory renamed;
+    if (yaml_tree_parse("inv.yaml", inv, strlen(inv), &tree, &err) ||
+        inventory_parse("inv.yaml", tree.root, &renamed, &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+    /* a reload: a new inventory comes with a new set of policies */
+    struct policy_set same;
+    parse_set(drain_resume_policies, &same);
+    w.ctx.inventory = &renamed;
+    w.ctx.policies = &same;
+    assert_int_equal(tick(&w, T0 + MIN), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-01.example.org"), "drained");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
+    expect(last(&w, 0), "gpu-node-01.example.org", "resume", VERDICT_EXECUTE, "alerts are gone");
+    succeed(&w, T0 + 2 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01.example.org"), "recovered");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    w.ctx.inventory = &w.inventory;
+    w.ctx.policies = &w.policies;
+    policy_set_release(&same);
+    inventory_release(&renamed);
+    world_release(&w);
+}
+
+/* on_resolved undoes everything the ladder did: a resume and a restore,
+ * both decided at the resolve. */
+static void test_on_resolved_undoes_two_things(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: hot-and-drained\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: power_limit, watts: 250 }, { after: 1m, "
+                                   "action: drain } ]\n"
+                                   "    on_resolved: [ { action: resume }, { action: "
+                                   "restore_power_limit } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-03", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-03", "power_limit", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 1);
+    assert_int_equal(tick(&w, T0 + MIN), 1);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + MIN);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 2);
+    expect(last(&w, 1), "gpu-node-03", "resume", VERDICT_EXECUTE, "alerts are gone");
+    expect(last(&w, 0), "gpu-node-03", "restore_power_limit", VERDICT_EXECUTE, "alerts are gone");
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "undoing");
+    succeed(&w, T0 + 2 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "recovered");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
     world_release(&w);
 }
 
@@ -1271,6 +1438,10 @@ int main(void)
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
+        cmocka_unit_test(test_reload_follows_a_renamed_policy),
+        cmocka_unit_test(test_reload_never_strands_through_a_rename),
+        cmocka_unit_test(test_reload_follows_a_renamed_node),
+        cmocka_unit_test(test_on_resolved_undoes_two_things),
         cmocka_unit_test(test_tick_visits_what_is_due),
         cmocka_unit_test(test_cooldown_and_budget),
         cmocka_unit_test(test_matching_risk_and_no_match),
