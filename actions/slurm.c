@@ -112,8 +112,11 @@ static int run_scontrol(const struct slurm_options *o, const char *const *args, 
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The value of key= in `scontrol show node -o` output, up to the next
- * " Key=" (reasons hold spaces). */
+/* The value of key= in `scontrol show node -o` output. Reason (which
+ * holds spaces, and whatever text a person gave) runs to the end of the
+ * stamp Slurm appends to it, " [user@time]"; medic's own reasons hold no
+ * brackets (see clean_char), so the first "]" that ends a field is that
+ * stamp's, whatever the text says (a "Comment=" in it included). */
 static void field_value(const char *text, const char *key, char *out, size_t size)
 {
     char pattern[64];
@@ -127,10 +130,12 @@ static void field_value(const char *text, const char *key, char *out, size_t siz
     p += strlen(pattern);
     const char *end = p;
     if (strcmp(key, "Reason") == 0) {
-        /* Reason is followed by a known key, or ends the line */
-        const char *next = strstr(p, " Comment=");
-        const char *alt = strstr(p, " ExtSensorsJoules=");
-        end = next ? next : (alt ? alt : p + strlen(p));
+        end = p + strlen(p);
+        for (const char *b = strchr(p, ']'); b; b = strchr(b + 1, ']'))
+            if (b[1] == '\0' || b[1] == ' ' || b[1] == '\n') {
+                end = b + 1;
+                break;
+            }
     } else {
         while (*end && *end != ' ' && *end != '\n')
             end++;
@@ -158,8 +163,19 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
     return 0;
 }
 
-/* The reason Slurm keeps (REASON_MAX bytes): control characters become
- * spaces, and when it is too long the text is cut at a UTF-8 boundary
+/* A character of a reason medic writes: control characters become
+ * spaces; '=' and brackets, which Slurm's own listing uses to delimit
+ * fields and the reason's stamp, become ':' and parentheses, so that no
+ * text quoted from an alert can make the reason read as something else. */
+static char clean_char(char c)
+{
+    if ((unsigned char)c < 0x20)
+        return ' ';
+    return c == '=' ? ':' : c == '[' ? '(' : c == ']' ? ')' : c;
+}
+
+/* The reason Slurm keeps (REASON_MAX bytes): cleaned by clean_char,
+ * and when it is too long the text is cut at a UTF-8 boundary
  * while medic's mark at its end stays whole, since the mark is how a
  * resume knows the drain is medic's own. */
 static void fit_reason(const char *reason, char *out, size_t size)
@@ -178,11 +194,11 @@ static void fit_reason(const char *reason, char *out, size_t size)
         text = len - tail;
     size_t n = 0;
     for (size_t i = 0; i < text; i++)
-        out[n++] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
+        out[n++] = clean_char(reason[i]);
     if (tail && text < len - tail)
         out[n++] = ' ';
     for (size_t i = len - tail; i < len; i++)
-        out[n++] = (unsigned char)reason[i] < 0x20 ? ' ' : reason[i];
+        out[n++] = clean_char(reason[i]);
     out[n] = '\0';
 }
 
@@ -222,12 +238,13 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
         snprintf(detail, size, "drain accepted but the node reads State=%s", state);
         return MEDIC_OUTCOME_FAILED;
     }
-    snprintf(detail, size, "drained: State=%s Reason=%s", state, current);
+    snprintf(detail, size, MEDIC_DRAIN_DETAIL_PREFIX "State=%s" MEDIC_DRAIN_DETAIL_REASON "%s\"",
+             state, current);
     return MEDIC_OUTCOME_SUCCEEDED;
 }
 
-enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
-                                size_t size)
+enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
+                                const char *drained_as, char *detail, size_t size)
 {
     char state[256], current[1024], out[2048];
     if (slurm_read_node(o, node, state, sizeof(state), current, sizeof(current), detail, size))
@@ -235,6 +252,13 @@ enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
     if (!drained(state)) {
         snprintf(detail, size, "not drained (State=%s): nothing to resume", state);
         return MEDIC_OUTCOME_SUCCEEDED;
+    }
+    if (drained_as && *drained_as && strcmp(current, drained_as) != 0) {
+        snprintf(detail, size,
+                 "drained again by someone else since medic's drain (Reason=%s; medic's drain "
+                 "left Reason=%s): medic resumes only its own drains, left as it is",
+                 current, drained_as);
+        return MEDIC_OUTCOME_FAILED;
     }
     if (!strstr(current, SLURM_MEDIC_MARK)) {
         snprintf(detail, size,

@@ -25,9 +25,13 @@ void slurm_options_default(struct slurm_options *o);
 enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, const char *reason,
                                char *detail, size_t size);
 
-/* Resumes node when medic drained it; refuses a foreign drain. */
-enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node, char *detail,
-                                size_t size);
+/* Resumes node when medic drained it; refuses a foreign drain. With
+ * drained_as (Slurm's reason, stamp included, as medic's drain left it)
+ * the node's reason must still be exactly that: a person who drained it
+ * again, whatever text they kept, keeps it drained. Without it (a drain
+ * recorded by an older medic) medic's mark in the reason is enough. */
+enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
+                                const char *drained_as, char *detail, size_t size);
 
 /* Whether node is drained in Slurm with no job left (what a power cycle
  * after a drain requires): succeeded when it is, refused when it is not

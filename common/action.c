@@ -89,7 +89,7 @@ static void *field_of(const struct medic_action *a, const struct medic_action_pa
 
 static int is_text(enum medic_param_type t)
 {
-    return t == MEDIC_PARAM_TEXT || t == MEDIC_PARAM_NAME;
+    return t == MEDIC_PARAM_TEXT || t == MEDIC_PARAM_NAME || t == MEDIC_PARAM_RECORD;
 }
 
 void medic_action_release(struct medic_action *a)
@@ -212,6 +212,7 @@ int medic_action_params_json(const struct medic_action *a, struct medic_buf *out
         }
         case MEDIC_PARAM_NAME:
         case MEDIC_PARAM_TEXT:
+        case MEDIC_PARAM_RECORD:
             if (rc == 0)
                 rc = medic_buf_json_string(out, *(char *const *)v);
             break;

@@ -60,6 +60,9 @@ struct medic_action {
             char *reason;
         } drain;
         struct {
+            char *drained_as; /* Slurm's reason as medic's drain left it; NULL: unknown */
+        } resume;
+        struct {
             char *notifier;
             char *message;
         } notify;
@@ -72,7 +75,15 @@ enum medic_param_type {
     MEDIC_PARAM_GPUS, /* struct medic_gpu_list */
     MEDIC_PARAM_NAME, /* char *: a name from the configuration */
     MEDIC_PARAM_TEXT, /* char *: expanded from a template, capped */
+    MEDIC_PARAM_RECORD, /* char *: set by medic from what it recorded, never by a policy */
 };
+
+/* The detail of a drain that succeeded starts with this, followed by
+ * "State=S Reason=R": R is Slurm's reason exactly as medic's drain left it,
+ * with Slurm's "[user@time]" stamp. The policy engine keeps R, and the
+ * incident's resume runs only while the node still shows exactly R. */
+#define MEDIC_DRAIN_DETAIL_PREFIX "drained: "
+#define MEDIC_DRAIN_DETAIL_REASON " Reason="
 
 /* X(KIND, key, type, field, required, min, max, doc); field is the member
  * of struct medic_action that holds it; min and max bound an integer. */
@@ -86,6 +97,9 @@ enum medic_param_type {
     X(DRAIN, "reason", MEDIC_PARAM_TEXT, u.drain.reason, 0, 0, 0,                                  \
       "the reason Slurm shows (a template; default \"ALERTNAME on NODE\"); medic appends "         \
       "\"(medic policy NAME)\"")                                                                   \
+    X(RESUME, "drained_as", MEDIC_PARAM_RECORD, u.resume.drained_as, 0, 0, 0,                      \
+      "set by medic, not by a policy: the node's Slurm reason (with its [user@time] stamp) as "    \
+      "medic's drain left it; the resume runs only while the node still shows exactly that")       \
     X(NOTIFY, "notifier", MEDIC_PARAM_NAME, u.notify.notifier, 1, 0, 0,                            \
       "a notifier defined under `notifiers`")                                                      \
     X(NOTIFY, "message", MEDIC_PARAM_TEXT, u.notify.message, 0, 0, 0,                              \

@@ -210,7 +210,7 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
     slurm_options_from(c, &o);
     if (job->action.kind == MEDIC_ACTION_DRAIN)
         return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
-    return slurm_resume(&o, n->slurm_node, detail, size);
+    return slurm_resume(&o, n->slurm_node, job->action.u.resume.drained_as, detail, size);
 }
 
 static enum medic_outcome run_power_limit(const struct medic_config *c,
@@ -344,6 +344,7 @@ static int action_from_row(const char *name, const char *params_json, struct med
         }
         case MEDIC_PARAM_NAME:
         case MEDIC_PARAM_TEXT:
+        case MEDIC_PARAM_RECORD:
             if (cJSON_IsString(v))
                 rc = medic_action_set_text(out, p->key, v->valuestring, strlen(v->valuestring));
             break;

@@ -88,10 +88,40 @@ static long index_of(const struct policy_decisions *out, const struct policy_dec
     return d ? (long)(d - out->items) : -1;
 }
 
+/* Slurm's reason as a drain left it, from the drain's detail
+ * (MEDIC_DRAIN_DETAIL_PREFIX); "" when the detail does not say (a dry run,
+ * a node an operator had drained already). */
+static void drained_as(const char *detail, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!detail || strncmp(detail, MEDIC_DRAIN_DETAIL_PREFIX, strlen(MEDIC_DRAIN_DETAIL_PREFIX)))
+        return;
+    const char *r = strstr(detail, MEDIC_DRAIN_DETAIL_REASON);
+    size_t len = r ? strlen(r += strlen(MEDIC_DRAIN_DETAIL_REASON)) : 0;
+    if (len == 0 || r[len - 1] != '"' || len > size)
+        return; /* cut short: unknown */
+    snprintf(out, size, "%.*s", (int)(len - 1), r);
+}
+
+/* The reason medic's latest drain of node left: every incident holding
+ * that drain resumes only while the node still shows it. */
+static void set_drained_as(struct policy_state *st, const char *node, const char *reason)
+{
+    for (size_t i = 0; i < st->incident_count; i++) {
+        struct incident *other = st->incidents[i];
+        if (!other->final && other->drained && strcmp(other->node, node) == 0 &&
+            strcmp(other->drained_as, reason) != 0) {
+            snprintf(other->drained_as, sizeof(other->drained_as), "%s", reason);
+            policy__touch_incident(other);
+        }
+    }
+}
+
 /* What a succeeded action of kind (a power limit of watts) means for the
- * node and the incident; undo: one of its on_resolved steps. */
+ * node and the incident; undo: one of its on_resolved steps; detail: the
+ * action's. */
 static void succeeded(struct policy_state *st, struct incident *in, enum medic_action_kind kind,
-                      int watts, int undo)
+                      int watts, int undo, const char *detail)
 {
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
     policy__touch_incident(in);
@@ -99,10 +129,14 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
         return;
     int was = policy__node_disrupted(n);
     switch (kind) {
-    case MEDIC_ACTION_DRAIN:
+    case MEDIC_ACTION_DRAIN: {
+        char reason[sizeof(in->drained_as)];
         n->drained_by_medic = 1;
         in->drained = 1;
+        drained_as(detail, reason, sizeof(reason));
+        set_drained_as(st, in->node, reason);
         break;
+    }
     case MEDIC_ACTION_POWER_LIMIT:
         n->limited_by_medic = 1;
         if (!undo) /* a raise back to another incident's limit holds nothing new */
@@ -145,6 +179,10 @@ static void check_undo(struct policy_state *st, struct incident *in, struct poli
                      "%d other incident(s) on node '%s' still hold its drain; the last to close "
                      "resumes it",
                      others, in->node);
+        else if (in->drained_as[0] &&
+                 medic_action_set_text(&d->action, "drained_as", in->drained_as,
+                                       strlen(in->drained_as)))
+            snprintf(reason, size, "out of memory");
         in->drained = 0; /* it lets go either way */
         return;
     }
@@ -251,7 +289,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
     if (!live) { /* a dry run: as if it succeeded at once */
-        succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved);
+        succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL);
         if (d->disruptive) {
             policy__record_action(st, pol, in, now);
             policy__incident_change(in, done_state(kind), index_of(out, d), now, out,
@@ -358,7 +396,7 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
     in->undo_count--;
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
-        succeeded(st, in, kind, 0, 1);
+        succeeded(st, in, kind, 0, 1, detail);
     } else {
         char message[2048];
         snprintf(message, sizeof(message),
@@ -402,7 +440,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
-        succeeded(st, in, kind, in->awaiting_watts, 0);
+        succeeded(st, in, kind, in->awaiting_watts, 0, detail);
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
     } else {
         in->halted = 1;

@@ -66,6 +66,7 @@ static void save_incident(struct medic_buf *b, const struct incident *in)
                      in->closing, (int)in->closing_as);
     json_time(b, "awaiting_decision", in->awaiting_decision);
     json_text(b, "halted_by", in->halted_by);
+    json_text(b, "drained_as", in->drained_as);
     json_text(b, "closing_cause", in->closing_cause);
     if (isnan(in->risk))
         medic_buf_puts(b, ",\"risk\":null,");
@@ -353,6 +354,9 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     copy_field(l, e, "alertname", in->alertname, sizeof(in->alertname));
     copy_field(l, e, "halted_by", in->halted_by, sizeof(in->halted_by));
     copy_field(l, e, "closing_cause", in->closing_cause, sizeof(in->closing_cause));
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(e, "drained_as"); /* newer medics */
+    if (cJSON_IsString(as))
+        snprintf(in->drained_as, sizeof(in->drained_as), "%s", as->valuestring);
     in->opened_at = time_field(l, e, "opened_at");
     in->fresh_after = time_field(l, e, "fresh_after");
     in->awaiting_decision = time_field(l, e, "awaiting_decision");

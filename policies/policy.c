@@ -140,6 +140,9 @@ static int parse_param(struct parser *p, const struct yaml_tree_node *v,
         rc = parse_template(p, v, param->key, &s->text);
         s->has_text = rc == 0;
         return rc;
+    case MEDIC_PARAM_RECORD:
+        return yaml_fields_fail(&p->f, v, "%s: set by medic from what it recorded, not by a policy",
+                                param->key);
     }
     return MEDIC_E_INVALID;
 }

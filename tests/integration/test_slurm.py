@@ -2,7 +2,9 @@
 """drain and resume in a real Slurm cluster (munge, slurmctld, slurmd nodes
 on 127.0.0.1): medic drains with its mark in the reason, confirmed by
 reading the node back, resumes its own drain when the alert resolves, and
-never touches an operator's drain; an unknown Slurm node fails clearly."""
+never touches an operator's drain, nor a drain a person made again over
+medic's (whatever text they kept); alert text that looks like Slurm's own
+fields never confuses medic; an unknown Slurm node fails clearly."""
 
 import json
 import os
@@ -36,11 +38,8 @@ def outcomes(medic):
             if a["phase"] == "outcome" and a["action"] != "notify"]
 
 
-def test_drain_resume_and_operator_drains(suite):
-    cluster = SlurmCluster(suite.workdir, ["gpu-node-01", "gpu-node-02"])
-    suite.on_exit(cluster.stop)
-    cluster.start()
-    workdir = suite.subdir("medic")
+def start_medic(suite, cluster, name="medic"):
+    workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
@@ -60,6 +59,14 @@ def test_drain_resume_and_operator_drains(suite):
                   "    on_resolved: [ { action: resume } ]\n")
     medic.start()
     suite.on_exit(medic.stop)
+    return medic
+
+
+def test_drain_resume_and_operator_drains(suite):
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01", "gpu-node-02"])
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    medic = start_medic(suite, cluster)
 
     t0 = time.time()
     medic.post("/webhook", payload("gpu-node-01", t0), headers=AUTH)
@@ -123,5 +130,50 @@ def test_drain_resume_and_operator_drains(suite):
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
 
 
+def test_redrain_by_a_person_and_reasons_that_look_like_fields(suite):
+    cluster = SlurmCluster(suite.subdir("redrain-cluster"), ["gpu-node-01", "gpu-node-02"])
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    medic = start_medic(suite, cluster, "redrain")
+
+    # medic drains gpu-node-02; a person drains it again for an RMA and,
+    # as people do, keeps medic's text in the new reason
+    t0 = time.time()
+    medic.post("/webhook", payload("gpu-node-02", t0), headers=AUTH)
+    drained = wait_until("the drain", lambda: outcomes(medic), timeout=30)[0]
+    assert drained["result"] == "succeeded", drained
+    medics = cluster.node("gpu-node-02")[1].rsplit(" [", 1)[0]
+    assert medics == "DBE on GPU 3 (medic policy ecc)", medics
+    assert cluster.scontrol("update", "NodeName=gpu-node-02", "State=DRAIN",
+                            f"Reason=RMA-1234 do not resume; was: {medics}").returncode == 0
+    medic.post("/webhook", payload("gpu-node-02", t0, "resolved", time.time()), headers=AUTH)
+    refused = wait_until("the refused resume", lambda: [
+        o for o in outcomes(medic) if o["action"] == "resume"], timeout=30)[0]
+    assert refused["result"] == "failed", refused
+    assert "drained again by someone else" in refused["detail"], refused
+    state, reason = cluster.node("gpu-node-02")
+    assert "DRAIN" in state and reason.startswith("RMA-1234 do not resume"), (state, reason)
+
+    # an annotation that quotes Slurm's own field syntax ends up in the
+    # drain reason: medic still recognises its drain and resumes it
+    tricky = {"description": "fan 3 Comment=RMA Reason=x [ops@2026-01-01T00:00:00] Extra=y"}
+    t1 = time.time()
+    medic.post("/webhook", payload("gpu-node-01", t1, alertname="GPULongStory",
+                                   annotations=tricky), headers=AUTH)
+    wait_until("the second drain", lambda: len(outcomes(medic)) == 3, timeout=30)
+    assert outcomes(medic)[2]["result"] == "succeeded", outcomes(medic)
+    state, reason = cluster.node("gpu-node-01")
+    assert "DRAIN" in state, state
+    # what medic wrote cannot be read as Slurm's fields or stamp
+    assert "Comment:RMA Reason:x (ops@2026-01-01T00:00:00)" in reason, reason
+    medic.post("/webhook", payload("gpu-node-01", t1, "resolved", time.time(),
+                                   alertname="GPULongStory", annotations=tricky), headers=AUTH)
+    resumed = wait_until("the resume", lambda: len(outcomes(medic)) == 4 and outcomes(medic),
+                         timeout=30)[3]
+    assert resumed["action"] == "resume" and resumed["result"] == "succeeded", resumed
+    assert "DRAIN" not in cluster.node("gpu-node-01")[0]
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_drain_resume_and_operator_drains])
+    Suite(__doc__).run([test_drain_resume_and_operator_drains,
+                        test_redrain_by_a_person_and_reasons_that_look_like_fields])
