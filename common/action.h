@@ -70,11 +70,11 @@ struct medic_action {
 };
 
 enum medic_param_type {
-    MEDIC_PARAM_INT,  /* int */
-    MEDIC_PARAM_BOOL, /* int, 0 or 1 */
-    MEDIC_PARAM_GPUS, /* struct medic_gpu_list */
-    MEDIC_PARAM_NAME, /* char *: a name from the configuration */
-    MEDIC_PARAM_TEXT, /* char *: expanded from a template, capped */
+    MEDIC_PARAM_INT,    /* int */
+    MEDIC_PARAM_BOOL,   /* int, 0 or 1 */
+    MEDIC_PARAM_GPUS,   /* struct medic_gpu_list */
+    MEDIC_PARAM_NAME,   /* char *: a name from the configuration */
+    MEDIC_PARAM_TEXT,   /* char *: expanded from a template, capped */
     MEDIC_PARAM_RECORD, /* char *: set by medic from what it recorded, never by a policy */
 };
 

@@ -10,9 +10,11 @@
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ACTION_THREADS 4
 #define ACTION_QUEUE 1024
@@ -21,6 +23,8 @@ struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
+    _Atomic int stopping;             /* an outcome the store refuses is kept until then */
+    _Atomic long kept;                /* outcomes waiting for the store to commit again */
     pthread_mutex_t pipeline_lock;    /* held while waking: it may be stopping */
     struct engine_pipeline *pipeline; /* woken by each outcome */
 };
@@ -58,11 +62,65 @@ static int hook_intent(void *ctx, const struct executor_job *job, int64_t *inten
     return record_intent(ctx, job, intent_id, err);
 }
 
+/* The incident waiting for the outcome of decision_id learns it (once the
+ * outcome is in the audit log). */
+static void hand_over(struct engine_dispatch *d, int64_t decision_id, enum medic_outcome outcome,
+                      const char *detail)
+{
+    pthread_mutex_lock(&d->pipeline_lock);
+    if (d->pipeline)
+        engine_pipeline_outcome(d->pipeline, decision_id, outcome, detail);
+    pthread_mutex_unlock(&d->pipeline_lock);
+}
+
+/* Pauses for ms, or less when dispatch stops; 1 when it stops. */
+static int pause_unless_stopping(struct engine_dispatch *d, int ms)
+{
+    for (int waited = 0; waited < ms && !atomic_load(&d->stopping); waited += 50)
+        usleep(50 * 1000);
+    return atomic_load(&d->stopping);
+}
+
+/* Records an outcome. When the store cannot commit (a full disk, a
+ * database away) the outcome is kept and tried again until it is written,
+ * so that its incident never waits for ever: an action that ran is never
+ * left as an intent without an outcome (which the next start would call
+ * interrupted) unless medic stops meanwhile. */
+static int record_outcome_row(struct engine_dispatch *d, const struct audit_action_in *in)
+{
+    struct medic_error err = {0};
+    int pause = 100, told = 0;
+    for (;;) {
+        int rc = audit_record_action(d->store, in, NULL, &err);
+        if (rc == 0) {
+            if (told)
+                atomic_fetch_sub(&d->kept, 1);
+            if (told)
+                medic_log_info("a kept action outcome is recorded", "action", in->action, "node",
+                               in->node, NULL);
+            return 0;
+        }
+        if (!told++) {
+            atomic_fetch_add(&d->kept, 1);
+            medic_log_error("cannot record an action outcome yet; it is kept and written when "
+                            "the audit store commits again",
+                            "action", in->action, "node", in->node, "error", err.msg, NULL);
+        }
+        if (pause_unless_stopping(d, pause)) {
+            atomic_fetch_sub(&d->kept, 1);
+            medic_log_error("medic stops with an action outcome it could not record; the next "
+                            "start marks the action interrupted",
+                            "action", in->action, "node", in->node, NULL);
+            return rc;
+        }
+        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+    }
+}
+
 static void record_outcome(struct engine_dispatch *d, const struct executor_job *job,
                            int64_t intent_id, enum medic_outcome outcome, int64_t duration_ms,
                            const char *detail)
 {
-    struct medic_error err = {0};
     struct audit_action_in in = {.created_at = medic_time_now(),
                                  .decision_id = job->decision_id,
                                  .intent_id = intent_id,
@@ -72,13 +130,8 @@ static void record_outcome(struct engine_dispatch *d, const struct executor_job 
                                  .result = medic_outcome_name(outcome),
                                  .duration_ms = duration_ms,
                                  .detail = detail && *detail ? detail : NULL};
-    int rc = audit_record_action(d->store, &in, NULL, &err);
-    if (rc)
-        medic_log_error("cannot record an action outcome", "error", err.msg, NULL);
-    pthread_mutex_lock(&d->pipeline_lock);
-    if (d->pipeline && rc == 0) /* the incident waits for it */
-        engine_pipeline_outcome(d->pipeline, job->decision_id, outcome, detail);
-    pthread_mutex_unlock(&d->pipeline_lock);
+    if (record_outcome_row(d, &in) == 0) /* the incident waits for it */
+        hand_over(d, job->decision_id, outcome, detail);
     medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
                    job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);
 }
@@ -379,7 +432,10 @@ static int interrupt_one(void *arg, int64_t intent_id, int64_t decision_id, cons
         .duration_ms = -1,
         .detail = "medic stopped while the action ran; it is not run again: check the node"};
     r->interrupted++;
-    return audit_record_action(r->d->store, &in, NULL, &err);
+    int rc = audit_record_action(r->d->store, &in, NULL, &err);
+    if (rc == 0)
+        hand_over(r->d, decision_id, MEDIC_OUTCOME_INTERRUPTED, in.detail);
+    return rc;
 }
 
 /* A decision that was queued in memory when medic stopped: run it while it
@@ -457,9 +513,8 @@ static void tell_oncall(struct recovery *r)
     medic_action_release(&job.action);
 }
 
-int engine_dispatch_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, struct engine_dispatch **out,
-                          struct medic_error *err)
+int engine_dispatch_start(struct audit_store *store, struct config_slot *configs,
+                          struct engine_dispatch **out, struct medic_error *err)
 {
     struct engine_dispatch *d = calloc(1, sizeof(*d));
     if (!d)
@@ -470,10 +525,20 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
     notify_global_init();
     struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
     int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
+    if (rc) {
+        pthread_mutex_destroy(&d->pipeline_lock);
+        free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path, struct medic_error *err)
+{
     struct audit_reader *reader = NULL;
-    struct recovery r = {d, config_slot_acquire(configs), medic_time_now(), 0, 0};
-    if (rc == 0)
-        rc = audit_reader_open(db_path, &reader, err);
+    struct recovery r = {d, config_slot_acquire(d->configs), medic_time_now(), 0, 0};
+    int rc = audit_reader_open(db_path, &reader, err);
     if (rc == 0)
         rc = audit_open_intents(reader, interrupt_one, &r, err);
     if (rc == 0)
@@ -489,13 +554,7 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
     if (rc == 0)
         tell_oncall(&r);
     medic_config_unref(r.config);
-    if (rc) {
-        executor_stop(d->executor);
-        free(d);
-        return rc;
-    }
-    *out = d;
-    return 0;
+    return rc;
 }
 
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
@@ -522,15 +581,21 @@ void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
                      "# HELP medic_actions_rejected_total Actions not started (queue full or "
                      "intent refused).\n"
                      "# TYPE medic_actions_rejected_total counter\n"
-                     "medic_actions_rejected_total %llu\n",
-                     (unsigned long long)s.rejected);
+                     "medic_actions_rejected_total %llu\n"
+                     "# HELP medic_action_outcomes_unrecorded Action outcomes kept in memory "
+                     "until the audit store commits again.\n"
+                     "# TYPE medic_action_outcomes_unrecorded gauge\n"
+                     "medic_action_outcomes_unrecorded %ld\n",
+                     (unsigned long long)s.rejected, atomic_load(&d->kept));
 }
 
 void engine_dispatch_stop(struct engine_dispatch *d)
 {
     if (!d)
         return;
+    atomic_store(&d->stopping, 1);
     executor_stop(d->executor);
+    pthread_mutex_destroy(&d->pipeline_lock);
     free(d);
 }
 

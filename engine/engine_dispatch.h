@@ -21,9 +21,15 @@
 
 struct engine_dispatch;
 
-int engine_dispatch_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, struct engine_dispatch **out,
-                          struct medic_error *err);
+/* Starts the executor's workers; recovers nothing yet. */
+int engine_dispatch_start(struct audit_store *store, struct config_slot *configs,
+                          struct engine_dispatch **out, struct medic_error *err);
+/* Recovers what a crash or the previous leader left (above). Call it once
+ * the pipeline is set (engine_dispatch_set_pipeline): every outcome of the
+ * recovery, and of the actions it runs, reaches the incidents waiting for
+ * it. */
+int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path,
+                            struct medic_error *err);
 /* Hands a committed decision with verdict execute to the executor; a
  * decision that cannot be queued gets an intent and a failed outcome. */
 void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,

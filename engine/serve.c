@@ -225,10 +225,13 @@ static void log_started(const struct medic_config *c)
 /* How often a leader reads what the other replicas committed. */
 #define SHARED_LOG_POLL (200 * MEDIC_NS_PER_MS)
 
-/* This replica acts from now: action dispatch (which first recovers what a
- * crash or the previous leader left: interrupted intents, decisions never
- * started), then the policy engine (which reads the committed state and
- * decides what is pending). */
+static void lose(void *arg);
+
+/* This replica acts from now: action dispatch, then the policy engine
+ * (which reads the committed state and decides what is pending), wired
+ * together, and only then dispatch recovers what a crash or the previous
+ * leader left (interrupted intents, decisions never started), so that
+ * every outcome of that recovery reaches the incident waiting for it. */
 static int gain(void *arg, int64_t epoch)
 {
     struct engine *e = arg;
@@ -237,7 +240,7 @@ static int gain(void *arg, int64_t epoch)
     struct engine_pipeline *pipeline = NULL;
     (void)epoch;
     const struct medic_config *c = config_slot_acquire(e->configs);
-    int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &dispatch, &err);
+    int rc = engine_dispatch_start(e->store, e->configs, &dispatch, &err);
     if (rc)
         medic_error_prefix(&err, "cannot start the action dispatch");
     if (rc == 0 && (rc = engine_pipeline_start(
@@ -250,12 +253,19 @@ static int gain(void *arg, int64_t epoch)
         medic_log_error("cannot act", "error", err.msg, NULL);
         return rc;
     }
+    /* wired first, then recovered: an outcome of the recovery never finds
+     * the pipeline missing */
     engine_dispatch_set_pipeline(dispatch, pipeline);
     pthread_rwlock_wrlock(&e->role);
     e->dispatch = dispatch;
     e->pipeline = pipeline;
     pthread_rwlock_unlock(&e->role);
-    return 0;
+    if ((rc = engine_dispatch_recover(dispatch, e->audit_path, &err))) {
+        medic_log_error("cannot recover the work a previous medic left; not acting", "error",
+                        err.msg, NULL);
+        lose(e);
+    }
+    return rc;
 }
 
 /* This replica stops acting: the engine finishes its round (refused by the

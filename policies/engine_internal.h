@@ -69,11 +69,12 @@ struct incident {
     int acted;  /* some step was executed or dry-run */
     int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
     char halted_by[160];
-    int drained;         /* holds its node's drain (medic's drain succeeded) */
-    char drained_as[300]; /* Slurm's reason as medic's last drain of the node left it ("": unknown) */
-    int limit_watts;     /* holds a power limit of this many watts; 0: none */
-    int64_t fresh_after; /* disruptive steps wait for an alert seen at or after this */
-    char alertname[128]; /* of the alert that opened it */
+    int drained;          /* holds its node's drain (medic's drain succeeded) */
+    char drained_as[300]; /* Slurm's reason as medic's last drain of the node left it ("": unknown)
+                           */
+    int limit_watts;      /* holds a power limit of this many watts; 0: none */
+    int64_t fresh_after;  /* disruptive steps wait for an alert seen at or after this */
+    char alertname[128];  /* of the alert that opened it */
     struct label_copy labels, annotations;
     double risk;
     struct member *members;

@@ -179,9 +179,8 @@ static void check_undo(struct policy_state *st, struct incident *in, struct poli
                      "%d other incident(s) on node '%s' still hold its drain; the last to close "
                      "resumes it",
                      others, in->node);
-        else if (in->drained_as[0] &&
-                 medic_action_set_text(&d->action, "drained_as", in->drained_as,
-                                       strlen(in->drained_as)))
+        else if (in->drained_as[0] && medic_action_set_text(&d->action, "drained_as",
+                                                            in->drained_as, strlen(in->drained_as)))
             snprintf(reason, size, "out of memory");
         in->drained = 0; /* it lets go either way */
         return;

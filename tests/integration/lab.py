@@ -493,10 +493,10 @@ class SlurmCluster:
     munge key and socket, slurm.conf, state and logs. Clients use
     SLURM_CONF=self.conf."""
 
-    def __init__(self, workdir, nodes):
+    def __init__(self, workdir, nodes, name="slurm"):
         for b in ("munged", "slurmctld", "slurmd", "scontrol"):
             require_binary(b)
-        self.dir = os.path.join(workdir, "slurm")
+        self.dir = os.path.join(workdir, name)
         self.nodes = list(nodes)
         # munged wants every folder above its socket executable by all
         # (tempfile.mkdtemp makes the suite's folder 0700)

@@ -265,6 +265,52 @@ def test_repeats_keep_the_incident_open(suite):
     assert "DRAIN" not in cluster.node("gpu-node-07")[0]
 
 
+def test_outcome_kept_while_the_disk_is_full(suite):
+    """The audit log cannot commit while a drain runs (a file size limit
+    of one byte, as a full disk): the drain's outcome is kept, written when
+    the store commits again, and the incident goes on: the resolve resumes
+    the node and its cap slot is let go."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-05")
+    # a stand-in around the real scontrol that holds a drain until the
+    # test opens the gate, so that the disk fills while it runs
+    gate, waiting = (os.path.join(suite.workdir, n) for n in ("gate", "waiting"))
+    held = os.path.join(suite.workdir, "gated-scontrol")
+    with open(held, "w") as f:
+        f.write("#!/bin/sh\nfor a in \"$@\"; do\n"
+                f"  if [ \"$a\" = State=DRAIN ] && [ ! -e {gate} ]; then\n"
+                f"    touch {waiting}\n"
+                f"    while [ ! -e {gate} ]; do sleep 0.05; done\n"
+                "  fi\ndone\nexec scontrol \"$@\"\n")
+    os.chmod(held, 0o755)
+    medic = start_medic(suite, "full", cluster.conf, bmcs, oncall, scontrol=held)
+    started = time.time()
+    assert medic.post("/webhook", payload("gpu-node-05", started), headers=AUTH)[0] == 200
+    wait_until("the drain to start", lambda: os.path.exists(waiting), timeout=30)
+    pid = str(medic.process.pid)
+    subprocess.run(["prlimit", "--pid", pid, "--fsize=1:unlimited"], check=True)
+    open(gate, "w").close()
+    wait_until("Slurm to drain the node", lambda: "DRAIN" in cluster.node("gpu-node-05")[0],
+               timeout=30)
+    # (its log, a file, cannot be written either)
+    wait_until("medic to keep the outcome it cannot write",
+               lambda: medic.metric("medic_action_outcomes_unrecorded", headers=AUTH) == 1, timeout=30)
+    assert incident(medic, "gpu-node-05")["state"] == "draining"
+    subprocess.run(["prlimit", "--pid", pid, "--fsize=unlimited:unlimited"], check=True)
+    wait_until("the kept outcome", lambda: [o for o in outcomes(medic, "drain")
+                                            if o["result"] == "succeeded"], timeout=30)
+    assert medic.metric("medic_action_outcomes_unrecorded", headers=AUTH) == 0
+    wait_until("the incident to go on", lambda: incident(medic, "gpu-node-05")["state"]
+               in ("drained", "cycling", "cycled"), timeout=30)
+    resolved = payload("gpu-node-05", started, status="resolved")
+    wait_until("the resolve to be taken", lambda: medic.post("/webhook", resolved,
+                                                             headers=AUTH)[0] == 200, timeout=30)
+    wait_state(medic, "gpu-node-05", "recovered")
+    assert "DRAIN" not in cluster.node("gpu-node-05")[0], cluster.node("gpu-node-05")
+    wait_until("the cap slot let go", lambda: medic.metric("medic_disrupted_nodes", headers=AUTH) == 0,
+               timeout=30)
+    assert [o["result"] for o in outcomes(medic, "resume")] == ["succeeded"]
+
+
 def test_restart_waits_for_the_alert_again(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-06")
     medic = start_medic(suite, "restart", cluster.conf, bmcs, oncall)
@@ -308,4 +354,4 @@ if __name__ == "__main__":
                         test_reload_closes_orphaned_incidents,
                         test_lost_resolve_expires,
                         test_repeats_keep_the_incident_open,
-                        test_restart_waits_for_the_alert_again])
+                        test_restart_waits_for_the_alert_again, test_outcome_kept_while_the_disk_is_full])

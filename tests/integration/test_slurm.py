@@ -131,7 +131,7 @@ def test_drain_resume_and_operator_drains(suite):
 
 
 def test_redrain_by_a_person_and_reasons_that_look_like_fields(suite):
-    cluster = SlurmCluster(suite.subdir("redrain-cluster"), ["gpu-node-01", "gpu-node-02"])
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01", "gpu-node-02"], name="slurm-redrain")
     suite.on_exit(cluster.stop)
     cluster.start()
     medic = start_medic(suite, cluster, "redrain")
