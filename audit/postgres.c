@@ -272,12 +272,26 @@ static int pg_schema_locked(PGconn *c, struct medic_error *err)
     return pg_exec(c, set, "cannot record the schema version", err);
 }
 
+/* The advisory lock that serialises schema work among replicas: creating
+ * even medic_schema itself races in PostgreSQL's catalog ("duplicate key
+ * ... pg_type_typname_nsp_index") when several start at once. */
+#define PG_SCHEMA_LOCK "7308609568911811945" /* any constant that no other user of the database takes */
+
 int audit_pg_schema(PGconn *c, struct medic_error *err)
 {
-    if (pg_exec(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
-                "cannot create medic_schema", err) ||
-        pg_exec(c, "BEGIN", "cannot begin", err))
+    /* the lock is held to the transaction's end; a replica waits for the
+     * one creating or migrating the schema, longer than the session's
+     * lock_timeout allows for a row */
+    if (pg_exec(c, "BEGIN", "cannot begin", err))
         return err->code;
+    if (pg_exec(c, "SET LOCAL lock_timeout = '60s'", "cannot set the lock timeout", err) ||
+        pg_exec(c, "SELECT pg_advisory_xact_lock(" PG_SCHEMA_LOCK ")",
+                "cannot take the schema lock", err) ||
+        pg_exec(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
+                "cannot create medic_schema", err)) {
+        PQclear(PQexec(c, "ROLLBACK"));
+        return err->code;
+    }
     if (pg_schema_locked(c, err) || pg_exec(c, "COMMIT", "cannot commit the schema", err)) {
         PQclear(PQexec(c, "ROLLBACK"));
         return err->code;

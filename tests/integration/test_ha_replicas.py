@@ -13,6 +13,8 @@ deadlines:
   the woken one writes no decision, starts no action and steps down;
 - PostgreSQL restarted under load: 503 while it is down, then recovery
   with nothing accepted lost;
+- replicas started at the same instant on an empty database, many times:
+  every one starts (schema creation is serialised among them);
 - `medic audit verify` on the log after each."""
 
 import calendar
@@ -358,6 +360,30 @@ def test_postgres_restart_under_load(suite):
     c.verify()
 
 
+def test_replicas_started_together(suite):
+    pg = PostgreSQL(suite.subdir("together")).start()
+    suite.on_exit(pg.stop)
+    token = write_secret(os.path.join(suite.subdir("together"), "webhook.token"), TOKEN)
+    config = f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+    for round_ in range(12):
+        url = pg.database(f"together{round_}")
+        replicas = [Replica(suite, url, f"together{round_}-{i}", config) for i in range(3)]
+        for r in replicas:  # all three at once, before any is ready
+            r.start(wait=False)
+        try:
+            for r in replicas:
+                wait_until(f"{r.name} ready or gone", lambda r=r: not r.process.running()
+                           or r.get("/-/ready")[0] == 200, timeout=30)
+            gone = [(r.name, r.process.tail()) for r in replicas if not r.process.running()]
+            assert not gone, gone
+            assert pg.sql("SELECT count(*), max(version) FROM medic_schema",
+                          f"together{round_}") == [["1", "7"]]
+        finally:
+            for r in replicas:
+                r.stop()
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_round_robin_and_duplicates, test_kill_leader_under_load,
-                        test_sigstop_leader_is_fenced, test_postgres_restart_under_load])
+                        test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
+                        test_replicas_started_together])
