@@ -275,7 +275,8 @@ static int pg_schema_locked(PGconn *c, struct medic_error *err)
 /* The advisory lock that serialises schema work among replicas: creating
  * even medic_schema itself races in PostgreSQL's catalog ("duplicate key
  * ... pg_type_typname_nsp_index") when several start at once. */
-#define PG_SCHEMA_LOCK "7308609568911811945" /* any constant that no other user of the database takes */
+#define PG_SCHEMA_LOCK                                                                             \
+    "7308609568911811945" /* any constant that no other user of the database takes */
 
 int audit_pg_schema(PGconn *c, struct medic_error *err)
 {

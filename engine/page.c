@@ -264,6 +264,19 @@ static int node_page(struct engine *e, const struct medic_config *config,
     return 200;
 }
 
+/* A node's name as the inventory could hold it: 1 to 127 bytes, no
+ * control characters (a "%00" in the URL arrives as an empty name). */
+static int node_name_ok(const char *node)
+{
+    size_t len = strlen(node);
+    if (len == 0 || len > 127)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)node[i] < 0x20 || node[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 int engine_page(void *ctx, const char *path, struct medic_buf *out)
 {
     struct engine *e = ctx;
@@ -274,6 +287,13 @@ int engine_page(void *ctx, const char *path, struct medic_buf *out)
         medic_buf_puts(out, "<h1>No such page</h1><p>See <a href=\"/\">the fleet</a>.</p>"
                             "</body></html>\n");
         return 404;
+    }
+    if (node && !node_name_ok(node)) {
+        page_start(out, "bad node name - medic", 0);
+        medic_buf_puts(out, "<h1>Not a node name</h1><p>A node's page is /nodes/NAME, NAME being "
+                            "1 to 127 characters without control characters (as the inventory "
+                            "names nodes). See <a href=\"/\">the fleet</a>.</p></body></html>\n");
+        return 400;
     }
     const struct medic_config *config = config_slot_acquire(e->configs);
     struct audit_reader *reader = NULL;

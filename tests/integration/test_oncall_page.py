@@ -89,6 +89,11 @@ def test_front_and_node_pages(suite):
     assert status == 200 and "Nothing recorded about this node." in body.decode()
     assert "No open incident on this node." in body.decode()
     assert medic.get("/nodes")[0] == 404 and medic.get("/index.html")[0] == 404
+    # a malformed node name is the request's fault, said in HTTP's terms
+    for bad in ("/nodes/%00", "/nodes/", "/nodes/a%01b", "/nodes/" + "n" * 200):
+        status, _, body = medic.get(bad)
+        assert status == 400 and "Not a node name" in body.decode(), (bad, status, body)
+        assert "--node" not in body.decode(), body
     assert medic.post("/", "{}")[0] == 405
 
 
