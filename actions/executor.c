@@ -134,8 +134,8 @@ int executor_start(size_t threads, size_t capacity, const struct executor_hooks 
     e->hooks = *hooks;
     e->capacity = capacity;
     pthread_mutex_init(&e->lock, NULL);
-    pthread_cond_init(&e->work, NULL);
-    pthread_cond_init(&e->stop, NULL);
+    medic_cond_init(&e->work);
+    medic_cond_init(&e->stop);
     for (size_t i = 0; i < threads; i++) {
         if (pthread_create(&e->threads[i], NULL, worker, e) != 0) {
             e->thread_count = i;

@@ -233,11 +233,21 @@ char *medic_duration_format(int64_t ns, char *out, size_t size)
     return out;
 }
 
+void medic_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0)
+        MEDIC_BUG("the monotonic clock is refused for condition variables");
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 struct timespec medic_time_deadline_in(int64_t ns)
 {
     struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    int64_t at = (int64_t)t.tv_sec * MEDIC_NS_PER_SEC + t.tv_nsec + ns;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    int64_t at = (int64_t)t.tv_sec * MEDIC_NS_PER_SEC + t.tv_nsec + (ns > 0 ? ns : 0);
     t.tv_sec = (time_t)(at / MEDIC_NS_PER_SEC);
     t.tv_nsec = (long)(at % MEDIC_NS_PER_SEC);
     return t;

@@ -4,6 +4,7 @@
 #ifndef MEDIC_TIMEUTIL_H
 #define MEDIC_TIMEUTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -15,8 +16,14 @@
 int64_t medic_time_now(void);
 /* Monotonic clock in nanoseconds, for measuring durations. */
 int64_t medic_time_monotonic(void);
-/* The wall-clock instant ns nanoseconds from now, as pthread_cond_timedwait
- * takes it. */
+/* Initialises a condition variable whose timed waits are measured on the
+ * monotonic clock: a step of the wall clock (NTP correcting a drifted
+ * host, a VM resumed) neither stalls nor rushes them. Every condition
+ * variable medic waits on with a deadline is made here. */
+void medic_cond_init(pthread_cond_t *cond);
+/* The monotonic instant ns nanoseconds from now (ns < 0: now), as
+ * pthread_cond_timedwait takes it for a condition variable from
+ * medic_cond_init. */
 struct timespec medic_time_deadline_in(int64_t ns);
 
 /* Parses RFC 3339 (`2026-11-05T08:46:41.118624551Z`, `...+02:00`, a

@@ -269,7 +269,12 @@ static void *fleet_main(void *arg)
             due = next_step - lead > started ? next_step - lead : started;
             f->ahead_until = next_step;
         }
-        struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC), (long)(due % MEDIC_NS_PER_SEC)};
+        /* due is a wall-clock instant (steps are Prometheus time); the wait
+         * is measured on the monotonic clock and never longer than an
+         * interval, so that a step of the wall clock backwards does not
+         * stall scoring (forwards, the next cycle runs at once) */
+        int64_t wait = due - medic_time_now();
+        struct timespec until = medic_time_deadline_in(wait < interval ? wait : interval);
         pthread_mutex_lock(&f->lock);
         while (!f->stopping && pthread_cond_timedwait(&f->cond, &f->lock, &until) == 0)
             ;
@@ -287,7 +292,7 @@ int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out)
     medic_map_init(&f->current.by_key);
     medic_map_init(&f->older.by_key);
     pthread_mutex_init(&f->lock, NULL);
-    pthread_cond_init(&f->cond, NULL);
+    medic_cond_init(&f->cond);
     if (pthread_create(&f->thread, NULL, fleet_main, f) != 0) {
         pthread_cond_destroy(&f->cond);
         pthread_mutex_destroy(&f->lock);

@@ -1,4 +1,5 @@
 #include "handover.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ void handover_init(struct handover *h)
 {
     memset(h, 0, sizeof(*h));
     pthread_mutex_init(&h->lock, NULL);
-    pthread_cond_init(&h->cond, NULL);
+    medic_cond_init(&h->cond);
     h->wake = 1;
     h->backlog = 1;
     h->outcomes_from_log = 1;

@@ -175,7 +175,7 @@ int engine_leader_start(const char *url, const char *replica, int64_t lease,
     l->store = store;
     l->hooks = *hooks;
     pthread_mutex_init(&l->lock, NULL);
-    pthread_cond_init(&l->cond, NULL);
+    medic_cond_init(&l->cond);
     audit_store_set_term(store, replica, 0);
     if (pthread_create(&l->thread, NULL, leader_main, l) != 0) {
         pthread_mutex_destroy(&l->lock);

@@ -16,6 +16,14 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "(retried).\n"
                      "# TYPE medic_engine_rounds_failed_total counter\n"
                      "medic_engine_rounds_failed_total %llu\n"
+                     "# HELP medic_engine_ticks_total Scheduler rounds: due ladder steps decided, "
+                     "silent alerts expired.\n"
+                     "# TYPE medic_engine_ticks_total counter\n"
+                     "medic_engine_ticks_total %llu\n"
+                     "# HELP medic_wall_clock_steps_total Steps of the wall clock against the "
+                     "monotonic clock (1 s or more) seen by the engine.\n"
+                     "# TYPE medic_wall_clock_steps_total counter\n"
+                     "medic_wall_clock_steps_total %llu\n"
                      "# HELP medic_disrupted_nodes Nodes drained, power-limited or being "
                      "power-cycled by medic.\n"
                      "# TYPE medic_disrupted_nodes gauge\n"
@@ -28,7 +36,8 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "actions.\n"
                      "# TYPE medic_storm_active gauge\n"
                      "medic_storm_active %d\n",
-                     st.rounds_failed, st.disrupted_nodes, st.open_incidents, st.storm);
+                     st.rounds_failed, st.ticks, st.clock_steps, st.disrupted_nodes,
+                     st.open_incidents, st.storm);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;

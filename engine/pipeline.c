@@ -29,16 +29,19 @@ struct engine_pipeline {
     struct config_slot *configs;
     int64_t tick_interval;
     int64_t poll_interval; /* a log shared with other replicas: read this often; 0: not */
-    int64_t last_poll;
+    int64_t last_poll;     /* monotonic, as last_tick */
     pthread_t thread;
     pthread_mutex_t lock; /* guards state: changed by the engine thread, copied by dry runs */
     struct handover in;   /* what other threads hand over, and the wake-ups */
     struct policy_state *state;
-    int legacy_state; /* an earlier medic's document: dropped once the rows are written */
-    int state_stale;  /* a failed round changed state and it could not be read back yet */
-    int64_t last_tick;
+    int legacy_state;  /* an earlier medic's document: dropped once the rows are written */
+    int state_stale;   /* a failed round changed state and it could not be read back yet */
+    int64_t last_tick; /* monotonic: a step of the wall clock never stalls or rushes ticks */
     atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
+    atomic_ullong ticks;
+    atomic_ullong clock_steps;
+    int64_t seen_wall, seen_mono; /* the clocks at the engine's last look, for steps */
     atomic_int disrupted_nodes;
     atomic_int open_incidents;
     atomic_int storm;
@@ -453,40 +456,55 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     return rc ? -1 : changed || (from_log && r.evaluated_count == ROUND_LIMIT);
 }
 
+/* Logs and counts a step of the wall clock since the last look. */
+static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t mono)
+{
+    int64_t step = (wall - e->seen_wall) - (mono - e->seen_mono);
+    e->seen_wall = wall;
+    e->seen_mono = mono;
+    if (step > -ENGINE_CLOCK_STEP && step < ENGINE_CLOCK_STEP)
+        return;
+    atomic_fetch_add(&e->clock_steps, 1);
+    char by[32];
+    snprintf(by, sizeof(by), "%+.3fs", (double)step / 1e9);
+    medic_log_warn("the wall clock stepped; the scheduler's waits and ticks do not follow it",
+                   "step", by, NULL);
+}
+
 static void *engine_main(void *arg)
 {
     struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
     pthread_mutex_lock(&e->in.lock);
     while (!e->in.stopping) {
-        int64_t now = medic_time_now();
-        int tick = now - e->last_tick >= e->tick_interval;
-        if (e->poll_interval && now - e->last_poll >= e->poll_interval) {
-            e->last_poll = now; /* what other replicas committed */
+        int64_t mono = medic_time_monotonic(), wall = medic_time_now();
+        watch_clock(e, wall, mono);
+        int tick = mono - e->last_tick >= e->tick_interval;
+        if (e->poll_interval && mono - e->last_poll >= e->poll_interval) {
+            e->last_poll = mono; /* what other replicas committed */
             e->in.wake = 1;
         }
         if (!e->in.wake && !tick) {
             int64_t due = e->last_tick + e->tick_interval;
             if (e->poll_interval && e->last_poll + e->poll_interval < due)
                 due = e->last_poll + e->poll_interval;
-            struct timespec until = {(time_t)(due / MEDIC_NS_PER_SEC),
-                                     (long)(due % MEDIC_NS_PER_SEC)};
+            struct timespec until = medic_time_deadline_in(due - mono);
             pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
             continue;
         }
         e->in.wake = 0;
-        if (tick)
-            e->last_tick = now;
+        if (tick) {
+            e->last_tick = mono;
+            atomic_fetch_add(&e->ticks, 1);
+        }
         pthread_mutex_unlock(&e->in.lock);
-        int did = run_round(e, now, tick);
+        int did = run_round(e, wall, tick);
         pthread_mutex_lock(&e->in.lock);
         if (did > 0) {
             e->in.wake = 1; /* a full round may leave more pending: go again at once */
         } else if (did < 0 && !e->in.stopping) {
             /* the store failed: wait a second before retrying */
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
+            struct timespec until = medic_time_deadline_in(MEDIC_NS_PER_SEC);
             pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
             e->in.wake = 1;
         }
@@ -511,7 +529,9 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->poll_interval = poll_interval;
     handover_init(&e->in); /* evaluate what a previous run left pending */
     e->in.shared = poll_interval > 0;
-    e->last_tick = medic_time_now();
+    e->last_tick = medic_time_monotonic();
+    e->seen_mono = e->last_tick;
+    e->seen_wall = medic_time_now();
     pthread_mutex_init(&e->lock, NULL);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
@@ -568,6 +588,8 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     for (int v = 0; v < VERDICT_COUNT; v++)
         out->decisions[v] = atomic_load(&e->decisions[v]);
     out->rounds_failed = atomic_load(&e->rounds_failed);
+    out->ticks = atomic_load(&e->ticks);
+    out->clock_steps = atomic_load(&e->clock_steps);
     out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
     out->open_incidents = atomic_load(&e->open_incidents);
     out->storm = atomic_load(&e->storm);

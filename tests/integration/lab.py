@@ -133,6 +133,7 @@ class Medic:
         self.scheme = "http"
         self.context = None
         self.audit_options = audit_options
+        self.env = None  # the daemon's environment; None: the test's
         self.write_config(config_text)
         self.process = None
 
@@ -147,7 +148,7 @@ class Medic:
 
     def start(self, wait=True):
         self.process = Process(self.name, [self.binary, "serve", "--config", self.config_path,
-                                           "--log-level", "debug"], self.workdir)
+                                           "--log-level", "debug"], self.workdir, env=self.env)
         if wait:
             wait_until("medic /-/ready", lambda: self.get("/-/ready")[0] == 200
                        or not self.process.running(), timeout=15)
@@ -181,6 +182,32 @@ class Medic:
             if line.startswith(name_with_labels + " "):
                 return float(line.split()[-1])
         raise AssertionError(f"metric {name_with_labels} not exposed")
+
+
+class SteppedClock:
+    """A wall clock that steps while medic runs: the test stand-in
+    tests/clock_shift (MEDIC_CLOCK_SHIFT names it) preloaded into one
+    process adds an offset, written to a file, to its wall clock; its
+    monotonic clock stays real."""
+
+    def __init__(self, workdir):
+        self.library = os.environ.get("MEDIC_CLOCK_SHIFT", "")
+        if not os.path.exists(self.library):
+            raise AssertionError("MEDIC_CLOCK_SHIFT names tests/clock_shift's library (ctest "
+                                 "sets it)")
+        self.path = os.path.join(workdir, "clock-offset")
+        self.set(0)
+
+    def set(self, seconds):
+        with open(self.path + ".new", "w") as f:
+            f.write(f"{seconds}\n")
+        os.replace(self.path + ".new", self.path)
+
+    def env(self):
+        # an ASan build's runtime need not come first: the stand-in only
+        # wraps the clock
+        return dict(os.environ, LD_PRELOAD=self.library, MEDIC_TEST_CLOCK_OFFSET_FILE=self.path,
+                    ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
 
 
 class Alertmanager:

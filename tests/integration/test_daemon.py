@@ -6,7 +6,8 @@ admin endpoints guarded; template text that cannot break JSON anywhere;
 decided actions that survive kill -9, and no step decided twice when it
 lands under load; alerts accepted under raised limits
 decided; a raw NUL byte refused; an audit store that cannot commit shown on
-/-/ready and recovered by itself."""
+/-/ready and recovered by itself; steps of the wall clock (a stand-in for a stepped clock)
+that neither stall nor rush the scheduler, fleet scoring or the lease."""
 
 import datetime
 import json
@@ -19,7 +20,8 @@ import subprocess
 import threading
 import time
 
-from lab import Medic, RecordingReceiver, Suite, request, wait_until, write_secret
+from lab import (SteppedClock, Medic, Prometheus, RecordingReceiver, Suite, free_port, request,
+                 wait_until, write_secret)
 
 TOKEN = "daemon-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -417,10 +419,61 @@ def test_store_that_cannot_commit(suite):
     assert {"f0", "f1"} <= keys, keys
 
 
+def test_wall_clock_steps(suite):
+    """The wall clock steps back an hour, then forward a day (the stand-in
+    tests/clock_shift; the monotonic clock stays real): each step is logged
+    and counted once, and the scheduler's ticks and fleet scoring's cycles
+    go on at their pace, neither stalled nor rushed (ticks that compared
+    wall-clock times stopped for the hour; waits to a wall-clock deadline
+    computed from a stepped time spun)."""
+    workdir = suite.subdir("clock")
+    prometheus = Prometheus(workdir, [], "groups: []\n", free_port())
+    prometheus.start()
+    suite.on_exit(prometheus.stop)
+    clock = SteppedClock(workdir)
+    medic = Medic(suite.medic, workdir,
+                  f"prometheus: {{ url: '{prometheus.url}', timeout: 2s }}\n"
+                  "model: { fleet_interval: 1s }\nengine: { tick_interval: 200ms }\n")
+    medic.env = clock.env()
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def fleet_cycles():
+        return (medic.metric("medic_fleet_scoring_cycles_total") +
+                medic.metric("medic_fleet_scoring_failures_total"))
+
+    def goes_on(what):
+        """Ticks every 200 ms and a fleet cycle a second, over 3 s of the
+        monotonic clock: neither stalled nor spinning."""
+        ticks, cycles = medic.metric("medic_engine_ticks_total"), fleet_cycles()
+        wait_until(f"ticks {what}", lambda: medic.metric("medic_engine_ticks_total") >= ticks + 10,
+                   timeout=15)
+        wait_until(f"fleet cycles {what}", lambda: fleet_cycles() >= cycles + 2, timeout=15)
+        start = time.monotonic()
+        ticks, cycles = medic.metric("medic_engine_ticks_total"), fleet_cycles()
+        wait_until("3 s to pass", lambda: time.monotonic() - start >= 3, timeout=10)
+        ticked, cycled = medic.metric("medic_engine_ticks_total") - ticks, fleet_cycles() - cycles
+        assert 5 <= ticked <= 30 and 1 <= cycled <= 8, (what, ticked, cycled)
+
+    goes_on("before any step")  # the counters watched below are alive
+    assert medic.metric("medic_wall_clock_steps_total") == 0
+    for steps, offset in ((1, -3600), (2, 86400)):
+        clock.set(offset)
+        wait_until(f"the step to {offset} seen", lambda: medic.metric(
+            "medic_wall_clock_steps_total") == steps, timeout=10)
+        goes_on(f"after the step to {offset}")
+        assert medic.post("/webhook", notification(f"clock{steps}", [
+            alert("GPUXidError", "n1", f"c{steps}")]))[0] == 200
+    log = open(medic.process.log_path).read()
+    steps = re.findall(r'msg="the wall clock stepped[^"]*" step=([-+]\d+)\.\d+s', log)
+    assert steps in (["-3600", "+90000"], ["-3599", "+89999"], ["-3600", "+89999"],
+                     ["-3599", "+90000"]), steps
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_raw_nul_refused, test_raised_limits_are_decided,
                         test_live_without_auth_is_refused, test_template_text_never_breaks_json,
                         test_hung_prometheus_stalls_nothing, test_decided_actions_survive_kill_9,
                         test_kill_9_under_load_repeats_no_step,
                         test_kill_9_during_checkpoints_loses_nothing_answered,
-                        test_store_that_cannot_commit])
+                        test_store_that_cannot_commit, test_wall_clock_steps])

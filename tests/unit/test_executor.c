@@ -69,7 +69,7 @@ static struct executor *start(struct world *w, int fail_left, int fail_code)
 {
     memset(w, 0, sizeof(*w));
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->changed, NULL);
+    medic_cond_init(&w->changed);
     w->fail_left = fail_left;
     w->fail_code = fail_code;
     struct executor_hooks hooks = {w, hook_intent, hook_run, hook_outcome};
