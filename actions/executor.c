@@ -30,8 +30,7 @@ static int retryable(const struct medic_error *err)
     return err->code == MEDIC_E_STORE || err->code == MEDIC_E_BUSY;
 }
 
-/* Waits up to ms before the next try; returns nonzero once stopping. */
-static int wait_retry(struct executor *e, int64_t ms)
+int executor_wait(struct executor *e, int64_t ms)
 {
     struct timespec until = medic_time_deadline_in(ms * MEDIC_NS_PER_MS);
     pthread_mutex_lock(&e->lock);
@@ -63,7 +62,7 @@ static int record_intent(struct executor *e, const struct executor_job *job, int
                            "decision", id, "action", medic_action_name(job->action.kind), "error",
                            err->msg, NULL);
         }
-        if (wait_retry(e, pause))
+        if (executor_wait(e, pause))
             return rc;
         pause = pause * 2 > 2000 ? 2000 : pause * 2;
     }

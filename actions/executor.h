@@ -54,6 +54,10 @@ int executor_start(size_t threads, size_t capacity, const struct executor_hooks 
  * is full, MEDIC_E_CLOSED when stopping (the caller still owns it). */
 int executor_submit(struct executor *e, const struct executor_job *job);
 void executor_stats(struct executor *e, struct executor_stats *out);
+/* Waits up to ms (on the monotonic clock) before a job's next try at
+ * something it must not give up on, such as recording; returns nonzero,
+ * at once, once the executor is stopping. */
+int executor_wait(struct executor *e, int64_t ms);
 /* Lets the queued and running jobs finish, then stops. NULL is a no-op. */
 void executor_stop(struct executor *e);
 

@@ -78,12 +78,14 @@ enum medic_param_type {
     MEDIC_PARAM_RECORD, /* char *: set by medic from what it recorded, never by a policy */
 };
 
-/* The detail of a drain that succeeded starts with this, followed by
- * "State=S Reason=R": R is Slurm's reason exactly as medic's drain left it,
- * with Slurm's "[user@time]" stamp. The policy engine keeps R, and the
- * incident's resume runs only while the node still shows exactly R. */
+/* The detail of a drain that succeeded: MEDIC_DRAIN_DETAIL_PREFIX "State=S"
+ * MEDIC_DRAIN_DETAIL_REASON R '"', R being Slurm's reason exactly as
+ * medic's drain left it, with Slurm's "[user@time]" stamp (quotes inside R
+ * stay as they are: R ends at the detail's last character). The policy
+ * engine keeps R, and the incident's resume runs only while the node
+ * still shows exactly R. */
 #define MEDIC_DRAIN_DETAIL_PREFIX "drained: "
-#define MEDIC_DRAIN_DETAIL_REASON " Reason="
+#define MEDIC_DRAIN_DETAIL_REASON " Reason=\""
 
 /* X(KIND, key, type, field, required, min, max, doc); field is the member
  * of struct medic_action that holds it; min and max bound an integer. */

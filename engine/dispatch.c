@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define ACTION_THREADS 4
 #define ACTION_QUEUE 1024
@@ -23,7 +22,6 @@ struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
-    _Atomic int stopping;             /* an outcome the store refuses is kept until then */
     _Atomic long kept;                /* outcomes waiting for the store to commit again */
     pthread_mutex_t pipeline_lock;    /* held while waking: it may be stopping */
     struct engine_pipeline *pipeline; /* woken by each outcome */
@@ -73,14 +71,6 @@ static void hand_over(struct engine_dispatch *d, int64_t decision_id, enum medic
     pthread_mutex_unlock(&d->pipeline_lock);
 }
 
-/* Pauses for ms, or less when dispatch stops; 1 when it stops. */
-static int pause_unless_stopping(struct engine_dispatch *d, int ms)
-{
-    for (int waited = 0; waited < ms && !atomic_load(&d->stopping); waited += 50)
-        usleep(50 * 1000);
-    return atomic_load(&d->stopping);
-}
-
 /* Records an outcome. When the store cannot commit (a full disk, a
  * database away) the outcome is kept and tried again until it is written,
  * so that its incident never waits for ever: an action that ran is never
@@ -93,11 +83,11 @@ static int record_outcome_row(struct engine_dispatch *d, const struct audit_acti
     for (;;) {
         int rc = audit_record_action(d->store, in, NULL, &err);
         if (rc == 0) {
-            if (told)
+            if (told) {
                 atomic_fetch_sub(&d->kept, 1);
-            if (told)
                 medic_log_info("a kept action outcome is recorded", "action", in->action, "node",
                                in->node, NULL);
+            }
             return 0;
         }
         if (!told++) {
@@ -106,7 +96,7 @@ static int record_outcome_row(struct engine_dispatch *d, const struct audit_acti
                             "the audit store commits again",
                             "action", in->action, "node", in->node, "error", err.msg, NULL);
         }
-        if (pause_unless_stopping(d, pause)) {
+        if (executor_wait(d->executor, pause)) {
             atomic_fetch_sub(&d->kept, 1);
             medic_log_error("medic stops with an action outcome it could not record; the next "
                             "start marks the action interrupted",
@@ -593,7 +583,6 @@ void engine_dispatch_stop(struct engine_dispatch *d)
 {
     if (!d)
         return;
-    atomic_store(&d->stopping, 1);
     executor_stop(d->executor);
     pthread_mutex_destroy(&d->pipeline_lock);
     free(d);

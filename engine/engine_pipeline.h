@@ -19,7 +19,6 @@
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
 #include "policy_engine.h"
-#include "timeutil.h"
 
 #include <stdint.h>
 
@@ -48,17 +47,11 @@ void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
 void engine_pipeline_stop(struct engine_pipeline *e);
 
 /* The pipeline's counters and gauges, for /metrics. */
-/* A jump of the wall clock against the monotonic clock this large between
- * two looks is a step (NTP correcting a drifted host, a VM resumed): it is
- * logged and counted; waits and ticks are on the monotonic clock and do
- * not follow it. */
-#define ENGINE_CLOCK_STEP MEDIC_NS_PER_SEC
-
 struct engine_pipeline_stats {
     unsigned long long decisions[VERDICT_COUNT]; /* by verdict */
     unsigned long long rounds_failed;
     unsigned long long ticks;       /* scheduler rounds (ladders escalated, alerts expired) */
-    unsigned long long clock_steps; /* steps of the wall clock seen (ENGINE_CLOCK_STEP or more) */
+    unsigned long long clock_steps; /* steps of the wall clock seen (1 s or more) */
     int disrupted_nodes, open_incidents, storm;
 };
 void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out);

@@ -456,13 +456,19 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     return rc ? -1 : changed || (from_log && r.evaluated_count == ROUND_LIMIT);
 }
 
+/* A jump of the wall clock against the monotonic clock this large between
+ * two looks is a step (NTP correcting a drifted host, a VM resumed): it is
+ * logged and counted; waits and ticks are on the monotonic clock and do
+ * not follow it. */
+#define CLOCK_STEP MEDIC_NS_PER_SEC
+
 /* Logs and counts a step of the wall clock since the last look. */
 static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t mono)
 {
     int64_t step = (wall - e->seen_wall) - (mono - e->seen_mono);
     e->seen_wall = wall;
     e->seen_mono = mono;
-    if (step > -ENGINE_CLOCK_STEP && step < ENGINE_CLOCK_STEP)
+    if (step > -CLOCK_STEP && step < CLOCK_STEP)
         return;
     atomic_fetch_add(&e->clock_steps, 1);
     char by[32];

@@ -812,29 +812,42 @@ static void test_lost_resolve_expires(void **state)
     world_release(&w);
 }
 
+/* A set of policies parsed from text, for reloads. */
+static void parse_set(const char *doc, struct policy_set *out)
+{
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    if (yaml_tree_parse("r.yaml", doc, strlen(doc), &tree, &err) ||
+        policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"), NULL, notifiers, 1, out,
+                         &err))
+        fail_msg("%s", err.msg);
+    yaml_tree_release(&tree);
+}
+
+/* A world in which medic drained gpu-node-01 for the Xid alert a, under
+ * drain_resume_policies: the start of each reload scenario. */
+static void drained_node_world(struct world *w, struct test_alert *a)
+{
+    world_init(w, drain_resume_policies, NULL, 40, 1);
+    make_alert(a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
+    evaluate(w, a, MEDIC_STATUS_FIRING, T0);
+    succeed(w, T0 + 1);
+}
+
 /* A reload that removes a policy closes its incidents explicitly: what
  * medic holds for them is undone, with a decision that says why. */
 static void test_reload_closes_orphans(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, drain_resume_policies, NULL, 40, 1);
     struct test_alert a;
-    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
-    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0 + 1);
+    drained_node_world(&w, &a);
     struct policy_set renamed;
-    struct yaml_tree tree;
-    struct medic_error err = {0};
-    static const char doc[] = "policies:\n"
-                              "  - name: drain-on-xid-v2\n"
-                              "    match: '{alertname=\"GPUNeverSeen\"}'\n"
-                              "    steps: [ { action: drain } ]\n";
-    if (yaml_tree_parse("r.yaml", doc, strlen(doc), &tree, &err) ||
-        policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"), NULL, notifiers, 1,
-                         &renamed, &err))
-        fail_msg("%s", err.msg);
-    yaml_tree_release(&tree);
+    parse_set("policies:\n"
+              "  - name: drain-on-xid-v2\n"
+              "    match: '{alertname=\"GPUNeverSeen\"}'\n"
+              "    steps: [ { action: drain } ]\n",
+              &renamed);
     w.ctx.policies = &renamed;
     /* its alert still fires: on-call hears before the node is resumed */
     assert_int_equal(tick(&w, T0 + MIN), 2);
@@ -848,17 +861,14 @@ static void test_reload_closes_orphans(void **state)
     world_release(&w);
 }
 
-/* A set of policies parsed from text, for reloads. */
-static void parse_set(const char *doc, struct policy_set *out)
-{
-    struct yaml_tree tree;
-    struct medic_error err = {0};
-    if (yaml_tree_parse("r.yaml", doc, strlen(doc), &tree, &err) ||
-        policy_set_parse("r.yaml", yaml_tree_get(tree.root, "policies"), NULL, notifiers, 1, out,
-                         &err))
-        fail_msg("%s", err.msg);
-    yaml_tree_release(&tree);
-}
+/* The same drain-then-cycle policy under any name, for renames. */
+#define XID_POLICY(NAME)                                                                           \
+    "policies:\n"                                                                                  \
+    "  - name: " NAME "\n"                                                                         \
+    "    match: '{alertname=\"GPUXidError\"}'\n"                                                   \
+    "    cooldown: 1h\n"                                                                           \
+    "    steps: [ { action: drain }, { after: 10m, action: ipmi_power_cycle } ]\n"                 \
+    "    on_resolved: [ { action: resume } ]\n"
 
 /* A reload that renames a policy (the same policy under a new name): its
  * incidents go on under the new name; nothing is resumed while the alert
@@ -867,28 +877,14 @@ static void parse_set(const char *doc, struct policy_set *out)
 static void test_reload_follows_a_renamed_policy(void **state)
 {
     (void)state;
-    static const char policies[] = "policies:\n"
-                                   "  - name: drain-on-xid\n"
-                                   "    match: '{alertname=\"GPUXidError\"}'\n"
-                                   "    cooldown: 1h\n"
-                                   "    steps: [ { action: drain }, { after: 10m, action: "
-                                   "ipmi_power_cycle } ]\n"
-                                   "    on_resolved: [ { action: resume } ]\n";
-    static const char renamed_doc[] = "policies:\n"
-                                      "  - name: xid-v2\n"
-                                      "    match: '{alertname=\"GPUXidError\"}'\n"
-                                      "    cooldown: 1h\n"
-                                      "    steps: [ { action: drain }, { after: 10m, action: "
-                                      "ipmi_power_cycle } ]\n"
-                                      "    on_resolved: [ { action: resume } ]\n";
     struct world w;
-    world_init(&w, policies, NULL, 40, 1);
+    world_init(&w, XID_POLICY("drain-on-xid"), NULL, 40, 1);
     struct test_alert a, b;
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     succeed(&w, T0 + 1);
     struct policy_set renamed;
-    parse_set(renamed_doc, &renamed);
+    parse_set(XID_POLICY("xid-v2"), &renamed);
     w.ctx.policies = &renamed;
     assert_int_equal(tick(&w, T0 + MIN), 0); /* no resume while it fires */
     assert_string_equal(incident_state(&w, "gpu-node-01"), "drained");
@@ -920,11 +916,8 @@ static void test_reload_never_strands_through_a_rename(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, drain_resume_policies, NULL, 40, 1);
     struct test_alert a;
-    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
-    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0 + 1);
+    drained_node_world(&w, &a);
     struct policy_set other;
     parse_set("policies:\n  - name: tell\n    match: '{alertname=\"GPUXidError\"}'\n"
               "    steps: [ { action: notify, notifier: oncall } ]\n",
@@ -945,11 +938,8 @@ static void test_reload_follows_a_renamed_node(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, drain_resume_policies, NULL, 40, 1);
     struct test_alert a;
-    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, NAN);
-    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0 + 1);
+    drained_node_world(&w, &a);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     static const char inv[] = "nodes:\n"
                               "  - { name: gpu-node-01.example.org, aliases: [gpu-node-01] }\n"
