@@ -13,6 +13,7 @@ void ipmi_options_default(struct ipmi_options *o)
     o->session_timeout_ms = 3000;
     o->retransmission_timeout_ms = 500;
     o->confirm_timeout_ms = 60000;
+    o->fence = NULL;
 }
 
 int ipmi_workaround_flags(const char *const *names, size_t count, int lan_2_0, unsigned int *flags,
@@ -173,6 +174,10 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
     if (before < 0) {
         close_session(ctx);
         return MEDIC_OUTCOME_FAILED;
+    }
+    if (action_fenced(o->fence, detail, size)) {
+        close_session(ctx);
+        return MEDIC_OUTCOME_REFUSED;
     }
     enum medic_outcome result = MEDIC_OUTCOME_SUCCEEDED;
     if (before == 0) {

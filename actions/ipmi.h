@@ -7,6 +7,7 @@
 #define MEDIC_ACTIONS_IPMI_H
 
 #include "action.h"
+#include "fence.h"
 #include "error.h"
 
 #include <stddef.h>
@@ -24,6 +25,7 @@ struct ipmi_options {
     unsigned int session_timeout_ms;        /* default 3000 */
     unsigned int retransmission_timeout_ms; /* default 500 */
     unsigned int confirm_timeout_ms;        /* how long to watch the power state; default 60000 */
+    const struct action_fence *fence;       /* asked right before the power command; NULL: none */
 };
 
 void ipmi_options_default(struct ipmi_options *o);

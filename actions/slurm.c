@@ -22,6 +22,7 @@ void slurm_options_default(struct slurm_options *o)
     o->scontrol = "scontrol";
     o->slurm_conf = NULL;
     o->timeout_ms = 10000;
+    o->fence = NULL;
 }
 
 /* Runs scontrol with args; its output (stdout and stderr) into out.
@@ -226,6 +227,8 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
     snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
     snprintf(reason_arg, sizeof(reason_arg), "Reason=%s", clean);
     const char *args[] = {"update", node_arg, "State=DRAIN", reason_arg, NULL};
+    if (action_fenced(o->fence, detail, size))
+        return MEDIC_OUTCOME_REFUSED;
     int rc = run_scontrol(o, args, out, sizeof(out));
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=DRAIN: %s", node,

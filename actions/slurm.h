@@ -7,15 +7,17 @@
 #define MEDIC_ACTIONS_SLURM_H
 
 #include "action.h"
+#include "fence.h"
 #include <stddef.h>
 
 /* What medic's drain reasons contain (the policy engine appends it). */
 #define SLURM_MEDIC_MARK "(medic policy "
 
 struct slurm_options {
-    const char *scontrol;   /* program, looked up in PATH; default "scontrol" */
-    const char *slurm_conf; /* SLURM_CONF for scontrol; NULL: Slurm's default */
-    int timeout_ms;         /* per scontrol run; default 10000 */
+    const char *scontrol;             /* program, looked up in PATH; default "scontrol" */
+    const char *slurm_conf;           /* SLURM_CONF for scontrol; NULL: Slurm's default */
+    int timeout_ms;                   /* per scontrol run; default 10000 */
+    const struct action_fence *fence; /* asked right before a drain is sent; NULL: none */
 };
 
 void slurm_options_default(struct slurm_options *o);

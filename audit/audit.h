@@ -195,6 +195,11 @@ void audit_store_stats(struct audit_store *store, struct audit_stats *out);
  * MEDIC_E_FENCED when it is not current. Without a term set, a PostgreSQL
  * store refuses them all; SQLite ignores it (one process owns the file). */
 void audit_store_set_term(struct audit_store *store, const char *replica, int64_t epoch);
+/* Whether this replica may act now: on PostgreSQL, a transaction that
+ * checks its term against the lease row (MEDIC_E_FENCED when the lease is
+ * gone or another holds it); on SQLite always 0. Asked right before every
+ * command that disrupts a node. */
+int audit_store_check_lease(struct audit_store *store, struct medic_error *err);
 
 /* ---- read side ---- */
 

@@ -525,6 +525,8 @@ int audit__run_job(struct audit_store *s, struct job *job)
         return write_action(s, job);
     case JOB_EVALUATION:
         return write_evaluation(s, job);
+    case JOB_LEASE:
+        return 0; /* guard_batch checked the term */
     }
     MEDIC_BUG("unknown audit job");
 }

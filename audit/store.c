@@ -59,14 +59,14 @@ static void record_commit(struct audit_store *s, double seconds, size_t committe
 
 static int chains(const struct job *j)
 {
-    return j->kind != JOB_NOTIFICATION;
+    return j->kind != JOB_NOTIFICATION && j->kind != JOB_LEASE;
 }
 
 /* Whether job may be written only by the leader: a decision or an
  * action's intent (an outcome records what already ran). */
 static int fenced(const struct job *j)
 {
-    return j->kind == JOB_EVALUATION || j->kind == JOB_DECISION ||
+    return j->kind == JOB_EVALUATION || j->kind == JOB_DECISION || j->kind == JOB_LEASE ||
            (j->kind == JOB_ACTION && ((const struct audit_action_in *)j->in)->intent_id <= 0);
 }
 
@@ -424,6 +424,14 @@ int audit_record_action(struct audit_store *store, const struct audit_action_in 
     if (rc == 0 && out_id)
         *out_id = job.id;
     return rc;
+}
+
+int audit_store_check_lease(struct audit_store *store, struct medic_error *err)
+{
+    if (!store->pg) /* SQLite: one process owns the file */
+        return 0;
+    struct job job = {.kind = JOB_LEASE};
+    return submit(store, &job, err);
 }
 
 void audit_store_stats(struct audit_store *store, struct audit_stats *out)

@@ -18,7 +18,8 @@ struct ckpt_plan {
     int catch_ups; /* times asked past AUDIT_WAL_RESTART_PAGES */
 };
 
-enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION };
+/* JOB_LEASE writes nothing: its transaction only checks the leader's term. */
+enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION, JOB_LEASE };
 
 /* What the caller's thread computes before queueing a notification, so
  * that the single writer thread does only database work: the dedupe key

@@ -23,6 +23,7 @@ struct engine_dispatch {
     struct config_slot *configs;
     struct executor *executor;
     _Atomic long kept;                /* outcomes waiting for the store to commit again */
+    struct action_fence fence;        /* the lease, checked right before a disruptive command */
     pthread_mutex_t pipeline_lock;    /* held while waking: it may be stopping */
     struct engine_pipeline *pipeline; /* woken by each outcome */
 };
@@ -75,7 +76,9 @@ static void hand_over(struct engine_dispatch *d, int64_t decision_id, enum medic
  * database away) the outcome is kept and tried again until it is written,
  * so that its incident never waits for ever: an action that ran is never
  * left as an intent without an outcome (which the next start would call
- * interrupted) unless medic stops meanwhile. */
+ * interrupted) unless medic stops meanwhile. A refusal is final (the
+ * intent has an outcome already: another leader recorded it
+ * interrupted). */
 static int record_outcome_row(struct engine_dispatch *d, const struct audit_action_in *in)
 {
     struct medic_error err = {0};
@@ -89,6 +92,13 @@ static int record_outcome_row(struct engine_dispatch *d, const struct audit_acti
                                in->node, NULL);
             }
             return 0;
+        }
+        if (err.code != MEDIC_E_STORE && err.code != MEDIC_E_BUSY) {
+            if (told)
+                atomic_fetch_sub(&d->kept, 1);
+            medic_log_error("cannot record an action outcome", "action", in->action, "node",
+                            in->node, "error", err.msg, NULL);
+            return rc;
         }
         if (!told++) {
             atomic_fetch_add(&d->kept, 1);
@@ -133,6 +143,22 @@ static void hook_outcome(void *ctx, const struct executor_job *job, int64_t inte
 }
 
 /* ---- the runners: typed parameters in, one outcome out ---- */
+
+/* The fence of every disruptive command: this replica still holds the
+ * lease (PostgreSQL; always with SQLite). Unsure is no: a database that
+ * cannot answer keeps the command unsent. */
+static int lease_held(void *ctx, char *why, size_t size)
+{
+    struct engine_dispatch *d = ctx;
+    struct medic_error err = {0};
+    int rc = audit_store_check_lease(d->store, &err);
+    if (rc)
+        snprintf(why, size,
+                 "this replica cannot show it still holds the lease (%s); the step is left to "
+                 "the leader",
+                 err.msg);
+    return rc;
+}
 
 static enum medic_outcome run_notify(const struct medic_config *c, const struct executor_job *job,
                                      const struct notify_options *options, char *detail,
@@ -189,7 +215,9 @@ static void slurm_options_from(const struct medic_config *c, struct slurm_option
 }
 
 static enum medic_outcome run_power_cycle(const struct medic_config *c,
-                                          const struct executor_job *job, char *detail, size_t size)
+                                          const struct executor_job *job,
+                                          const struct action_fence *fence, char *detail,
+                                          size_t size)
 {
     const struct inventory_node *n = inventory_find(&c->inventory, job->node);
     const struct credential *cred =
@@ -238,11 +266,12 @@ static enum medic_outcome run_power_cycle(const struct medic_config *c,
     t.cipher_suite = n->bmc.cipher_suite;
     struct ipmi_options o;
     ipmi_options_default(&o);
+    o.fence = fence;
     return ipmi_power_cycle(&t, job->action.u.ipmi_power_cycle.power_on, &o, detail, size);
 }
 
 static enum medic_outcome run_slurm(const struct medic_config *c, const struct executor_job *job,
-                                    char *detail, size_t size)
+                                    const struct action_fence *fence, char *detail, size_t size)
 {
     const struct inventory_node *n = inventory_find(&c->inventory, job->node);
     if (!n || !n->slurm_node) {
@@ -251,13 +280,16 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
     }
     struct slurm_options o;
     slurm_options_from(c, &o);
+    o.fence = fence;
     if (job->action.kind == MEDIC_ACTION_DRAIN)
         return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
     return slurm_resume(&o, n->slurm_node, job->action.u.resume.drained_as, detail, size);
 }
 
 static enum medic_outcome run_power_limit(const struct medic_config *c,
-                                          const struct executor_job *job, char *detail, size_t size)
+                                          const struct executor_job *job,
+                                          const struct action_fence *fence, char *detail,
+                                          size_t size)
 {
     const struct inventory_node *n = inventory_find(&c->inventory, job->node);
     if (!n || !n->agent_url) {
@@ -273,6 +305,8 @@ static enum medic_outcome run_power_limit(const struct medic_config *c,
     if (job->action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
         return agent_restore(n->agent_url, cred->token, 10000, detail, size);
     const struct medic_gpu_list *g = &job->action.u.power_limit.gpus;
+    if (action_fenced(fence, detail, size))
+        return MEDIC_OUTCOME_REFUSED;
     return agent_power_limit(n->agent_url, cred->token, g->items, g->count,
                              job->action.u.power_limit.watts, 10000, detail, size);
 }
@@ -290,15 +324,15 @@ static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, ch
         r = run_notify(c, job, NULL, detail, size);
         break;
     case MEDIC_ACTION_IPMI_POWER_CYCLE:
-        r = run_power_cycle(c, job, detail, size);
+        r = run_power_cycle(c, job, &d->fence, detail, size);
         break;
     case MEDIC_ACTION_DRAIN:
     case MEDIC_ACTION_RESUME:
-        r = run_slurm(c, job, detail, size);
+        r = run_slurm(c, job, &d->fence, detail, size);
         break;
     case MEDIC_ACTION_POWER_LIMIT:
     case MEDIC_ACTION_RESTORE_POWER_LIMIT:
-        r = run_power_limit(c, job, detail, size);
+        r = run_power_limit(c, job, &d->fence, detail, size);
         break;
     case MEDIC_ACTION_KIND_COUNT:
         MEDIC_BUG("an action of no kind");
@@ -511,6 +545,7 @@ int engine_dispatch_start(struct audit_store *store, struct config_slot *configs
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     d->store = store;
     d->configs = configs;
+    d->fence = (struct action_fence){lease_held, d};
     pthread_mutex_init(&d->pipeline_lock, NULL);
     notify_global_init();
     struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};

@@ -13,6 +13,10 @@ deadlines:
   the woken one writes no decision, starts no action and steps down;
 - PostgreSQL restarted under load: 503 while it is down, then recovery
   with nothing accepted lost;
+- a leader paused (SIGSTOP) after Slurm told it a node is drained, while
+  its power cycle is under way: another leads and resumes the node; woken,
+  the old leader asks for its lease right before the BMC command, and
+  sends nothing (a real slurmctld and ipmi_sim BMC);
 - replicas started at the same instant on an empty database, many times:
   every one starts (schema creation is serialised among them);
 - `medic audit verify` on the log after each."""
@@ -26,7 +30,8 @@ import subprocess
 import threading
 import time
 
-from lab import HOST, Medic, RecordingReceiver, Suite, request, wait_until, write_secret
+from lab import (HOST, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, request,
+                 wait_until, write_secret)
 from postgres_lab import PostgreSQL
 
 TOKEN = "ha-token"
@@ -360,6 +365,92 @@ def test_postgres_restart_under_load(suite):
     c.verify()
 
 
+def test_paused_leader_sends_no_power_cycle(suite):
+    pg = PostgreSQL(suite.subdir("fence")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("fence")
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01"], name="slurm-fence")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    bmc = IpmiBmc(suite.workdir, "gpu-node-01")
+    bmc.start()
+    suite.on_exit(bmc.stop)
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("fence")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    # a stand-in around the real scontrol for the first leader: while HOLD
+    # exists, `scontrol show` gets Slurm's answer and then holds it back (a
+    # slurmctld slow to answer), saying so in HELD
+    hold, held = os.path.join(workdir, "hold"), os.path.join(workdir, "held")
+    slow = os.path.join(workdir, "slow-scontrol")
+    with open(slow, "w") as f:
+        f.write(f"#!/bin/sh\nif [ \"$1\" = show ] && [ -e {hold} ]; then\n"
+                "  out=$(scontrol \"$@\"); rc=$?\n"
+                f"  touch {held}\n  while [ -e {hold} ]; do sleep 0.05; done\n"
+                "  printf '%s\\n' \"$out\"; exit $rc\nfi\nexec scontrol \"$@\"\n")
+    os.chmod(slow, 0o755)
+
+    def config(scontrol):
+        return (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+                f"credentials_file: {creds}\n"
+                f"slurm: {{ conf: {cluster.conf}, scontrol: {scontrol} }}\n"
+                "inventory:\n  nodes:\n    - { name: gpu-node-01, slurm: { node: gpu-node-01 }, "
+                f"bmc: {{ address: '{bmc.address}', credentials: bmc-lab, "
+                "workarounds: [opensesspriv] } }\n"
+                f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                "engine: { tick_interval: 200ms }\n"
+                "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                "    steps: [ { action: drain }, { after: 3s, action: ipmi_power_cycle } ]\n"
+                "    on_resolved: [ { action: resume } ]\n")
+    a = Replica(suite, url, "fence-a", config(slow))
+    a.start()
+    suite.on_exit(lambda: a.process.running() and (os.kill(a.process.pid, signal.SIGCONT),
+                                                    a.stop()))
+    wait_until("fence-a leads", a.leads, timeout=LEASE + 3)
+    b = Replica(suite, url, "fence-b", config("scontrol"))
+    b.start()
+    suite.on_exit(b.stop)
+
+    def outcomes(action):
+        out = subprocess.run([suite.medic, "audit", "actions", "--db", url, "--format", "json"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return [r for r in json.loads(out.stdout) if r["phase"] == "outcome"
+                and r["action"] == action]
+
+    assert a.webhook(payload("gpu-node-01"))[0] == 200
+    wait_until("the drain", lambda: [o for o in outcomes("drain") if o["result"] == "succeeded"],
+               timeout=30)
+    open(hold, "w").close()
+    # the power cycle comes due: Slurm says the node is drained, and fence-a
+    # is paused before it acts on that answer
+    wait_until("fence-a's drain check to be held", lambda: os.path.exists(held), timeout=30)
+    a.process.send(signal.SIGSTOP)
+    wait_until("fence-b leads", b.leads, timeout=LEASE + 5)
+    assert b.webhook(payload("gpu-node-01", "resolved"))[0] == 200
+    wait_until("fence-b resumes the node", lambda: "DRAIN" not in cluster.node("gpu-node-01")[0],
+               timeout=30)
+    os.remove(hold)
+    woke_at = time.time()
+    a.process.send(signal.SIGCONT)
+    # woken, fence-a finishes the check with Slurm's old answer; the lease,
+    # asked right before the BMC command, says no
+    refused = wait_until("fence-a gives the power cycle up", lambda: [
+        line for t, line in log_lines(a) if t >= woke_at and 'msg="action finished"' in line
+        and "action=ipmi_power_cycle" in line], timeout=30)
+    assert "result=refused" in refused[0] and "not sent" in refused[0], refused
+    assert bmc.log() == [], bmc.log()
+    assert "DRAIN" not in cluster.node("gpu-node-01")[0]
+    # the audit log: the step is interrupted (never sent), once
+    cycles = outcomes("ipmi_power_cycle")
+    assert [o["result"] for o in cycles] == ["interrupted"], cycles
+
+
 def test_replicas_started_together(suite):
     pg = PostgreSQL(suite.subdir("together")).start()
     suite.on_exit(pg.stop)
@@ -386,4 +477,4 @@ def test_replicas_started_together(suite):
 if __name__ == "__main__":
     Suite(__doc__).run([test_round_robin_and_duplicates, test_kill_leader_under_load,
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
-                        test_replicas_started_together])
+                        test_paused_leader_sends_no_power_cycle, test_replicas_started_together])
