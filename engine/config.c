@@ -69,6 +69,8 @@ static int set_defaults(struct medic_config *config)
     config->audit_max_pending = 4096;
     config->ha_lease = 5 * MEDIC_NS_PER_SEC;
     config->max_connections = 512;
+    config->max_connections_per_address = 64;
+    config->request_timeout = 10 * MEDIC_NS_PER_SEC;
     config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
     config->prometheus_timeout = 2 * MEDIC_NS_PER_SEC;
     config->fleet_interval = 30 * MEDIC_NS_PER_SEC; /* when prometheus.url is set */

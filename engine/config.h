@@ -73,6 +73,8 @@ struct medic_config {
     char *tls_key_pem;
     struct receiver_limits limits;
     size_t max_connections;
+    size_t max_connections_per_address;
+    int64_t request_timeout; /* ns */
     char *node_labels[MEDIC_MAX_NODE_LABELS];
     size_t node_label_count;
     int log_level;

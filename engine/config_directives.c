@@ -143,6 +143,16 @@ static const struct directive directives[] = {
      RECEIVER_WIDEST_VALUE_BYTES, "16", "1MiB", "`16384`", "one annotation value", NULL},
     {"limits", "max_connections", D_SIZE, AT(max_connections), 1, 65536, "1", "65536", "`512`",
      "concurrent HTTP connections", NULL},
+    {"limits", "max_connections_per_address", D_SIZE, AT(max_connections_per_address), 1, 65536,
+     "1", "65536", "`64`",
+     "concurrent HTTP connections from one client address; more are closed at once, so that one "
+     "client cannot take every connection",
+     NULL},
+    {"limits", "request_timeout", D_DURATION, AT(request_timeout), SEC(1), SEC(600), "1s", "600s",
+     "`10s`",
+     "a request's header and body must arrive within this, however the client paces its bytes; "
+     "a connection past it is closed (`medic_http_request_deadline_closed_total`)",
+     NULL},
     {NULL, "credentials_file", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
      "secrets for BMCs, agents and notifiers ([actions.md](actions.md)); refused unless mode "
      "0600 or 0400",

@@ -384,6 +384,8 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
     struct receiver_listen listen = {
         .address = e->listen,
         .max_connections = c->max_connections,
+        .max_connections_per_address = c->max_connections_per_address,
+        .request_timeout = c->request_timeout,
         .threads = (unsigned int)(cpus > 1 ? cpus : 1),
         .tls_cert_pem = c->tls_cert_pem,
         .tls_key_pem = c->tls_key_pem,

@@ -162,11 +162,16 @@ void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b)
                      "medic_alerts_total{status=\"resolved\"} %llu\n"
                      "# HELP medic_http_requests_in_flight HTTP requests being served.\n"
                      "# TYPE medic_http_requests_in_flight gauge\n"
-                     "medic_http_requests_in_flight %d\n",
+                     "medic_http_requests_in_flight %d\n"
+                     "# HELP medic_http_request_deadline_closed_total Connections closed because "
+                     "their request was not whole within limits.request_timeout.\n"
+                     "# TYPE medic_http_request_deadline_closed_total counter\n"
+                     "medic_http_request_deadline_closed_total %llu\n",
                      atomic_load(&srv->notifications_accepted),
                      atomic_load(&srv->notifications_duplicate),
                      atomic_load(&srv->notifications_duplicate), atomic_load(&srv->alerts_firing),
-                     atomic_load(&srv->alerts_resolved), atomic_load(&srv->in_flight));
+                     atomic_load(&srv->alerts_resolved), atomic_load(&srv->in_flight),
+                     receiver__deadlines_closed(srv->deadlines));
     if (srv->hooks.metrics)
         srv->hooks.metrics(srv->hooks.ctx, b);
 }

@@ -398,6 +398,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
+    receiver__request_whole(srv->deadlines, conn);
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof(msg), "body is over the limit of %zu bytes", req->body.limit);
@@ -409,9 +410,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     (void)toe;
     struct receiver_server *srv = cls;
+    receiver__request_ended(srv->deadlines, conn);
     struct request *req = *con_cls;
     if (!req)
         return;
@@ -483,6 +484,10 @@ int receiver_server_start(const struct receiver_listen *listen,
         receiver_server_stop(srv, 0);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
+    if (receiver__deadlines_start(listen->request_timeout, &srv->deadlines)) {
+        receiver_server_stop(srv, 0);
+        return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the request deadlines");
+    }
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
@@ -496,6 +501,8 @@ int receiver_server_start(const struct receiver_listen *listen,
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_error, NULL},
         {MHD_OPTION_SOCK_ADDR, 0, &ss},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)listen->max_connections, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)listen->max_connections_per_address, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)receiver__on_connection, srv->deadlines},
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)listen->threads, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
@@ -551,6 +558,7 @@ void receiver_server_stop(struct receiver_server *server, int drain_ms)
             usleep(10000);
         MHD_stop_daemon(server->daemon);
     }
+    receiver__deadlines_stop(server->deadlines);
     settings_free(server->settings);
     pthread_rwlock_destroy(&server->settings_lock);
     free(server);

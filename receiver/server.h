@@ -68,7 +68,9 @@ struct receiver_settings {
 struct receiver_listen {
     const char *address; /* host:port; an IPv6 host in brackets */
     size_t max_connections;
-    unsigned int threads;     /* polling threads; at least 1 */
+    size_t max_connections_per_address; /* more from one address are closed at once */
+    int64_t request_timeout; /* ns: a request's header and body arrive within it, or it is closed */
+    unsigned int threads;    /* polling threads; at least 1 */
     const char *tls_cert_pem; /* both NULL for plain HTTP */
     const char *tls_key_pem;
 };

@@ -53,7 +53,24 @@ struct receiver_server {
      * (the last one past every bound) and the sum, for the histogram */
     atomic_ullong webhook_buckets[WEBHOOK_BUCKETS + 1];
     atomic_ullong webhook_ns_sum;
+    struct receiver_deadlines *deadlines;
 };
+
+/* deadline.c: each connection's request must be whole within the request
+ * timeout (the header and the body), or its socket is shut down. */
+struct receiver_deadlines;
+int receiver__deadlines_start(int64_t timeout, struct receiver_deadlines **out);
+/* After the daemon stopped. NULL is a no-op. */
+void receiver__deadlines_stop(struct receiver_deadlines *d);
+/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION, cls the deadlines. */
+void receiver__on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                             enum MHD_ConnectionNotificationCode code);
+/* conn's request arrived whole: no deadline until the next one. */
+void receiver__request_whole(struct receiver_deadlines *d, struct MHD_Connection *conn);
+/* conn's request ended: a next one on the connection has its own deadline. */
+void receiver__request_ended(struct receiver_deadlines *d, struct MHD_Connection *conn);
+/* Connections closed at their deadline so far. */
+unsigned long long receiver__deadlines_closed(struct receiver_deadlines *d);
 
 enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
 

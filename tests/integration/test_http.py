@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """medic serve over real HTTP: every bad input gets its clear error and
 writes nothing, auth, TLS, /metrics under promtool, reload, 503 when the
-store is unavailable, concurrent commits, and a clean SIGTERM."""
+store is unavailable, concurrent commits, a clean SIGTERM, and 600
+connections that trickle their headers keeping nobody out."""
 
 import concurrent.futures
+import socket
 import json
 import re
 import os
@@ -424,6 +426,82 @@ def test_audit_cli_while_serving(suite):
     assert verify.returncode == 0 and verify.stdout.startswith("ok:"), verify
 
 
+def test_trickling_connections_keep_nobody_out(suite):
+    """600 unauthenticated connections from ten other loopback addresses
+    (more than the 512 connections medic serves at once), each sending its
+    header a byte a second, on the built-in limits: one address holds at
+    most 64 connections, every one of them is closed at the request
+    deadline (10 s) however it trickles, and Alertmanager, retrying as it
+    does, gets its webhook answered, and /-/healthy answers, within it."""
+    medic = start_medic(suite, "trickle")
+    port = medic.port
+    assert medic.post("/webhook", payload("trickle-0"), headers=AUTH)[0] == 200  # alive
+    # one address: 100 connections, of which medic keeps 64 and closes the
+    # rest at once (long before any deadline)
+    greedy = []
+    for _ in range(100):
+        s = socket.socket()
+        s.bind(("127.0.0.12", 0))
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        greedy.append(s)
+    suite.on_exit(lambda: [s.close() for s in greedy])
+
+    def refused():
+        n = 0
+        for s in greedy:
+            try:
+                n += s.recv(1) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                n += 1
+        return n
+    wait_until("36 of one address's connections refused", lambda: refused() == 36, timeout=5)
+    for s in greedy:
+        s.close()
+    stop = threading.Event()
+    socks = []
+    for a in range(2, 12):  # 127.0.0.2 .. 127.0.0.11, 60 each
+        for _ in range(60):
+            s = socket.socket()
+            s.bind((f"127.0.0.{a}", 0))
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            socks.append(s)
+    suite.on_exit(lambda: [s.close() for s in socks])
+    suite.on_exit(stop.set)
+    header = b"POST /webhook HTTP/1.1\r\nHost: medic\r\nX-Slow: " + b"a" * 200
+
+    def trickle():
+        for i in range(len(header)):
+            if stop.wait(1.0):
+                return
+            for s in socks:
+                try:
+                    s.send(header[i:i + 1])
+                except OSError:
+                    pass  # closed by medic
+    threading.Thread(target=trickle, daemon=True).start()
+    # every connection medic accepted is closed by the deadline (the
+    # trickle never ends a header)
+    wait_until("the trickling connections closed", lambda: medic.metric(
+        "medic_http_request_deadline_closed_total", headers=AUTH) >= 500, timeout=30)
+    # Alertmanager retries a webhook that got no answer
+    def webhook_answered():
+        try:
+            return request("POST", medic.url + "/webhook", payload("trickle-1"),
+                           {"Content-Type": "application/json", **AUTH}, timeout=2)[0] == 200
+        except OSError:
+            return False
+    wait_until("the webhook answered", webhook_answered, timeout=30, interval=0.5)
+    assert request("GET", medic.url + "/-/healthy", timeout=2)[0] == 200
+    # at most the 512 connections medic serves were open to be closed
+    closed = medic.metric("medic_http_request_deadline_closed_total", headers=AUTH)
+    assert 500 <= closed <= 512, closed
+    stop.set()
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([
         test_bad_input_gets_clear_error_and_writes_nothing,
@@ -438,4 +516,5 @@ if __name__ == "__main__":
         test_concurrent_requests_share_commits,
         test_sigterm_drains_and_closes_cleanly,
         test_audit_cli_while_serving,
+        test_trickling_connections_keep_nobody_out,
     ])
