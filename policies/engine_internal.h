@@ -69,6 +69,8 @@ struct incident {
     int acted;  /* some step was executed or dry-run */
     int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
     char halted_by[160];
+    int held; /* step next_step was held by a guard that clears by itself: decided again then */
+    char held_by[200];
     int drained;          /* holds its node's drain (medic's drain succeeded) */
     char drained_as[300]; /* Slurm's reason as medic's last drain of the node left it ("": unknown)
                            */
@@ -293,9 +295,12 @@ void policy__follow_reload(const struct policy_context *ctx, struct policy_state
                            struct policy_decisions *out);
 
 /* guards.c */
-void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
-                          const struct policy *pol, const struct incident *in, int64_t now,
-                          char *reason, size_t size);
+/* The reason a disruptive step may not run ("" when it may); returns 1
+ * when the reason clears by itself (maintenance, storm, fleet caps): the
+ * step is held and decided again, not dropped. */
+int policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
+                         const struct policy *pol, const struct incident *in, int64_t now,
+                         char *reason, size_t size);
 void policy__record_action(struct policy_state *st, const struct policy *pol,
                            const struct incident *in, int64_t now);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,

@@ -23,10 +23,12 @@ static int in_maintenance(const struct policy_safety *s, const char *node, int64
     return 0;
 }
 
-/* The reason a disruptive step may not run, or "" when it may. */
-void policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
-                          const struct policy *pol, const struct incident *in, int64_t now,
-                          char *reason, size_t size)
+/* The reason a disruptive step may not run, or "" when it may; 1 when
+ * that reason clears by itself (a maintenance window, a storm, the fleet
+ * caps): the step is held, not dropped. */
+int policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
+                         const struct policy *pol, const struct incident *in, int64_t now,
+                         char *reason, size_t size)
 {
     const struct policy_safety *s = &ctx->policies->safety;
     char a[32], b[32];
@@ -36,10 +38,10 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
             snprintf(reason, size, "node '%s' is not in the inventory", in->node);
         else
             snprintf(reason, size, "the alert names no node (none of the node labels is set)");
-        return;
+        return 0;
     }
     if (in_maintenance(s, in->node, now, reason, size))
-        return;
+        return 1;
     /* the incident's newest alert: a re-fired alert is fresh again */
     int64_t newest = in->opened_at;
     for (size_t i = 0; i < in->member_count; i++)
@@ -52,19 +54,19 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
                  "the alert started %s ago, older than max_alert_age %s: stale alerts never "
                  "disrupt",
                  a, b);
-        return;
+        return 0;
     }
     if (st->storm_active) {
         medic_duration_format(s->storm_window, a, sizeof(a));
         snprintf(reason, size,
                  "storm: %zu nodes alerting within %s (max %zu); disruptive actions are held",
                  policy__alerting_nodes(st, now, s->storm_window), a, s->storm_max_alerting_nodes);
-        return;
+        return 1;
     }
     struct node_state *n = policy__node_get(st, in->node, 1);
     if (!n) {
         snprintf(reason, size, "out of memory");
-        return;
+        return 0;
     }
     size_t recent = 0;
     for (size_t i = 0; i < n->history_count; i++) {
@@ -76,7 +78,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
             medic_duration_format(now - r->time, b, sizeof(b));
             snprintf(reason, size, "cooldown: policy %s acted on node '%s' %s ago (cooldown %s)",
                      pol->name, in->node, b, a);
-            return;
+            return 0;
         }
         if (pol->budget_count && now - r->time < pol->budget_window)
             recent++;
@@ -85,7 +87,7 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
         medic_duration_format(pol->budget_window, a, sizeof(a));
         snprintf(reason, size, "budget: %zu actions on node '%s' within %s (max %zu)", recent,
                  in->node, a, pol->budget_count);
-        return;
+        return 0;
     }
     if (!policy__node_disrupted(n)) {
         size_t disrupted = policy_disrupted_nodes(st);
@@ -94,16 +96,17 @@ void policy__check_guards(const struct policy_context *ctx, struct policy_state 
             snprintf(reason, size,
                      "fleet cap: %zu nodes already disrupted (max_disruptive_in_flight %zu)",
                      disrupted, s->max_disruptive_in_flight);
-            return;
+            return 1;
         }
         if (disrupted + 1 > policy_max_disrupted_nodes(s, inventory)) {
             snprintf(reason, size,
                      "fleet cap: %zu of %zu nodes would be disrupted (max_disrupted_fraction "
                      "%g)",
                      disrupted + 1, inventory, s->max_disrupted_fraction);
-            return;
+            return 1;
         }
     }
+    return 0;
 }
 
 void policy__record_action(struct policy_state *st, const struct policy *pol,

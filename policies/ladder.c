@@ -202,18 +202,21 @@ static void check_undo(struct policy_state *st, struct incident *in, struct poli
     in->limit_watts = 0;
 }
 
-/* Why a disruptive step may not run ("" when it may). A power limit no
- * stricter than one another incident holds is not applied: the incident
- * holds it as well (it stays in force), and the ladder goes on. */
+/* Why a disruptive step may not run ("" when it may); *transient: the
+ * reason clears by itself (the step is held). A power limit no stricter
+ * than one another incident holds is not applied: the incident holds it
+ * as well (it stays in force), and the ladder goes on (returns 1). */
 static int check_disruptive(const struct policy_context *ctx, struct policy_state *st,
                             const struct policy *pol, struct incident *in,
-                            struct policy_decision *d, int64_t now, char *reason, size_t size)
+                            struct policy_decision *d, int64_t now, char *reason, size_t size,
+                            int *transient)
 {
+    *transient = 0;
     if (in->halted) {
         snprintf(reason, size, "the ladder stopped: %s", in->halted_by);
         return 0;
     }
-    policy__check_guards(ctx, st, pol, in, now, reason, size);
+    *transient = policy__check_guards(ctx, st, pol, in, now, reason, size);
     if (reason[0] || d->action.kind != MEDIC_ACTION_POWER_LIMIT)
         return 0;
     int strictest = policy__strictest_limit(st, in->node, in);
@@ -244,16 +247,29 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         return;
     }
     char reason[sizeof(d->reason)] = "";
-    int held = 0; /* a weaker power limit: held, not applied */
+    int weaker = 0;    /* a weaker power limit: kept by the incident, not applied */
+    int transient = 0; /* a guard that clears by itself: the step is held */
     enum medic_action_kind kind = step->action.kind;
+    if (!on_resolved)
+        in->held = 0;
     if (kind == MEDIC_ACTION_RESUME || kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
         check_undo(st, in, d, reason, sizeof(reason));
     else if (d->disruptive)
-        held = check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason));
+        weaker = check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason), &transient);
     if (reason[0]) {
         d->verdict = VERDICT_SUPPRESSED;
         snprintf(d->reason, sizeof(d->reason), "%s", reason);
-        if (held) {
+        if (transient && !on_resolved) {
+            /* held, not dropped: decided again once the guard clears, while
+             * the alert is fresh (policy__run_due_steps) */
+            in->held = 1;
+            in->next_step = (size_t)index;
+            snprintf(in->held_by, sizeof(in->held_by), "%s", reason);
+            snprintf(d->reason, sizeof(d->reason),
+                     "held: %.400s; step %d is decided again when that clears, while the alert "
+                     "is fresh",
+                     reason, index + 1);
+        } else if (weaker) {
             in->acted = 1;
             in->limit_watts = step->action.u.power_limit.watts;
             policy__incident_change(in, INCIDENT_LIMITED, index_of(out, d), now, out,
@@ -322,6 +338,16 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
                             "step %d (%s) decided", index + 1, medic_action_name(kind));
 }
 
+/* Whether the step the incident holds is still held: its guard (or
+ * another that clears by itself) still says no. Nothing is recorded while
+ * it does; once it does not, the step is decided again, by every guard. */
+static int still_held(const struct policy_context *ctx, struct policy_state *st,
+                      const struct policy *pol, const struct incident *in, int64_t now)
+{
+    char reason[sizeof(in->held_by)];
+    return policy__check_guards(ctx, st, pol, in, now, reason, sizeof(reason)) && reason[0];
+}
+
 void policy__run_due_steps(const struct policy_context *ctx, struct policy_state *st,
                            const struct policy *pol, struct incident *in, int64_t now,
                            struct policy_decisions *out)
@@ -333,6 +359,8 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
         /* after a restart, nothing disruptive before the alert is seen again */
         if (medic_action_disruptive(step->action.kind) && !in->halted &&
             !policy__incident_fresh(in))
+            return;
+        if (in->held && still_held(ctx, st, pol, in, now))
             return;
         size_t k = in->next_step++;
         policy__touch_incident(in);

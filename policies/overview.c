@@ -23,6 +23,9 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
         snprintf(what, size, "stopped: needs a person");
     else if (in->halted)
         snprintf(what, size, "no further disruptive step: %s", in->halted_by);
+    else if (in->held && pol && in->next_step < pol->step_count)
+        snprintf(what, size, "step %zu (%s) held: %s", in->next_step + 1,
+                 medic_action_name(pol->steps[in->next_step].action.kind), in->held_by);
     else if (!pol)
         snprintf(what, size, "its policy is no longer configured");
     else if (in->next_step >= pol->step_count)

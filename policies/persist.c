@@ -67,6 +67,8 @@ static void save_incident(struct medic_buf *b, const struct incident *in)
     json_time(b, "awaiting_decision", in->awaiting_decision);
     json_text(b, "halted_by", in->halted_by);
     json_text(b, "drained_as", in->drained_as);
+    medic_buf_printf(b, ",\"held\":%d", in->held);
+    json_text(b, "held_by", in->held_by);
     json_text(b, "closing_cause", in->closing_cause);
     if (isnan(in->risk))
         medic_buf_puts(b, ",\"risk\":null,");
@@ -354,9 +356,15 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     copy_field(l, e, "alertname", in->alertname, sizeof(in->alertname));
     copy_field(l, e, "halted_by", in->halted_by, sizeof(in->halted_by));
     copy_field(l, e, "closing_cause", in->closing_cause, sizeof(in->closing_cause));
-    const cJSON *as = cJSON_GetObjectItemCaseSensitive(e, "drained_as"); /* newer medics */
+    /* newer medics' fields: absent from rows an older one wrote */
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(e, "drained_as");
     if (cJSON_IsString(as))
         snprintf(in->drained_as, sizeof(in->drained_as), "%s", as->valuestring);
+    const cJSON *held = cJSON_GetObjectItemCaseSensitive(e, "held");
+    const cJSON *held_by = cJSON_GetObjectItemCaseSensitive(e, "held_by");
+    in->held = cJSON_IsNumber(held) && held->valueint != 0;
+    if (cJSON_IsString(held_by))
+        snprintf(in->held_by, sizeof(in->held_by), "%s", held_by->valuestring);
     in->opened_at = time_field(l, e, "opened_at");
     in->fresh_after = time_field(l, e, "fresh_after");
     in->awaiting_decision = time_field(l, e, "awaiting_decision");

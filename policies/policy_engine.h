@@ -22,7 +22,10 @@
  * - Each step is decided once per incident, whatever the verdict.
  * - Disruptive steps pass the guards: inventory, maintenance,
  *   max_alert_age, storm, cooldown, budget, fleet caps. The first that
- *   fails names the suppression's reason, and the ladder stops there.
+ *   fails names the suppression's reason. Maintenance, storm and the caps
+ *   clear by themselves: the step is held (one decision says so) and
+ *   decided again once they let it, while its alert is fresh; the others
+ *   stop the ladder there.
  * - When every alert of an incident has resolved (or expired), its
  *   on_resolved steps run; a resume or restore waits until no other
  *   incident on the node holds the drain or the limit. A power limit never

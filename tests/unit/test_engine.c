@@ -569,7 +569,12 @@ static void test_invariant_fleet_caps(void **state)
     }
     world_release(&w);
     /* with a larger fleet the in-flight cap binds */
-    world_init(&w, caps_policies,
+    world_init(&w,
+               "policies:\n"
+               "  - name: drain-on-xid\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    steps: [ { action: drain }, { after: 10m, action: ipmi_power_cycle } ]\n"
+               "    on_resolved: [ { action: resume } ]\n",
                "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.5 }\n", 40, 1);
     for (int i = 1; i <= 4; i++) {
         char node[32];
@@ -579,7 +584,7 @@ static void test_invariant_fleet_caps(void **state)
         evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
         if (i > 2)
             expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED,
-                   "2 nodes already disrupted (max_disruptive_in_flight 2)");
+                   "held: fleet cap: 2 nodes already disrupted (max_disruptive_in_flight 2)");
     }
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
     /* a second alert on a node already disrupted joins its incident */
@@ -588,18 +593,46 @@ static void test_invariant_fleet_caps(void **state)
     assert_int_equal(evaluate(&w, &again, MEDIC_STATUS_FIRING, T0), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
     succeed(&w, T0 + 1);
-    /* the suppressed ones never get their power cycle; the others do */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 4);
-    for (size_t i = 0; i < 4; i++) {
+    /* the held drains stay held, silently, while the caps are full; the
+     * drained nodes get their power cycle */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    for (size_t i = 0; i < 2; i++) {
         const struct policy_decision *d = last(&w, i);
-        assert_int_equal(d->action.kind, MEDIC_ACTION_IPMI_POWER_CYCLE);
-        if (strcmp(d->node, "gpu-node-03") == 0 || strcmp(d->node, "gpu-node-04") == 0)
-            expect(d, d->node, "ipmi_power_cycle", VERDICT_SUPPRESSED,
-                   "the ladder stopped: step 1 (drain) was suppressed");
-        else
-            assert_int_equal(d->verdict, VERDICT_EXECUTE);
+        assert_true(strcmp(d->node, "gpu-node-01") == 0 || strcmp(d->node, "gpu-node-02") == 0);
+        expect(d, d->node, "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     }
+    succeed(&w, T0 + 11 * MIN);
+    assert_int_equal(tick(&w, T0 + 12 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
+    /* gpu-node-01 is resumed: its slot goes to the first held drain, and
+     * only to it (the caps set the rate) */
+    struct test_alert first;
+    make_alert(&first, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &first, MEDIC_STATUS_RESOLVED, T0 + 13 * MIN);
+    evaluate(&w, &again, MEDIC_STATUS_RESOLVED, T0 + 13 * MIN);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
+    assert_int_equal(tick(&w, T0 + 13 * MIN + 1), 0); /* full until the resume succeeds */
+    succeed(&w, T0 + 13 * MIN + 2);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    assert_int_equal(tick(&w, T0 + 14 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, "step 1");
+    /* drained, its power cycle (overdue) follows at once */
+    assert_int_equal(succeed(&w, T0 + 14 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-03", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 15 * MIN);
+    assert_int_equal(policy_disrupted_nodes(w.state), 2);
+    /* gpu-node-04 is still held when its alert grows older than
+     * max_alert_age: then it is dropped, with the reason, never run late */
+    struct test_alert second;
+    make_alert(&second, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &second, MEDIC_STATUS_RESOLVED, T0 + 61 * MIN);
+    succeed(&w, T0 + 61 * MIN);
+    assert_int_equal(tick(&w, T0 + 62 * MIN), 2);
+    expect(last(&w, 1), "gpu-node-04", "drain", VERDICT_SUPPRESSED, "stale alerts never disrupt");
+    expect(last(&w, 0), "gpu-node-04", "ipmi_power_cycle", VERDICT_SUPPRESSED,
+           "the ladder stopped");
+    assert_int_equal(tick(&w, T0 + 63 * MIN), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
     world_release(&w);
     /* a drain that fails frees its slot for the next node */
     world_init(&w, caps_policies,
@@ -652,11 +685,16 @@ static void test_invariant_storm(void **state)
         }
     assert_int_equal(notices, 1);
     assert_true(policy_storm_active(w.state));
-    /* 5 minutes without new alerting nodes: the storm passes, on-call is told */
-    assert_int_equal(tick(&w, T0 + 6 * MIN), 1);
-    assert_non_null(strstr(last(&w, 0)->reason, "storm ended"));
+    /* 5 minutes without new alerting nodes: the storm passes, on-call is
+     * told, and the drains it held are decided again while their alerts
+     * are fresh */
+    assert_int_equal(tick(&w, T0 + 6 * MIN), 4);
+    assert_non_null(strstr(last(&w, 3)->reason, "storm ended"));
     assert_false(policy_storm_active(w.state));
-    assert_non_null(strstr(last(&w, 0)->action.u.notify.message, "the storm passed"));
+    assert_non_null(strstr(last(&w, 3)->action.u.notify.message, "the storm passed"));
+    for (size_t i = 0; i < 3; i++)
+        expect(last(&w, i), last(&w, i)->node, "drain", VERDICT_EXECUTE, "step 1");
+    assert_int_equal(policy_disrupted_nodes(w.state), 6);
     /* a new alert now acts again */
     struct test_alert after;
     make_alert(&after, "GPUXidError", "gpu-node-30", "0", "79", T0 + 6 * MIN, 0.9);
@@ -1114,6 +1152,19 @@ static void test_maintenance_window(void **state)
     make_alert(&b, "GPUXidError", "gpu-node-12", "0", "79", T0, 0.9);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-12", "drain", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0);
+    /* the window holds gpu-node-02's drain, silently, while it lasts, and
+     * across a restart; once it ends, the drain (its alert re-fired, so
+     * fresh) is decided again */
+    assert_int_equal(tick(&w, T0 + 30 * MIN), 1); /* gpu-node-12's power cycle */
+    expect(last(&w, 0), "gpu-node-12", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 30 * MIN);
+    restart(&w, T0 + 31 * MIN);
+    make_alert(&a, "GPUXidError", "gpu-node-02", "0", "79", T0 + 50 * MIN, 0.9);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 50 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 59 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 60 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, "step 1");
     world_release(&w);
 }
 
