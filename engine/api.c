@@ -16,7 +16,9 @@ static int error_answer(struct medic_buf *out, int code, const char *message)
 }
 
 /* POST /api/v1/dry-run: the decisions a webhook payload would produce now,
- * from a copy of the current state; nothing is recorded or run. */
+ * from a copy of the current state; nothing is recorded or run, and each
+ * action it would start is taken to succeed at once (as `medic dry-run`
+ * does), so the answer shows every step due now, not only the first. */
 int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf *out)
 {
     struct engine *e = ctx;
@@ -35,9 +37,12 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
         int rc = engine_copy_state(e, &copy, &err);
         struct policy_context policy_ctx;
         engine_context_from_config(config, &policy_ctx);
+        int64_t now = medic_time_now();
         if (rc == 0)
-            rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NAN, medic_time_now(),
+            rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NAN, now,
                                               &decisions);
+        if (rc == 0)
+            rc = policy_assume_success(&policy_ctx, copy, now, &decisions);
         if (rc) {
             code = 500;
             if (!err.msg[0])
