@@ -102,8 +102,9 @@ static const struct directive directives[] = {
      "`postgresql://USER:PASSWORD@HOST:PORT/DB` instead of `path`: the audit log in PostgreSQL, "
      "which several replicas share ([ha.md](ha.md)); schema created and migrated at start",
      load_audit_url},
-    {"audit", "busy_timeout", D_DURATION, AT(audit_busy_timeout), 0, 0, NULL, NULL, "`5s`",
-     "how long a commit waits for a lock held by another process before the request gets 503",
+    {"audit", "busy_timeout", D_DURATION, AT(audit_busy_timeout), 0, SEC(8), "0s", "8s", "`5s`",
+     "how long a commit waits for a lock held by another process before the request gets 503; "
+     "at most 8s, below the 10 s a shutdown waits for webhooks in flight",
      NULL},
     {"audit", "max_pending", D_SIZE, AT(audit_max_pending), 1, 1000000, "1", "1000000", "`4096`",
      "write requests queued for the audit writer before new ones get 503", NULL},

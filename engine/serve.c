@@ -222,6 +222,11 @@ static void log_started(const struct medic_config *c)
                        NULL);
 }
 
+/* How long a shutdown waits for the requests in flight; a webhook whose
+ * commit has not come back by then is answered 503. audit.busy_timeout
+ * stays below it, so that a commit waiting for a lock gives up first. */
+#define SHUTDOWN_DRAIN_MS 10000
+
 /* How often a leader reads what the other replicas committed. */
 #define SHARED_LOG_POLL (200 * MEDIC_NS_PER_MS)
 
@@ -476,13 +481,14 @@ int engine_serve(const struct engine_serve_options *options)
         medic_config_unref(c);
         medic_log_error("cannot start", "error", err.msg, NULL);
     }
-    receiver_server_stop(e.server, 10000);
+    receiver_server_stop(e.server, SHUTDOWN_DRAIN_MS);
     if (e.leader)
         engine_leader_stop(e.leader); /* stops acting, then gives the lease up */
     else
         lose(&e);
     engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
     audit_store_free(e.store);
+    receiver_server_free(e.server); /* after the store: its last commits answer into it */
     if (status == 0)
         medic_log_info("stopped; audit log closed", NULL);
     config_slot_free(e.configs);

@@ -130,14 +130,59 @@ static void remote_address(struct MHD_Connection *conn, char *out, size_t size)
         snprintf(out, size, "%s:%s", host, port);
 }
 
-/* The audit writer's answer: keep it and let libmicrohttpd call us again. */
+static void request_free(struct request *req)
+{
+    medic_buf_release(&req->body);
+    medic_notification_release(&req->notification);
+    free(req);
+}
+
+static void waiting_add(struct receiver_server *srv, struct request *req)
+{
+    pthread_mutex_lock(&srv->waiting_lock);
+    req->waiting_prev = NULL;
+    req->waiting_next = srv->waiting;
+    if (srv->waiting)
+        srv->waiting->waiting_prev = req;
+    srv->waiting = req;
+    atomic_store(&req->state, WEBHOOK_WAITING);
+    pthread_mutex_unlock(&srv->waiting_lock);
+}
+
+/* Under waiting_lock. */
+static void waiting_remove(struct receiver_server *srv, struct request *req)
+{
+    if (req->waiting_prev)
+        req->waiting_prev->waiting_next = req->waiting_next;
+    else if (srv->waiting == req)
+        srv->waiting = req->waiting_next;
+    if (req->waiting_next)
+        req->waiting_next->waiting_prev = req->waiting_prev;
+    req->waiting_prev = req->waiting_next = NULL;
+}
+
+/* The audit writer's answer: keep it and let libmicrohttpd call us again;
+ * a request the stop already answered is only freed (the server itself
+ * outlives the writer: receiver_server_free comes after the store's). */
 static void on_recorded(void *request, int rc, const struct medic_error *err)
 {
     struct request *req = request;
+    struct receiver_server *srv = req->srv;
+    pthread_mutex_lock(&srv->waiting_lock);
+    if (atomic_load(&req->state) == WEBHOOK_ABANDONED) {
+        int free_now = req->mhd_done;
+        req->mhd_done = 1; /* the writer is done with it too */
+        pthread_mutex_unlock(&srv->waiting_lock);
+        if (free_now)
+            request_free(req);
+        return;
+    }
+    waiting_remove(srv, req);
     req->record_rc = rc;
     if (rc && err)
         req->record_err = *err;
     atomic_store(&req->state, WEBHOOK_DONE);
+    pthread_mutex_unlock(&srv->waiting_lock);
     MHD_resume_connection(req->conn);
 }
 
@@ -185,6 +230,10 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
 {
     if (atomic_load(&req->state) == WEBHOOK_DONE)
         return answer_recorded(srv, conn, req);
+    if (atomic_load(&req->state) == WEBHOOK_ABANDONED)
+        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                             "shutting down before the commit was confirmed; send it again",
+                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (atomic_load(&req->state) == WEBHOOK_WAITING)
         return MHD_YES; /* not resumed yet */
 
@@ -210,7 +259,7 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
         return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down",
                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* suspend first: the writer may finish before record() returns */
-    atomic_store(&req->state, WEBHOOK_WAITING);
+    waiting_add(srv, req);
     MHD_suspend_connection(conn);
     rc = srv->hooks.record(srv->hooks.ctx, &req->notification, req->body.data, req->body.len,
                            req->remote, &req->result, on_recorded, req, &err);
@@ -371,6 +420,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         req->handler = receiver__route(url);
         req->conn = conn;
+        req->srv = srv;
         req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
         pthread_rwlock_rdlock(&srv->settings_lock);
@@ -416,11 +466,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct request *req = *con_cls;
     if (!req)
         return;
-    medic_buf_release(&req->body);
-    medic_notification_release(&req->notification);
-    free(req);
     *con_cls = NULL;
     atomic_fetch_sub(&srv->in_flight, 1);
+    pthread_mutex_lock(&srv->waiting_lock);
+    int keep = atomic_load(&req->state) == WEBHOOK_ABANDONED && !req->mhd_done;
+    req->mhd_done = 1; /* an abandoned one is freed by the writer's answer */
+    pthread_mutex_unlock(&srv->waiting_lock);
+    if (!keep)
+        request_free(req);
 }
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap)
@@ -479,13 +532,14 @@ int receiver_server_start(const struct receiver_listen *listen,
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     srv->hooks = *hooks;
     pthread_rwlock_init(&srv->settings_lock, NULL);
+    pthread_mutex_init(&srv->waiting_lock, NULL);
     srv->settings = settings_dup(settings);
     if (!srv->settings) {
-        receiver_server_stop(srv, 0);
+        receiver_server_free(srv);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     if (receiver__deadlines_start(listen->request_timeout, &srv->deadlines)) {
-        receiver_server_stop(srv, 0);
+        receiver_server_free(srv);
         return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the request deadlines");
     }
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
@@ -514,7 +568,7 @@ int receiver_server_start(const struct receiver_listen *listen,
     srv->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
                                    MHD_OPTION_END);
     if (!srv->daemon) {
-        receiver_server_stop(srv, 0);
+        receiver_server_free(srv);
         return medic_error_set(err, MEDIC_E_IO,
                                "cannot listen on %s%s (address in use, or a bad TLS "
                                "certificate or key?)",
@@ -544,22 +598,55 @@ int receiver_server_update(struct receiver_server *server, const struct receiver
     return 0;
 }
 
+/* Waits until no request is in flight or deadline (monotonic) passes. */
+static void drain_until(struct receiver_server *server, int64_t deadline)
+{
+    while (atomic_load(&server->in_flight) > 0 && medic_time_monotonic() < deadline)
+        usleep(10000);
+}
+
 void receiver_server_stop(struct receiver_server *server, int drain_ms)
+{
+    if (!server || !server->daemon)
+        return;
+    atomic_store(&server->stopping, 1);
+    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    drain_until(server, medic_time_monotonic() + (int64_t)drain_ms * MEDIC_NS_PER_MS);
+    /* webhooks whose commit did not come back in time (a disk that hangs):
+     * answered 503 now, which Alertmanager retries, since libmicrohttpd
+     * must not be stopped with a connection suspended */
+    pthread_mutex_lock(&server->waiting_lock);
+    int abandoned = 0;
+    while (server->waiting) {
+        struct request *req = server->waiting;
+        waiting_remove(server, req);
+        atomic_store(&req->state, WEBHOOK_ABANDONED);
+        MHD_resume_connection(req->conn);
+        abandoned++;
+    }
+    pthread_mutex_unlock(&server->waiting_lock);
+    if (abandoned) {
+        char n[16];
+        snprintf(n, sizeof(n), "%d", abandoned);
+        medic_log_warn("webhooks whose commit did not come back before the shutdown deadline "
+                       "are answered 503 (Alertmanager sends them again)",
+                       "count", n, NULL);
+        drain_until(server, medic_time_monotonic() + 2 * MEDIC_NS_PER_SEC);
+    }
+    MHD_stop_daemon(server->daemon);
+    server->daemon = NULL;
+}
+
+void receiver_server_free(struct receiver_server *server)
 {
     if (!server)
         return;
-    if (server->daemon) {
-        atomic_store(&server->stopping, 1);
-        MHD_socket fd = MHD_quiesce_daemon(server->daemon);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-        int64_t deadline = medic_time_monotonic() + (int64_t)drain_ms * MEDIC_NS_PER_MS;
-        while (atomic_load(&server->in_flight) > 0 && medic_time_monotonic() < deadline)
-            usleep(10000);
-        MHD_stop_daemon(server->daemon);
-    }
+    receiver_server_stop(server, 0);
     receiver__deadlines_stop(server->deadlines);
     settings_free(server->settings);
     pthread_rwlock_destroy(&server->settings_lock);
+    pthread_mutex_destroy(&server->waiting_lock);
     free(server);
 }

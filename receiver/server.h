@@ -89,8 +89,13 @@ int receiver_server_update(struct receiver_server *server,
 /* The port actually bound (useful with port 0). */
 int receiver_server_port(struct receiver_server *server);
 
-/* Stops accepting, lets requests in flight finish (up to drain_ms), then
- * closes every connection and frees the server. NULL is a no-op. */
+/* Stops accepting, lets requests in flight finish (up to drain_ms), answers
+ * 503 to webhooks whose commit has not come back by then, and closes every
+ * connection. A commit that comes back later (the record hook's callback)
+ * is still taken: free the server only once the hook's store is closed.
+ * NULL is a no-op. */
 void receiver_server_stop(struct receiver_server *server, int drain_ms);
+/* Stops the server if it runs, then frees it. NULL is a no-op. */
+void receiver_server_free(struct receiver_server *server);
 
 #endif

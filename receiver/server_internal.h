@@ -54,6 +54,10 @@ struct receiver_server {
     atomic_ullong webhook_buckets[WEBHOOK_BUCKETS + 1];
     atomic_ullong webhook_ns_sum;
     struct receiver_deadlines *deadlines;
+    /* webhooks whose commit is pending (suspended), for a stop that cannot
+     * wait for them: each is answered 503 and let go */
+    pthread_mutex_t waiting_lock;
+    struct request *waiting;
 };
 
 /* deadline.c: each connection's request must be whole within the request
@@ -72,7 +76,9 @@ void receiver__request_ended(struct receiver_deadlines *d, struct MHD_Connection
 /* Connections closed at their deadline so far. */
 unsigned long long receiver__deadlines_closed(struct receiver_deadlines *d);
 
-enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE };
+/* ABANDONED: the stop answered it 503 before its commit came back; the
+ * writer's answer then frees it. */
+enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE, WEBHOOK_ABANDONED };
 
 /* Per-request state kept between libmicrohttpd's calls. */
 struct request {
@@ -90,6 +96,9 @@ struct request {
     size_t discarded;
     int counted;
     int64_t started; /* monotonic, when its first call came */
+    struct receiver_server *srv;
+    struct request *waiting_prev, *waiting_next; /* in srv->waiting while its commit is pending */
+    int mhd_done; /* libmicrohttpd finished with it (an abandoned one waits for the writer) */
 };
 
 enum handler receiver__route(const char *url);

@@ -7,7 +7,10 @@ decided actions that survive kill -9, and no step decided twice when it
 lands under load; alerts accepted under raised limits
 decided; a raw NUL byte refused; an audit store that cannot commit shown on
 /-/ready and recovered by itself; steps of the wall clock (a stand-in for a stepped clock)
-that neither stall nor rush the scheduler, fleet scoring or the lease."""
+that neither stall nor rush the scheduler, fleet scoring or the lease;
+SIGTERM under load while the disk's syncs hang: a bounded drain, the
+webhooks still waiting answered 503, a clean exit, and every notification
+answered 200 stored."""
 
 import datetime
 import json
@@ -470,10 +473,66 @@ def test_wall_clock_steps(suite):
                      ["-3599", "+90000"]), steps
 
 
+def test_sigterm_while_the_disk_hangs(suite):
+    """Four clients send notifications; the disk stops answering syncs
+    (the stand-in tests/slow_sync holds every fsync while a file exists);
+    SIGTERM: medic waits its 10 s for the webhooks in flight, answers the
+    ones whose commit has not come back 503 (Alertmanager sends them
+    again) instead of stopping libmicrohttpd with them suspended, and once
+    the disk answers again exits 0 with every notification it answered
+    200 stored."""
+    library = os.environ.get("MEDIC_SLOW_SYNC", "")
+    assert os.path.exists(library), "MEDIC_SLOW_SYNC names tests/slow_sync's library (ctest sets it)"
+    workdir = suite.subdir("slowdisk")
+    hang = os.path.join(workdir, "hang")
+    medic = Medic(suite.medic, workdir)
+    medic.env = dict(os.environ, LD_PRELOAD=library, MEDIC_TEST_SLOW_SYNC_FILE=hang,
+                     ASAN_OPTIONS="verify_asan_link_order=0:" + os.environ.get("ASAN_OPTIONS", ""))
+    medic.start()
+    suite.on_exit(lambda: os.path.exists(hang) and os.remove(hang))
+    suite.on_exit(medic.stop)
+    answers = {}  # group key -> status (or the error)
+    stop = threading.Event()
+
+    def client(k):
+        i = 0
+        while not stop.is_set() and i < 100000:
+            key = f"slow-{k}-{i}"
+            try:
+                answers[key] = request("POST", medic.url + "/webhook", notification(
+                    key, [alert("X", f"n{k}", key)]), {"Content-Type": "application/json"},
+                    timeout=30)[0]
+            except OSError as exc:
+                answers[key] = type(exc).__name__
+            i += 1
+    clients = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(4)]
+    for c in clients:
+        c.start()
+    wait_until("webhooks committed", lambda: list(answers.values()).count(200) >= 50, timeout=30)
+    open(hang, "w").close()
+    wait_until("a sync held", lambda: os.path.exists(hang + ".held"), timeout=30)
+    medic.process.send(signal.SIGTERM)
+    wait_until("the waiting webhooks answered 503", lambda: "are answered 503" in open(
+        medic.process.log_path).read(), timeout=30)
+    stop.set()
+    os.remove(hang)  # the disk answers again
+    code = medic.process.stop(timeout=30)
+    assert code == 0, (code, medic.process.tail())
+    for c in clients:
+        c.join(30)
+    statuses = list(answers.values())
+    assert 503 in statuses, statuses[-20:]
+    with sqlite3.connect(f"file:{medic.db}?mode=ro", uri=True) as db:
+        stored = {row[0] for row in db.execute("SELECT group_key FROM notifications")}
+    lost = [k for k, v in answers.items() if v == 200 and k not in stored]
+    assert not lost, lost[:10]
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_raw_nul_refused, test_raised_limits_are_decided,
                         test_live_without_auth_is_refused, test_template_text_never_breaks_json,
                         test_hung_prometheus_stalls_nothing, test_decided_actions_survive_kill_9,
                         test_kill_9_under_load_repeats_no_step,
                         test_kill_9_during_checkpoints_loses_nothing_answered,
-                        test_store_that_cannot_commit, test_wall_clock_steps])
+                        test_store_that_cannot_commit, test_wall_clock_steps,
+                        test_sigterm_while_the_disk_hangs])
