@@ -264,7 +264,8 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
              * the alert is fresh (policy__run_due_steps) */
             in->held = 1;
             in->next_step = (size_t)index;
-            snprintf(in->held_by, sizeof(in->held_by), "%s", reason);
+            snprintf(in->held_by, sizeof(in->held_by), "%.*s", (int)sizeof(in->held_by) - 1,
+                     reason);
             snprintf(d->reason, sizeof(d->reason),
                      "held: %.400s; step %d is decided again when that clears, while the alert "
                      "is fresh",
