@@ -125,6 +125,87 @@ static enum MHD_Result list_gpus(struct agent *a, struct MHD_Connection *c)
     return r;
 }
 
+static void json_reading(struct medic_buf *b, const char *name, long long value)
+{
+    if (value < 0)
+        medic_buf_printf(b, ",\"%s\":null", name);
+    else
+        medic_buf_printf(b, ",\"%s\":%lld", name, value);
+}
+
+static void json_flag(struct medic_buf *b, const char *name, int value)
+{
+    medic_buf_printf(b, ",\"%s\":%s", name, value < 0 ? "null" : value ? "true" : "false");
+}
+
+static void health_json(struct medic_buf *b, const struct nvml_gpu *g, const struct nvml_health *h,
+                        double remembered)
+{
+    medic_buf_printf(b, "{\"index\":%u,\"uuid\":", g->index);
+    medic_buf_json_string(b, g->uuid);
+    medic_buf_puts(b, ",\"name\":");
+    medic_buf_json_string(b, g->name);
+    medic_buf_puts(b, ",\"recovery_action\":");
+    if (h->recovery < 0)
+        medic_buf_puts(b, "null");
+    else
+        medic_buf_json_string(b, nvml_recovery_name(h->recovery));
+    json_reading(b, "recovery_action_code", h->recovery);
+    json_flag(b, "persistence_mode", h->persistence);
+    if (h->remap_known)
+        medic_buf_printf(b,
+                         ",\"remapped_rows\":{\"correctable\":%u,\"uncorrectable\":%u,"
+                         "\"pending\":%s,\"failure\":%s}",
+                         h->remap_correctable, h->remap_uncorrectable,
+                         h->remap_pending ? "true" : "false", h->remap_failure ? "true" : "false");
+    else
+        medic_buf_puts(b, ",\"remapped_rows\":null");
+    json_flag(b, "retired_pages_pending", h->retired_pending);
+    json_reading(b, "volatile_dbe", h->dbe_volatile);
+    json_reading(b, "compute_processes", h->processes);
+    medic_buf_printf(b, ",\"power_limit_w\":%.1f", g->limit_w);
+    if (remembered > 0)
+        medic_buf_printf(b, ",\"replaced_limit_w\":%.1f", remembered);
+    medic_buf_puts(b, ",\"unavailable\":");
+    medic_buf_json_string(b, h->unavailable);
+    medic_buf_puts(b, "}");
+}
+
+/* GET /v1/health: what the driver says of every GPU it sees. Readings the
+ * driver does not offer are null, named in "unavailable" with the reason;
+ * medic decides what is healthy (against the inventory's GPU count). */
+static enum MHD_Result report_health(struct agent *a, struct MHD_Connection *c)
+{
+    struct medic_error err = {0};
+    unsigned int count;
+    if (nvml_count(a->nvml, &count, &err))
+        return reply_error(c, 500, err.msg);
+    char driver[96];
+    nvml_driver_version(a->nvml, driver, sizeof(driver));
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    medic_buf_puts(&b, "{\"status\":\"success\",\"driver_version\":");
+    medic_buf_json_string(&b, driver);
+    medic_buf_printf(&b, ",\"gpu_count\":%u,\"gpus\":[", count);
+    for (unsigned int i = 0; i < count && i < AGENT_MAX_GPUS; i++) {
+        struct nvml_gpu g;
+        struct nvml_health h;
+        if (nvml_read(a->nvml, i, &g, &err) || nvml_health(a->nvml, i, &h, &err)) {
+            medic_buf_release(&b);
+            return reply_error(c, 500, err.msg);
+        }
+        if (i)
+            medic_buf_puts(&b, ",");
+        pthread_mutex_lock(&a->lock);
+        health_json(&b, &g, &h, a->remembered[i]);
+        pthread_mutex_unlock(&a->lock);
+    }
+    medic_buf_puts(&b, "]}\n");
+    enum MHD_Result r = reply(c, 200, &b);
+    medic_buf_release(&b);
+    return r;
+}
+
 static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsigned int index,
                                  const struct medic_buf *body)
 {
@@ -280,6 +361,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     unsigned int index;
     if (strcmp(url, "/v1/gpus") == 0)
         return strcmp(method, "GET") == 0 ? list_gpus(a, c) : reply_error(c, 405, "use GET");
+    if (strcmp(url, "/v1/health") == 0)
+        return strcmp(method, "GET") == 0 ? report_health(a, c) : reply_error(c, 405, "use GET");
     if (strcmp(url, "/v1/restore") == 0)
         return strcmp(method, "POST") == 0 ? restore_all(a, c) : reply_error(c, 405, "use POST");
     if (gpu_path(url, &index))

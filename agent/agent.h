@@ -1,6 +1,6 @@
 /* `medic agent`: a small HTTP(S) daemon on each GPU node that lists the
- * GPUs and sets power limits within their bounds through NVML, for medic's
- * power_limit and restore_power_limit actions. It remembers, in a state
+ * GPUs, reports what the driver says of their health, and sets power limits within their bounds
+ * through NVML, for medic's power_limit and restore_power_limit actions. It remembers, in a state
  * file, the limit it replaced on each GPU, so a restore puts that back,
  * also after the agent restarts. Bearer token, compared in constant time. */
 #ifndef MEDIC_AGENT_H

@@ -10,6 +10,27 @@
 typedef int nvml_return;
 typedef void *nvml_device;
 
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
+#define NVML_VOLATILE_ECC 0
+
+struct nvml_field_value {
+    unsigned int field_id, scope_id;
+    long long timestamp, latency_usec;
+    int value_type;
+    nvml_return ret;
+    union {
+        double d;
+        unsigned int ui;
+        unsigned long ul;
+        unsigned long long ull;
+        long long sll;
+        int si;
+    } value;
+};
+
 struct nvml {
     void *lib;
     pthread_mutex_t lock; /* NVML is thread-safe, but one call at a time keeps it simple */
@@ -25,6 +46,15 @@ struct nvml {
     nvml_return (*default_limit)(nvml_device, unsigned int *);
     nvml_return (*usage)(nvml_device, unsigned int *);
     nvml_return (*set_limit)(nvml_device, unsigned int);
+    /* health readings: optional, an older driver may lack some */
+    nvml_return (*driver_version)(char *, unsigned int);
+    nvml_return (*persistence)(nvml_device, int *);
+    nvml_return (*remapped_rows)(nvml_device, unsigned int *, unsigned int *, unsigned int *,
+                                 unsigned int *);
+    nvml_return (*retired_pending)(nvml_device, int *);
+    nvml_return (*ecc_total)(nvml_device, int, int, unsigned long long *);
+    nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
+    nvml_return (*processes)(nvml_device, unsigned int *, void *);
 };
 
 static int fail(struct nvml *n, nvml_return r, const char *what, struct medic_error *err)
@@ -71,6 +101,20 @@ int nvml_open(const char *library, struct nvml **out, struct medic_error *err)
             return MEDIC_E_NOTFOUND;
         }
     }
+    struct {
+        void **fn;
+        const char *name;
+    } optional[] = {
+        {(void **)&n->driver_version, "nvmlSystemGetDriverVersion"},
+        {(void **)&n->persistence, "nvmlDeviceGetPersistenceMode"},
+        {(void **)&n->remapped_rows, "nvmlDeviceGetRemappedRows"},
+        {(void **)&n->retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus"},
+        {(void **)&n->ecc_total, "nvmlDeviceGetTotalEccErrors"},
+        {(void **)&n->field_values, "nvmlDeviceGetFieldValues"},
+        {(void **)&n->processes, "nvmlDeviceGetComputeRunningProcesses_v3"},
+    };
+    for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
+        *optional[i].fn = dlsym(n->lib, optional[i].name);
     nvml_return r = n->init();
     if (r != 0) {
         fail(n, r, "nvmlInit", err);
@@ -138,4 +182,98 @@ int nvml_set_limit(struct nvml *n, unsigned int index, double watts, struct medi
         r = n->set_limit(dev, (unsigned int)(watts * 1000.0 + 0.5));
     pthread_mutex_unlock(&n->lock);
     return r ? fail(n, r, "nvmlDeviceSetPowerManagementLimit", err) : 0;
+}
+
+const char *nvml_recovery_name(int action)
+{
+    static const char *const names[] = {"none",      "gpu_reset",       "node_reboot",
+                                        "drain_p2p", "drain_and_reset", "bus_reset"};
+    return action >= 0 && action < (int)(sizeof(names) / sizeof(names[0])) ? names[action]
+                                                                           : "unknown";
+}
+
+/* Notes a reading the driver did not give, with its reason. */
+static void unavailable(struct nvml *n, struct nvml_health *h, const char *what, nvml_return r)
+{
+    size_t used = strlen(h->unavailable);
+    const char *why = r < 0                           ? "not in this driver's NVML"
+                      : r == NVML_ERROR_NOT_SUPPORTED ? "not supported on this GPU"
+                                                      : n->error_string(r);
+    snprintf(h->unavailable + used, sizeof(h->unavailable) - used, "%s%s: %s", used ? "; " : "",
+             what, why);
+}
+
+int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
+                struct medic_error *err)
+{
+    nvml_device dev;
+    memset(out, 0, sizeof(*out));
+    out->persistence = out->retired_pending = out->recovery = out->processes = -1;
+    out->dbe_volatile = -1;
+    pthread_mutex_lock(&n->lock);
+    nvml_return r = n->handle(index, &dev);
+    if (r) {
+        pthread_mutex_unlock(&n->lock);
+        return fail(n, r, "nvmlDeviceGetHandleByIndex", err);
+    }
+    int mode = 0;
+    r = n->persistence ? n->persistence(dev, &mode) : -1;
+    if (r == 0)
+        out->persistence = mode != 0;
+    else
+        unavailable(n, out, "persistence_mode", r);
+
+    unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
+    r = n->remapped_rows ? n->remapped_rows(dev, &corr, &unc, &pending, &failed) : -1;
+    if (r == 0) {
+        out->remap_known = 1;
+        out->remap_correctable = corr;
+        out->remap_uncorrectable = unc;
+        out->remap_pending = pending != 0;
+        out->remap_failure = failed != 0;
+    } else
+        unavailable(n, out, "remapped_rows", r);
+
+    int retired = 0;
+    r = n->retired_pending ? n->retired_pending(dev, &retired) : -1;
+    if (r == 0)
+        out->retired_pending = retired != 0;
+    else
+        unavailable(n, out, "retired_pages_pending", r);
+
+    unsigned long long dbe = 0;
+    r = n->ecc_total
+            ? n->ecc_total(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &dbe)
+            : -1;
+    if (r == 0)
+        out->dbe_volatile = (long long)dbe;
+    else
+        unavailable(n, out, "volatile_dbe", r);
+
+    struct nvml_field_value fv = {.field_id = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
+    r = n->field_values ? n->field_values(dev, 1, &fv) : -1;
+    if (r == 0)
+        r = fv.ret;
+    if (r == 0)
+        out->recovery = (int)fv.value.ui;
+    else
+        unavailable(n, out, "recovery_action", r);
+
+    unsigned int count = 0;
+    r = n->processes ? n->processes(dev, &count, NULL) : -1;
+    if (r == 0 || r == NVML_ERROR_INSUFFICIENT_SIZE)
+        out->processes = (int)count;
+    else
+        unavailable(n, out, "compute_processes", r);
+    pthread_mutex_unlock(&n->lock);
+    return 0;
+}
+
+void nvml_driver_version(struct nvml *n, char *out, size_t size)
+{
+    out[0] = 0;
+    pthread_mutex_lock(&n->lock);
+    if (n->driver_version && n->driver_version(out, (unsigned int)size) != 0)
+        out[0] = 0;
+    pthread_mutex_unlock(&n->lock);
 }

@@ -2,8 +2,13 @@
  * a GPU: it implements the dozen NVML functions `medic agent` calls, for
  * MEDIC_NVML_STANDIN_GPUS GPUs (default 8) whose power limits persist in the
  * file MEDIC_NVML_STANDIN_STATE (one "index limit_mw" line per GPU), so a
- * test can read what the agent set. Limits are 100-400 W, default 350 W. It
- * is not NVML and must never be installed as libnvidia-ml.so.1. */
+ * test can read what the agent set. Limits are 100-400 W, default 350 W.
+ * Health readings are those of a sound GPU with row remapping (page
+ * retirement "not supported", as on an H100), except where
+ * MEDIC_NVML_STANDIN_FAULTS says otherwise: space-separated GPU:NAME=VALUE
+ * with NAME one of recovery, dbe, remap_pending, remap_failure, processes,
+ * persistence ("3:recovery=1 3:dbe=2"). It is not NVML and must never be
+ * installed as libnvidia-ml.so.1. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +17,9 @@
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define MAX_GPUS 64
 
 static unsigned int gpus = 8;
@@ -190,4 +197,101 @@ int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned int mw)
     limits[i] = mw;
     save();
     return NVML_SUCCESS;
+}
+
+/* The value of fault NAME on GPU i in MEDIC_NVML_STANDIN_FAULTS, or fallback. */
+static unsigned int fault(unsigned int i, const char *name, unsigned int fallback)
+{
+    const char *s = getenv("MEDIC_NVML_STANDIN_FAULTS");
+    size_t len = strlen(name);
+    while (s && *s) {
+        s += strspn(s, " ");
+        char *end;
+        unsigned long gpu = strtoul(s, &end, 10);
+        if (end != s && *end == ':' && gpu == i && strncmp(end + 1, name, len) == 0 &&
+            end[1 + len] == '=')
+            return (unsigned int)strtoul(end + 2 + len, NULL, 10);
+        s += strcspn(s, " ");
+    }
+    return fallback;
+}
+
+int nvmlSystemGetDriverVersion(char *out, unsigned int size)
+{
+    snprintf(out, size, "stand-in");
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *mode = (int)fault(i, "persistence", 1);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int *unc,
+                              unsigned int *pending, unsigned int *failure)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *corr = 0;
+    *unc = fault(i, "remap_pending", 0) ? 1 : 0;
+    *pending = fault(i, "remap_pending", 0);
+    *failure = fault(i, "remap_failure", 0);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev, int *pending)
+{
+    (void)dev;
+    (void)pending;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int counter, unsigned long long *n)
+{
+    unsigned int i;
+    if (handle_index(dev, &i) || type != 1 || counter != 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *n = fault(i, "dbe", 0);
+    return NVML_SUCCESS;
+}
+
+struct field_value {
+    unsigned int field_id, scope_id;
+    long long timestamp, latency_usec;
+    int value_type, ret;
+    union {
+        double d;
+        unsigned int ui;
+        unsigned long long ull;
+    } value;
+};
+
+int nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, struct field_value *values)
+{
+    unsigned int i;
+    if (handle_index(dev, &i) || count < 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int k = 0; k < count; k++) {
+        values[k].ret = values[k].field_id == 230 ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+        values[k].value_type = 1; /* unsigned int */
+        values[k].value.ui = fault(i, "recovery", 0);
+    }
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, void *infos)
+{
+    unsigned int i;
+    if (handle_index(dev, &i))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int running = fault(i, "processes", 0);
+    int enough = *count >= running;
+    (void)infos; /* the agent only counts them */
+    *count = running;
+    return enough ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
