@@ -136,12 +136,34 @@ struct audit_change_in {
 typedef int (*audit_row_fn)(void *arg, const char *kind, const char *key, const char *value,
                             size_t len);
 
-/* Writes the rows of the engine's state that changed, through put(put_arg,
- * ...), given the ids the round's decisions got: called on the writer
- * thread inside the transaction, so that the state can name them. Returns
- * 0 or an error code. */
-typedef int (*audit_state_fn)(void *arg, const int64_t *decision_ids, audit_row_fn put,
-                              void *put_arg);
+/* The rows of the engine's state a round changed, serialised by the
+ * engine's thread before it hands them over: the writer only writes these
+ * bytes (no lock of the engine's is held while it does). A value may name
+ * decisions of the same evaluation that have no id yet: each reference
+ * gives the bytes to replace ([offset, offset + len) of the value) and
+ * the decision's index; the writer puts its id there as a JSON string. */
+struct audit_row_ref {
+    size_t offset, len, decision;
+};
+struct audit_row {
+    size_t kind, key, value; /* offsets into data: NUL-terminated; value SIZE_MAX: deleted */
+    size_t value_len;
+    size_t first_ref, ref_count; /* into refs */
+};
+struct audit_rows {
+    struct medic_buf data;
+    struct audit_row *items;
+    size_t count, cap;
+    struct audit_row_ref *refs;
+    size_t ref_count, ref_cap;
+    int clear_first; /* every stored row goes first: the rows are the whole state */
+};
+void audit_rows_init(struct audit_rows *r);
+void audit_rows_release(struct audit_rows *r);
+/* Adds a row (value NULL: its removal; kind NULL: clear_first, and the
+ * rows added so far are dropped). MEDIC_E_NOMEM, else 0. */
+int audit_rows_add(struct audit_rows *r, const char *kind, const char *key, const char *value,
+                   size_t len, const struct audit_row_ref *refs, size_t ref_count);
 
 /* One round of the policy engine: its decisions, its incidents' changes,
  * the notifications it evaluated and the rows of its state that changed,
@@ -154,10 +176,9 @@ struct audit_evaluation_in {
     size_t change_count;
     const int64_t *evaluated; /* notification ids */
     size_t evaluated_count;
-    int64_t evaluated_at;    /* ns */
-    audit_state_fn state_fn; /* NULL: the state did not change */
-    void *state_arg;
-    int drop_legacy_state; /* remove the single-document state of an earlier medic */
+    int64_t evaluated_at;           /* ns */
+    const struct audit_rows *state; /* the state's changed rows; NULL: none */
+    int drop_legacy_state;          /* remove the single-document state of an earlier medic */
 };
 
 /* Records an evaluation; decision_ids (decision_count entries, may be NULL)

@@ -392,25 +392,50 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
                          "storing an incident's change");
 }
 
-/* The engine's state rows a round changed: put_row below, called back by
- * the engine on the writer thread inside the round's transaction. */
-struct row_sink {
-    struct audit_store *s;
-    struct medic_error *err;
-};
-
-static int put_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+/* Writes the engine's changed rows: the bytes as they came, each
+ * reference to a decision of this evaluation replaced by its id. */
+static int write_state_rows(struct audit_store *s, const struct audit_rows *rows,
+                            const int64_t *ids, size_t decision_count, struct medic_error *err)
 {
-    struct row_sink *sink = arg;
-    struct audit_store *s = sink->s;
-    if (!kind)
-        return step_done(s->stmts[ST_DROP_ENGINE_ROWS], sink->err, "clearing the engine state");
-    struct db_stmt *st = s->stmts[value ? ST_PUT_ENGINE_ROW : ST_DROP_ENGINE_ROW];
-    db_bind_text(st, 1, kind);
-    db_bind_text(st, 2, key);
-    if (value)
-        db_bind_text_len(st, 3, value, len);
-    return step_done(st, sink->err, "saving the engine state");
+    int rc = 0;
+    if (rows->clear_first)
+        rc = step_done(s->stmts[ST_DROP_ENGINE_ROWS], err, "clearing the engine state");
+    struct medic_buf value;
+    medic_buf_init(&value, 0);
+    for (size_t i = 0; rc == 0 && i < rows->count; i++) {
+        const struct audit_row *row = &rows->items[i];
+        const char *d = rows->data.data;
+        int dropped = row->value == SIZE_MAX;
+        struct db_stmt *st = s->stmts[dropped ? ST_DROP_ENGINE_ROW : ST_PUT_ENGINE_ROW];
+        db_bind_text(st, 1, d + row->kind);
+        db_bind_text(st, 2, d + row->key);
+        if (!dropped && row->ref_count == 0)
+            db_bind_text_len(st, 3, d + row->value, row->value_len);
+        else if (!dropped) {
+            medic_buf_reset(&value);
+            size_t at = 0;
+            for (size_t k = 0; k < row->ref_count; k++) {
+                const struct audit_row_ref *ref = &rows->refs[row->first_ref + k];
+                if (ref->decision >= decision_count || ref->offset < at) {
+                    rc = medic_error_set(err, MEDIC_E_INVALID,
+                                         "the engine state names a decision it did not make");
+                    break;
+                }
+                medic_buf_append(&value, d + row->value + at, ref->offset - at);
+                medic_buf_printf(&value, "\"%lld\"", (long long)ids[ref->decision]);
+                at = ref->offset + ref->len;
+            }
+            medic_buf_append(&value, d + row->value + at, row->value_len - at);
+            if (rc == 0 && value.error)
+                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            if (rc)
+                break;
+            db_bind_text_len(st, 3, value.data, value.len);
+        }
+        rc = step_done(st, err, "saving the engine state");
+    }
+    medic_buf_release(&value);
+    return rc;
 }
 
 static int write_evaluation(struct audit_store *s, struct job *job)
@@ -418,9 +443,9 @@ static int write_evaluation(struct audit_store *s, struct job *job)
     const struct audit_evaluation_in *in = job->in;
     int64_t *ids = job->out;
     int64_t *own = NULL;
-    if (!ids && (in->change_count || in->state_fn)) /* the changes and the state need them */
+    if (!ids && (in->change_count || in->state)) /* the changes and the state need them */
         ids = own = calloc(in->decision_count + 1, sizeof(*ids));
-    if (!ids && (in->change_count || in->state_fn))
+    if (!ids && (in->change_count || in->state))
         return medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
     int rc = 0;
     for (size_t i = 0; i < in->decision_count && rc == 0; i++) {
@@ -434,12 +459,8 @@ static int write_evaluation(struct audit_store *s, struct job *job)
         rc = insert_change(s, &in->changes[i],
                            k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, &job->err);
     }
-    if (rc == 0 && in->state_fn) {
-        struct row_sink sink = {s, &job->err};
-        rc = in->state_fn(in->state_arg, ids, put_row, &sink);
-        if (rc && !job->err.msg[0])
-            medic_error_set(&job->err, rc, "cannot save the engine state: %s", medic_strerror(rc));
-    }
+    if (rc == 0 && in->state)
+        rc = write_state_rows(s, in->state, ids, in->decision_count, &job->err);
     if (rc == 0 && in->drop_legacy_state)
         rc = step_done(s->stmts[ST_DROP_LEGACY_STATE], &job->err,
                        "removing the engine state of an earlier medic");

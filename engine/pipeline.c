@@ -272,16 +272,19 @@ static int to_audit(const struct round *r, const char *config_hash, const char *
     return 0;
 }
 
-/* The rows of the state the round changed, committed with its decisions,
- * which now have ids (run on the audit writer's thread while the engine
- * thread waits). */
-static int save_state(void *arg, const int64_t *ids, audit_row_fn put, void *put_arg)
+/* Collects a changed row of the state as bytes for the audit writer. */
+static int collect_row(void *arg, const char *kind, const char *key, const char *value, size_t len,
+                       const struct policy_decision_ref *refs, size_t ref_count)
 {
-    struct round *r = arg;
-    pthread_mutex_lock(&r->e->lock);
-    policy_bind_decisions(r->e->state, &r->out, ids);
-    int rc = policy_state_changes(r->e->state, put, put_arg);
-    pthread_mutex_unlock(&r->e->lock);
+    struct audit_row_ref own[8] = {{0}};
+    struct audit_row_ref *r = ref_count <= 8 ? own : calloc(ref_count, sizeof(*r));
+    if (!r)
+        return MEDIC_E_NOMEM;
+    for (size_t i = 0; i < ref_count; i++)
+        r[i] = (struct audit_row_ref){refs[i].offset, refs[i].len, refs[i].index};
+    int rc = audit_rows_add(arg, kind, key, value, len, r, ref_count);
+    if (r != own)
+        free(r);
     return rc;
 }
 
@@ -369,6 +372,14 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
     engine_risk_end(&r.risk);
+    /* the changed rows are serialised here, on the engine's thread: the
+     * audit writer only writes bytes, and never takes this lock */
+    struct audit_rows rows;
+    audit_rows_init(&rows);
+    if (rc == 0 && changed) {
+        policy_bind_decisions(e->state, &r.out);
+        rc = policy_state_changes(e->state, collect_row, &rows);
+    }
     pthread_mutex_unlock(&e->lock);
 
     if (rc == 0 && changed) {
@@ -401,12 +412,15 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
                                              .evaluated = r.evaluated,
                                              .evaluated_count = r.evaluated_count,
                                              .evaluated_at = now,
-                                             .state_fn = save_state,
-                                             .state_arg = &r,
+                                             .state = &rows,
                                              .drop_legacy_state = e->legacy_state};
             rc = audit_record_evaluation(e->store, &in, ids, &err);
-            if (rc == 0)
+            if (rc == 0) {
                 e->legacy_state = 0;
+                pthread_mutex_lock(&e->lock);
+                policy_resolve_decisions(e->state, &r.out, ids);
+                pthread_mutex_unlock(&e->lock);
+            }
             /* only what is committed may run: a decision is in the log first */
             for (size_t i = 0; rc == 0 && e->dispatch && i < r.out.count; i++)
                 if (r.out.items[i].verdict == VERDICT_EXECUTE && r.out.items[i].has_action)
@@ -422,6 +436,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
     }
+    audit_rows_release(&rows);
     if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT)
         handover_caught_up(&e->in); /* the log is read to its end */
     int from_log = h.from_log;

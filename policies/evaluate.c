@@ -366,15 +366,21 @@ void policy_awaiting(const struct policy_state *st, policy_awaiting_fn fn, void 
         const struct incident *in = st->incidents[i];
         if (in->final)
             continue;
+        /* a decision not committed yet is not known by id */
         if (in->awaiting)
-            fn(arg, in->id, in->awaiting_decision);
+            fn(arg, in->id, in->awaiting_decision > 0 ? in->awaiting_decision : 0);
         for (int k = 0; k < in->undo_count; k++)
-            fn(arg, in->id, in->undo[k].decision);
+            fn(arg, in->id, in->undo[k].decision > 0 ? in->undo[k].decision : 0);
     }
 }
 
-void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out,
-                           const int64_t *ids)
+/* A decision of the round not yet committed: -(its index + 1). */
+static int64_t unresolved(size_t index)
+{
+    return -(int64_t)index - 1;
+}
+
+void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out)
 {
     for (size_t i = 0; i < out->count; i++) {
         const struct policy_decision *d = &out->items[i];
@@ -383,14 +389,31 @@ void policy_bind_decisions(struct policy_state *st, const struct policy_decision
             continue;
         policy__touch_incident(in);
         if (!d->on_resolved && d->disruptive && in->awaiting && !in->awaiting_decision) {
-            in->awaiting_decision = ids[i];
+            in->awaiting_decision = unresolved(i);
             continue;
         }
         for (int k = 0; k < in->undo_count; k++)
             if (!in->undo[k].decision) {
-                in->undo[k].decision = ids[i];
+                in->undo[k].decision = unresolved(i);
                 break;
             }
+    }
+}
+
+void policy_resolve_decisions(struct policy_state *st, const struct policy_decisions *out,
+                              const int64_t *ids)
+{
+    for (size_t i = 0; i < out->count; i++) {
+        const struct policy_decision *d = &out->items[i];
+        struct incident *in = d->awaited ? policy__incident_by_id(st, d->incident) : NULL;
+        if (!in)
+            continue;
+        /* the row already holds the id: the incident is not changed again */
+        if (in->awaiting_decision == unresolved(i))
+            in->awaiting_decision = ids[i];
+        for (int k = 0; k < in->undo_count; k++)
+            if (in->undo[k].decision == unresolved(i))
+                in->undo[k].decision = ids[i];
     }
 }
 

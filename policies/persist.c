@@ -26,6 +26,26 @@ static void json_time(struct medic_buf *b, const char *key, int64_t t)
     medic_buf_printf(b, "\"%s\":\"%lld\"", key, (long long)t);
 }
 
+/* The references a row's value makes to decisions not committed yet. */
+struct row_refs {
+    struct policy_decision_ref items[1 + INCIDENT_MAX_UNDO];
+    size_t count;
+};
+
+/* A decision's id, written as a time is. A decision bound but not
+ * resolved yet is -(its index + 1): its quoted number is also a reference
+ * the audit writer replaces with the id (a snapshot, which keeps the
+ * reference, loads it back as it was). */
+static void json_decision(struct medic_buf *b, const char *key, int64_t id, struct row_refs *refs)
+{
+    medic_buf_printf(b, "\"%s\":", key);
+    size_t at = b->len;
+    medic_buf_printf(b, "\"%lld\"", (long long)id);
+    if (id < 0 && refs->count < sizeof(refs->items) / sizeof(refs->items[0]))
+        refs->items[refs->count++] = (struct policy_decision_ref){
+            .offset = at, .len = b->len - at, .index = (size_t)(-(id + 1))};
+}
+
 static void json_labels(struct medic_buf *b, const char *key, const struct label_copy *l)
 {
     medic_buf_printf(b, "\"%s\":{", key);
@@ -45,7 +65,7 @@ static void json_text(struct medic_buf *b, const char *key, const char *value)
     medic_buf_json_string(b, value);
 }
 
-static void save_incident(struct medic_buf *b, const struct incident *in)
+static void save_incident(struct medic_buf *b, const struct incident *in, struct row_refs *refs)
 {
     medic_buf_printf(b, "{\"id\":\"%lld\"", (long long)in->id);
     json_text(b, "key", in->key);
@@ -64,7 +84,7 @@ static void save_incident(struct medic_buf *b, const struct incident *in)
                      in->in_inventory, in->next_step, in->awaiting, (int)in->awaiting_kind,
                      in->awaiting_watts, in->acted, in->halted, in->drained, in->limit_watts,
                      in->closing, (int)in->closing_as);
-    json_time(b, "awaiting_decision", in->awaiting_decision);
+    json_decision(b, "awaiting_decision", in->awaiting_decision, refs);
     json_text(b, "halted_by", in->halted_by);
     json_text(b, "drained_as", in->drained_as);
     medic_buf_printf(b, ",\"held\":%d", in->held);
@@ -80,7 +100,7 @@ static void save_incident(struct medic_buf *b, const struct incident *in)
     medic_buf_puts(b, ",\"undo\":[");
     for (int k = 0; k < in->undo_count; k++) {
         medic_buf_puts(b, k ? ",{" : "{");
-        json_time(b, "decision", in->undo[k].decision);
+        json_decision(b, "decision", in->undo[k].decision, refs);
         medic_buf_printf(b, ",\"kind\":%d}", (int)in->undo[k].kind);
     }
     medic_buf_puts(b, "],\"members\":[");
@@ -181,13 +201,14 @@ static int emit(const struct policy_state *st, enum row_kind kind, const void *i
     char key[INCIDENT_KEY_SIZE + 64];
     row_key(kind, item, key, sizeof(key));
     if (kind == ROW_INCIDENT && ((const struct incident *)item)->final)
-        return fn(arg, row_kind_names[kind], key, NULL, 0);
+        return fn(arg, row_kind_names[kind], key, NULL, 0, NULL, 0);
     if (kind == ROW_UNMATCHED && ((const struct unmatched *)item)->last_seen == INT64_MIN)
-        return fn(arg, row_kind_names[kind], key, NULL, 0);
+        return fn(arg, row_kind_names[kind], key, NULL, 0, NULL, 0);
     medic_buf_reset(b);
+    struct row_refs refs = {.count = 0};
     switch (kind) {
     case ROW_INCIDENT:
-        save_incident(b, item);
+        save_incident(b, item, &refs);
         break;
     case ROW_NODE:
         save_node(b, item);
@@ -204,7 +225,7 @@ static int emit(const struct policy_state *st, enum row_kind kind, const void *i
     }
     if (b->error)
         return b->error;
-    return fn(arg, row_kind_names[kind], key, b->data, b->len);
+    return fn(arg, row_kind_names[kind], key, b->data, b->len, refs.items, refs.count);
 }
 
 int policy_state_rows(const struct policy_state *st, policy_row_fn fn, void *arg)
@@ -230,7 +251,7 @@ int policy_state_rows(const struct policy_state *st, policy_row_fn fn, void *arg
  * behind: after a failed allocation the change list is incomplete. */
 static int emit_everything(struct policy_state *st, policy_row_fn fn, void *arg)
 {
-    int rc = fn(arg, NULL, NULL, NULL, 0); /* NULL kind: every row goes first */
+    int rc = fn(arg, NULL, NULL, NULL, 0, NULL, 0); /* NULL kind: every row goes first */
     return rc ? rc : policy_state_rows(st, fn, arg);
 }
 
@@ -244,7 +265,7 @@ int policy_state_changes(struct policy_state *st, policy_row_fn fn, void *arg)
         struct medic_buf b;
         medic_buf_init(&b, 0);
         for (size_t i = 0; rc == 0 && i < c->gone_count; i++)
-            rc = fn(arg, row_kind_names[c->gone[i].kind], c->gone[i].key, NULL, 0);
+            rc = fn(arg, row_kind_names[c->gone[i].kind], c->gone[i].key, NULL, 0, NULL, 0);
         for (size_t i = 0; rc == 0 && i < c->dirty_count; i++)
             if (c->dirty[i].item)
                 rc = emit(st, c->dirty[i].kind, c->dirty[i].item, &b, fn, arg);
@@ -543,9 +564,12 @@ void policy_state_loaded(struct policy_state *st)
 
 /* A snapshot is each row's kind and value, each ended by a NUL (a value is
  * JSON, which holds none). */
-static int snapshot_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+static int snapshot_row(void *arg, const char *kind, const char *key, const char *value, size_t len,
+                        const struct policy_decision_ref *refs, size_t ref_count)
 {
     (void)key;
+    (void)refs; /* a decision not resolved yet stays one in the copy */
+    (void)ref_count;
     struct medic_buf *b = arg;
     return medic_buf_append(b, kind, strlen(kind) + 1) || medic_buf_append(b, value, len) ||
                    medic_buf_append(b, "", 1)

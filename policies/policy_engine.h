@@ -218,10 +218,15 @@ int policy_outcome(const struct policy_context *ctx, struct policy_state *st,
 typedef void (*policy_awaiting_fn)(void *arg, int64_t incident, int64_t decision_id);
 void policy_awaiting(const struct policy_state *st, policy_awaiting_fn fn, void *arg);
 
-/* Tells the incidents the ids the audit log gave the decisions of out
- * (ids[i] for out->items[i]), so that outcomes can be found by decision. */
-void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out,
-                           const int64_t *ids);
+/* Ties the incidents to the decisions of out that they await, before the
+ * audit log has given those decisions ids: until policy_resolve_decisions,
+ * an incident names such a decision by its index in out (and its row, by
+ * a reference the audit writer fills in). */
+void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out);
+/* The ids the audit log gave the decisions of out (ids[i] for
+ * out->items[i]), once committed: outcomes are found by decision id. */
+void policy_resolve_decisions(struct policy_state *st, const struct policy_decisions *out,
+                              const int64_t *ids);
 
 /* Every awaited action succeeds now: for replays and tests, where nothing
  * runs. */
@@ -239,9 +244,16 @@ void policy_state_restarted(struct policy_state *st, int64_t now);
  * resolved alerts, the engine's storm flag and next incident id. Times are
  * strings of nanoseconds (JSON numbers would round them). fn gets one row
  * (value NULL: the row is gone; kind NULL: every row is gone, the rows
- * that follow are the whole state); non-zero stops the walk. */
+ * that follow are the whole state); non-zero stops the walk. A row that
+ * names a decision bound but not resolved yet (policy_bind_decisions)
+ * holds a placeholder for its id: refs say where (bytes [offset, offset +
+ * len) of value) and which decision (its index in the round's decisions);
+ * the id goes there as a JSON string ("123"). */
+struct policy_decision_ref {
+    size_t offset, len, index;
+};
 typedef int (*policy_row_fn)(void *arg, const char *kind, const char *key, const char *value,
-                             size_t len);
+                             size_t len, const struct policy_decision_ref *refs, size_t ref_count);
 
 /* Starts recording which rows change, for policy_state_changes (the
  * daemon). Off by default: dry runs and tests keep no record. */

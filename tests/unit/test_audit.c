@@ -756,6 +756,87 @@ static void test_checkpoint_plan(void **state)
         }
 }
 
+/* The engine's changed rows reach the writer as bytes; a decision of the
+ * same round is named there by its index, and the row is stored with the
+ * id the decision got. A reference to a decision the round did not make
+ * fails the whole round: nothing of it is stored. */
+struct stored_rows {
+    char text[4][256];
+    int count;
+};
+
+static int keep_row(void *arg, const char *kind, const char *key, const char *value, size_t len)
+{
+    struct stored_rows *r = arg;
+    if (r->count < 4)
+        snprintf(r->text[r->count++], sizeof(r->text[0]), "%s %s %.*s", kind, key, (int)len, value);
+    return 0;
+}
+
+static void test_state_rows_name_decisions_by_id(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    struct medic_error err = {0};
+    struct audit_decision_in d[2];
+    for (int i = 0; i < 2; i++)
+        d[i] = (struct audit_decision_in){.created_at = medic_time_now(),
+                                          .node = "gpu-node-01",
+                                          .policy = "xid",
+                                          .step = i,
+                                          .action = "drain",
+                                          .risk = NAN,
+                                          .verdict = "execute",
+                                          .reason = "test",
+                                          .config_hash = "builtin"};
+    static const char incident[] =
+        "{\"awaiting_decision\":\"-1\",\"undo\":[{\"decision\":\"-2\"}]}";
+    const char *first = strstr(incident, "\"-1\""), *second = strstr(incident, "\"-2\"");
+    struct audit_row_ref refs[2] = {{(size_t)(first - incident), 4, 0},
+                                    {(size_t)(second - incident), 4, 1}};
+    struct audit_rows rows;
+    audit_rows_init(&rows);
+    assert_int_equal(audit_rows_add(&rows, "incident", "7", incident, strlen(incident), refs, 2),
+                     0);
+    assert_int_equal(audit_rows_add(&rows, "node", "gpu-node-01", "{}", 2, NULL, 0), 0);
+    int64_t ids[2] = {0, 0};
+    struct audit_evaluation_in in = {.decisions = d, .decision_count = 2, .state = &rows};
+    assert_int_equal(audit_record_evaluation(s, &in, ids, &err), 0);
+    assert_true(ids[0] > 0 && ids[1] == ids[0] + 1);
+    audit_rows_release(&rows);
+
+    /* a reference past the round's decisions: the round fails, whole */
+    audit_rows_init(&rows);
+    assert_int_equal(audit_rows_add(&rows, "node", "gpu-node-01", NULL, 0, NULL, 0), 0);
+    struct audit_row_ref wrong = {refs[0].offset, 4, 5};
+    assert_int_equal(audit_rows_add(&rows, "incident", "8", incident, strlen(incident), &wrong, 1),
+                     0);
+    int64_t more[2];
+    assert_int_not_equal(audit_record_evaluation(s, &in, more, &err), 0);
+    assert_non_null(strstr(err.msg, "names a decision it did not make"));
+    audit_rows_release(&rows);
+    audit_store_free(s);
+
+    struct audit_reader *r = NULL;
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    struct stored_rows got = {0};
+    size_t count = 0;
+    assert_int_equal(audit_read_engine_rows(r, keep_row, &got, &count, &err), 0);
+    audit_reader_free(r);
+    assert_int_equal(count, 2);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "incident 7 {\"awaiting_decision\":\"%lld\",\"undo\":[{\"decision\":\"%lld\"}]}",
+             (long long)ids[0], (long long)ids[1]);
+    int seen_incident = 0, seen_node = 0;
+    for (int i = 0; i < got.count; i++) {
+        seen_incident |= strcmp(got.text[i], want) == 0;
+        seen_node |= strcmp(got.text[i], "node gpu-node-01 {}") == 0;
+    }
+    if (!seen_incident || !seen_node)
+        fail_msg("stored rows: '%s' / '%s'", got.text[0], got.text[1]);
+}
+
 static void test_reader_refuses_other_files(void **state)
 {
     (void)state;
@@ -781,6 +862,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_rows_name_decisions_by_id, setup, teardown),
         cmocka_unit_test(test_checkpoint_plan),
         cmocka_unit_test_setup_teardown(test_wal_writes_gathered_are_whole_and_visible, setup,
                                         teardown),

@@ -52,9 +52,12 @@ static void rows_release(struct rows *r)
 }
 
 /* Puts, replaces or (value NULL) deletes a row; kind NULL deletes all. */
-static int rows_put(void *arg, const char *kind, const char *key, const char *value, size_t len)
+static int rows_put(void *arg, const char *kind, const char *key, const char *value, size_t len,
+                    const struct policy_decision_ref *refs, size_t ref_count)
 {
     struct rows *r = arg;
+    (void)refs;
+    assert_int_equal(ref_count, 0); /* nothing here binds decisions */
     if (!kind) {
         rows_release(r);
         return 0;
@@ -348,6 +351,74 @@ static const char drain_resume_policies[] = "policies:\n"
                                             "    match: '{alertname=\"GPUXidError\"}'\n"
                                             "    steps: [ { action: drain } ]\n"
                                             "    on_resolved: [ { action: resume } ]\n";
+
+/* A decision is bound to its incident before the audit log gives it an
+ * id: the incident's row names it by its index in the round (a reference
+ * the writer fills in), and once resolved the incident knows the id,
+ * without its row counting as changed again. */
+struct captured_refs {
+    char value[4096];
+    struct policy_decision_ref refs[4];
+    size_t count, rows;
+};
+
+static int capture_refs(void *arg, const char *kind, const char *key, const char *value, size_t len,
+                        const struct policy_decision_ref *refs, size_t ref_count)
+{
+    (void)key;
+    struct captured_refs *c = arg;
+    c->rows++;
+    if (!kind || !value || strcmp(kind, "incident") != 0 ||
+        !memmem(value, len, "gpu-node-01", strlen("gpu-node-01")))
+        return 0;
+    snprintf(c->value, sizeof(c->value), "%.*s", (int)len, value);
+    for (size_t i = 0; i < ref_count && c->count < 4; i++)
+        c->refs[c->count++] = refs[i];
+    return 0;
+}
+
+static void collect_awaiting(void *arg, int64_t incident, int64_t decision)
+{
+    (void)incident;
+    *(int64_t *)arg = decision;
+}
+
+static void test_decisions_bound_before_their_ids(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a, other;
+    make_alert(&other, "GPUXidError", "gpu-node-02:9400", "0", "79", T0, 0.9);
+    make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
+    /* another node's drain first: this one is not the round's first decision */
+    assert_int_equal(evaluate(&w, &other, MEDIC_STATUS_FIRING, T0), 1);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    size_t index = w.out.count - 1;
+    assert_true(w.out.items[index].awaited);
+    policy_bind_decisions(w.state, &w.out);
+    assert_true(policy_state_changed(w.state));
+    struct captured_refs c = {.count = 0};
+    assert_int_equal(policy_state_changes(w.state, capture_refs, &c), 0);
+    assert_int_equal(c.count, 1);
+    assert_int_equal(c.refs[0].index, index);
+    char token[32];
+    snprintf(token, sizeof(token), "\"-%zu\"", index + 1);
+    assert_int_equal(c.refs[0].len, strlen(token));
+    assert_memory_equal(c.value + c.refs[0].offset, token, strlen(token));
+    int64_t awaited = -1;
+    policy_awaiting(w.state, collect_awaiting, &awaited);
+    assert_int_equal(awaited, 0); /* not known by id yet */
+    int64_t ids[8] = {0};
+    for (size_t i = 0; i < w.out.count && i < 8; i++)
+        ids[i] = 500 + (int64_t)i;
+    policy_resolve_decisions(w.state, &w.out, ids);
+    assert_false(policy_state_changed(w.state));
+    policy_awaiting(w.state, collect_awaiting, &awaited);
+    assert_int_equal(awaited == 500 || awaited == 500 + (int64_t)index, 1);
+    assert_int_equal(index, 1);
+    world_release(&w);
+}
 
 static void test_escalation_ladder_and_resume(void **state)
 {
@@ -1462,6 +1533,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escalation_ladder_and_resume),
+        cmocka_unit_test(test_decisions_bound_before_their_ids),
         cmocka_unit_test(test_power_cycle_waits_for_the_drain),
         cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
         cmocka_unit_test(test_invariant_inventory),
