@@ -1,4 +1,5 @@
 #include "executor.h"
+#include "lock.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -11,7 +12,7 @@ struct executor {
     struct executor_hooks hooks;
     pthread_t *threads;
     size_t thread_count;
-    pthread_mutex_t lock;
+    struct medic_mutex lock;
     pthread_cond_t work;
     pthread_cond_t stop; /* broadcast when stopping: wakes a job waiting to retry */
     struct executor_job *ring;
@@ -33,11 +34,11 @@ static int retryable(const struct medic_error *err)
 int executor_wait(struct executor *e, int64_t ms)
 {
     struct timespec until = medic_time_deadline_in(ms * MEDIC_NS_PER_MS);
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     if (!e->stopping)
-        pthread_cond_timedwait(&e->stop, &e->lock, &until);
+        medic_cond_timedwait(&e->stop, &e->lock, &until);
     int stopping = e->stopping;
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     return stopping;
 }
 
@@ -79,9 +80,9 @@ static void run_job(struct executor *e, struct executor_job *job)
                         "without an intent is taken up by the next start or the next leader)",
                         "decision", id, "action", medic_action_name(job->action.kind), "error",
                         err.msg, NULL);
-        pthread_mutex_lock(&e->lock);
+        medic_mutex_lock(&e->lock);
         e->rejected++;
-        pthread_mutex_unlock(&e->lock);
+        medic_mutex_unlock(&e->lock);
         medic_action_release(&job->action);
         return;
     }
@@ -90,9 +91,9 @@ static void run_job(struct executor *e, struct executor_job *job)
     enum medic_outcome r = e->hooks.run(e->hooks.ctx, job, detail, sizeof(detail));
     int64_t ms = (medic_time_monotonic() - start) / MEDIC_NS_PER_MS;
     e->hooks.outcome(e->hooks.ctx, job, intent, r, ms, detail);
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     e->results[job->action.kind][r]++;
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     medic_action_release(&job->action);
 }
 
@@ -100,22 +101,22 @@ static void *worker(void *arg)
 {
     struct executor *e = arg;
     pthread_setname_np(pthread_self(), "medic-action");
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     for (;;) {
         while (!e->count && !e->stopping)
-            pthread_cond_wait(&e->work, &e->lock);
+            medic_cond_wait(&e->work, &e->lock);
         if (!e->count)
             break;
         struct executor_job job = e->ring[e->head];
         e->head = (e->head + 1) % e->capacity;
         e->count--;
         e->in_flight++;
-        pthread_mutex_unlock(&e->lock);
+        medic_mutex_unlock(&e->lock);
         run_job(e, &job);
-        pthread_mutex_lock(&e->lock);
+        medic_mutex_lock(&e->lock);
         e->in_flight--;
     }
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     return NULL;
 }
 
@@ -132,7 +133,7 @@ int executor_start(size_t threads, size_t capacity, const struct executor_hooks 
     }
     e->hooks = *hooks;
     e->capacity = capacity;
-    pthread_mutex_init(&e->lock, NULL);
+    medic_mutex_init(&e->lock, MEDIC_LOCK_EXECUTOR);
     medic_cond_init(&e->work);
     medic_cond_init(&e->stop);
     for (size_t i = 0; i < threads; i++) {
@@ -149,42 +150,42 @@ int executor_start(size_t threads, size_t capacity, const struct executor_hooks 
 
 int executor_submit(struct executor *e, const struct executor_job *job)
 {
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     if (e->stopping || e->count == e->capacity) {
         e->rejected++;
-        pthread_mutex_unlock(&e->lock);
+        medic_mutex_unlock(&e->lock);
         return e->stopping ? MEDIC_E_CLOSED : MEDIC_E_BUSY;
     }
     e->ring[(e->head + e->count) % e->capacity] = *job;
     e->count++;
     pthread_cond_signal(&e->work);
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     return 0;
 }
 
 void executor_stats(struct executor *e, struct executor_stats *out)
 {
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     out->queued = e->count;
     out->in_flight = e->in_flight;
     out->capacity = e->capacity;
     memcpy(out->results, e->results, sizeof(out->results));
     out->rejected = e->rejected;
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
 }
 
 void executor_stop(struct executor *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     e->stopping = 1;
     pthread_cond_broadcast(&e->work);
     pthread_cond_broadcast(&e->stop);
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     for (size_t i = 0; i < e->thread_count; i++)
         pthread_join(e->threads[i], NULL);
-    pthread_mutex_destroy(&e->lock);
+    medic_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->work);
     pthread_cond_destroy(&e->stop);
     free(e->threads);

@@ -1,4 +1,5 @@
 #include "agent.h"
+#include "lock.h"
 #include "buf.h"
 #include "log.h"
 #include "nvml.h"
@@ -24,7 +25,7 @@ struct agent {
     struct nvml *nvml;
     char *token;
     char *state_file;
-    pthread_mutex_t lock;              /* remembered limits and their file */
+    struct medic_mutex lock;           /* remembered limits and their file */
     double remembered[AGENT_MAX_GPUS]; /* 0: none */
     int port;
 };
@@ -115,9 +116,9 @@ static enum MHD_Result list_gpus(struct agent *a, struct MHD_Connection *c)
         }
         if (i)
             medic_buf_puts(&b, ",");
-        pthread_mutex_lock(&a->lock);
+        medic_mutex_lock(&a->lock);
         gpu_json(&b, &g, a->remembered[i]);
-        pthread_mutex_unlock(&a->lock);
+        medic_mutex_unlock(&a->lock);
     }
     medic_buf_puts(&b, "]}\n");
     enum MHD_Result r = reply(c, 200, &b);
@@ -196,9 +197,9 @@ static enum MHD_Result report_health(struct agent *a, struct MHD_Connection *c)
         }
         if (i)
             medic_buf_puts(&b, ",");
-        pthread_mutex_lock(&a->lock);
+        medic_mutex_lock(&a->lock);
         health_json(&b, &g, &h, a->remembered[i]);
-        pthread_mutex_unlock(&a->lock);
+        medic_mutex_unlock(&a->lock);
     }
     medic_buf_puts(&b, "]}\n");
     enum MHD_Result r = reply(c, 200, &b);
@@ -236,7 +237,7 @@ static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsi
                  g.min_w, g.max_w);
         return reply_error(c, 400, msg);
     }
-    pthread_mutex_lock(&a->lock);
+    medic_mutex_lock(&a->lock);
     /* remember the limit medic replaced, once: a second limit keeps the first original */
     int first = a->remembered[index] <= 0;
     if (first)
@@ -245,15 +246,15 @@ static enum MHD_Result set_limit(struct agent *a, struct MHD_Connection *c, unsi
      * stricter cap stays in force */
     double original = a->remembered[index];
     int saved = save_state(a);
-    pthread_mutex_unlock(&a->lock);
+    medic_mutex_unlock(&a->lock);
     int kept = w > original;
     if (kept)
         w = original;
     if (saved) {
         if (first) {
-            pthread_mutex_lock(&a->lock);
+            medic_mutex_lock(&a->lock);
             a->remembered[index] = 0;
-            pthread_mutex_unlock(&a->lock);
+            medic_mutex_unlock(&a->lock);
         }
         return reply_error(c, 500, "cannot write the agent's state file");
     }
@@ -278,7 +279,7 @@ static enum MHD_Result restore_all(struct agent *a, struct MHD_Connection *c)
     medic_buf_init(&b, 0);
     medic_buf_puts(&b, "{\"status\":\"success\",\"restored\":[");
     int n = 0, failed = 0;
-    pthread_mutex_lock(&a->lock);
+    medic_mutex_lock(&a->lock);
     for (unsigned int i = 0; i < AGENT_MAX_GPUS; i++) {
         if (a->remembered[i] <= 0)
             continue;
@@ -291,7 +292,7 @@ static enum MHD_Result restore_all(struct agent *a, struct MHD_Connection *c)
         a->remembered[i] = 0;
     }
     save_state(a);
-    pthread_mutex_unlock(&a->lock);
+    medic_mutex_unlock(&a->lock);
     enum MHD_Result r;
     if (failed)
         r = reply_error(c, 500, err.msg);
@@ -390,7 +391,7 @@ int agent_start(const struct agent_options *o, struct agent **out, struct medic_
     struct agent *a = calloc(1, sizeof(*a));
     if (!a)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    pthread_mutex_init(&a->lock, NULL);
+    medic_mutex_init(&a->lock, MEDIC_LOCK_AGENT);
     a->token = strdup(o->token);
     a->state_file = strdup(o->state_file);
     int rc = a->token && a->state_file ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
@@ -463,6 +464,6 @@ void agent_stop(struct agent *a)
         memset(a->token, 0, strlen(a->token));
     free(a->token);
     free(a->state_file);
-    pthread_mutex_destroy(&a->lock);
+    medic_mutex_destroy(&a->lock);
     free(a);
 }

@@ -1,4 +1,5 @@
 #include "nvml.h"
+#include "lock.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,7 +34,7 @@ struct nvml_field_value {
 
 struct nvml {
     void *lib;
-    pthread_mutex_t lock; /* NVML is thread-safe, but one call at a time keeps it simple */
+    struct medic_mutex lock; /* NVML is thread-safe, but one call at a time keeps it simple */
     nvml_return (*init)(void);
     nvml_return (*shutdown)(void);
     const char *(*error_string)(nvml_return);
@@ -122,7 +123,7 @@ int nvml_open(const char *library, struct nvml **out, struct medic_error *err)
         free(n);
         return MEDIC_E_IO;
     }
-    pthread_mutex_init(&n->lock, NULL);
+    medic_mutex_init(&n->lock, MEDIC_LOCK_NVML);
     *out = n;
     return 0;
 }
@@ -133,15 +134,15 @@ void nvml_close(struct nvml *n)
         return;
     n->shutdown();
     dlclose(n->lib);
-    pthread_mutex_destroy(&n->lock);
+    medic_mutex_destroy(&n->lock);
     free(n);
 }
 
 int nvml_count(struct nvml *n, unsigned int *count, struct medic_error *err)
 {
-    pthread_mutex_lock(&n->lock);
+    medic_mutex_lock(&n->lock);
     nvml_return r = n->count(count);
-    pthread_mutex_unlock(&n->lock);
+    medic_mutex_unlock(&n->lock);
     return r ? fail(n, r, "nvmlDeviceGetCount", err) : 0;
 }
 
@@ -152,7 +153,7 @@ int nvml_read(struct nvml *n, unsigned int index, struct nvml_gpu *out, struct m
     int rc = 0;
     memset(out, 0, sizeof(*out));
     out->index = index;
-    pthread_mutex_lock(&n->lock);
+    medic_mutex_lock(&n->lock);
     nvml_return r = n->handle(index, &dev);
     if (r)
         rc = fail(n, r, "nvmlDeviceGetHandleByIndex", err);
@@ -164,7 +165,7 @@ int nvml_read(struct nvml *n, unsigned int index, struct nvml_gpu *out, struct m
         rc = fail(n, r, "nvmlDeviceGetPowerManagementLimit", err);
     else if ((r = n->usage(dev, &use)))
         rc = fail(n, r, "nvmlDeviceGetPowerUsage", err);
-    pthread_mutex_unlock(&n->lock);
+    medic_mutex_unlock(&n->lock);
     out->limit_w = mw / 1000.0;
     out->min_w = lo / 1000.0;
     out->max_w = hi / 1000.0;
@@ -176,11 +177,11 @@ int nvml_read(struct nvml *n, unsigned int index, struct nvml_gpu *out, struct m
 int nvml_set_limit(struct nvml *n, unsigned int index, double watts, struct medic_error *err)
 {
     nvml_device dev;
-    pthread_mutex_lock(&n->lock);
+    medic_mutex_lock(&n->lock);
     nvml_return r = n->handle(index, &dev);
     if (r == 0)
         r = n->set_limit(dev, (unsigned int)(watts * 1000.0 + 0.5));
-    pthread_mutex_unlock(&n->lock);
+    medic_mutex_unlock(&n->lock);
     return r ? fail(n, r, "nvmlDeviceSetPowerManagementLimit", err) : 0;
 }
 
@@ -210,10 +211,10 @@ int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
     memset(out, 0, sizeof(*out));
     out->persistence = out->retired_pending = out->recovery = out->processes = -1;
     out->dbe_volatile = -1;
-    pthread_mutex_lock(&n->lock);
+    medic_mutex_lock(&n->lock);
     nvml_return r = n->handle(index, &dev);
     if (r) {
-        pthread_mutex_unlock(&n->lock);
+        medic_mutex_unlock(&n->lock);
         return fail(n, r, "nvmlDeviceGetHandleByIndex", err);
     }
     int mode = 0;
@@ -265,15 +266,15 @@ int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
         out->processes = (int)count;
     else
         unavailable(n, out, "compute_processes", r);
-    pthread_mutex_unlock(&n->lock);
+    medic_mutex_unlock(&n->lock);
     return 0;
 }
 
 void nvml_driver_version(struct nvml *n, char *out, size_t size)
 {
     out[0] = 0;
-    pthread_mutex_lock(&n->lock);
+    medic_mutex_lock(&n->lock);
     if (n->driver_version && n->driver_version(out, (unsigned int)size) != 0)
         out[0] = 0;
-    pthread_mutex_unlock(&n->lock);
+    medic_mutex_unlock(&n->lock);
 }

@@ -12,6 +12,7 @@
  * (audit__ckpt_plan_next), a short pause, and the WAL stays bounded.
  * Private to audit/. */
 #include "log.h"
+#include "lock.h"
 #include "store_internal.h"
 
 #include <stdlib.h>
@@ -25,13 +26,13 @@ static void *checkpointer_main(void *arg)
 {
     struct audit_store *s = arg;
     pthread_setname_np(pthread_self(), "medic-ckpt");
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     for (;;) {
         while (!s->ckpt_plan.running && !s->ckpt_stopping)
-            pthread_cond_wait(&s->ckpt_work, &s->lock);
+            medic_cond_wait(&s->ckpt_work, &s->lock);
         if (s->ckpt_stopping)
             break;
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         /* PASSIVE: copies what no reader still needs, never waits on one.
          * Again while the run before copied many pages: the writer commits
          * more meanwhile, and what is left when this thread is done is what
@@ -60,11 +61,11 @@ static void *checkpointer_main(void *arg)
             db && db->pMethods && db->pMethods->xSync(db, SQLITE_SYNC_NORMAL) != SQLITE_OK)
             medic_log_warn("audit checkpoint failed", "error", "cannot sync the database file",
                            NULL);
-        pthread_mutex_lock(&s->lock);
+        medic_mutex_lock(&s->lock);
         s->ckpt_plan.running = 0;
         s->stats.checkpoints_copied++;
     }
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -111,11 +112,11 @@ enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames)
 
 int audit__checkpointer_ask(struct audit_store *s, int frames)
 {
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     enum ckpt_step step = audit__ckpt_plan_next(&s->ckpt_plan, frames);
     if (step == CKPT_ASK)
         pthread_cond_signal(&s->ckpt_work);
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     return step == CKPT_FINISH;
 }
 
@@ -123,10 +124,10 @@ void audit__checkpointer_stop(struct audit_store *s)
 {
     if (!s->ckpt_db)
         return;
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     s->ckpt_stopping = 1;
     pthread_cond_signal(&s->ckpt_work);
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     pthread_join(s->checkpointer, NULL);
     pthread_cond_destroy(&s->ckpt_work);
     sqlite3_close(s->ckpt_db);

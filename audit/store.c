@@ -1,4 +1,5 @@
 #include "store_internal.h"
+#include "lock.h"
 #include "buf.h"
 #include "chain.h"
 #include "lease.h"
@@ -86,11 +87,11 @@ static int guard_batch(struct audit_store *s, struct job *batch, struct medic_er
         return err->code;
     if (!leads)
         return 0;
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     char replica[sizeof(s->replica)];
     memcpy(replica, s->replica, sizeof(replica));
     int64_t epoch = s->epoch;
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     struct medic_error why = {0};
     int rc = epoch ? audit_lease_fence(s->pg, replica, epoch, &why)
                    : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
@@ -141,26 +142,26 @@ static struct job *gather_more(struct audit_store *s, struct job *batch)
     size_t n = 1;
     for (; last->next; last = last->next)
         n++;
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     while ((s->syncing || s->to_sync) && n < AUDIT_MAX_BATCH) {
         if (!s->head) {
             if (s->stopping)
                 break;
-            pthread_cond_wait(&s->work, &s->lock);
+            medic_cond_wait(&s->work, &s->lock);
             continue;
         }
         size_t k;
         struct job *end, *more = take_queued(s, AUDIT_MAX_BATCH - n, &end, &k);
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         last->next = more;
         last = end;
         n += k;
         for (struct job *j = more; j; j = j->next)
             if ((j->rc = audit__run_job(s, j)))
                 return j;
-        pthread_mutex_lock(&s->lock);
+        medic_mutex_lock(&s->lock);
     }
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -188,9 +189,9 @@ static void checkpoint(struct audit_store *s)
     if (rc != SQLITE_OK && rc != SQLITE_BUSY)
         medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->lite), NULL);
     s->wal_frames = 0;
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     s->stats.checkpoints_finished++;
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
 }
 
 /* One transaction for the whole batch. A request that fails (a unique
@@ -271,7 +272,7 @@ void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
         medic_log_error("audit commit failed", "error", err.msg, NULL);
     double seconds = (double)(medic_time_monotonic() - start) / 1e9;
     struct job *async = NULL;
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     record_commit(s, seconds, ok, rc != 0);
     s->stats.fenced += refused;
     for (struct job *j = batch, *next; j; j = next) {
@@ -284,7 +285,7 @@ void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
             pthread_cond_signal(&j->cond);
         }
     }
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     for (struct job *j = async, *next; j; j = next) {
         next = j->next;
         if (j->rc && j->err.code == 0)
@@ -300,18 +301,18 @@ static void *writer_main(void *arg)
     struct audit_store *s = arg;
     pthread_setname_np(pthread_self(), "medic-audit");
     audit_wal_defer_syncs(s->deferring);
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     for (;;) {
         while (!s->head && !s->stopping)
-            pthread_cond_wait(&s->work, &s->lock);
+            medic_cond_wait(&s->work, &s->lock);
         if (!s->head && s->stopping)
             break;
         struct job *batch = take_queued(s, AUDIT_MAX_BATCH, NULL, NULL);
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         run_batch(s, batch);
-        pthread_mutex_lock(&s->lock);
+        medic_mutex_lock(&s->lock);
     }
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -337,16 +338,16 @@ static int enqueue_locked(struct audit_store *s, struct job *job, struct medic_e
 static int submit(struct audit_store *s, struct job *job, struct medic_error *err)
 {
     pthread_cond_init(&job->cond, NULL);
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     int rc = enqueue_locked(s, job, err);
     if (rc) {
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         pthread_cond_destroy(&job->cond);
         return rc;
     }
     while (!job->done)
-        pthread_cond_wait(&job->cond, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+        medic_cond_wait(&job->cond, &s->lock);
+    medic_mutex_unlock(&s->lock);
     pthread_cond_destroy(&job->cond);
     if (job->rc && err) {
         *err = job->err;
@@ -396,9 +397,9 @@ int audit_record_notification_async(struct audit_store *store,
     job->out = out;
     job->done_fn = done;
     job->done_arg = arg;
-    pthread_mutex_lock(&store->lock);
+    medic_mutex_lock(&store->lock);
     int rc = enqueue_locked(store, job, err);
-    pthread_mutex_unlock(&store->lock);
+    medic_mutex_unlock(&store->lock);
     if (rc) {
         audit__prepared_release(&job->owned_prep);
         free(job);
@@ -436,19 +437,19 @@ int audit_store_check_lease(struct audit_store *store, struct medic_error *err)
 
 void audit_store_stats(struct audit_store *store, struct audit_stats *out)
 {
-    pthread_mutex_lock(&store->lock);
+    medic_mutex_lock(&store->lock);
     *out = store->stats;
     out->queue_depth = store->pending;
     out->max_pending = store->options.max_pending;
-    pthread_mutex_unlock(&store->lock);
+    medic_mutex_unlock(&store->lock);
 }
 
 void audit_store_set_term(struct audit_store *store, const char *replica, int64_t epoch)
 {
-    pthread_mutex_lock(&store->lock);
+    medic_mutex_lock(&store->lock);
     snprintf(store->replica, sizeof(store->replica), "%s", replica ? replica : "");
     store->epoch = epoch;
-    pthread_mutex_unlock(&store->lock);
+    medic_mutex_unlock(&store->lock);
 }
 
 static int open_sqlite(struct audit_store *s, const char *path, struct medic_error *err)
@@ -522,7 +523,7 @@ int audit_store_open(const char *location, const struct audit_options *options,
         s->options = *options;
     else
         audit_options_default(&s->options);
-    pthread_mutex_init(&s->lock, NULL);
+    medic_mutex_init(&s->lock, MEDIC_LOCK_AUDIT_STORE);
     pthread_cond_init(&s->work, NULL);
     int rc = audit_pg_is_url(location) ? open_pg(s, location, err) : open_sqlite(s, location, err);
     if (rc == 0)
@@ -543,7 +544,7 @@ int audit_store_open(const char *location, const struct audit_options *options,
             audit__syncer_stop(s);
         audit__checkpointer_stop(s);
         close_db(s);
-        pthread_mutex_destroy(&s->lock);
+        medic_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->work);
         free(s);
         return rc;
@@ -556,16 +557,16 @@ void audit_store_free(struct audit_store *store)
 {
     if (!store)
         return;
-    pthread_mutex_lock(&store->lock);
+    medic_mutex_lock(&store->lock);
     store->stopping = 1;
     pthread_cond_signal(&store->work);
-    pthread_mutex_unlock(&store->lock);
+    medic_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
     if (store->deferring)
         audit__syncer_stop(store);
     audit__checkpointer_stop(store);
     close_db(store);
-    pthread_mutex_destroy(&store->lock);
+    medic_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);
     free(store);
 }

@@ -5,6 +5,7 @@
 #define MEDIC_AUDIT_STORE_INTERNAL_H
 
 #include "audit.h"
+#include "lock.h"
 #include "db.h"
 
 #include <libpq-fe.h>
@@ -89,7 +90,7 @@ struct audit_store {
     char chain_head[CHAIN_COUNT][65];
     struct audit_options options;
     pthread_t writer;
-    pthread_mutex_t lock;
+    struct medic_mutex lock;
     pthread_cond_t work;
     struct job *head, *tail;
     size_t pending;

@@ -8,6 +8,7 @@
  * takes lets it grow. No request is answered before a sync that began
  * after its commit: an answer still means on disk. */
 #include "log.h"
+#include "lock.h"
 #include "store_internal.h"
 
 #include <errno.h>
@@ -30,16 +31,16 @@ static void *syncer_main(void *arg)
 {
     struct audit_store *s = arg;
     pthread_setname_np(pthread_self(), "medic-sync");
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     for (;;) {
         while (!s->to_sync && !s->syncer_stopping)
-            pthread_cond_wait(&s->synced_work, &s->lock);
+            medic_cond_wait(&s->synced_work, &s->lock);
         if (!s->to_sync)
             break;
         struct synced *list = s->to_sync;
         s->to_sync = s->to_sync_tail = NULL;
         s->syncing = 1;
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         /* one sync for every batch handed meanwhile: the newest WAL's
          * descriptor (a WAL file is the same for the connection's life) */
         int fd = -1;
@@ -48,18 +49,18 @@ static void *syncer_main(void *arg)
                 fd = b->fd;
         struct medic_error err = {0};
         int rc = sync_wal(fd, &err);
-        pthread_mutex_lock(&s->lock);
+        medic_mutex_lock(&s->lock);
         s->syncing = 0;
         pthread_cond_signal(&s->work); /* the writer commits what it gathered */
-        pthread_mutex_unlock(&s->lock);
+        medic_mutex_unlock(&s->lock);
         for (struct synced *b = list, *next; b; b = next) {
             next = b->next;
             audit__complete_batch(s, b->batch, rc, &err, b->start);
             free(b);
         }
-        pthread_mutex_lock(&s->lock);
+        medic_mutex_lock(&s->lock);
     }
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -84,22 +85,22 @@ void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_
         return;
     }
     *b = (struct synced){batch, fd, start, NULL};
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     if (s->to_sync_tail)
         s->to_sync_tail->next = b;
     else
         s->to_sync = b;
     s->to_sync_tail = b;
     pthread_cond_signal(&s->synced_work);
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
 }
 
 void audit__syncer_stop(struct audit_store *s)
 {
-    pthread_mutex_lock(&s->lock);
+    medic_mutex_lock(&s->lock);
     s->syncer_stopping = 1;
     pthread_cond_signal(&s->synced_work);
-    pthread_mutex_unlock(&s->lock);
+    medic_mutex_unlock(&s->lock);
     pthread_join(s->syncer, NULL);
     pthread_cond_destroy(&s->synced_work);
 }

@@ -1,11 +1,12 @@
 #include "config.h"
+#include "lock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct config_slot {
-    pthread_mutex_t lock; /* guards current; held only to copy or swap it */
+    struct medic_mutex lock; /* guards current; held only to copy or swap it */
     struct medic_config *current;
 };
 
@@ -42,7 +43,7 @@ struct config_slot *config_slot_new(struct medic_config *first)
     struct config_slot *slot = calloc(1, sizeof(*slot));
     if (!slot)
         return NULL;
-    pthread_mutex_init(&slot->lock, NULL);
+    medic_mutex_init(&slot->lock, MEDIC_LOCK_CONFIG_SLOT);
     slot->current = first;
     return slot;
 }
@@ -52,23 +53,23 @@ void config_slot_free(struct config_slot *slot)
     if (!slot)
         return;
     medic_config_unref(slot->current);
-    pthread_mutex_destroy(&slot->lock);
+    medic_mutex_destroy(&slot->lock);
     free(slot);
 }
 
 const struct medic_config *config_slot_acquire(struct config_slot *slot)
 {
-    pthread_mutex_lock(&slot->lock);
+    medic_mutex_lock(&slot->lock);
     const struct medic_config *c = medic_config_ref(slot->current);
-    pthread_mutex_unlock(&slot->lock);
+    medic_mutex_unlock(&slot->lock);
     return c;
 }
 
 void config_slot_publish(struct config_slot *slot, struct medic_config *fresh)
 {
-    pthread_mutex_lock(&slot->lock);
+    medic_mutex_lock(&slot->lock);
     struct medic_config *old = slot->current;
     slot->current = fresh;
-    pthread_mutex_unlock(&slot->lock);
+    medic_mutex_unlock(&slot->lock);
     medic_config_unref(old); /* outside the lock: freeing is not free */
 }

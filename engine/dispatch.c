@@ -1,4 +1,5 @@
 #include "engine_dispatch.h"
+#include "lock.h"
 #include "engine_pipeline.h"
 #include "agent_client.h"
 #include "executor.h"
@@ -24,7 +25,7 @@ struct engine_dispatch {
     struct executor *executor;
     _Atomic long kept;                /* outcomes waiting for the store to commit again */
     struct action_fence fence;        /* the lease, checked right before a disruptive command */
-    pthread_mutex_t pipeline_lock;    /* held while waking: it may be stopping */
+    struct medic_mutex pipeline_lock; /* held while waking: it may be stopping */
     struct engine_pipeline *pipeline; /* woken by each outcome */
 };
 
@@ -66,10 +67,10 @@ static int hook_intent(void *ctx, const struct executor_job *job, int64_t *inten
 static void hand_over(struct engine_dispatch *d, int64_t decision_id, enum medic_outcome outcome,
                       const char *detail)
 {
-    pthread_mutex_lock(&d->pipeline_lock);
+    medic_mutex_lock(&d->pipeline_lock);
     if (d->pipeline)
         engine_pipeline_outcome(d->pipeline, decision_id, outcome, detail);
-    pthread_mutex_unlock(&d->pipeline_lock);
+    medic_mutex_unlock(&d->pipeline_lock);
 }
 
 /* Records an outcome. When the store cannot commit (a full disk, a
@@ -546,12 +547,12 @@ int engine_dispatch_start(struct audit_store *store, struct config_slot *configs
     d->store = store;
     d->configs = configs;
     d->fence = (struct action_fence){lease_held, d};
-    pthread_mutex_init(&d->pipeline_lock, NULL);
+    medic_mutex_init(&d->pipeline_lock, MEDIC_LOCK_DISPATCH_PIPELINE);
     notify_global_init();
     struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
     int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
     if (rc) {
-        pthread_mutex_destroy(&d->pipeline_lock);
+        medic_mutex_destroy(&d->pipeline_lock);
         free(d);
         return rc;
     }
@@ -619,13 +620,13 @@ void engine_dispatch_stop(struct engine_dispatch *d)
     if (!d)
         return;
     executor_stop(d->executor);
-    pthread_mutex_destroy(&d->pipeline_lock);
+    medic_mutex_destroy(&d->pipeline_lock);
     free(d);
 }
 
 void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p)
 {
-    pthread_mutex_lock(&d->pipeline_lock);
+    medic_mutex_lock(&d->pipeline_lock);
     d->pipeline = p;
-    pthread_mutex_unlock(&d->pipeline_lock);
+    medic_mutex_unlock(&d->pipeline_lock);
 }

@@ -4,6 +4,7 @@
 #define MEDIC_ENGINE_SERVE_H
 
 #include "audit.h"
+#include "lock.h"
 #include "buf.h"
 #include "config.h"
 #include "engine.h"
@@ -25,7 +26,7 @@ struct engine {
     /* the policy engine and dispatch run while this replica leads (always,
      * on SQLite): the leader thread swaps them under role, for writing;
      * what uses them holds it for reading */
-    pthread_rwlock_t role;
+    struct medic_rwlock role;
     struct engine_pipeline *pipeline;
     struct engine_dispatch *dispatch;
     struct engine_leader *leader; /* NULL: one replica on SQLite */

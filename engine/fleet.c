@@ -1,4 +1,5 @@
 #include "engine_fleet.h"
+#include "lock.h"
 #include "log.h"
 #include "risk.h"
 #include "timeutil.h"
@@ -31,7 +32,7 @@ struct published {
 struct engine_fleet {
     struct config_slot *configs;
     pthread_t thread;
-    pthread_mutex_t lock; /* guards stopping, the risks; previous while it changes */
+    struct medic_mutex lock; /* guards stopping, the risks; previous while it changes */
     pthread_cond_t cond;
     int stopping;
     /* the last cycle's risks (exported), and those of the window a step
@@ -78,7 +79,7 @@ static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t cou
             medic_map_put(&next.by_key, key, (void *)(uintptr_t)(i + 1));
     }
     struct published gone;
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     if (risks && f->current.risks && f->current.window_end < window_end) {
         gone = f->older;
         f->older = f->current;
@@ -88,7 +89,7 @@ static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t cou
             published_release(&f->older);
     }
     f->current = next;
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     published_release(&gone);
 }
 
@@ -108,7 +109,7 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
     char key[128 + 32 + 1];
     snprintf(key, sizeof(key), "%s\037%s", node, gpu);
     int rc = MEDIC_E_NOTFOUND;
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     const struct published *p = &f->current;
     int at = find(p, model_hash, window_end, key);
     if (!at)
@@ -120,16 +121,16 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
         memcpy(out->last, r->last, sizeof(out->last));
         rc = 0;
     }
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     return rc;
 }
 
 static int stopping(void *arg)
 {
     struct engine_fleet *f = arg;
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     int s = f->stopping;
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     return s;
 }
 
@@ -173,9 +174,9 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
     int rc = prometheus_fetch_fleet(&q, &c->features, now, &fleet, &err);
     atomic_fetch_add(&f->requests, fleet.requests);
     if (rc) {
-        pthread_mutex_lock(&f->lock);
+        medic_mutex_lock(&f->lock);
         prometheus_fleet_release(&f->previous);
-        pthread_mutex_unlock(&f->lock);
+        medic_mutex_unlock(&f->lock);
         publish(f, NULL, 0, 0, NULL);
         atomic_fetch_add(&f->cycle_failures, 1);
         medic_log_warn("fleet scoring: no risks this cycle", "error", err.msg, NULL);
@@ -211,12 +212,12 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
     }
     f->full_next = fleet.fresh > 0;
     /* the next cycle, and alerts' own fetches, start from these steps */
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     struct prometheus_fleet old = f->previous;
     f->previous = fleet;
     snprintf(f->previous_model, sizeof(f->previous_model), "%s", c->model.hash);
     snprintf(f->previous_url, sizeof(f->previous_url), "%s", c->prometheus_url);
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     prometheus_fleet_release(&old);
 }
 
@@ -227,11 +228,11 @@ int engine_fleet_carry(struct engine_fleet *f, const char *model_hash, const cha
     if (!f)
         return MEDIC_E_NOTFOUND;
     int rc = MEDIC_E_NOTFOUND;
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     if (f->previous.count && strcmp(f->previous_model, model_hash) == 0 &&
         strcmp(f->previous_url, url) == 0)
         rc = prometheus_fleet_subset(&f->previous, spec, nodes, n, out);
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     return rc;
 }
 
@@ -275,10 +276,10 @@ static void *fleet_main(void *arg)
          * stall scoring (forwards, the next cycle runs at once) */
         int64_t wait = due - medic_time_now();
         struct timespec until = medic_time_deadline_in(wait < interval ? wait : interval);
-        pthread_mutex_lock(&f->lock);
-        while (!f->stopping && pthread_cond_timedwait(&f->cond, &f->lock, &until) == 0)
+        medic_mutex_lock(&f->lock);
+        while (!f->stopping && medic_cond_timedwait(&f->cond, &f->lock, &until) == 0)
             ;
-        pthread_mutex_unlock(&f->lock);
+        medic_mutex_unlock(&f->lock);
     }
     return NULL;
 }
@@ -291,11 +292,11 @@ int engine_fleet_start(struct config_slot *configs, struct engine_fleet **out)
     f->configs = configs;
     medic_map_init(&f->current.by_key);
     medic_map_init(&f->older.by_key);
-    pthread_mutex_init(&f->lock, NULL);
+    medic_mutex_init(&f->lock, MEDIC_LOCK_FLEET);
     medic_cond_init(&f->cond);
     if (pthread_create(&f->thread, NULL, fleet_main, f) != 0) {
         pthread_cond_destroy(&f->cond);
-        pthread_mutex_destroy(&f->lock);
+        medic_mutex_destroy(&f->lock);
         free(f);
         return MEDIC_E_IO;
     }
@@ -307,13 +308,13 @@ void engine_fleet_stop(struct engine_fleet *f)
 {
     if (!f)
         return;
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     f->stopping = 1;
     pthread_cond_broadcast(&f->cond);
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
     pthread_join(f->thread, NULL);
     pthread_cond_destroy(&f->cond);
-    pthread_mutex_destroy(&f->lock);
+    medic_mutex_destroy(&f->lock);
     published_release(&f->current);
     published_release(&f->older);
     prometheus_fleet_release(&f->previous);
@@ -377,7 +378,7 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         (unsigned long long)atomic_load(&f->full_fetches),
         (double)atomic_load(&f->last_duration_us) / 1e6, (long long)atomic_load(&f->last_success),
         (unsigned long long)atomic_load(&f->alert_requests));
-    pthread_mutex_lock(&f->lock);
+    medic_mutex_lock(&f->lock);
     if (f->current.risks)
         medic_buf_printf(b,
                          "# HELP medic_fleet_scoring_window_end_timestamp_seconds Where the "
@@ -393,7 +394,7 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         label_value(b, f->current.risks[i].gpu);
         medic_buf_printf(b, "\"} %.6f\n", (double)f->current.risks[i].risk);
     }
-    pthread_mutex_unlock(&f->lock);
+    medic_mutex_unlock(&f->lock);
 }
 
 void engine_fleet_count_alert_requests(struct engine_fleet *f, size_t n)

@@ -1,4 +1,5 @@
 #include "handover.h"
+#include "lock.h"
 #include "timeutil.h"
 
 #include <stdio.h>
@@ -18,7 +19,7 @@ static void free_committed(struct committed *c)
 void handover_init(struct handover *h)
 {
     memset(h, 0, sizeof(*h));
-    pthread_mutex_init(&h->lock, NULL);
+    medic_mutex_init(&h->lock, MEDIC_LOCK_HANDOVER);
     medic_cond_init(&h->cond);
     h->wake = 1;
     h->backlog = 1;
@@ -29,7 +30,7 @@ void handover_release(struct handover *h)
 {
     free_committed(h->head);
     free(h->outcomes);
-    pthread_mutex_destroy(&h->lock);
+    medic_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->cond);
 }
 
@@ -37,7 +38,7 @@ void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
                         struct medic_notification *n)
 {
     struct committed *c = n ? malloc(sizeof(*c)) : NULL;
-    pthread_mutex_lock(&h->lock);
+    medic_mutex_lock(&h->lock);
     int queue = c && !h->backlog && h->queued < HANDOVER_QUEUE_LIMIT &&
                 h->queued_alerts + n->alert_count <= HANDOVER_ALERTS_LIMIT;
     if (queue) {
@@ -59,7 +60,7 @@ void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
     }
     h->wake = 1;
     pthread_cond_signal(&h->cond);
-    pthread_mutex_unlock(&h->lock);
+    medic_mutex_unlock(&h->lock);
     if (!queue)
         free(c);
 }
@@ -67,7 +68,7 @@ void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
 void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome outcome,
                       const char *detail)
 {
-    pthread_mutex_lock(&h->lock);
+    medic_mutex_lock(&h->lock);
     if (!h->outcomes)
         h->outcomes = malloc(HANDOVER_OUTCOMES_LIMIT * sizeof(*h->outcomes));
     if (h->outcomes && h->outcome_count < HANDOVER_OUTCOMES_LIMIT) {
@@ -80,13 +81,13 @@ void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome o
     }
     h->wake = 1;
     pthread_cond_signal(&h->cond);
-    pthread_mutex_unlock(&h->lock);
+    medic_mutex_unlock(&h->lock);
 }
 
 void handover_take(struct handover *h, size_t limit, struct handed *out)
 {
     memset(out, 0, sizeof(*out));
-    pthread_mutex_lock(&h->lock);
+    medic_mutex_lock(&h->lock);
     if (h->head) {
         struct committed *last = h->head;
         size_t n = 1, alerts = last->n.alert_count;
@@ -112,7 +113,7 @@ void handover_take(struct handover *h, size_t limit, struct handed *out)
     h->outcomes = NULL;
     h->outcome_count = 0;
     h->outcomes_from_log = 0;
-    pthread_mutex_unlock(&h->lock);
+    medic_mutex_unlock(&h->lock);
 }
 
 void handed_release(struct handed *d)
@@ -124,15 +125,15 @@ void handed_release(struct handed *d)
 
 void handover_caught_up(struct handover *h)
 {
-    pthread_mutex_lock(&h->lock);
+    medic_mutex_lock(&h->lock);
     if (h->left_out == 0 && !h->shared)
         h->backlog = 0;
-    pthread_mutex_unlock(&h->lock);
+    medic_mutex_unlock(&h->lock);
 }
 
 void handover_fall_back(struct handover *h)
 {
-    pthread_mutex_lock(&h->lock);
+    medic_mutex_lock(&h->lock);
     struct committed *queued = h->head;
     h->head = h->tail = NULL;
     h->queued = h->queued_alerts = 0;
@@ -141,6 +142,6 @@ void handover_fall_back(struct handover *h)
     free(h->outcomes);
     h->outcomes = NULL;
     h->outcome_count = 0;
-    pthread_mutex_unlock(&h->lock);
+    medic_mutex_unlock(&h->lock);
     free_committed(queued);
 }

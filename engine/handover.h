@@ -10,6 +10,7 @@
 #define MEDIC_ENGINE_HANDOVER_H
 
 #include "action.h"
+#include "lock.h"
 #include "alert.h"
 
 #include <pthread.h>
@@ -38,8 +39,8 @@ struct outcome {
 };
 
 struct handover {
-    pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t cond;  /* signalled with wake or stopping */
+    struct medic_mutex lock; /* guards everything below */
+    pthread_cond_t cond;     /* signalled with wake or stopping */
     int wake, stopping;
     struct committed *head, *tail;
     size_t queued, queued_alerts;

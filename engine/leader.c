@@ -1,4 +1,5 @@
 #include "engine_leader.h"
+#include "lock.h"
 #include "lease.h"
 #include "log.h"
 #include "postgres.h"
@@ -23,7 +24,7 @@ struct engine_leader {
     struct audit_store *store;
     struct engine_leader_hooks hooks;
     pthread_t thread;
-    pthread_mutex_t lock; /* guards stopping and the counters below */
+    struct medic_mutex lock; /* guards stopping and the counters below */
     pthread_cond_t cond;
     int stopping;
     PGconn *conn;
@@ -39,26 +40,26 @@ struct engine_leader {
 
 static void observe(struct engine_leader *l, double seconds, int failed)
 {
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     l->renewals++;
     l->failures += failed;
     l->seconds_sum += seconds;
     for (int i = 0; i < LEASE_BUCKETS; i++)
         if (seconds <= lease_buckets[i])
             l->buckets[i]++;
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
 }
 
 static void set_leading(struct engine_leader *l, int leading, int64_t epoch)
 {
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     l->leading = leading;
     l->epoch = epoch;
     if (leading)
         l->gains++;
     else
         l->losses++;
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
 }
 
 static void step_down(struct engine_leader *l, const char *why)
@@ -106,10 +107,10 @@ static int renew(struct engine_leader *l)
         rc = audit_lease_renew(l->conn, l->replica, l->lease / MEDIC_NS_PER_MS, &lease, &err);
     observe(l, (double)(medic_time_monotonic() - sent) / 1e9, rc != 0);
     if (rc == 0) {
-        pthread_mutex_lock(&l->lock);
+        medic_mutex_lock(&l->lock);
         snprintf(l->holder, sizeof(l->holder), "%s", lease.holder);
         l->holder_epoch = lease.epoch;
-        pthread_mutex_unlock(&l->lock);
+        medic_mutex_unlock(&l->lock);
     }
     if (rc) {
         /* a lease this replica could not renew has expired by the time a
@@ -146,18 +147,18 @@ static void *leader_main(void *arg)
 {
     struct engine_leader *l = arg;
     pthread_setname_np(pthread_self(), "medic-leader");
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     while (!l->stopping) {
-        pthread_mutex_unlock(&l->lock);
+        medic_mutex_unlock(&l->lock);
         int again = renew(l);
-        pthread_mutex_lock(&l->lock);
+        medic_mutex_lock(&l->lock);
         if (again)
             continue;
         struct timespec until = medic_time_deadline_in(l->lease / 3);
-        while (!l->stopping && pthread_cond_timedwait(&l->cond, &l->lock, &until) == 0)
+        while (!l->stopping && medic_cond_timedwait(&l->cond, &l->lock, &until) == 0)
             ;
     }
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
     return NULL;
 }
 
@@ -174,11 +175,11 @@ int engine_leader_start(const char *url, const char *replica, int64_t lease,
     l->lease = lease;
     l->store = store;
     l->hooks = *hooks;
-    pthread_mutex_init(&l->lock, NULL);
+    medic_mutex_init(&l->lock, MEDIC_LOCK_LEADER);
     medic_cond_init(&l->cond);
     audit_store_set_term(store, replica, 0);
     if (pthread_create(&l->thread, NULL, leader_main, l) != 0) {
-        pthread_mutex_destroy(&l->lock);
+        medic_mutex_destroy(&l->lock);
         pthread_cond_destroy(&l->cond);
         free(l->url);
         free(l);
@@ -192,10 +193,10 @@ void engine_leader_stop(struct engine_leader *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     l->stopping = 1;
     pthread_cond_signal(&l->cond);
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
     pthread_join(l->thread, NULL);
     if (l->leading) {
         int64_t epoch = l->epoch;
@@ -206,7 +207,7 @@ void engine_leader_stop(struct engine_leader *l)
                            l->replica, NULL);
     }
     PQfinish(l->conn);
-    pthread_mutex_destroy(&l->lock);
+    medic_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->cond);
     free(l->url);
     free(l);
@@ -214,7 +215,7 @@ void engine_leader_stop(struct engine_leader *l)
 
 void engine_leader_describe(struct engine_leader *l, char *out, size_t size)
 {
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     if (l->leading)
         snprintf(out, size, "this replica (%s) leads, epoch %lld", l->replica, (long long)l->epoch);
     else if (l->holder[0])
@@ -223,12 +224,12 @@ void engine_leader_describe(struct engine_leader *l, char *out, size_t size)
     else
         snprintf(out, size, "no leader known; this replica (%s) cannot reach the lease",
                  l->replica);
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
 }
 
 void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
 {
-    pthread_mutex_lock(&l->lock);
+    medic_mutex_lock(&l->lock);
     medic_buf_printf(b,
                      "# HELP medic_ha_leader 1 while this replica holds the lease and acts.\n"
                      "# TYPE medic_ha_leader gauge\n"
@@ -259,5 +260,5 @@ void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
                      "medic_ha_lease_renew_duration_seconds_count %llu\n",
                      (unsigned long long)l->renewals, l->seconds_sum,
                      (unsigned long long)l->renewals);
-    pthread_mutex_unlock(&l->lock);
+    medic_mutex_unlock(&l->lock);
 }

@@ -1,4 +1,5 @@
 #include "engine_serve.h"
+#include "lock.h"
 
 #include <stdio.h>
 
@@ -141,10 +142,10 @@ void engine_metrics(void *ctx, struct medic_buf *b)
     audit_metrics(e, b);
     config_metrics(e, b);
     pipeline_metrics(e, b);
-    pthread_rwlock_rdlock(&e->role);
+    medic_rwlock_rdlock(&e->role);
     if (e->dispatch)
         engine_dispatch_metrics(e->dispatch, b);
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
     if (e->leader)
         engine_leader_metrics(e->leader, b);
     if (e->fleet)

@@ -1,4 +1,5 @@
 #include "engine_pipeline.h"
+#include "lock.h"
 #include "engine_evaluate.h"
 #include "log.h"
 #include "payload.h"
@@ -31,8 +32,8 @@ struct engine_pipeline {
     int64_t poll_interval; /* a log shared with other replicas: read this often; 0: not */
     int64_t last_poll;     /* monotonic, as last_tick */
     pthread_t thread;
-    pthread_mutex_t lock; /* guards state: changed by the engine thread, copied by dry runs */
-    struct handover in;   /* what other threads hand over, and the wake-ups */
+    struct medic_mutex lock; /* guards state: changed by the engine thread, copied by dry runs */
+    struct handover in;      /* what other threads hand over, and the wake-ups */
     struct policy_state *state;
     int legacy_state;  /* an earlier medic's document: dropped once the rows are written */
     int state_stale;   /* a failed round changed state and it could not be read back yet */
@@ -111,14 +112,14 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
     /* Prometheus is read without the engine's lock, so that the receiver
      * is never kept waiting by it; only this thread changes the engine's
      * state */
-    pthread_mutex_unlock(&r->e->lock);
+    medic_mutex_unlock(&r->e->lock);
     for (size_t k = 0; k < n->alert_count; k++) /* fetched together */
         engine_risk_want(&r->risk, &n->alerts[k]);
     for (size_t k = 0; k < n->alert_count; k++) {
         scored[k] = engine_risk_alert(&r->risk, &n->alerts[k]);
         risks[k] = scored[k] ? scored[k]->risk : NAN;
     }
-    pthread_mutex_lock(&r->e->lock);
+    medic_mutex_lock(&r->e->lock);
     int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 0, risks, NAN, r->now, &r->out);
     for (size_t i = from; i < r->out.count; i++) {
         struct policy_decision *x = &r->out.items[i];
@@ -318,10 +319,10 @@ static int restore_state(struct engine_pipeline *e)
         e->state_stale = 1;
         return -1;
     }
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     policy_state_free(e->state);
     e->state = st;
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     if (e->state_stale)
         medic_log_info("engine state restored from the audit log", NULL);
     e->state_stale = 0;
@@ -346,7 +347,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     /* the round's snapshot: a reload meanwhile applies from the next round,
      * and no lock is held while Prometheus is asked for risks */
     const struct medic_config *config = config_slot_acquire(e->configs);
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, now);
@@ -380,7 +381,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         policy_bind_decisions(e->state, &r.out);
         rc = policy_state_changes(e->state, collect_row, &rows);
     }
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
 
     if (rc == 0 && changed) {
         struct audit_decision_in *d = calloc(r.out.count + 1, sizeof(*d));
@@ -417,9 +418,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
             rc = audit_record_evaluation(e->store, &in, ids, &err);
             if (rc == 0) {
                 e->legacy_state = 0;
-                pthread_mutex_lock(&e->lock);
+                medic_mutex_lock(&e->lock);
                 policy_resolve_decisions(e->state, &r.out, ids);
-                pthread_mutex_unlock(&e->lock);
+                medic_mutex_unlock(&e->lock);
             }
             /* only what is committed may run: a decision is in the log first */
             for (size_t i = 0; rc == 0 && e->dispatch && i < r.out.count; i++)
@@ -496,7 +497,7 @@ static void *engine_main(void *arg)
 {
     struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
-    pthread_mutex_lock(&e->in.lock);
+    medic_mutex_lock(&e->in.lock);
     while (!e->in.stopping) {
         int64_t mono = medic_time_monotonic(), wall = medic_time_now();
         watch_clock(e, wall, mono);
@@ -510,7 +511,7 @@ static void *engine_main(void *arg)
             if (e->poll_interval && e->last_poll + e->poll_interval < due)
                 due = e->last_poll + e->poll_interval;
             struct timespec until = medic_time_deadline_in(due - mono);
-            pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
+            medic_cond_timedwait(&e->in.cond, &e->in.lock, &until);
             continue;
         }
         e->in.wake = 0;
@@ -518,19 +519,19 @@ static void *engine_main(void *arg)
             e->last_tick = mono;
             atomic_fetch_add(&e->ticks, 1);
         }
-        pthread_mutex_unlock(&e->in.lock);
+        medic_mutex_unlock(&e->in.lock);
         int did = run_round(e, wall, tick);
-        pthread_mutex_lock(&e->in.lock);
+        medic_mutex_lock(&e->in.lock);
         if (did > 0) {
             e->in.wake = 1; /* a full round may leave more pending: go again at once */
         } else if (did < 0 && !e->in.stopping) {
             /* the store failed: wait a second before retrying */
             struct timespec until = medic_time_deadline_in(MEDIC_NS_PER_SEC);
-            pthread_cond_timedwait(&e->in.cond, &e->in.lock, &until);
+            medic_cond_timedwait(&e->in.cond, &e->in.lock, &until);
             e->in.wake = 1;
         }
     }
-    pthread_mutex_unlock(&e->in.lock);
+    medic_mutex_unlock(&e->in.lock);
     return NULL;
 }
 
@@ -553,7 +554,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->last_tick = medic_time_monotonic();
     e->seen_mono = e->last_tick;
     e->seen_wall = medic_time_now();
-    pthread_mutex_init(&e->lock, NULL);
+    medic_mutex_init(&e->lock, MEDIC_LOCK_ENGINE_STATE);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
         rc = read_state(e, &e->state, err);
@@ -568,7 +569,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
         audit_reader_free(e->reader);
         policy_state_free(e->state);
         handover_release(&e->in);
-        pthread_mutex_destroy(&e->lock);
+        medic_mutex_destroy(&e->lock);
         free(e);
         return rc;
     }
@@ -592,15 +593,15 @@ void engine_pipeline_stop(struct engine_pipeline *e)
 {
     if (!e)
         return;
-    pthread_mutex_lock(&e->in.lock);
+    medic_mutex_lock(&e->in.lock);
     e->in.stopping = 1;
     pthread_cond_signal(&e->in.cond);
-    pthread_mutex_unlock(&e->in.lock);
+    medic_mutex_unlock(&e->in.lock);
     pthread_join(e->thread, NULL);
     audit_reader_free(e->reader);
     policy_state_free(e->state);
     handover_release(&e->in);
-    pthread_mutex_destroy(&e->lock);
+    medic_mutex_destroy(&e->lock);
     free(e);
 }
 
@@ -618,9 +619,9 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
 
 int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg)
 {
-    pthread_mutex_lock(&e->lock);
+    medic_mutex_lock(&e->lock);
     int rc = fn(arg, e->state);
-    pthread_mutex_unlock(&e->lock);
+    medic_mutex_unlock(&e->lock);
     return rc;
 }
 

@@ -1,4 +1,5 @@
 #include "engine_serve.h"
+#include "lock.h"
 #include "engine_evaluate.h"
 #include "log.h"
 #include "postgres.h"
@@ -46,12 +47,12 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
          * but its alerts are seen again (safety.alert_expiry); with a log
          * shared among replicas the engine reads every notification there */
         struct engine *e = p->engine;
-        pthread_rwlock_rdlock(&e->role);
+        medic_rwlock_rdlock(&e->role);
         if (e->pipeline)
             engine_pipeline_committed(e->pipeline, p->res.id,
                                       p->res.duplicate ? AUDIT_DUPLICATE : p->res.first_alert_id,
                                       p->copied && !e->shared_log ? &p->copy : NULL);
-        pthread_rwlock_unlock(&e->role);
+        medic_rwlock_unlock(&e->role);
     }
     receiver_record_done done = p->done;
     void *request = p->request;
@@ -261,10 +262,10 @@ static int gain(void *arg, int64_t epoch)
     /* wired first, then recovered: an outcome of the recovery never finds
      * the pipeline missing */
     engine_dispatch_set_pipeline(dispatch, pipeline);
-    pthread_rwlock_wrlock(&e->role);
+    medic_rwlock_wrlock(&e->role);
     e->dispatch = dispatch;
     e->pipeline = pipeline;
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
     if ((rc = engine_dispatch_recover(dispatch, e->audit_path, &err))) {
         medic_log_error("cannot recover the work a previous medic left; not acting", "error",
                         err.msg, NULL);
@@ -278,12 +279,12 @@ static int gain(void *arg, int64_t epoch)
 static void lose(void *arg)
 {
     struct engine *e = arg;
-    pthread_rwlock_wrlock(&e->role);
+    medic_rwlock_wrlock(&e->role);
     struct engine_dispatch *dispatch = e->dispatch;
     struct engine_pipeline *pipeline = e->pipeline;
     e->dispatch = NULL;
     e->pipeline = NULL;
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
     if (dispatch)
         engine_dispatch_set_pipeline(dispatch, NULL);
     engine_pipeline_stop(pipeline);
@@ -304,20 +305,20 @@ static int committed_state(struct engine *e, struct policy_state **out, struct m
 
 int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err)
 {
-    pthread_rwlock_rdlock(&e->role);
+    medic_rwlock_rdlock(&e->role);
     int rc = MEDIC_E_NOTFOUND;
     if (e->pipeline)
         rc = engine_pipeline_copy_state(e->pipeline, out, err);
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
     return rc != MEDIC_E_NOTFOUND ? rc : committed_state(e, out, err);
 }
 
 int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct medic_error *err)
 {
-    pthread_rwlock_rdlock(&e->role);
+    medic_rwlock_rdlock(&e->role);
     int led = e->pipeline != NULL;
     int rc = led ? engine_pipeline_with_state(e->pipeline, fn, arg) : 0;
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
     if (led)
         return rc;
     struct policy_state *st = NULL;
@@ -330,10 +331,10 @@ int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct me
 void engine_stats(struct engine *e, struct engine_pipeline_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    pthread_rwlock_rdlock(&e->role);
+    medic_rwlock_rdlock(&e->role);
     if (e->pipeline)
         engine_pipeline_stats(e->pipeline, out);
-    pthread_rwlock_unlock(&e->role);
+    medic_rwlock_unlock(&e->role);
 }
 
 /* A replica's name in the lease: the configured one, or HOSTNAME-PID. */
@@ -435,7 +436,7 @@ int engine_serve(const struct engine_serve_options *options)
     struct engine e;
     memset(&e, 0, sizeof(e));
     e.options = options;
-    pthread_rwlock_init(&e.role, NULL);
+    medic_rwlock_init(&e.role, MEDIC_LOCK_ROLE);
     /* signals are taken by sigwait(), so block them in every thread; a full
      * disk must fail a write, never kill the daemon */
     sigset_t signals;
@@ -494,6 +495,6 @@ int engine_serve(const struct engine_serve_options *options)
     config_slot_free(e.configs);
     free(e.listen);
     free(e.audit_path);
-    pthread_rwlock_destroy(&e.role);
+    medic_rwlock_destroy(&e.role);
     return status;
 }

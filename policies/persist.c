@@ -4,6 +4,7 @@
  * round's decisions, so the cost of a round follows what it did, not the
  * size of the fleet. */
 #include "engine_internal.h"
+#include "lock.h"
 #include "buf.h"
 #include "timeutil.h"
 
@@ -610,16 +611,16 @@ int policy_state_from_snapshot(const char *rows, size_t len, struct policy_state
     return 0;
 }
 
-int policy_state_copy(const struct policy_state *st, pthread_mutex_t *lock,
+int policy_state_copy(const struct policy_state *st, struct medic_mutex *lock,
                       struct policy_state **out, struct medic_error *err)
 {
     struct medic_buf rows;
     medic_buf_init(&rows, 0);
     if (lock)
-        pthread_mutex_lock(lock);
+        medic_mutex_lock(lock);
     int rc = policy_state_snapshot(st, &rows);
     if (lock)
-        pthread_mutex_unlock(lock);
+        medic_mutex_unlock(lock);
     if (rc)
         rc = medic_error_set(err, rc, "cannot copy the engine state: %s", medic_strerror(rc));
     else

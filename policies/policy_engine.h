@@ -42,6 +42,7 @@
 #include "alert.h"
 #include "buf.h"
 #include "inventory.h"
+#include "lock.h"
 #include "table.h"
 #include "policy.h"
 
@@ -278,7 +279,7 @@ void policy_state_loaded(struct policy_state *st);
 /* A copy of st, through its rows (change tracking off). With lock (not
  * NULL), st is read under it: held while the rows are written out, not
  * while the copy is built from them. */
-int policy_state_copy(const struct policy_state *st, pthread_mutex_t *lock,
+int policy_state_copy(const struct policy_state *st, struct medic_mutex *lock,
                       struct policy_state **out, struct medic_error *err);
 /* Those two halves: every row of st appended to out, and a state rebuilt
  * from such rows (MEDIC_E_INVALID when they are cut short). */

@@ -8,6 +8,7 @@
  * watcher thread shuts down the socket of one past its deadline, and
  * libmicrohttpd then closes it as a connection its peer closed. */
 #include "server_internal.h"
+#include "lock.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -25,8 +26,8 @@ struct tracked {
 };
 
 struct receiver_deadlines {
-    pthread_mutex_t lock; /* the list; held while a socket is shut, so that a closed
-                           * connection's descriptor is never shut after its reuse */
+    struct medic_mutex lock; /* the list; held while a socket is shut, so that a closed
+                              * connection's descriptor is never shut after its reuse */
     pthread_cond_t wake;
     struct tracked *head;
     int64_t timeout;
@@ -41,7 +42,7 @@ static void *watch(void *arg)
     pthread_setname_np(pthread_self(), "medic-deadline");
     int64_t period =
         d->timeout / 4 < 500 * MEDIC_NS_PER_MS ? d->timeout / 4 : 500 * MEDIC_NS_PER_MS;
-    pthread_mutex_lock(&d->lock);
+    medic_mutex_lock(&d->lock);
     while (!d->stopping) {
         int64_t now = medic_time_monotonic();
         for (struct tracked *t = d->head; t; t = t->next)
@@ -51,9 +52,9 @@ static void *watch(void *arg)
                 atomic_fetch_add(&d->closed, 1);
             }
         struct timespec until = medic_time_deadline_in(period);
-        pthread_cond_timedwait(&d->wake, &d->lock, &until);
+        medic_cond_timedwait(&d->wake, &d->lock, &until);
     }
-    pthread_mutex_unlock(&d->lock);
+    medic_mutex_unlock(&d->lock);
     return NULL;
 }
 
@@ -63,11 +64,11 @@ int receiver__deadlines_start(int64_t timeout, struct receiver_deadlines **out)
     if (!d)
         return MEDIC_E_NOMEM;
     d->timeout = timeout;
-    pthread_mutex_init(&d->lock, NULL);
+    medic_mutex_init(&d->lock, MEDIC_LOCK_DEADLINE);
     medic_cond_init(&d->wake);
     if (pthread_create(&d->thread, NULL, watch, d) != 0) {
         pthread_cond_destroy(&d->wake);
-        pthread_mutex_destroy(&d->lock);
+        medic_mutex_destroy(&d->lock);
         free(d);
         return MEDIC_E_NOMEM;
     }
@@ -79,10 +80,10 @@ void receiver__deadlines_stop(struct receiver_deadlines *d)
 {
     if (!d)
         return;
-    pthread_mutex_lock(&d->lock);
+    medic_mutex_lock(&d->lock);
     d->stopping = 1;
     pthread_cond_signal(&d->wake);
-    pthread_mutex_unlock(&d->lock);
+    medic_mutex_unlock(&d->lock);
     pthread_join(d->thread, NULL);
     while (d->head) { /* the daemon stopped before: nothing else holds them */
         struct tracked *t = d->head;
@@ -90,7 +91,7 @@ void receiver__deadlines_stop(struct receiver_deadlines *d)
         free(t);
     }
     pthread_cond_destroy(&d->wake);
-    pthread_mutex_destroy(&d->lock);
+    medic_mutex_destroy(&d->lock);
     free(d);
 }
 
@@ -107,26 +108,26 @@ void receiver__on_connection(void *cls, struct MHD_Connection *conn, void **sock
             return; /* untracked: libmicrohttpd's idle timeout still holds */
         t->fd = info->connect_fd;
         t->since = medic_time_monotonic();
-        pthread_mutex_lock(&d->lock);
+        medic_mutex_lock(&d->lock);
         t->next = d->head;
         if (d->head)
             d->head->prev = t;
         d->head = t;
-        pthread_mutex_unlock(&d->lock);
+        medic_mutex_unlock(&d->lock);
         return;
     }
     struct tracked *t = *socket_context;
     if (!t)
         return;
     /* closed: out of the list before libmicrohttpd closes the descriptor */
-    pthread_mutex_lock(&d->lock);
+    medic_mutex_lock(&d->lock);
     if (t->prev)
         t->prev->next = t->next;
     else
         d->head = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    pthread_mutex_unlock(&d->lock);
+    medic_mutex_unlock(&d->lock);
     free(t);
     *socket_context = NULL;
 }
@@ -144,9 +145,9 @@ void receiver__request_whole(struct receiver_deadlines *d, struct MHD_Connection
     struct tracked *t = tracked_of(conn);
     if (!t)
         return;
-    pthread_mutex_lock(&d->lock);
+    medic_mutex_lock(&d->lock);
     t->received = 1;
-    pthread_mutex_unlock(&d->lock);
+    medic_mutex_unlock(&d->lock);
 }
 
 void receiver__request_ended(struct receiver_deadlines *d, struct MHD_Connection *conn)
@@ -154,10 +155,10 @@ void receiver__request_ended(struct receiver_deadlines *d, struct MHD_Connection
     struct tracked *t = tracked_of(conn);
     if (!t)
         return;
-    pthread_mutex_lock(&d->lock);
+    medic_mutex_lock(&d->lock);
     t->received = 0; /* a next request on the kept-alive connection has the same time */
     t->since = medic_time_monotonic();
-    pthread_mutex_unlock(&d->lock);
+    medic_mutex_unlock(&d->lock);
 }
 
 unsigned long long receiver__deadlines_closed(struct receiver_deadlines *d)

@@ -1,4 +1,5 @@
 #include "server_internal.h"
+#include "lock.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -83,17 +84,17 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     char *user = NULL, *pass = NULL;
     int ok;
-    pthread_rwlock_rdlock(&srv->settings_lock);
+    medic_rwlock_rdlock(&srv->settings_lock);
     const struct receiver_auth *auth = receiver__auth_for(&srv->settings->s, h);
     if (!auth || !receiver_auth_required(auth)) {
-        pthread_rwlock_unlock(&srv->settings_lock);
+        medic_rwlock_unlock(&srv->settings_lock);
         return 1;
     }
     *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
     if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(conn, &pass);
     ok = receiver_auth_check(auth, authorization, user, pass);
-    pthread_rwlock_unlock(&srv->settings_lock);
+    medic_rwlock_unlock(&srv->settings_lock);
     if (user)
         MHD_free(user);
     if (pass)

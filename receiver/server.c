@@ -1,4 +1,5 @@
 #include "server_internal.h"
+#include "lock.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -139,14 +140,14 @@ static void request_free(struct request *req)
 
 static void waiting_add(struct receiver_server *srv, struct request *req)
 {
-    pthread_mutex_lock(&srv->waiting_lock);
+    medic_mutex_lock(&srv->waiting_lock);
     req->waiting_prev = NULL;
     req->waiting_next = srv->waiting;
     if (srv->waiting)
         srv->waiting->waiting_prev = req;
     srv->waiting = req;
     atomic_store(&req->state, WEBHOOK_WAITING);
-    pthread_mutex_unlock(&srv->waiting_lock);
+    medic_mutex_unlock(&srv->waiting_lock);
 }
 
 /* Under waiting_lock. */
@@ -168,11 +169,11 @@ static void on_recorded(void *request, int rc, const struct medic_error *err)
 {
     struct request *req = request;
     struct receiver_server *srv = req->srv;
-    pthread_mutex_lock(&srv->waiting_lock);
+    medic_mutex_lock(&srv->waiting_lock);
     if (atomic_load(&req->state) == WEBHOOK_ABANDONED) {
         int free_now = req->mhd_done;
         req->mhd_done = 1; /* the writer is done with it too */
-        pthread_mutex_unlock(&srv->waiting_lock);
+        medic_mutex_unlock(&srv->waiting_lock);
         if (free_now)
             request_free(req);
         return;
@@ -182,7 +183,7 @@ static void on_recorded(void *request, int rc, const struct medic_error *err)
     if (rc && err)
         req->record_err = *err;
     atomic_store(&req->state, WEBHOOK_DONE);
-    pthread_mutex_unlock(&srv->waiting_lock);
+    medic_mutex_unlock(&srv->waiting_lock);
     MHD_resume_connection(req->conn);
 }
 
@@ -238,9 +239,9 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
         return MHD_YES; /* not resumed yet */
 
     struct receiver_limits limits;
-    pthread_rwlock_rdlock(&srv->settings_lock);
+    medic_rwlock_rdlock(&srv->settings_lock);
     limits = srv->settings->s.limits;
-    pthread_rwlock_unlock(&srv->settings_lock);
+    medic_rwlock_unlock(&srv->settings_lock);
 
     struct medic_error err = {0};
     remote_address(conn, req->remote, sizeof(req->remote));
@@ -423,9 +424,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->srv = srv;
         req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
-        pthread_rwlock_rdlock(&srv->settings_lock);
+        medic_rwlock_rdlock(&srv->settings_lock);
         medic_buf_init(&req->body, srv->settings->s.limits.max_body_bytes);
-        pthread_rwlock_unlock(&srv->settings_lock);
+        medic_rwlock_unlock(&srv->settings_lock);
         *con_cls = req;
         atomic_fetch_add(&srv->in_flight, 1);
         return first_call(srv, conn, req, url, method);
@@ -468,10 +469,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     atomic_fetch_sub(&srv->in_flight, 1);
-    pthread_mutex_lock(&srv->waiting_lock);
+    medic_mutex_lock(&srv->waiting_lock);
     int keep = atomic_load(&req->state) == WEBHOOK_ABANDONED && !req->mhd_done;
     req->mhd_done = 1; /* an abandoned one is freed by the writer's answer */
-    pthread_mutex_unlock(&srv->waiting_lock);
+    medic_mutex_unlock(&srv->waiting_lock);
     if (!keep)
         request_free(req);
 }
@@ -531,8 +532,8 @@ int receiver_server_start(const struct receiver_listen *listen,
     if (!srv)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     srv->hooks = *hooks;
-    pthread_rwlock_init(&srv->settings_lock, NULL);
-    pthread_mutex_init(&srv->waiting_lock, NULL);
+    medic_rwlock_init(&srv->settings_lock, MEDIC_LOCK_RECEIVER_SETTINGS);
+    medic_mutex_init(&srv->waiting_lock, MEDIC_LOCK_RECEIVER_WAITING);
     srv->settings = settings_dup(settings);
     if (!srv->settings) {
         receiver_server_free(srv);
@@ -590,10 +591,10 @@ int receiver_server_update(struct receiver_server *server, const struct receiver
     struct settings_copy *copy = settings_dup(settings);
     if (!copy)
         return MEDIC_E_NOMEM;
-    pthread_rwlock_wrlock(&server->settings_lock);
+    medic_rwlock_wrlock(&server->settings_lock);
     struct settings_copy *old = server->settings;
     server->settings = copy;
-    pthread_rwlock_unlock(&server->settings_lock);
+    medic_rwlock_unlock(&server->settings_lock);
     settings_free(old);
     return 0;
 }
@@ -617,7 +618,7 @@ void receiver_server_stop(struct receiver_server *server, int drain_ms)
     /* webhooks whose commit did not come back in time (a disk that hangs):
      * answered 503 now, which Alertmanager retries, since libmicrohttpd
      * must not be stopped with a connection suspended */
-    pthread_mutex_lock(&server->waiting_lock);
+    medic_mutex_lock(&server->waiting_lock);
     int abandoned = 0;
     while (server->waiting) {
         struct request *req = server->waiting;
@@ -626,7 +627,7 @@ void receiver_server_stop(struct receiver_server *server, int drain_ms)
         MHD_resume_connection(req->conn);
         abandoned++;
     }
-    pthread_mutex_unlock(&server->waiting_lock);
+    medic_mutex_unlock(&server->waiting_lock);
     if (abandoned) {
         char n[16];
         snprintf(n, sizeof(n), "%d", abandoned);
@@ -646,7 +647,7 @@ void receiver_server_free(struct receiver_server *server)
     receiver_server_stop(server, 0);
     receiver__deadlines_stop(server->deadlines);
     settings_free(server->settings);
-    pthread_rwlock_destroy(&server->settings_lock);
-    pthread_mutex_destroy(&server->waiting_lock);
+    medic_rwlock_destroy(&server->settings_lock);
+    medic_mutex_destroy(&server->waiting_lock);
     free(server);
 }

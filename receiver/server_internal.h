@@ -5,6 +5,7 @@
 #define MEDIC_RECEIVER_SERVER_INTERNAL_H
 
 #include "server.h"
+#include "lock.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -39,7 +40,7 @@ extern const double receiver__webhook_buckets[WEBHOOK_BUCKETS];
 struct receiver_server {
     struct MHD_Daemon *daemon;
     struct receiver_hooks hooks;
-    pthread_rwlock_t settings_lock;
+    struct medic_rwlock settings_lock;
     struct settings_copy *settings;
     atomic_int in_flight;
     atomic_int stopping;
@@ -56,7 +57,7 @@ struct receiver_server {
     struct receiver_deadlines *deadlines;
     /* webhooks whose commit is pending (suspended), for a stop that cannot
      * wait for them: each is answered 503 and let go */
-    pthread_mutex_t waiting_lock;
+    struct medic_mutex waiting_lock;
     struct request *waiting;
 };
 

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "html.h"
 #include "json.h"
+#include "lock.h"
 #include "map.h"
 #include "sha256.h"
 #include "table.h"
@@ -423,6 +424,66 @@ static void test_json_in_arena(void **state)
     cJSON_Delete(own);
 }
 
+/* Locks are taken in increasing rank only: a checking build reports the
+ * lock taken out of order and the one held, a condition wait keeps its
+ * lock counted, and releasing in any order is fine. */
+static enum medic_lock_rank seen_taking, seen_held;
+static int violations;
+
+static void note_violation(enum medic_lock_rank taking, enum medic_lock_rank held)
+{
+    seen_taking = taking;
+    seen_held = held;
+    violations++;
+}
+
+static void test_lock_order(void **state)
+{
+    (void)state;
+    medic_lock_on_violation(note_violation);
+    struct medic_mutex engine, handover;
+    struct medic_rwlock role;
+    medic_mutex_init(&engine, MEDIC_LOCK_ENGINE_STATE);
+    medic_mutex_init(&handover, MEDIC_LOCK_HANDOVER);
+    medic_rwlock_init(&role, MEDIC_LOCK_ROLE);
+    /* in order: role, engine state, handover; released out of order */
+    medic_rwlock_rdlock(&role);
+    medic_mutex_lock(&engine);
+    medic_mutex_lock(&handover);
+    medic_rwlock_unlock(&role);
+    medic_mutex_unlock(&engine);
+    medic_mutex_unlock(&handover);
+    assert_int_equal(violations, 0);
+    /* a wait keeps the handover lock held: the engine's is then out of order */
+    pthread_cond_t cond;
+    pthread_cond_init(&cond, NULL);
+    medic_mutex_lock(&handover);
+    struct timespec past = {0, 0};
+    medic_cond_timedwait(&cond, &handover, &past);
+    medic_mutex_lock(&engine);
+    medic_mutex_unlock(&engine);
+    medic_mutex_unlock(&handover);
+    if (medic_lock_order_checked()) {
+        assert_int_equal(violations, 1);
+        assert_int_equal(seen_taking, MEDIC_LOCK_ENGINE_STATE);
+        assert_int_equal(seen_held, MEDIC_LOCK_HANDOVER);
+        assert_string_equal(medic_lock_name(seen_held), "engine handover");
+    } else {
+        assert_int_equal(violations, 0); /* a release build does not check */
+    }
+    /* nothing is left held: the same order is fine again */
+    medic_mutex_lock(&engine);
+    medic_mutex_lock(&handover);
+    medic_mutex_unlock(&handover);
+    medic_mutex_unlock(&engine);
+    assert_int_equal(violations, medic_lock_order_checked() ? 1 : 0);
+    pthread_cond_destroy(&cond);
+    medic_mutex_destroy(&engine);
+    medic_mutex_destroy(&handover);
+    medic_rwlock_destroy(&role);
+    medic_lock_on_violation(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_yaml_tree_positions),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_json_in_arena),
+        cmocka_unit_test(test_lock_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
