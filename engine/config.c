@@ -176,7 +176,7 @@ static int load_policies(struct loader *l, const struct yaml_tree_node *root)
         if (rc == 0 && !(path = config__resolve_path(l->f.file, name)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
         if (rc == 0)
-            rc = yaml_tree_load(path, &tree, l->f.err);
+            rc = config__load_yaml(l, path, &tree, l->f.err);
         if (rc == 0 && tree.root && tree.root->kind != YAML_TREE_MAPPING)
             rc = medic_error_set(l->f.err, MEDIC_E_INVALID,
                                  "%s:1:1: a policy file is a mapping with a policies list", path);
@@ -219,6 +219,23 @@ static int load_policies(struct loader *l, const struct yaml_tree_node *root)
     return rc;
 }
 
+int config__load_yaml(struct loader *l, const char *path, struct yaml_tree *out,
+                      struct medic_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = medic_read_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
+    if (rc == 0)
+        rc = yaml_tree_parse(path, text, len, out, err);
+    if (rc == 0 && l->files) {
+        char hex[MEDIC_SHA256_HEX_LEN + 1];
+        medic_sha256_hex(text, len, hex);
+        medic_buf_printf(l->files, "%s\n", hex);
+    }
+    free(text);
+    return rc;
+}
+
 int config__load_inventory(struct loader *l, const struct yaml_tree_node *n)
 {
     static const char *const keys[] = {"file", "nodes", "node_labels", NULL};
@@ -233,8 +250,12 @@ int config__load_inventory(struct loader *l, const struct yaml_tree_node *n)
         if (rc == 0 && !(l->config->inventory_file = config__resolve_path(l->f.file, file)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
         free(file);
-        if (rc == 0 && inventory_load(l->config->inventory_file, &l->config->inventory, &ierr))
+        struct yaml_tree tree = {0};
+        if (rc == 0 &&
+            (config__load_yaml(l, l->config->inventory_file, &tree, &ierr) ||
+             inventory_parse(l->config->inventory_file, tree.root, &l->config->inventory, &ierr)))
             rc = yaml_fields_fail(&l->f, v, "file: %s", ierr.msg);
+        yaml_tree_release(&tree);
     }
     if (rc == 0 && (v = yaml_tree_get(n, "nodes"))) {
         if (l->config->inventory_file)
@@ -325,12 +346,33 @@ int medic_config_load(const char *path, struct medic_config *config, struct medi
     rc = medic_read_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
     if (rc == 0)
         rc = yaml_tree_parse(path, text, len, &tree, err);
+    struct medic_buf files;
+    medic_buf_init(&files, 0);
     if (rc == 0) {
-        struct loader l = {{path, err}, config};
+        struct loader l = {{path, err}, config, &files};
         rc = load_root(&l, tree.root, NULL);
     }
+    if (rc == 0 && files.error)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     if (rc == 0) {
+        /* the file's own hash, or, when it names others, the hash of every
+         * file's hash in the order read: a policy file or an inventory file
+         * changed is a configuration changed */
         medic_sha256_hex(text, len, config->hash);
+        if (files.len) {
+            struct medic_sha256 *h = medic_sha256_new();
+            if (!h)
+                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            else {
+                medic_sha256_update(h, config->hash, strlen(config->hash));
+                medic_sha256_update(h, "\n", 1);
+                medic_sha256_update(h, files.data, files.len);
+                medic_sha256_finish(h, config->hash);
+            }
+        }
+    }
+    medic_buf_release(&files);
+    if (rc == 0) {
         free(config->source);
         config->source = strdup(path);
         if (!config->source)
@@ -352,7 +394,7 @@ int medic_config_from_tree(const char *file, const struct yaml_tree_node *root,
         medic_config_release(config);
         return medic_error_set(err, rc, "out of memory");
     }
-    struct loader l = {{file, err}, config};
+    struct loader l = {{file, err}, config, NULL};
     rc = load_root(&l, root, extra_keys);
     if (rc == 0) {
         free(config->source);

@@ -5,12 +5,23 @@
 #define MEDIC_ENGINE_CONFIG_LOADER_H
 
 #include "config.h"
+#include "buf.h"
 #include "yaml_fields.h"
+#include "yaml_tree.h"
 
 struct loader {
     struct yaml_fields f; /* first: the helpers take it */
     struct medic_config *config;
+    /* the hashes of the other files the configuration names (policy files,
+     * the inventory file), "HEX\n" each in the order read: the
+     * configuration's hash covers them */
+    struct medic_buf *files;
 };
+
+/* Reads and parses a file the configuration names, adding its hash to
+ * l->files. */
+int config__load_yaml(struct loader *l, const char *path, struct yaml_tree *out,
+                      struct medic_error *err);
 
 int config__read_secret(struct loader *l, const struct yaml_tree_node *n, const char *key,
                         char **out);

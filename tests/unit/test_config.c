@@ -1,6 +1,7 @@
 /* The configuration file: defaults, typed values, FILE:LINE:COL errors,
  * secret files, and the rule that live mode needs webhook auth. */
 #include "config.h"
+#include "sha256.h"
 #include "timeutil.h"
 
 #include <setjmp.h>
@@ -348,6 +349,62 @@ static void test_secret_file_mode(void **state)
     medic_config_release(&c);
 }
 
+/* The configuration's hash covers the files it names: a policy file or
+ * an inventory file changed is a configuration changed (the hash is what
+ * decisions record and what replicas compare); the same bytes give the
+ * same hash, and a file naming no other keeps its own hash. */
+static void config_hash_of(const char *path, char out[65])
+{
+    struct medic_config c;
+    struct medic_error err = {0};
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    snprintf(out, 65, "%s", c.hash);
+    medic_config_release(&c);
+}
+
+static void test_hash_covers_named_files(void **state)
+{
+    (void)state;
+    static const char main_text[] = "policy_files: [gpu.yaml]\ninventory: { file: nodes.yaml }\n";
+    static const char policy[] = "policies:\n"
+                                 "  - name: xid\n"
+                                 "    match: '{alertname=\"GPUXidError\"}'\n"
+                                 "    steps: [{ action: notify, notifier: oncall }]\n";
+    const char *path = write_file("medic.yaml", main_text, 0644);
+    write_file("nodes.yaml", "nodes:\n  - { name: gpu-node-01 }\n", 0644);
+    write_file("gpu.yaml", policy, 0644);
+    char notifiers[] = "notifiers:\n  oncall: { type: webhook, url: 'http://127.0.0.1:1/' }\n";
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", main_text, notifiers);
+    char main_path[160]; /* write_file's names are reused */
+    snprintf(main_path, sizeof(main_path), "%s", write_file("medic.yaml", text, 0644));
+    path = main_path;
+    char first[65], again[65], policy_changed[65], nodes_changed[65], own[65];
+    config_hash_of(path, first);
+    config_hash_of(path, again);
+    assert_string_equal(first, again);
+    char self[65];
+    medic_sha256_hex(text, strlen(text), self);
+    assert_string_not_equal(first, self); /* not the main file's alone */
+    write_file("gpu.yaml", "policies: []\n", 0644);
+    config_hash_of(path, policy_changed);
+    assert_string_not_equal(first, policy_changed);
+    write_file("gpu.yaml", policy, 0644);
+    write_file("nodes.yaml", "nodes:\n  - { name: gpu-node-02 }\n", 0644);
+    config_hash_of(path, nodes_changed);
+    assert_string_not_equal(first, nodes_changed);
+    assert_string_not_equal(policy_changed, nodes_changed);
+    write_file("nodes.yaml", "nodes:\n  - { name: gpu-node-01 }\n", 0644);
+    config_hash_of(path, again);
+    assert_string_equal(first, again);
+    /* a file that names no other: its own hash, as before */
+    path = write_file("alone.yaml", notifiers, 0644);
+    config_hash_of(path, own);
+    medic_sha256_hex(notifiers, strlen(notifiers), self);
+    assert_string_equal(own, self);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +415,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_secret_file_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_needs_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_directive_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hash_covers_named_files, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
