@@ -222,6 +222,41 @@ void audit_store_set_term(struct audit_store *store, const char *replica, int64_
  * command that disrupts a node. */
 int audit_store_check_lease(struct audit_store *store, struct medic_error *err);
 
+/* Several replicas sharing a PostgreSQL log: the leader's lease, as a
+ * renewal or a read saw it. */
+struct audit_lease {
+    int64_t epoch;         /* the lease's term now */
+    char holder[64];       /* the replica holding it */
+    int ours;              /* whether that is this replica */
+    int live;              /* not expired */
+    char config_hash[65];  /* the holder's configuration ("": none published yet) */
+    char forced[512];      /* an operator's word that another configuration may take it */
+    char last_forced[768]; /* the last takeover so forced: the word, who took it, when */
+    int took_forced;       /* this renewal began a term over another configuration */
+};
+
+/* The lease seen from one replica, on a connection of its own, opened at
+ * the first renewal and again after it broke. */
+struct audit_lease_client;
+int audit_lease_client_open(const char *location, const char *replica,
+                            struct audit_lease_client **out, struct medic_error *err);
+void audit_lease_client_free(struct audit_lease_client *c);
+/* Renews this replica's lease, or takes it when it is free, or expired
+ * and either last held with the same configuration or forced; publishes
+ * config_hash beside it. out says who holds it now. */
+int audit_lease_client_renew(struct audit_lease_client *c, const char *config_hash,
+                             int64_t lease_ms, struct audit_lease *out, struct medic_error *err);
+/* Gives the lease of epoch up, so that another replica need not wait. */
+int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch,
+                               struct medic_error *err);
+/* The lease as stored (medic audit lease); MEDIC_E_NOTFOUND when no
+ * replica ever took it, MEDIC_E_INVALID when location is not PostgreSQL. */
+int audit_lease_read(const char *location, struct audit_lease *out, struct medic_error *err);
+/* An operator's word, recorded in the lease: the next replica to take it
+ * once it expires may do so although its configuration differs from the
+ * last holder's. Used once. */
+int audit_lease_force(const char *location, const char *reason, struct medic_error *err);
+
 /* ---- read side ---- */
 
 struct audit_reader;

@@ -14,49 +14,86 @@ static PGresult *with_replica_epoch(PGconn *c, const char *sql, const char *repl
     return PQexecParams(c, sql, 2, NULL, params, NULL, NULL, 0);
 }
 
-int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct audit_lease *out,
-                      struct medic_error *err)
+/* epoch, holder, config_hash, forced, last_forced, live: into out. */
+static void lease_from(PGresult *r, struct audit_lease *out)
+{
+    out->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(r, 0, 1));
+    snprintf(out->config_hash, sizeof(out->config_hash), "%s", PQgetvalue(r, 0, 2));
+    snprintf(out->forced, sizeof(out->forced), "%s", PQgetvalue(r, 0, 3));
+    snprintf(out->last_forced, sizeof(out->last_forced), "%s", PQgetvalue(r, 0, 4));
+    out->live = PQgetvalue(r, 0, 5)[0] == 't';
+}
+
+#define LEASE_COLUMNS                                                                              \
+    "epoch, holder, config_hash, forced, last_forced, expires_at > clock_timestamp()"
+
+/* The stored lease; 0 with out->epoch 0 when there is none. */
+static int read_lease(PGconn *c, struct audit_lease *out, struct medic_error *err)
+{
+    PGresult *r = PQexec(c, "SELECT " LEASE_COLUMNS " FROM medic_lease WHERE id = 1");
+    int rc = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        rc = audit_pg_error(err, c, "cannot read the lease");
+    else if (PQntuples(r) == 1)
+        lease_from(r, out);
+    PQclear(r);
+    return rc;
+}
+
+int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, int64_t lease_ms,
+                      struct audit_lease *out, struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
+    struct audit_lease before = {0};
+    int rc = read_lease(c, &before, err);
+    if (rc)
+        return rc;
     char ms[32];
     snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
-    const char *params[] = {replica, ms};
+    const char *params[] = {replica, ms, config_hash};
     /* renew our own live lease (same epoch), or take an expired one (the
-     * next epoch); a live lease of another replica is left alone. The
-     * expiry counts from when the row is updated: a statement that waited
-     * for the row's lock must not start its term already spent. */
+     * next epoch) when its last holder ran the same configuration, or an
+     * operator forced it (the word is used up, and kept as the last one);
+     * a live lease of another replica is left alone. The expiry counts
+     * from when the row is updated: a statement that waited for the row's
+     * lock must not start its term already spent. */
     PGresult *r = PQexecParams(
         c,
-        "INSERT INTO medic_lease AS l (id, holder, epoch, expires_at) "
-        "VALUES (1, $1, 1, clock_timestamp() + $2::bigint * interval '1 millisecond') "
+        "INSERT INTO medic_lease AS l (id, holder, epoch, expires_at, config_hash) "
+        "VALUES (1, $1, 1, clock_timestamp() + $2::bigint * interval '1 millisecond', $3) "
         "ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, "
         "  epoch = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp() "
         "          THEN l.epoch ELSE l.epoch + 1 END, "
-        "  expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond' "
+        "  expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond', "
+        "  config_hash = EXCLUDED.config_hash, "
+        "  forced = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp() "
+        "           THEN l.forced ELSE '' END, "
+        "  last_forced = CASE WHEN l.expires_at <= clock_timestamp() AND l.forced <> '' "
+        "                AND l.config_hash NOT IN ('', EXCLUDED.config_hash) "
+        "                THEN l.forced || ' (taken by ' || EXCLUDED.holder || ' at ' || "
+        "                     to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+        "                             'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || ')' "
+        "                ELSE l.last_forced END "
         "WHERE (l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()) "
-        "   OR l.expires_at <= clock_timestamp() "
-        "RETURNING epoch, holder",
-        2, NULL, params, NULL, NULL, 0);
-    int rc = 0;
+        "   OR (l.expires_at <= clock_timestamp() "
+        "       AND (l.config_hash IN ('', EXCLUDED.config_hash) OR l.forced <> '')) "
+        "RETURNING " LEASE_COLUMNS,
+        3, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = audit_pg_error(err, c, "cannot renew the lease");
     else if (PQntuples(r) == 1) {
-        out->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(r, 0, 1));
+        lease_from(r, out);
         out->ours = 1;
+        /* a new term over another configuration: only an operator's word
+         * let it be taken */
+        out->took_forced = before.epoch && out->epoch != before.epoch && before.config_hash[0] &&
+                           strcmp(before.config_hash, config_hash) != 0;
     }
     PQclear(r);
     if (rc || out->ours)
         return rc;
-    r = PQexec(c, "SELECT epoch, holder FROM medic_lease WHERE id = 1");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = audit_pg_error(err, c, "cannot read the lease");
-    else if (PQntuples(r) == 1) {
-        out->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        snprintf(out->holder, sizeof(out->holder), "%s", PQgetvalue(r, 0, 1));
-    }
-    PQclear(r);
-    return rc;
+    return read_lease(c, out, err);
 }
 
 int audit_lease_fence(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
@@ -85,5 +122,111 @@ int audit_lease_release(PGconn *c, const char *replica, int64_t epoch, struct me
                                      replica, epoch);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : audit_pg_error(err, c, "cannot release");
     PQclear(r);
+    return rc;
+}
+
+/* ---- the daemon's view: a connection of its own ---- */
+
+struct audit_lease_client {
+    char *url;
+    char replica[64];
+    PGconn *conn;
+};
+
+int audit_lease_client_open(const char *location, const char *replica,
+                            struct audit_lease_client **out, struct medic_error *err)
+{
+    if (!audit_pg_is_url(location))
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "a lease needs the audit log in PostgreSQL (postgresql://...)");
+    struct audit_lease_client *c = calloc(1, sizeof(*c));
+    if (!c || !(c->url = strdup(location))) {
+        free(c);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    snprintf(c->replica, sizeof(c->replica), "%s", replica);
+    *out = c;
+    return 0;
+}
+
+void audit_lease_client_free(struct audit_lease_client *c)
+{
+    if (!c)
+        return;
+    PQfinish(c->conn);
+    free(c->url);
+    free(c);
+}
+
+/* Connected, or connected again after a break. */
+static int client_conn(struct audit_lease_client *c, struct medic_error *err)
+{
+    if (!c->conn)
+        return audit_pg_connect(c->url, &c->conn, err);
+    if (PQstatus(c->conn) != CONNECTION_OK)
+        PQreset(c->conn);
+    return 0;
+}
+
+int audit_lease_client_renew(struct audit_lease_client *c, const char *config_hash,
+                             int64_t lease_ms, struct audit_lease *out, struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = client_conn(c, err);
+    return rc ? rc : audit_lease_renew(c->conn, c->replica, config_hash, lease_ms, out, err);
+}
+
+int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch, struct medic_error *err)
+{
+    int rc = client_conn(c, err);
+    return rc ? rc : audit_lease_release(c->conn, c->replica, epoch, err);
+}
+
+/* ---- an operator's tools ---- */
+
+static int operator_conn(const char *location, PGconn **out, struct medic_error *err)
+{
+    if (!audit_pg_is_url(location))
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "there is a lease only when replicas share a PostgreSQL audit "
+                               "log: give --db postgresql://...");
+    int rc = audit_pg_connect(location, out, err);
+    return rc ? rc : audit_pg_schema(*out, err);
+}
+
+int audit_lease_read(const char *location, struct audit_lease *out, struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    PGconn *c = NULL;
+    int rc = operator_conn(location, &c, err);
+    if (rc == 0)
+        rc = read_lease(c, out, err);
+    if (rc == 0 && out->epoch == 0)
+        rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no replica has taken the lease yet");
+    PQfinish(c);
+    return rc;
+}
+
+int audit_lease_force(const char *location, const char *reason, struct medic_error *err)
+{
+    if (!reason || !reason[0])
+        return medic_error_set(err, MEDIC_E_INVALID, "say why: a reason is recorded");
+    PGconn *c = NULL;
+    int rc = operator_conn(location, &c, err);
+    if (rc == 0) {
+        const char *params[] = {reason};
+        PGresult *r = PQexecParams(
+            c,
+            "UPDATE medic_lease SET forced = left($1, 400) || ' (forced at ' || "
+            "  to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+            "  || ' by ' || session_user || ')' WHERE id = 1",
+            1, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = audit_pg_error(err, c, "cannot record the force");
+        else if (strcmp(PQcmdTuples(r), "1") != 0)
+            rc = medic_error_set(err, MEDIC_E_NOTFOUND, "no replica has taken the lease yet");
+        PQclear(r);
+    }
+    PQfinish(c);
     return rc;
 }

@@ -3,26 +3,30 @@
  * with an epoch one higher than the last; and fencing, so that a leader
  * paused past its lease (SIGSTOP, a stall, a partition) never writes once
  * another has taken over. Times are the database's clock, so replicas'
- * clocks may differ. */
+ * clocks may differ.
+ *
+ * The lease also carries its holder's configuration hash: a replica whose
+ * configuration differs from the last holder's does not take an expired
+ * lease (it would decide differently from what the fleet was told), unless
+ * an operator forced it (audit_lease_force), once, recorded in the row.
+ * The PostgreSQL-level calls here are private to audit/ and its test
+ * probes; the daemon uses audit.h's audit_lease_client. */
 #ifndef MEDIC_AUDIT_LEASE_H
 #define MEDIC_AUDIT_LEASE_H
 
+#include "audit.h"
 #include "error.h"
 
 #include <libpq-fe.h>
 #include <stdint.h>
 
-struct audit_lease {
-    int64_t epoch;   /* the lease's term now */
-    char holder[64]; /* the replica holding it */
-    int ours;        /* whether that is this replica */
-};
-
-/* Takes the lease when it is free or expired (a new epoch), or renews it
- * when this replica holds it (the same epoch), for lease_ms from now; else
- * says who holds it. One statement, so two replicas cannot both win. */
-int audit_lease_renew(PGconn *c, const char *replica, int64_t lease_ms, struct audit_lease *out,
-                      struct medic_error *err);
+/* Takes the lease when it is free, or expired and either held last with
+ * the same configuration or forced (a new epoch); renews it when this
+ * replica holds it (the same epoch), for lease_ms from now, publishing
+ * config_hash; else says who holds it and with which configuration. One
+ * statement decides, so two replicas cannot both win. */
+int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, int64_t lease_ms,
+                      struct audit_lease *out, struct medic_error *err);
 
 /* Inside an open transaction: checks that replica still holds an unexpired
  * lease of epoch, and keeps the lease row share-locked until the

@@ -140,7 +140,10 @@ static const char pg_schema[] =
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  holder TEXT NOT NULL,"
     "  epoch BIGINT NOT NULL,"
-    "  expires_at TIMESTAMPTZ NOT NULL);";
+    "  expires_at TIMESTAMPTZ NOT NULL,"
+    "  config_hash TEXT NOT NULL DEFAULT '',"
+    "  forced TEXT NOT NULL DEFAULT '',"
+    "  last_forced TEXT NOT NULL DEFAULT '');";
 
 int audit_pg_is_url(const char *location)
 {
@@ -217,6 +220,9 @@ static const char *const pg_upgrades[] = {
           "  WHERE duplicate_of IS NOT NULL AND evaluated_at IS NULL;"
           "DROP INDEX notifications_pending;"
           "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;",
+    [7] = "ALTER TABLE medic_lease ADD COLUMN config_hash TEXT NOT NULL DEFAULT '',"
+          " ADD COLUMN forced TEXT NOT NULL DEFAULT '',"
+          " ADD COLUMN last_forced TEXT NOT NULL DEFAULT ''",
 };
 
 /* The schema's version, read under the lock the caller holds. */

@@ -168,6 +168,10 @@ static const struct migration {
      "DROP INDEX notifications_pending;"
      "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;",
      NULL},
+    /* 8: (PostgreSQL only: SQLite has no lease) the lease carries its
+     * holder's configuration hash, and an operator's word that another
+     * configuration may take it over */
+    {"", NULL},
 };
 
 const char audit_decision_hashed_columns[] =

@@ -19,6 +19,7 @@ static const char usage[] =
     "       medic audit verify [--db PATH|URL]\n"
     "       medic audit payload ID [--db PATH|URL]\n"
     "       medic audit migrate --from PATH --to postgresql://USER:PASSWORD@HOST/DB\n"
+    "       medic audit lease --db postgresql://... [--force-takeover REASON]\n"
     "\n"
     "Queries the audit log that medic serve writes, newest first. The database is\n"
     "opened read-only, so this works while the daemon runs.\n"
@@ -47,6 +48,8 @@ static const char usage[] =
     "  --db PATH|URL     the audit database (default ./medic.db), or a\n"
     "                    postgresql://USER:PASSWORD@HOST:PORT/DB one\n"
     "  --format F        table (default), json (one JSON array) or csv\n"
+    "  --force-takeover REASON  (lease) let the next replica take an expired lease\n"
+    "                    although its configuration differs from the last holder's\n"
     "\n"
     "timeline tells what happened to one node, oldest first: its alerts, the\n"
     "decisions about it, its incidents' changes and the actions on it (the newest\n"
@@ -62,8 +65,41 @@ static const char usage[] =
     "PostgreSQL database, creating medic's schema there, in one transaction, then\n"
     "verifies the hash chains there; for several replicas sharing one log.\n"
     "\n"
+    "lease shows the leader's lease when replicas share a PostgreSQL log: who holds\n"
+    "it, its epoch, whether it is live, and the holder's configuration hash. A\n"
+    "replica whose configuration differs from the holder's does not take the lease\n"
+    "when it expires. --force-takeover REASON lets the next replica take it anyway\n"
+    "(once): the reason, the database user and the time are recorded in the lease,\n"
+    "and kept as its last forced takeover once used.\n"
+    "\n"
     "Times are UTC. Notifications and alerts are filtered by when medic received\n"
     "them; decisions and actions by when they were recorded.\n";
+
+static int run_lease(const char *db, const char *force)
+{
+    struct medic_error err = {0};
+    if (force && audit_lease_force(db, force, &err)) {
+        fprintf(stderr, "medic audit lease: %s\n", err.msg);
+        return err.code == MEDIC_E_INVALID ? 2 : 1;
+    }
+    struct audit_lease lease;
+    if (audit_lease_read(db, &lease, &err)) {
+        fprintf(stderr, "medic audit lease: %s\n", err.msg);
+        return err.code == MEDIC_E_INVALID ? 2 : 1;
+    }
+    printf("holder:       %s\n"
+           "epoch:        %lld\n"
+           "state:        %s\n"
+           "config_hash:  %s\n"
+           "forced:       %s\n"
+           "last forced:  %s\n",
+           lease.holder, (long long)lease.epoch,
+           lease.live ? "live" : "expired (the next replica to renew takes it)",
+           lease.config_hash[0] ? lease.config_hash : "(none published)",
+           lease.forced[0] ? lease.forced : "(no)",
+           lease.last_forced[0] ? lease.last_forced : "(never)");
+    return 0;
+}
 
 static int run_payload(const char *db, const char *id_text)
 {
@@ -146,16 +182,25 @@ static int report_verified(const struct audit_verify_result *res)
 int medic_cmd_audit(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"node", required_argument, NULL, 'n'},   {"alertname", required_argument, NULL, 'a'},
-        {"policy", required_argument, NULL, 'p'}, {"verdict", required_argument, NULL, 'v'},
-        {"status", required_argument, NULL, 's'}, {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'},  {"limit", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},     {"format", required_argument, NULL, 'f'},
-        {"state", required_argument, NULL, 't'},  {"incident", required_argument, NULL, 'i'},
-        {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"node", required_argument, NULL, 'n'},
+        {"alertname", required_argument, NULL, 'a'},
+        {"policy", required_argument, NULL, 'p'},
+        {"verdict", required_argument, NULL, 'v'},
+        {"status", required_argument, NULL, 's'},
+        {"since", required_argument, NULL, 'S'},
+        {"until", required_argument, NULL, 'U'},
+        {"limit", required_argument, NULL, 'l'},
+        {"db", required_argument, NULL, 'd'},
+        {"format", required_argument, NULL, 'f'},
+        {"state", required_argument, NULL, 't'},
+        {"incident", required_argument, NULL, 'i'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
+        {"force-takeover", required_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *from = NULL, *to = NULL;
+    const char *from = NULL, *to = NULL, *force = NULL;
     struct audit_filter filter;
     audit_filter_init(&filter);
     const char *db = "./medic.db";
@@ -219,6 +264,9 @@ int medic_cmd_audit(int argc, char **argv)
         case 'F':
             from = optarg;
             break;
+        case 'K':
+            force = optarg;
+            break;
         case 'T':
             to = optarg;
             break;
@@ -251,6 +299,12 @@ int medic_cmd_audit(int argc, char **argv)
         return run_verify(db);
     if (strcmp(what, "migrate") == 0)
         return run_migrate(from, to);
+    if (strcmp(what, "lease") == 0)
+        return run_lease(db, force);
+    if (force) {
+        fprintf(stderr, "medic audit: --force-takeover goes with medic audit lease\n");
+        return 2;
+    }
     int timeline = strcmp(what, "timeline") == 0;
     int kind = audit_kind_parse(what);
     if (kind < 0 && !timeline) {

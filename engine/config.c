@@ -333,6 +333,68 @@ static int load_root(struct loader *l, const struct yaml_tree_node *root,
     return rc;
 }
 
+/* A YAML subtree into h, the same for the same content: mapping keys in
+ * sorted order, scalars with whether they were quoted. */
+static int by_key(const void *a, const void *b, void *keys)
+{
+    char **k = keys;
+    return strcmp(k[*(const size_t *)a], k[*(const size_t *)b]);
+}
+
+static void hash_node(struct medic_sha256 *h, const struct yaml_tree_node *n)
+{
+    if (!n) {
+        medic_sha256_field(h, "~");
+        return;
+    }
+    switch (n->kind) {
+    case YAML_TREE_SCALAR:
+        medic_sha256_field(h, n->quoted ? "s'" : "s");
+        medic_sha256_field(h, n->value ? n->value : "");
+        break;
+    case YAML_TREE_SEQUENCE:
+        medic_sha256_field(h, "[");
+        for (size_t i = 0; i < n->count; i++)
+            hash_node(h, n->items[i]);
+        medic_sha256_field(h, "]");
+        break;
+    case YAML_TREE_MAPPING: {
+        size_t *order = malloc((n->count + 1) * sizeof(*order));
+        medic_sha256_field(h, "{");
+        for (size_t i = 0; order && i < n->count; i++)
+            order[i] = i;
+        if (order)
+            qsort_r(order, n->count, sizeof(*order), by_key, n->keys);
+        for (size_t i = 0; i < n->count; i++) {
+            size_t k = order ? order[i] : i;
+            medic_sha256_field(h, n->keys[k]);
+            hash_node(h, n->items[k]);
+        }
+        medic_sha256_field(h, "}");
+        free(order);
+        break;
+    }
+    }
+}
+
+/* config->policy_hash: what decides, from root and the named files' hashes. */
+static int hash_what_decides(struct medic_config *config, const struct yaml_tree_node *root,
+                             const struct medic_buf *files, struct medic_error *err)
+{
+    static const char *const deciding[] = {"engine",   "inventory",  "mode",   "model", "notifiers",
+                                           "policies", "prometheus", "safety", NULL};
+    struct medic_sha256 *h = medic_sha256_new();
+    if (!h)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t i = 0; deciding[i]; i++) {
+        medic_sha256_field(h, deciding[i]);
+        hash_node(h, root ? yaml_tree_get(root, deciding[i]) : NULL);
+    }
+    medic_sha256_update(h, files->data ? files->data : "", files->len);
+    medic_sha256_finish(h, config->policy_hash);
+    return 0;
+}
+
 int medic_config_load(const char *path, struct medic_config *config, struct medic_error *err)
 {
     char *text = NULL;
@@ -371,6 +433,8 @@ int medic_config_load(const char *path, struct medic_config *config, struct medi
             }
         }
     }
+    if (rc == 0)
+        rc = hash_what_decides(config, tree.root, &files, err);
     medic_buf_release(&files);
     if (rc == 0) {
         free(config->source);

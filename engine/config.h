@@ -95,10 +95,17 @@ struct medic_config {
     char *external_url;         /* medic as on-call reaches it, for links in messages */
     char *prometheus_url;       /* where the model's telemetry is read */
     int64_t prometheus_timeout; /* ns, per query */
-    char hash[65];              /* SHA-256 of the file's bytes ("" for the defaults) */
-    int mode_line, mode_col;    /* where `mode:` was set (0: not in the file) */
-    int storm_line, storm_col;  /* where `safety:` was set */
-    atomic_int refs;            /* references to a published snapshot */
+    char hash[65]; /* SHA-256 of the file's bytes, with the files it names ("" for the defaults) */
+    /* SHA-256 of what decides, the same on every replica of one fleet: the
+     * file's mode, engine, inventory, model, notifiers, policies,
+     * prometheus and safety (as parsed, mapping keys in order) and the
+     * files it names; not listen, ha, tls, audit, auth, limits, log_level
+     * or slurm (paths on each host), which may differ from replica to
+     * replica ("" for the defaults) */
+    char policy_hash[65];
+    int mode_line, mode_col;   /* where `mode:` was set (0: not in the file) */
+    int storm_line, storm_col; /* where `safety:` was set */
+    atomic_int refs;           /* references to a published snapshot */
 };
 
 /* Fills config with the embedded defaults: listen 127.0.0.1:9799, audit

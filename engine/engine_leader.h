@@ -26,10 +26,16 @@ struct engine_leader_hooks {
     void (*lose)(void *arg);
 };
 
-/* Starts the thread; url is the audit log's. */
+/* Starts the thread; url is the audit log's. Each renewal publishes the
+ * configuration configs holds then (its hash) beside the lease; a replica
+ * whose configuration differs from the holder's says so (log, metrics,
+ * page) and does not take the lease when it expires, unless an operator
+ * forced it. */
+struct config_slot;
 int engine_leader_start(const char *url, const char *replica, int64_t lease,
-                        struct audit_store *store, const struct engine_leader_hooks *hooks,
-                        struct engine_leader **out, struct medic_error *err);
+                        struct audit_store *store, struct config_slot *configs,
+                        const struct engine_leader_hooks *hooks, struct engine_leader **out,
+                        struct medic_error *err);
 /* Stops leading (lose first, when leading), gives the lease up so that
  * another replica need not wait for it to expire, and stops the thread.
  * NULL is a no-op. */

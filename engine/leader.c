@@ -1,8 +1,7 @@
 #include "engine_leader.h"
 #include "lock.h"
-#include "lease.h"
 #include "log.h"
-#include "postgres.h"
+#include "config.h"
 #include "timeutil.h"
 
 #include <pthread.h>
@@ -18,7 +17,8 @@ static const double lease_buckets[LEASE_BUCKETS] = {0.001, 0.0025, 0.005, 0.01,
                                                     0.025, 0.05,   0.25,  1};
 
 struct engine_leader {
-    char *url;
+    struct audit_lease_client *client;
+    struct config_slot *configs; /* this replica's configuration, published beside the lease */
     char replica[64];
     int64_t lease; /* ns */
     struct audit_store *store;
@@ -27,12 +27,15 @@ struct engine_leader {
     struct medic_mutex lock; /* guards stopping and the counters below */
     pthread_cond_t cond;
     int stopping;
-    PGconn *conn;
     int leading;
     int64_t epoch;
     int64_t renewed_at; /* monotonic ns of the last renewal sent that held */
     char holder[64];    /* who held the lease at the last renewal, and its epoch */
     int64_t holder_epoch;
+    /* the holder's configuration differs from this replica's: it will not
+     * take the lease when it expires (unless an operator forces it) */
+    int config_differs;
+    char holder_config[65];
     uint64_t renewals, failures, gains, losses;
     uint64_t buckets[LEASE_BUCKETS];
     double seconds_sum;
@@ -86,8 +89,46 @@ static void take_up(struct engine_leader *l, int64_t epoch)
         return;
     struct medic_error err = {0};
     step_down(l, "the policy engine could not start");
-    if (l->conn)
-        audit_lease_release(l->conn, l->replica, epoch, &err);
+    audit_lease_client_release(l->client, epoch, &err);
+}
+
+/* The hash of what decides in this replica's configuration now
+ * ("builtin" for the embedded defaults): replicas with the same decide
+ * alike, whatever their own listen address or name. */
+static void config_hash_now(struct engine_leader *l, char out[65])
+{
+    const struct medic_config *c = config_slot_acquire(l->configs);
+    snprintf(out, 65, "%s", c->policy_hash[0] ? c->policy_hash : "builtin");
+    medic_config_unref(c);
+}
+
+/* Notes who holds the lease and whether its configuration is this
+ * replica's; says so in the log when that changes. */
+static void compare_config(struct engine_leader *l, const struct audit_lease *lease,
+                           const char *mine)
+{
+    int differs = !lease->ours && lease->config_hash[0] && strcmp(lease->config_hash, mine) != 0;
+    medic_mutex_lock(&l->lock);
+    snprintf(l->holder, sizeof(l->holder), "%s", lease->holder);
+    l->holder_epoch = lease->epoch;
+    int was = l->config_differs;
+    l->config_differs = differs;
+    snprintf(l->holder_config, sizeof(l->holder_config), "%s", lease->config_hash);
+    medic_mutex_unlock(&l->lock);
+    if (differs && !was)
+        medic_log_warn("this replica's configuration differs from the leader's: it will not take "
+                       "the lease until they match (or an operator forces it: medic audit lease "
+                       "--force-takeover REASON)",
+                       "replica", l->replica, "config_hash", mine, "leader", lease->holder,
+                       "leader_config_hash", lease->config_hash, NULL);
+    else if (was && !differs && !lease->ours)
+        medic_log_info("this replica's configuration matches the leader's again", "replica",
+                       l->replica, "config_hash", mine, NULL);
+    if (lease->took_forced)
+        medic_log_warn("this replica took the lease with a configuration that differs from the "
+                       "last leader's, as an operator forced",
+                       "replica", l->replica, "config_hash", mine, "forced", lease->last_forced,
+                       NULL);
 }
 
 /* One renewal, and what it means for this replica's part. Returns 1 when
@@ -97,21 +138,13 @@ static int renew(struct engine_leader *l)
 {
     struct medic_error err = {0};
     int64_t sent = medic_time_monotonic();
-    int rc = 0;
-    if (!l->conn)
-        rc = audit_pg_connect(l->url, &l->conn, &err);
-    else if (PQstatus(l->conn) != CONNECTION_OK)
-        PQreset(l->conn);
+    char config[65];
+    config_hash_now(l, config);
     struct audit_lease lease = {0};
-    if (rc == 0)
-        rc = audit_lease_renew(l->conn, l->replica, l->lease / MEDIC_NS_PER_MS, &lease, &err);
+    int rc = audit_lease_client_renew(l->client, config, l->lease / MEDIC_NS_PER_MS, &lease, &err);
     observe(l, (double)(medic_time_monotonic() - sent) / 1e9, rc != 0);
-    if (rc == 0) {
-        medic_mutex_lock(&l->lock);
-        snprintf(l->holder, sizeof(l->holder), "%s", lease.holder);
-        l->holder_epoch = lease.epoch;
-        medic_mutex_unlock(&l->lock);
-    }
+    if (rc == 0)
+        compare_config(l, &lease, config);
     if (rc) {
         /* a lease this replica could not renew has expired by the time a
          * whole lease passed since the last renewal that held: step down
@@ -163,14 +196,19 @@ static void *leader_main(void *arg)
 }
 
 int engine_leader_start(const char *url, const char *replica, int64_t lease,
-                        struct audit_store *store, const struct engine_leader_hooks *hooks,
-                        struct engine_leader **out, struct medic_error *err)
+                        struct audit_store *store, struct config_slot *configs,
+                        const struct engine_leader_hooks *hooks, struct engine_leader **out,
+                        struct medic_error *err)
 {
     struct engine_leader *l = calloc(1, sizeof(*l));
-    if (!l || !(l->url = strdup(url))) {
-        free(l);
+    if (!l)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = audit_lease_client_open(url, replica, &l->client, err);
+    if (rc) {
+        free(l);
+        return rc;
     }
+    l->configs = configs;
     snprintf(l->replica, sizeof(l->replica), "%s", replica);
     l->lease = lease;
     l->store = store;
@@ -181,7 +219,7 @@ int engine_leader_start(const char *url, const char *replica, int64_t lease,
     if (pthread_create(&l->thread, NULL, leader_main, l) != 0) {
         medic_mutex_destroy(&l->lock);
         pthread_cond_destroy(&l->cond);
-        free(l->url);
+        audit_lease_client_free(l->client);
         free(l);
         return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the leader thread");
     }
@@ -202,14 +240,13 @@ void engine_leader_stop(struct engine_leader *l)
         int64_t epoch = l->epoch;
         step_down(l, "shutting down");
         struct medic_error err = {0};
-        if (l->conn && audit_lease_release(l->conn, l->replica, epoch, &err) == 0)
+        if (audit_lease_client_release(l->client, epoch, &err) == 0)
             medic_log_info("lease released: another replica may lead at once", "replica",
                            l->replica, NULL);
     }
-    PQfinish(l->conn);
+    audit_lease_client_free(l->client);
     medic_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->cond);
-    free(l->url);
     free(l);
 }
 
@@ -224,6 +261,12 @@ void engine_leader_describe(struct engine_leader *l, char *out, size_t size)
     else
         snprintf(out, size, "no leader known; this replica (%s) cannot reach the lease",
                  l->replica);
+    size_t used = strlen(out);
+    if (l->config_differs && used < size)
+        snprintf(out + used, size - used,
+                 "; its configuration differs from the leader's (%.12s): it will not take the "
+                 "lease until they match, or an operator forces it",
+                 l->holder_config);
     medic_mutex_unlock(&l->lock);
 }
 
@@ -237,6 +280,11 @@ void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
                      "# HELP medic_ha_epoch The lease's term this replica last held.\n"
                      "# TYPE medic_ha_epoch gauge\n"
                      "medic_ha_epoch %lld\n"
+                     "# HELP medic_ha_config_matches_leader 0 while this replica's "
+                     "configuration differs from the lease holder's: it will not take the lease "
+                     "then.\n"
+                     "# TYPE medic_ha_config_matches_leader gauge\n"
+                     "medic_ha_config_matches_leader %d\n"
                      "# HELP medic_ha_leadership_changes_total Times this replica began or "
                      "stopped leading.\n"
                      "# TYPE medic_ha_leadership_changes_total counter\n"
@@ -249,8 +297,9 @@ void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
                      "# HELP medic_ha_lease_renew_duration_seconds Time one lease renewal "
                      "took.\n"
                      "# TYPE medic_ha_lease_renew_duration_seconds histogram\n",
-                     l->replica, l->leading, (long long)l->epoch, (unsigned long long)l->gains,
-                     (unsigned long long)l->losses, (unsigned long long)l->failures);
+                     l->replica, l->leading, (long long)l->epoch, !l->config_differs,
+                     (unsigned long long)l->gains, (unsigned long long)l->losses,
+                     (unsigned long long)l->failures);
     for (int i = 0; i < LEASE_BUCKETS; i++)
         medic_buf_printf(b, "medic_ha_lease_renew_duration_seconds_bucket{le=\"%g\"} %llu\n",
                          lease_buckets[i], (unsigned long long)l->buckets[i]);

@@ -133,7 +133,7 @@ static void summary(struct medic_buf *out, struct engine *e, const struct medic_
                     const struct engine_pipeline_stats *st)
 {
     if (e->leader) {
-        char who[200];
+        char who[512];
         engine_leader_describe(e->leader, who, sizeof(who));
         medic_buf_puts(out, "<p class=\"summary\"><span>replicas: ");
         medic_html_text(out, who);

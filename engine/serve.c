@@ -377,8 +377,8 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         char replica[64];
         struct engine_leader_hooks hooks = {e, gain, lose};
         if (replica_name(c, replica, sizeof(replica), err) ||
-            engine_leader_start(e->audit_path, replica, c->ha_lease, e->store, &hooks, &e->leader,
-                                err))
+            engine_leader_start(e->audit_path, replica, c->ha_lease, e->store, e->configs, &hooks,
+                                &e->leader, err))
             return -1;
     } else if (gain(e, 0)) {
         medic_error_set(err, MEDIC_E_STORE, "cannot start the policy engine or action dispatch");

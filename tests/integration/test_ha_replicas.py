@@ -19,6 +19,10 @@ deadlines:
   sends nothing (a real slurmctld and ipmi_sim BMC);
 - replicas started at the same instant on an empty database, many times:
   every one starts (schema creation is serialised among them);
+- a replica reloaded with another policy says that its configuration
+  differs from the leader's, and does not take the lease when the leader
+  dies, until an operator forces it (`medic audit lease --force-takeover`,
+  recorded in the lease);
 - `medic audit verify` on the log after each."""
 
 import calendar
@@ -468,13 +472,77 @@ def test_replicas_started_together(suite):
             gone = [(r.name, r.process.tail()) for r in replicas if not r.process.running()]
             assert not gone, gone
             assert pg.sql("SELECT count(*), max(version) FROM medic_schema",
-                          f"together{round_}") == [["1", "7"]]
+                          f"together{round_}") == [["1", "8"]]
         finally:
             for r in replicas:
                 r.stop()
 
 
+def lease_shown(url, medic, *extra):
+    out = subprocess.run([medic, "audit", "lease", "--db", url, *extra], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return dict(line.split(":", 1) for line in out.stdout.splitlines())
+
+
+def test_replica_with_another_configuration(suite):
+    pg = PostgreSQL(suite.subdir("config")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("medic")
+    token = write_secret(os.path.join(suite.subdir("config"), "webhook.token"), TOKEN)
+    config = (f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+              "notifiers:\n  rec: { type: webhook, url: 'http://127.0.0.1:9/oncall' }\n"
+              "policies:\n"
+              "  - name: tell-oncall\n"
+              "    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: notify, notifier: rec } ]\n")
+    replicas = [Replica(suite, url, f"config-{i}", config) for i in range(2)]
+    for r in replicas:
+        r.start()
+        suite.on_exit(lambda r=r: r.process.running() and r.stop())
+    found = []
+    wait_until("one leader", lambda: (found.__setitem__(slice(None), [
+        r for r in replicas if r.leads()]), len(found) == 1)[1], timeout=LEASE + 3)
+    leader = found[0]
+    other = replicas[1] if leader is replicas[0] else replicas[0]
+    assert other.metric("medic_ha_config_matches_leader", AUTH) == 1
+    shown = lease_shown(url, suite.medic)
+    assert shown["holder"].strip() == leader.name and shown["state"].strip() == "live", shown
+    # the other replica is reloaded with another policy: it says so
+    other.write_config(config.replace("tell-oncall", "tell-oncall-v2"))
+    other.process.send(signal.SIGHUP)
+    wait_until("the difference seen", lambda: other.metric(
+        "medic_ha_config_matches_leader", AUTH) == 0, timeout=LEASE + 5)
+    with open(other.process.log_path) as f:
+        assert "configuration differs from the leader's" in f.read()
+    status, _, page = other.get("/", headers=AUTH)
+    assert status == 200 and "differs from the leader" in page.decode(), page[:2000]
+    # the leader dies: the lease expires, and the other replica, alive and
+    # renewing (its renewals counted), does not take it
+    leader.process.send(signal.SIGKILL)
+    wait_until("the leader gone", lambda: not leader.process.running(), timeout=10)
+    renewals = lambda: other.metric("medic_ha_lease_renew_duration_seconds_count", AUTH)
+    before = renewals()
+    wait_until("the lease expired", lambda: lease_shown(url, suite.medic)["state"].strip()
+               .startswith("expired"), timeout=LEASE + 3)
+    wait_until("renewals past the expiry", lambda: renewals() >= before + 6, timeout=LEASE * 4)
+    assert not other.leads()
+    assert other.get("/-/ready")[0] == 200  # it still stores webhooks
+    # an operator forces it, with a reason: it takes the lease, and says so
+    shown = lease_shown(url, suite.medic, "--force-takeover", "RMA of the old leader's host")
+    assert "RMA of the old leader's host (forced at" in shown["forced"], shown
+    wait_until("the forced takeover", other.leads, timeout=LEASE + 3)
+    with open(other.process.log_path) as f:
+        log = f.read()
+    assert "took the lease with a configuration that differs" in log, log[-2000:]
+    shown = lease_shown(url, suite.medic)
+    assert shown["holder"].strip() == other.name and shown["forced"].strip() == "(no)", shown
+    assert f"(taken by {other.name} at" in shown["last forced"], shown
+    assert other.metric("medic_ha_config_matches_leader", AUTH) == 1
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_round_robin_and_duplicates, test_kill_leader_under_load,
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
-                        test_paused_leader_sends_no_power_cycle, test_replicas_started_together])
+                        test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
+                        test_replica_with_another_configuration])

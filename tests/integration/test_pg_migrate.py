@@ -93,7 +93,7 @@ def test_migrate_then_verify(suite):
     for t in TABLES:
         got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
         assert got == want[t], (t, got, want[t])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["7"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
     # the payloads are the bytes stored, as stored
     stored = sqlite3.connect(db).execute(
@@ -207,7 +207,7 @@ def test_schema_upgrade(suite):
         refused = str(e)
     assert "payload_encoding_check" in refused, refused
     store(bodies[1])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["7"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
     # the duplicate stored before counts as evaluated (by the upgrade, at the
     # time it was received): no backlog after the upgrade
     assert pg.sql("SELECT count(*) FROM notifications WHERE duplicate_of IS NOT NULL"

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
             }
         }
         struct audit_lease l;
-        if (audit_lease_renew(c, replica, lease_ms, &l, &err)) {
+        if (audit_lease_renew(c, replica, "probe", lease_ms, &l, &err)) {
             say(replica, "error", leading, err.msg);
         } else if (l.ours) {
             if (leading != l.epoch)

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         return 1;
     }
     decide("decision-without-term");
-    if (audit_lease_renew(c, REPLICA, 60000, &lease, &err) || !lease.ours) {
+    if (audit_lease_renew(c, REPLICA, "probe", 60000, &lease, &err) || !lease.ours) {
         fprintf(stderr, "pg_store_probe: cannot take the lease: %s\n", err.msg);
         return 1;
     }

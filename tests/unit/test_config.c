@@ -405,6 +405,54 @@ static void test_hash_covers_named_files(void **state)
     assert_string_equal(own, self);
 }
 
+/* What decides is hashed apart from what differs between replicas: two
+ * replicas' files that differ only in listen and ha.replica decide alike;
+ * a policy changed, or a policy file, does not. */
+static void policy_hash_of(const char *text, char out[65])
+{
+    const char *path = write_file("replica.yaml", text, 0644);
+    struct medic_config c;
+    struct medic_error err = {0};
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    snprintf(out, 65, "%s", c.policy_hash);
+    medic_config_release(&c);
+}
+
+static void test_policy_hash_ignores_what_differs_per_replica(void **state)
+{
+    (void)state;
+    static const char notifiers[] =
+        "notifiers:\n  oncall: { type: webhook, url: 'http://127.0.0.1:1/' }\n"
+        "safety: { max_disruptive_in_flight: 2, max_alert_age: 1h }\n";
+    char a[512], b[512], c[512], d[512];
+    snprintf(a, sizeof(a), "listen: 127.0.0.1:9001\nha: { replica: a }\n%s", notifiers);
+    snprintf(b, sizeof(b), "listen: 127.0.0.1:9002\nha: { replica: b }\n%s", notifiers);
+    snprintf(c, sizeof(c), "%s", notifiers);
+    snprintf(d, sizeof(d), "%s", notifiers);
+    /* the same safety, its keys in another order */
+    char *safety = strstr(d, "safety:");
+    snprintf(safety, sizeof(d) - (size_t)(safety - d),
+             "safety: { max_alert_age: 1h, max_disruptive_in_flight: 2 }\n");
+    char ha[65], hb[65], hc[65], hd[65], he[65];
+    policy_hash_of(a, ha);
+    policy_hash_of(b, hb);
+    policy_hash_of(c, hc);
+    policy_hash_of(d, hd);
+    assert_string_equal(ha, hb);
+    assert_string_equal(ha, hc);
+    assert_string_equal(ha, hd);
+    snprintf(c, sizeof(c), "%smode: live\nauth: { webhook_bearer_token_file: %s/tok }\n", notifiers,
+             dir);
+    write_file("tok", "secret\n", 0600);
+    policy_hash_of(c, he);
+    assert_string_not_equal(ha, he); /* the mode decides */
+    snprintf(c, sizeof(c), "%ssafety: { max_disruptive_in_flight: 3, max_alert_age: 1h }\n",
+             "notifiers:\n  oncall: { type: webhook, url: 'http://127.0.0.1:1/' }\n");
+    policy_hash_of(c, he);
+    assert_string_not_equal(ha, he);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +464,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_needs_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_directive_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash_covers_named_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_hash_ignores_what_differs_per_replica, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
