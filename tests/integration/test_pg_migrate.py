@@ -196,6 +196,8 @@ def test_schema_upgrade(suite):
            "DROP INDEX notifications_pending;"
            "CREATE INDEX notifications_pending ON notifications(id)"
            "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
+           "ALTER TABLE medic_lease DROP COLUMN config_hash, DROP COLUMN forced,"
+           " DROP COLUMN last_forced;"
            "DELETE FROM medic_schema; INSERT INTO medic_schema VALUES (5)", "medic")
     bad = ("INSERT INTO notifications (received_at, group_key, status, alert_count, dedupe_key,"
            " dedupe_prefix, payload, payload_encoding, payload_bytes)"
@@ -208,6 +210,10 @@ def test_schema_upgrade(suite):
     assert "payload_encoding_check" in refused, refused
     store(bodies[1])
     assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
+    # schema 8: the lease carries its holder's configuration hash again
+    assert pg.sql("SELECT count(*) FROM information_schema.columns WHERE table_name ="
+                  " 'medic_lease' AND column_name IN ('config_hash', 'forced', 'last_forced')",
+                  "medic") == [["3"]]
     # the duplicate stored before counts as evaluated (by the upgrade, at the
     # time it was received): no backlog after the upgrade
     assert pg.sql("SELECT count(*) FROM notifications WHERE duplicate_of IS NOT NULL"
