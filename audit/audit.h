@@ -408,4 +408,34 @@ int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
 /* The schema version this build writes (PRAGMA user_version). */
 int audit_schema_version(void);
 
+/* ---- where the log lives ---- */
+
+/* Whether location names a log several replicas can share (PostgreSQL:
+ * postgresql:// or postgres://), rather than one medic's file. */
+int audit_location_is_shared(const char *location);
+
+/* location for a log line: a URL's password replaced by "***". */
+void audit_location_redacted(const char *location, char *out, size_t size);
+
+/* Once, before any thread starts: the database libraries' process-wide
+ * settings (SQLite keeps no allocation statistics, which take a global
+ * mutex per allocation). */
+void audit_library_init(void);
+
+/* The database libraries medic runs with, one "  name:  version" line
+ * each, for medic version. */
+void audit_library_versions(struct medic_buf *out);
+
+/* Copies the one-medic log at path into the empty shared one at url in one
+ * transaction, table by table in id order, then verifies the chains there;
+ * progress lines go to progress (NULL: none). */
+#define AUDIT_MIGRATED_TABLES 7
+extern const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES];
+struct audit_migrated {
+    long long rows[AUDIT_MIGRATED_TABLES]; /* per table, in audit_migrated_tables order */
+    struct audit_verify_result verified;
+};
+int audit_migrate(const char *path, const char *url, void (*progress)(const char *line),
+                  struct audit_migrated *out, struct medic_error *err);
+
 #endif

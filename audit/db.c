@@ -1,10 +1,20 @@
 #include "db.h"
-#include "postgres.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* libpq's message, its trailing newline removed. */
+int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
+{
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%s", c ? PQerrorMessage(c) : "out of memory");
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = 0;
+    return medic_error_set(err, MEDIC_E_STORE, "postgresql: %s: %s", what, msg);
+}
 
 #define DB_MAX_PARAMS 16
 

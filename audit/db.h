@@ -21,6 +21,10 @@ enum db_type { DB_NULL, DB_INT, DB_REAL, DB_TEXT, DB_BLOB };
 struct db;
 struct db_stmt;
 
+/* err set to "postgresql: WHAT: libpq's message" (MEDIC_E_STORE); returns
+ * the code. */
+int audit_pg_error(struct medic_error *err, PGconn *c, const char *what);
+
 /* A database over a handle the caller keeps owning (db_free leaves it). */
 struct db *db_over_sqlite(sqlite3 *handle);
 struct db *db_over_pg(PGconn *conn);

@@ -1,4 +1,5 @@
 #include "lease.h"
+#include "db.h"
 #include "postgres.h"
 
 #include <stdio.h>
@@ -136,7 +137,7 @@ struct audit_lease_client {
 int audit_lease_client_open(const char *location, const char *replica,
                             struct audit_lease_client **out, struct medic_error *err)
 {
-    if (!audit_pg_is_url(location))
+    if (!audit_location_is_shared(location))
         return medic_error_set(err, MEDIC_E_INVALID,
                                "a lease needs the audit log in PostgreSQL (postgresql://...)");
     struct audit_lease_client *c = calloc(1, sizeof(*c));
@@ -186,7 +187,7 @@ int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch, stru
 
 static int operator_conn(const char *location, PGconn **out, struct medic_error *err)
 {
-    if (!audit_pg_is_url(location))
+    if (!audit_location_is_shared(location))
         return medic_error_set(err, MEDIC_E_INVALID,
                                "there is a lease only when replicas share a PostgreSQL audit "
                                "log: give --db postgresql://...");

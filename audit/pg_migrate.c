@@ -1,5 +1,7 @@
 /* `medic audit migrate`: an SQLite audit log copied into PostgreSQL. */
 #include "postgres.h"
+#include "chain.h"
+#include "db.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -127,8 +129,19 @@ static int target_empty(PGconn *c, struct medic_error *err)
     return rc;
 }
 
-int audit_pg_migrate(const char *path, const char *url, void (*progress)(const char *line),
-                     struct audit_pg_migrated *out, struct medic_error *err)
+/* Recomputes the hash chains there, as audit_verify does for SQLite. */
+static int pg_verify(PGconn *c, struct audit_verify_result *out, struct medic_error *err)
+{
+    struct db *d = db_over_pg(c);
+    if (!d)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    int rc = audit_chain_verify(d, out, err);
+    db_free(d);
+    return rc;
+}
+
+int audit_migrate(const char *path, const char *url, void (*progress)(const char *line),
+                  struct audit_migrated *out, struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
     sqlite3 *db = NULL;
@@ -147,15 +160,15 @@ int audit_pg_migrate(const char *path, const char *url, void (*progress)(const c
     if (rc == 0 && PQresultStatus(begin) != PGRES_COMMAND_OK)
         rc = audit_pg_error(err, c, "cannot begin");
     PQclear(begin);
-    for (size_t t = 0; rc == 0 && t < AUDIT_PG_TABLES; t++) {
-        rc = copy_table(db, c, audit_pg_tables[t], &out->rows[t], progress, err);
+    for (size_t t = 0; rc == 0 && t < AUDIT_MIGRATED_TABLES; t++) {
+        rc = copy_table(db, c, audit_migrated_tables[t], &out->rows[t], progress, err);
         if (rc == 0)
-            say(progress, audit_pg_tables[t], out->rows[t], 1);
+            say(progress, audit_migrated_tables[t], out->rows[t], 1);
     }
     /* new rows take ids after the copied ones */
-    for (size_t t = 0; rc == 0 && t < AUDIT_PG_TABLES; t++) {
+    for (size_t t = 0; rc == 0 && t < AUDIT_MIGRATED_TABLES; t++) {
         char sql[256];
-        const char *name = audit_pg_tables[t];
+        const char *name = audit_migrated_tables[t];
         if (strcmp(name, "engine_state") == 0 || strcmp(name, "engine_rows") == 0)
             continue; /* no identity */
         snprintf(sql, sizeof(sql),
@@ -174,7 +187,7 @@ int audit_pg_migrate(const char *path, const char *url, void (*progress)(const c
         PQclear(end);
     }
     if (rc == 0)
-        rc = audit_pg_verify(c, &out->verified, err);
+        rc = pg_verify(c, &out->verified, err);
     if (db) {
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
         sqlite3_close(db);

@@ -1,5 +1,5 @@
 #include "postgres.h"
-#include "chain.h"
+#include "db.h"
 #include "schema.h"
 
 #include <sqlite3.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const audit_pg_tables[AUDIT_PG_TABLES] = {
+const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES] = {
     "notifications", "alerts",           "decisions",  "actions",
     "engine_state",  "incident_changes", "engine_rows"};
 
@@ -145,7 +145,7 @@ static const char pg_schema[] =
     "  forced TEXT NOT NULL DEFAULT '',"
     "  last_forced TEXT NOT NULL DEFAULT '');";
 
-int audit_pg_is_url(const char *location)
+int audit_location_is_shared(const char *location)
 {
     return location && (strncmp(location, "postgresql://", 13) == 0 ||
                         strncmp(location, "postgres://", 11) == 0);
@@ -154,7 +154,7 @@ int audit_pg_is_url(const char *location)
 void audit_location_redacted(const char *location, char *out, size_t size)
 {
     snprintf(out, size, "%s", location);
-    if (!audit_pg_is_url(location))
+    if (!audit_location_is_shared(location))
         return;
     /* scheme://user:password@host...: the password is between the first
      * ':' after the scheme and the last '@' before the path */
@@ -167,17 +167,6 @@ void audit_location_redacted(const char *location, char *out, size_t size)
     const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
     if (colon)
         snprintf(out, size, "%.*s***%s", (int)(colon + 1 - location), location, at);
-}
-
-/* libpq's message, its trailing newline removed. */
-int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
-{
-    char msg[300];
-    snprintf(msg, sizeof(msg), "%s", c ? PQerrorMessage(c) : "out of memory");
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = 0;
-    return medic_error_set(err, MEDIC_E_STORE, "postgresql: %s: %s", what, msg);
 }
 
 /* Runs sql (several statements are fine) expecting no rows. */
@@ -306,12 +295,14 @@ int audit_pg_schema(PGconn *c, struct medic_error *err)
     return 0;
 }
 
-int audit_pg_verify(PGconn *c, struct audit_verify_result *out, struct medic_error *err)
+void audit_library_init(void)
 {
-    struct db *d = db_over_pg(c);
-    if (!d)
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    int rc = audit_chain_verify(d, out, err);
-    db_free(d);
-    return rc;
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+void audit_library_versions(struct medic_buf *out)
+{
+    medic_buf_printf(out, "  sqlite:         %s\n", sqlite3_libversion());
+    int pq = PQlibVersion();
+    medic_buf_printf(out, "  libpq:          %d.%d\n", pq / 10000, pq % 10000);
 }

@@ -58,7 +58,8 @@ int audit_reader_open(const char *location, struct audit_reader **out, struct me
     struct audit_reader *r = calloc(1, sizeof(*r));
     if (!r)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    int rc = audit_pg_is_url(location) ? open_pg(r, location, err) : open_sqlite(r, location, err);
+    int rc = audit_location_is_shared(location) ? open_pg(r, location, err)
+                                                : open_sqlite(r, location, err);
     if (rc == 0 && !(r->db = r->pg ? db_over_pg(r->pg) : db_over_sqlite(r->lite)))
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     if (rc) {

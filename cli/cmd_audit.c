@@ -2,7 +2,6 @@
 #include "buf.h"
 #include "commands.h"
 #include "policy_engine.h"
-#include "postgres.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -148,20 +147,20 @@ static void progress_line(const char *line)
 
 static int run_migrate(const char *from, const char *to)
 {
-    if (!from || !to || !audit_pg_is_url(to) || audit_pg_is_url(from)) {
+    if (!from || !to || !audit_location_is_shared(to) || audit_location_is_shared(from)) {
         fprintf(stderr, "medic audit migrate: needs --from PATH (an SQLite audit log) and --to "
                         "postgresql://USER:PASSWORD@HOST:PORT/DB\n");
         return 2;
     }
     struct medic_error err = {0};
-    struct audit_pg_migrated m;
-    if (audit_pg_migrate(from, to, progress_line, &m, &err)) {
+    struct audit_migrated m;
+    if (audit_migrate(from, to, progress_line, &m, &err)) {
         fprintf(stderr, "medic audit migrate: %s (nothing was copied)\n", err.msg);
         return 1;
     }
     printf("copied:");
-    for (size_t t = 0; t < AUDIT_PG_TABLES; t++)
-        printf("%s %lld %s", t ? "," : "", m.rows[t], audit_pg_tables[t]);
+    for (size_t t = 0; t < AUDIT_MIGRATED_TABLES; t++)
+        printf("%s %lld %s", t ? "," : "", m.rows[t], audit_migrated_tables[t]);
     printf("\n");
     return report_verified(&m.verified);
 }

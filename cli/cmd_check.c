@@ -1,6 +1,6 @@
+#include "audit.h"
 #include "commands.h"
 #include "config.h"
-#include "postgres.h"
 #include "policy.h"
 #include "yaml_fields.h"
 

@@ -1,8 +1,9 @@
+#include "audit.h"
+#include "buf.h"
 #include "commands.h"
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,11 @@ int medic_cmd_version(int argc, char **argv)
     }
     printf("medic %s\n", medic_version);
     printf("  compiler:       %s\n", __VERSION__);
-    printf("  sqlite:         %s\n", sqlite3_libversion());
+    struct medic_buf libs;
+    medic_buf_init(&libs, 0);
+    audit_library_versions(&libs);
+    fwrite(libs.data ? libs.data : "", 1, libs.len, stdout);
+    medic_buf_release(&libs);
     printf("  libmicrohttpd:  %s\n", MHD_get_version());
     printf("  cjson:          %s\n", cJSON_Version());
     return 0;

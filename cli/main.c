@@ -1,8 +1,8 @@
+#include "audit.h"
 #include "commands.h"
 #include "json.h"
 #include "table.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,10 +50,8 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
-    /* before any thread starts: SQLite's allocation statistics, which no
-     * command reads, would take a global mutex for every allocation */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    medic_json_init(); /* cJSON's allocation hooks, before any thread starts */
+    audit_library_init(); /* before any thread starts */
+    medic_json_init();    /* cJSON's allocation hooks, before any thread starts */
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage, stdout);

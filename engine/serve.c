@@ -1,8 +1,8 @@
+#include "audit.h"
 #include "engine_serve.h"
 #include "lock.h"
 #include "engine_evaluate.h"
 #include "log.h"
-#include "postgres.h"
 #include "timeutil.h"
 
 #include <pthread.h>
@@ -371,7 +371,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
         return -1;
     }
-    e->shared_log = audit_pg_is_url(e->audit_path);
+    e->shared_log = audit_location_is_shared(e->audit_path);
     if (e->shared_log) {
         /* several replicas: the engine and dispatch run while this one leads */
         char replica[64];
