@@ -3,7 +3,8 @@
 log that medic serve wrote (notifications, alerts, decisions, notify
 actions with their intents and outcomes, incident changes, engine rows)
 into a real PostgreSQL 15 started by the test, in one transaction, and the
-hash chains verify there; every `medic audit` query, and a replay of a
+hash chains verify there; the two dialects' schemas agree (tables,
+columns in order with their types and nullability, indexes); every `medic audit` query, and a replay of a
 changed policy, reads the same from either; `medic audit verify --db postgresql://...` names
 a row changed behind medic's back; a second migration into the same
 database, a wrong password and a log medic never wrote are refused and
@@ -77,6 +78,41 @@ def run(suite, *args):
                           timeout=120)
 
 
+SQL_TYPES = {"INTEGER": {"bigint", "integer"}, "TEXT": {"text"}, "BLOB": {"bytea"},
+             "REAL": {"double precision"}}
+
+
+def dialects_agree(db, pg):
+    """The schema exists once per dialect (audit/schema.c's migrations,
+    audit/postgres.c's DDL): the same tables, each with the same columns
+    in the same order, of matching types and nullability, and the same
+    indexes by name."""
+    lite = sqlite3.connect(db)
+    tables = sorted(t for t, in lite.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+    pg_tables = sorted(t for t, in pg.sql(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+        "medic"))
+    # PostgreSQL keeps the schema's version and the lease in tables of its own
+    assert sorted(set(pg_tables) - {"medic_schema", "medic_lease"}) == tables, (tables, pg_tables)
+    for t in tables:
+        mine = [(name, typ.upper(), bool(notnull or pk)) for _, name, typ, notnull, _, pk
+                in lite.execute(f"PRAGMA table_info({t})")]
+        theirs = [(name, typ, nullable == "NO") for name, typ, nullable in pg.sql(
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+            f"WHERE table_name = '{t}' ORDER BY ordinal_position", "medic")]
+        assert [c[0] for c in mine] == [c[0] for c in theirs], (t, mine, theirs)
+        for (name, typ, notnull), (_, pg_typ, pg_notnull) in zip(mine, theirs):
+            assert pg_typ in SQL_TYPES[typ], (t, name, typ, pg_typ)
+            assert notnull == pg_notnull, (t, name, notnull, pg_notnull)
+    lite_indexes = sorted(n for n, in lite.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"))
+    pg_indexes = sorted(n for n, in pg.sql(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
+        "AND indexname NOT LIKE '%_pkey'", "medic"))
+    assert set(lite_indexes) <= set(pg_indexes), (lite_indexes, pg_indexes)
+
+
 def test_migrate_then_verify(suite):
     db = sqlite_log(suite)
     want = counts(db)
@@ -95,6 +131,7 @@ def test_migrate_then_verify(suite):
         assert got == want[t], (t, got, want[t])
     assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
+    dialects_agree(db, pg)
     # the payloads are the bytes stored, as stored
     stored = sqlite3.connect(db).execute(
         "SELECT id, lower(hex(payload)), payload_encoding FROM notifications ORDER BY id")
