@@ -300,6 +300,11 @@ static int read_state(struct engine_pipeline *e, struct policy_state **out, stru
         policy_state_changed_all(*out); /* the first round writes it as rows */
         medic_log_info("engine state of an earlier medic imported; it is kept as rows from now on",
                        NULL);
+    } else if (policy_state_rows_outdated(*out)) {
+        policy_state_changed_all(*out); /* the first round writes every row again */
+        medic_log_info("engine state rows of an earlier medic read; the next round writes them "
+                       "again, naming action kinds and incident states",
+                       NULL);
     }
     return 0;
 }

@@ -184,6 +184,7 @@ struct policy_state {
     size_t disrupted_count; /* nodes for which policy__node_disrupted holds */
     struct medic_map nodes_by_name;
     int storm_active;
+    int rows_outdated; /* read from rows of an earlier format: write them all again */
     struct resolved_alert **resolved; /* creation order, for expiry */
     size_t resolved_count, resolved_cap;
     struct medic_map resolved_by_alert;

@@ -14,9 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The rows' format; 2 was one document for the whole state. */
-#define ENGINE_STATE_VERSION 3
+/* The rows' format; 2 was one document for the whole state; 2 and 3 named
+ * action kinds and incident states by their position in medic's tables,
+ * 4 names them. */
+#define ENGINE_STATE_VERSION 4
+#define ENGINE_STATE_POSITIONS_VERSION 3
 #define ENGINE_STATE_LEGACY_VERSION 2
+
+/* What the positions of format 3 meant, kept as they were: reordering
+ * medic's tables never changes what a stored row means. */
+static const char *const v3_action_kinds[] = {
+    "power_limit", "restore_power_limit", "ipmi_power_cycle", "drain", "resume", "notify"};
+static const char *const v3_incident_states[] = {"open",    "draining",  "drained", "limiting",
+                                                 "limited", "cycling",   "cycled",  "failed",
+                                                 "undoing", "recovered", "expired", "closed"};
 
 static const char *const row_kind_names[] = {"engine", "incident", "node", "unmatched", "resolved"};
 
@@ -79,12 +90,13 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
     medic_buf_puts(b, ",");
     json_time(b, "fresh_after", in->fresh_after);
     medic_buf_printf(b,
-                     ",\"in_inventory\":%d,\"next_step\":%zu,\"awaiting\":%d,\"awaiting_kind\":%d,"
-                     "\"awaiting_watts\":%d,\"acted\":%d,\"halted\":%d,\"drained\":%d,"
-                     "\"limit_watts\":%d,\"closing\":%d,\"closing_as\":%d,",
-                     in->in_inventory, in->next_step, in->awaiting, (int)in->awaiting_kind,
-                     in->awaiting_watts, in->acted, in->halted, in->drained, in->limit_watts,
-                     in->closing, (int)in->closing_as);
+                     ",\"in_inventory\":%d,\"next_step\":%zu,\"awaiting\":%d,\"awaiting_kind\":"
+                     "\"%s\",\"awaiting_watts\":%d,\"acted\":%d,\"halted\":%d,\"drained\":%d,"
+                     "\"limit_watts\":%d,\"closing\":%d,\"closing_as\":\"%s\",",
+                     in->in_inventory, in->next_step, in->awaiting,
+                     medic_action_name(in->awaiting_kind), in->awaiting_watts, in->acted,
+                     in->halted, in->drained, in->limit_watts, in->closing,
+                     policy_incident_state_name(in->closing_as));
     json_decision(b, "awaiting_decision", in->awaiting_decision, refs);
     json_text(b, "halted_by", in->halted_by);
     json_text(b, "drained_as", in->drained_as);
@@ -102,7 +114,7 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
     for (int k = 0; k < in->undo_count; k++) {
         medic_buf_puts(b, k ? ",{" : "{");
         json_decision(b, "decision", in->undo[k].decision, refs);
-        medic_buf_printf(b, ",\"kind\":%d}", (int)in->undo[k].kind);
+        medic_buf_printf(b, ",\"kind\":\"%s\"}", medic_action_name(in->undo[k].kind));
     }
     medic_buf_puts(b, "],\"members\":[");
     for (size_t k = 0; k < in->member_count; k++) {
@@ -326,6 +338,39 @@ static int64_t time_field(struct loader *l, const cJSON *obj, const char *key)
     return (int64_t)v;
 }
 
+/* A name from table (by name; or, in rows of format 3, by its position in
+ * that format's table): its index in names now, or -1. */
+static int named_field(struct loader *l, const cJSON *obj, const char *key, const char *const *v3,
+                       size_t v3_count, int (*parse)(const char *))
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    int found = -1;
+    if (cJSON_IsString(v))
+        found = parse(v->valuestring);
+    else if (cJSON_IsNumber(v) && v->valueint >= 0 && (size_t)v->valueint < v3_count)
+        found = parse(v3[v->valueint]);
+    if (found < 0 && !l->failed) {
+        medic_error_set(l->err, MEDIC_E_INVALID, "engine state: '%s' names nothing medic knows",
+                        key);
+        l->failed = 1;
+    }
+    return found;
+}
+
+static int kind_field(struct loader *l, const cJSON *obj, const char *key)
+{
+    return named_field(l, obj, key, v3_action_kinds,
+                       sizeof(v3_action_kinds) / sizeof(v3_action_kinds[0]),
+                       medic_action_parse_kind);
+}
+
+static int state_field(struct loader *l, const cJSON *obj, const char *key)
+{
+    return named_field(l, obj, key, v3_incident_states,
+                       sizeof(v3_incident_states) / sizeof(v3_incident_states[0]),
+                       policy_incident_state_parse);
+}
+
 static int int_field(struct loader *l, const cJSON *obj, const char *key)
 {
     const cJSON *v = field(l, obj, key, cJSON_Number);
@@ -393,17 +438,18 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     in->in_inventory = int_field(l, e, "in_inventory");
     in->next_step = (size_t)int_field(l, e, "next_step");
     in->awaiting = int_field(l, e, "awaiting");
-    in->awaiting_kind = (enum medic_action_kind)int_field(l, e, "awaiting_kind");
+    int awaiting_kind = kind_field(l, e, "awaiting_kind");
     in->awaiting_watts = int_field(l, e, "awaiting_watts");
     in->acted = int_field(l, e, "acted");
     in->halted = int_field(l, e, "halted");
     in->drained = int_field(l, e, "drained");
     in->limit_watts = int_field(l, e, "limit_watts");
     in->closing = int_field(l, e, "closing");
-    in->closing_as = (enum policy_incident_state)int_field(l, e, "closing_as");
-    if ((unsigned)in->awaiting_kind >= MEDIC_ACTION_KIND_COUNT ||
-        (unsigned)in->closing_as >= INCIDENT_STATE_COUNT)
-        return load_fail(l, MEDIC_E_INVALID, "a bad incident");
+    int closing_as = state_field(l, e, "closing_as");
+    if (l->failed)
+        return 1;
+    in->awaiting_kind = (enum medic_action_kind)awaiting_kind;
+    in->closing_as = (enum policy_incident_state)closing_as;
     const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
     in->risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
     if (load_labels(l, e, "labels", &in->labels) ||
@@ -411,8 +457,10 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         return load_fail(l, MEDIC_E_INVALID, "bad labels");
     const cJSON *undo = field(l, e, "undo", cJSON_Array);
     for (const cJSON *u = undo ? undo->child : NULL; u && !l->failed; u = u->next) {
-        int kind = int_field(l, u, "kind");
-        if (in->undo_count >= INCIDENT_MAX_UNDO || (unsigned)kind >= MEDIC_ACTION_KIND_COUNT)
+        int kind = kind_field(l, u, "kind");
+        if (l->failed)
+            return 1;
+        if (in->undo_count >= INCIDENT_MAX_UNDO)
             return load_fail(l, MEDIC_E_INVALID, "a bad undo step");
         in->undo[in->undo_count].decision = time_field(l, u, "decision");
         in->undo[in->undo_count++].kind = (enum medic_action_kind)kind;
@@ -488,7 +536,9 @@ static int load_resolved(struct loader *l, struct policy_state *st, const cJSON 
 static int load_engine(struct loader *l, struct policy_state *st, const cJSON *e, int version)
 {
     int found = int_field(l, e, "version");
-    if (!l->failed && found != version) {
+    if (!l->failed && found == ENGINE_STATE_POSITIONS_VERSION)
+        st->rows_outdated = 1; /* read as they are; written again with names */
+    else if (!l->failed && found != version) {
         medic_error_set(l->err, MEDIC_E_INVALID,
                         "engine state: version %d, this medic reads version %d (alert instances "
                         "became incidents); see docs/policies.md, \"Upgrading\"",
@@ -661,4 +711,9 @@ int policy_state_import(const char *json, size_t len, struct policy_state **out,
     policy_state_loaded(st);
     *out = st;
     return 0;
+}
+
+int policy_state_rows_outdated(const struct policy_state *st)
+{
+    return st->rows_outdated;
 }

@@ -262,6 +262,9 @@ void policy_state_track_changes(struct policy_state *st);
 /* Every row counts as changed: the next policy_state_changes writes the
  * whole state (after an upgrade from the single document). */
 void policy_state_changed_all(struct policy_state *st);
+/* 1 when the state was read from rows an earlier medic wrote in an older
+ * format (kinds and states by position): write every row again. */
+int policy_state_rows_outdated(const struct policy_state *st);
 /* 1 when a row changed since the last policy_state_changes. */
 int policy_state_changed(const struct policy_state *st);
 /* Calls fn for each row changed since the last call, then forgets the

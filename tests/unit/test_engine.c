@@ -352,6 +352,88 @@ static const char drain_resume_policies[] = "policies:\n"
                                             "    steps: [ { action: drain } ]\n"
                                             "    on_resolved: [ { action: resume } ]\n";
 
+/* Stored state names action kinds and incident states: rows written by
+ * an earlier medic (format 3, positions in the tables as they were) load
+ * to the same state, which asks to be written again, with names. */
+static void replace_in(char *text, const char *from, const char *to)
+{
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    size_t from_len = strlen(from), to_len = strlen(to);
+    memmove(at + to_len, at + from_len, strlen(at + from_len) + 1);
+    memcpy(at, to, to_len);
+}
+
+static void test_state_rows_name_kinds(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    succeed(&w, T0 + 1);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "undoing");
+    struct rows now = {0};
+    assert_int_equal(policy_state_rows(w.state, rows_put, &now), 0);
+    struct policy_state *old = policy_state_new();
+    struct medic_error err = {0};
+    int incidents = 0;
+    for (size_t i = 0; i < now.count; i++) {
+        char value[8192];
+        snprintf(value, sizeof(value), "%s", now.items[i].value);
+        const char *kind = now.items[i].key; /* "KIND KEY" */
+        char k[32];
+        snprintf(k, sizeof(k), "%.*s", (int)strcspn(kind, " "), kind);
+        if (strcmp(k, "incident") == 0) {
+            incidents++;
+            /* names in format 4; positions in format 3 */
+            assert_non_null(strstr(value, "\"awaiting_kind\":\"drain\""));
+            assert_non_null(strstr(value, "\"closing_as\":\"recovered\""));
+            assert_non_null(strstr(value, "\"kind\":\"resume\""));
+            replace_in(value, "\"awaiting_kind\":\"drain\"", "\"awaiting_kind\":3");
+            replace_in(value, "\"closing_as\":\"recovered\"", "\"closing_as\":9");
+            replace_in(value, "\"kind\":\"resume\"", "\"kind\":4");
+        }
+        if (strcmp(k, "engine") == 0)
+            replace_in(value, "\"version\":4", "\"version\":3");
+        if (policy_state_load_row(old, k, value, strlen(value), &err))
+            fail_msg("%s: %s", k, err.msg);
+    }
+    assert_int_equal(incidents, 1);
+    assert_true(policy_state_rows_outdated(old));
+    assert_false(policy_state_rows_outdated(w.state));
+    struct rows again = {0};
+    assert_int_equal(policy_state_rows(old, rows_put, &again), 0);
+    qsort(now.items, now.count, sizeof(struct row), row_order);
+    qsort(again.items, again.count, sizeof(struct row), row_order);
+    assert_int_equal(now.count, again.count);
+    for (size_t i = 0; i < now.count; i++)
+        assert_string_equal(now.items[i].value, again.items[i].value);
+    /* a name medic does not know, or a position past format 3's table */
+    for (size_t i = 0; i < now.count; i++) {
+        if (strncmp(now.items[i].key, "incident ", 9) != 0)
+            continue;
+        static const char *const wrong[] = {"\"awaiting_kind\":\"reboot\"", "\"awaiting_kind\":6",
+                                            "\"awaiting_kind\":-1"};
+        for (size_t k = 0; k < 3; k++) {
+            char value[8192];
+            snprintf(value, sizeof(value), "%s", now.items[i].value);
+            replace_in(value, "\"awaiting_kind\":\"drain\"", wrong[k]);
+            struct policy_state *bad = policy_state_new();
+            assert_int_equal(policy_state_load_row(bad, "incident", value, strlen(value), &err),
+                             MEDIC_E_INVALID);
+            assert_string_equal(err.msg, "engine state: 'awaiting_kind' names nothing medic knows");
+            policy_state_free(bad);
+        }
+    }
+    rows_release(&now);
+    rows_release(&again);
+    policy_state_free(old);
+    world_release(&w);
+}
+
 /* A decision is bound to its incident before the audit log gives it an
  * id: the incident's row names it by its index in the round (a reference
  * the writer fills in), and once resolved the incident knows the id,
@@ -1534,6 +1616,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escalation_ladder_and_resume),
         cmocka_unit_test(test_decisions_bound_before_their_ids),
+        cmocka_unit_test(test_state_rows_name_kinds),
         cmocka_unit_test(test_power_cycle_waits_for_the_drain),
         cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
         cmocka_unit_test(test_invariant_inventory),
