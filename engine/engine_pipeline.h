@@ -51,6 +51,7 @@ struct engine_pipeline_stats {
     unsigned long long decisions[VERDICT_COUNT]; /* by verdict */
     unsigned long long rounds_failed;
     unsigned long long ticks;       /* scheduler rounds (ladders escalated, alerts expired) */
+    unsigned long long evaluated;   /* notifications evaluated and committed, duplicates too */
     unsigned long long clock_steps; /* steps of the wall clock seen (1 s or more) */
     int disrupted_nodes, open_incidents, storm;
 };

@@ -21,6 +21,11 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "silent alerts expired.\n"
                      "# TYPE medic_engine_ticks_total counter\n"
                      "medic_engine_ticks_total %llu\n"
+                     "# HELP medic_engine_notifications_evaluated_total Notifications the policy "
+                     "engine evaluated and committed (duplicates too: their alerts are seen "
+                     "again).\n"
+                     "# TYPE medic_engine_notifications_evaluated_total counter\n"
+                     "medic_engine_notifications_evaluated_total %llu\n"
                      "# HELP medic_wall_clock_steps_total Steps of the wall clock against the "
                      "monotonic clock (1 s or more) seen by the engine.\n"
                      "# TYPE medic_wall_clock_steps_total counter\n"
@@ -37,7 +42,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "actions.\n"
                      "# TYPE medic_storm_active gauge\n"
                      "medic_storm_active %d\n",
-                     st.rounds_failed, st.ticks, st.clock_steps, st.disrupted_nodes,
+                     st.rounds_failed, st.ticks, st.evaluated, st.clock_steps, st.disrupted_nodes,
                      st.open_incidents, st.storm);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);

@@ -41,6 +41,7 @@ struct engine_pipeline {
     atomic_ullong decisions[VERDICT_COUNT];
     atomic_ullong rounds_failed;
     atomic_ullong ticks;
+    atomic_ullong evaluated;
     atomic_ullong clock_steps;
     int64_t seen_wall, seen_mono; /* the clocks at the engine's last look, for steps */
     atomic_int disrupted_nodes;
@@ -438,9 +439,11 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         free(ids);
         free(d);
         free(changes);
-        if (rc == 0)
+        if (rc == 0) {
             for (size_t i = 0; i < r.out.count; i++)
                 atomic_fetch_add(&e->decisions[r.out.items[i].verdict], 1);
+            atomic_fetch_add(&e->evaluated, r.evaluated_count);
+        }
     }
     audit_rows_release(&rows);
     if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT)
@@ -616,6 +619,7 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
         out->decisions[v] = atomic_load(&e->decisions[v]);
     out->rounds_failed = atomic_load(&e->rounds_failed);
     out->ticks = atomic_load(&e->ticks);
+    out->evaluated = atomic_load(&e->evaluated);
     out->clock_steps = atomic_load(&e->clock_steps);
     out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
     out->open_incidents = atomic_load(&e->open_incidents);

@@ -113,7 +113,13 @@ def test_notify_four_ways(suite):
     status, _, body = medic.post("/webhook", payload("GPUPCIeLinkDegraded", "gpu-node-01:9400",
                                                      t0), headers=AUTH)
     assert status == 200 and json.loads(body)["duplicate"] is True, body
-    time.sleep(2)
+    # the engine evaluated it (alive after the restart), and a scheduler
+    # round ran since: nothing was decided or run again
+    wait_until("the re-send evaluated", lambda: medic.metric(
+        "medic_engine_notifications_evaluated_total", headers=AUTH) == 1, timeout=10)
+    ticks = medic.metric("medic_engine_ticks_total", headers=AUTH)
+    wait_until("a scheduler round", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=AUTH) > ticks, timeout=10)
     assert len(outcomes(medic)) == 4 and len(hook.received()) == 3 and len(smtp.messages) == 1
 
 
@@ -170,8 +176,12 @@ def test_crash_mid_action_is_interrupted_not_rerun(suite):
     rows = actions(medic)
     assert [a["phase"] for a in rows] == ["intent", "outcome"], rows
     assert rows[1]["result"] == "interrupted" and "not run again" in rows[1]["detail"], rows
-    time.sleep(1)
-    assert len(actions(medic)) == 2  # and nothing ran again
+    # two scheduler rounds after the recovery: the engine is alive, and
+    # nothing ran again
+    ticks = medic.metric("medic_engine_ticks_total", headers=AUTH)
+    wait_until("two scheduler rounds", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=AUTH) >= ticks + 2, timeout=10)
+    assert len(actions(medic)) == 2
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
     assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -90,9 +90,12 @@ def test_decisions_escalation_restart_and_resume(suite):
     assert medic.stop() == 0
     medic.start()
     assert "policy engine state restored" in medic.process.tail(50)
-    # Alertmanager re-sends the firing alert: nothing is decided again
+    # Alertmanager re-sends the firing alert: it is evaluated (the engine
+    # is alive and saw it), and nothing is decided again
+    evaluated = lambda: medic.metric("medic_engine_notifications_evaluated_total", headers=AUTH)
+    before = evaluated()
     medic.post("/webhook", payload("firing", "10.0.0.11:9400", t0), headers=AUTH)
-    time.sleep(2)
+    wait_until("the re-sent alert evaluated", lambda: evaluated() == before + 1, timeout=10)
     assert len(decisions(medic)) == 2, decisions(medic)
     # resolution: medic resumes what it drained
     medic.post("/webhook", payload("resolved", "10.0.0.11:9400", t0, time.time()), headers=AUTH)

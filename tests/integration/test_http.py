@@ -185,8 +185,10 @@ def test_real_payloads_and_duplicates(suite):
     # 1 + 3 + 1 instances; repeats and resolutions add none)
     def decisions_now():
         return json.loads(medic.get("/api/v1/decisions?since=1h")[2])["data"]
-    wait_until("decisions", lambda: len(decisions_now()) >= 5)
-    time.sleep(0.5)
+    # all 8 notifications evaluated (duplicates too): the engine has seen
+    # everything, and recorded no more than these
+    wait_until("every notification evaluated", lambda: medic.metric(
+        "medic_engine_notifications_evaluated_total") == 8)
     decisions = decisions_now()
     assert len(decisions) == 5, decisions
     assert {d["verdict"] for d in decisions} == {"no_match"}, decisions
