@@ -1,6 +1,7 @@
 #include "chain.h"
 #include "sha256.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,45 @@ static void chain_text(struct medic_sha256 *h, const char *v)
 {
     medic_sha256_update(h, "t", 1);
     medic_sha256_field(h, v);
+}
+
+struct medic_sha256 *audit_chain_row_new(void)
+{
+    return medic_sha256_new();
+}
+
+void audit_chain_row_int(struct medic_sha256 *h, long long v)
+{
+    chain_int(h, v);
+}
+
+void audit_chain_row_id(struct medic_sha256 *h, long long id)
+{
+    if (id > 0)
+        chain_int(h, id);
+    else
+        chain_null(h);
+}
+
+void audit_chain_row_real(struct medic_sha256 *h, double v)
+{
+    if (isnan(v))
+        chain_null(h);
+    else
+        chain_real(h, v);
+}
+
+void audit_chain_row_text(struct medic_sha256 *h, const char *v)
+{
+    if (v)
+        chain_text(h, v);
+    else
+        chain_null(h);
+}
+
+void audit_chain_row_finish(struct medic_sha256 *h, char out[65])
+{
+    medic_sha256_finish(h, out);
 }
 
 void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65])

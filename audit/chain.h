@@ -13,6 +13,18 @@
 
 #define AUDIT_CHAIN_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 
+/* A row's hash from the values a writer is about to store, the same as
+ * audit_chain_hash_db_row computes from the stored row: an integer, an id
+ * (NULL when 0 or less), a real (NULL when NaN) or a text (NULL when
+ * NULL), in column order; finish frees the state. */
+struct medic_sha256;
+struct medic_sha256 *audit_chain_row_new(void);
+void audit_chain_row_int(struct medic_sha256 *h, long long v);
+void audit_chain_row_id(struct medic_sha256 *h, long long id);
+void audit_chain_row_real(struct medic_sha256 *h, double v);
+void audit_chain_row_text(struct medic_sha256 *h, const char *v);
+void audit_chain_row_finish(struct medic_sha256 *h, char out[65]);
+
 /* Hashes the first n columns of st's current row, on either backend. */
 void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65]);
 

@@ -16,7 +16,8 @@ int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
     return medic_error_set(err, MEDIC_E_STORE, "postgresql: %s: %s", what, msg);
 }
 
-#define DB_MAX_PARAMS 16
+/* PostgreSQL's own limit on a statement's parameters (a 16-bit count). */
+#define DB_MAX_PARAMS 65535
 
 /* PostgreSQL's type OIDs (catalog/pg_type_d.h) */
 enum {
@@ -47,12 +48,12 @@ struct db_stmt {
      * of the last run and the row stepped to */
     char *sql;
     int nparams;
-    char *params[DB_MAX_PARAMS];
-    int lengths[DB_MAX_PARAMS];
-    int formats[DB_MAX_PARAMS]; /* 1: binary, a blob's bytes */
-    char owned[DB_MAX_PARAMS];  /* params[i] is ours to free */
-    int cached;                 /* prepared on the server once per connection */
-    unsigned prepared_epoch;    /* the connection it was prepared on, plus one */
+    char **params; /* nparams of each */
+    int *lengths;
+    int *formats;            /* 1: binary, a blob's bytes */
+    char *owned;             /* params[i] is ours to free */
+    int cached;              /* prepared on the server once per connection */
+    unsigned prepared_epoch; /* the connection it was prepared on, plus one */
     char name[24];
     PGresult *res;
     int row;
@@ -258,9 +259,25 @@ static int prepare(struct db *d, const char *sql, int cached, struct db_stmt **o
         free(st->sql);
         free(st);
         return medic_error_set(err, MEDIC_E_INVALID, "a statement with too many parameters");
-    } else if (cached) {
-        st->cached = 1;
-        snprintf(st->name, sizeof(st->name), "medic_%u", ++d->names);
+    } else {
+        size_t n = (size_t)st->nparams + 1;
+        st->params = calloc(n, sizeof(*st->params));
+        st->lengths = calloc(n, sizeof(*st->lengths));
+        st->formats = calloc(n, sizeof(*st->formats));
+        st->owned = calloc(n, sizeof(*st->owned));
+        if (!st->params || !st->lengths || !st->formats || !st->owned) {
+            free(st->params);
+            free(st->lengths);
+            free(st->formats);
+            free(st->owned);
+            free(st->sql);
+            free(st);
+            return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+        }
+        if (cached) {
+            st->cached = 1;
+            snprintf(st->name, sizeof(st->name), "medic_%u", ++d->names);
+        }
     }
     *out = st;
     return 0;
@@ -523,9 +540,13 @@ void db_finalize(struct db_stmt *st)
         sqlite3_finalize(st->lite);
     PQclear(st->res);
     PQfreemem(st->blob);
-    for (int i = 0; i < DB_MAX_PARAMS; i++)
+    for (int i = 0; st->owned && i < st->nparams; i++)
         if (st->owned[i])
             free(st->params[i]);
+    free(st->params);
+    free(st->lengths);
+    free(st->formats);
+    free(st->owned);
     if (st->cached && st->prepared_epoch == st->d->epoch + 1 &&
         PQstatus(st->d->pg) == CONNECTION_OK) {
         char sql[48];

@@ -66,6 +66,28 @@ static const char *const stmt_sql[ST_COUNT] = {
  * this lock, for the inserts only. */
 #define ALERT_IDS_LOCK 0x6d656469630001LL
 
+#define NOTIFICATION_COLUMNS 14
+#define ALERT_COLUMNS 12
+/* rows per statement: PostgreSQL takes at most 65,535 parameters */
+#define ROWS_PER_STATEMENT(columns) (60000 / (columns))
+
+/* "INSERT ... VALUES (?1, ..., ?C), (...) ..." for rows rows of columns. */
+static int values_sql(struct medic_buf *b, const char *head, size_t rows, int columns,
+                      const char *tail)
+{
+    medic_buf_reset(b);
+    medic_buf_puts(b, head);
+    int p = 1;
+    for (size_t r = 0; r < rows; r++) {
+        medic_buf_puts(b, r ? ",(" : " VALUES (");
+        for (int c = 0; c < columns; c++)
+            medic_buf_printf(b, c ? ",?%d" : "?%d", p++);
+        medic_buf_puts(b, ")");
+    }
+    medic_buf_puts(b, tail);
+    return b->error ? MEDIC_E_NOMEM : 0;
+}
+
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
                            struct medic_error *err);
 
@@ -140,31 +162,40 @@ static int labels_json(struct medic_buf *b, const struct medic_labels *l)
     return rc ? rc : medic_buf_puts(b, "}");
 }
 
-/* Binds a notification's row, the first or a duplicate of first. */
+/* Binds a notification's row, the first or a duplicate of first, to
+ * parameters base + 1 to base + 14. */
+static void bind_notification_at(struct db_stmt *st, int base, const struct job *job,
+                                 int64_t first);
+
 static void bind_notification(struct db_stmt *st, const struct job *job, int64_t first)
+{
+    bind_notification_at(st, 0, job, first);
+}
+
+static void bind_notification_at(struct db_stmt *st, int b, const struct job *job, int64_t first)
 {
     const struct audit_notification_in *in = job->in;
     const struct prepared_notification *prep = job->prepared;
     const struct medic_notification *n = in->notification;
-    db_bind_int64(st, 1, in->received_at / MEDIC_NS_PER_MS);
-    bind_text(st, 2, n->group_key);
-    bind_text(st, 3, medic_alert_status_name(n->status));
-    bind_text(st, 4, n->receiver);
-    bind_text(st, 5, n->external_url);
-    db_bind_int64(st, 6, n->truncated_alerts);
-    db_bind_int64(st, 7, (int64_t)n->alert_count);
-    bind_text(st, 8, prep->dedupe_key);
-    bind_id(st, 9, first);
-    bind_text(st, 10, in->remote_addr);
+    db_bind_int64(st, b + 1, in->received_at / MEDIC_NS_PER_MS);
+    bind_text(st, b + 2, n->group_key);
+    bind_text(st, b + 3, medic_alert_status_name(n->status));
+    bind_text(st, b + 4, n->receiver);
+    bind_text(st, b + 5, n->external_url);
+    db_bind_int64(st, b + 6, n->truncated_alerts);
+    db_bind_int64(st, b + 7, (int64_t)n->alert_count);
+    bind_text(st, b + 8, prep->dedupe_key);
+    bind_id(st, b + 9, first);
+    bind_text(st, b + 10, in->remote_addr);
     if (prep->compressed_len) {
-        db_bind_blob(st, 11, prep->compressed, prep->compressed_len);
-        bind_text(st, 13, AUDIT_PAYLOAD_LZ4);
+        db_bind_blob(st, b + 11, prep->compressed, prep->compressed_len);
+        bind_text(st, b + 13, AUDIT_PAYLOAD_LZ4);
     } else {
-        db_bind_blob(st, 11, in->raw, in->raw_len);
-        bind_text(st, 13, "identity");
+        db_bind_blob(st, b + 11, in->raw, in->raw_len);
+        bind_text(st, b + 13, "identity");
     }
-    db_bind_int64(st, 12, prep->dedupe_prefix);
-    db_bind_int64(st, 14, (int64_t)in->raw_len);
+    db_bind_int64(st, b + 12, prep->dedupe_prefix);
+    db_bind_int64(st, b + 14, (int64_t)in->raw_len);
 }
 
 static int find_first(struct audit_store *s, const struct prepared_notification *prep,
@@ -203,30 +234,38 @@ static int insert_notification(struct audit_store *s, struct job *job, int64_t *
                        "storing the notification");
 }
 
-static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
+/* Binds alert i of the job's notification (stored as id) to parameters
+ * base + 1 to base + 12. */
+static void bind_alert_at(struct db_stmt *st, int b, const struct job *job, int64_t id, size_t i)
 {
     const struct audit_notification_in *in = job->in;
     const struct prepared_notification *prep = job->prepared;
+    const struct medic_alert *a = &in->notification->alerts[i];
+    db_bind_int64(st, b + 1, id);
+    db_bind_int64(st, b + 2, (int64_t)i);
+    db_bind_int64(st, b + 3, in->received_at / MEDIC_NS_PER_MS);
+    bind_text(st, b + 4, a->fingerprint);
+    bind_text(st, b + 5, medic_alert_status_name(a->status));
+    bind_text(st, b + 6, medic_labels_get(&a->labels, "alertname"));
+    bind_text(st, b + 7, in->alert_nodes ? in->alert_nodes[i] : NULL);
+    bind_time_ms(st, b + 8, a->starts_at);
+    bind_time_ms(st, b + 9, a->ends_at);
+    bind_text(st, b + 10, a->generator_url);
+    const size_t *o = prep->offsets + 2 * i; /* labels, annotations, what follows */
+    db_bind_text_len(st, b + 11, prep->json.data + o[0], o[1] - o[0] - 1);
+    db_bind_text_len(st, b + 12, prep->json.data + o[1], o[2] - o[1] - 1);
+}
+
+static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
+{
     struct audit_notification_result *out = job->out;
-    const struct medic_notification *n = in->notification;
+    const struct medic_notification *n =
+        ((const struct audit_notification_in *)job->in)->notification;
     struct db_stmt *st = s->stmts[ST_INSERT_ALERT];
     int rc = 0;
     for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
-        const struct medic_alert *a = &n->alerts[i];
         int64_t alert_id = 0;
-        db_bind_int64(st, 1, id);
-        db_bind_int64(st, 2, (int64_t)i);
-        db_bind_int64(st, 3, in->received_at / MEDIC_NS_PER_MS);
-        bind_text(st, 4, a->fingerprint);
-        bind_text(st, 5, medic_alert_status_name(a->status));
-        bind_text(st, 6, medic_labels_get(&a->labels, "alertname"));
-        bind_text(st, 7, in->alert_nodes ? in->alert_nodes[i] : NULL);
-        bind_time_ms(st, 8, a->starts_at);
-        bind_time_ms(st, 9, a->ends_at);
-        bind_text(st, 10, a->generator_url);
-        const size_t *o = prep->offsets + 2 * i; /* labels, annotations, what follows */
-        db_bind_text_len(st, 11, prep->json.data + o[0], o[1] - o[0] - 1);
-        db_bind_text_len(st, 12, prep->json.data + o[1], o[2] - o[1] - 1);
+        bind_alert_at(st, 0, job, id, i);
         rc = step_insert(s, st, &alert_id, &job->err, "storing an alert");
         if (i == 0)
             out->first_alert_id = alert_id;
@@ -392,8 +431,107 @@ static int insert_change(struct audit_store *s, const struct audit_change_in *in
                          "storing an incident's change");
 }
 
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A row's value as stored: the bytes as they came, each reference to a
+ * decision of this evaluation replaced by its id (into value). */
+static int row_value(const struct audit_rows *rows, const struct audit_row *row, const int64_t *ids,
+                     size_t decision_count, struct medic_buf *value, struct medic_error *err)
+{
+    const char *d = rows->data.data;
+    medic_buf_reset(value);
+    size_t at = 0;
+    for (size_t k = 0; k < row->ref_count; k++) {
+        const struct audit_row_ref *ref = &rows->refs[row->first_ref + k];
+        if (ref->decision >= decision_count || ref->offset < at)
+            return medic_error_set(err, MEDIC_E_INVALID,
+                                   "the engine state names a decision it did not make");
+        medic_buf_append(value, d + row->value + at, ref->offset - at);
+        medic_buf_printf(value, "\"%lld\"", (long long)ids[ref->decision]);
+        at = ref->offset + ref->len;
+    }
+    medic_buf_append(value, d + row->value + at, row->value_len - at);
+    return value->error ? medic_error_set(err, MEDIC_E_NOMEM, "out of memory") : 0;
+}
+
+/* PostgreSQL: rows first to past_end of the same kind (all put, or all
+ * deleted), in one statement, when no (kind, key) repeats among them (an
+ * upsert may not touch a row twice); 1 when it could not, to go row by
+ * row. */
+static int pg_rows_together(struct audit_store *s, const struct audit_rows *rows, size_t first,
+                            size_t past_end, const int64_t *ids, size_t decision_count,
+                            struct medic_error *err)
+{
+    const char *d = rows->data.data;
+    size_t n = past_end - first;
+    for (size_t i = first; i < past_end; i++)
+        for (size_t k = i + 1; k < past_end && n <= 64; k++)
+            if (strcmp(d + rows->items[i].kind, d + rows->items[k].kind) == 0 &&
+                strcmp(d + rows->items[i].key, d + rows->items[k].key) == 0)
+                return 1;
+    if (n > 64) { /* a quadratic check costs more than it saves: sort the keys */
+        struct medic_buf keys;
+        medic_buf_init(&keys, 0);
+        for (size_t i = first; i < past_end; i++)
+            medic_buf_printf(&keys, "%s%c%s%c", d + rows->items[i].kind, 1, d + rows->items[i].key,
+                             0);
+        char **list = calloc(n, sizeof(*list));
+        int repeated = !list || keys.error;
+        for (size_t i = 0, at = 0; !repeated && i < n; i++) {
+            list[i] = keys.data + at;
+            at += strlen(list[i]) + 1;
+        }
+        if (!repeated) {
+            qsort(list, n, sizeof(*list), compare_strings);
+            for (size_t i = 1; i < n && !repeated; i++)
+                repeated = strcmp(list[i - 1], list[i]) == 0;
+        }
+        free(list);
+        medic_buf_release(&keys);
+        if (repeated)
+            return 1;
+    }
+    int dropped = rows->items[first].value == SIZE_MAX;
+    struct medic_buf sql, value;
+    medic_buf_init(&sql, 0);
+    medic_buf_init(&value, 0);
+    int rc = dropped ? values_sql(&sql, "DELETE FROM engine_rows WHERE (kind, key) IN (", n, 2, ")")
+                     : values_sql(&sql, "INSERT INTO engine_rows (kind, key, value)", n, 3,
+                                  " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value");
+    struct db_stmt *st = NULL;
+    if (rc)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    else
+        rc = db_prepare(s->db, sql.data, &st, err);
+    int p = 1;
+    for (size_t i = first; rc == 0 && i < past_end; i++) {
+        const struct audit_row *row = &rows->items[i];
+        db_bind_text(st, p++, d + row->kind);
+        db_bind_text(st, p++, d + row->key);
+        if (dropped)
+            continue;
+        if (row->ref_count == 0) {
+            db_bind_text_len(st, p++, d + row->value, row->value_len);
+        } else if ((rc = row_value(rows, row, ids, decision_count, &value, err)) == 0) {
+            db_bind_text_len(st, p++, value.data, value.len);
+        }
+    }
+    if (rc == 0 && (rc = db_step(st, err)) > 0)
+        rc = 0;
+    if (rc && rc != MEDIC_E_INVALID)
+        medic_error_prefix(err, "saving the engine state");
+    db_finalize(st);
+    medic_buf_release(&sql);
+    medic_buf_release(&value);
+    return rc;
+}
+
 /* Writes the engine's changed rows: the bytes as they came, each
- * reference to a decision of this evaluation replaced by its id. */
+ * reference to a decision of this evaluation replaced by its id. On
+ * PostgreSQL each run of puts or of deletions goes in one statement. */
 static int write_state_rows(struct audit_store *s, const struct audit_rows *rows,
                             const int64_t *ids, size_t decision_count, struct medic_error *err)
 {
@@ -402,41 +540,48 @@ static int write_state_rows(struct audit_store *s, const struct audit_rows *rows
         rc = step_done(s->stmts[ST_DROP_ENGINE_ROWS], err, "clearing the engine state");
     struct medic_buf value;
     medic_buf_init(&value, 0);
-    for (size_t i = 0; rc == 0 && i < rows->count; i++) {
+    for (size_t i = 0; rc == 0 && i < rows->count;) {
         const struct audit_row *row = &rows->items[i];
-        const char *d = rows->data.data;
         int dropped = row->value == SIZE_MAX;
+        if (s->pg) {
+            size_t end = i + 1;
+            while (end < rows->count && (rows->items[end].value == SIZE_MAX) == dropped &&
+                   end - i < 10000)
+                end++;
+            if (end - i > 1) {
+                int r = pg_rows_together(s, rows, i, end, ids, decision_count, err);
+                if (r != 1) {
+                    rc = r;
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        const char *d = rows->data.data;
         struct db_stmt *st = s->stmts[dropped ? ST_DROP_ENGINE_ROW : ST_PUT_ENGINE_ROW];
         db_bind_text(st, 1, d + row->kind);
         db_bind_text(st, 2, d + row->key);
         if (!dropped && row->ref_count == 0)
             db_bind_text_len(st, 3, d + row->value, row->value_len);
         else if (!dropped) {
-            medic_buf_reset(&value);
-            size_t at = 0;
-            for (size_t k = 0; k < row->ref_count; k++) {
-                const struct audit_row_ref *ref = &rows->refs[row->first_ref + k];
-                if (ref->decision >= decision_count || ref->offset < at) {
-                    rc = medic_error_set(err, MEDIC_E_INVALID,
-                                         "the engine state names a decision it did not make");
-                    break;
-                }
-                medic_buf_append(&value, d + row->value + at, ref->offset - at);
-                medic_buf_printf(&value, "\"%lld\"", (long long)ids[ref->decision]);
-                at = ref->offset + ref->len;
-            }
-            medic_buf_append(&value, d + row->value + at, row->value_len - at);
-            if (rc == 0 && value.error)
-                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-            if (rc)
+            if ((rc = row_value(rows, row, ids, decision_count, &value, err)))
                 break;
             db_bind_text_len(st, 3, value.data, value.len);
         }
         rc = step_done(st, err, "saving the engine state");
+        i++;
     }
     medic_buf_release(&value);
     return rc;
 }
+
+/* PostgreSQL: an evaluation's rows in a few statements (defined below). */
+static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
+                               int64_t *ids, struct medic_error *err);
+static int pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
+                             const int64_t *ids, struct medic_error *err);
+static int pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
+                             struct medic_error *err);
 
 static int write_evaluation(struct audit_store *s, struct job *job)
 {
@@ -448,13 +593,24 @@ static int write_evaluation(struct audit_store *s, struct job *job)
     if (!ids && (in->change_count || in->state))
         return medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
     int rc = 0;
-    for (size_t i = 0; i < in->decision_count && rc == 0; i++) {
+    /* PostgreSQL: every row is a round trip, so rows go together; SQLite
+     * runs in the process, row by row */
+    if (s->pg && in->decision_count) {
+        int64_t *got = ids ? ids : calloc(in->decision_count, sizeof(*got));
+        rc = got ? pg_insert_decisions(s, in, got, &job->err)
+                 : medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
+        if (got != ids)
+            free(got);
+    }
+    for (size_t i = 0; !s->pg && i < in->decision_count && rc == 0; i++) {
         int64_t id = 0;
         rc = insert_decision(s, &in->decisions[i], &id, &job->err);
         if (ids)
             ids[i] = id;
     }
-    for (size_t i = 0; i < in->change_count && rc == 0; i++) {
+    if (s->pg && in->change_count && rc == 0)
+        rc = pg_insert_changes(s, in, ids, &job->err);
+    for (size_t i = 0; !s->pg && i < in->change_count && rc == 0; i++) {
         long k = in->changes[i].decision;
         rc = insert_change(s, &in->changes[i],
                            k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, &job->err);
@@ -464,6 +620,10 @@ static int write_evaluation(struct audit_store *s, struct job *job)
     if (rc == 0 && in->drop_legacy_state)
         rc = step_done(s->stmts[ST_DROP_LEGACY_STATE], &job->err,
                        "removing the engine state of an earlier medic");
+    if (s->pg && rc == 0 && in->evaluated_count) {
+        free(own);
+        return pg_mark_evaluated(s, in, &job->err);
+    }
     struct db_stmt *st = s->stmts[ST_MARK_EVALUATED];
     for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
         db_bind_int64(st, 1, in->evaluated[i]);
@@ -533,6 +693,441 @@ static int write_action(struct audit_store *s, struct job *job)
     db_bind_text(st, 12, prev);
     return insert_sealed(s, CHAIN_ACTIONS, ST_INSERT_ACTION, ST_SET_ACTION_HASH, &job->id,
                          &job->err, "storing an action");
+}
+
+/* ---- PostgreSQL: a batch's notifications together ---- */
+
+static int run_rows(struct audit_store *s, const char *sql, struct db_stmt **st,
+                    struct medic_error *err)
+{
+    return db_prepare(s->db, sql, st, err);
+}
+
+/* The notifications' own rows: firsts in one statement (the unique index
+ * turns a key already stored into nothing), then duplicates. */
+static int store_notifications(struct audit_store *s, struct job **jobs, size_t n,
+                               struct medic_buf *sql, struct medic_error *err)
+{
+    static const char head[] =
+        "INSERT INTO notifications (received_at, group_key, status, receiver, external_url,"
+        " truncated_alerts, alert_count, dedupe_key, duplicate_of, remote_addr, payload,"
+        " dedupe_prefix, payload_encoding, payload_bytes)";
+    struct db_stmt *st = NULL;
+    int rc = values_sql(sql, head, n, NOTIFICATION_COLUMNS,
+                        " ON CONFLICT (dedupe_key) WHERE duplicate_of IS NULL DO NOTHING"
+                        " RETURNING id, dedupe_key");
+    if (rc == 0)
+        rc = run_rows(s, sql->data, &st, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        bind_notification_at(st, (int)i * NOTIFICATION_COLUMNS, jobs[i], 0);
+    /* each key stored goes to the first job with that key */
+    int r;
+    while (rc == 0 && (r = db_step(st, err)) == 1) {
+        int64_t id = db_column_int64(st, 0);
+        const char *key = db_column_text(st, 1);
+        for (size_t i = 0; i < n; i++) {
+            struct audit_notification_result *out = jobs[i]->out;
+            if (!out->id && strcmp(jobs[i]->prepared->dedupe_key, key) == 0) {
+                out->id = id;
+                break;
+            }
+        }
+    }
+    if (rc == 0 && r < 0)
+        rc = r;
+    db_finalize(st);
+    st = NULL;
+    /* the others repeat a key stored before, by this batch or earlier */
+    size_t dups = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct audit_notification_result *out = jobs[i]->out;
+        if (out->id)
+            continue;
+        const char *key = jobs[i]->prepared->dedupe_key;
+        for (size_t k = 0; k < n && !out->duplicate_of; k++) {
+            const struct audit_notification_result *o = jobs[k]->out;
+            if (o->id && !o->duplicate && strcmp(jobs[k]->prepared->dedupe_key, key) == 0)
+                out->duplicate_of = o->id;
+        }
+        if (!out->duplicate_of)
+            rc = find_first(s, jobs[i]->prepared, &out->duplicate_of, err);
+        if (rc == 0 && !out->duplicate_of)
+            rc = medic_error_set(err, MEDIC_E_STORE,
+                                 "storing the notification: its key is taken but not found");
+        out->duplicate = 1;
+        dups++;
+    }
+    if (rc || dups == 0)
+        return rc;
+    rc = values_sql(sql, head, dups, NOTIFICATION_COLUMNS, " RETURNING id");
+    if (rc == 0)
+        rc = run_rows(s, sql->data, &st, err);
+    int at = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const struct audit_notification_result *out = jobs[i]->out;
+        if (out->duplicate)
+            bind_notification_at(st, NOTIFICATION_COLUMNS * at++, jobs[i], out->duplicate_of);
+    }
+    /* RETURNING gives the rows in the order of VALUES */
+    size_t next = 0;
+    while (rc == 0 && (r = db_step(st, err)) == 1) {
+        while (next < n && !((struct audit_notification_result *)jobs[next]->out)->duplicate)
+            next++;
+        if (next < n)
+            ((struct audit_notification_result *)jobs[next++]->out)->id = db_column_int64(st, 0);
+    }
+    if (rc == 0 && r < 0)
+        rc = r;
+    db_finalize(st);
+    return rc;
+}
+
+/* The first notifications' alerts, holding ALERT_IDS_LOCK, in as few
+ * statements as the parameters allow: each notification's alerts get
+ * consecutive ids. */
+static int store_alerts(struct audit_store *s, struct job **jobs, size_t n, struct medic_buf *sql,
+                        struct medic_error *err)
+{
+    static const char head[] =
+        "INSERT INTO alerts (notification_id, position, received_at, fingerprint, status,"
+        " alertname, node, starts_at, ends_at, generator_url, labels, annotations)";
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((struct audit_notification_result *)jobs[i]->out)->duplicate)
+            total += ((const struct audit_notification_in *)jobs[i]->in)->notification->alert_count;
+    if (total == 0)
+        return 0;
+    char lock[80];
+    snprintf(lock, sizeof(lock), "SELECT pg_advisory_lock(%lld)", ALERT_IDS_LOCK);
+    int rc = db_exec(s->db, lock, err);
+    size_t job = 0, alert = 0; /* the next alert to store */
+    while (rc == 0 && total) {
+        size_t rows =
+            total < ROWS_PER_STATEMENT(ALERT_COLUMNS) ? total : ROWS_PER_STATEMENT(ALERT_COLUMNS);
+        struct db_stmt *st = NULL;
+        rc = values_sql(sql, head, rows, ALERT_COLUMNS, " RETURNING id");
+        if (rc == 0)
+            rc = run_rows(s, sql->data, &st, err);
+        size_t first_job = job, first_alert = alert;
+        for (size_t k = 0; rc == 0 && k < rows; k++) {
+            const struct audit_notification_result *out;
+            const struct medic_notification *nt;
+            for (;;) {
+                out = jobs[job]->out;
+                nt = ((const struct audit_notification_in *)jobs[job]->in)->notification;
+                if (!out->duplicate && alert < nt->alert_count)
+                    break;
+                job++;
+                alert = 0;
+            }
+            bind_alert_at(st, (int)k * ALERT_COLUMNS, jobs[job], out->id, alert++);
+        }
+        /* RETURNING gives the ids in the order of VALUES: each
+         * notification's first, and a check that they follow on */
+        job = first_job;
+        alert = first_alert;
+        int64_t expect = 0;
+        int r;
+        while (rc == 0 && (r = db_step(st, err)) == 1) {
+            int64_t id = db_column_int64(st, 0);
+            struct audit_notification_result *out;
+            const struct medic_notification *nt;
+            for (;;) {
+                out = jobs[job]->out;
+                nt = ((const struct audit_notification_in *)jobs[job]->in)->notification;
+                if (!out->duplicate && alert < nt->alert_count)
+                    break;
+                job++;
+                alert = 0;
+            }
+            if (alert == 0)
+                out->first_alert_id = id;
+            else if (id != expect)
+                rc = medic_error_set(err, MEDIC_E_STORE,
+                                     "storing alerts: their ids do not follow on");
+            expect = id + 1;
+            alert++;
+        }
+        if (rc == 0 && r < 0)
+            rc = r;
+        db_finalize(st);
+        total -= rows;
+    }
+    struct medic_error ignored;
+    snprintf(lock, sizeof(lock), "SELECT pg_advisory_unlock(%lld)", ALERT_IDS_LOCK);
+    db_exec(s->db, lock, &ignored);
+    return rc;
+}
+
+/* ---- PostgreSQL: an evaluation's rows together ---- */
+
+/* n ids drawn from table's identity sequence, in ascending order. */
+static int pg_next_ids(struct audit_store *s, const char *table, size_t n, int64_t *ids,
+                       struct medic_error *err)
+{
+    char sql[200];
+    snprintf(sql, sizeof(sql),
+             "SELECT nextval(pg_get_serial_sequence('%s', 'id')) AS id"
+             " FROM generate_series(1, ?1) ORDER BY id",
+             table);
+    struct db_stmt *st = NULL;
+    int rc = db_prepare(s->db, sql, &st, err);
+    if (rc)
+        return rc;
+    db_bind_int64(st, 1, (int64_t)n);
+    size_t got = 0;
+    int r;
+    while ((r = db_step(st, err)) == 1 && got < n)
+        ids[got++] = db_column_int64(st, 0);
+    db_finalize(st);
+    if (r < 0)
+        return r;
+    return got == n ? 0 : medic_error_set(err, MEDIC_E_STORE, "drawing ids: too few");
+}
+
+#define DECISION_COLUMNS 18
+
+/* The decisions in one statement per 3,000: their ids drawn first, each
+ * row's hash computed here from the values stored (as the chain's check
+ * computes it from the row read back), chained on from the head. */
+static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
+                               int64_t *ids, struct medic_error *err)
+{
+    static const char head[] =
+        "INSERT INTO decisions (id, created_at, notification_id, alert_id, fingerprint, node,"
+        " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
+        " config_hash, prev_hash, hash)";
+    char prev[65];
+    int rc = last_hash(s, CHAIN_DECISIONS, prev, err);
+    if (rc == 0)
+        rc = pg_next_ids(s, "decisions", in->decision_count, ids, err);
+    struct medic_buf sql;
+    medic_buf_init(&sql, 0);
+    const size_t per = ROWS_PER_STATEMENT(DECISION_COLUMNS);
+    /* each row's hashes: prev_hash and hash, kept until its statement ran */
+    char(*hashes)[2][65] = calloc(per, sizeof(*hashes));
+    if (rc == 0 && !hashes)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t at = 0; rc == 0 && at < in->decision_count; at += per) {
+        size_t rows = in->decision_count - at < per ? in->decision_count - at : per;
+        struct db_stmt *st = NULL;
+        rc = values_sql(&sql, head, rows, DECISION_COLUMNS, "");
+        if (rc == 0)
+            rc = db_prepare(s->db, sql.data, &st, err);
+        for (size_t k = 0; rc == 0 && k < rows; k++) {
+            const struct audit_decision_in *d = &in->decisions[at + k];
+            int b = (int)k * DECISION_COLUMNS;
+            int64_t created = d->created_at / MEDIC_NS_PER_MS;
+            struct medic_sha256 *h = audit_chain_row_new();
+            if (!h) {
+                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+                break;
+            }
+            audit_chain_row_int(h, ids[at + k]);
+            audit_chain_row_int(h, created);
+            audit_chain_row_id(h, d->notification_id);
+            audit_chain_row_id(h, d->alert_id);
+            audit_chain_row_text(h, d->fingerprint);
+            audit_chain_row_text(h, d->node);
+            audit_chain_row_text(h, d->alertname);
+            audit_chain_row_text(h, d->policy);
+            if (d->step >= 0)
+                audit_chain_row_int(h, d->step);
+            else
+                audit_chain_row_id(h, 0);
+            audit_chain_row_text(h, d->action);
+            audit_chain_row_text(h, d->params_json);
+            audit_chain_row_real(h, d->risk);
+            audit_chain_row_text(h, d->model_hash);
+            audit_chain_row_text(h, d->verdict);
+            audit_chain_row_text(h, d->reason);
+            audit_chain_row_text(h, d->config_hash);
+            audit_chain_row_text(h, prev);
+            memcpy(hashes[k][0], prev, 65);
+            audit_chain_row_finish(h, hashes[k][1]);
+            memcpy(prev, hashes[k][1], 65);
+            db_bind_int64(st, b + 1, ids[at + k]);
+            db_bind_int64(st, b + 2, created);
+            bind_id(st, b + 3, d->notification_id);
+            bind_id(st, b + 4, d->alert_id);
+            bind_text(st, b + 5, d->fingerprint);
+            bind_text(st, b + 6, d->node);
+            bind_text(st, b + 7, d->alertname);
+            bind_text(st, b + 8, d->policy);
+            if (d->step >= 0)
+                db_bind_int64(st, b + 9, d->step);
+            else
+                db_bind_null(st, b + 9);
+            bind_text(st, b + 10, d->action);
+            bind_text(st, b + 11, d->params_json);
+            if (!isnan(d->risk))
+                db_bind_double(st, b + 12, d->risk);
+            else
+                db_bind_null(st, b + 12);
+            bind_text(st, b + 13, d->model_hash);
+            bind_text(st, b + 14, d->verdict);
+            bind_text(st, b + 15, d->reason);
+            bind_text(st, b + 16, d->config_hash);
+            db_bind_text(st, b + 17, hashes[k][0]);
+            db_bind_text(st, b + 18, hashes[k][1]);
+        }
+        if (rc == 0 && (rc = db_step(st, err)) > 0)
+            rc = 0;
+        if (rc)
+            medic_error_prefix(err, "storing decisions");
+        db_finalize(st);
+    }
+    if (rc == 0)
+        memcpy(s->chain_head[CHAIN_DECISIONS], prev, 65);
+    free(hashes);
+    medic_buf_release(&sql);
+    return rc;
+}
+
+#define CHANGE_COLUMNS 11
+
+/* The incidents' changes, as the decisions above. */
+static int pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
+                             const int64_t *ids, struct medic_error *err)
+{
+    static const char head[] =
+        "INSERT INTO incident_changes (id, created_at, incident, node, policy, from_state, state,"
+        " cause, decision_id, prev_hash, hash)";
+    size_t n = in->change_count;
+    char prev[65];
+    int64_t *own = calloc(n, sizeof(*own));
+    int rc = own ? last_hash(s, CHAIN_CHANGES, prev, err)
+                 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (rc == 0)
+        rc = pg_next_ids(s, "incident_changes", n, own, err);
+    struct medic_buf sql;
+    medic_buf_init(&sql, 0);
+    const size_t per = ROWS_PER_STATEMENT(CHANGE_COLUMNS);
+    char(*hashes)[2][65] = calloc(per < n ? per : n, sizeof(*hashes));
+    if (rc == 0 && !hashes)
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (size_t at = 0; rc == 0 && at < n; at += per) {
+        size_t rows = n - at < per ? n - at : per;
+        struct db_stmt *st = NULL;
+        rc = values_sql(&sql, head, rows, CHANGE_COLUMNS, "");
+        if (rc == 0)
+            rc = db_prepare(s->db, sql.data, &st, err);
+        for (size_t k = 0; rc == 0 && k < rows; k++) {
+            const struct audit_change_in *c = &in->changes[at + k];
+            long d = c->decision;
+            int64_t decision = d >= 0 && (size_t)d < in->decision_count && ids ? ids[d] : 0;
+            int64_t created = c->created_at / MEDIC_NS_PER_MS;
+            int b = (int)k * CHANGE_COLUMNS;
+            struct medic_sha256 *h = audit_chain_row_new();
+            if (!h) {
+                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+                break;
+            }
+            audit_chain_row_int(h, own[at + k]);
+            audit_chain_row_int(h, created);
+            audit_chain_row_int(h, c->incident);
+            audit_chain_row_text(h, c->node);
+            audit_chain_row_text(h, c->policy);
+            audit_chain_row_text(h, c->from);
+            audit_chain_row_text(h, c->state);
+            audit_chain_row_text(h, c->cause);
+            audit_chain_row_id(h, decision);
+            audit_chain_row_text(h, prev);
+            memcpy(hashes[k][0], prev, 65);
+            audit_chain_row_finish(h, hashes[k][1]);
+            memcpy(prev, hashes[k][1], 65);
+            db_bind_int64(st, b + 1, own[at + k]);
+            db_bind_int64(st, b + 2, created);
+            db_bind_int64(st, b + 3, c->incident);
+            bind_text(st, b + 4, c->node);
+            bind_text(st, b + 5, c->policy);
+            bind_text(st, b + 6, c->from);
+            bind_text(st, b + 7, c->state);
+            bind_text(st, b + 8, c->cause);
+            bind_id(st, b + 9, decision);
+            db_bind_text(st, b + 10, hashes[k][0]);
+            db_bind_text(st, b + 11, hashes[k][1]);
+        }
+        if (rc == 0 && (rc = db_step(st, err)) > 0)
+            rc = 0;
+        if (rc)
+            medic_error_prefix(err, "storing an incident's changes");
+        db_finalize(st);
+    }
+    if (rc == 0)
+        memcpy(s->chain_head[CHAIN_CHANGES], prev, 65);
+    free(hashes);
+    free(own);
+    medic_buf_release(&sql);
+    return rc;
+}
+
+/* The notifications evaluated, in one statement per 30,000. */
+static int pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
+                             struct medic_error *err)
+{
+    struct medic_buf sql;
+    medic_buf_init(&sql, 0);
+    int rc = 0;
+    const size_t per = 30000;
+    for (size_t at = 0; rc == 0 && at < in->evaluated_count; at += per) {
+        size_t n = in->evaluated_count - at < per ? in->evaluated_count - at : per;
+        medic_buf_reset(&sql);
+        medic_buf_puts(&sql, "UPDATE notifications SET evaluated_at = ?1 WHERE id IN (");
+        for (size_t k = 0; k < n; k++)
+            medic_buf_printf(&sql, k ? ",?%zu" : "?%zu", k + 2);
+        medic_buf_puts(&sql, ")");
+        struct db_stmt *st = NULL;
+        rc = sql.error ? medic_error_set(err, MEDIC_E_NOMEM, "out of memory")
+                       : db_prepare(s->db, sql.data, &st, err);
+        if (rc == 0) {
+            db_bind_int64(st, 1, in->evaluated_at / MEDIC_NS_PER_MS);
+            for (size_t k = 0; k < n; k++)
+                db_bind_int64(st, (int)k + 2, in->evaluated[at + k]);
+            if ((rc = db_step(st, err)) > 0)
+                rc = 0;
+            if (rc)
+                medic_error_prefix(err, "marking notifications evaluated");
+        }
+        db_finalize(st);
+    }
+    medic_buf_release(&sql);
+    return rc;
+}
+
+int audit__write_notifications_together(struct audit_store *s, struct job *batch,
+                                        struct medic_error *err)
+{
+    size_t n = 0;
+    for (struct job *j = batch; j; j = j->next)
+        n += j->kind == JOB_NOTIFICATION && !j->left_out;
+    if (n == 0)
+        return 0;
+    struct job **jobs = calloc(n, sizeof(*jobs));
+    if (!jobs)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    n = 0;
+    for (struct job *j = batch; j; j = j->next)
+        if (j->kind == JOB_NOTIFICATION && !j->left_out) {
+            jobs[n++] = j;
+            memset(j->out, 0, sizeof(struct audit_notification_result));
+        }
+    struct medic_buf sql;
+    medic_buf_init(&sql, 0);
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < n; at += ROWS_PER_STATEMENT(NOTIFICATION_COLUMNS)) {
+        size_t rows = n - at < ROWS_PER_STATEMENT(NOTIFICATION_COLUMNS)
+                          ? n - at
+                          : ROWS_PER_STATEMENT(NOTIFICATION_COLUMNS);
+        rc = store_notifications(s, jobs + at, rows, &sql, err);
+    }
+    if (rc == 0)
+        rc = store_alerts(s, jobs, n, &sql, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        jobs[i]->written = 1;
+    medic_buf_release(&sql);
+    free(jobs);
+    return rc;
 }
 
 int audit__run_job(struct audit_store *s, struct job *job)

@@ -185,7 +185,12 @@ static void run_batch(struct audit_store *s, struct job *batch)
     int64_t start = medic_time_monotonic();
     struct medic_error err = {0};
     int rc, tries = 0;
+    /* PostgreSQL: the batch's notifications in a few statements, unless
+     * that failed once: then job by job, which finds the one at fault */
+    int together = s->pg != NULL;
     for (;;) {
+        for (struct job *j = batch; j; j = j->next)
+            j->written = 0;
         if ((rc = db_begin(s->db, &err)))
             break;
         memset(s->chain_head, 0, sizeof(s->chain_head)); /* another writer may have moved them */
@@ -193,9 +198,20 @@ static void run_batch(struct audit_store *s, struct job *batch)
             db_rollback(s->db);
             break;
         }
+        if (together) {
+            struct medic_error why = {0};
+            if (audit__write_notifications_together(s, batch, &why)) {
+                medic_log_warn("cannot write the batch's notifications together; writing them "
+                               "one by one",
+                               "error", why.msg, NULL);
+                db_rollback(s->db);
+                together = 0;
+                continue;
+            }
+        }
         struct job *bad = NULL;
         for (struct job *j = batch; j && !bad; j = j->next)
-            if (!j->left_out && (j->rc = audit__run_job(s, j)))
+            if (!j->left_out && !j->written && (j->rc = audit__run_job(s, j)))
                 bad = j;
         if (!bad && s->deferring)
             bad = gather_more(s, batch);

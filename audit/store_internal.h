@@ -45,6 +45,7 @@ struct job {
     int rc;
     int done;
     int left_out;        /* failed alone: its batch committed without it */
+    int written;         /* written with the batch's others (PostgreSQL), in this transaction */
     pthread_cond_t cond; /* signalled when done: wakes only this job's caller */
     struct medic_error err;
     struct job *next;
@@ -171,6 +172,13 @@ int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);
 void audit__prepared_release(struct prepared_notification *p);
 int audit__run_job(struct audit_store *s, struct job *job);
+/* PostgreSQL: writes every notification of the batch (not left out) with
+ * a few multi-row statements instead of several round trips each, fills
+ * their results and marks them written. On failure the transaction is
+ * the caller's to roll back; the batch is then written job by job, which
+ * finds the request that fails alone. */
+int audit__write_notifications_together(struct audit_store *s, struct job *batch,
+                                        struct medic_error *err);
 int audit__prepare_all(struct audit_store *s, struct medic_error *err);
 
 #endif
