@@ -885,180 +885,200 @@ static int pg_next_ids(struct audit_store *s, const char *table, size_t n, int64
     return got == n ? 0 : medic_error_set(err, MEDIC_E_STORE, "drawing ids: too few");
 }
 
-#define DECISION_COLUMNS 18
+/* One kind of chained row for pg_insert_sealed: its data columns (all
+ * but prev_hash and hash, which follow them), hashed in column order into
+ * h and bound from parameter base + 1, for row i with id. */
+struct sealed_kind {
+    const char *table, *head; /* head names every column, prev_hash and hash last */
+    int columns;              /* with prev_hash and hash */
+    enum chain chain;
+    void (*hash)(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                 int64_t id, struct medic_sha256 *h);
+    void (*bind)(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                 int64_t id, struct db_stmt *st, int base);
+};
 
-/* The decisions in one statement per 3,000: their ids drawn first, each
- * row's hash computed here from the values stored (as the chain's check
- * computes it from the row read back), chained on from the head. */
-static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
-                               int64_t *ids, struct medic_error *err)
+/* n chained rows in one statement per ROWS_PER_STATEMENT: their ids drawn
+ * first (into ids), each row's hash computed here from the values stored
+ * (as the chain's check computes it from the row read back), chained on
+ * from the head. */
+static int pg_insert_sealed(struct audit_store *s, const struct sealed_kind *k,
+                            const struct audit_evaluation_in *in, const int64_t *decisions,
+                            size_t n, int64_t *ids, struct medic_error *err)
 {
-    static const char head[] =
-        "INSERT INTO decisions (id, created_at, notification_id, alert_id, fingerprint, node,"
-        " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
-        " config_hash, prev_hash, hash)";
     char prev[65];
-    int rc = last_hash(s, CHAIN_DECISIONS, prev, err);
+    int rc = last_hash(s, k->chain, prev, err);
     if (rc == 0)
-        rc = pg_next_ids(s, "decisions", in->decision_count, ids, err);
+        rc = pg_next_ids(s, k->table, n, ids, err);
     struct medic_buf sql;
     medic_buf_init(&sql, 0);
-    const size_t per = ROWS_PER_STATEMENT(DECISION_COLUMNS);
-    /* each row's hashes: prev_hash and hash, kept until its statement ran */
-    char(*hashes)[2][65] = calloc(per, sizeof(*hashes));
-    if (rc == 0 && !hashes)
-        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    for (size_t at = 0; rc == 0 && at < in->decision_count; at += per) {
-        size_t rows = in->decision_count - at < per ? in->decision_count - at : per;
-        struct db_stmt *st = NULL;
-        rc = values_sql(&sql, head, rows, DECISION_COLUMNS, "");
-        if (rc == 0)
-            rc = db_prepare(s->db, sql.data, &st, err);
-        for (size_t k = 0; rc == 0 && k < rows; k++) {
-            const struct audit_decision_in *d = &in->decisions[at + k];
-            int b = (int)k * DECISION_COLUMNS;
-            int64_t created = d->created_at / MEDIC_NS_PER_MS;
-            struct medic_sha256 *h = audit_chain_row_new();
-            if (!h) {
-                rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-                break;
-            }
-            audit_chain_row_int(h, ids[at + k]);
-            audit_chain_row_int(h, created);
-            audit_chain_row_id(h, d->notification_id);
-            audit_chain_row_id(h, d->alert_id);
-            audit_chain_row_text(h, d->fingerprint);
-            audit_chain_row_text(h, d->node);
-            audit_chain_row_text(h, d->alertname);
-            audit_chain_row_text(h, d->policy);
-            if (d->step >= 0)
-                audit_chain_row_int(h, d->step);
-            else
-                audit_chain_row_id(h, 0);
-            audit_chain_row_text(h, d->action);
-            audit_chain_row_text(h, d->params_json);
-            audit_chain_row_real(h, d->risk);
-            audit_chain_row_text(h, d->model_hash);
-            audit_chain_row_text(h, d->verdict);
-            audit_chain_row_text(h, d->reason);
-            audit_chain_row_text(h, d->config_hash);
-            audit_chain_row_text(h, prev);
-            memcpy(hashes[k][0], prev, 65);
-            audit_chain_row_finish(h, hashes[k][1]);
-            memcpy(prev, hashes[k][1], 65);
-            db_bind_int64(st, b + 1, ids[at + k]);
-            db_bind_int64(st, b + 2, created);
-            bind_id(st, b + 3, d->notification_id);
-            bind_id(st, b + 4, d->alert_id);
-            bind_text(st, b + 5, d->fingerprint);
-            bind_text(st, b + 6, d->node);
-            bind_text(st, b + 7, d->alertname);
-            bind_text(st, b + 8, d->policy);
-            if (d->step >= 0)
-                db_bind_int64(st, b + 9, d->step);
-            else
-                db_bind_null(st, b + 9);
-            bind_text(st, b + 10, d->action);
-            bind_text(st, b + 11, d->params_json);
-            if (!isnan(d->risk))
-                db_bind_double(st, b + 12, d->risk);
-            else
-                db_bind_null(st, b + 12);
-            bind_text(st, b + 13, d->model_hash);
-            bind_text(st, b + 14, d->verdict);
-            bind_text(st, b + 15, d->reason);
-            bind_text(st, b + 16, d->config_hash);
-            db_bind_text(st, b + 17, hashes[k][0]);
-            db_bind_text(st, b + 18, hashes[k][1]);
-        }
-        if (rc == 0 && (rc = db_step(st, err)) > 0)
-            rc = 0;
-        if (rc)
-            medic_error_prefix(err, "storing decisions");
-        db_finalize(st);
-    }
-    if (rc == 0)
-        memcpy(s->chain_head[CHAIN_DECISIONS], prev, 65);
-    free(hashes);
-    medic_buf_release(&sql);
-    return rc;
-}
-
-#define CHANGE_COLUMNS 11
-
-/* The incidents' changes, as the decisions above. */
-static int pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
-                             const int64_t *ids, struct medic_error *err)
-{
-    static const char head[] =
-        "INSERT INTO incident_changes (id, created_at, incident, node, policy, from_state, state,"
-        " cause, decision_id, prev_hash, hash)";
-    size_t n = in->change_count;
-    char prev[65];
-    int64_t *own = calloc(n, sizeof(*own));
-    int rc = own ? last_hash(s, CHAIN_CHANGES, prev, err)
-                 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    if (rc == 0)
-        rc = pg_next_ids(s, "incident_changes", n, own, err);
-    struct medic_buf sql;
-    medic_buf_init(&sql, 0);
-    const size_t per = ROWS_PER_STATEMENT(CHANGE_COLUMNS);
+    const size_t per = ROWS_PER_STATEMENT(k->columns);
+    /* each row's prev_hash and hash, kept until its statement ran */
     char(*hashes)[2][65] = calloc(per < n ? per : n, sizeof(*hashes));
     if (rc == 0 && !hashes)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (size_t at = 0; rc == 0 && at < n; at += per) {
         size_t rows = n - at < per ? n - at : per;
         struct db_stmt *st = NULL;
-        rc = values_sql(&sql, head, rows, CHANGE_COLUMNS, "");
+        rc = values_sql(&sql, k->head, rows, k->columns, "");
         if (rc == 0)
             rc = db_prepare(s->db, sql.data, &st, err);
-        for (size_t k = 0; rc == 0 && k < rows; k++) {
-            const struct audit_change_in *c = &in->changes[at + k];
-            long d = c->decision;
-            int64_t decision = d >= 0 && (size_t)d < in->decision_count && ids ? ids[d] : 0;
-            int64_t created = c->created_at / MEDIC_NS_PER_MS;
-            int b = (int)k * CHANGE_COLUMNS;
+        for (size_t r = 0; rc == 0 && r < rows; r++) {
             struct medic_sha256 *h = audit_chain_row_new();
             if (!h) {
                 rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
                 break;
             }
-            audit_chain_row_int(h, own[at + k]);
-            audit_chain_row_int(h, created);
-            audit_chain_row_int(h, c->incident);
-            audit_chain_row_text(h, c->node);
-            audit_chain_row_text(h, c->policy);
-            audit_chain_row_text(h, c->from);
-            audit_chain_row_text(h, c->state);
-            audit_chain_row_text(h, c->cause);
-            audit_chain_row_id(h, decision);
+            k->hash(in, decisions, at + r, ids[at + r], h);
             audit_chain_row_text(h, prev);
-            memcpy(hashes[k][0], prev, 65);
-            audit_chain_row_finish(h, hashes[k][1]);
-            memcpy(prev, hashes[k][1], 65);
-            db_bind_int64(st, b + 1, own[at + k]);
-            db_bind_int64(st, b + 2, created);
-            db_bind_int64(st, b + 3, c->incident);
-            bind_text(st, b + 4, c->node);
-            bind_text(st, b + 5, c->policy);
-            bind_text(st, b + 6, c->from);
-            bind_text(st, b + 7, c->state);
-            bind_text(st, b + 8, c->cause);
-            bind_id(st, b + 9, decision);
-            db_bind_text(st, b + 10, hashes[k][0]);
-            db_bind_text(st, b + 11, hashes[k][1]);
+            memcpy(hashes[r][0], prev, 65);
+            audit_chain_row_finish(h, hashes[r][1]);
+            memcpy(prev, hashes[r][1], 65);
+            int base = (int)r * k->columns;
+            k->bind(in, decisions, at + r, ids[at + r], st, base);
+            db_bind_text(st, base + k->columns - 1, hashes[r][0]);
+            db_bind_text(st, base + k->columns, hashes[r][1]);
         }
         if (rc == 0 && (rc = db_step(st, err)) > 0)
             rc = 0;
         if (rc)
-            medic_error_prefix(err, "storing an incident's changes");
+            medic_error_prefix(err, k->table);
         db_finalize(st);
     }
     if (rc == 0)
-        memcpy(s->chain_head[CHAIN_CHANGES], prev, 65);
+        memcpy(s->chain_head[k->chain], prev, 65);
     free(hashes);
-    free(own);
     medic_buf_release(&sql);
+    return rc;
+}
+
+static void hash_decision(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                          int64_t id, struct medic_sha256 *h)
+{
+    (void)decisions;
+    const struct audit_decision_in *d = &in->decisions[i];
+    audit_chain_row_int(h, id);
+    audit_chain_row_int(h, d->created_at / MEDIC_NS_PER_MS);
+    audit_chain_row_id(h, d->notification_id);
+    audit_chain_row_id(h, d->alert_id);
+    audit_chain_row_text(h, d->fingerprint);
+    audit_chain_row_text(h, d->node);
+    audit_chain_row_text(h, d->alertname);
+    audit_chain_row_text(h, d->policy);
+    if (d->step >= 0)
+        audit_chain_row_int(h, d->step);
+    else
+        audit_chain_row_id(h, 0);
+    audit_chain_row_text(h, d->action);
+    audit_chain_row_text(h, d->params_json);
+    audit_chain_row_real(h, d->risk);
+    audit_chain_row_text(h, d->model_hash);
+    audit_chain_row_text(h, d->verdict);
+    audit_chain_row_text(h, d->reason);
+    audit_chain_row_text(h, d->config_hash);
+}
+
+static void bind_decision(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                          int64_t id, struct db_stmt *st, int b)
+{
+    (void)decisions;
+    const struct audit_decision_in *d = &in->decisions[i];
+    db_bind_int64(st, b + 1, id);
+    db_bind_int64(st, b + 2, d->created_at / MEDIC_NS_PER_MS);
+    bind_id(st, b + 3, d->notification_id);
+    bind_id(st, b + 4, d->alert_id);
+    bind_text(st, b + 5, d->fingerprint);
+    bind_text(st, b + 6, d->node);
+    bind_text(st, b + 7, d->alertname);
+    bind_text(st, b + 8, d->policy);
+    if (d->step >= 0)
+        db_bind_int64(st, b + 9, d->step);
+    else
+        db_bind_null(st, b + 9);
+    bind_text(st, b + 10, d->action);
+    bind_text(st, b + 11, d->params_json);
+    if (!isnan(d->risk))
+        db_bind_double(st, b + 12, d->risk);
+    else
+        db_bind_null(st, b + 12);
+    bind_text(st, b + 13, d->model_hash);
+    bind_text(st, b + 14, d->verdict);
+    bind_text(st, b + 15, d->reason);
+    bind_text(st, b + 16, d->config_hash);
+}
+
+/* The decision that caused change i, by its id; 0: none. */
+static int64_t change_decision(const struct audit_evaluation_in *in, const int64_t *decisions,
+                               size_t i)
+{
+    long d = in->changes[i].decision;
+    return decisions && d >= 0 && (size_t)d < in->decision_count ? decisions[d] : 0;
+}
+
+static void hash_change(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                        int64_t id, struct medic_sha256 *h)
+{
+    const struct audit_change_in *c = &in->changes[i];
+    audit_chain_row_int(h, id);
+    audit_chain_row_int(h, c->created_at / MEDIC_NS_PER_MS);
+    audit_chain_row_int(h, c->incident);
+    audit_chain_row_text(h, c->node);
+    audit_chain_row_text(h, c->policy);
+    audit_chain_row_text(h, c->from);
+    audit_chain_row_text(h, c->state);
+    audit_chain_row_text(h, c->cause);
+    audit_chain_row_id(h, change_decision(in, decisions, i));
+}
+
+static void bind_change(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                        int64_t id, struct db_stmt *st, int b)
+{
+    const struct audit_change_in *c = &in->changes[i];
+    db_bind_int64(st, b + 1, id);
+    db_bind_int64(st, b + 2, c->created_at / MEDIC_NS_PER_MS);
+    db_bind_int64(st, b + 3, c->incident);
+    bind_text(st, b + 4, c->node);
+    bind_text(st, b + 5, c->policy);
+    bind_text(st, b + 6, c->from);
+    bind_text(st, b + 7, c->state);
+    bind_text(st, b + 8, c->cause);
+    bind_id(st, b + 9, change_decision(in, decisions, i));
+}
+
+static const struct sealed_kind sealed_decisions = {
+    "decisions",
+    "INSERT INTO decisions (id, created_at, notification_id, alert_id, fingerprint, node,"
+    " alertname, policy, step, action, params, risk, model_hash, verdict, reason,"
+    " config_hash, prev_hash, hash)",
+    18,
+    CHAIN_DECISIONS,
+    hash_decision,
+    bind_decision,
+};
+
+static const struct sealed_kind sealed_changes = {
+    "incident_changes",
+    "INSERT INTO incident_changes (id, created_at, incident, node, policy, from_state, state,"
+    " cause, decision_id, prev_hash, hash)",
+    11,
+    CHAIN_CHANGES,
+    hash_change,
+    bind_change,
+};
+
+static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
+                               int64_t *ids, struct medic_error *err)
+{
+    return pg_insert_sealed(s, &sealed_decisions, in, NULL, in->decision_count, ids, err);
+}
+
+static int pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
+                             const int64_t *ids, struct medic_error *err)
+{
+    int64_t *own = calloc(in->change_count, sizeof(*own));
+    int rc = own ? pg_insert_sealed(s, &sealed_changes, in, ids, in->change_count, own, err)
+                 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    free(own);
     return rc;
 }
 
