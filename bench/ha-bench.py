@@ -18,8 +18,16 @@ with its default settings (fsync and synchronous_commit on).
 - takeover: --takeovers times, kill -9 of the leader of three replicas and
   the time until another one reports medic_ha_leader 1 (the replica killed
   is started again before the next round).
+- storm (--storm): scale-bench's storm, 16,000 Xid 79 alerts on 2,000 nodes
+  x 8 GPUs, grouped by node (2,000 notifications of 8) and not (16,000 of
+  one), from 8 connections that each wait for their answer
+  (build/dev/bench/storm-client): against one medic on SQLite, then three
+  replicas on PostgreSQL (the bodies dealt round-robin, 3+3+2 connections);
+  the time until all are accepted and until the leader has evaluated them,
+  and the decisions' caps.
 
-usage: bench/ha-bench.py [--medic PATH] [--seconds 10] [--takeovers 3] [--json PATH]
+usage: bench/ha-bench.py [--medic PATH] [--seconds 10] [--takeovers 3] [--storm]
+                         [--json PATH]
 Needs wrk and postgresql-15 (apt-get install wrk postgresql-15)."""
 
 import argparse
@@ -28,12 +36,14 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import Medic, pending, seconds_until, wait_until
+from benchlib import (Medic, notification, now_rfc3339, pending, seconds_until, wait_until,
+                      xid_alert)
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests/integration"))
@@ -41,6 +51,7 @@ from postgres_lab import PostgreSQL  # noqa: E402
 
 PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
 LUA = os.path.join(TOP, "bench/webhook-post.lua")
+STORM_CLIENT = os.path.join(TOP, "build/dev/bench/storm-client")
 
 
 def wrk_start(port, seconds, conns, prefix):
@@ -131,6 +142,87 @@ def run_pg(binary, pg, name, count, seconds):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def storm_bodies(per_node, nodes=2000, gpus=8):
+    starts = now_rfc3339()
+    if per_node:
+        return [notification(f"storm-{n}", [xid_alert(f"storm-{n:05d}", g, starts)
+                                            for g in range(gpus)]) for n in range(nodes)]
+    return [notification(f"storm-{n}-{g}", [xid_alert(f"storm-{n:05d}", g, starts)])
+            for n in range(nodes) for g in range(gpus)]
+
+
+def storm_post(ports, bodies, work, connections=8):
+    """Deals the bodies round-robin to the ports, one storm-client each
+    (the connections shared out), all at once; the time until the last
+    answer and the non-200 answers."""
+    procs = []
+    for i, port in enumerate(ports):
+        path = os.path.join(work, f"storm-{i}.jsonl")
+        with open(path, "w") as f:
+            f.writelines(b + "\n" for b in bodies[i::len(ports)])
+        conns = connections // len(ports) + (i < connections % len(ports))
+        procs.append(subprocess.Popen([STORM_CLIENT, f"http://127.0.0.1:{port}/webhook", path,
+                                       str(conns)], stdout=subprocess.PIPE, text=True))
+    seconds, bad = 0.0, 0
+    for proc in procs:
+        out = proc.communicate()[0]
+        m = re.search(r"^storm: posted (\d+) non-200 (\d+) in (\S+) s$", out, re.M)
+        if proc.returncode or not m:
+            raise SystemExit(f"ha-bench: the storm client failed:\n{out}")
+        seconds, bad = max(seconds, float(m.group(3))), bad + int(m.group(2))
+    return seconds, bad
+
+
+def storm_counts(q):
+    return {"decisions": q("SELECT count(*) FROM decisions"),
+            "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"
+                                  " ('execute','dry_run') AND action IN"
+                                  " ('drain','ipmi_power_cycle','power_limit')"),
+            "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'")}
+
+
+def run_storm_sqlite(binary, per_node):
+    work = tempfile.mkdtemp(prefix="medic-ha-storm-")
+    m = Medic(binary, work)
+    try:
+        bodies = storm_bodies(per_node)
+        t0 = time.time()
+        accepted, bad = storm_post([m.port], bodies, work)
+        decided = wait_until("every alert decided", lambda: pending(m.db) == 0, 600) - t0
+        con = sqlite3.connect(f"file:{m.db}?mode=ro", uri=True)
+        result = {"bodies": len(bodies), "non200": bad, "accepted_s": accepted,
+                  "decided_s": decided, **storm_counts(lambda sql: con.execute(sql).fetchone()[0])}
+        con.close()
+        return result
+    finally:
+        m.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_storm_pg(binary, pg, name, per_node):
+    url = pg.database(name)
+    work = tempfile.mkdtemp(prefix="medic-ha-storm-")
+    replicas = start_replicas(binary, work, url, 3)
+    try:
+        bodies = storm_bodies(per_node)
+        t0 = time.time()
+        accepted, bad = storm_post([r.port for r in replicas], bodies, work)
+        # psql is a process of its own: asked every 0.1 s, not every 20 ms,
+        # so that it takes little of the cores the replicas need
+        while pending_pg(pg, name):
+            if time.time() - t0 > 600:
+                raise SystemExit("ha-bench: the storm was not decided in 600 s")
+            time.sleep(0.1)
+        decided = time.time() - t0
+        return {"bodies": len(bodies), "non200": bad, "accepted_s": accepted,
+                "decided_s": decided,
+                **storm_counts(lambda sql: int(pg.sql(sql, name)[0][0]))}
+    finally:
+        for r in replicas:
+            r.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def run_takeovers(binary, pg, rounds):
     url = pg.database("takeover")
     work = tempfile.mkdtemp(prefix="medic-ha-bench-")
@@ -161,6 +253,7 @@ def main():
     ap.add_argument("--medic", default=os.path.join(TOP, "build/dev/medic"))
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--takeovers", type=int, default=3)
+    ap.add_argument("--storm", action="store_true", help="the storm, on SQLite and on PostgreSQL")
     ap.add_argument("--json")
     args = ap.parse_args()
     if not shutil.which("wrk"):
@@ -178,6 +271,13 @@ def main():
         if args.takeovers:
             print("takeovers after kill -9 (lease 5s) ...", flush=True)
             report["takeover_s"] = run_takeovers(args.medic, pg, args.takeovers)
+        if args.storm:
+            for per_node, kind in ((True, "grouped"), (False, "ungrouped")):
+                print(f"storm, {kind}: one medic on SQLite ...", flush=True)
+                report[f"storm_{kind}_sqlite"] = run_storm_sqlite(args.medic, per_node)
+                print(f"storm, {kind}: three replicas on PostgreSQL ...", flush=True)
+                report[f"storm_{kind}_pg_3"] = run_storm_pg(args.medic, pg, f"storm_{kind}",
+                                                            per_node)
     finally:
         pg.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -192,6 +292,17 @@ def main():
         t = report["takeover_s"]
         print(f"\ntakeover after kill -9 of the leader (lease 5s): "
               f"{min(t):.2f}-{max(t):.2f} s over {len(t)}")
+    if args.storm:
+        print("\n| storm | setup | accepted | every alert decided | decisions "
+              "| disruptive taken | storm notices |")
+        print("|---|---|---|---|---|---|---|")
+        for kind in ("grouped", "ungrouped"):
+            for key, label in ((f"storm_{kind}_sqlite", "one medic, SQLite"),
+                               (f"storm_{kind}_pg_3", "three replicas, PostgreSQL")):
+                r = report[key]
+                print(f"| {kind} ({r['bodies']:,} notifications) | {label} "
+                      f"| {r['accepted_s']:.1f} s | {r['decided_s']:.1f} s | {r['decisions']:,} "
+                      f"| {r['disruptive_acted']} | {r['storm_notices']} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
