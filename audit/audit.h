@@ -28,6 +28,10 @@ struct audit_options {
     int defer_syncs;
 };
 
+/* The store's own defaults, for a store opened without a configuration
+ * (the configuration's directive table states the same; a test checks). */
+#define AUDIT_DEFAULT_MAX_PENDING 4096
+#define AUDIT_DEFAULT_BUSY_TIMEOUT_MS 5000
 void audit_options_default(struct audit_options *options);
 
 /* Opens (creating when missing) and migrates the database at location, a

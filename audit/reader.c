@@ -33,7 +33,7 @@ static int open_sqlite(struct audit_reader *r, const char *path, struct medic_er
     if (sqlite3_open_v2(path, &r->lite, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
                                r->lite ? sqlite3_errmsg(r->lite) : "out of memory");
-    sqlite3_busy_timeout(r->lite, 5000);
+    sqlite3_busy_timeout(r->lite, AUDIT_DEFAULT_BUSY_TIMEOUT_MS);
     sqlite3_stmt *st = NULL;
     int version = -1;
     if (sqlite3_prepare_v2(r->lite, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&

@@ -22,8 +22,8 @@
 
 void audit_options_default(struct audit_options *options)
 {
-    options->max_pending = 4096;
-    options->busy_timeout_ms = 5000;
+    options->max_pending = AUDIT_DEFAULT_MAX_PENDING;
+    options->busy_timeout_ms = AUDIT_DEFAULT_BUSY_TIMEOUT_MS;
     options->synchronous_full = 1;
     options->defer_syncs = 1;
 }

@@ -62,20 +62,10 @@ static int set_defaults(struct medic_config *config)
     static const char *const labels[] = {"node", "Hostname", "instance"};
     memset(config, 0, sizeof(*config));
     config->source = strdup("(built-in defaults)");
-    config->listen = strdup("127.0.0.1:9799");
-    config->audit_path = strdup("./medic.db");
-    config->mode = MEDIC_MODE_DRY_RUN;
-    config->audit_busy_timeout = 5 * MEDIC_NS_PER_SEC;
-    config->audit_max_pending = 4096;
-    config->ha_lease = 5 * MEDIC_NS_PER_SEC;
-    config->max_connections = 512;
-    config->max_connections_per_address = 64;
-    config->request_timeout = 10 * MEDIC_NS_PER_SEC;
-    config->engine_tick_interval = 5 * MEDIC_NS_PER_SEC;
-    config->prometheus_timeout = 2 * MEDIC_NS_PER_SEC;
-    config->fleet_interval = 30 * MEDIC_NS_PER_SEC; /* when prometheus.url is set */
-    config->log_level = 1;
-    receiver_limits_default(&config->limits);
+    receiver_limits_default(&config->limits); /* then the table's, for those a file may set */
+    struct medic_error err = {0};
+    if (config__apply_defaults(config, &err)) /* the directive table's */
+        MEDIC_BUG("a default in the directive table does not load");
     for (size_t i = 0; i < 3; i++)
         config->node_labels[i] = strdup(labels[i]);
     config->node_label_count = 3;

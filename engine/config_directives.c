@@ -108,7 +108,7 @@ static const struct directive directives[] = {
      NULL},
     {"audit", "max_pending", D_SIZE, AT(audit_max_pending), 1, 1000000, "1", "1000000", "`4096`",
      "write requests queued for the audit writer before new ones get 503", NULL},
-    {"ha", "replica", D_STRING, AT(ha_replica), 0, 0, NULL, NULL, "`HOSTNAME-PID`",
+    {"ha", "replica", D_STRING, AT(ha_replica), 0, 0, NULL, NULL, "this host's `HOSTNAME-PID`",
      "this replica's name in the lease; unique among the replicas sharing `audit.url`", NULL},
     {"ha", "lease", D_DURATION, AT(ha_lease), SEC(1), SEC(300), "1s", "300s", "`5s`",
      "how long a leader's lease lasts unrenewed: another replica takes over this long after "
@@ -468,6 +468,35 @@ int config__load_directives(struct loader *l, const struct yaml_tree_node *root,
         if (n)
             rc = load_value(l, d, n);
     }
+    return rc;
+}
+
+/* A default the table states as one literal (`5s`), not in words. */
+static int literal_default(const struct directive *d, char *out, size_t size)
+{
+    const char *f = d->fallback;
+    size_t len = f ? strlen(f) : 0;
+    if (d->type == D_DOC || len < 3 || f[0] != '`' || f[len - 1] != '`' ||
+        memchr(f + 1, '`', len - 2) || len - 2 >= size)
+        return 0;
+    memcpy(out, f + 1, len - 2);
+    out[len - 2] = 0;
+    return 1;
+}
+
+int config__apply_defaults(struct medic_config *config, struct medic_error *err)
+{
+    struct loader l = {{"(the directive table)", err}, config, NULL};
+    int rc = 0;
+    for (size_t i = 0; i < DIRECTIVE_COUNT && rc == 0; i++) {
+        const struct directive *d = &directives[i];
+        char literal[128];
+        if (!literal_default(d, literal, sizeof(literal)))
+            continue;
+        struct yaml_tree_node n = {.kind = YAML_TREE_SCALAR, .value = literal};
+        rc = load_value(&l, d, &n);
+    }
+    config->audit_path_set = 0; /* the default path leaves audit.url free to replace it */
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* The configuration file: defaults, typed values, FILE:LINE:COL errors,
  * secret files, and the rule that live mode needs webhook auth. */
+#include "audit.h"
 #include "config.h"
 #include "sha256.h"
 #include "timeutil.h"
@@ -69,6 +70,20 @@ static void test_defaults(void **state)
     assert_int_equal(c.mode, MEDIC_MODE_DRY_RUN);
     assert_int_equal(c.node_label_count, 3);
     assert_string_equal(c.node_labels[0], "node");
+    /* the directive table's defaults, applied; the libraries' own
+     * defaults (for their users without a configuration) agree */
+    assert_int_equal(c.audit_busy_timeout, AUDIT_DEFAULT_BUSY_TIMEOUT_MS * MEDIC_NS_PER_MS);
+    assert_int_equal(c.audit_max_pending, AUDIT_DEFAULT_MAX_PENDING);
+    struct receiver_limits lim;
+    receiver_limits_default(&lim);
+    assert_memory_equal(&c.limits, &lim, sizeof(lim));
+    assert_int_equal(c.ha_lease, 5 * MEDIC_NS_PER_SEC);
+    assert_int_equal(c.request_timeout, 10 * MEDIC_NS_PER_SEC);
+    assert_int_equal(c.max_connections, 512);
+    assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC);
+    assert_string_equal(c.scontrol, "scontrol");
+    assert_null(c.ha_replica); /* computed at start: HOSTNAME-PID */
+    assert_int_equal(c.mode_line, 0);
     medic_config_release(&c);
     /* an empty file is the defaults too */
     const char *path = write_file("empty.yaml", "", 0644);
