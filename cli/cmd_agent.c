@@ -1,10 +1,10 @@
 #include "agent.h"
 #include "commands.h"
+#include "options.h"
 #include "log.h"
 #include "yaml_tree.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,45 +105,21 @@ static char *read_secret_file(const char *path, const char *what)
 
 int medic_cmd_agent(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"listen", required_argument, NULL, 'l'},   {"token-file", required_argument, NULL, 't'},
-        {"state", required_argument, NULL, 's'},    {"nvml", required_argument, NULL, 'n'},
-        {"tls-cert", required_argument, NULL, 'c'}, {"tls-key", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
-    };
     struct agent_options o = {.listen = "0.0.0.0:9800", .state_file = "./medic-agent.state"};
     const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'l':
-            o.listen = optarg;
-            break;
-        case 't':
-            token_file = optarg;
-            break;
-        case 's':
-            o.state_file = optarg;
-            break;
-        case 'n':
-            o.nvml_library = optarg;
-            break;
-        case 'c':
-            cert_file = optarg;
-            break;
-        case 'k':
-            key_file = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (!token_file || optind != argc || (!cert_file != !key_file)) {
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("listen", &o.listen),
+        CLI_OPT_STRING("token-file", &token_file),
+        CLI_OPT_STRING("state", &o.state_file),
+        CLI_OPT_STRING("nvml", &o.nvml_library),
+        CLI_OPT_STRING("tls-cert", &cert_file),
+        CLI_OPT_STRING("tls-key", &key_file),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("agent", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (!token_file || rest != argc || (!cert_file != !key_file)) {
         fputs(!token_file ? "medic agent: --token-file is required\n\n"
                           : "medic agent: bad arguments\n\n",
               stderr);

@@ -1,11 +1,11 @@
 #include "audit.h"
 #include "buf.h"
 #include "commands.h"
+#include "options.h"
 #include "policy_engine.h"
 #include "table.h"
 #include "timeutil.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,122 +178,64 @@ static int report_verified(const struct audit_verify_result *res)
     return 0;
 }
 
+static int parse_state(const char *arg, void *value)
+{
+    if (policy_incident_state_parse(arg) < 0)
+        return -1;
+    *(const char **)value = arg;
+    return 0;
+}
+
+static int parse_incident(const char *arg, void *value)
+{
+    char *end;
+    long long v = strtoll(arg, &end, 10);
+    if (!*arg || *end || v <= 0)
+        return -1;
+    *(int64_t *)value = v;
+    return 0;
+}
+
 int medic_cmd_audit(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"node", required_argument, NULL, 'n'},
-        {"alertname", required_argument, NULL, 'a'},
-        {"policy", required_argument, NULL, 'p'},
-        {"verdict", required_argument, NULL, 'v'},
-        {"status", required_argument, NULL, 's'},
-        {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'},
-        {"limit", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},
-        {"format", required_argument, NULL, 'f'},
-        {"state", required_argument, NULL, 't'},
-        {"incident", required_argument, NULL, 'i'},
-        {"from", required_argument, NULL, 'F'},
-        {"to", required_argument, NULL, 'T'},
-        {"force-takeover", required_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *from = NULL, *to = NULL, *force = NULL;
     struct audit_filter filter;
     audit_filter_init(&filter);
     const char *db = "./medic.db";
     int format = MEDIC_FORMAT_TABLE;
-    int64_t now = medic_time_now();
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        char *end;
-        switch (opt) {
-        case 'n':
-            filter.node = optarg;
-            break;
-        case 'a':
-            filter.alertname = optarg;
-            break;
-        case 'p':
-            filter.policy = optarg;
-            break;
-        case 'v':
-            filter.verdict = optarg;
-            break;
-        case 's':
-            filter.status = optarg;
-            break;
-        case 't':
-            if (policy_incident_state_parse(optarg) < 0) {
-                fprintf(stderr,
-                        "medic audit: '%s' is not an incident state (open, draining, drained, "
-                        "limiting, limited, cycling, cycled, failed, undoing, recovered, "
-                        "expired, closed)\n",
-                        optarg);
-                return 2;
-            }
-            filter.state = optarg;
-            break;
-        case 'i':
-            filter.incident = strtoll(optarg, &end, 10);
-            if (*end || filter.incident <= 0) {
-                fprintf(stderr, "medic audit: --incident wants an incident's number\n");
-                return 2;
-            }
-            break;
-        case 'S':
-        case 'U':
-            if (medic_time_parse_bound(optarg, now, opt == 'S' ? &filter.since : &filter.until)) {
-                fprintf(stderr,
-                        "medic audit: '%s' is not a time: use RFC 3339 "
-                        "(2026-11-21T22:00:00Z) or a duration ago (90m, 2h, 7d)\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'l':
-            filter.limit = strtol(optarg, &end, 10);
-            if (*end || filter.limit <= 0 || filter.limit > 1000000) {
-                fprintf(stderr, "medic audit: --limit wants a number from 1 to 1000000\n");
-                return 2;
-            }
-            break;
-        case 'F':
-            from = optarg;
-            break;
-        case 'K':
-            force = optarg;
-            break;
-        case 'T':
-            to = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'f':
-            if ((format = medic_cli_format("audit", optarg, 1)) < 0)
-                return 2;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (optind < argc && strcmp(argv[optind], "payload") == 0 && optind == argc - 2)
-        return run_payload(db, argv[optind + 1]);
-    if (optind != argc - 1) {
-        fputs(optind >= argc ? "medic audit: say what to query\n\n"
-                             : "medic audit: one query at a time\n\n",
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("node", &filter.node),
+        CLI_OPT_STRING("alertname", &filter.alertname),
+        CLI_OPT_STRING("policy", &filter.policy),
+        CLI_OPT_STRING("verdict", &filter.verdict),
+        CLI_OPT_STRING("status", &filter.status),
+        CLI_OPT_TIME_BOUND("since", &filter.since),
+        CLI_OPT_TIME_BOUND("until", &filter.until),
+        CLI_OPT_INT("limit", &filter.limit, 1, 1000000),
+        CLI_OPT_STRING("db", &db),
+        CLI_OPT_FORMAT("format", &format, 1),
+        CLI_OPT_CALLBACK("state", &filter.state, parse_state,
+                         "an incident's state (open, draining, drained, limiting, limited, "
+                         "cycling, cycled, failed, undoing, recovered, expired, closed)"),
+        CLI_OPT_CALLBACK("incident", &filter.incident, parse_incident, "an incident's number"),
+        CLI_OPT_STRING("from", &from),
+        CLI_OPT_STRING("to", &to),
+        CLI_OPT_STRING("force-takeover", &force),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("audit", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (rest < argc && strcmp(argv[rest], "payload") == 0 && rest == argc - 2)
+        return run_payload(db, argv[rest + 1]);
+    if (rest != argc - 1) {
+        fputs(rest >= argc ? "medic audit: say what to query\n\n"
+                           : "medic audit: one query at a time\n\n",
               stderr);
         fputs(usage, stderr);
         return 2;
     }
-    const char *what = argv[optind];
+    const char *what = argv[rest];
     if (strcmp(what, "verify") == 0)
         return run_verify(db);
     if (strcmp(what, "migrate") == 0)

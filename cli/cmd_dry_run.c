@@ -1,5 +1,6 @@
 #include "audit.h"
 #include "commands.h"
+#include "options.h"
 #include "config.h"
 #include "engine_evaluate.h"
 #include "payload.h"
@@ -7,7 +8,6 @@
 #include "timeutil.h"
 #include "yaml_tree.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,55 +38,22 @@ static const char usage[] =
 
 int medic_cmd_dry_run(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"at", required_argument, NULL, 'a'},
-        {"db", required_argument, NULL, 'd'},
-        {"risk", required_argument, NULL, 'r'},
-        {"format", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *config_path = NULL, *db = NULL;
     int64_t now = medic_time_now();
     double risk = NAN;
-    int format = MEDIC_FORMAT_TABLE, opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        char *end;
-        switch (opt) {
-        case 'c':
-            config_path = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'a':
-            if (medic_time_parse_rfc3339(optarg, strlen(optarg), &now) || now == MEDIC_TIME_UNSET) {
-                fprintf(stderr, "medic dry-run: --at wants an RFC 3339 time\n");
-                return 2;
-            }
-            break;
-        case 'r':
-            risk = strtod(optarg, &end);
-            if (*end || !(risk >= 0 && risk <= 1)) {
-                fprintf(stderr, "medic dry-run: --risk wants a number from 0 to 1\n");
-                return 2;
-            }
-            break;
-        case 'f':
-            if ((format = medic_cli_format("dry-run", optarg, 0)) < 0)
-                return 2;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (optind >= argc) {
+    int format = MEDIC_FORMAT_TABLE;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("config", &config_path),
+        CLI_OPT_TIME("at", &now),
+        CLI_OPT_STRING("db", &db),
+        CLI_OPT_REAL("risk", &risk, 0, 1),
+        CLI_OPT_FORMAT("format", &format, 0),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("dry-run", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (rest >= argc) {
         fprintf(stderr, "medic dry-run: name at least one payload file\n\n%s", usage);
         return 2;
     }
@@ -120,7 +87,7 @@ int medic_cmd_dry_run(int argc, char **argv)
     policy_decisions_init(&out);
     struct receiver_limits limits = config.limits;
     int status = st ? 0 : 1;
-    for (int i = optind; i < argc && status == 0; i++) {
+    for (int i = rest; i < argc && status == 0; i++) {
         char *text;
         size_t len;
         struct medic_notification n;

@@ -1,9 +1,9 @@
 #include "commands.h"
+#include "options.h"
 #include "default_model.h"
 #include "lstm.h"
 #include "timeutil.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,17 +242,6 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
 
 int medic_cmd_model(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"vectors", required_argument, NULL, 'v'},
-        {"tolerance", required_argument, NULL, 't'},
-        {"batch", required_argument, NULL, 'b'},
-        {"seq", required_argument, NULL, 's'},
-        {"seconds", required_argument, NULL, 'S'},
-        {"kernel", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -262,49 +251,24 @@ int medic_cmd_model(int argc, char **argv)
     const char *what = argv[1], *model = NULL, *vectors = NULL, *kernel = NULL;
     double tolerance = 1e-5, seconds = 2.0;
     long batch = 64, steps = 60;
-    int opt;
-    optind = 2;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        char *end = NULL;
-        switch (opt) {
-        case 'm':
-            model = optarg;
-            break;
-        case 'v':
-            vectors = optarg;
-            break;
-        case 't':
-            tolerance = strtod(optarg, &end);
-            break;
-        case 'b':
-            batch = strtol(optarg, &end, 10);
-            break;
-        case 's':
-            steps = strtol(optarg, &end, 10);
-            break;
-        case 'S':
-            seconds = strtod(optarg, &end);
-            break;
-        case 'k':
-            kernel = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-        if (end && *end) {
-            fprintf(stderr, "medic model: '%s' is not a number\n", optarg);
-            return 2;
-        }
-    }
-    if (strcmp(what, "info") == 0 && optind >= argc - 1)
-        return cmd_info(optind == argc - 1 ? argv[optind] : NULL);
-    if (strcmp(what, "check") == 0 && model && vectors && optind == argc)
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("model", &model),
+        CLI_OPT_STRING("vectors", &vectors),
+        CLI_OPT_REAL("tolerance", &tolerance, 0, 1),
+        CLI_OPT_INT("batch", &batch, 1, 4096),
+        CLI_OPT_INT("seq", &steps, 1, 100000),
+        CLI_OPT_REAL("seconds", &seconds, 0.001, 3600),
+        CLI_OPT_STRING("kernel", &kernel),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("model", usage, argc, argv, 2, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (strcmp(what, "info") == 0 && rest >= argc - 1)
+        return cmd_info(rest == argc - 1 ? argv[rest] : NULL);
+    if (strcmp(what, "check") == 0 && model && vectors && rest == argc)
         return cmd_check(model, vectors, tolerance);
-    if (strcmp(what, "bench") == 0 && optind == argc && batch > 0 && batch <= 4096 && steps > 0 &&
+    if (strcmp(what, "bench") == 0 && rest == argc && batch > 0 && batch <= 4096 && steps > 0 &&
         steps <= 100000 && seconds > 0)
         return cmd_bench(model, (size_t)batch, (size_t)steps, seconds, kernel);
     fputs(usage, stderr);

@@ -2,13 +2,13 @@
  * around the incidents in medic's audit log, for model/train/. */
 #include "audit.h"
 #include "commands.h"
+#include "options.h"
 #include "default_model.h"
 #include "feature_spec.h"
 #include "prometheus.h"
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,25 +269,14 @@ static int parse_actions(char *list, struct dataset_options *o)
     return o->action_count ? 0 : -1;
 }
 
+/* --actions, into the options (argv's own bytes are split in place). */
+static int take_actions(const char *arg, void *value)
+{
+    return parse_actions((char *)arg, value);
+}
+
 static int parse_options(int argc, char **argv, struct dataset_options *o)
 {
-    static const struct option options[] = {
-        {"db", required_argument, NULL, 'd'},
-        {"prometheus", required_argument, NULL, 'p'},
-        {"out", required_argument, NULL, 'o'},
-        {"model", required_argument, NULL, 'm'},
-        {"since", required_argument, NULL, 'S'},
-        {"until", required_argument, NULL, 'U'},
-        {"actions", required_argument, NULL, 'a'},
-        {"horizon", required_argument, NULL, 'H'},
-        {"stride", required_argument, NULL, 's'},
-        {"negatives", required_argument, NULL, 'n'},
-        {"quiet", required_argument, NULL, 'q'},
-        {"seed", required_argument, NULL, 'r'},
-        {"timeout", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     int64_t now = medic_time_now();
     const char *since = "7d", *until = NULL;
     o->actions[0] = "drain";
@@ -299,62 +288,26 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
     o->timeout = 10 * MEDIC_NS_PER_SEC;
     o->negatives = 50;
     o->seed = 1;
-    int opt, bad = 0;
-    optind = 1;
-    while (!bad && (opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        char *end = NULL;
-        switch (opt) {
-        case 'd':
-            o->db = optarg;
-            break;
-        case 'p':
-            o->url = optarg;
-            break;
-        case 'o':
-            o->out = optarg;
-            break;
-        case 'm':
-            o->model = optarg;
-            break;
-        case 'S':
-            since = optarg;
-            break;
-        case 'U':
-            until = optarg;
-            break;
-        case 'a':
-            bad = parse_actions(optarg, o) != 0;
-            break;
-        case 'H':
-            bad = medic_duration_parse(optarg, &o->horizon) || o->horizon <= 0;
-            break;
-        case 's':
-            bad = medic_duration_parse(optarg, &o->stride) || o->stride <= 0;
-            break;
-        case 'q':
-            bad = medic_duration_parse(optarg, &o->quiet) || o->quiet < 0;
-            break;
-        case 't':
-            bad = medic_duration_parse(optarg, &o->timeout) || o->timeout <= 0;
-            break;
-        case 'n':
-            o->negatives = strtol(optarg, &end, 10);
-            bad = *end || o->negatives < 0 || o->negatives > 1000000;
-            break;
-        case 'r':
-            o->seed = strtoull(optarg, &end, 10);
-            bad = *end != 0;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 1;
-        default:
-            bad = 2; /* getopt said why */
-        }
-        if (bad == 1)
-            fprintf(stderr, "medic model dataset: bad value '%s'\n", optarg);
-    }
-    if (!bad && (!o->db || !o->url || !o->out || optind != argc)) {
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("db", &o->db),
+        CLI_OPT_STRING("prometheus", &o->url),
+        CLI_OPT_STRING("out", &o->out),
+        CLI_OPT_STRING("model", &o->model),
+        CLI_OPT_STRING("since", &since),
+        CLI_OPT_STRING("until", &until),
+        CLI_OPT_CALLBACK("actions", o, take_actions, "action kinds, comma-separated"),
+        CLI_OPT_DURATION("horizon", &o->horizon, 0.001),
+        CLI_OPT_DURATION("stride", &o->stride, 0.001),
+        CLI_OPT_INT("negatives", &o->negatives, 0, 1000000),
+        CLI_OPT_DURATION("quiet", &o->quiet, 0),
+        CLI_OPT_UINT64("seed", &o->seed),
+        CLI_OPT_DURATION("timeout", &o->timeout, 0.001),
+        CLI_OPT_END,
+    };
+    int rest, bad = cli_parse("model dataset", usage, argc, argv, 1, options, &rest);
+    if (bad)
+        return bad; /* 1: --help; 2: said, with the usage */
+    if (!bad && (!o->db || !o->url || !o->out || rest != argc)) {
         fputs("medic model dataset: --db, --prometheus and --out are required\n", stderr);
         bad = 1;
     }

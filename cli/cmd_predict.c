@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "options.h"
 #include "default_model.h"
 #include "feature_spec.h"
 #include "lstm.h"
@@ -9,7 +10,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,59 +143,25 @@ static int read_csv(const char *path, const struct feature_spec *spec, float *ro
 
 int medic_cmd_predict(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"csv", required_argument, NULL, 'c'},
-        {"prometheus", required_argument, NULL, 'p'},
-        {"node", required_argument, NULL, 'n'},
-        {"gpu", required_argument, NULL, 'g'},
-        {"format", required_argument, NULL, 'f'},
-        {"window-csv", required_argument, NULL, 'w'},
-        {"at", required_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *model_path = NULL, *csv = NULL, *prom = NULL, *node = NULL, *gpu = NULL,
                *window_csv = NULL, *at = NULL;
-    int json = 0, opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'm':
-            model_path = optarg;
-            break;
-        case 'c':
-            csv = optarg;
-            break;
-        case 'p':
-            prom = optarg;
-            break;
-        case 'n':
-            node = optarg;
-            break;
-        case 'g':
-            gpu = optarg;
-            break;
-        case 'w':
-            window_csv = optarg;
-            break;
-        case 'a':
-            at = optarg;
-            break;
-        case 'f':
-            if ((json = medic_cli_format("predict", optarg, 0)) < 0)
-                return 2;
-            json = json == MEDIC_FORMAT_JSON;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (optind != argc || (!csv == !prom) || (prom && !node)) {
+    int format = MEDIC_FORMAT_TABLE;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("model", &model_path),
+        CLI_OPT_STRING("csv", &csv),
+        CLI_OPT_STRING("prometheus", &prom),
+        CLI_OPT_STRING("node", &node),
+        CLI_OPT_STRING("gpu", &gpu),
+        CLI_OPT_FORMAT("format", &format, 0),
+        CLI_OPT_STRING("window-csv", &window_csv),
+        CLI_OPT_STRING("at", &at),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("predict", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    int json = format == MEDIC_FORMAT_JSON;
+    if (rest != argc || (!csv == !prom) || (prom && !node)) {
         fputs("medic predict: give --csv FILE, or --prometheus URL with --node\n\n", stderr);
         fputs(usage, stderr);
         return 2;

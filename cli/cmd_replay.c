@@ -1,12 +1,12 @@
 #include "audit.h"
 #include "commands.h"
+#include "options.h"
 #include "config.h"
 #include "engine_evaluate.h"
 #include "payload.h"
 #include "table.h"
 #include "timeutil.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,49 +124,19 @@ static void print_change(const char *what, const struct replay_row *old,
 
 int medic_cmd_replay(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"db", required_argument, NULL, 'd'},
-        {"since", required_argument, NULL, 's'},
-        {"until", required_argument, NULL, 'u'},
-        {"format", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *config_path = NULL, *db = NULL;
     int64_t now = medic_time_now();
     int64_t since = now - 7 * 86400 * MEDIC_NS_PER_SEC, until = now;
-    int format = MEDIC_FORMAT_TABLE, opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'c':
-            config_path = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 's':
-        case 'u':
-            if (medic_time_parse_bound(optarg, now, opt == 's' ? &since : &until)) {
-                fprintf(stderr, "medic replay: '%s' is not a time (RFC 3339 or 90m, 2h, 7d)\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'f':
-            if ((format = medic_cli_format("replay", optarg, 0)) < 0)
-                return 2;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (!config_path || !db || optind != argc) {
+    int format = MEDIC_FORMAT_TABLE;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("config", &config_path), CLI_OPT_STRING("db", &db),
+        CLI_OPT_TIME_BOUND("since", &since),    CLI_OPT_TIME_BOUND("until", &until),
+        CLI_OPT_FORMAT("format", &format, 0),   CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("replay", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (!config_path || !db || rest != argc) {
         fprintf(stderr, "medic replay: --config and --db are required\n\n%s", usage);
         return 2;
     }

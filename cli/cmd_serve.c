@@ -1,8 +1,8 @@
 #include "commands.h"
+#include "options.h"
 #include "engine.h"
 #include "log.h"
 
-#include <getopt.h>
 #include <stdio.h>
 
 static const char usage[] =
@@ -36,38 +36,19 @@ static const char usage[] =
 
 int medic_cmd_serve(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"config", required_argument, NULL, 'c'}, {"listen", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},     {"log-level", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
     struct engine_serve_options o = {0};
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'c':
-            o.config_path = optarg;
-            break;
-        case 'l':
-            o.listen_override = optarg;
-            break;
-        case 'd':
-            o.db_override = optarg;
-            break;
-        case 'L':
-            o.log_level = optarg;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "medic serve: unexpected argument '%s'\n\n%s", argv[optind], usage);
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("config", &o.config_path),
+        CLI_OPT_STRING("listen", &o.listen_override),
+        CLI_OPT_STRING("db", &o.db_override),
+        CLI_OPT_STRING("log-level", &o.log_level),
+        CLI_OPT_END,
+    };
+    int rest, parsed = cli_parse("serve", usage, argc, argv, 1, options, &rest);
+    if (parsed)
+        return parsed == 1 ? 0 : 2;
+    if (rest != argc) {
+        fprintf(stderr, "medic serve: unexpected argument '%s'\n\n%s", argv[rest], usage);
         return 2;
     }
     if (o.log_level && medic_log_parse_level(o.log_level) < 0) {

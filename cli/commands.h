@@ -17,10 +17,6 @@ int medic_cmd_predict(int argc, char **argv);
 /* medic model dataset, argv starting at "dataset" */
 int medic_cmd_model_dataset(int argc, char **argv);
 
-/* Parses a --format value for command: table or json, and csv when
- * allow_csv. Prints the error and returns -1 when the value is not one. */
-int medic_cli_format(const char *command, const char *value, int allow_csv);
-
 /* "medic" plus build facts, for version output and /metrics. */
 extern const char medic_version[];
 

@@ -33,17 +33,6 @@ static const char usage[] =
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
 
-int medic_cli_format(const char *command, const char *value, int allow_csv)
-{
-    int format = medic_table_parse_format(value);
-    if (format == MEDIC_FORMAT_CSV && !allow_csv)
-        format = -1;
-    if (format < 0)
-        fprintf(stderr, "medic %s: --format is table%s or json\n", command,
-                allow_csv ? ", csv" : "");
-    return format;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -263,7 +263,8 @@ def test_dataset_errors(suite):
     assert r.returncode == 2 and "--prometheus and --out are required" in r.stderr, r.stderr
     r = dataset(suite, "--db", db, "--prometheus", "http://x", "--out", out_path,
                 "--horizon", "soon")
-    assert r.returncode == 2 and "bad value 'soon'" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--horizon wants a duration (90s, 5m, 1h), not 'soon'" in \
+        r.stderr, r.stderr
     assert not os.path.exists(out_path)
     print("  missing audit log and bad options: clear errors, no file written")
 

@@ -1,0 +1,86 @@
+/* One options table for the commands (as git's parse-options): each
+ * option's long name, what its value is and where it goes. cli_parse reads
+ * argv with getopt_long, checks every value, says in one line what a bad
+ * one should have been ("medic dry-run: --risk wants a number from 0 to
+ * 1") and prints the usage for --help. */
+#ifndef MEDIC_CLI_OPTIONS_H
+#define MEDIC_CLI_OPTIONS_H
+
+#include <stdint.h>
+
+enum cli_option_type {
+    CLI_STRING,     /* const char *: the argument as given */
+    CLI_INT,        /* long within min..max */
+    CLI_UINT64,     /* uint64_t */
+    CLI_REAL,       /* double within min..max */
+    CLI_DURATION,   /* int64_t ns (90s, 5m, 1h), at least min seconds */
+    CLI_TIME,       /* int64_t ns: RFC 3339 */
+    CLI_TIME_BOUND, /* int64_t ns: RFC 3339, or a duration ago (90m, 2h, 7d) */
+    CLI_FORMAT,     /* int: MEDIC_FORMAT_TABLE or _JSON; _CSV too when max is 1 */
+    CLI_CALLBACK,   /* parse(arg, value): 0, or non-zero when arg is not what it wants */
+};
+
+struct cli_option {
+    const char *name; /* --name */
+    enum cli_option_type type;
+    void *value;
+    double min, max;   /* CLI_INT, CLI_REAL, CLI_DURATION (min only), CLI_FORMAT (max) */
+    const char *wants; /* what a value must be, for the message; NULL: said by type */
+    int (*parse)(const char *arg, void *value);
+};
+
+/* The table's rows. */
+#define CLI_OPT_STRING(name, value)                                                                \
+    {                                                                                              \
+        (name), CLI_STRING, (value), 0, 0, NULL, NULL                                              \
+    }
+#define CLI_OPT_INT(name, value, lo, hi)                                                           \
+    {                                                                                              \
+        (name), CLI_INT, (value), (lo), (hi), NULL, NULL                                           \
+    }
+#define CLI_OPT_UINT64(name, value)                                                                \
+    {                                                                                              \
+        (name), CLI_UINT64, (value), 0, 0, NULL, NULL                                              \
+    }
+#define CLI_OPT_REAL(name, value, lo, hi)                                                          \
+    {                                                                                              \
+        (name), CLI_REAL, (value), (lo), (hi), NULL, NULL                                          \
+    }
+#define CLI_OPT_DURATION(name, value, least_s)                                                     \
+    {                                                                                              \
+        (name), CLI_DURATION, (value), (least_s), 0, NULL, NULL                                    \
+    }
+#define CLI_OPT_TIME(name, value)                                                                  \
+    {                                                                                              \
+        (name), CLI_TIME, (value), 0, 0, NULL, NULL                                                \
+    }
+#define CLI_OPT_TIME_BOUND(name, value)                                                            \
+    {                                                                                              \
+        (name), CLI_TIME_BOUND, (value), 0, 0, NULL, NULL                                          \
+    }
+#define CLI_OPT_FORMAT(name, value, csv)                                                           \
+    {                                                                                              \
+        (name), CLI_FORMAT, (value), 0, (csv), NULL, NULL                                          \
+    }
+#define CLI_OPT_CALLBACK(name, value, fn, wants)                                                   \
+    {                                                                                              \
+        (name), CLI_CALLBACK, (value), 0, 0, (wants), (fn)                                         \
+    }
+#define CLI_OPT_END                                                                                \
+    {                                                                                              \
+        NULL, CLI_STRING, NULL, 0, 0, NULL, NULL                                                   \
+    }
+
+/* Parses a --format value for command: table or json, and csv when
+ * allow_csv. Prints the error and returns -1 when the value is not one. */
+int medic_cli_format(const char *command, const char *value, int allow_csv);
+
+/* Parses argv from argv[first] on (first is 1 for a command, 2 for a
+ * command's subcommand); options end at the first NULL name. Returns 0
+ * with *rest the index of the first argument that is not an option; 1 when
+ * --help printed the usage (exit 0); 2 when the line was wrong, said on
+ * stderr with the usage (exit 2). */
+int cli_parse(const char *command, const char *usage, int argc, char **argv, int first,
+              const struct cli_option *options, int *rest);
+
+#endif
