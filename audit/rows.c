@@ -885,17 +885,51 @@ static int pg_next_ids(struct audit_store *s, const char *table, size_t n, int64
     return got == n ? 0 : medic_error_set(err, MEDIC_E_STORE, "drawing ids: too few");
 }
 
-/* One kind of chained row for pg_insert_sealed: its data columns (all
- * but prev_hash and hash, which follow them), hashed in column order into
- * h and bound from parameter base + 1, for row i with id. */
+/* A chained row being written: each value goes both into its hash (as
+ * the chain's check reads it back) and into the statement's next
+ * parameter, so the two cannot disagree. */
+struct sealed_row {
+    struct medic_sha256 *h;
+    struct db_stmt *st;
+    int next; /* the parameter the next value binds */
+};
+
+static void put_int(struct sealed_row *r, int64_t v)
+{
+    audit_chain_row_int(r->h, v);
+    db_bind_int64(r->st, ++r->next, v);
+}
+
+static void put_id(struct sealed_row *r, int64_t id) /* NULL when 0 or less */
+{
+    audit_chain_row_id(r->h, id);
+    bind_id(r->st, ++r->next, id);
+}
+
+static void put_text(struct sealed_row *r, const char *v) /* NULL stays NULL */
+{
+    audit_chain_row_text(r->h, v);
+    bind_text(r->st, ++r->next, v);
+}
+
+static void put_real(struct sealed_row *r, double v) /* NULL when NaN */
+{
+    audit_chain_row_real(r->h, v);
+    if (isnan(v))
+        db_bind_null(r->st, ++r->next);
+    else
+        db_bind_double(r->st, ++r->next, v);
+}
+
+/* One kind of chained row for pg_insert_sealed: its data columns (all but
+ * prev_hash and hash, which follow them) in column order, for row i with
+ * id. */
 struct sealed_kind {
     const char *table, *head; /* head names every column, prev_hash and hash last */
     int columns;              /* with prev_hash and hash */
     enum chain chain;
-    void (*hash)(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                 int64_t id, struct medic_sha256 *h);
-    void (*bind)(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                 int64_t id, struct db_stmt *st, int base);
+    void (*put)(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                int64_t id, struct sealed_row *row);
 };
 
 /* n chained rows in one statement per ROWS_PER_STATEMENT: their ids drawn
@@ -924,20 +958,17 @@ static int pg_insert_sealed(struct audit_store *s, const struct sealed_kind *k,
         if (rc == 0)
             rc = db_prepare(s->db, sql.data, &st, err);
         for (size_t r = 0; rc == 0 && r < rows; r++) {
-            struct medic_sha256 *h = audit_chain_row_new();
-            if (!h) {
+            struct sealed_row row = {audit_chain_row_new(), st, (int)r * k->columns};
+            if (!row.h) {
                 rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
                 break;
             }
-            k->hash(in, decisions, at + r, ids[at + r], h);
-            audit_chain_row_text(h, prev);
+            k->put(in, decisions, at + r, ids[at + r], &row);
             memcpy(hashes[r][0], prev, 65);
-            audit_chain_row_finish(h, hashes[r][1]);
+            put_text(&row, hashes[r][0]);
+            audit_chain_row_finish(row.h, hashes[r][1]);
             memcpy(prev, hashes[r][1], 65);
-            int base = (int)r * k->columns;
-            k->bind(in, decisions, at + r, ids[at + r], st, base);
-            db_bind_text(st, base + k->columns - 1, hashes[r][0]);
-            db_bind_text(st, base + k->columns, hashes[r][1]);
+            db_bind_text(st, ++row.next, hashes[r][1]);
         }
         if (rc == 0 && (rc = db_step(st, err)) > 0)
             rc = 0;
@@ -952,97 +983,46 @@ static int pg_insert_sealed(struct audit_store *s, const struct sealed_kind *k,
     return rc;
 }
 
-static void hash_decision(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                          int64_t id, struct medic_sha256 *h)
+static void put_decision(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                         int64_t id, struct sealed_row *row)
 {
     (void)decisions;
     const struct audit_decision_in *d = &in->decisions[i];
-    audit_chain_row_int(h, id);
-    audit_chain_row_int(h, d->created_at / MEDIC_NS_PER_MS);
-    audit_chain_row_id(h, d->notification_id);
-    audit_chain_row_id(h, d->alert_id);
-    audit_chain_row_text(h, d->fingerprint);
-    audit_chain_row_text(h, d->node);
-    audit_chain_row_text(h, d->alertname);
-    audit_chain_row_text(h, d->policy);
+    put_int(row, id);
+    put_int(row, d->created_at / MEDIC_NS_PER_MS);
+    put_id(row, d->notification_id);
+    put_id(row, d->alert_id);
+    put_text(row, d->fingerprint);
+    put_text(row, d->node);
+    put_text(row, d->alertname);
+    put_text(row, d->policy);
     if (d->step >= 0)
-        audit_chain_row_int(h, d->step);
+        put_int(row, d->step);
     else
-        audit_chain_row_id(h, 0);
-    audit_chain_row_text(h, d->action);
-    audit_chain_row_text(h, d->params_json);
-    audit_chain_row_real(h, d->risk);
-    audit_chain_row_text(h, d->model_hash);
-    audit_chain_row_text(h, d->verdict);
-    audit_chain_row_text(h, d->reason);
-    audit_chain_row_text(h, d->config_hash);
+        put_id(row, 0);
+    put_text(row, d->action);
+    put_text(row, d->params_json);
+    put_real(row, d->risk);
+    put_text(row, d->model_hash);
+    put_text(row, d->verdict);
+    put_text(row, d->reason);
+    put_text(row, d->config_hash);
 }
 
-static void bind_decision(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                          int64_t id, struct db_stmt *st, int b)
-{
-    (void)decisions;
-    const struct audit_decision_in *d = &in->decisions[i];
-    db_bind_int64(st, b + 1, id);
-    db_bind_int64(st, b + 2, d->created_at / MEDIC_NS_PER_MS);
-    bind_id(st, b + 3, d->notification_id);
-    bind_id(st, b + 4, d->alert_id);
-    bind_text(st, b + 5, d->fingerprint);
-    bind_text(st, b + 6, d->node);
-    bind_text(st, b + 7, d->alertname);
-    bind_text(st, b + 8, d->policy);
-    if (d->step >= 0)
-        db_bind_int64(st, b + 9, d->step);
-    else
-        db_bind_null(st, b + 9);
-    bind_text(st, b + 10, d->action);
-    bind_text(st, b + 11, d->params_json);
-    if (!isnan(d->risk))
-        db_bind_double(st, b + 12, d->risk);
-    else
-        db_bind_null(st, b + 12);
-    bind_text(st, b + 13, d->model_hash);
-    bind_text(st, b + 14, d->verdict);
-    bind_text(st, b + 15, d->reason);
-    bind_text(st, b + 16, d->config_hash);
-}
-
-/* The decision that caused change i, by its id; 0: none. */
-static int64_t change_decision(const struct audit_evaluation_in *in, const int64_t *decisions,
-                               size_t i)
-{
-    long d = in->changes[i].decision;
-    return decisions && d >= 0 && (size_t)d < in->decision_count ? decisions[d] : 0;
-}
-
-static void hash_change(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                        int64_t id, struct medic_sha256 *h)
+static void put_change(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
+                       int64_t id, struct sealed_row *row)
 {
     const struct audit_change_in *c = &in->changes[i];
-    audit_chain_row_int(h, id);
-    audit_chain_row_int(h, c->created_at / MEDIC_NS_PER_MS);
-    audit_chain_row_int(h, c->incident);
-    audit_chain_row_text(h, c->node);
-    audit_chain_row_text(h, c->policy);
-    audit_chain_row_text(h, c->from);
-    audit_chain_row_text(h, c->state);
-    audit_chain_row_text(h, c->cause);
-    audit_chain_row_id(h, change_decision(in, decisions, i));
-}
-
-static void bind_change(const struct audit_evaluation_in *in, const int64_t *decisions, size_t i,
-                        int64_t id, struct db_stmt *st, int b)
-{
-    const struct audit_change_in *c = &in->changes[i];
-    db_bind_int64(st, b + 1, id);
-    db_bind_int64(st, b + 2, c->created_at / MEDIC_NS_PER_MS);
-    db_bind_int64(st, b + 3, c->incident);
-    bind_text(st, b + 4, c->node);
-    bind_text(st, b + 5, c->policy);
-    bind_text(st, b + 6, c->from);
-    bind_text(st, b + 7, c->state);
-    bind_text(st, b + 8, c->cause);
-    bind_id(st, b + 9, change_decision(in, decisions, i));
+    long d = c->decision;
+    put_int(row, id);
+    put_int(row, c->created_at / MEDIC_NS_PER_MS);
+    put_int(row, c->incident);
+    put_text(row, c->node);
+    put_text(row, c->policy);
+    put_text(row, c->from);
+    put_text(row, c->state);
+    put_text(row, c->cause);
+    put_id(row, decisions && d >= 0 && (size_t)d < in->decision_count ? decisions[d] : 0);
 }
 
 static const struct sealed_kind sealed_decisions = {
@@ -1052,8 +1032,7 @@ static const struct sealed_kind sealed_decisions = {
     " config_hash, prev_hash, hash)",
     18,
     CHAIN_DECISIONS,
-    hash_decision,
-    bind_decision,
+    put_decision,
 };
 
 static const struct sealed_kind sealed_changes = {
@@ -1062,8 +1041,7 @@ static const struct sealed_kind sealed_changes = {
     " cause, decision_id, prev_hash, hash)",
     11,
     CHAIN_CHANGES,
-    hash_change,
-    bind_change,
+    put_change,
 };
 
 static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
