@@ -697,12 +697,6 @@ static int write_action(struct audit_store *s, struct job *job)
 
 /* ---- PostgreSQL: a batch's notifications together ---- */
 
-static int run_rows(struct audit_store *s, const char *sql, struct db_stmt **st,
-                    struct medic_error *err)
-{
-    return db_prepare(s->db, sql, st, err);
-}
-
 /* The notifications' own rows: firsts in one statement (the unique index
  * turns a key already stored into nothing), then duplicates. */
 static int store_notifications(struct audit_store *s, struct job **jobs, size_t n,
@@ -717,7 +711,7 @@ static int store_notifications(struct audit_store *s, struct job **jobs, size_t 
                         " ON CONFLICT (dedupe_key) WHERE duplicate_of IS NULL DO NOTHING"
                         " RETURNING id, dedupe_key");
     if (rc == 0)
-        rc = run_rows(s, sql->data, &st, err);
+        rc = db_prepare(s->db, sql->data, &st, err);
     for (size_t i = 0; rc == 0 && i < n; i++)
         bind_notification_at(st, (int)i * NOTIFICATION_COLUMNS, jobs[i], 0);
     /* each key stored goes to the first job with that key */
@@ -761,7 +755,7 @@ static int store_notifications(struct audit_store *s, struct job **jobs, size_t 
         return rc;
     rc = values_sql(sql, head, dups, NOTIFICATION_COLUMNS, " RETURNING id");
     if (rc == 0)
-        rc = run_rows(s, sql->data, &st, err);
+        rc = db_prepare(s->db, sql->data, &st, err);
     int at = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const struct audit_notification_result *out = jobs[i]->out;
@@ -780,6 +774,21 @@ static int store_notifications(struct audit_store *s, struct job **jobs, size_t 
         rc = r;
     db_finalize(st);
     return rc;
+}
+
+/* The job that holds the next alert to store, from (*job, *alert) on:
+ * duplicates store none, and a job's alerts end at its count. */
+static struct audit_notification_result *next_alert(struct job **jobs, size_t *job, size_t *alert)
+{
+    for (;;) {
+        struct audit_notification_result *out = jobs[*job]->out;
+        const struct medic_notification *n =
+            ((const struct audit_notification_in *)jobs[*job]->in)->notification;
+        if (!out->duplicate && *alert < n->alert_count)
+            return out;
+        ++*job;
+        *alert = 0;
+    }
 }
 
 /* The first notifications' alerts, holding ALERT_IDS_LOCK, in as few
@@ -807,19 +816,10 @@ static int store_alerts(struct audit_store *s, struct job **jobs, size_t n, stru
         struct db_stmt *st = NULL;
         rc = values_sql(sql, head, rows, ALERT_COLUMNS, " RETURNING id");
         if (rc == 0)
-            rc = run_rows(s, sql->data, &st, err);
+            rc = db_prepare(s->db, sql->data, &st, err);
         size_t first_job = job, first_alert = alert;
         for (size_t k = 0; rc == 0 && k < rows; k++) {
-            const struct audit_notification_result *out;
-            const struct medic_notification *nt;
-            for (;;) {
-                out = jobs[job]->out;
-                nt = ((const struct audit_notification_in *)jobs[job]->in)->notification;
-                if (!out->duplicate && alert < nt->alert_count)
-                    break;
-                job++;
-                alert = 0;
-            }
+            const struct audit_notification_result *out = next_alert(jobs, &job, &alert);
             bind_alert_at(st, (int)k * ALERT_COLUMNS, jobs[job], out->id, alert++);
         }
         /* RETURNING gives the ids in the order of VALUES: each
@@ -830,16 +830,7 @@ static int store_alerts(struct audit_store *s, struct job **jobs, size_t n, stru
         int r;
         while (rc == 0 && (r = db_step(st, err)) == 1) {
             int64_t id = db_column_int64(st, 0);
-            struct audit_notification_result *out;
-            const struct medic_notification *nt;
-            for (;;) {
-                out = jobs[job]->out;
-                nt = ((const struct audit_notification_in *)jobs[job]->in)->notification;
-                if (!out->duplicate && alert < nt->alert_count)
-                    break;
-                job++;
-                alert = 0;
-            }
+            struct audit_notification_result *out = next_alert(jobs, &job, &alert);
             if (alert == 0)
                 out->first_alert_id = id;
             else if (id != expect)
