@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Throughput and latency of POST /webhook with the durable audit log (WAL,
-# fsync at every group commit), against nginx answering `return 200` to the
-# same requests in the same run.
+# fsync at every group commit), against two references in the same run:
+# the durable floor (build/dev/bench/durable-floor: libmicrohttpd with
+# medic's threading, each body appended to a file and answered only after a
+# group commit's fdatasync, nothing else) and nginx answering `return 200`.
 #
 #   bench/http-bench.sh [SECONDS] [CONNECTIONS]
 #
@@ -13,15 +15,17 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 duration=${1:-10}
 conns=${2:-32}
 medic=${MEDIC:-$top/build/dev/medic}
+floor=${FLOOR:-$top/build/dev/bench/durable-floor}
 payload=$top/tests/fixtures/alertmanager/am-webhook-multi-alert.json
 for tool in wrk nginx; do
   command -v "$tool" >/dev/null || { echo "http-bench: install $tool (apt-get install wrk nginx-light)" >&2; exit 1; }
 done
-[ -x "$medic" ] || { echo "http-bench: build medic first (scripts/dev.sh build)" >&2; exit 1; }
+[ -x "$medic" ] && [ -x "$floor" ] || { echo "http-bench: build medic first (scripts/dev.sh build)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/medic-bench-XXXXXX)
 medic_port=19897
 nginx_port=19898
+floor_port=19899
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -57,11 +61,13 @@ http {
 }
 NGINX
 nginx -c "$work/nginx.conf" -p "$work"
+"$floor" $floor_port "$work/floor.log" &
+pids+=($!)
 
-for port in $medic_port $nginx_port; do
+for port in $medic_port $nginx_port $floor_port; do
   for _ in $(seq 50); do
     curl -fs -o /dev/null "http://127.0.0.1:$port/-/healthy" 2>/dev/null && break
-    curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && [ $port = $nginx_port ] && break
+    curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && [ $port != $medic_port ] && break
     sleep 0.1
   done
 done
@@ -80,8 +86,9 @@ run() { # name port
 
 echo "POST /webhook, 3-alert payload, $conns connections, ${duration}s each, wrk -t1, $(nproc) cores"
 run medic $medic_port
+run floor $floor_port
 run nginx $nginx_port
 stored=$("$medic" audit notifications --db "$work/medic.db" --format csv --limit 1 | awk -F, 'NR==2 {print $1}')
 echo "medic committed $stored notifications ($(( stored * 3 )) alerts), every one before its 200"
-awk -v m="$(cat "$work/medic.rps")" -v n="$(cat "$work/nginx.rps")" \
-  'BEGIN { printf "ratio medic/nginx: %.2f\n", m / n }'
+awk -v m="$(cat "$work/medic.rps")" -v f="$(cat "$work/floor.rps")" -v n="$(cat "$work/nginx.rps")" \
+  'BEGIN { printf "ratio medic/durable floor: %.2f   medic/nginx: %.2f\n", m / f, m / n }'
