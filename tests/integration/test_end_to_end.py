@@ -91,7 +91,10 @@ def test_fault_to_drain_cycle_and_resume(suite):
     acted = [(d["action"], d["verdict"]) for d in decisions if d["action"]]
     assert acted == [("drain", "execute"), ("ipmi_power_cycle", "execute"),
                      ("resume", "execute")], decisions
-    outcomes = [a for a in reversed(medic.audit("actions")) if a["phase"] == "outcome"]
+    # Slurm shows the node resumed as soon as scontrol ran; the resume's
+    # outcome is committed right after: wait for its row
+    outcomes = wait_until("the resume's outcome", lambda: (lambda rows: len(rows) == 3 and rows)(
+        [a for a in reversed(medic.audit("actions")) if a["phase"] == "outcome"]), timeout=20)
     assert [(a["action"], a["result"]) for a in outcomes] == [
         ("drain", "succeeded"), ("ipmi_power_cycle", "succeeded"), ("resume", "succeeded")], outcomes
     alerts = medic.audit("alerts", "--node", NODE)

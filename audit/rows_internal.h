@@ -1,0 +1,70 @@
+/* What rows.c (each request's rows, one by one) and rows_pg.c
+ * (PostgreSQL: a batch's rows together) share. Private to audit/. */
+#ifndef MEDIC_AUDIT_ROWS_INTERNAL_H
+#define MEDIC_AUDIT_ROWS_INTERNAL_H
+
+#include "store_internal.h"
+
+/* PostgreSQL: alert ids come from one sequence that every replica draws
+ * on, and a notification's alerts must have consecutive ids (the engine
+ * finds alert k at the first id plus k): a replica inserts them holding
+ * this lock, for the inserts only. */
+#define ALERT_IDS_LOCK 0x6d656469630001LL
+
+#define NOTIFICATION_COLUMNS 14
+#define ALERT_COLUMNS 12
+/* rows per statement: PostgreSQL takes at most 65,535 parameters */
+#define ROWS_PER_STATEMENT(columns) (60000 / (columns))
+
+static inline void audit__bind_text(struct db_stmt *st, int i, const char *v)
+{
+    db_bind_text(st, i, v);
+}
+
+/* An id, or NULL when 0 or less. */
+static inline void audit__bind_id(struct db_stmt *st, int i, int64_t id)
+{
+    if (id > 0)
+        db_bind_int64(st, i, id);
+    else
+        db_bind_null(st, i);
+}
+
+/* "HEAD VALUES (?1, ..., ?C), (...) ...TAIL" for rows rows of columns. */
+int audit__values_sql(struct medic_buf *b, const char *head, size_t rows, int columns,
+                      const char *tail);
+/* A notification's row, the first or a duplicate of first, bound to
+ * parameters base + 1 to base + 14. */
+void audit__bind_notification_at(struct db_stmt *st, int base, const struct job *job,
+                                 int64_t first);
+/* Alert i of the job's notification (stored as id), bound to parameters
+ * base + 1 to base + 12. */
+void audit__bind_alert_at(struct db_stmt *st, int base, const struct job *job, int64_t id,
+                          size_t i);
+/* The id of the first notification with prep's key; 0 when none. */
+int audit__find_first(struct audit_store *s, const struct prepared_notification *prep,
+                      int64_t *first, struct medic_error *err);
+/* The head of a chain in the open transaction. */
+int audit__last_hash(struct audit_store *s, enum chain chain, char out[65],
+                     struct medic_error *err);
+/* A state row's value as stored, its references to decisions replaced by
+ * their ids. */
+int audit__row_value(const struct audit_rows *rows, const struct audit_row *row, const int64_t *ids,
+                     size_t decision_count, struct medic_buf *value, struct medic_error *err);
+
+/* rows_pg.c. Each run of puts or of deletions of state rows first to
+ * past_end in one statement; 1 when a (kind, key) repeats among them, to
+ * go row by row. */
+int audit__pg_rows_together(struct audit_store *s, const struct audit_rows *rows, size_t first,
+                            size_t past_end, const int64_t *ids, size_t decision_count,
+                            struct medic_error *err);
+/* An evaluation's decisions (their ids into ids) and incident changes,
+ * sealed by the writer, and its evaluated marks, each in one statement. */
+int audit__pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
+                               int64_t *ids, struct medic_error *err);
+int audit__pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
+                             const int64_t *ids, struct medic_error *err);
+int audit__pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
+                             struct medic_error *err);
+
+#endif
