@@ -1,7 +1,6 @@
-/* The commands' options table (cli/options.c): every kind of value read,
+/* The commands' options table (common/options.c): every kind of value read,
  * bounds and bad values refused with exit status 2 and nothing taken,
  * --help, and where the arguments after the options begin. */
-#include "commands.h"
 #include "options.h"
 #include "table.h"
 #include "timeutil.h"

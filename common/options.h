@@ -1,4 +1,5 @@
-/* One options table for the commands (as git's parse-options): each
+/* One options table for medic's commands (as git's parse-options), used
+ * by cli/: each
  * option's long name, what its value is and where it goes. cli_parse reads
  * argv with getopt_long, checks every value, says in one line what a bad
  * one should have been ("medic dry-run: --risk wants a number from 0 to
