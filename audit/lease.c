@@ -1,6 +1,7 @@
 #include "lease.h"
 #include "db.h"
 #include "postgres.h"
+#include "schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,10 +47,7 @@ int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, i
                       struct audit_lease *out, struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
-    struct audit_lease before = {0};
-    int rc = read_lease(c, &before, err);
-    if (rc)
-        return rc;
+    int rc = 0;
     char ms[32];
     snprintf(ms, sizeof(ms), "%lld", (long long)lease_ms);
     const char *params[] = {replica, ms, config_hash};
@@ -86,10 +84,6 @@ int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, i
     else if (PQntuples(r) == 1) {
         lease_from(r, out);
         out->ours = 1;
-        /* a new term over another configuration: only an operator's word
-         * let it be taken */
-        out->took_forced = before.epoch && out->epoch != before.epoch && before.config_hash[0] &&
-                           strcmp(before.config_hash, config_hash) != 0;
     }
     PQclear(r);
     if (rc || out->ours)
@@ -132,6 +126,7 @@ struct audit_lease_client {
     char *url;
     char replica[64];
     PGconn *conn;
+    int held; /* this replica held the lease at its last renewal */
 };
 
 int audit_lease_client_open(const char *location, const char *replica,
@@ -174,7 +169,19 @@ int audit_lease_client_renew(struct audit_lease_client *c, const char *config_ha
 {
     memset(out, 0, sizeof(*out));
     int rc = client_conn(c, err);
-    return rc ? rc : audit_lease_renew(c->conn, c->replica, config_hash, lease_ms, out, err);
+    /* a replica that may take the lease reads it first: a new term over
+     * another configuration was an operator's word, to be told */
+    struct audit_lease before = {0};
+    if (rc == 0 && !c->held)
+        rc = read_lease(c->conn, &before, err);
+    if (rc == 0)
+        rc = audit_lease_renew(c->conn, c->replica, config_hash, lease_ms, out, err);
+    if (rc)
+        return rc;
+    out->took_forced = out->ours && before.epoch && out->epoch != before.epoch &&
+                       before.config_hash[0] && strcmp(before.config_hash, config_hash) != 0;
+    c->held = out->ours;
+    return 0;
 }
 
 int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch, struct medic_error *err)
@@ -185,6 +192,9 @@ int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch, stru
 
 /* ---- an operator's tools ---- */
 
+/* The schema from which the lease holds configurations and forces. */
+#define AUDIT_LEASE_SCHEMA 8
+
 static int operator_conn(const char *location, PGconn **out, struct medic_error *err)
 {
     if (!audit_location_is_shared(location))
@@ -192,7 +202,29 @@ static int operator_conn(const char *location, PGconn **out, struct medic_error 
                                "there is a lease only when replicas share a PostgreSQL audit "
                                "log: give --db postgresql://...");
     int rc = audit_pg_connect(location, out, err);
-    return rc ? rc : audit_pg_schema(*out, err);
+    if (rc)
+        return rc;
+    /* an operator's command reads the schema, never migrates it */
+    PGresult *v = PQexec(*out, "SELECT max(version) FROM medic_schema");
+    int version = PQresultStatus(v) == PGRES_TUPLES_OK && !PQgetisnull(v, 0, 0)
+                      ? atoi(PQgetvalue(v, 0, 0))
+                      : 0;
+    PQclear(v);
+    if (version < AUDIT_LEASE_SCHEMA || version > audit_schema_version()) {
+        PQfinish(*out);
+        *out = NULL;
+        return medic_error_set(
+            err, MEDIC_E_STORE,
+            version <= 0 ? "postgresql: no medic audit log in this database"
+            : version < AUDIT_LEASE_SCHEMA
+                ? "postgresql: the audit log is at schema %d, before the "
+                  "lease kept configurations (%d): start a replica of this "
+                  "medic first"
+                : "postgresql: the audit log's schema %d is newer than this "
+                  "medic's (%d): upgrade medic",
+            version, version < AUDIT_LEASE_SCHEMA ? AUDIT_LEASE_SCHEMA : audit_schema_version());
+    }
+    return 0;
 }
 
 int audit_lease_read(const char *location, struct audit_lease *out, struct medic_error *err)
