@@ -159,3 +159,23 @@ class Medic:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+
+
+def storm_bodies(per_node, nodes=2000, gpus=8):
+    """The storm: an Xid 79 on every GPU of nodes nodes, grouped by node (a
+    notification of gpus alerts each) or not (a notification per alert)."""
+    starts = now_rfc3339()
+    if per_node:
+        return [notification(f"storm-{n}", [xid_alert(f"storm-{n:05d}", g, starts)
+                                            for g in range(gpus)]) for n in range(nodes)]
+    return [notification(f"storm-{n}-{g}", [xid_alert(f"storm-{n:05d}", g, starts)])
+            for n in range(nodes) for g in range(gpus)]
+
+
+def storm_counts(q):
+    """What the storm decided, through q(sql) -> a count."""
+    return {"decisions": q("SELECT count(*) FROM decisions"),
+            "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"
+                                  " ('execute','dry_run') AND action IN"
+                                  " ('drain','ipmi_power_cycle','power_limit')"),
+            "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'")}

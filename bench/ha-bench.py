@@ -42,8 +42,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import (Medic, notification, now_rfc3339, pending, seconds_until, wait_until,
-                      xid_alert)
+from benchlib import Medic, pending, seconds_until, storm_bodies, storm_counts, wait_until
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests/integration"))
@@ -142,15 +141,6 @@ def run_pg(binary, pg, name, count, seconds):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def storm_bodies(per_node, nodes=2000, gpus=8):
-    starts = now_rfc3339()
-    if per_node:
-        return [notification(f"storm-{n}", [xid_alert(f"storm-{n:05d}", g, starts)
-                                            for g in range(gpus)]) for n in range(nodes)]
-    return [notification(f"storm-{n}-{g}", [xid_alert(f"storm-{n:05d}", g, starts)])
-            for n in range(nodes) for g in range(gpus)]
-
-
 def storm_post(ports, bodies, work, connections=8):
     """Deals the bodies round-robin to the ports, one storm-client each
     (the connections shared out), all at once; the time until the last
@@ -171,14 +161,6 @@ def storm_post(ports, bodies, work, connections=8):
             raise SystemExit(f"ha-bench: the storm client failed:\n{out}")
         seconds, bad = max(seconds, float(m.group(3))), bad + int(m.group(2))
     return seconds, bad
-
-
-def storm_counts(q):
-    return {"decisions": q("SELECT count(*) FROM decisions"),
-            "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"
-                                  " ('execute','dry_run') AND action IN"
-                                  " ('drain','ipmi_power_cycle','power_limit')"),
-            "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'")}
 
 
 def run_storm_sqlite(binary, per_node):

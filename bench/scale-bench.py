@@ -43,7 +43,7 @@ import tempfile
 import time
 
 from benchlib import Medic, cpu_seconds, free_port, notification, now_rfc3339, pending, post_all, \
-    seconds_until, wait_until, xid_alert
+    seconds_until, storm_bodies, storm_counts, wait_until, xid_alert
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAYLOAD = os.path.join(TOP, "tests/fixtures/alertmanager/am-webhook-multi-alert.json")
@@ -206,13 +206,7 @@ def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
     work = tempfile.mkdtemp(prefix="medic-storm-")
     m = Medic(binary, work)
     try:
-        starts = now_rfc3339()
-        if per_node:  # Alertmanager grouping by node: one notification of 8 alerts each
-            bodies = [notification(f"storm-{n}", [xid_alert(f"storm-{n:05d}", g, starts)
-                                                  for g in range(gpus)]) for n in range(nodes)]
-        else:  # no grouping: a notification per alert
-            bodies = [notification(f"storm-{n}-{g}", [xid_alert(f"storm-{n:05d}", g, starts)])
-                      for n in range(nodes) for g in range(gpus)]
+        bodies = storm_bodies(per_node, nodes, gpus)
         t0 = time.time()
         accepted, bad = storm_post(m.port, bodies, clients, work)
         decided = wait_until("every alert decided", lambda: pending(m.db) == 0, 600) - t0
@@ -222,11 +216,7 @@ def storm(binary, per_node, nodes=2000, gpus=8, clients=8):
             "alerts": nodes * gpus, "non200": bad, "bodies": len(bodies), "accepted_s": accepted,
             "decided_s": decided,
             "notifications": q("SELECT count(*) FROM notifications"),
-            "decisions": q("SELECT count(*) FROM decisions"),
-            "disruptive_acted": q("SELECT count(*) FROM decisions WHERE verdict IN"
-                                  " ('execute','dry_run') AND action IN"
-                                  " ('drain','ipmi_power_cycle','power_limit')"),
-            "storm_notices": q("SELECT count(*) FROM decisions WHERE reason LIKE 'storm started%'"),
+            **storm_counts(q),
             "rss_mb": m.rss_mb(),
         }
         if per_node:  # the on-call page with every node's incident open, beside nginx
