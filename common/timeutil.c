@@ -19,6 +19,24 @@ int64_t medic_time_monotonic(void)
     return (int64_t)ts.tv_sec * MEDIC_NS_PER_SEC + ts.tv_nsec;
 }
 
+static int64_t boottime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * MEDIC_NS_PER_SEC + ts.tv_nsec;
+}
+
+void medic_steady_clock_start(struct medic_steady_clock *c)
+{
+    c->boot0 = boottime();
+    c->wall0 = medic_time_now();
+}
+
+int64_t medic_steady_clock_now(const struct medic_steady_clock *c)
+{
+    return c->wall0 + (boottime() - c->boot0);
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant). */
 static int64_t days_from_civil(int64_t y, int m, int d)
 {

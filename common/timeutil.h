@@ -16,6 +16,16 @@
 int64_t medic_time_now(void);
 /* Monotonic clock in nanoseconds, for measuring durations. */
 int64_t medic_time_monotonic(void);
+/* The engine's clock: the wall clock as read when it was started,
+ * advanced since by the time the host has been up (CLOCK_BOOTTIME: the
+ * monotonic clock, counting a suspend). A step of the wall clock (NTP
+ * correcting a drifted host) does not move it; every interval the policy
+ * engine measures (after:, cooldowns, expiry, storms) is on it. */
+struct medic_steady_clock {
+    int64_t wall0, boot0;
+};
+void medic_steady_clock_start(struct medic_steady_clock *c);
+int64_t medic_steady_clock_now(const struct medic_steady_clock *c);
 /* Initialises a condition variable whose timed waits are measured on the
  * monotonic clock: a step of the wall clock (NTP correcting a drifted
  * host, a VM resumed) neither stalls nor rushes them. Every condition

@@ -37,7 +37,7 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
         int rc = engine_copy_state(e, &copy, &err);
         struct policy_context policy_ctx;
         engine_context_from_config(config, &policy_ctx);
-        int64_t now = medic_time_now();
+        int64_t now = engine_now(e);
         if (rc == 0)
             rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NAN, now, &decisions);
         if (rc == 0)

@@ -218,6 +218,11 @@ static const struct directive directives[] = {
      "an alert not re-sent this long is taken as resolved (its resolve was lost); keep it above "
      "every route's `repeat_interval`",
      NULL},
+    {"safety", "restart_grace", D_DOC, 0, 0, 0, NULL, NULL, "`5m`",
+     "after a start or a takeover, a due disruptive step waits this long for an alert of its "
+     "incident to be seen again (Alertmanager's retries bring a resolve sent while medic was "
+     "down); then it is decided from the stored state, every guard checked again",
+     NULL},
     {"safety", "maintenance", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "windows `{ nodes: REGEX, start: TIME, end: TIME, reason: TEXT }` (RFC 3339 times, an "
      "anchored regular expression over inventory names): disruptive steps on those nodes are "

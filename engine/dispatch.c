@@ -480,6 +480,10 @@ static int recover_unstarted(void *arg, const struct audit_unstarted *u)
         snprintf(why, sizeof(why),
                  "a disruptive action is never started blindly after a restart (its incident "
                  "stops, and on-call is told)");
+    } else if (job.action.kind == MEDIC_ACTION_RESUME ||
+               job.action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT) {
+        /* an undo returns the node whatever its alert did since (medic only
+         * resumes what it drained, checked as it runs) */
     } else if (u->resolved) {
         snprintf(why, sizeof(why), "its alert resolved while medic was down");
     } else if (r->now - u->alert_started_at > r->config->policies.safety.max_alert_age) {

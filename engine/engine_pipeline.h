@@ -53,9 +53,14 @@ struct engine_pipeline_stats {
     unsigned long long ticks;       /* scheduler rounds (ladders escalated, alerts expired) */
     unsigned long long evaluated;   /* notifications evaluated and committed, duplicates too */
     unsigned long long clock_steps; /* steps of the wall clock seen (1 s or more) */
+    int64_t wall_clock_lead;        /* the wall clock less the engine's clock, ns */
     int disrupted_nodes, open_incidents, storm;
 };
 void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out);
+
+/* The engine's clock (see medic_steady_clock): the time the policy
+ * engine decides at. Any thread. */
+int64_t engine_pipeline_now(const struct engine_pipeline *e);
 
 /* A copy of the policy engine's state as it is now (for dry runs). */
 int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,

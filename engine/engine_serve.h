@@ -42,6 +42,9 @@ struct engine {
 /* A copy of the policy engine's state: the running engine's, or on a
  * replica that does not lead, the one last committed to the audit log. */
 int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_error *err);
+/* The time the policy engine decides at (engine_pipeline_now); on a
+ * replica that does not lead, the wall clock. */
+int64_t engine_now(struct engine *e);
 /* fn with the running engine's state in place (see
  * engine_pipeline_with_state), or on a replica that does not lead, with
  * the state last committed to the audit log; fn's result, or a failure to

@@ -27,9 +27,14 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# TYPE medic_engine_notifications_evaluated_total counter\n"
                      "medic_engine_notifications_evaluated_total %llu\n"
                      "# HELP medic_wall_clock_steps_total Steps of the wall clock against the "
-                     "monotonic clock (1 s or more) seen by the engine.\n"
+                     "engine's clock (1 s or more) seen by the engine.\n"
                      "# TYPE medic_wall_clock_steps_total counter\n"
                      "medic_wall_clock_steps_total %llu\n"
+                     "# HELP medic_wall_clock_lead_seconds The wall clock less the engine's clock "
+                     "(the wall clock at the engine's start, advanced by the monotonic clock): "
+                     "the steps since medic started, which its intervals do not follow.\n"
+                     "# TYPE medic_wall_clock_lead_seconds gauge\n"
+                     "medic_wall_clock_lead_seconds %.3f\n"
                      "# HELP medic_disrupted_nodes Nodes drained, power-limited or being "
                      "power-cycled by medic.\n"
                      "# TYPE medic_disrupted_nodes gauge\n"
@@ -42,8 +47,9 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "actions.\n"
                      "# TYPE medic_storm_active gauge\n"
                      "medic_storm_active %d\n",
-                     st.rounds_failed, st.ticks, st.evaluated, st.clock_steps, st.disrupted_nodes,
-                     st.open_incidents, st.storm);
+                     st.rounds_failed, st.ticks, st.evaluated, st.clock_steps,
+                     (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.open_incidents,
+                     st.storm);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;

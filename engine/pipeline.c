@@ -43,7 +43,11 @@ struct engine_pipeline {
     atomic_ullong ticks;
     atomic_ullong evaluated;
     atomic_ullong clock_steps;
-    int64_t seen_wall, seen_mono; /* the clocks at the engine's last look, for steps */
+    /* the policy engine's clock, which a step of the wall clock does not
+     * move; the wall clock's lead on it at the last look (a change of 1 s
+     * or more is a step) */
+    struct medic_steady_clock clock;
+    _Atomic int64_t wall_lead;
     atomic_int disrupted_nodes;
     atomic_int open_incidents;
     atomic_int storm;
@@ -54,7 +58,8 @@ struct round {
     struct engine_pipeline *e;
     struct policy_context ctx;
     struct policy_decisions out;
-    int64_t now;
+    int64_t now;  /* the engine's clock: what the policy engine measures intervals on */
+    int64_t wall; /* the wall clock at the same instant: what is recorded */
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
     /* per decision: the notification and alert it came from (0: a tick) */
@@ -254,7 +259,7 @@ static int to_audit(const struct round *r, const char *config_hash, const char *
             params[i] = medic_buf_detach(&b);
         }
         d[i] = (struct audit_decision_in){
-            .created_at = x->time,
+            .created_at = x->time + (r->wall - r->now),
             .notification_id = r->notification_of[i],
             .alert_id = r->alert_of[i],
             .fingerprint = x->fingerprint[0] ? x->fingerprint : NULL,
@@ -339,11 +344,11 @@ static int restore_state(struct engine_pipeline *e)
  * then one commit of decisions, evaluated ids and the state's changed
  * rows. Returns 1 when it did anything, 0 when there was nothing to do, -1
  * when it failed. */
-static int run_round(struct engine_pipeline *e, int64_t now, int tick)
+static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int tick)
 {
     if (e->state_stale && restore_state(e))
         return -1; /* retried in a second */
-    struct round r = {.e = e, .now = now};
+    struct round r = {.e = e, .now = now, .wall = wall};
     struct handed h;
     handover_take(&e->in, ROUND_LIMIT, &h);
     struct medic_error err = {0};
@@ -356,8 +361,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
-    engine_risk_begin(&r.risk, config, e->fleet, now);
-    if (r.risk.enabled) /* alerts are scored */
+    engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
+    if (r.risk.enabled)                                 /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
@@ -401,7 +406,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
         for (size_t i = 0; rc == 0 && i < r.out.change_count; i++) {
             const struct policy_change *c = &r.out.changes[i];
             changes[i] = (struct audit_change_in){
-                .created_at = c->time,
+                .created_at = c->time + (r.wall - r.now),
                 .incident = c->incident,
                 .node = c->node[0] ? c->node : NULL,
                 .policy = c->policy,
@@ -418,7 +423,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
                                              .change_count = r.out.change_count,
                                              .evaluated = r.evaluated,
                                              .evaluated_count = r.evaluated_count,
-                                             .evaluated_at = now,
+                                             .evaluated_at = wall,
                                              .state = &rows,
                                              .drop_legacy_state = e->legacy_state};
             rc = audit_record_evaluation(e->store, &in, ids, &err);
@@ -480,25 +485,26 @@ static int run_round(struct engine_pipeline *e, int64_t now, int tick)
     return rc ? -1 : changed || (from_log && r.evaluated_count == ROUND_LIMIT);
 }
 
-/* A jump of the wall clock against the monotonic clock this large between
- * two looks is a step (NTP correcting a drifted host, a VM resumed): it is
- * logged and counted; waits and ticks are on the monotonic clock and do
- * not follow it. */
+/* A jump of the wall clock against the engine's clock this large between
+ * two looks is a step (NTP correcting a drifted host): it is logged and
+ * counted; waits, ticks and the policy engine's intervals do not follow
+ * it. */
 #define CLOCK_STEP MEDIC_NS_PER_SEC
 
 /* Logs and counts a step of the wall clock since the last look. */
-static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t mono)
+static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t now)
 {
-    int64_t step = (wall - e->seen_wall) - (mono - e->seen_mono);
-    e->seen_wall = wall;
-    e->seen_mono = mono;
+    int64_t lead = wall - now, step = lead - atomic_load(&e->wall_lead);
+    atomic_store(&e->wall_lead, lead);
     if (step > -CLOCK_STEP && step < CLOCK_STEP)
         return;
     atomic_fetch_add(&e->clock_steps, 1);
-    char by[32];
+    char by[32], total[32];
     snprintf(by, sizeof(by), "%+.3fs", (double)step / 1e9);
-    medic_log_warn("the wall clock stepped; the scheduler's waits and ticks do not follow it",
-                   "step", by, NULL);
+    snprintf(total, sizeof(total), "%+.3fs", (double)lead / 1e9);
+    medic_log_warn("the wall clock stepped; the scheduler's waits and the policy engine's "
+                   "intervals (after:, cooldowns, expiry) do not follow it until medic restarts",
+                   "step", by, "wall_clock_lead", total, NULL);
 }
 
 static void *engine_main(void *arg)
@@ -508,7 +514,8 @@ static void *engine_main(void *arg)
     medic_mutex_lock(&e->in.lock);
     while (!e->in.stopping) {
         int64_t mono = medic_time_monotonic(), wall = medic_time_now();
-        watch_clock(e, wall, mono);
+        int64_t now = medic_steady_clock_now(&e->clock);
+        watch_clock(e, wall, now);
         int tick = mono - e->last_tick >= e->tick_interval;
         if (e->poll_interval && mono - e->last_poll >= e->poll_interval) {
             e->last_poll = mono; /* what other replicas committed */
@@ -528,7 +535,7 @@ static void *engine_main(void *arg)
             atomic_fetch_add(&e->ticks, 1);
         }
         medic_mutex_unlock(&e->in.lock);
-        int did = run_round(e, wall, tick);
+        int did = run_round(e, now, wall, tick);
         medic_mutex_lock(&e->in.lock);
         if (did > 0) {
             e->in.wake = 1; /* a full round may leave more pending: go again at once */
@@ -560,15 +567,14 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     handover_init(&e->in); /* evaluate what a previous run left pending */
     e->in.shared = poll_interval > 0;
     e->last_tick = medic_time_monotonic();
-    e->seen_mono = e->last_tick;
-    e->seen_wall = medic_time_now();
+    medic_steady_clock_start(&e->clock);
     medic_mutex_init(&e->lock, MEDIC_LOCK_ENGINE_STATE);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
         rc = read_state(e, &e->state, err);
     if (rc == 0 && policy_open_incidents(e->state) > 0) {
         /* nothing disruptive before an alert is seen again */
-        policy_state_restarted(e->state, medic_time_now());
+        policy_state_restarted(e->state, medic_steady_clock_now(&e->clock));
         medic_log_info("policy engine state restored", NULL);
     }
     if (rc == 0 && pthread_create(&e->thread, NULL, engine_main, e) != 0)
@@ -621,9 +627,15 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     out->ticks = atomic_load(&e->ticks);
     out->evaluated = atomic_load(&e->evaluated);
     out->clock_steps = atomic_load(&e->clock_steps);
+    out->wall_clock_lead = atomic_load(&e->wall_lead);
     out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
     out->open_incidents = atomic_load(&e->open_incidents);
     out->storm = atomic_load(&e->storm);
+}
+
+int64_t engine_pipeline_now(const struct engine_pipeline *e)
+{
+    return medic_steady_clock_now(&e->clock);
 }
 
 int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg)

@@ -313,6 +313,14 @@ int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_
     return rc != MEDIC_E_NOTFOUND ? rc : committed_state(e, out, err);
 }
 
+int64_t engine_now(struct engine *e)
+{
+    medic_rwlock_rdlock(&e->role);
+    int64_t now = e->pipeline ? engine_pipeline_now(e->pipeline) : medic_time_now();
+    medic_rwlock_unlock(&e->role);
+    return now;
+}
+
 int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct medic_error *err)
 {
     medic_rwlock_rdlock(&e->role);

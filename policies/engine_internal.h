@@ -282,7 +282,7 @@ void policy__compact(struct policy_state *st);
 /* Numbers the incidents in their array's order afresh, each to be visited
  * by the next tick (after a load sorted them). */
 void policy__incidents_reslot(struct policy_state *st);
-int policy__incident_fresh(const struct incident *in);
+int policy__incident_fresh(const struct incident *in, int64_t grace, int64_t now);
 int policy__strictest_limit(const struct policy_state *st, const char *node,
                             const struct incident *except);
 /* Incidents other than except that hold node's drain (or a power limit). */

@@ -276,8 +276,17 @@ static int64_t tick_due(const struct policy_context *ctx, const struct policy *p
         return INT64_MIN;
     int64_t due = INT64_MAX;
     if (!in->awaiting && in->state != INCIDENT_FAILED && in->state != INCIDENT_UNDOING &&
-        in->member_count > 0 && in->next_step < pol->step_count)
+        in->member_count > 0 && in->next_step < pol->step_count) {
         due = later(in->opened_at, pol->steps[in->next_step].after);
+        /* after a restart, a disruptive step waits for its alert, or for
+         * the grace to pass */
+        int64_t grace = ctx->policies->safety.restart_grace;
+        if (in->fresh_after != MEDIC_TIME_UNSET && !in->halted &&
+            medic_action_disruptive(pol->steps[in->next_step].action.kind) &&
+            !policy__incident_fresh(in, grace, in->fresh_after) &&
+            later(in->fresh_after, grace) > due)
+            due = later(in->fresh_after, grace);
+    }
     int64_t expiry = ctx->policies->safety.alert_expiry;
     for (size_t k = 0; k < in->member_count; k++) {
         int64_t t = later(in->members[k].last_seen, expiry);

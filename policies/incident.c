@@ -239,16 +239,14 @@ void policy__incidents_reslot(struct policy_state *st)
     }
 }
 
-/* 1 when the incident may take a disruptive step: an alert of it was seen
- * since the last restart. */
-int policy__incident_fresh(const struct incident *in)
+int policy__incident_fresh(const struct incident *in, int64_t grace, int64_t now)
 {
     if (in->fresh_after == MEDIC_TIME_UNSET)
         return 1;
     for (size_t i = 0; i < in->member_count; i++)
         if (in->members[i].last_seen >= in->fresh_after)
             return 1;
-    return 0;
+    return now - in->fresh_after >= grace ? 2 : 0;
 }
 
 /* The node's strictest power limit held by an incident other than except;

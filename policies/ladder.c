@@ -357,15 +357,25 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
            in->member_count > 0 && in->next_step < pol->step_count &&
            now - in->opened_at >= pol->steps[in->next_step].after) {
         const struct policy_step *step = &pol->steps[in->next_step];
-        /* after a restart, nothing disruptive before the alert is seen again */
+        /* after a restart, nothing disruptive before the alert is seen again
+         * or safety.restart_grace has passed (Alertmanager's retries, a
+         * resolve sent while medic was down, have come by then) */
+        int fresh = 1;
         if (medic_action_disruptive(step->action.kind) && !in->halted &&
-            !policy__incident_fresh(in))
+            !(fresh = policy__incident_fresh(in, ctx->policies->safety.restart_grace, now)))
             return;
         if (in->held && still_held(ctx, st, pol, in, now))
             return;
-        size_t k = in->next_step++;
+        size_t k = in->next_step++, before = out->count;
         policy__touch_incident(in);
         policy__decide_step(ctx, st, pol, in, step, (int)k, 0, now, out);
+        if (fresh == 2 && out->count > before) {
+            struct policy_decision *d = &out->items[out->count - 1];
+            size_t at = strlen(d->reason);
+            snprintf(d->reason + at, sizeof(d->reason) - at,
+                     "; medic restarted and no alert of the incident was re-sent within "
+                     "safety.restart_grace: decided from the stored state");
+        }
     }
 }
 

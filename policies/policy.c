@@ -21,6 +21,7 @@ void policy_safety_default(struct policy_safety *s)
     s->storm_window = 5 * 60 * MEDIC_NS_PER_SEC;
     s->max_alert_age = 3600 * MEDIC_NS_PER_SEC;
     s->alert_expiry = 12 * 3600 * MEDIC_NS_PER_SEC;
+    s->restart_grace = 5 * 60 * MEDIC_NS_PER_SEC;
 }
 
 struct parser {
@@ -392,6 +393,7 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                        "storm",
                                        "max_alert_age",
                                        "alert_expiry",
+                                       "restart_grace",
                                        "maintenance",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
@@ -414,6 +416,8 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                   "alert_expiry: at least 1s (set it above Alertmanager's "
                                   "repeat_interval)");
     }
+    if (rc == 0 && (v = yaml_tree_get(n, "restart_grace")))
+        rc = yaml_fields_duration(&p->f, v, "restart_grace", &s->restart_grace);
     if (rc == 0 && (v = yaml_tree_get(n, "storm"))) {
         const struct yaml_tree_node *x;
         rc = yaml_fields_mapping(&p->f, v, "storm");

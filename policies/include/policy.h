@@ -58,6 +58,9 @@ struct policy_safety {
     char *storm_notifier;            /* told once when a storm starts; NULL: none */
     int64_t max_alert_age;           /* default 1h */
     int64_t alert_expiry;            /* an alert not re-sent this long has gone; default 12h */
+    int64_t restart_grace; /* after a start or takeover, disruptive steps wait this long for
+                            * their alert to be seen again, then go by the stored state;
+                            * default 5m */
     struct maintenance_window *maintenance;
     size_t maintenance_count;
 };

@@ -23,6 +23,9 @@ deadlines:
   differs from the leader's, and does not take the lease when the leader
   dies, until an operator forces it (`medic audit lease --force-takeover`,
   recorded in the lease);
+- a resume queued when the leader was killed is run by the next start
+  while its engine is held reading the state (a table lock): its outcome
+  reaches the incident, which recovers;
 - `medic audit verify` on the log after each."""
 
 import calendar
@@ -541,8 +544,102 @@ def test_replica_with_another_configuration(suite):
     assert other.metric("medic_ha_config_matches_leader", AUTH) == 1
 
 
+def test_recovered_undo_reaches_its_incident(suite):
+    """A resume decided but still queued when the leader is killed (its four
+    action workers busy sending notifications to an endpoint that takes
+    30 s) is run by the next start. That start is held while its engine
+    reads the stored state (the test locks the state's table in PostgreSQL
+    for 5 s): the window in which an outcome of the recovery could finish
+    before the engine was wired to hear it. By then the alert is older than
+    safety.max_alert_age (6 s here), which holds back what disrupts but never
+    an undo. The resume's outcome reaches its incident, which ends
+    `recovered`, not stuck `undoing` holding a cap slot, the node back."""
+    pg = PostgreSQL(suite.subdir("undo")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("undo")
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01"], name="slurm-undo")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    oncall, slow = RecordingReceiver(), RecordingReceiver(delay=30)
+    suite.on_exit(oncall.stop)
+    suite.on_exit(slow.stop)
+    workdir = suite.subdir("undo-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+              f"slurm: {{ conf: {cluster.conf} }}\n"
+              "inventory:\n  nodes:\n    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+              f"notifiers:\n  oncall: {{ type: webhook, url: '{oncall.url}/hook' }}\n"
+              f"  slow: {{ type: webhook, url: '{slow.url}/hook' }}\n"
+              "engine: { tick_interval: 200ms }\n"
+              "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+              "          storm: { max_alerting_nodes: 20, notifier: oncall },\n"
+              "          max_alert_age: 6s }\n"
+              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n"
+              "  - name: canary\n    match: '{alertname=\"Canary\"}'\n"
+              "    steps: [ { action: notify, notifier: slow } ]\n")
+    medic = Replica(suite, url, "undo-a", config)
+    medic.start()
+    suite.on_exit(medic.stop)
+    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+
+    def audit(kind):
+        out = subprocess.run([suite.medic, "audit", kind, "--db", url, "--format", "json",
+                              "--limit", "10000"], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def actions(action, phase):
+        return [a for a in audit("actions") if a["action"] == action and a["phase"] == phase]
+
+    fired_at = time.time()
+    fired = payload("gpu-node-01")
+    assert medic.webhook(fired)[0] == 200
+    wait_until("the drain", lambda: [o for o in actions("drain", "outcome")
+                                     if o["result"] == "succeeded"], timeout=30)
+    for i in range(4):  # every action worker waits on the slow endpoint
+        canary = payload(f"canary-{i}").replace("GPUXidError", "Canary")
+        assert medic.webhook(canary)[0] == 200
+    wait_until("four notifications under way", lambda: len(actions("notify", "intent")) == 4,
+               timeout=30)
+    resolved = json.loads(fired)
+    resolved["status"] = resolved["alerts"][0]["status"] = "resolved"
+    resolved["alerts"][0]["endsAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    assert medic.webhook(json.dumps(resolved))[0] == 200
+    wait_until("the resume decided", lambda: [d for d in audit("decisions")
+                                              if d["action"] == "resume"], timeout=30)
+    assert actions("resume", "intent") == []  # queued behind the workers
+    medic.stop(signal.SIGKILL)
+    assert "DRAIN" in cluster.node("gpu-node-01")[0]
+    wait_until("the alert to be older than max_alert_age",
+               lambda: time.time() > fired_at + 8, timeout=20)
+    # the engine's next start waits on its state's table for 5 s
+    lock = subprocess.Popen(
+        (["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []) +
+        ["psql", "-h", pg.dir, "-p", str(pg.port), "-U", "postgres", "-d", "undo", "-c",
+         "BEGIN; LOCK TABLE engine_rows IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    suite.on_exit(lambda: lock.poll() is None and lock.kill())
+    wait_until("the lock held", lambda: pg.sql(
+        "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+        "WHERE c.relname = 'engine_rows' AND l.granted AND l.mode = 'AccessExclusiveLock'",
+        db="undo")[0][0] == "1", timeout=10)
+    medic.start(wait=False)
+    resumed = wait_until("the recovered resume", lambda: actions("resume", "outcome"),
+                         timeout=60)
+    assert resumed[0]["result"] == "succeeded", resumed
+    assert lock.wait(timeout=30) == 0
+    wait_until("the incident recovered", lambda: [
+        i for i in audit("incidents") if i["node"] == "gpu-node-01"
+        and i["state"] == "recovered"], timeout=30)
+    assert "DRAIN" not in cluster.node("gpu-node-01")[0]
+    wait_until("the cap slot let go", lambda: medic.metric("medic_disrupted_nodes", AUTH) == 0,
+               timeout=30)
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_round_robin_and_duplicates, test_kill_leader_under_load,
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
                         test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
-                        test_replica_with_another_configuration])
+                        test_replica_with_another_configuration,
+                        test_recovered_undo_reaches_its_incident])

@@ -13,7 +13,8 @@ import os
 import subprocess
 import time
 
-from lab import IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until, write_secret
+from lab import (IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock, Suite, wait_until,
+                 write_secret)
 
 TOKEN = "incident-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -35,7 +36,11 @@ def payload(node, starts_at, gpus=("0",), status="firing"):
                        "receiver": "medic", "alerts": alerts})
 
 
-def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None, safety=""):
+XID_STEPS = "      - { action: drain }\n      - { after: 3s, action: ipmi_power_cycle }\n"
+
+
+def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None, safety="",
+                xid_steps=XID_STEPS, xid_extra="", more_policies="", env=None):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     creds = write_secret(os.path.join(workdir, "credentials.yaml"),
@@ -54,11 +59,11 @@ def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None, safety="
                   f"safety: {{ max_disruptive_in_flight: 4, max_disrupted_fraction: 1, {safety}\n"
                   "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps:\n      - { action: drain }\n"
-                  "      - { after: 3s, action: ipmi_power_cycle }\n"
+                  f"    steps:\n{xid_steps}{xid_extra}"
                   "    on_resolved: [ { action: resume } ]\n"
                   "  - name: canary\n    match: '{alertname=\"Canary\"}'\n"
-                  "    steps: [ { action: notify, notifier: oncall } ]\n")
+                  "    steps: [ { action: notify, notifier: oncall } ]\n" + more_policies)
+    medic.env = env
     medic.start()
     suite.on_exit(medic.stop)
     return medic
@@ -347,6 +352,113 @@ def test_restart_waits_for_the_alert_again(suite):
     assert verify.returncode == 0 and "incident changes" in verify.stdout, verify
 
 
+def test_restart_grace_decides_from_the_stored_state(suite):
+    """medic is down across a power cycle's time; after the restart no
+    alert is re-sent (Alertmanager's next re-send is hours away): once
+    safety.restart_grace has passed, the due power cycle is decided from
+    the stored state, its guards checked again, and says so. An alert whose
+    resolve Alertmanager retries within the grace is resumed instead, never
+    cycled."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-10", "gpu-node-11")
+    medic = start_medic(suite, "grace", cluster.conf, bmcs, oncall, safety="restart_grace: 6s,")
+    started = time.time()
+    for node in ("gpu-node-10", "gpu-node-11"):
+        assert medic.post("/webhook", payload(node, started), headers=AUTH)[0] == 200
+    wait_until("both drains", lambda: len([o for o in outcomes(medic, "drain")
+                                           if o["result"] == "succeeded"]) == 2, timeout=30)
+    medic.stop()
+    due = time.time() + 4  # medic is down across the power cycles' time
+    wait_until("the power cycles' time to pass", lambda: time.time() > due, timeout=10)
+    medic.start()
+    restarted = time.monotonic()
+    resolved = payload("gpu-node-11", started, status="resolved")
+    assert medic.post("/webhook", resolved, headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-11", "recovered")
+    assert time.monotonic() - restarted < 6, "the resolve came after the grace; widen it"
+    cycled = wait_until("the power cycle after the grace", lambda: outcomes(
+        medic, "ipmi_power_cycle"), timeout=30)
+    assert time.monotonic() - restarted >= 5.5, "the power cycle did not wait for the grace"
+    assert [c["node"] for c in cycled] == ["gpu-node-10"] and cycled[0]["result"] == "succeeded"
+    assert ["set", "power", "0"] in bmcs["gpu-node-10"].log() and bmcs["gpu-node-11"].log() == []
+    decided = [d for d in medic.audit("decisions", "--node", "gpu-node-10")
+               if d["action"] == "ipmi_power_cycle"]
+    assert len(decided) == 1 and "restart_grace" in decided[0]["reason"], decided
+    assert "DRAIN" not in cluster.node("gpu-node-11")[0]
+
+
+def test_wall_clock_steps_undo_nothing(suite):
+    """The wall clock steps a day forward, then an hour back (the stand-in
+    tests/clock_shift; the monotonic clock stays real), while a node is
+    drained: the incident neither expires nor is resumed, the power cycle an
+    hour away does not come due, a re-send is taken; an alert from an
+    Alertmanager on the correct clock is fresh (drained), a node's cooldown
+    still holds a new alert, and a ladder's `after: 4s` step still comes
+    4 s later. What is recorded carries the wall clock."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-12", "gpu-node-13")
+    clock = SteppedClock(suite.subdir("clock"))
+    ladder = ("  - name: ladder\n    match: '{alertname=\"Ladder\"}'\n"
+              "    steps: [ { action: notify, notifier: oncall },\n"
+              "             { after: 4s, action: notify, notifier: oncall } ]\n")
+    medic = start_medic(suite, "clock", cluster.conf, bmcs, oncall,
+                        xid_steps="      - { action: drain }\n"
+                                  "      - { after: 1h, action: ipmi_power_cycle }\n",
+                        xid_extra="    cooldown: 10m\n", more_policies=ladder, env=clock.env())
+    t12 = time.time()
+    fired = payload("gpu-node-12", t12)
+    assert medic.post("/webhook", fired, headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-12", "drained")
+    clock.set(86400)
+    wait_until("the step seen", lambda: medic.metric(
+        "medic_wall_clock_steps_total", headers=AUTH) == 1, timeout=10)
+    # the scheduler is alive: ticks go on after the step
+    ticks = medic.metric("medic_engine_ticks_total", headers=AUTH)
+    wait_until("ticks after the step", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=AUTH) >= ticks + 10, timeout=15)
+    assert 86390 < medic.metric("medic_wall_clock_lead_seconds", headers=AUTH) < 86410
+    assert incident(medic, "gpu-node-12")["state"] == "drained"
+    assert outcomes(medic, "resume") == [] and outcomes(medic, "ipmi_power_cycle") == []
+    assert "DRAIN" in cluster.node("gpu-node-12")[0] and bmcs["gpu-node-12"].log() == []
+    # Alertmanager's byte-identical re-send
+    status, _, body = medic.post("/webhook", fired, headers=AUTH)
+    assert status == 200 and json.loads(body)["duplicate"], body
+    # an alert from an Alertmanager on the correct clock is fresh
+    assert medic.post("/webhook", payload("gpu-node-13", time.time()), headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-13", "drained")
+    drain = [d for d in medic.audit("decisions", "--node", "gpu-node-13") if d["action"]]
+    import datetime
+    at = datetime.datetime.fromisoformat(drain[0]["created_at"].replace("Z", "+00:00"))
+    assert abs(at.timestamp() - (time.time() + 86400)) < 60, drain  # the wall clock, recorded
+    # the resolve resumes; a new alert within the 10 minutes' cooldown is held
+    assert medic.post("/webhook", payload("gpu-node-12", t12, status="resolved"),
+                      headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-12", "recovered")
+    again = payload("gpu-node-12", time.time()).replace('"g-gpu-node-12"', '"g-again"')
+    assert medic.post("/webhook", again, headers=AUTH)[0] == 200
+    held = wait_until("the new alert's decision", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-12")
+        if d["action"] == "drain" and d["verdict"] != "execute"], timeout=30)
+    assert "cooldown" in held[0]["reason"], held
+    assert [o["result"] for o in outcomes(medic, "drain")
+            if o["node"] == "gpu-node-12"] == ["succeeded"]
+    # a ladder opened before a step back still takes its after: 4s step
+    ladder_alert = payload("gpu-node-13", time.time()).replace("GPUXidError", "Ladder")
+    assert medic.post("/webhook", ladder_alert.replace('"g-gpu-node-13"', '"g-ladder"'),
+                      headers=AUTH)[0] == 200
+
+    def ladder_steps():
+        return [d for d in medic.audit("decisions", "--policy", "ladder") if d["action"]]
+    wait_until("the ladder's first step", ladder_steps, timeout=30)
+    opened = time.monotonic()
+    clock.set(-3600)
+    wait_until("the step back seen", lambda: medic.metric(
+        "medic_wall_clock_steps_total", headers=AUTH) == 2, timeout=10)
+    wait_until("the ladder's after: 4s step", lambda: len(ladder_steps()) == 2, timeout=20)
+    assert time.monotonic() - opened >= 3, ladder_steps()
+    xid = [i for i in medic.audit("incidents", "--node", "gpu-node-13") if i["policy"] == "xid"]
+    assert [i["state"] for i in xid] == ["drained"], xid
+    assert outcomes(medic, "ipmi_power_cycle") == []
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
@@ -354,4 +466,6 @@ if __name__ == "__main__":
                         test_reload_closes_orphaned_incidents,
                         test_lost_resolve_expires,
                         test_repeats_keep_the_incident_open,
-                        test_restart_waits_for_the_alert_again, test_outcome_kept_while_the_disk_is_full])
+                        test_restart_waits_for_the_alert_again, test_outcome_kept_while_the_disk_is_full,
+                        test_restart_grace_decides_from_the_stored_state,
+                        test_wall_clock_steps_undo_nothing])

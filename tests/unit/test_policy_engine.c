@@ -605,21 +605,64 @@ static void test_power_cycle_waits_for_the_drain(void **state)
 }
 
 /* After a restart nothing disruptive runs before an alert of the
- * incident is seen again. */
+ * incident is seen again, or safety.restart_grace (5m) has passed: then
+ * the due step is decided from the stored state, its guards checked
+ * again. */
 static void test_restart_waits_for_a_fresh_alert(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w, base_policies, NULL, 40, 1);
-    struct test_alert a;
+    struct test_alert a, b;
     make_alert(&a, "GPUXidError", "gpu-node-05", "0", "79", T0, NAN);
+    make_alert(&b, "GPUXidError", "gpu-node-06", "0", "79", T0, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     succeed(&w, T0 + 1);
-    restart(&w, T0 + 12 * MIN); /* down across the power cycle's time */
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    restart(&w, T0 + 12 * MIN); /* down across the power cycles' time */
     assert_int_equal(tick(&w, T0 + 12 * MIN), 0);
     assert_int_equal(tick(&w, T0 + 13 * MIN), 0);
+    /* seen again: node-05's step runs at once */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 14 * MIN), 1);
     expect(last(&w, 0), "gpu-node-05", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    assert_null(strstr(last(&w, 0)->reason, "restart_grace"));
+    /* node-06's alert is not re-sent: at the grace's end the step is
+     * decided from the stored state, and says so */
+    assert_int_equal(tick(&w, T0 + 17 * MIN - 1), 0);
+    assert_int_equal(tick(&w, T0 + 17 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-06", "ipmi_power_cycle", VERDICT_EXECUTE,
+           "decided from the stored state");
+    world_release(&w);
+}
+
+/* A resolve within safety.restart_grace undoes instead (Alertmanager's
+ * retry of a resolve sent while medic was down); after a restart past
+ * safety.max_alert_age, the step the grace lets through is refused as
+ * stale, never run. */
+static void test_restart_grace_resolve_and_stale(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, "safety: { restart_grace: 1m }\n", 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-05", "0", "79", T0, NAN);
+    make_alert(&b, "GPUXidError", "gpu-node-06", "0", "79", T0 + 14 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    restart(&w, T0 + 12 * MIN);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN + 30 * MEDIC_NS_PER_SEC),
+                     1);
+    expect(last(&w, 0), "gpu-node-05", "resume", VERDICT_EXECUTE, NULL);
+    assert_int_equal(tick(&w, T0 + 14 * MIN), 0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 14 * MIN);
+    succeed(&w, T0 + 14 * MIN);
+    restart(&w, T0 + 3 * 60 * MIN);
+    size_t n = tick(&w, T0 + 3 * 60 * MIN + MIN);
+    assert_true(n >= 1);
+    for (size_t i = 0; i < n; i++)
+        assert_false(last(&w, i)->disruptive && last(&w, i)->verdict == VERDICT_EXECUTE);
+    expect(last(&w, n - 1), "gpu-node-06", "ipmi_power_cycle", VERDICT_SUPPRESSED, "max_alert_age");
     world_release(&w);
 }
 
@@ -1428,8 +1471,11 @@ static void test_state_survives_restart(void **state)
     /* repeats after the restart decide nothing new */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN), 0);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + MIN), 0);
-    /* the ladder continues: the storm passes, the power cycle is due */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    /* the ladder continues: the storm passes, the power cycle is due, and
+     * node-02's drain the storm held (its alert not re-sent within
+     * safety.restart_grace) is decided from the stored state */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 3);
+    expect(last(&w, 0), "gpu-node-02", "power_limit", VERDICT_EXECUTE, "restart_grace");
     succeed(&w, T0 + 10 * MIN);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
@@ -1629,6 +1675,7 @@ int main(void)
         cmocka_unit_test(test_state_rows_name_kinds),
         cmocka_unit_test(test_power_cycle_waits_for_the_drain),
         cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
+        cmocka_unit_test(test_restart_grace_resolve_and_stale),
         cmocka_unit_test(test_invariant_inventory),
         cmocka_unit_test(test_invariant_no_action_twice),
         cmocka_unit_test(test_one_incident_per_node),
