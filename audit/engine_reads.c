@@ -142,6 +142,36 @@ static int query_rows(struct audit_reader *reader, const char *sql,
     return each_row(st, row, ctx, err);
 }
 
+/* The same with ?1 bound to up_to. */
+static int query_rows_to(struct audit_reader *reader, const char *sql, int64_t up_to,
+                         int (*row)(struct db_stmt *st, void *ctx), void *ctx,
+                         struct medic_error *err)
+{
+    struct db_stmt *st = NULL;
+    if (prepare(reader, sql, &st, err))
+        return err->code;
+    db_bind_int64(st, 1, up_to);
+    return each_row(st, row, ctx, err);
+}
+
+static int bound_row(struct db_stmt *st, void *ctx)
+{
+    struct audit_recovery_bound *b = ctx;
+    b->decision_id = db_column_int64(st, 0);
+    b->action_id = db_column_int64(st, 1);
+    return 0;
+}
+
+int audit_recovery_bound(struct audit_reader *reader, struct audit_recovery_bound *out,
+                         struct medic_error *err)
+{
+    *out = (struct audit_recovery_bound){0, 0};
+    return query_rows(reader,
+                      "SELECT (SELECT COALESCE(max(id), 0) FROM decisions),"
+                      " (SELECT COALESCE(max(id), 0) FROM actions)",
+                      bound_row, out, err);
+}
+
 struct intent_ctx {
     audit_intent_fn fn;
     void *arg;
@@ -154,15 +184,15 @@ static int intent_row(struct db_stmt *st, void *ctx)
                  db_column_text(st, 3));
 }
 
-int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
-                       struct medic_error *err)
+int audit_open_intents(struct audit_reader *reader, const struct audit_recovery_bound *bound,
+                       audit_intent_fn fn, void *arg, struct medic_error *err)
 {
     struct intent_ctx c = {fn, arg};
-    return query_rows(reader,
-                      "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
-                      " i.phase = 'intent' AND NOT EXISTS (SELECT 1 FROM actions o WHERE"
-                      " o.intent_id = i.id) ORDER BY i.id",
-                      intent_row, &c, err);
+    return query_rows_to(reader,
+                         "SELECT i.id, i.decision_id, i.action, i.node FROM actions i WHERE"
+                         " i.phase = 'intent' AND i.id <= ?1 AND NOT EXISTS (SELECT 1 FROM"
+                         " actions o WHERE o.intent_id = i.id) ORDER BY i.id",
+                         bound->action_id, intent_row, &c, err);
 }
 
 struct unstarted_ctx {
@@ -188,21 +218,21 @@ static int unstarted_row(struct db_stmt *st, void *ctx)
     return c->fn(c->arg, &u);
 }
 
-int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
-                              struct medic_error *err)
+int audit_unstarted_decisions(struct audit_reader *reader, const struct audit_recovery_bound *bound,
+                              audit_unstarted_fn fn, void *arg, struct medic_error *err)
 {
     struct unstarted_ctx c = {fn, arg};
-    return query_rows(reader,
-                      "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action,"
-                      " d.params, d.reason, COALESCE(a.starts_at, d.created_at),"
-                      " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
-                      "  r.node IS NOT DISTINCT FROM d.node AND r.fingerprint = d.fingerprint"
-                      "  AND r.status = 'resolved' AND r.id > COALESCE(d.alert_id, 0))"
-                      " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
-                      " WHERE d.verdict = 'execute' AND d.action IS NOT NULL"
-                      " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id)"
-                      " ORDER BY d.id",
-                      unstarted_row, &c, err);
+    return query_rows_to(reader,
+                         "SELECT d.id, d.created_at, d.node, d.alertname, d.policy, d.action,"
+                         " d.params, d.reason, COALESCE(a.starts_at, d.created_at),"
+                         " d.fingerprint IS NOT NULL AND EXISTS (SELECT 1 FROM alerts r WHERE"
+                         "  r.node IS NOT DISTINCT FROM d.node AND r.fingerprint = d.fingerprint"
+                         "  AND r.status = 'resolved' AND r.id > COALESCE(d.alert_id, 0))"
+                         " FROM decisions d LEFT JOIN alerts a ON a.id = d.alert_id"
+                         " WHERE d.verdict = 'execute' AND d.action IS NOT NULL AND d.id <= ?1"
+                         " AND NOT EXISTS (SELECT 1 FROM actions x WHERE x.decision_id = d.id)"
+                         " ORDER BY d.id",
+                         bound->decision_id, unstarted_row, &c, err);
 }
 
 struct engine_row_ctx {

@@ -1,67 +1,19 @@
 #include "reader_internal.h"
+#include "backend.h"
 #include "buf.h"
-#include "postgres.h"
 #include "timeutil.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int open_pg(struct audit_reader *r, const char *url, struct medic_error *err)
-{
-    if (audit_pg_connect(url, &r->pg, err))
-        return err->code;
-    PGresult *v = PQexec(r->pg, "SELECT max(version) FROM medic_schema");
-    int version = PQresultStatus(v) == PGRES_TUPLES_OK && !PQgetisnull(v, 0, 0)
-                      ? atoi(PQgetvalue(v, 0, 0))
-                      : 0;
-    PQclear(v);
-    if (version <= 0)
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "postgresql: no medic audit log in this database (medic_schema)");
-    if (version > audit_schema_version())
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "database schema version %d is newer than this medic (%d); "
-                               "upgrade medic",
-                               version, audit_schema_version());
-    return 0;
-}
-
-static int open_sqlite(struct audit_reader *r, const char *path, struct medic_error *err)
-{
-    if (sqlite3_open_v2(path, &r->lite, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                               r->lite ? sqlite3_errmsg(r->lite) : "out of memory");
-    sqlite3_busy_timeout(r->lite, AUDIT_DEFAULT_BUSY_TIMEOUT_MS);
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(r->lite, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (version <= 0)
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "'%s' is not a medic audit database (%s); pass the --db that medic "
-                               "serve writes",
-                               path, version < 0 ? sqlite3_errmsg(r->lite) : "no medic schema");
-    if (version > audit_schema_version())
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "database schema version %d is newer than this medic (%d); "
-                               "upgrade medic",
-                               version, audit_schema_version());
-    return 0;
-}
 
 int audit_reader_open(const char *location, struct audit_reader **out, struct medic_error *err)
 {
     struct audit_reader *r = calloc(1, sizeof(*r));
     if (!r)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    int rc = audit_location_is_shared(location) ? open_pg(r, location, err)
-                                                : open_sqlite(r, location, err);
-    if (rc == 0 && !(r->db = r->pg ? db_over_pg(r->pg) : db_over_sqlite(r->lite)))
-        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    r->backend = audit__backend_for(location);
+    int rc = r->backend->open_reader(location, &r->conn, &r->db, err);
     if (rc) {
         audit_reader_free(r);
         return rc;
@@ -74,9 +26,7 @@ void audit_reader_free(struct audit_reader *reader)
 {
     if (!reader)
         return;
-    db_free(reader->db);
-    sqlite3_close(reader->lite);
-    PQfinish(reader->pg);
+    reader->backend->close_reader(reader->conn, reader->db);
     free(reader);
 }
 

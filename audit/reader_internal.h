@@ -9,12 +9,11 @@
 #include "db.h"
 #include "table.h"
 
-#include <libpq-fe.h>
-#include <sqlite3.h>
+struct audit_backend;
 
 struct audit_reader {
-    sqlite3 *lite; /* one of the two */
-    PGconn *pg;
+    const struct audit_backend *backend; /* backend.h */
+    void *conn;                          /* the backend's own connection */
     struct db *db;
 };
 

@@ -88,9 +88,7 @@ static void bind_time_ms(struct db_stmt *st, int i, int64_t t)
         db_bind_int64(st, i, t / MEDIC_NS_PER_MS);
 }
 
-/* Runs st and clears it for the next use; id (unless NULL) receives the
- * first column of the row it returned (an insert's new id), 0 when none. */
-static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what)
+int audit__step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what)
 {
     int rc = db_step(st, err);
     if (id)
@@ -109,9 +107,9 @@ static int step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, con
 static int step_insert(struct audit_store *s, struct db_stmt *st, int64_t *id,
                        struct medic_error *err, const char *what)
 {
-    if (s->pg)
-        return step_id(st, id, err, what);
-    int rc = step_id(st, NULL, err, what);
+    if (s->backend->returning_id[0])
+        return audit__step_id(st, id, err, what);
+    int rc = audit__step_id(st, NULL, err, what);
     *id = rc == 0 ? db_last_insert_id(s->db) : 0;
     return rc;
 }
@@ -119,7 +117,7 @@ static int step_insert(struct audit_store *s, struct db_stmt *st, int64_t *id,
 /* Runs st, which returns no row. */
 static int step_done(struct db_stmt *st, struct medic_error *err, const char *what)
 {
-    return step_id(st, NULL, err, what);
+    return audit__step_id(st, NULL, err, what);
 }
 
 static int labels_json(struct medic_buf *b, const struct medic_labels *l)
@@ -180,34 +178,24 @@ int audit__find_first(struct audit_store *s, const struct prepared_notification 
     struct db_stmt *st = s->stmts[ST_FIND_FIRST];
     db_bind_text(st, 1, prep->dedupe_key);
     db_bind_int64(st, 2, prep->dedupe_prefix);
-    return step_id(st, first, err, "looking up duplicates");
+    return audit__step_id(st, first, err, "looking up duplicates");
 }
 
-/* The notification's row, and whether it is a duplicate (*first: the id
- * of the one it repeats). SQLite has one writer: a lookup then an insert.
- * PostgreSQL may have several: the insert as first is tried, and the
- * unique index on the key turns it into nothing when another replica (or
- * this batch) stored the key already. */
-static int insert_notification(struct audit_store *s, struct job *job, int64_t *id, int64_t *first)
+int audit__insert_notification_row(struct audit_store *s, struct job *job, int64_t first,
+                                   int64_t *id)
 {
-    const struct prepared_notification *prep = job->prepared;
-    int rc;
-    *first = 0;
-    if (s->pg) {
-        bind_notification(s->stmts[ST_INSERT_FIRST], job, 0);
-        if ((rc = step_id(s->stmts[ST_INSERT_FIRST], id, &job->err, "storing the notification")))
-            return rc;
-        if (*id)
-            return 0;
-    }
-    if ((rc = audit__find_first(s, prep, first, &job->err)))
-        return rc;
-    if (s->pg && !*first)
-        return medic_error_set(&job->err, MEDIC_E_STORE,
-                               "storing the notification: its key is taken but not found");
-    bind_notification(s->stmts[ST_INSERT_NOTIFICATION], job, *first);
+    bind_notification(s->stmts[ST_INSERT_NOTIFICATION], job, first);
     return step_insert(s, s->stmts[ST_INSERT_NOTIFICATION], id, &job->err,
                        "storing the notification");
+}
+
+/* One writer: a lookup of the key, then the insert. */
+int audit__insert_notification_looked_up(struct audit_store *s, struct job *job, int64_t *id,
+                                         int64_t *first)
+{
+    *first = 0;
+    int rc = audit__find_first(s, job->prepared, first, &job->err);
+    return rc ? rc : audit__insert_notification_row(s, job, *first, id);
 }
 
 /* Binds alert i of the job's notification (stored as id) to parameters
@@ -232,7 +220,7 @@ void audit__bind_alert_at(struct db_stmt *st, int b, const struct job *job, int6
     db_bind_text_len(st, b + 12, prep->json.data + o[1], o[2] - o[1] - 1);
 }
 
-static int insert_alerts(struct audit_store *s, struct job *job, int64_t id)
+int audit__insert_alerts_each(struct audit_store *s, struct job *job, int64_t id)
 {
     struct audit_notification_result *out = job->out;
     const struct medic_notification *n =
@@ -255,7 +243,7 @@ static int write_notification(struct audit_store *s, struct job *job)
         ((const struct audit_notification_in *)job->in)->notification;
     struct audit_notification_result *out = job->out;
     int64_t id = 0, first = 0;
-    int rc = insert_notification(s, job, &id, &first);
+    int rc = s->backend->insert_notification(s, job, &id, &first);
     if (rc)
         return rc;
     out->id = id;
@@ -264,18 +252,7 @@ static int write_notification(struct audit_store *s, struct job *job)
     out->first_alert_id = 0;
     if (first || n->alert_count == 0)
         return 0;
-    int lock = s->pg && n->alert_count > 1;
-    char sql[64];
-    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%lld)", ALERT_IDS_LOCK);
-    if (lock && (rc = db_exec(s->db, sql, &job->err)))
-        return rc;
-    rc = insert_alerts(s, job, id);
-    if (lock) {
-        struct medic_error ignored;
-        snprintf(sql, sizeof(sql), "SELECT pg_advisory_unlock(%lld)", ALERT_IDS_LOCK);
-        db_exec(s->db, sql, &ignored);
-    }
-    return rc;
+    return s->backend->insert_alerts(s, job, id);
 }
 
 /* The first 64 bits of a lowercase hex digest, as an SQLite integer. */
@@ -442,13 +419,13 @@ static int write_state_rows(struct audit_store *s, const struct audit_rows *rows
     for (size_t i = 0; rc == 0 && i < rows->count;) {
         const struct audit_row *row = &rows->items[i];
         int dropped = row->value == SIZE_MAX;
-        if (s->pg) {
+        if (s->backend->state_rows_together) {
             size_t end = i + 1;
             while (end < rows->count && (rows->items[end].value == SIZE_MAX) == dropped &&
                    end - i < 10000)
                 end++;
             if (end - i > 1) {
-                int r = audit__pg_rows_together(s, rows, i, end, ids, decision_count, err);
+                int r = s->backend->state_rows_together(s, rows, i, end, ids, decision_count, err);
                 if (r != 1) {
                     rc = r;
                     i = end;
@@ -477,51 +454,60 @@ static int write_state_rows(struct audit_store *s, const struct audit_rows *rows
 static int write_evaluation(struct audit_store *s, struct job *job)
 {
     const struct audit_evaluation_in *in = job->in;
+    const struct audit_backend *b = s->backend;
     int64_t *ids = job->out;
     int64_t *own = NULL;
-    if (!ids && (in->change_count || in->state)) /* the changes and the state need them */
+    if (!ids) /* the changes and the state refer to them */
         ids = own = calloc(in->decision_count + 1, sizeof(*ids));
-    if (!ids && (in->change_count || in->state))
+    if (!ids)
         return medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
     int rc = 0;
-    /* PostgreSQL: every row is a round trip, so rows go together; SQLite
-     * runs in the process, row by row */
-    if (s->pg && in->decision_count) {
-        int64_t *got = ids ? ids : calloc(in->decision_count, sizeof(*got));
-        rc = got ? audit__pg_insert_decisions(s, in, got, &job->err)
-                 : medic_error_set(&job->err, MEDIC_E_NOMEM, "out of memory");
-        if (got != ids)
-            free(got);
-    }
-    for (size_t i = 0; !s->pg && i < in->decision_count && rc == 0; i++) {
-        int64_t id = 0;
-        rc = insert_decision(s, &in->decisions[i], &id, &job->err);
-        if (ids)
-            ids[i] = id;
-    }
-    if (s->pg && in->change_count && rc == 0)
-        rc = audit__pg_insert_changes(s, in, ids, &job->err);
-    for (size_t i = 0; !s->pg && i < in->change_count && rc == 0; i++) {
-        long k = in->changes[i].decision;
-        rc = insert_change(s, &in->changes[i],
-                           k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, &job->err);
-    }
+    if (in->decision_count)
+        rc = b->insert_decisions(s, in, ids, &job->err);
+    if (rc == 0 && in->change_count)
+        rc = b->insert_changes(s, in, ids, &job->err);
     if (rc == 0 && in->state)
         rc = write_state_rows(s, in->state, ids, in->decision_count, &job->err);
     if (rc == 0 && in->drop_legacy_state)
         rc = step_done(s->stmts[ST_DROP_LEGACY_STATE], &job->err,
                        "removing the engine state of an earlier medic");
-    if (s->pg && rc == 0 && in->evaluated_count) {
-        free(own);
-        return audit__pg_mark_evaluated(s, in, &job->err);
+    if (rc == 0 && in->evaluated_count)
+        rc = b->mark_evaluated(s, in, &job->err);
+    free(own);
+    return rc;
+}
+
+int audit__insert_decisions_each(struct audit_store *s, const struct audit_evaluation_in *in,
+                                 int64_t *ids, struct medic_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < in->decision_count && rc == 0; i++)
+        rc = insert_decision(s, &in->decisions[i], &ids[i], err);
+    return rc;
+}
+
+int audit__insert_changes_each(struct audit_store *s, const struct audit_evaluation_in *in,
+                               const int64_t *ids, struct medic_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < in->change_count && rc == 0; i++) {
+        long k = in->changes[i].decision;
+        rc = insert_change(s, &in->changes[i],
+                           k >= 0 && (size_t)k < in->decision_count ? ids[k] : 0, err);
     }
+    return rc;
+}
+
+int audit__mark_evaluated_each(struct audit_store *s, const struct audit_evaluation_in *in,
+                               struct medic_error *err)
+{
     struct db_stmt *st = s->stmts[ST_MARK_EVALUATED];
+    int rc = 0;
     for (size_t i = 0; i < in->evaluated_count && rc == 0; i++) {
         db_bind_int64(st, 1, in->evaluated[i]);
         db_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
-        rc = step_done(st, &job->err, "marking a notification evaluated");
+        rc = step_done(st, err, "marking a notification evaluated");
     }
-    free(own);
     return rc;
 }
 
@@ -612,14 +598,14 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
         const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
                                 : i == ST_INSERT_ACTION ? audit_action_hashed_columns
                                 : i == ST_INSERT_CHANGE ? audit_change_hashed_columns
-                                : inserts_one ? (s->pg ? " RETURNING id" : "") /* step_insert */
-                                              : NULL;
+                                : inserts_one           ? s->backend->returning_id /* step_insert */
+                                                        : NULL;
         if (returning) { /* in place of the statement's "%s" */
             const char *at = strstr(text, "%s");
             snprintf(sql, sizeof(sql), "%.*s%s%s", (int)(at - text), text, returning, at + 2);
             text = sql;
         }
-        if (i == ST_INSERT_FIRST && !s->pg) /* SQLite has one writer: see insert_notification */
+        if (i == ST_INSERT_FIRST && !s->backend->shared) /* one writer: looked up instead */
             continue;
         int rc = db_prepare_cached(s->db, text, &s->stmts[i], err);
         if (rc) {

@@ -1,9 +1,9 @@
-/* What rows.c (each request's rows, one by one) and rows_pg.c
+/* What rows.c (each request's rows, one by one) and backend_pg.c
  * (PostgreSQL: a batch's rows together) share. Private to audit/. */
 #ifndef MEDIC_AUDIT_ROWS_INTERNAL_H
 #define MEDIC_AUDIT_ROWS_INTERNAL_H
 
-#include "store_internal.h"
+#include "backend.h"
 
 /* PostgreSQL: alert ids come from one sequence that every replica draws
  * on, and a notification's alerts must have consecutive ids (the engine
@@ -30,6 +30,9 @@ static inline void audit__bind_id(struct db_stmt *st, int i, int64_t id)
         db_bind_null(st, i);
 }
 
+/* Runs st and clears it for the next use; id (unless NULL) receives the
+ * first column of the row it returned (an insert's new id), 0 when none. */
+int audit__step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what);
 /* "HEAD VALUES (?1, ..., ?C), (...) ...TAIL" for rows rows of columns. */
 int audit__values_sql(struct medic_buf *b, const char *head, size_t rows, int columns,
                       const char *tail);
@@ -51,20 +54,5 @@ int audit__last_hash(struct audit_store *s, enum chain chain, char out[65],
  * their ids. */
 int audit__row_value(const struct audit_rows *rows, const struct audit_row *row, const int64_t *ids,
                      size_t decision_count, struct medic_buf *value, struct medic_error *err);
-
-/* rows_pg.c. Each run of puts or of deletions of state rows first to
- * past_end in one statement; 1 when a (kind, key) repeats among them, to
- * go row by row. */
-int audit__pg_rows_together(struct audit_store *s, const struct audit_rows *rows, size_t first,
-                            size_t past_end, const int64_t *ids, size_t decision_count,
-                            struct medic_error *err);
-/* An evaluation's decisions (their ids into ids) and incident changes,
- * sealed by the writer, and its evaluated marks, each in one statement. */
-int audit__pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
-                               int64_t *ids, struct medic_error *err);
-int audit__pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
-                             const int64_t *ids, struct medic_error *err);
-int audit__pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
-                             struct medic_error *err);
 
 #endif

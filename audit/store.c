@@ -1,17 +1,11 @@
-#include "store_internal.h"
+#include "backend.h"
 #include "lock.h"
 #include "buf.h"
-#include "chain.h"
-#include "lease.h"
 #include "log.h"
-#include "postgres.h"
-#include "schema.h"
 #include "timeutil.h"
-#include "wal_gather.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,63 +22,19 @@ void audit_options_default(struct audit_options *options)
     options->defer_syncs = 1;
 }
 
-/* PostgreSQL: the lock every transaction that appends to a hash chain
- * takes first, so that chained rows of two replicas (a former leader
- * recording an outcome, the new one deciding) never interleave. */
-#define CHAIN_LOCK "SELECT pg_advisory_xact_lock(7308604759930986497)"
-
 /* Tries a batch this many times when PostgreSQL gives up a lock wait or
  * breaks a deadlock (two replicas storing the same keys in other orders). */
 #define AUDIT_BATCH_TRIES 4
 
-static int chains(const struct job *j)
+int audit__job_chains(const struct job *j)
 {
     return j->kind != JOB_NOTIFICATION && j->kind != JOB_LEASE;
 }
 
-/* Whether job may be written only by the leader: a decision or an
- * action's intent (an outcome records what already ran). */
-static int fenced(const struct job *j)
+int audit__job_fenced(const struct job *j)
 {
     return j->kind == JOB_EVALUATION || j->kind == JOB_DECISION || j->kind == JOB_LEASE ||
            (j->kind == JOB_ACTION && ((const struct audit_action_in *)j->in)->intent_id <= 0);
-}
-
-/* PostgreSQL, at the start of a batch's transaction: the chain lock when
- * it appends to a chain, and the leader's term checked (the lease row
- * share-locked until the commit) when it decides or starts an action; a
- * replica that does not lead has those requests refused (MEDIC_E_FENCED). */
-static int guard_batch(struct audit_store *s, struct job *batch, struct medic_error *err)
-{
-    int chained = 0, leads = 0;
-    for (struct job *j = batch; j; j = j->next)
-        if (!j->left_out) {
-            chained |= chains(j);
-            leads |= fenced(j);
-        }
-    if (chained && db_exec(s->db, CHAIN_LOCK, err))
-        return err->code;
-    if (!leads)
-        return 0;
-    medic_mutex_lock(&s->lock);
-    char replica[sizeof(s->replica)];
-    memcpy(replica, s->replica, sizeof(replica));
-    int64_t epoch = s->epoch;
-    medic_mutex_unlock(&s->lock);
-    struct medic_error why = {0};
-    int rc = epoch ? audit_lease_fence(s->pg, replica, epoch, &why)
-                   : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
-    if (rc && rc != MEDIC_E_FENCED) {
-        *err = why;
-        return rc;
-    }
-    for (struct job *j = batch; rc && j; j = j->next)
-        if (!j->left_out && fenced(j)) {
-            j->left_out = 1;
-            j->rc = MEDIC_E_FENCED;
-            j->err = why;
-        }
-    return 0;
 }
 
 /* Takes up to max (at least 1) queued requests off the non-empty queue,
@@ -110,12 +60,9 @@ static struct job *take_queued(struct audit_store *s, size_t max, struct job **l
     return first;
 }
 
-/* While the syncer syncs the batch committed before, the open transaction
- * takes the requests that arrive (appended to batch, at most
- * AUDIT_MAX_BATCH in all): it commits once that sync is done, so that a
- * sync carries everything that waited for it. Returns the first request
- * that failed, as the loop over a batch does, or NULL. */
-static struct job *gather_more(struct audit_store *s, struct job *batch)
+/* The open transaction commits once the sync before is done, so that a
+ * sync carries everything that waited for it. */
+struct job *audit__gather_more(struct audit_store *s, struct job *batch)
 {
     struct job *last = batch;
     size_t n = 1;
@@ -144,35 +91,6 @@ static struct job *gather_more(struct audit_store *s, struct job *batch)
     return NULL;
 }
 
-static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
-{
-    (void)db;
-    (void)name;
-    ((struct audit_store *)arg)->wal_frames = frames;
-    return SQLITE_OK;
-}
-
-/* After a commit whose sync was left to the syncer: the checkpointer
- * thread copies the WAL's pages while the writer goes on (checkpointer.c).
- * Only when the WAL must start again under a load that never pauses does
- * the writer copy the pages left itself, with the WAL synced first by
- * SQLite (a checkpoint copies only what is on disk); its next transaction
- * then starts the WAL again from its beginning. */
-static void checkpoint(struct audit_store *s)
-{
-    if (s->wal_frames < AUDIT_CHECKPOINT_PAGES || !audit__checkpointer_ask(s, s->wal_frames))
-        return;
-    audit_wal_defer_syncs(0);
-    int rc = sqlite3_wal_checkpoint_v2(s->lite, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    audit_wal_defer_syncs(1);
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-        medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->lite), NULL);
-    s->wal_frames = 0;
-    medic_mutex_lock(&s->lock);
-    s->stats.checkpoints_finished++;
-    medic_mutex_unlock(&s->lock);
-}
-
 /* One transaction for the whole batch. A request that fails (a unique
  * constraint: the same action intent twice) rolls the transaction back
  * and the batch runs again without it, so that it leaves nothing behind
@@ -185,22 +103,24 @@ static void run_batch(struct audit_store *s, struct job *batch)
     int64_t start = medic_time_monotonic();
     struct medic_error err = {0};
     int rc, tries = 0;
-    /* PostgreSQL: the batch's notifications in a few statements, unless
-     * that failed once: then job by job, which finds the one at fault */
-    int together = s->pg != NULL;
+    /* the batch's notifications in a few statements where the backend can,
+     * unless that failed once: then job by job, which finds the one at
+     * fault */
+    const struct audit_backend *b = s->backend;
+    int together = b->write_together != NULL;
     for (;;) {
         for (struct job *j = batch; j; j = j->next)
             j->written = 0;
         if ((rc = db_begin(s->db, &err)))
             break;
         memset(s->chain_head, 0, sizeof(s->chain_head)); /* another writer may have moved them */
-        if (s->pg && (rc = guard_batch(s, batch, &err))) {
+        if (b->guard && (rc = b->guard(s, batch, &err))) {
             db_rollback(s->db);
             break;
         }
         if (together) {
             struct medic_error why = {0};
-            if (audit__write_notifications_together(s, batch, &why)) {
+            if (b->write_together(s, batch, &why)) {
                 medic_log_warn("cannot write the batch's notifications together; writing them "
                                "one by one",
                                "error", why.msg, NULL);
@@ -213,8 +133,8 @@ static void run_batch(struct audit_store *s, struct job *batch)
         for (struct job *j = batch; j && !bad; j = j->next)
             if (!j->left_out && !j->written && (j->rc = audit__run_job(s, j)))
                 bad = j;
-        if (!bad && s->deferring)
-            bad = gather_more(s, batch);
+        if (!bad && b->before_commit)
+            bad = b->before_commit(s, batch);
         if (!bad) {
             rc = db_commit(s->db, &err);
             if (rc && db_last_failure(s->db) == DB_FAIL_RETRY && ++tries < AUDIT_BATCH_TRIES)
@@ -238,20 +158,15 @@ static void run_batch(struct audit_store *s, struct job *batch)
             bad->err.code = MEDIC_E_INVALID;
         bad->left_out = 1;
     }
-    int fd = s->deferring ? audit_wal_take_deferred() : -1;
-    if (rc == 0 && s->deferring) {
-        checkpoint(s);
-        audit__syncer_hand(s, batch, fd, start);
-        return;
-    }
-    audit__complete_batch(s, batch, rc, &err, start);
+    b->finish(s, batch, rc, &err, start);
 }
 
 static void *writer_main(void *arg)
 {
     struct audit_store *s = arg;
     pthread_setname_np(pthread_self(), "medic-audit");
-    audit_wal_defer_syncs(s->deferring);
+    if (s->backend->start_writer)
+        s->backend->start_writer(s);
     medic_mutex_lock(&s->lock);
     for (;;) {
         while (!s->head && !s->stopping)
@@ -380,7 +295,7 @@ int audit_record_action(struct audit_store *store, const struct audit_action_in 
 
 int audit_store_check_lease(struct audit_store *store, struct medic_error *err)
 {
-    if (!store->pg) /* SQLite: one process owns the file */
+    if (!store->backend->shared) /* one process owns the log */
         return 0;
     struct job job = {.kind = JOB_LEASE};
     return submit(store, &job, err);
@@ -403,65 +318,11 @@ void audit_store_set_term(struct audit_store *store, const char *replica, int64_
     medic_mutex_unlock(&store->lock);
 }
 
-static int open_sqlite(struct audit_store *s, const char *path, struct medic_error *err)
-{
-    /* a commit's WAL writes as one (wal_gather.h): SQLite syncs them before
-     * any other connection may read them only with synchronous=FULL */
-    const char *vfs = s->options.synchronous_full ? audit_wal_gather_vfs() : NULL;
-    if (sqlite3_open_v2(path, &s->lite,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        vfs) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                               s->lite ? sqlite3_errmsg(s->lite) : "out of memory");
-    sqlite3_busy_timeout(s->lite, s->options.busy_timeout_ms);
-    char pragmas[200];
-    snprintf(pragmas, sizeof(pragmas),
-             "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA foreign_keys = ON;"
-             " PRAGMA temp_store = MEMORY",
-             s->options.synchronous_full ? "FULL" : "NORMAL");
-    char *msg = NULL;
-    if (sqlite3_exec(s->lite, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
-        medic_error_set(err, MEDIC_E_STORE, "cannot set the audit database up: %s",
-                        msg ? msg : sqlite3_errmsg(s->lite));
-        sqlite3_free(msg);
-        return MEDIC_E_STORE;
-    }
-    int rc = audit_schema_migrate(s->lite, err);
-    if (rc)
-        return rc;
-    /* without the syncer, SQLite checkpoints in the writer's commits
-     * (its default of 1000 pages) */
-    sqlite3_wal_autocheckpoint(s->lite, AUDIT_CHECKPOINT_PAGES);
-    /* with the gathering VFS, commits leave their sync to the syncer
-     * thread, and the checkpoints to checkpoint() and the checkpointer */
-    if (vfs && s->options.defer_syncs) {
-        s->deferring = 1;
-        sqlite3_wal_hook(s->lite, on_wal, s);
-    }
-    if (!(s->db = db_over_sqlite(s->lite)))
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    return 0;
-}
-
-/* PostgreSQL: connects and creates or checks the schema. A connection that
- * breaks later is opened again by the first batch after it (db.h). */
-static int open_pg(struct audit_store *s, const char *url, struct medic_error *err)
-{
-    int rc = audit_pg_connect(url, &s->pg, err);
-    if (rc == 0)
-        rc = audit_pg_schema(s->pg, err);
-    if (rc == 0 && !(s->db = db_over_pg(s->pg)))
-        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    return rc;
-}
-
 static void close_db(struct audit_store *s)
 {
     for (int i = 0; i < ST_COUNT; i++)
         db_finalize(s->stmts[i]);
-    db_free(s->db);
-    sqlite3_close(s->lite);
-    PQfinish(s->pg);
+    s->backend->close(s);
 }
 
 int audit_store_open(const char *location, const struct audit_options *options,
@@ -476,25 +337,18 @@ int audit_store_open(const char *location, const struct audit_options *options,
         audit_options_default(&s->options);
     medic_mutex_init(&s->lock, MEDIC_LOCK_AUDIT_STORE);
     pthread_cond_init(&s->work, NULL);
-    int rc = audit_location_is_shared(location) ? open_pg(s, location, err)
-                                                : open_sqlite(s, location, err);
+    s->backend = audit__backend_for(location);
+    int rc = s->backend->open(s, location, err);
     if (rc == 0)
         rc = audit__prepare_all(s, err);
-    int syncer_up = 0;
-    if (rc == 0 && s->deferring) {
-        if (audit__syncer_start(s))
-            rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit syncer thread");
-        syncer_up = rc == 0;
-        if (rc == 0 && audit__checkpointer_start(s, location))
-            rc = medic_error_set(err, MEDIC_E_STORE, "cannot start the audit checkpointer on '%s'",
-                                 location);
-    }
+    int started = rc == 0 && s->backend->start;
+    if (started)
+        rc = s->backend->start(s, location, err);
     if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit writer thread");
     if (rc) {
-        if (syncer_up)
-            audit__syncer_stop(s);
-        audit__checkpointer_stop(s);
+        if (started)
+            s->backend->stop(s);
         close_db(s);
         medic_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->work);
@@ -514,9 +368,8 @@ void audit_store_free(struct audit_store *store)
     pthread_cond_signal(&store->work);
     medic_mutex_unlock(&store->lock);
     pthread_join(store->writer, NULL);
-    if (store->deferring)
-        audit__syncer_stop(store);
-    audit__checkpointer_stop(store);
+    if (store->backend->start)
+        store->backend->stop(store);
     close_db(store);
     medic_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);

@@ -8,9 +8,10 @@
 #include "lock.h"
 #include "db.h"
 
-#include <libpq-fe.h>
 #include <pthread.h>
-#include <sqlite3.h>
+
+struct audit_backend;
+struct sqlite3;
 
 /* When the checkpointer copies (checkpointer.c): under the store's lock. */
 struct ckpt_plan {
@@ -82,8 +83,8 @@ enum stmt_id {
 enum chain { CHAIN_DECISIONS, CHAIN_ACTIONS, CHAIN_CHANGES, CHAIN_COUNT };
 
 struct audit_store {
-    sqlite3 *lite; /* one of the two backends */
-    PGconn *pg;
+    const struct audit_backend *backend; /* backend.h */
+    void *conn;                          /* the backend's own connection */
     struct db *db;
     struct db_stmt *stmts[ST_COUNT];
     /* each chain's last hash in the open transaction ("": not read yet);
@@ -106,6 +107,7 @@ struct audit_store {
      * batches once that sync is done, while the writer goes on with the
      * next batch; under lock */
     int deferring;
+    int syncer_up; /* the syncer thread runs */
     pthread_t syncer;
     pthread_cond_t synced_work; /* a batch handed over, or stopping */
     struct synced *to_sync, *to_sync_tail;
@@ -114,7 +116,7 @@ struct audit_store {
     int wal_frames; /* in the WAL after the last commit (the writer's own) */
     /* checkpointer.c, started with the syncer: its connection, and where
      * its checkpoint stands (under lock) */
-    sqlite3 *ckpt_db;
+    struct sqlite3 *ckpt_db;
     pthread_t checkpointer;
     pthread_cond_t ckpt_work;
     struct ckpt_plan ckpt_plan;
@@ -172,13 +174,11 @@ int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);
 void audit__prepared_release(struct prepared_notification *p);
 int audit__run_job(struct audit_store *s, struct job *job);
-/* PostgreSQL: writes every notification of the batch (not left out) with
- * a few multi-row statements instead of several round trips each, fills
- * their results and marks them written. On failure the transaction is
- * the caller's to roll back; the batch is then written job by job, which
- * finds the request that fails alone. */
-int audit__write_notifications_together(struct audit_store *s, struct job *batch,
-                                        struct medic_error *err);
 int audit__prepare_all(struct audit_store *s, struct medic_error *err);
+/* Whether a job appends to a hash chain; whether only the leader may
+ * write it (a decision or an action's intent: an outcome records what
+ * already ran). */
+int audit__job_chains(const struct job *j);
+int audit__job_fenced(const struct job *j);
 
 #endif

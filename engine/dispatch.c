@@ -23,10 +23,11 @@ struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
-    _Atomic long kept;                /* outcomes waiting for the store to commit again */
-    struct action_fence fence;        /* the lease, checked right before a disruptive command */
-    struct medic_mutex pipeline_lock; /* held while waking: it may be stopping */
-    struct engine_pipeline *pipeline; /* woken by each outcome */
+    _Atomic long kept;                 /* outcomes waiting for the store to commit again */
+    struct action_fence fence;         /* the lease, checked right before a disruptive command */
+    struct medic_mutex pipeline_lock;  /* held while waking: it may be stopping */
+    struct engine_pipeline *pipeline;  /* woken by each outcome */
+    struct audit_recovery_bound bound; /* the log at start: recovery stops there */
 };
 
 static void copy_text(char *to, size_t size, const char *from)
@@ -542,14 +543,26 @@ static void tell_oncall(struct recovery *r)
     medic_action_release(&job.action);
 }
 
-int engine_dispatch_start(struct audit_store *store, struct config_slot *configs,
-                          struct engine_dispatch **out, struct medic_error *err)
+int engine_dispatch_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, struct engine_dispatch **out,
+                          struct medic_error *err)
 {
     struct engine_dispatch *d = calloc(1, sizeof(*d));
     if (!d)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     d->store = store;
     d->configs = configs;
+    /* before this run decides anything: where recovery stops */
+    struct audit_reader *reader = NULL;
+    int read = audit_reader_open(db_path, &reader, err);
+    if (read == 0)
+        read = audit_recovery_bound(reader, &d->bound, err);
+    audit_reader_free(reader);
+    if (read) {
+        medic_error_prefix(err, "reading what a previous medic left");
+        free(d);
+        return read;
+    }
     d->fence = (struct action_fence){lease_held, d};
     medic_mutex_init(&d->pipeline_lock, MEDIC_LOCK_DISPATCH_PIPELINE);
     notify_global_init();
@@ -570,9 +583,9 @@ int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path, stru
     struct recovery r = {d, config_slot_acquire(d->configs), medic_time_now(), 0, 0};
     int rc = audit_reader_open(db_path, &reader, err);
     if (rc == 0)
-        rc = audit_open_intents(reader, interrupt_one, &r, err);
+        rc = audit_open_intents(reader, &d->bound, interrupt_one, &r, err);
     if (rc == 0)
-        rc = audit_unstarted_decisions(reader, recover_unstarted, &r, err);
+        rc = audit_unstarted_decisions(reader, &d->bound, recover_unstarted, &r, err);
     audit_reader_free(reader);
     if (r.interrupted || r.resumed) {
         char n[16], m[16];

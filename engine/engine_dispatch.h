@@ -21,13 +21,17 @@
 
 struct engine_dispatch;
 
-/* Starts the executor's workers; recovers nothing yet. */
-int engine_dispatch_start(struct audit_store *store, struct config_slot *configs,
-                          struct engine_dispatch **out, struct medic_error *err);
-/* Recovers what a crash or the previous leader left (above). Call it once
- * the pipeline is set (engine_dispatch_set_pipeline): every outcome of the
- * recovery, and of the actions it runs, reaches the incidents waiting for
- * it. */
+/* Starts the executor's workers and notes how far the audit log at
+ * db_path goes: what a recovery may take for left by a crash or the
+ * previous leader. Recovers nothing yet. */
+int engine_dispatch_start(struct audit_store *store, const char *db_path,
+                          struct config_slot *configs, struct engine_dispatch **out,
+                          struct medic_error *err);
+/* Recovers what a crash or the previous leader left (above), up to where
+ * the log went at start: never what this run decided or started since.
+ * Call it once the pipeline is set (engine_dispatch_set_pipeline): every
+ * outcome of the recovery, and of the actions it runs, reaches the
+ * incidents waiting for it. */
 int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path,
                             struct medic_error *err);
 /* Hands a committed decision with verdict execute to the executor; a

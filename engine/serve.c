@@ -246,7 +246,7 @@ static int gain(void *arg, int64_t epoch)
     struct engine_pipeline *pipeline = NULL;
     (void)epoch;
     const struct medic_config *c = config_slot_acquire(e->configs);
-    int rc = engine_dispatch_start(e->store, e->configs, &dispatch, &err);
+    int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &dispatch, &err);
     if (rc)
         medic_error_prefix(&err, "cannot start the action dispatch");
     if (rc == 0 && (rc = engine_pipeline_start(

@@ -364,12 +364,21 @@ int audit_decision_outcome(struct audit_reader *reader, int64_t decision_id, cha
                            size_t result_size, char *detail, size_t detail_size,
                            struct medic_error *err);
 
-/* Calls fn for every action intent that has no outcome (left by a crash),
- * oldest first. */
+/* The newest decision and action ids at one moment: a recovery walks
+ * only what was written up to then, before this run decided or started
+ * anything of its own. */
+struct audit_recovery_bound {
+    int64_t decision_id, action_id;
+};
+int audit_recovery_bound(struct audit_reader *reader, struct audit_recovery_bound *out,
+                         struct medic_error *err);
+
+/* Calls fn for every action intent up to bound that has no outcome (left
+ * by a crash or a former leader), oldest first. */
 typedef int (*audit_intent_fn)(void *arg, int64_t intent_id, int64_t decision_id,
                                const char *action, const char *node);
-int audit_open_intents(struct audit_reader *reader, audit_intent_fn fn, void *arg,
-                       struct medic_error *err);
+int audit_open_intents(struct audit_reader *reader, const struct audit_recovery_bound *bound,
+                       audit_intent_fn fn, void *arg, struct medic_error *err);
 
 /* A decision to execute that never got an action intent: it was queued in
  * memory when medic stopped. Times are ns; strings may be NULL. */
@@ -380,9 +389,9 @@ struct audit_unstarted {
     int resolved;             /* the alert resolved after the decision */
 };
 typedef int (*audit_unstarted_fn)(void *arg, const struct audit_unstarted *decision);
-/* Calls fn for every such decision, oldest first. */
-int audit_unstarted_decisions(struct audit_reader *reader, audit_unstarted_fn fn, void *arg,
-                              struct medic_error *err);
+/* Calls fn for every such decision up to bound, oldest first. */
+int audit_unstarted_decisions(struct audit_reader *reader, const struct audit_recovery_bound *bound,
+                              audit_unstarted_fn fn, void *arg, struct medic_error *err);
 
 /* Calls fn for every row of the engine's saved state (a non-zero return
  * stops the walk and is returned); sets *count to the rows seen. */

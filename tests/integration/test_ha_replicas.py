@@ -23,6 +23,9 @@ deadlines:
   differs from the leader's, and does not take the lease when the leader
   dies, until an operator forces it (`medic audit lease --force-takeover`,
   recorded in the lease);
+- the leader paused while alerts reach the others: the new leader's own
+  first actions, started while it recovers, are never taken for left over
+  (none interrupted, none twice);
 - a resume queued when the leader was killed is run by the next start
   while its engine is held reading the state (a table lock): its outcome
   reaches the incident, which recovers;
@@ -372,6 +375,66 @@ def test_postgres_restart_under_load(suite):
     c.verify()
 
 
+def test_takeover_with_work_waiting(suite):
+    """The leader is paused with four notifications under way (its workers
+    wait on a slow endpoint); 30 alerts reach the others before one of them
+    leads, so that the new leader's first round decides them all and its
+    workers start on them at once, while the takeover recovers what the
+    paused leader left: its four intents are recorded interrupted, and its
+    recovery takes time to record them. None of the new leader's own work
+    is taken for left over: nothing else is interrupted, no decision is
+    started twice, every notification is sent once."""
+    c = Cluster(suite, "waiting")
+    old = c.leader()
+    c.hook.delay = 5
+    left = [f"waiting-left-{i}" for i in range(4)]
+    for node in left:
+        assert old.webhook(payload(node))[0] == 200
+    wait_until("the paused leader's four intents", lambda: c.count(
+        "SELECT count(*) FROM actions WHERE phase = 'intent'") == 4, timeout=20)
+    old.process.send(signal.SIGSTOP)
+    c.hook.delay = 0.01
+    others = [r for r in c.replicas if r is not old]
+    nodes = [f"waiting-{i:02d}" for i in range(30)]
+    for i, node in enumerate(nodes):
+        assert others[i % 2].webhook(payload(node))[0] == 200
+    # and more while one of them takes over, each handed to its engine at
+    # once once it leads
+    led, answers = [], []
+
+    def send_through_the_takeover():
+        i = 0
+        while (not led or time.monotonic() < led[0] + 1) and i < 600:
+            node = f"waiting-t{i:03d}"
+            answers.append((node, others[i % 2].webhook(payload(node))[0]))
+            i += 1
+    sender = threading.Thread(target=send_through_the_takeover)
+    sender.start()
+    new = c.leader(exclude=old, timeout=LEASE + 5)
+    led.append(time.monotonic())
+    sender.join(30)
+    assert all(status == 200 for _, status in answers), answers
+    nodes += [node for node, _ in answers]
+
+    def started_twice():
+        return c.sql("SELECT decision_id, count(*) FROM actions WHERE phase = 'intent' "
+                     "GROUP BY decision_id HAVING count(*) > 1")
+    wait_until("every notification sent, or one started twice", lambda: started_twice() or
+               set(nodes) <= set(c.acted_nodes()), timeout=60)
+    assert started_twice() == [], started_twice()[:10]
+    interrupted = {n for n, in c.sql("SELECT node FROM actions WHERE result = 'interrupted'")}
+    assert interrupted == set(left), interrupted
+    # the takeover's recovery ran none of the new leader's decisions as
+    # left over
+    recovered = [line for _, line in log_lines(new) if "work left by a previous medic" in line]
+    assert len(recovered) == 1 and "decided_and_run_now=0" in recovered[0], recovered
+    acted = [n for n in c.acted_nodes() if n in nodes]
+    assert sorted(acted) == nodes, acted
+    c.hook.delay = 0
+    os.kill(old.process.pid, signal.SIGCONT)
+    c.verify()
+
+
 def test_paused_leader_sends_no_power_cycle(suite):
     pg = PostgreSQL(suite.subdir("fence")).start()
     suite.on_exit(pg.stop)
@@ -642,4 +705,4 @@ if __name__ == "__main__":
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
                         test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
                         test_replica_with_another_configuration,
-                        test_recovered_undo_reaches_its_incident])
+                        test_recovered_undo_reaches_its_incident, test_takeover_with_work_waiting])

@@ -1,13 +1,18 @@
-/* The PostgreSQL writer's batch paths: on PostgreSQL every statement is a
- * round trip, so a batch's rows go together. A batch's notifications in
- * one multi-row insert (the unique index decides which are first,
- * duplicates follow), their alerts in one insert under the id lock; an
- * evaluation's decisions and incident changes sealed here and inserted
- * together, its state rows and evaluated marks in one statement per run.
- * SQLite's writer (rows.c) writes row by row, in the process. */
+/* The PostgreSQL backend (backend.h): a log several replicas share. The
+ * leader's term is checked in every transaction that decides or starts an
+ * action, and every statement is a round trip, so a batch's rows go
+ * together: its notifications in one multi-row insert (the unique index
+ * decides which are first, duplicates follow), their alerts in one insert
+ * under the id lock; an evaluation's decisions and incident changes sealed
+ * here and inserted together, its state rows and evaluated marks in one
+ * statement per run. */
+#include "backend.h"
 #include "rows_internal.h"
 #include "buf.h"
 #include "chain.h"
+#include "lease.h"
+#include "postgres.h"
+#include "schema.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -24,7 +29,7 @@ static int compare_strings(const void *a, const void *b)
  * deleted), in one statement, when no (kind, key) repeats among them (an
  * upsert may not touch a row twice); 1 when it could not, to go row by
  * row. */
-int audit__pg_rows_together(struct audit_store *s, const struct audit_rows *rows, size_t first,
+static int pg_rows_together(struct audit_store *s, const struct audit_rows *rows, size_t first,
                             size_t past_end, const int64_t *ids, size_t decision_count,
                             struct medic_error *err)
 {
@@ -431,13 +436,13 @@ static const struct sealed_kind sealed_changes = {
     put_change,
 };
 
-int audit__pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
+static int pg_insert_decisions(struct audit_store *s, const struct audit_evaluation_in *in,
                                int64_t *ids, struct medic_error *err)
 {
     return pg_insert_sealed(s, &sealed_decisions, in, NULL, in->decision_count, ids, err);
 }
 
-int audit__pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
+static int pg_insert_changes(struct audit_store *s, const struct audit_evaluation_in *in,
                              const int64_t *ids, struct medic_error *err)
 {
     int64_t *own = calloc(in->change_count, sizeof(*own));
@@ -448,7 +453,7 @@ int audit__pg_insert_changes(struct audit_store *s, const struct audit_evaluatio
 }
 
 /* The notifications evaluated, in one statement per 30,000. */
-int audit__pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
+static int pg_mark_evaluated(struct audit_store *s, const struct audit_evaluation_in *in,
                              struct medic_error *err)
 {
     struct medic_buf sql;
@@ -480,8 +485,7 @@ int audit__pg_mark_evaluated(struct audit_store *s, const struct audit_evaluatio
     return rc;
 }
 
-int audit__write_notifications_together(struct audit_store *s, struct job *batch,
-                                        struct medic_error *err)
+static int pg_write_together(struct audit_store *s, struct job *batch, struct medic_error *err)
 {
     size_t n = 0;
     for (struct job *j = batch; j; j = j->next)
@@ -514,3 +518,161 @@ int audit__write_notifications_together(struct audit_store *s, struct job *batch
     free(jobs);
     return rc;
 }
+
+/* The lock every transaction that appends to a hash chain takes first, so
+ * that chained rows of two replicas (a former leader recording an
+ * outcome, the new one deciding) never interleave. */
+#define CHAIN_LOCK "SELECT pg_advisory_xact_lock(7308604759930986497)"
+
+/* The chain lock when the batch appends to a chain, and the leader's term
+ * checked (the lease row share-locked until the commit) when it decides or
+ * starts an action; a replica that does not lead has those requests
+ * refused (MEDIC_E_FENCED). */
+static int pg_guard(struct audit_store *s, struct job *batch, struct medic_error *err)
+{
+    int chained = 0, leads = 0;
+    for (struct job *j = batch; j; j = j->next)
+        if (!j->left_out) {
+            chained |= audit__job_chains(j);
+            leads |= audit__job_fenced(j);
+        }
+    if (chained && db_exec(s->db, CHAIN_LOCK, err))
+        return err->code;
+    if (!leads)
+        return 0;
+    medic_mutex_lock(&s->lock);
+    char replica[sizeof(s->replica)];
+    memcpy(replica, s->replica, sizeof(replica));
+    int64_t epoch = s->epoch;
+    medic_mutex_unlock(&s->lock);
+    struct medic_error why = {0};
+    int rc = epoch ? audit_lease_fence(s->conn, replica, epoch, &why)
+                   : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
+    if (rc && rc != MEDIC_E_FENCED) {
+        *err = why;
+        return rc;
+    }
+    for (struct job *j = batch; rc && j; j = j->next)
+        if (!j->left_out && audit__job_fenced(j)) {
+            j->left_out = 1;
+            j->rc = MEDIC_E_FENCED;
+            j->err = why;
+        }
+    return 0;
+}
+
+/* Several writers: the insert as first is tried, and the unique index on
+ * the key turns it into nothing when another replica (or this batch)
+ * stored the key already; then it is a duplicate of the one found. */
+static int pg_insert_notification(struct audit_store *s, struct job *job, int64_t *id,
+                                  int64_t *first)
+{
+    struct db_stmt *st = s->stmts[ST_INSERT_FIRST];
+    *first = 0;
+    audit__bind_notification_at(st, 0, job, 0);
+    int rc = audit__step_id(st, id, &job->err, "storing the notification");
+    if (rc || *id)
+        return rc;
+    if ((rc = audit__find_first(s, job->prepared, first, &job->err)))
+        return rc;
+    if (!*first)
+        return medic_error_set(&job->err, MEDIC_E_STORE,
+                               "storing the notification: its key is taken but not found");
+    return audit__insert_notification_row(s, job, *first, id);
+}
+
+/* A notification's alerts under the id lock (see ALERT_IDS_LOCK). */
+static int pg_insert_alerts(struct audit_store *s, struct job *job, int64_t id)
+{
+    const struct medic_notification *n =
+        ((const struct audit_notification_in *)job->in)->notification;
+    int lock = n->alert_count > 1;
+    char sql[64];
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%lld)", ALERT_IDS_LOCK);
+    int rc = 0;
+    if (lock && (rc = db_exec(s->db, sql, &job->err)))
+        return rc;
+    rc = audit__insert_alerts_each(s, job, id);
+    if (lock) {
+        struct medic_error ignored;
+        snprintf(sql, sizeof(sql), "SELECT pg_advisory_unlock(%lld)", ALERT_IDS_LOCK);
+        db_exec(s->db, sql, &ignored);
+    }
+    return rc;
+}
+
+/* Connects and creates or checks the schema. A connection that breaks
+ * later is opened again by the first batch after it (db.h). */
+static int pg_open(struct audit_store *s, const char *url, struct medic_error *err)
+{
+    PGconn *c = NULL;
+    int rc = audit_pg_connect(url, &c, err);
+    s->conn = c;
+    if (rc == 0)
+        rc = audit_pg_schema(c, err);
+    if (rc == 0 && !(s->db = db_over_pg(c)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
+}
+
+static void pg_close(struct audit_store *s)
+{
+    db_free(s->db);
+    PQfinish(s->conn);
+}
+
+static void pg_finish(struct audit_store *s, struct job *batch, int rc,
+                      const struct medic_error *err, int64_t start)
+{
+    audit__complete_batch(s, batch, rc, err, start); /* durable at COMMIT */
+}
+
+static int pg_open_reader(const char *url, void **conn, struct db **db, struct medic_error *err)
+{
+    PGconn *c = NULL;
+    int rc = audit_pg_connect(url, &c, err);
+    *conn = c;
+    if (rc)
+        return rc;
+    PGresult *v = PQexec(c, "SELECT max(version) FROM medic_schema");
+    int version = PQresultStatus(v) == PGRES_TUPLES_OK && !PQgetisnull(v, 0, 0)
+                      ? atoi(PQgetvalue(v, 0, 0))
+                      : 0;
+    PQclear(v);
+    if (version <= 0)
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "postgresql: no medic audit log in this database (medic_schema)");
+    if (version > audit_schema_version())
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "database schema version %d is newer than this medic (%d); "
+                               "upgrade medic",
+                               version, audit_schema_version());
+    if (!(*db = db_over_pg(c)))
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return 0;
+}
+
+static void pg_close_reader(void *conn, struct db *db)
+{
+    db_free(db);
+    PQfinish(conn);
+}
+
+const struct audit_backend audit_backend_pg = {
+    .name = "postgresql",
+    .shared = 1,
+    .returning_id = " RETURNING id",
+    .open = pg_open,
+    .close = pg_close,
+    .guard = pg_guard,
+    .write_together = pg_write_together,
+    .finish = pg_finish,
+    .insert_notification = pg_insert_notification,
+    .insert_alerts = pg_insert_alerts,
+    .insert_decisions = pg_insert_decisions,
+    .insert_changes = pg_insert_changes,
+    .mark_evaluated = pg_mark_evaluated,
+    .state_rows_together = pg_rows_together,
+    .open_reader = pg_open_reader,
+    .close_reader = pg_close_reader,
+};
