@@ -101,9 +101,9 @@ int medic_cmd_check(int argc, char **argv)
         audit_location_redacted(config.audit_path, audit, sizeof(audit));
         printf("%s: valid (mode %s, listen %s, audit %s, %zu policies, %zu inventory nodes, "
                "model %s %.12s%s)\n",
-               argv[i], config.mode == MEDIC_MODE_LIVE ? "live" : "dry-run", config.listen, audit,
-               config.policies.count, config.inventory.count,
-               config.model_path ? config.model_path : "built-in", config.model.hash,
+               argv[i], medic_mode_name(config.mode), config.listen, audit, config.policies.count,
+               config.inventory.count, config.model_path ? config.model_path : "built-in",
+               config.model.hash,
                config.prometheus_url ? "" : ", no prometheus.url: alerts are not scored");
         static struct medic_config_warnings warnings;
         medic_config_warn(&config, &warnings);

@@ -38,6 +38,11 @@ static const char usage[] =
     "refused, interrupted; an operator who resumed a drained node makes the\n"
     "power cycle after it `refused`). Until then the action is in flight.\n"
     "\n"
+    "A step waiting for approval (mode approve, or a policy's approval:\n"
+    "required) is answered by `{t: 5m, approve: gpu-node-01, by: alice}` or\n"
+    "`{t: 5m, deny: gpu-node-01, by: bob, reason: ...}` at that time; an\n"
+    "answer that finds no step pending on the node fails the test.\n"
+    "\n"
     "Exit status: 0 when every test passes, 1 when one fails, 2 on bad usage.\n";
 
 /* Tests start at this instant (2026-01-01T00:00:00Z); `t` is an offset. */
@@ -48,6 +53,8 @@ static const char usage[] =
 struct test_event {
     int64_t t;
     int outcome; /* an action's outcome, not an alert: its enum medic_outcome; -1: an alert */
+    int answer;  /* a person's answer to a pending step: 1 approve, 0 deny; -1: none */
+    const char *by, *reason;
     const char *node;
     int action;      /* enum medic_action_kind */
     int64_t started; /* how long before t the alert started (its first event only) */
@@ -105,6 +112,24 @@ static int parse_outcome(struct yaml_fields *f, const struct yaml_tree_node *ite
     return 0;
 }
 
+static int parse_answer(struct yaml_fields *f, const struct yaml_tree_node *item,
+                        struct test_event *e)
+{
+    static const char *const keys[] = {"t", "approve", "deny", "by", "reason", NULL};
+    int rc = yaml_fields_known_keys(f, item, "an approval", keys);
+    if (rc)
+        return rc;
+    e->answer = yaml_tree_get(item, "approve") != NULL;
+    e->node = scalar(item, e->answer ? "approve" : "deny");
+    e->by = scalar(item, "by");
+    e->reason = scalar(item, "reason");
+    if (!e->node || (yaml_tree_get(item, "approve") && yaml_tree_get(item, "deny")))
+        return yaml_fields_fail(f, item, "an answer is approve: NODE or deny: NODE, with by");
+    if (!e->by)
+        return yaml_fields_fail(f, item, "an answer needs by: who answered");
+    return 0;
+}
+
 static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list,
                         struct test_event *events, size_t *count)
 {
@@ -116,6 +141,7 @@ static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list
         memset(e, 0, sizeof(*e));
         e->risk = NAN;
         e->outcome = -1;
+        e->answer = -1;
         e->line = item->line;
         if ((rc = yaml_fields_mapping(f, item, "alert")) || (rc = parse_offset(f, item, &e->t)))
             return rc;
@@ -123,6 +149,12 @@ static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list
             return yaml_fields_fail(f, item, "alerts: list them in time order");
         if (yaml_tree_get(item, "outcome")) {
             if ((rc = parse_outcome(f, item, e)))
+                return rc;
+            (*count)++;
+            continue;
+        }
+        if (yaml_tree_get(item, "approve") || yaml_tree_get(item, "deny")) {
+            if ((rc = parse_answer(f, item, e)))
                 return rc;
             (*count)++;
             continue;
@@ -160,7 +192,8 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
                          struct test_expect *expects, size_t *count)
 {
     static const char *const keys[] = {"t", "node", "action", "verdict", "policy", "reason", NULL};
-    static const char *const verdicts[] = {"execute", "dry_run", "suppressed", "no_match", "error"};
+    static const char *const verdicts[] = {"execute",  "dry_run", "suppressed",
+                                           "no_match", "error",   "pending"};
     int rc = yaml_fields_sequence(f, list, "expect");
     for (size_t i = 0; rc == 0 && i < list->count; i++) {
         const struct yaml_tree_node *item = list->items[i];
@@ -184,7 +217,7 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
         if (!known)
             return yaml_fields_fail(
                 f, yaml_tree_get(item, "verdict"),
-                "verdict: expected execute, dry_run, suppressed, no_match or error");
+                "verdict: expected execute, dry_run, suppressed, no_match, error or pending");
         (*count)++;
     }
     return rc;
@@ -312,11 +345,27 @@ static int run_test(const struct medic_config *config, const char *name,
     char starts_fp[256][17];
     int64_t starts_at[256];
     size_t starts = 0;
+    char unanswered[600] = ""; /* an answer that found no step pending */
     for (size_t i = 0; st && i < event_count; i++) {
         const struct test_event *e = &events[i];
         int64_t now = TEST_EPOCH + e->t;
         if (e->outcome >= 0) {
             policy_tick(&ctx, st, now, &out);
+            settle(&ctx, st, events, event_count, i, now, &out);
+            continue;
+        }
+        if (e->answer >= 0) {
+            policy_tick(&ctx, st, now, &out);
+            settle(&ctx, st, events, event_count, i, now, &out);
+            struct policy_approval a = {0, 0, e->node, e->answer, e->by, e->reason};
+            char why[400];
+            if (policy_approve(&ctx, st, &a, now, &out, why, sizeof(why)) == MEDIC_E_NOTFOUND &&
+                !unanswered[0]) {
+                char t[24];
+                format_offset(e->t, t, sizeof(t));
+                snprintf(unanswered, sizeof(unanswered), "    ! t=%-6s %s by %s (line %d): %s\n", t,
+                         e->answer ? "approve" : "deny", e->by, e->line, why);
+            }
             settle(&ctx, st, events, event_count, i, now, &out);
             continue;
         }
@@ -340,7 +389,7 @@ static int run_test(const struct medic_config *config, const char *name,
         if (e->status == MEDIC_STATUS_RESOLVED && k < starts) /* the next firing is new */
             starts_fp[k][0] = '\0';
     }
-    int ok = st != NULL;
+    int ok = st != NULL && !unanswered[0];
     int *used = calloc(out.count ? out.count : 1, sizeof(*used));
     for (size_t x = 0; used && x < expect_count; x++) {
         expects[x].met = 0;
@@ -355,6 +404,7 @@ static int run_test(const struct medic_config *config, const char *name,
     if (!used)
         ok = 0;
     printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+    fputs(unanswered, stdout);
     if (!ok && used) {
         printf("    decisions: '-' expected but not made, '+' made but not expected, ' ' as "
                "expected\n");

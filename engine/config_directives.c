@@ -86,9 +86,11 @@ static const struct directive directives[] = {
     {NULL, "listen", D_LISTEN, AT(listen), 0, 0, NULL, NULL, "`127.0.0.1:9799`",
      "`HOST:PORT`; `[::1]:9799` for IPv6", load_listen},
     {NULL, "mode", D_MODE, AT(mode), 0, 0, NULL, NULL, "`dry-run`",
-     "`dry-run` or `live`. `medic serve`, `medic check config` and a reload refuse `live` "
-     "unless the webhook has authentication, and refuse live disruptive policies without "
-     "`safety.storm.notifier` (errors at the `mode:` or `safety:` line)",
+     "`dry-run`, `approve` or `live`. `approve` acts like `live` but holds each disruptive "
+     "step for a person's approval (a policy's `approval` may say otherwise). `medic serve`, "
+     "`medic check config` and a reload refuse `live` and `approve` unless the webhook has "
+     "authentication, and refuse disruptive policies there without `safety.storm.notifier` "
+     "(errors at the `mode:` or `safety:` line)",
      load_mode},
     {NULL, "log_level", D_LOG_LEVEL, AT(log_level), 0, 0, NULL, NULL, "`info`",
      "`debug`, `info`, `warn`, `error`", load_log_level},
@@ -257,6 +259,14 @@ static const struct directive directives[] = {
      "keep evaluating the next policies after this one took the alert", NULL},
     {"policies[]", "dry_run", D_DOC, 0, 0, 0, NULL, NULL, "`false`",
      "this policy only ever decides `dry_run`, even in live mode", NULL},
+    {"policies[]", "approval", D_DOC, 0, 0, 0, NULL, NULL, "as `mode` says",
+     "`required`: a person approves each disruptive step first, also in `mode: live`; `none`: "
+     "never asked, also in `mode: approve` (dry-run never asks). A step waiting is decided "
+     "`pending`",
+     NULL},
+    {"policies[]", "approval_timeout", D_DOC, 0, 0, 0, NULL, NULL, "`30m`",
+     "a pending step not approved this long after it was decided expires, and never runs late",
+     NULL},
     {NULL, "policy_files", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "more policy files, relative to this one", NULL},
     {NULL, "tls", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, load_tls},
@@ -294,9 +304,17 @@ static int load_mode(struct loader *l, const struct yaml_tree_node *n)
         c->mode = MEDIC_MODE_DRY_RUN;
     else if (rc == 0 && strcmp(n->value, "live") == 0)
         c->mode = MEDIC_MODE_LIVE;
+    else if (rc == 0 && strcmp(n->value, "approve") == 0)
+        c->mode = MEDIC_MODE_APPROVE;
     else if (rc == 0)
-        rc = yaml_fields_fail(&l->f, n, "mode: expected 'dry-run' or 'live', got '%s'", n->value);
+        rc = yaml_fields_fail(&l->f, n, "mode: expected 'dry-run', 'approve' or 'live', got '%s'",
+                              n->value);
     return rc;
+}
+
+const char *medic_mode_name(enum medic_mode m)
+{
+    return m == MEDIC_MODE_LIVE ? "live" : m == MEDIC_MODE_APPROVE ? "approve" : "dry-run";
 }
 
 static int load_log_level(struct loader *l, const struct yaml_tree_node *n)

@@ -25,18 +25,25 @@ static int has_disruptive_steps(const struct policy_set *ps)
 
 int medic_config_check_serving(const struct medic_config *config, struct medic_error *err)
 {
-    if (config->mode != MEDIC_MODE_LIVE)
+    if (!medic_mode_acts(config->mode))
         return 0;
-    if (!config->webhook_auth.bearer_token && !config->webhook_auth.basic_username)
-        return fail_serving(config, config->mode_line, config->mode_col, err,
-                            "mode: live needs authentication on the webhook (auth: "
-                            "webhook_bearer_token_file or webhook_basic_auth): anyone who "
-                            "reaches the port could trigger power cycles");
-    if (has_disruptive_steps(&config->policies) && !config->policies.safety.storm_notifier)
+    const char *mode = medic_mode_name(config->mode);
+    char msg[300];
+    if (!config->webhook_auth.bearer_token && !config->webhook_auth.basic_username) {
+        snprintf(msg, sizeof(msg),
+                 "mode: %s needs authentication on the webhook (auth: webhook_bearer_token_file "
+                 "or webhook_basic_auth): anyone who reaches the port could trigger power cycles",
+                 mode);
+        return fail_serving(config, config->mode_line, config->mode_col, err, msg);
+    }
+    if (has_disruptive_steps(&config->policies) && !config->policies.safety.storm_notifier) {
+        snprintf(msg, sizeof(msg),
+                 "mode: %s with disruptive policies needs safety.storm.notifier: a storm would "
+                 "hold actions back and tell nobody",
+                 mode);
         return fail_serving(config, config->storm_line ? config->storm_line : config->mode_line,
-                            config->storm_line ? config->storm_col : config->mode_col, err,
-                            "mode: live with disruptive policies needs safety.storm.notifier: a "
-                            "storm would hold actions back and tell nobody");
+                            config->storm_line ? config->storm_col : config->mode_col, err, msg);
+    }
     return 0;
 }
 
@@ -58,7 +65,7 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     const struct policy_safety *s = &config->policies.safety;
     int disruptive = has_disruptive_steps(&config->policies);
     out->count = 0;
-    if (config->mode != MEDIC_MODE_LIVE && disruptive && !s->storm_notifier)
+    if (!medic_mode_acts(config->mode) && disruptive && !s->storm_notifier)
         warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
                   "back and tell nobody; medic serve refuses this in mode: live");
     if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
@@ -114,14 +121,14 @@ static int credentials_set(const struct medic_credentials *c)
 
 const struct medic_credentials *medic_config_read_auth(const struct medic_config *config)
 {
-    if (credentials_set(&config->read_auth) || config->mode != MEDIC_MODE_LIVE)
+    if (credentials_set(&config->read_auth) || !medic_mode_acts(config->mode))
         return &config->read_auth;
     return &config->webhook_auth;
 }
 
 const struct medic_credentials *medic_config_admin_auth(const struct medic_config *config)
 {
-    if (credentials_set(&config->admin_auth) || config->mode != MEDIC_MODE_LIVE)
+    if (credentials_set(&config->admin_auth) || !medic_mode_acts(config->mode))
         return &config->admin_auth;
     return &config->webhook_auth;
 }

@@ -514,7 +514,7 @@ static int recover_unstarted(void *arg, const struct audit_unstarted *u)
 static void tell_oncall(struct recovery *r)
 {
     const char *notifier = r->config->policies.safety.storm_notifier;
-    if (!r->interrupted || !notifier || r->config->mode != MEDIC_MODE_LIVE)
+    if (!r->interrupted || !notifier || !medic_mode_acts(r->config->mode))
         return;
     struct executor_job job = {0};
     char text[256];

@@ -9,7 +9,8 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->inventory = &config->inventory;
     out->node_labels = (const char *const *)config->node_labels;
     out->node_label_count = config->node_label_count;
-    out->live = config->mode == MEDIC_MODE_LIVE;
+    out->live = medic_mode_acts(config->mode);
+    out->approve = config->mode == MEDIC_MODE_APPROVE;
     out->external_url = config->external_url;
 }
 

@@ -119,7 +119,7 @@ static void audit_metrics(struct engine *e, struct medic_buf *b)
 static void config_metrics(struct engine *e, struct medic_buf *b)
 {
     const struct medic_config *c = config_slot_acquire(e->configs);
-    int live = c->mode == MEDIC_MODE_LIVE;
+    int live = medic_mode_acts(c->mode);
     char hash[13];
     snprintf(hash, sizeof(hash), "%.12s", c->hash[0] ? c->hash : "builtin");
     medic_config_unref(c);
@@ -136,7 +136,8 @@ static void config_metrics(struct engine *e, struct medic_buf *b)
                      "configuration was last loaded.\n"
                      "# TYPE medic_config_last_reload_success_timestamp_seconds gauge\n"
                      "medic_config_last_reload_success_timestamp_seconds %lld\n"
-                     "# HELP medic_mode_live 1 when medic acts (live), 0 in dry-run.\n"
+                     "# HELP medic_mode_live 1 when medic acts (live, or approve), 0 in "
+                     "dry-run.\n"
                      "# TYPE medic_mode_live gauge\n"
                      "medic_mode_live %d\n"
                      "# HELP medic_build_info Build information; the value is always 1.\n"

@@ -147,11 +147,10 @@ static void summary(struct medic_buf *out, struct engine *e, const struct medic_
                      "<span>open incidents <b>%d</b></span>"
                      "<span>nodes disrupted by medic <b>%d</b> (caps: %zu disruptive actions in "
                      "flight; %.3g of %zu inventory nodes = %zu)</span></p>\n",
-                     config->mode == MEDIC_MODE_LIVE ? "live" : "dry_run",
-                     config->mode == MEDIC_MODE_LIVE ? "live" : "dry-run",
-                     st->storm ? "storm" : "calm", st->storm ? "active" : "none",
-                     st->open_incidents, st->disrupted_nodes, s->max_disruptive_in_flight,
-                     s->max_disrupted_fraction, inventory,
+                     medic_mode_acts(config->mode) ? "live" : "dry_run",
+                     medic_mode_name(config->mode), st->storm ? "storm" : "calm",
+                     st->storm ? "active" : "none", st->open_incidents, st->disrupted_nodes,
+                     s->max_disruptive_in_flight, s->max_disrupted_fraction, inventory,
                      policy_max_disrupted_nodes(s, inventory));
 }
 

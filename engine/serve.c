@@ -209,9 +209,8 @@ static void log_started(const struct medic_config *c)
     snprintf(policies, sizeof(policies), "%zu", c->policies.count);
     audit_location_redacted(c->audit_path, audit, sizeof(audit));
     medic_log_info("medic serve started", "policies", policies, "listen", c->listen, "tls",
-                   c->tls_cert_pem ? "on" : "off", "audit", audit, "mode",
-                   c->mode == MEDIC_MODE_LIVE ? "live" : "dry-run", "config", c->source, "version",
-                   MEDIC_VERSION, NULL);
+                   c->tls_cert_pem ? "on" : "off", "audit", audit, "mode", medic_mode_name(c->mode),
+                   "config", c->source, "version", MEDIC_VERSION, NULL);
     snprintf(model_hash, sizeof(model_hash), "%.12s", c->model.hash);
     medic_log_info("risk model", "model", c->model_path ? c->model_path : "built-in", "sha256",
                    model_hash, "scoring",

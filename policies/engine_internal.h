@@ -71,6 +71,13 @@ struct incident {
     char halted_by[160];
     int held; /* step next_step was held by a guard that clears by itself: decided again then */
     char held_by[200];
+    /* a disruptive step waits for a person (state pending): which, until
+     * when, and the decision that asked (0 until bound); the state it left */
+    int pending;
+    size_t pending_step;
+    int64_t pending_until;
+    int64_t pending_decision;
+    enum policy_incident_state pending_from;
     int drained;          /* holds its node's drain (medic's drain succeeded) */
     char drained_as[300]; /* Slurm's reason as medic's last drain of the node left it ("": unknown)
                            */
@@ -283,6 +290,17 @@ void policy__compact(struct policy_state *st);
  * by the next tick (after a load sorted them). */
 void policy__incidents_reslot(struct policy_state *st);
 int policy__incident_fresh(const struct incident *in, int64_t grace, int64_t now);
+/* Approval (ladder.c): whether pol's disruptive steps wait for a person;
+ * a pending step withdrawn (the incident closes), expired (now past its
+ * time), or answered. */
+int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol);
+void policy__withdraw_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
+                              struct policy_decisions *out, const char *because);
+void policy__expire_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
+                            struct policy_decisions *out);
+int policy__answer_pending(const struct policy_context *ctx, struct policy_state *st,
+                           struct incident *in, const struct policy_approval *a, int64_t now,
+                           struct policy_decisions *out);
 int policy__strictest_limit(const struct policy_state *st, const char *node,
                             const struct incident *except);
 /* Incidents other than except that hold node's drain (or a power limit). */

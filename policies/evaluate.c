@@ -274,9 +274,10 @@ static int64_t tick_due(const struct policy_context *ctx, const struct policy *p
         return INT64_MAX; /* a tick skips them */
     if (!pol)
         return INT64_MIN;
-    int64_t due = INT64_MAX;
-    if (!in->awaiting && in->state != INCIDENT_FAILED && in->state != INCIDENT_UNDOING &&
-        in->member_count > 0 && in->next_step < pol->step_count) {
+    /* while a person is asked, no later step comes due: only the expiry */
+    int64_t due = in->pending ? in->pending_until : INT64_MAX;
+    if (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
+        in->state != INCIDENT_UNDOING && in->member_count > 0 && in->next_step < pol->step_count) {
         due = later(in->opened_at, pol->steps[in->next_step].after);
         /* after a restart, a disruptive step waits for its alert, or for
          * the grace to pass */
@@ -348,6 +349,8 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
             else
                 expire_alerts(ctx, st, in, now, out);
             if (pol && !in->closing)
+                policy__expire_pending(ctx, in, now, out);
+            if (pol && !in->closing)
                 policy__run_due_steps(ctx, st, pol, in, now, out);
         }
         st->tick_due[i] = tick_due(ctx, pol, in);
@@ -389,14 +392,57 @@ static int64_t unresolved(size_t index)
     return -(int64_t)index - 1;
 }
 
+int policy_approve(const struct policy_context *ctx, struct policy_state *st,
+                   const struct policy_approval *a, int64_t now, struct policy_decisions *out,
+                   char *why, size_t why_size)
+{
+    struct incident *in = NULL;
+    for (size_t i = 0; i < st->incident_count && !in; i++) {
+        struct incident *x = st->incidents[i];
+        if (x->final || !x->pending)
+            continue;
+        if (a->decision_id > 0 ? x->pending_decision == a->decision_id
+            : a->incident > 0  ? x->id == a->incident
+                               : a->node && strcmp(x->node, a->node) == 0)
+            in = x;
+    }
+    if (in && now >= in->pending_until) {
+        policy__expire_pending(ctx, in, now, out);
+        snprintf(why, why_size, "step %zu of incident %lld expired before the answer came",
+                 in->pending_step + 1, (long long)in->id);
+        return out->failed ? out->failed : MEDIC_E_NOTFOUND;
+    }
+    if (!in) {
+        snprintf(why, why_size,
+                 "no step waits for approval as %s %lld%s%s: it was never pending, was answered "
+                 "already, withdrawn (its alerts resolved) or expired",
+                 a->decision_id > 0 ? "decision"
+                 : a->incident > 0  ? "incident"
+                                    : "node",
+                 (long long)(a->decision_id > 0 ? a->decision_id : a->incident),
+                 a->decision_id > 0 || a->incident > 0 ? "" : " ",
+                 a->decision_id > 0 || a->incident > 0 ? "" : (a->node ? a->node : ""));
+        return MEDIC_E_NOTFOUND;
+    }
+    int rc = policy__answer_pending(ctx, st, in, a, now, out);
+    return rc ? rc : out->failed;
+}
+
 void policy_bind_decisions(struct policy_state *st, const struct policy_decisions *out)
 {
     for (size_t i = 0; i < out->count; i++) {
         const struct policy_decision *d = &out->items[i];
-        struct incident *in = d->awaited ? policy__incident_by_id(st, d->incident) : NULL;
+        int pending = d->verdict == VERDICT_PENDING;
+        struct incident *in =
+            d->awaited || pending ? policy__incident_by_id(st, d->incident) : NULL;
         if (!in)
             continue;
         policy__touch_incident(in);
+        if (pending) {
+            if (in->pending && !in->pending_decision)
+                in->pending_decision = unresolved(i);
+            continue;
+        }
         if (!d->on_resolved && d->disruptive && in->awaiting && !in->awaiting_decision) {
             in->awaiting_decision = unresolved(i);
             continue;
@@ -414,12 +460,16 @@ void policy_resolve_decisions(struct policy_state *st, const struct policy_decis
 {
     for (size_t i = 0; i < out->count; i++) {
         const struct policy_decision *d = &out->items[i];
-        struct incident *in = d->awaited ? policy__incident_by_id(st, d->incident) : NULL;
+        struct incident *in = d->awaited || d->verdict == VERDICT_PENDING
+                                  ? policy__incident_by_id(st, d->incident)
+                                  : NULL;
         if (!in)
             continue;
         /* the row already holds the id: the incident is not changed again */
         if (in->awaiting_decision == unresolved(i))
             in->awaiting_decision = ids[i];
+        if (in->pending_decision == unresolved(i))
+            in->pending_decision = ids[i];
         for (int k = 0; k < in->undo_count; k++)
             if (in->undo[k].decision == unresolved(i))
                 in->undo[k].decision = ids[i];

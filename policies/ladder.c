@@ -230,6 +230,155 @@ static int check_disruptive(const struct policy_context *ctx, struct policy_stat
     return 0;
 }
 
+int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol)
+{
+    if (!ctx->live || pol->dry_run || pol->approval == POLICY_APPROVAL_NONE)
+        return 0;
+    return pol->approval == POLICY_APPROVAL_REQUIRED || ctx->approve;
+}
+
+static void take_step(const struct policy_context *ctx, struct policy_state *st,
+                      const struct policy *pol, struct incident *in, struct policy_decision *d,
+                      const struct policy_step *step, int index, int on_resolved,
+                      const char *prefix, int64_t now, struct policy_decisions *out);
+
+/* The step, every guard passed, waits for a person: decided pending, the
+ * incident in state pending until it is approved, denied, withdrawn or
+ * expires. */
+static void await_approval(const struct policy *pol, struct incident *in, struct policy_decision *d,
+                           int index, int64_t now, struct policy_decisions *out)
+{
+    char timeout[32], until[40];
+    medic_duration_format(pol->approval_timeout, timeout, sizeof(timeout));
+    in->pending = 1;
+    in->pending_step = (size_t)index;
+    in->pending_until = now + pol->approval_timeout;
+    in->pending_decision = 0;
+    in->pending_from = in->state;
+    medic_time_format(in->pending_until, until, sizeof(until));
+    d->verdict = VERDICT_PENDING;
+    snprintf(d->reason, sizeof(d->reason),
+             "policy %s step %d waits for a person's approval until %s (approval_timeout %s): "
+             "approved, and with every guard still holding then, medic runs %s on node '%s'; "
+             "denied, expired or withdrawn (the alerts resolve), it never runs",
+             pol->name, index + 1, until, timeout, medic_action_name(d->action.kind), in->node);
+    policy__incident_change(in, INCIDENT_PENDING, index_of(out, d), now, out,
+                            "step %d (%s) waits for approval until %s", index + 1,
+                            medic_action_name(d->action.kind), until);
+}
+
+/* The pending step of in ends without running: its decision says why
+ * (verdict suppressed), the ladder stops there, and the incident goes back
+ * to the state it waited in. */
+static void end_pending(const struct policy *pol, struct incident *in, int64_t now,
+                        struct policy_decisions *out, const char *why)
+{
+    struct policy_decision *d = policy__incident_decision(out, in, now);
+    in->pending = 0;
+    policy__touch_incident(in);
+    if (!d)
+        return;
+    d->step = (int)in->pending_step;
+    d->disruptive = 1;
+    d->verdict = VERDICT_SUPPRESSED;
+    if (pol && in->pending_step < pol->step_count &&
+        build_action(&pol->steps[in->pending_step], in, d))
+        out->failed = MEDIC_E_NOMEM;
+    snprintf(d->reason, sizeof(d->reason), "%s", why);
+    if (!in->halted) {
+        in->halted = 1;
+        snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was not approved",
+                 in->pending_step + 1);
+    }
+    policy__incident_change(in, in->pending_from, index_of(out, d), now, out, "%s", why);
+}
+
+void policy__withdraw_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
+                              struct policy_decisions *out, const char *because)
+{
+    if (!in->pending)
+        return;
+    char why[300];
+    snprintf(why, sizeof(why), "step %zu withdrawn before anyone approved it: %s",
+             in->pending_step + 1, because);
+    end_pending(policy__incident_policy(ctx, in), in, now, out, why);
+}
+
+void policy__expire_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
+                            struct policy_decisions *out)
+{
+    if (!in->pending || now < in->pending_until)
+        return;
+    const struct policy *pol = policy__incident_policy(ctx, in);
+    char why[300], timeout[32];
+    medic_duration_format(pol ? pol->approval_timeout : 0, timeout, sizeof(timeout));
+    snprintf(why, sizeof(why),
+             "step %zu expired: nobody approved it within approval_timeout %s, and it never "
+             "runs late",
+             in->pending_step + 1, timeout);
+    end_pending(pol, in, now, out, why);
+}
+
+int policy__answer_pending(const struct policy_context *ctx, struct policy_state *st,
+                           struct incident *in, const struct policy_approval *a, int64_t now,
+                           struct policy_decisions *out)
+{
+    const struct policy *pol = policy__incident_policy(ctx, in);
+    char why[480];
+    const char *reason = a->reason && a->reason[0] ? a->reason : "no reason given";
+    if (!a->approve) {
+        snprintf(why, sizeof(why), "step %zu denied by %s: %s", in->pending_step + 1, a->by,
+                 reason);
+        end_pending(pol, in, now, out, why);
+        return 0;
+    }
+    if (!pol || in->pending_step >= pol->step_count) {
+        snprintf(why, sizeof(why),
+                 "step %zu approved by %s, but its policy %s is no longer configured: not run",
+                 in->pending_step + 1, a->by, in->policy);
+        end_pending(NULL, in, now, out, why);
+        return 0;
+    }
+    const struct policy_step *step = &pol->steps[in->pending_step];
+    struct policy_decision *d = policy__incident_decision(out, in, now);
+    in->pending = 0;
+    policy__touch_incident(in);
+    if (!d)
+        return out->failed;
+    d->step = (int)in->pending_step;
+    d->disruptive = 1;
+    if (build_action(step, in, d))
+        return out->failed = MEDIC_E_NOMEM;
+    char guard[sizeof(d->reason)] = "";
+    int transient = 0;
+    /* every guard again, as at any step: the caps, a storm, a window, the
+     * cooldown and budget, a stricter power limit in force */
+    enum policy_incident_state from = in->pending_from;
+    in->state = from; /* the guards see the incident as it was */
+    check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
+    if (guard[0]) {
+        d->verdict = VERDICT_SUPPRESSED;
+        snprintf(d->reason, sizeof(d->reason), "step %zu approved by %s (%s), but refused now: %s",
+                 in->pending_step + 1, a->by, reason, guard);
+        in->halted = 1;
+        snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was refused when approved",
+                 in->pending_step + 1);
+        in->state = INCIDENT_PENDING;
+        policy__incident_change(in, from, index_of(out, d), now, out,
+                                "step %zu approved, but refused: %.300s", in->pending_step + 1,
+                                guard);
+        return 0;
+    }
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), "approved by %s (%.200s): ", a->by, reason);
+    in->state = INCIDENT_PENDING;
+    take_step(ctx, st, pol, in, d, step, (int)in->pending_step, 0, prefix, now, out);
+    if (!in->awaiting) /* a dry run, or a step with no outcome to wait for */
+        policy__incident_change(in, from == INCIDENT_PENDING ? INCIDENT_OPEN : from, -1, now, out,
+                                "step %zu approved", in->pending_step + 1);
+    return 0;
+}
+
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
@@ -284,6 +433,21 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         }
         return;
     }
+    if (pol && !on_resolved && d->disruptive && policy__needs_approval(ctx, pol)) {
+        await_approval(pol, in, d, index, now, out);
+        return;
+    }
+    take_step(ctx, st, pol, in, d, step, index, on_resolved, "", now, out);
+}
+
+/* The step, every guard passed, executed (or decided in a dry run): the
+ * reason says why, after prefix (who approved it). */
+static void take_step(const struct policy_context *ctx, struct policy_state *st,
+                      const struct policy *pol, struct incident *in, struct policy_decision *d,
+                      const struct policy_step *step, int index, int on_resolved,
+                      const char *prefix, int64_t now, struct policy_decisions *out)
+{
+    enum medic_action_kind kind = step->action.kind;
     int live = ctx->live && (!pol || !pol->dry_run);
     d->verdict = live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
     const char *mode =
@@ -299,8 +463,8 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         snprintf(d->reason, sizeof(d->reason), "policy %s: the incident's alerts are gone%s",
                  pol->name, mode);
     else
-        snprintf(d->reason, sizeof(d->reason), "policy %s step %d: firing for %s or more%s",
-                 pol->name, index + 1, after, mode);
+        snprintf(d->reason, sizeof(d->reason), "%spolicy %s step %d: firing for %s or more%s",
+                 prefix, pol->name, index + 1, after, mode);
     in->acted = 1;
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
@@ -353,8 +517,9 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
                            const struct policy *pol, struct incident *in, int64_t now,
                            struct policy_decisions *out)
 {
-    while (!in->awaiting && in->state != INCIDENT_FAILED && in->state != INCIDENT_UNDOING &&
-           in->member_count > 0 && in->next_step < pol->step_count &&
+    while (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
+           in->state != INCIDENT_UNDOING && in->member_count > 0 &&
+           in->next_step < pol->step_count &&
            now - in->opened_at >= pol->steps[in->next_step].after) {
         const struct policy_step *step = &pol->steps[in->next_step];
         /* after a restart, nothing disruptive before the alert is seen again
@@ -400,6 +565,7 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
                   const char *why)
 {
     policy__touch_incident(in);
+    policy__withdraw_pending(ctx, in, now, out, why);
     if (!in->closing) {
         in->closing = 1;
         in->closing_as = final;

@@ -102,6 +102,13 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
     json_text(b, "drained_as", in->drained_as);
     medic_buf_printf(b, ",\"held\":%d", in->held);
     json_text(b, "held_by", in->held_by);
+    if (in->pending) {
+        medic_buf_printf(b, ",\"pending_step\":%zu,", in->pending_step);
+        json_time(b, "pending_until", in->pending_until);
+        medic_buf_puts(b, ",");
+        json_decision(b, "pending_decision", in->pending_decision, refs);
+        json_text(b, "pending_from", policy_incident_state_name(in->pending_from));
+    }
     json_text(b, "closing_cause", in->closing_cause);
     if (isnan(in->risk))
         medic_buf_puts(b, ",\"risk\":null,");
@@ -432,6 +439,14 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     in->held = cJSON_IsNumber(held) && held->valueint != 0;
     if (cJSON_IsString(held_by))
         snprintf(in->held_by, sizeof(in->held_by), "%s", held_by->valuestring);
+    if (cJSON_GetObjectItemCaseSensitive(e, "pending_step")) { /* a step waits for a person */
+        in->pending = 1;
+        in->pending_step = (size_t)int_field(l, e, "pending_step");
+        in->pending_until = time_field(l, e, "pending_until");
+        in->pending_decision = time_field(l, e, "pending_decision");
+        int from = state_field(l, e, "pending_from");
+        in->pending_from = from >= 0 ? (enum policy_incident_state)from : INCIDENT_OPEN;
+    }
     in->opened_at = time_field(l, e, "opened_at");
     in->fresh_after = time_field(l, e, "fresh_after");
     in->awaiting_decision = time_field(l, e, "awaiting_decision");

@@ -286,9 +286,10 @@ static int parse_budget(struct parser *p, const struct yaml_tree_node *n, struct
 static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
 {
     static const char *const keys[] = {
-        "name",  "match",       "when",     "cooldown", "max_actions_per_node",
-        "steps", "on_resolved", "continue", "dry_run",  NULL};
+        "name",        "match",    "when",    "cooldown", "max_actions_per_node", "steps",
+        "on_resolved", "continue", "dry_run", "approval", "approval_timeout",     NULL};
     pol->act_on_unknown_risk = 1;
+    pol->approval_timeout = POLICY_DEFAULT_APPROVAL_TIMEOUT;
     pol->line = n->line;
     pol->col = n->col;
     int rc = yaml_fields_mapping(&p->f, n, "policy");
@@ -337,6 +338,25 @@ static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct
     if ((v = yaml_tree_get(n, "dry_run")) &&
         (rc = yaml_fields_bool(&p->f, v, "dry_run", &pol->dry_run)))
         return rc;
+    if ((v = yaml_tree_get(n, "approval"))) {
+        if ((rc = yaml_fields_scalar(&p->f, v, "approval")))
+            return rc;
+        if (strcmp(v->value, "required") == 0)
+            pol->approval = POLICY_APPROVAL_REQUIRED;
+        else if (strcmp(v->value, "none") == 0)
+            pol->approval = POLICY_APPROVAL_NONE;
+        else
+            return yaml_fields_fail(&p->f, v,
+                                    "approval: 'required' (a person approves each disruptive "
+                                    "step, whatever the mode) or 'none' (never asked, also in "
+                                    "approve mode)");
+    }
+    if ((v = yaml_tree_get(n, "approval_timeout"))) {
+        if ((rc = yaml_fields_duration(&p->f, v, "approval_timeout", &pol->approval_timeout)))
+            return rc;
+        if (pol->approval_timeout < MEDIC_NS_PER_SEC)
+            return yaml_fields_fail(&p->f, v, "approval_timeout: at least 1s");
+    }
     return 0;
 }
 

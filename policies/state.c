@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const verdict_names[] = {"execute", "dry_run", "suppressed", "no_match",
-                                            "error"};
+static const char *const verdict_names[] = {"execute",  "dry_run", "suppressed",
+                                            "no_match", "error",   "pending"};
 
 const char *policy_verdict_name(enum policy_verdict v)
 {

@@ -23,7 +23,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum medic_mode { MEDIC_MODE_DRY_RUN, MEDIC_MODE_LIVE };
+/* dry-run: acts on nothing; live: acts; approve: acts, with a person's
+ * approval first for disruptive steps (a policy's approval may say
+ * otherwise). */
+enum medic_mode { MEDIC_MODE_DRY_RUN, MEDIC_MODE_LIVE, MEDIC_MODE_APPROVE };
+/* Whether medic acts in mode m (live or approve). */
+static inline int medic_mode_acts(enum medic_mode m)
+{
+    return m != MEDIC_MODE_DRY_RUN;
+}
+/* "dry-run", "live" or "approve". */
+const char *medic_mode_name(enum medic_mode m);
 
 /* Credentials for one class of endpoints; empty when not configured. */
 struct medic_credentials {

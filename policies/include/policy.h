@@ -40,8 +40,16 @@ struct policy {
     size_t on_resolved_count;
     int continue_matching;
     int dry_run;
+    /* whether a person approves its disruptive steps first:
+     * POLICY_APPROVAL_MODE as medic's mode says (approve: yes), or
+     * required or none whatever the mode (dry-run never asks) */
+    int approval;
+    int64_t approval_timeout; /* a pending step expires this long after it was decided; 30m */
     int line, col;
 };
+
+enum { POLICY_APPROVAL_MODE, POLICY_APPROVAL_REQUIRED, POLICY_APPROVAL_NONE };
+#define POLICY_DEFAULT_APPROVAL_TIMEOUT (30 * 60 * MEDIC_NS_PER_SEC)
 
 struct maintenance_window {
     regex_t nodes; /* anchored POSIX extended regex over inventory node names */

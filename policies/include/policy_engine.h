@@ -64,8 +64,9 @@ struct policy_context {
     const struct inventory *inventory;
     const char *const *node_labels;
     size_t node_label_count;
-    int live;                 /* global mode: 1 live, 0 dry-run */
+    int live;                 /* global mode: 1 live (or approve), 0 dry-run */
     const char *external_url; /* medic as on-call reaches it, for links; NULL: none */
+    int approve; /* approve mode: disruptive steps wait for a person (policy approval) */
 };
 
 /* error: the engine could not decide (out of memory, or over the
@@ -76,6 +77,7 @@ enum policy_verdict {
     VERDICT_SUPPRESSED,
     VERDICT_NO_MATCH,
     VERDICT_ERROR,
+    VERDICT_PENDING, /* a disruptive step waits for a person's approval */
     VERDICT_COUNT
 };
 
@@ -86,6 +88,7 @@ const char *policy_verdict_name(enum policy_verdict v);
  * final. */
 #define POLICY_INCIDENT_STATES(X)                                                                  \
     X(OPEN, "open")                                                                                \
+    X(PENDING, "pending")                                                                          \
     X(DRAINING, "draining")                                                                        \
     X(DRAINED, "drained")                                                                          \
     X(LIMITING, "limiting")                                                                        \
@@ -200,6 +203,27 @@ int policy_open_incidents_table(const struct policy_context *ctx, struct policy_
 
 /* The time of the last policy_tick (MEDIC_TIME_UNSET before the first). */
 int64_t policy_last_tick(const struct policy_state *st);
+
+/* A person's answer to a step waiting for approval (verdict pending),
+ * named by the pending decision's id, else by its incident, else by node
+ * (the step pending there). by: who (the credential's name). */
+struct policy_approval {
+    int64_t decision_id;
+    int64_t incident;
+    const char *node;
+    int approve; /* 1 approve, 0 deny */
+    const char *by;
+    const char *reason; /* free text; may be NULL */
+};
+
+/* Approved: the step runs if every guard still holds now (else it is
+ * refused with the guard's reason); denied: it never runs. Either way a
+ * decision records who, when and why. MEDIC_E_NOTFOUND (why says it) when
+ * no step waits as named: never pending, answered already, withdrawn or
+ * expired (an expiry due now is recorded first). */
+int policy_approve(const struct policy_context *ctx, struct policy_state *st,
+                   const struct policy_approval *a, int64_t now, struct policy_decisions *out,
+                   char *why, size_t why_size);
 
 /* The outcome of an awaited action. */
 struct policy_outcome {

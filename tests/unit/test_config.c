@@ -135,7 +135,7 @@ static void test_errors_have_positions(void **state)
 {
     (void)state;
     expect_error("listen: 127.0.0.1\n", "1:9: listen: expected HOST:PORT");
-    expect_error("mode: yolo\n", "1:7: mode: expected 'dry-run' or 'live'");
+    expect_error("mode: yolo\n", "1:7: mode: expected 'dry-run', 'approve' or 'live'");
     expect_error("listen: a:1\nlisen: b:2\n", "2:1: unknown key 'lisen'");
     expect_error("audit:\n  path: x\n  busy_timeout: soon\n",
                  "3:17: busy_timeout: 'soon' is not a duration");

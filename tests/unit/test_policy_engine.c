@@ -186,7 +186,7 @@ static void world_init(struct world *w, const char *policies_yaml, const char *s
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL};
+    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL, 0};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
@@ -663,6 +663,202 @@ static void test_restart_grace_resolve_and_stale(void **state)
     for (size_t i = 0; i < n; i++)
         assert_false(last(&w, i)->disruptive && last(&w, i)->verdict == VERDICT_EXECUTE);
     expect(last(&w, n - 1), "gpu-node-06", "ipmi_power_cycle", VERDICT_SUPPRESSED, "max_alert_age");
+    world_release(&w);
+}
+
+/* A person's answer to the pending step on node (by node, as `medic
+ * policy test` names it); its result. */
+static int answer(struct world *w, const char *node, int approve, const char *by, int64_t now,
+                  size_t *made)
+{
+    size_t before = w->out.count;
+    struct policy_approval a = {0, 0, node, approve, by, "checked the node"};
+    char why[400];
+    int rc = policy_approve(&w->ctx, w->state, &a, now, &w->out, why, sizeof(why));
+    check_rows(w);
+    *made = w->out.count - before;
+    return rc;
+}
+
+/* Approve mode: a disruptive step is decided pending, with what medic
+ * would do; it runs only once approved, named in its reason; approving
+ * twice finds nothing; a notify step never waits. */
+static void test_approval_runs_the_step_once(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_PENDING, "waits for a person's approval");
+    assert_non_null(strstr(last(&w, 0)->reason, "medic runs drain on node 'gpu-node-01'"));
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "pending");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(tick(&w, T0 + 5 * MIN), 0); /* nothing moves while a person is asked */
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 6 * MIN, &made), 0);
+    assert_int_equal(made, 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "approved by alice");
+    assert_true(last(&w, 0)->awaited);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "draining");
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 6 * MIN, &made), MEDIC_E_NOTFOUND);
+    assert_int_equal(made, 0);
+    succeed(&w, T0 + 7 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "drained");
+    /* the power cycle comes due at 10m: pending again */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+    world_release(&w);
+}
+
+/* Denied: it never runs, the ladder stops there and the incident goes
+ * back to where it was; unanswered, it expires after approval_timeout
+ * (30m) and never runs late; a resolve withdraws it. */
+static void test_denied_expired_withdrawn(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b, c;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    make_alert(&c, "GPUXidError", "gpu-node-03", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &c, MEDIC_STATUS_FIRING, T0);
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 0, "bob", T0 + MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "denied by bob: checked");
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "open");
+    /* withdrawn */
+    assert_int_equal(evaluate(&w, &c, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_SUPPRESSED, "withdrawn");
+    assert_int_equal(answer(&w, "gpu-node-03", 1, "alice", T0 + 3 * MIN, &made), MEDIC_E_NOTFOUND);
+    /* node-02 expires at 30m, not before; node-01's later disruptive
+     * steps are not taken (the denial stopped its ladder) */
+    size_t n = tick(&w, T0 + 30 * MIN - 1);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(last(&w, i)->node, "gpu-node-01");
+        assert_false(last(&w, i)->verdict == VERDICT_EXECUTE && last(&w, i)->disruptive);
+    }
+    n = tick(&w, T0 + 30 * MIN);
+    int expired = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        assert_false(d->verdict == VERDICT_EXECUTE && d->disruptive);
+        if (strcmp(d->node, "gpu-node-02") == 0 && strstr(d->reason, "expired"))
+            expired++;
+    }
+    assert_int_equal(expired, 1);
+    assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 31 * MIN, &made), MEDIC_E_NOTFOUND);
+    assert_int_equal(tick(&w, T0 + 60 * MIN), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+/* At approval every guard runs again: a storm that began meanwhile
+ * refuses the step with its reason; per policy, approval: none runs in
+ * approve mode at once and approval: required waits in live mode; dry-run
+ * never asks. */
+static void test_approval_guards_and_policies(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: ask\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    approval: required\n"
+                                   "    approval_timeout: 10m\n"
+                                   "    steps: [ { action: drain } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n"
+                                   "  - name: trusted\n"
+                                   "    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
+                                   "    approval: none\n"
+                                   "    steps: [ { action: power_limit, watts: 300 } ]\n"
+                                   "    on_resolved: [ { action: restore_power_limit } ]\n"
+                                   "  - name: noise\n"
+                                   "    match: '{alertname=\"Noise\"}'\n"
+                                   "    steps: [ { action: notify, notifier: oncall } ]\n";
+    struct world w;
+    world_init(&w, policies, "safety: { storm: { max_alerting_nodes: 3, notifier: oncall } }\n", 40,
+               1);
+    struct test_alert x, hot, noise[3];
+    make_alert(&x, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&hot, "GPUTemperatureHigh", "gpu-node-02", "0", NULL, T0, 0.9);
+    assert_int_equal(evaluate(&w, &x, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_PENDING, "approval_timeout 10m");
+    w.ctx.approve = 1;
+    assert_int_equal(evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-02", "power_limit", VERDICT_EXECUTE, NULL);
+    /* a storm begins: four nodes alerting */
+    char name[3][16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name[i], sizeof(name[i]), "gpu-node-%02d", 10 + i);
+        make_alert(&noise[i], "Noise", name[i], "0", NULL, T0, 0.9);
+        evaluate(&w, &noise[i], MEDIC_STATUS_FIRING, T0 + MIN);
+    }
+    assert_true(policy_storm_active(w.state));
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 2 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "approved by alice");
+    assert_non_null(strstr(last(&w, 0)->reason, "refused now"));
+    assert_non_null(strstr(last(&w, 0)->reason, "storm"));
+    world_release(&w);
+    /* dry-run: the step is decided dry_run, nobody is asked */
+    world_init(&w, policies, NULL, 40, 0);
+    w.ctx.approve = 1;
+    assert_int_equal(evaluate(&w, &x, MEDIC_STATUS_FIRING, T0), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_DRY_RUN, NULL);
+    world_release(&w);
+}
+
+/* A pending step survives a restart and still expires on time; the
+ * pending decision's id names it once committed. */
+static void test_pending_survives_restart(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    /* the round's decisions committed as ids 41 and 42 */
+    int64_t ids[] = {41, 42};
+    struct policy_decisions round = w.out;
+    assert_int_equal(round.count, 2);
+    policy_bind_decisions(w.state, &round);
+    policy_resolve_decisions(w.state, &round, ids);
+    check_rows(&w);
+    restart(&w, T0 + 5 * MIN);
+    struct policy_approval by_id = {42, 0, NULL, 1, "carol", NULL};
+    char why[400];
+    size_t before = w.out.count;
+    assert_int_equal(
+        policy_approve(&w.ctx, w.state, &by_id, T0 + 6 * MIN, &w.out, why, sizeof(why)), 0);
+    assert_int_equal(w.out.count, before + 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, "approved by carol (no reason");
+    struct policy_approval unknown = {7, 0, NULL, 1, "carol", NULL};
+    assert_int_equal(
+        policy_approve(&w.ctx, w.state, &unknown, T0 + 6 * MIN, &w.out, why, sizeof(why)),
+        MEDIC_E_NOTFOUND);
+    assert_non_null(strstr(why, "decision 7"));
+    check_rows(&w);
+    assert_int_equal(tick(&w, T0 + 30 * MIN - 1), 0);
+    size_t n = tick(&w, T0 + 30 * MIN), expired = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        assert_false(d->verdict == VERDICT_EXECUTE && d->disruptive);
+        if (strcmp(d->node, "gpu-node-01") == 0 && strstr(d->reason, "expired")) {
+            expect(d, "gpu-node-01", "drain", VERDICT_SUPPRESSED, "approval_timeout 30m");
+            expired++;
+        }
+    }
+    assert_int_equal(expired, 1);
     world_release(&w);
 }
 
@@ -1676,6 +1872,10 @@ int main(void)
         cmocka_unit_test(test_power_cycle_waits_for_the_drain),
         cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
         cmocka_unit_test(test_restart_grace_resolve_and_stale),
+        cmocka_unit_test(test_approval_runs_the_step_once),
+        cmocka_unit_test(test_denied_expired_withdrawn),
+        cmocka_unit_test(test_approval_guards_and_policies),
+        cmocka_unit_test(test_pending_survives_restart),
         cmocka_unit_test(test_invariant_inventory),
         cmocka_unit_test(test_invariant_no_action_twice),
         cmocka_unit_test(test_one_incident_per_node),
