@@ -372,3 +372,56 @@ int audit_decision_outcome(struct audit_reader *reader, int64_t decision_id, cha
     db_finalize(st);
     return rc;
 }
+
+struct approval_ctx {
+    audit_approval_fn fn;
+    void *arg;
+};
+
+static int approval_row(struct db_stmt *st, void *ctx)
+{
+    struct approval_ctx *c = ctx;
+    const char *answer = db_column_text(st, 3);
+    struct audit_pending_approval a = {
+        .id = db_column_int64(st, 0),
+        .decision_id = db_column_int64(st, 1),
+        .created_at = db_column_int64(st, 2) * MEDIC_NS_PER_MS,
+        .approve = answer && strcmp(answer, "approve") == 0,
+        .by = db_column_text(st, 4),
+        .reason = db_column_text(st, 5),
+    };
+    return c->fn(c->arg, &a);
+}
+
+int audit_pending_approvals(struct audit_reader *reader, audit_approval_fn fn, void *arg,
+                            struct medic_error *err)
+{
+    struct approval_ctx c = {fn, arg};
+    return query_rows(reader,
+                      "SELECT id, decision_id, created_at, answer, by_name, reason FROM approvals"
+                      " WHERE evaluated_at IS NULL ORDER BY id",
+                      approval_row, &c, err);
+}
+
+static int approval_result_row(struct db_stmt *st, void *ctx)
+{
+    struct audit_approval_result *out = ctx;
+    out->done = db_column_type(st, 0) != DB_NULL;
+    const char *result = db_column_text(st, 1);
+    snprintf(out->result, sizeof(out->result), "%s", result ? result : "");
+    out->decision_id = db_column_int64(st, 2);
+    const char *verdict = db_column_text(st, 3);
+    snprintf(out->verdict, sizeof(out->verdict), "%s", verdict ? verdict : "");
+    return 0;
+}
+
+int audit_approval_result(struct audit_reader *reader, int64_t id,
+                          struct audit_approval_result *out, struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    return query_rows_to(reader,
+                         "SELECT a.evaluated_at, a.result, a.result_decision_id, d.verdict"
+                         " FROM approvals a LEFT JOIN decisions d ON d.id = a.result_decision_id"
+                         " WHERE a.id = ?1",
+                         id, approval_result_row, out, err);
+}

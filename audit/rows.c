@@ -58,6 +58,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " RETURNING %s",
     [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
     [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
+    [ST_INSERT_APPROVAL] = "INSERT INTO approvals (created_at, decision_id, answer, by_name,"
+                           " reason, remote_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)%s",
+    [ST_MARK_APPROVAL] = "UPDATE approvals SET evaluated_at = ?2, result = ?3,"
+                         " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
 };
 
 /* "INSERT ... VALUES (?1, ..., ?C), (...) ..." for rows rows of columns. */
@@ -473,8 +477,32 @@ static int write_evaluation(struct audit_store *s, struct job *job)
                        "removing the engine state of an earlier medic");
     if (rc == 0 && in->evaluated_count)
         rc = b->mark_evaluated(s, in, &job->err);
+    struct db_stmt *st = s->stmts[ST_MARK_APPROVAL];
+    for (size_t i = 0; rc == 0 && i < in->approval_count; i++) {
+        const struct audit_approval_mark *m = &in->approvals[i];
+        db_bind_int64(st, 1, m->approval_id);
+        db_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
+        audit__bind_text(st, 3, m->result);
+        audit__bind_id(
+            st, 4,
+            m->decision >= 0 && (size_t)m->decision < in->decision_count ? ids[m->decision] : 0);
+        rc = step_done(st, &job->err, "recording what came of an approval");
+    }
     free(own);
     return rc;
+}
+
+static int write_approval(struct audit_store *s, struct job *job)
+{
+    const struct audit_approval_in *in = job->in;
+    struct db_stmt *st = s->stmts[ST_INSERT_APPROVAL];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    db_bind_int64(st, 2, in->decision_id);
+    audit__bind_text(st, 3, in->approve ? "approve" : "deny");
+    audit__bind_text(st, 4, in->by);
+    audit__bind_text(st, 5, in->reason);
+    audit__bind_text(st, 6, in->remote_addr);
+    return step_insert(s, st, &job->id, &job->err, "storing an approval");
 }
 
 int audit__insert_decisions_each(struct audit_store *s, const struct audit_evaluation_in *in,
@@ -585,6 +613,8 @@ int audit__run_job(struct audit_store *s, struct job *job)
         return write_evaluation(s, job);
     case JOB_LEASE:
         return 0; /* guard_batch checked the term */
+    case JOB_APPROVAL:
+        return write_approval(s, job);
     }
     MEDIC_BUG("unknown audit job");
 }
@@ -594,7 +624,8 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     char sql[1024];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        const int inserts_one = i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION;
+        const int inserts_one =
+            i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION || i == ST_INSERT_APPROVAL;
         const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
                                 : i == ST_INSERT_ACTION ? audit_action_hashed_columns
                                 : i == ST_INSERT_CHANGE ? audit_change_hashed_columns

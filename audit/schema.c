@@ -7,6 +7,7 @@
 static int widen_verdicts(sqlite3 *db, struct medic_error *err);
 static int widen_results(sqlite3 *db, struct medic_error *err);
 static int widen_encodings(sqlite3 *db, struct medic_error *err);
+static int verdict_pending(sqlite3 *db, struct medic_error *err);
 
 /* Each entry moves the schema from version i to i + 1: its SQL, then its
  * function when it has one. Never edit an entry that has shipped: add a
@@ -172,6 +173,24 @@ static const struct migration {
      * holder's configuration hash, and an operator's word that another
      * configuration may take it over */
     {"", NULL},
+    /* 9: approve mode: the verdict 'pending' (a disruptive step waits for
+     * a person), and the people's answers, each taken by the engine once
+     * (evaluated_at) with the decision it led to */
+    {"CREATE TABLE IF NOT EXISTS approvals ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  decision_id INTEGER NOT NULL REFERENCES decisions(id),"
+     "  answer TEXT NOT NULL CHECK (answer IN ('approve','deny')),"
+     "  by_name TEXT NOT NULL,"
+     "  reason TEXT,"
+     "  remote_addr TEXT,"
+     "  evaluated_at INTEGER,"
+     "  result TEXT,"
+     "  result_decision_id INTEGER REFERENCES decisions(id)"
+     ");"
+     "CREATE INDEX IF NOT EXISTS approvals_pending ON approvals(id) WHERE evaluated_at IS NULL;"
+     "CREATE INDEX IF NOT EXISTS approvals_by_decision ON approvals(decision_id);",
+     verdict_pending},
 };
 
 const char audit_decision_hashed_columns[] =
@@ -247,6 +266,13 @@ static int widen_encodings(sqlite3 *db, struct medic_error *err)
 {
     return edit_table_sql(db, "notifications", "('identity','deflate')",
                           "('identity','deflate','lz4')", err);
+}
+
+/* Adds 'pending' to the decisions' verdict CHECK. */
+static int verdict_pending(sqlite3 *db, struct medic_error *err)
+{
+    return edit_table_sql(db, "decisions", "'no_match','error')", "'no_match','error','pending')",
+                          err);
 }
 
 int audit_schema_migrate(sqlite3 *db, struct medic_error *err)

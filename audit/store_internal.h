@@ -21,7 +21,14 @@ struct ckpt_plan {
 };
 
 /* JOB_LEASE writes nothing: its transaction only checks the leader's term. */
-enum job_kind { JOB_NOTIFICATION, JOB_DECISION, JOB_ACTION, JOB_EVALUATION, JOB_LEASE };
+enum job_kind {
+    JOB_NOTIFICATION,
+    JOB_DECISION,
+    JOB_ACTION,
+    JOB_EVALUATION,
+    JOB_LEASE,
+    JOB_APPROVAL
+};
 
 /* What the caller's thread computes before queueing a notification, so
  * that the single writer thread does only database work: the dedupe key
@@ -76,6 +83,8 @@ enum stmt_id {
     ST_LAST_CHANGE_HASH,
     ST_SET_CHANGE_HASH,
     ST_INSERT_FIRST, /* PostgreSQL: a notification, unless its key is stored already */
+    ST_INSERT_APPROVAL,
+    ST_MARK_APPROVAL,
     ST_COUNT
 };
 

@@ -29,6 +29,8 @@ static const char usage[] =
     "  model     the failure-risk LSTM: info (the built-in one without FILE), check\n"
     "            against PyTorch, bench, dataset (training windows for retraining)\n"
     "  predict   the failure risk of one window of telemetry (CSV or Prometheus)\n"
+    "  approve   approve a step waiting for a person (mode approve): approve ID\n"
+    "  deny      deny it, with a reason: deny ID --reason TEXT\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
         {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
         {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
         {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
+        {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -1,11 +1,16 @@
 #include "engine_serve.h"
 #include "engine_evaluate.h"
+#include "log.h"
 #include "payload.h"
 #include "table.h"
 #include "timeutil.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static int error_answer(struct medic_buf *out, int code, const char *message)
 {
@@ -116,5 +121,103 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
         }
     }
     audit_reader_free(reader);
+    return code;
+}
+
+struct pending_lookup {
+    int64_t decision_id, incident, until;
+};
+
+static int find_pending(void *arg, struct policy_state *st)
+{
+    struct pending_lookup *p = arg;
+    p->incident = policy_pending_incident(st, p->decision_id, &p->until);
+    return 0;
+}
+
+/* How long an answer's caller waits for the engine to take it. */
+#define APPROVAL_WAIT_NS (10 * MEDIC_NS_PER_SEC)
+
+int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t len,
+                       const char *who, const char *remote_addr, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    char *end;
+    long long id = strtoll(id_text, &end, 10);
+    if (*end || id <= 0 || end == id_text)
+        return error_answer(out, 400,
+                            "an answer goes to /api/v1/approvals/ID, ID the pending decision's id "
+                            "(the page and `medic audit decisions --verdict pending` show it)");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "decision");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
+    int approve = cJSON_IsString(answer) && strcmp(answer->valuestring, "approve") == 0;
+    int deny = cJSON_IsString(answer) && strcmp(answer->valuestring, "deny") == 0;
+    char why[512] = "";
+    if (!cJSON_IsObject(root) || (!approve && !deny))
+        snprintf(why, sizeof(why),
+                 "the body is {\"decision\": \"approve\" or \"deny\", \"reason\": \"...\"}");
+    else if (reason && !cJSON_IsString(reason))
+        snprintf(why, sizeof(why), "reason is text");
+    else if (deny && (!reason || !reason->valuestring[0]))
+        snprintf(why, sizeof(why), "a denial needs a reason: on-call reads it");
+    else if (reason && strlen(reason->valuestring) > 500)
+        snprintf(why, sizeof(why), "reason: at most 500 bytes");
+    if (why[0]) {
+        cJSON_Delete(root);
+        return error_answer(out, 400, why);
+    }
+    char text[512] = "";
+    if (reason)
+        snprintf(text, sizeof(text), "%s", reason->valuestring);
+    cJSON_Delete(root);
+    /* a step that waits now; the engine decides for good when it takes it */
+    struct medic_error err = {0};
+    struct pending_lookup p = {id, 0, 0};
+    if (engine_with_state(e, find_pending, &p, &err))
+        return error_answer(out, 503, err.msg);
+    if (!p.incident) {
+        snprintf(why, sizeof(why),
+                 "decision %lld is not a step waiting for approval: it was never pending, was "
+                 "answered already, withdrawn (its alerts resolved) or expired",
+                 id);
+        return error_answer(out, 409, why);
+    }
+    struct audit_approval_in in = {medic_time_now(),      id,         approve, who,
+                                   text[0] ? text : NULL, remote_addr};
+    int64_t approval = 0;
+    if (audit_record_approval(e->store, &in, &approval, &err))
+        return error_answer(out, 503, err.msg);
+    medic_log_info(approve ? "step approved" : "step denied", "decision", id_text, "by", who,
+                   "reason", text, NULL);
+    engine_approval_recorded(e);
+    /* the answer of the engine that takes it (this replica's, or the
+     * leader's through the shared log) */
+    struct audit_reader *reader = NULL;
+    struct audit_approval_result res = {0};
+    int64_t deadline = medic_time_monotonic() + APPROVAL_WAIT_NS;
+    int rc = audit_reader_open(e->audit_path, &reader, &err);
+    while (rc == 0 && (rc = audit_approval_result(reader, approval, &res, &err)) == 0 &&
+           !res.done && medic_time_monotonic() < deadline) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    audit_reader_free(reader);
+    if (rc)
+        return error_answer(out, 503, err.msg);
+    int code = !res.done ? 202 : strncmp(res.result, "refused", 7) == 0 ? 409 : 200;
+    medic_buf_printf(out, "{\"status\":\"%s\",\"data\":{\"approval\":%lld,\"decision\":%lld,",
+                     code == 200   ? "success"
+                     : code == 202 ? "accepted"
+                                   : "error",
+                     (long long)approval, (long long)res.decision_id);
+    medic_buf_puts(out, "\"verdict\":");
+    medic_buf_json_string(out, res.verdict);
+    medic_buf_puts(out, ",\"by\":");
+    medic_buf_json_string(out, who);
+    medic_buf_puts(out, ",\"result\":");
+    medic_buf_json_string(out, res.done ? res.result
+                                        : "recorded; the engine that leads has not taken it yet");
+    medic_buf_puts(out, "}}\n");
     return code;
 }

@@ -110,6 +110,10 @@ void medic_config_release(struct medic_config *config)
     auth_credentials_release(&config->webhook_auth);
     auth_credentials_release(&config->read_auth);
     auth_credentials_release(&config->admin_auth);
+    for (size_t i = 0; i < config->approver_count; i++) {
+        free((char *)config->approvers[i].name);
+        free((char *)config->approvers[i].token);
+    }
     free(config->tls_cert_pem);
     free(config->tls_key_pem);
     for (size_t i = 0; i < config->node_label_count; i++)

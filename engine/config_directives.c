@@ -129,11 +129,17 @@ static const struct directive directives[] = {
     {"auth", "read_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
      "as `read_bearer_token_file`, with basic auth", NULL},
     {"auth", "admin_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
-     "guards `POST /-/reload`; in live mode, when no admin credentials are set, the webhook's "
-     "guard it",
+     "guards `POST /-/reload` and `POST /api/v1/approvals/ID`; in live and approve mode, when no "
+     "admin credentials are set, the webhook's guard them",
      NULL},
     {"auth", "admin_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
      "as `admin_bearer_token_file`, with basic auth", NULL},
+    {"auth", "approvers", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "`[{ name: alice, token_file: F }, ...]`: people who may answer steps waiting for approval "
+     "(`POST /api/v1/approvals/ID`, `medic approve`), each with a bearer token of their own, so "
+     "that the audit log records who answered; the admin credentials answer too, as `admin` or "
+     "their basic-auth user",
+     NULL},
     {"limits", "max_body_bytes", D_SIZE, AT(limits.max_body_bytes), 1024,
      RECEIVER_WIDEST_BODY_BYTES, "1KiB", "64MiB", "`1MiB`", "larger bodies get 413", NULL},
     {"limits", "max_alerts", D_SIZE, AT(limits.max_alerts), 1, RECEIVER_WIDEST_ALERTS, "1",

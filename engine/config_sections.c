@@ -83,6 +83,48 @@ int config__load_basic(struct loader *l, const struct yaml_tree_node *n, const c
     return rc;
 }
 
+/* auth.approvers: [{ name: alice, token_file: F }, ...] */
+static int load_approvers(struct loader *l, const struct yaml_tree_node *n)
+{
+    static const char *const keys[] = {"name", "token_file", NULL};
+    struct medic_config *c = l->config;
+    int rc = yaml_fields_sequence(&l->f, n, "approvers");
+    if (rc == 0 && n->count > MEDIC_MAX_APPROVERS)
+        rc = yaml_fields_fail(&l->f, n, "approvers: at most %d", MEDIC_MAX_APPROVERS);
+    for (size_t i = 0; i < n->count && rc == 0; i++) {
+        const struct yaml_tree_node *item = n->items[i];
+        if ((rc = yaml_fields_mapping(&l->f, item, "an approver")) ||
+            (rc = yaml_fields_known_keys(&l->f, item, "an approver", keys)))
+            break;
+        const struct yaml_tree_node *name = yaml_tree_get(item, "name");
+        const struct yaml_tree_node *file = yaml_tree_get(item, "token_file");
+        if (!name || !file) {
+            rc = yaml_fields_fail(&l->f, item, "an approver needs name and token_file");
+            break;
+        }
+        char *who = NULL, *token = NULL;
+        rc = yaml_fields_string(&l->f, name, "name", &who);
+        if (rc == 0 && (!who[0] || strlen(who) > 64 ||
+                        strspn(who, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                    "-_.@") != strlen(who)))
+            rc = yaml_fields_fail(&l->f, name,
+                                  "name: up to 64 letters, digits, '-', '_', '.' or '@' (it "
+                                  "is what the audit log records)");
+        for (size_t k = 0; rc == 0 && k < c->approver_count; k++)
+            if (strcmp(c->approvers[k].name, who) == 0)
+                rc = yaml_fields_fail(&l->f, name, "name: '%s' is named twice", who);
+        if (rc == 0)
+            rc = config__read_secret(l, file, "token_file", &token);
+        if (rc) {
+            free(who);
+            free(token);
+            break;
+        }
+        c->approvers[c->approver_count++] = (struct medic_approver){who, token};
+    }
+    return rc;
+}
+
 int config__load_auth(struct loader *l, const struct yaml_tree_node *n)
 {
     static const char *const keys[] = {"webhook_bearer_token_file",
@@ -91,6 +133,7 @@ int config__load_auth(struct loader *l, const struct yaml_tree_node *n)
                                        "read_basic_auth",
                                        "admin_bearer_token_file",
                                        "admin_basic_auth",
+                                       "approvers",
                                        NULL};
     static const char *const classes[] = {"webhook", "read", "admin"};
     struct medic_credentials *targets[] = {&l->config->webhook_auth, &l->config->read_auth,
@@ -109,6 +152,9 @@ int config__load_auth(struct loader *l, const struct yaml_tree_node *n)
         if (v && rc == 0)
             rc = config__load_basic(l, v, key, targets[i]);
     }
+    const struct yaml_tree_node *v = yaml_tree_get(n, "approvers");
+    if (v && rc == 0)
+        rc = load_approvers(l, v);
     return rc;
 }
 

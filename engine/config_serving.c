@@ -68,6 +68,10 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     if (!medic_mode_acts(config->mode) && disruptive && !s->storm_notifier)
         warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
                   "back and tell nobody; medic serve refuses this in mode: live");
+    if (config->mode == MEDIC_MODE_APPROVE && disruptive && config->approver_count == 0)
+        warn(out, "mode: approve and no auth.approvers: only the admin credential (the webhook's "
+                  "when none is set) can answer pending steps, and the audit log cannot tell "
+                  "people apart; give each person a token in auth.approvers");
     if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
                   "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");

@@ -39,6 +39,10 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
 void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
                                struct medic_notification *n);
 
+/* A person's answer to a pending step was recorded (audit_record_approval):
+ * the next round takes it. Any thread. */
+void engine_pipeline_approval_recorded(struct engine_pipeline *e);
+
 /* An action's outcome was recorded: its incident goes on. Any thread. */
 void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
                              enum medic_outcome outcome, const char *detail);

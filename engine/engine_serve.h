@@ -58,6 +58,13 @@ void engine_stats(struct engine *e, struct engine_pipeline_stats *out);
 void engine_metrics(void *engine, struct medic_buf *out);
 int engine_api_query(void *engine, const struct receiver_query *q, struct medic_buf *out);
 int engine_api_dry_run(void *engine, const char *body, size_t len, struct medic_buf *out);
+/* POST /api/v1/approvals/ID: a person's answer to a pending step,
+ * recorded, then the engine's result (waits up to 10 s for it). */
+int engine_api_approve(void *engine, const char *id, const char *body, size_t len, const char *who,
+                       const char *remote_addr, struct medic_buf *out);
+/* An answer was recorded: the engine, when this replica leads, takes it
+ * now (a leader elsewhere reads it from the shared log). */
+void engine_approval_recorded(struct engine *e);
 /* GET / and GET /nodes/NAME (engine/page.c): the on-call page as HTML
  * into out; returns the HTTP status. */
 int engine_page(void *engine, const char *path, struct medic_buf *out);

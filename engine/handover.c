@@ -84,6 +84,14 @@ void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome o
     medic_mutex_unlock(&h->lock);
 }
 
+void handover_wake(struct handover *h)
+{
+    medic_mutex_lock(&h->lock);
+    h->wake = 1;
+    pthread_cond_signal(&h->cond);
+    medic_mutex_unlock(&h->lock);
+}
+
 void handover_take(struct handover *h, size_t limit, struct handed *out)
 {
     memset(out, 0, sizeof(*out));

@@ -75,6 +75,8 @@ void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome o
 /* Takes up to limit queued notifications (the queue first: the log holds
  * nothing older while it has items), or the word to read the log, and
  * every handed outcome. */
+/* Wakes the engine for a round (something it reads from the log). */
+void handover_wake(struct handover *h);
 void handover_take(struct handover *h, size_t limit, struct handed *out);
 void handed_release(struct handed *d);
 /* A round read the log to its end: the queue takes over unless a

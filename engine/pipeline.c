@@ -48,10 +48,15 @@ struct engine_pipeline {
      * or more is a step) */
     struct medic_steady_clock clock;
     _Atomic int64_t wall_lead;
+    atomic_int approvals_waiting; /* an answer was recorded: read them in the next round */
     atomic_int disrupted_nodes;
     atomic_int open_incidents;
     atomic_int storm;
 };
+
+/* The most answers to pending steps one round takes; more wait for the
+ * next. */
+#define APPROVALS_PER_ROUND 16
 
 /* What a round collects while evaluating pending notifications. */
 struct round {
@@ -62,6 +67,17 @@ struct round {
     int64_t wall; /* the wall clock at the same instant: what is recorded */
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
+    /* the people's answers read for the round (before it takes the
+     * engine's lock), then what came of each */
+    struct answer {
+        int64_t id, decision_id;
+        int approve;
+        char by[128], reason[512];
+    } answers[APPROVALS_PER_ROUND];
+    size_t answer_count;
+    struct audit_approval_mark approvals[APPROVALS_PER_ROUND];
+    char approval_results[APPROVALS_PER_ROUND][600];
+    size_t approval_count;
     /* per decision: the notification and alert it came from (0: a tick) */
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
@@ -213,6 +229,65 @@ static int apply_handed_outcomes(struct round *r, const struct outcome *list, si
     return rc;
 }
 
+static int read_answer(void *arg, const struct audit_pending_approval *a)
+{
+    struct round *r = arg;
+    if (r->answer_count == APPROVALS_PER_ROUND)
+        return 1; /* the next round takes the rest */
+    struct answer *x = &r->answers[r->answer_count++];
+    x->id = a->id;
+    x->decision_id = a->decision_id;
+    x->approve = a->approve;
+    snprintf(x->by, sizeof(x->by), "%s", a->by ? a->by : "?");
+    snprintf(x->reason, sizeof(x->reason), "%s", a->reason ? a->reason : "");
+    return 0;
+}
+
+/* The answers no round took yet, from the audit log (where any replica
+ * recorded them), read before the round takes the engine's lock. */
+static void read_answers(struct round *r)
+{
+    struct medic_error err = {0};
+    int rc = audit_pending_approvals(r->e->reader, read_answer, r, &err);
+    if (rc == 1)
+        atomic_store(&r->e->approvals_waiting, 1);
+    else if (rc)
+        medic_log_error("cannot read the answers to pending steps", "error",
+                        err.msg[0] ? err.msg : medic_strerror(rc), NULL);
+}
+
+/* One person's answer to a pending step: the engine decides what comes of
+ * it (policy_approve), and the round marks it taken. */
+static int take_approval(struct round *r, const struct answer *a)
+{
+    size_t from = r->out.count;
+    struct policy_approval x = {a->decision_id, 0, NULL, a->approve, a->by, a->reason};
+    char why[512] = "";
+    int rc = policy_approve(&r->ctx, r->e->state, &x, r->now, &r->out, why, sizeof(why));
+    if (rc && rc != MEDIC_E_NOTFOUND)
+        return rc;
+    size_t k = r->approval_count++;
+    struct audit_approval_mark *m = &r->approvals[k];
+    m->approval_id = a->id;
+    m->decision = r->out.count > from ? (long)(r->out.count - 1) : -1;
+    if (rc == MEDIC_E_NOTFOUND)
+        snprintf(r->approval_results[k], sizeof(r->approval_results[k]), "refused: %s", why);
+    else
+        snprintf(r->approval_results[k], sizeof(r->approval_results[k]), "%s: %s",
+                 policy_verdict_name(r->out.items[m->decision].verdict),
+                 r->out.items[m->decision].reason);
+    m->result = r->approval_results[k];
+    return remember_origin(r, from, 0, NULL, 0);
+}
+
+static int apply_approvals(struct round *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->answer_count && rc == 0; i++)
+        rc = take_approval(r, &r->answers[i]);
+    return rc;
+}
+
 /* Every awaited outcome looked up in the audit log (at start, after a
  * failed round, or when outcomes came faster than memory kept them). */
 static int apply_logged_outcomes(struct round *r)
@@ -358,6 +433,10 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     /* the round's snapshot: a reload meanwhile applies from the next round,
      * and no lock is held while Prometheus is asked for risks */
     const struct medic_config *config = config_slot_acquire(e->configs);
+    /* answers to pending steps: when one was recorded here, and on every
+     * round of a log other replicas write too */
+    if (atomic_exchange(&e->approvals_waiting, 0) || e->poll_interval)
+        read_answers(&r);
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
@@ -366,6 +445,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
+    if (rc == 0)
+        rc = apply_approvals(&r);
     if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
@@ -378,8 +459,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         rc = evaluate_one(&r, c->id, c->first_alert, &c->n);
     if (rc == 0 && h.from_log)
         rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_stored, &r, &err);
-    int changed =
-        r.out.count || r.evaluated_count || r.out.change_count || policy_state_changed(e->state);
+    int changed = r.out.count || r.evaluated_count || r.out.change_count || r.approval_count ||
+                  policy_state_changed(e->state);
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
     e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
@@ -417,7 +498,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
             };
         }
         if (rc == 0) {
-            struct audit_evaluation_in in = {.decisions = d,
+            struct audit_evaluation_in in = {.approvals = r.approvals,
+                                             .approval_count = r.approval_count,
+                                             .decisions = d,
                                              .decision_count = r.out.count,
                                              .changes = changes,
                                              .change_count = r.out.change_count,
@@ -460,6 +543,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         medic_log_error("policy engine round failed; retrying from the last committed state",
                         "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
         handover_fall_back(&e->in);
+        if (r.answer_count) /* taken again by the next round */
+            atomic_store(&e->approvals_waiting, 1);
         restore_state(e);
     } else {
         for (size_t i = 0; i < r.out.count; i++) {
@@ -568,6 +653,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->in.shared = poll_interval > 0;
     e->last_tick = medic_time_monotonic();
     medic_steady_clock_start(&e->clock);
+    e->approvals_waiting = 1; /* answers a previous run left untaken */
     medic_mutex_init(&e->lock, MEDIC_LOCK_ENGINE_STATE);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
@@ -595,6 +681,12 @@ void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t fi
                                struct medic_notification *n)
 {
     handover_committed(&e->in, id, first_alert_id, n);
+}
+
+void engine_pipeline_approval_recorded(struct engine_pipeline *e)
+{
+    atomic_store(&e->approvals_waiting, 1);
+    handover_wake(&e->in);
 }
 
 void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,

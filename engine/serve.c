@@ -118,13 +118,19 @@ static void copy_auth(const struct medic_credentials *from, struct receiver_auth
     to->basic_password = from->basic_password;
 }
 
-static void settings_from_config(const struct medic_config *c, struct receiver_settings *s)
+/* s refers to approvers (RECEIVER_MAX_APPROVERS) for the approvers' list. */
+static void settings_from_config(const struct medic_config *c, struct receiver_settings *s,
+                                 struct receiver_approver *approvers)
 {
     memset(s, 0, sizeof(*s));
     s->limits = c->limits;
     copy_auth(&c->webhook_auth, &s->webhook_auth);
     copy_auth(medic_config_read_auth(c), &s->read_auth);
     copy_auth(medic_config_admin_auth(c), &s->admin_auth);
+    for (size_t i = 0; i < c->approver_count && i < RECEIVER_MAX_APPROVERS; i++)
+        approvers[i] = (struct receiver_approver){c->approvers[i].name, c->approvers[i].token};
+    s->approvers = approvers;
+    s->approver_count = c->approver_count;
 }
 
 /* Loads and checks a configuration as serve runs it (its overrides and the
@@ -184,7 +190,8 @@ static int hook_reload(void *ctx, struct medic_error *err)
         return err->code;
     }
     struct receiver_settings settings;
-    settings_from_config(fresh, &settings);
+    struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
+    settings_from_config(fresh, &settings, approvers);
     if (receiver_server_update(e->server, &settings)) {
         medic_config_unref(fresh);
         medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
@@ -312,6 +319,14 @@ int engine_copy_state(struct engine *e, struct policy_state **out, struct medic_
     return rc != MEDIC_E_NOTFOUND ? rc : committed_state(e, out, err);
 }
 
+void engine_approval_recorded(struct engine *e)
+{
+    medic_rwlock_rdlock(&e->role);
+    if (e->pipeline)
+        engine_pipeline_approval_recorded(e->pipeline);
+    medic_rwlock_unlock(&e->role);
+}
+
 int64_t engine_now(struct engine *e)
 {
     medic_rwlock_rdlock(&e->role);
@@ -392,7 +407,8 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         return -1;
     }
     struct receiver_settings settings;
-    settings_from_config(c, &settings);
+    struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
+    settings_from_config(c, &settings, approvers);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     struct receiver_listen listen = {
         .address = e->listen,
@@ -411,6 +427,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .ready = hook_ready,
         .query = engine_api_query,
         .dry_run = engine_api_dry_run,
+        .approve = engine_api_approve,
         .page = engine_page,
     };
     if (receiver_server_start(&listen, &settings, &hooks, &e->server, err)) {

@@ -392,6 +392,19 @@ static int64_t unresolved(size_t index)
     return -(int64_t)index - 1;
 }
 
+int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until)
+{
+    for (size_t i = 0; decision_id > 0 && i < st->incident_count; i++) {
+        const struct incident *in = st->incidents[i];
+        if (!in->final && in->pending && in->pending_decision == decision_id) {
+            if (until)
+                *until = in->pending_until;
+            return in->id;
+        }
+    }
+    return 0;
+}
+
 int policy_approve(const struct policy_context *ctx, struct policy_state *st,
                    const struct policy_approval *a, int64_t now, struct policy_decisions *out,
                    char *why, size_t why_size)

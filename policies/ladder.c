@@ -245,8 +245,9 @@ static void take_step(const struct policy_context *ctx, struct policy_state *st,
 /* The step, every guard passed, waits for a person: decided pending, the
  * incident in state pending until it is approved, denied, withdrawn or
  * expires. */
-static void await_approval(const struct policy *pol, struct incident *in, struct policy_decision *d,
-                           int index, int64_t now, struct policy_decisions *out)
+static void await_approval(const struct policy_context *ctx, const struct policy *pol,
+                           struct incident *in, struct policy_decision *d, int index, int64_t now,
+                           struct policy_decisions *out)
 {
     char timeout[32], until[40];
     medic_duration_format(pol->approval_timeout, timeout, sizeof(timeout));
@@ -265,6 +266,17 @@ static void await_approval(const struct policy *pol, struct incident *in, struct
     policy__incident_change(in, INCIDENT_PENDING, index_of(out, d), now, out,
                             "step %d (%s) waits for approval until %s", index + 1,
                             medic_action_name(d->action.kind), until);
+    /* on-call hears of it, with where to answer */
+    char message[600];
+    snprintf(message, sizeof(message),
+             "%s on node '%s' (policy %s step %d, incident %lld) waits for your approval until "
+             "%s: approve or deny it on %s%s%s, or with `medic approve ID` / `medic deny ID "
+             "--reason ...` (ID: the pending decision, `medic audit decisions --verdict "
+             "pending`)",
+             medic_action_name(d->action.kind), in->node, pol->name, index + 1, (long long)in->id,
+             until, ctx->external_url ? ctx->external_url : "the on-call page",
+             ctx->external_url ? "/nodes/" : "", ctx->external_url ? in->node : "");
+    policy__tell_oncall(ctx, in, now, out, message);
 }
 
 /* The pending step of in ends without running: its decision says why
@@ -434,7 +446,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         return;
     }
     if (pol && !on_resolved && d->disruptive && policy__needs_approval(ctx, pol)) {
-        await_approval(pol, in, d, index, now, out);
+        await_approval(ctx, pol, in, d, index, now, out);
         return;
     }
     take_step(ctx, st, pol, in, d, step, index, on_resolved, "", now, out);

@@ -8,8 +8,8 @@
 #include <strings.h>
 
 const char *const receiver__handler_names[H_COUNT] = {
-    "/webhook",      "/metrics",        "/-/healthy", "/-/ready", "/-/reload",
-    "/api/v1/query", "/api/v1/dry-run", "/",          "other"};
+    "/webhook",      "/metrics",        "/-/healthy", "/-/ready",          "/-/reload",
+    "/api/v1/query", "/api/v1/dry-run", "/",          "/api/v1/approvals", "other"};
 const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
@@ -28,6 +28,8 @@ enum handler receiver__route(const char *url)
         return H_RELOAD;
     if (strcmp(url, "/api/v1/dry-run") == 0)
         return H_DRY_RUN;
+    if (strncmp(url, "/api/v1/approvals/", 18) == 0)
+        return H_APPROVAL;
     if (strncmp(url, "/api/v1/", 8) == 0)
         return H_API_QUERY;
     if (strcmp(url, "/") == 0 || strncmp(url, "/nodes/", 7) == 0)
@@ -41,6 +43,7 @@ const char *receiver__allowed_method(enum handler h)
     case H_WEBHOOK:
     case H_RELOAD:
     case H_DRY_RUN:
+    case H_APPROVAL:
         return "POST";
     case H_HEALTHY:
     case H_READY:
@@ -52,7 +55,7 @@ const char *receiver__allowed_method(enum handler h)
 
 int receiver__method_ok(enum handler h, const char *method)
 {
-    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN)
+    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN || h == H_APPROVAL)
         return strcmp(method, "POST") == 0;
     if (h == H_HEALTHY || h == H_READY)
         return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
@@ -71,6 +74,7 @@ const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s
     case H_PAGE:
         return &s->read_auth;
     case H_RELOAD:
+    case H_APPROVAL: /* and the approvers' tokens: see receiver__authenticate */
         return &s->admin_auth;
     default:
         return NULL;
@@ -91,6 +95,15 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         return 1;
     }
     *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
+    if (h == H_APPROVAL && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
+        const struct receiver_settings *s = &srv->settings->s;
+        for (size_t i = 0; i < s->approver_count; i++)
+            if (receiver_secure_equals(authorization + 7, strlen(authorization + 7),
+                                       s->approvers[i].token)) {
+                medic_rwlock_unlock(&srv->settings_lock);
+                return 1;
+            }
+    }
     if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(conn, &pass);
     ok = receiver_auth_check(auth, authorization, user, pass);
@@ -100,6 +113,37 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     if (pass)
         MHD_free(pass);
     return ok;
+}
+
+void receiver__identity(struct receiver_server *srv, struct MHD_Connection *conn, char *out,
+                        size_t size)
+{
+    const char *authorization =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    snprintf(out, size, "admin");
+    if (!authorization)
+        return;
+    if (strncasecmp(authorization, "Basic ", 6) == 0) {
+        char *pass = NULL, *user = MHD_basic_auth_get_username_password(conn, &pass);
+        if (user)
+            snprintf(out, size, "%s", user);
+        if (user)
+            MHD_free(user);
+        if (pass)
+            MHD_free(pass);
+        return;
+    }
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
+        return;
+    medic_rwlock_rdlock(&srv->settings_lock);
+    const struct receiver_settings *s = &srv->settings->s;
+    for (size_t i = 0; i < s->approver_count; i++)
+        if (receiver_secure_equals(authorization + 7, strlen(authorization + 7),
+                                   s->approvers[i].token)) {
+            snprintf(out, size, "%s", s->approvers[i].name);
+            break;
+        }
+    medic_rwlock_unlock(&srv->settings_lock);
 }
 
 int receiver__is_json_content_type(const char *ct)

@@ -46,6 +46,20 @@ static struct settings_copy *settings_dup(const struct receiver_settings *s)
         }
         *fields[i] = c->strings[i];
     }
+    if (s->approver_count > RECEIVER_MAX_APPROVERS) {
+        settings_free(c);
+        return NULL;
+    }
+    for (size_t i = 0; i < s->approver_count; i++) {
+        c->strings[9 + 2 * i] = strdup(s->approvers[i].name);
+        c->strings[10 + 2 * i] = strdup(s->approvers[i].token);
+        if (!c->strings[9 + 2 * i] || !c->strings[10 + 2 * i]) {
+            settings_free(c);
+            return NULL;
+        }
+        c->approvers[i] = (struct receiver_approver){c->strings[9 + 2 * i], c->strings[10 + 2 * i]};
+    }
+    c->s.approvers = c->approvers;
     return c;
 }
 
@@ -346,6 +360,22 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         medic_buf_release(&b);
         return r;
     }
+    case H_APPROVAL: {
+        if (!srv->hooks.approve)
+            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                 NULL);
+        char who[128];
+        receiver__identity(srv, conn, who, sizeof(who));
+        struct medic_buf b;
+        medic_buf_init(&b, (size_t)1 << 20);
+        int code =
+            srv->hooks.approve(srv->hooks.ctx, url + 18, req->body.data ? req->body.data : "",
+                               req->body.len, who, req->remote, &b);
+        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
+                                    b.data ? b.data : "", b.len, NULL, NULL);
+        medic_buf_release(&b);
+        return r;
+    }
     case H_PAGE: {
         if (!srv->hooks.page)
             return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
@@ -389,7 +419,7 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
                              given ? "wrong credentials" : "credentials required",
                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
-    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN)
+    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (!receiver__is_json_content_type(ct)) {
@@ -425,7 +455,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
         medic_rwlock_rdlock(&srv->settings_lock);
-        medic_buf_init(&req->body, srv->settings->s.limits.max_body_bytes);
+        /* an answer to a pending step is a reason of a few lines */
+        medic_buf_init(&req->body,
+                       req->handler == H_APPROVAL ? 16384 : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);
         *con_cls = req;
         atomic_fetch_add(&srv->in_flight, 1);

@@ -20,7 +20,8 @@ enum handler {
     H_RELOAD,
     H_API_QUERY,
     H_DRY_RUN,
-    H_PAGE, /* GET / and /nodes/NAME */
+    H_PAGE,     /* GET / and /nodes/NAME */
+    H_APPROVAL, /* POST /api/v1/approvals/ID */
     H_OTHER,
     H_COUNT
 };
@@ -31,7 +32,8 @@ extern const unsigned int receiver__tracked_codes[N_CODES];
 
 struct settings_copy {
     struct receiver_settings s;
-    char *strings[9];
+    char *strings[9 + 2 * RECEIVER_MAX_APPROVERS];
+    struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
 };
 
 #define WEBHOOK_BUCKETS 12
@@ -106,6 +108,11 @@ enum handler receiver__route(const char *url);
 const char *receiver__allowed_method(enum handler h);
 int receiver__method_ok(enum handler h, const char *method);
 const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h);
+/* Who a request that authenticate() accepted came as, for the audit log:
+ * an approver's name, a basic-auth user, or the class of the bearer
+ * token ("admin"). */
+void receiver__identity(struct receiver_server *srv, struct MHD_Connection *conn, char *out,
+                        size_t size);
 int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
                            const char **challenge);
 int receiver__is_json_content_type(const char *ct);

@@ -119,6 +119,27 @@ struct audit_action_in {
     const char *detail;
 };
 
+struct audit_reader;
+
+/* Calls fn for every answer no engine took yet, oldest first. */
+struct audit_pending_approval {
+    int64_t id, decision_id, created_at;
+    int approve;
+    const char *by, *reason;
+};
+typedef int (*audit_approval_fn)(void *arg, const struct audit_pending_approval *a);
+int audit_pending_approvals(struct audit_reader *reader, audit_approval_fn fn, void *arg,
+                            struct medic_error *err);
+/* What came of answer id: done 0 while the engine has not taken it. */
+struct audit_approval_result {
+    int done;
+    int64_t decision_id; /* the decision it led to; 0: none */
+    char verdict[16];    /* that decision's verdict ("" when none) */
+    char result[600];
+};
+int audit_approval_result(struct audit_reader *reader, int64_t id,
+                          struct audit_approval_result *out, struct medic_error *err);
+
 int audit_record_action(struct audit_store *store, const struct audit_action_in *in,
                         int64_t *out_id, struct medic_error *err);
 
@@ -173,7 +194,32 @@ int audit_rows_add(struct audit_rows *r, const char *kind, const char *key, cons
  * the notifications it evaluated and the rows of its state that changed,
  * committed together, so that a crash never leaves a decision without the
  * state that remembers it (which would decide it again after a restart). */
+/* A person's answer to a step waiting for approval (a pending decision):
+ * recorded by whichever replica took it, taken by the leader's engine
+ * once. Times are ns. */
+struct audit_approval_in {
+    int64_t created_at;
+    int64_t decision_id; /* the pending decision */
+    int approve;         /* 1 approve, 0 deny */
+    const char *by;      /* who: the credential's name */
+    const char *reason;  /* may be NULL */
+    const char *remote_addr;
+};
+int audit_record_approval(struct audit_store *store, const struct audit_approval_in *in,
+                          int64_t *out_id, struct medic_error *err);
+
+/* An answer the engine took in an evaluation: what came of it (result)
+ * and the decision that says so (its index among the evaluation's
+ * decisions; -1: none). */
+struct audit_approval_mark {
+    int64_t approval_id;
+    long decision;
+    const char *result;
+};
+
 struct audit_evaluation_in {
+    const struct audit_approval_mark *approvals;
+    size_t approval_count;
     const struct audit_decision_in *decisions;
     size_t decision_count;
     const struct audit_change_in *changes;
@@ -442,7 +488,7 @@ void audit_library_versions(struct medic_buf *out);
 /* Copies the one-medic log at path into the empty shared one at url in one
  * transaction, table by table in id order, then verifies the chains there;
  * progress lines go to progress (NULL: none). */
-#define AUDIT_MIGRATED_TABLES 7
+#define AUDIT_MIGRATED_TABLES 8
 extern const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES];
 struct audit_migrated {
     long long rows[AUDIT_MIGRATED_TABLES]; /* per table, in audit_migrated_tables order */

@@ -42,6 +42,14 @@ struct medic_credentials {
     char *basic_password;
 };
 
+/* auth.approvers: people who may answer steps waiting for approval, each
+ * by a bearer token of their own (struct receiver_approver's layout). */
+struct medic_approver {
+    const char *name;
+    const char *token;
+};
+#define MEDIC_MAX_APPROVERS 64
+
 #define MEDIC_MAX_NODE_LABELS 16
 #define MEDIC_MAX_NOTIFIERS 64
 #define MEDIC_MAX_POLICY_FILES 64
@@ -79,6 +87,8 @@ struct medic_config {
     struct medic_credentials webhook_auth;
     struct medic_credentials read_auth;
     struct medic_credentials admin_auth;
+    struct medic_approver approvers[MEDIC_MAX_APPROVERS];
+    size_t approver_count;
     char *tls_cert_pem;
     char *tls_key_pem;
     struct receiver_limits limits;

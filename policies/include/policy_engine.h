@@ -216,6 +216,10 @@ struct policy_approval {
     const char *reason; /* free text; may be NULL */
 };
 
+/* The incident whose step decision_id left pending and that still waits
+ * (until *until, ns); 0 when none does. */
+int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until);
+
 /* Approved: the step runs if every guard still holds now (else it is
  * refused with the guard's reason); denied: it never runs. Either way a
  * decision records who, when and why. MEDIC_E_NOTFOUND (why says it) when

@@ -55,14 +55,28 @@ struct receiver_hooks {
     /* GET / and GET /nodes/NAME (path as requested, decoded): the on-call
      * page as HTML; returns the HTTP status. */
     int (*page)(void *ctx, const char *path, struct medic_buf *out);
+    /* POST /api/v1/approvals/ID: a person's answer (JSON body) to the step
+     * decision ID left pending, from who (the credential's name); the
+     * result as JSON into out; returns the HTTP status. */
+    int (*approve)(void *ctx, const char *id, const char *body, size_t len, const char *who,
+                   const char *remote_addr, struct medic_buf *out);
 };
+
+/* A person who may answer steps waiting for approval, by bearer token. */
+struct receiver_approver {
+    const char *name;
+    const char *token;
+};
+#define RECEIVER_MAX_APPROVERS 64
 
 /* What may change on reload. Strings are copied. */
 struct receiver_settings {
     struct receiver_limits limits;
     struct receiver_auth webhook_auth;
     struct receiver_auth read_auth;
-    struct receiver_auth admin_auth;
+    struct receiver_auth admin_auth; /* also answers approvals, as "admin" or its user */
+    const struct receiver_approver *approvers;
+    size_t approver_count;
 };
 
 struct receiver_listen {

@@ -23,7 +23,7 @@ from postgres_lab import PostgreSQL
 TOKEN = "pg-migrate-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 TABLES = ["notifications", "alerts", "decisions", "actions", "engine_state",
-          "incident_changes", "engine_rows"]
+          "incident_changes", "engine_rows", "approvals"]
 
 
 def alert(node, name, status="firing"):
@@ -129,7 +129,7 @@ def test_migrate_then_verify(suite):
     for t in TABLES:
         got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
         assert got == want[t], (t, got, want[t])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["9"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
     dialects_agree(db, pg)
     # the payloads are the bytes stored, as stored
@@ -235,6 +235,10 @@ def test_schema_upgrade(suite):
            "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
            "ALTER TABLE medic_lease DROP COLUMN config_hash, DROP COLUMN forced,"
            " DROP COLUMN last_forced;"
+           "DROP TABLE approvals;"
+           "ALTER TABLE decisions DROP CONSTRAINT decisions_verdict_check,"
+           " ADD CONSTRAINT decisions_verdict_check CHECK (verdict IN"
+           " ('execute','dry_run','suppressed','no_match','error'));"
            "DELETE FROM medic_schema; INSERT INTO medic_schema VALUES (5)", "medic")
     bad = ("INSERT INTO notifications (received_at, group_key, status, alert_count, dedupe_key,"
            " dedupe_prefix, payload, payload_encoding, payload_bytes)"
@@ -246,7 +250,12 @@ def test_schema_upgrade(suite):
         refused = str(e)
     assert "payload_encoding_check" in refused, refused
     store(bodies[1])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["8"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["9"]]
+    # schema 9: approve mode's answers, and the verdict 'pending'
+    assert pg.sql("SELECT count(*) FROM approvals", "medic") == [["0"]]
+    check = pg.sql("SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+                   " WHERE conname = 'decisions_verdict_check'", "medic")
+    assert "'pending'" in check[0][0], check
     # schema 8: the lease carries its holder's configuration hash again
     assert pg.sql("SELECT count(*) FROM information_schema.columns WHERE table_name ="
                   " 'medic_lease' AND column_name IN ('config_hash', 'forced', 'last_forced')",

@@ -689,11 +689,15 @@ static void test_approval_runs_the_step_once(void **state)
     struct world w;
     world_init(&w, base_policies, NULL, 40, 1);
     w.ctx.approve = 1;
+    w.ctx.external_url = "https://medic.example.org";
     struct test_alert a;
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
-    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
-    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_PENDING, "waits for a person's approval");
-    assert_non_null(strstr(last(&w, 0)->reason, "medic runs drain on node 'gpu-node-01'"));
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 2);
+    expect(last(&w, 1), "gpu-node-01", "drain", VERDICT_PENDING, "waits for a person's approval");
+    assert_non_null(strstr(last(&w, 1)->reason, "medic runs drain on node 'gpu-node-01'"));
+    /* on-call hears, with the page to answer on */
+    expect(last(&w, 0), "gpu-node-01", "-", VERDICT_SUPPRESSED, "waits for your approval");
+    assert_non_null(strstr(last(&w, 0)->reason, "https://medic.example.org/nodes/gpu-node-01"));
     assert_string_equal(incident_state(&w, "gpu-node-01"), "pending");
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
     assert_int_equal(tick(&w, T0 + 5 * MIN), 0); /* nothing moves while a person is asked */
@@ -708,8 +712,8 @@ static void test_approval_runs_the_step_once(void **state)
     succeed(&w, T0 + 7 * MIN);
     assert_string_equal(incident_state(&w, "gpu-node-01"), "drained");
     /* the power cycle comes due at 10m: pending again */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 1);
-    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
     world_release(&w);
 }
 
@@ -787,8 +791,9 @@ static void test_approval_guards_and_policies(void **state)
     struct test_alert x, hot, noise[3];
     make_alert(&x, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
     make_alert(&hot, "GPUTemperatureHigh", "gpu-node-02", "0", NULL, T0, 0.9);
-    assert_int_equal(evaluate(&w, &x, MEDIC_STATUS_FIRING, T0), 1);
-    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_PENDING, "approval_timeout 10m");
+    assert_int_equal(evaluate(&w, &x, MEDIC_STATUS_FIRING, T0), 2);
+    expect(last(&w, 1), "gpu-node-01", "drain", VERDICT_PENDING, "approval_timeout 10m");
+    expect(last(&w, 0), "gpu-node-01", "notify", VERDICT_EXECUTE, "waits for your approval");
     w.ctx.approve = 1;
     assert_int_equal(evaluate(&w, &hot, MEDIC_STATUS_FIRING, T0), 1);
     expect(last(&w, 0), "gpu-node-02", "power_limit", VERDICT_EXECUTE, NULL);
@@ -827,15 +832,16 @@ static void test_pending_survives_restart(void **state)
     make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
-    /* the round's decisions committed as ids 41 and 42 */
-    int64_t ids[] = {41, 42};
+    /* the round's decisions committed as ids 41 to 44 (each pending step
+     * and its notice) */
+    int64_t ids[] = {41, 42, 43, 44};
     struct policy_decisions round = w.out;
-    assert_int_equal(round.count, 2);
+    assert_int_equal(round.count, 4);
     policy_bind_decisions(w.state, &round);
     policy_resolve_decisions(w.state, &round, ids);
     check_rows(&w);
     restart(&w, T0 + 5 * MIN);
-    struct policy_approval by_id = {42, 0, NULL, 1, "carol", NULL};
+    struct policy_approval by_id = {43, 0, NULL, 1, "carol", NULL};
     char why[400];
     size_t before = w.out.count;
     assert_int_equal(

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Approve mode against a real Slurm cluster and a real ipmi_sim BMC: a
+drain waits for a person (verdict pending, on-call told with the node's
+page), runs once approved with `medic approve` under an approver's own
+token (the audit log names her), and not again; the power cycle after it
+waits too, survives a restart of medic while it waits, and a denial
+through the API with the admin token means no power-off at the BMC. The
+read-only token cannot answer; an unknown or answered id, a body that is
+not an answer, and a denial without a reason are refused and change
+nothing."""
+
+import json
+import os
+import subprocess
+import time
+
+from lab import IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until, write_secret
+
+WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def payload(node, starts_at, status="firing"):
+    return json.dumps({"version": "4", "groupKey": f"g-{node}", "status": status,
+                       "receiver": "medic", "alerts": [{
+                           "status": status,
+                           "labels": {"alertname": "GPUXidError", "instance": node, "gpu": "0",
+                                      "xid": "79"},
+                           "annotations": {}, "startsAt": rfc3339(starts_at),
+                           "endsAt": rfc3339(time.time()) if status == "resolved" else
+                           "0001-01-01T00:00:00Z"}]})
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_approve_deny_restart(suite):
+    node = "gpu-node-01"
+    cluster = SlurmCluster(suite.workdir, [node], name="slurm-approve")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    bmc = IpmiBmc(suite.workdir, node)
+    bmc.start()
+    suite.on_exit(bmc.stop)
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("approve")
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
+             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN),
+                                 ("alice", ALICE))}
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    medic = Medic(suite.medic, workdir,
+                  "mode: approve\nexternal_url: https://medic.example.org\n"
+                  f"auth: {{ webhook_bearer_token_file: {files['webhook']},\n"
+                  f"        read_bearer_token_file: {files['read']},\n"
+                  f"        admin_bearer_token_file: {files['admin']},\n"
+                  f"        approvers: [ {{ name: alice, token_file: {files['alice']} }} ] }}\n"
+                  f"credentials_file: {creds}\n"
+                  f"slurm: {{ conf: {cluster.conf} }}\n"
+                  f"inventory:\n  nodes:\n    - {{ name: {node}, slurm: {{ node: {node} }}, "
+                  f"bmc: {{ address: '{bmc.address}', credentials: bmc-lab, "
+                  "workarounds: [opensesspriv] } }\n"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps: [ { action: drain }, { after: 3s, action: ipmi_power_cycle } ]\n"
+                  "    on_resolved: [ { action: resume } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def decisions(action, verdict):
+        return [d for d in medic.audit("decisions", "--node", node)
+                if d["action"] == action and d["verdict"] == verdict]
+
+    def answer(decision_id, body, token):
+        status, _, raw = medic.post(f"/api/v1/approvals/{decision_id}", json.dumps(body),
+                                    headers=bearer(token))
+        return status, json.loads(raw)
+
+    def cli(verb, decision_id, token_file, *extra):
+        return subprocess.run([suite.medic, verb, str(decision_id), "--url", medic.url,
+                               "--token-file", token_file, *extra],
+                              capture_output=True, text=True, timeout=60)
+
+    started = time.time()
+    assert medic.post("/webhook", payload(node, started), headers=bearer(WEBHOOK))[0] == 200
+    pending = wait_until("the drain pending", lambda: decisions("drain", "pending"), timeout=30)
+    drain_id = pending[0]["id"]
+    told = wait_until("on-call told", lambda: [r for r in oncall.received("/hook")
+                                               if b"waits for your approval" in r["body"]],
+                      timeout=30)
+    assert b"https://medic.example.org/nodes/gpu-node-01" in told[0]["body"], told[0]["body"]
+    assert "DRAIN" not in cluster.node(node)[0]  # nothing runs before a person says so
+    # refused, and nothing changes: the read token, a body that is no
+    # answer, a denial without a reason, an id that is not pending
+    status, _ = answer(drain_id, {"decision": "approve"}, READ)
+    assert status == 401, status
+    assert answer(drain_id, {"decision": "maybe"}, ADMIN)[0] == 400
+    assert answer(drain_id, {"decision": "deny"}, ADMIN)[0] == 400
+    status, got = answer(drain_id + 1000, {"decision": "approve"}, ADMIN)
+    assert status == 409 and "not a step waiting" in got["error"], got
+    assert decisions("drain", "execute") == [] and decisions("drain", "suppressed") == []
+    # alice approves from the command line: the drain runs, once
+    out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log")
+    assert out.returncode == 0 and "approved by alice (checked the Xid log)" in out.stdout, \
+        out.stdout + out.stderr
+    wait_until("the drain", lambda: [o for o in medic.audit("actions") if o["action"] == "drain"
+                                     and o["phase"] == "outcome"
+                                     and o["result"] == "succeeded"], timeout=30)
+    assert "DRAIN" in cluster.node(node)[0]
+    again = cli("approve", drain_id, files["alice"])
+    assert again.returncode == 1 and "not a step waiting" in again.stderr, again.stderr
+    assert len(decisions("drain", "execute")) == 1
+    # the power cycle waits for a person too, and still after a restart
+    cycle = wait_until("the power cycle pending", lambda: decisions("ipmi_power_cycle",
+                                                                    "pending"), timeout=30)
+    medic.stop()
+    medic.start()
+    status, got = answer(cycle[0]["id"], {"decision": "deny", "reason": "a job checkpoints"},
+                         ADMIN)
+    assert status == 200, got
+    assert got["data"]["verdict"] == "suppressed" and "denied by admin: a job checkpoints" in \
+        got["data"]["result"], got
+    denied = decisions("ipmi_power_cycle", "suppressed")
+    assert len(denied) == 1 and "denied by admin" in denied[0]["reason"], denied
+    wait_until("a tick past the power cycle's time", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=bearer(READ)) > 20, timeout=30)
+    assert bmc.log() == [] and decisions("ipmi_power_cycle", "execute") == []
+    # the answers are in the audit log, and the chains hold
+    verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
+                            capture_output=True, text=True, timeout=30)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # the resolve resumes what the approved drain took
+    assert medic.post("/webhook", payload(node, started, "resolved"),
+                      headers=bearer(WEBHOOK))[0] == 200
+    wait_until("the resume", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_approve_deny_restart])
