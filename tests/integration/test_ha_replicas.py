@@ -26,6 +26,8 @@ deadlines:
 - the leader paused while alerts reach the others: the new leader's own
   first actions, started while it recovers, are never taken for left over
   (none interrupted, none twice);
+- approve mode: an answer given to the replica that does not lead is
+  taken by the leader from the shared log, and the step runs once;
 - a resume queued when the leader was killed is run by the next start
   while its engine is held reading the state (a table lock): its outcome
   reaches the incident, which recovers;
@@ -435,6 +437,66 @@ def test_takeover_with_work_waiting(suite):
     c.verify()
 
 
+def test_approval_on_another_replica(suite):
+    """Approve mode on two replicas: a drain waits for a person; the answer
+    goes to the replica that does not lead, which records it; the leader
+    takes it from the shared log and drains the node once (a real
+    slurmctld), and the follower answers with what came of it."""
+    pg = PostgreSQL(suite.subdir("approve")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("approve")
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01"], name="slurm-approve")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("approve-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    alice = write_secret(os.path.join(workdir, "alice.token"), "alice-secret")
+    config = (f"mode: approve\nauth: {{ webhook_bearer_token_file: {token},\n"
+              f"  approvers: [ {{ name: alice, token_file: {alice} }} ] }}\n"
+              f"slurm: {{ conf: {cluster.conf} }}\n"
+              "inventory:\n  nodes:\n    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+              f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+              "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+              "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n")
+    a = Replica(suite, url, "approve-a", config)
+    a.start()
+    suite.on_exit(a.stop)
+    wait_until("approve-a leads", a.leads, timeout=LEASE + 3)
+    b = Replica(suite, url, "approve-b", config)
+    b.start()
+    suite.on_exit(b.stop)
+
+    def decisions(verdict):
+        out = subprocess.run([suite.medic, "audit", "decisions", "--db", url, "--format",
+                              "json", "--node", "gpu-node-01"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return [d for d in json.loads(out.stdout)
+                if d["action"] == "drain" and d["verdict"] == verdict]
+
+    assert a.webhook(payload("gpu-node-01"))[0] == 200
+    pending = wait_until("the drain pending", lambda: decisions("pending"), timeout=30)
+    assert not b.leads() and "DRAIN" not in cluster.node("gpu-node-01")[0]
+    status, _, body = b.post(f"/api/v1/approvals/{pending[0]['id']}",
+                             json.dumps({"decision": "approve", "reason": "on the follower"}),
+                             headers={"Authorization": "Bearer alice-secret"})
+    got = json.loads(body)
+    assert status == 200 and "approved by alice (on the follower)" in got["data"]["result"], got
+    wait_until("the leader drains the node",
+               lambda: "DRAIN" in cluster.node("gpu-node-01")[0], timeout=30)
+    assert len(decisions("execute")) == 1
+    answered = pg.sql("SELECT by_name, result_decision_id IS NOT NULL, evaluated_at IS NOT NULL"
+                      " FROM approvals", "approve")
+    assert answered == [["alice", "t", "t"]], answered
+    out = subprocess.run([suite.medic, "audit", "verify", "--db", url],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_paused_leader_sends_no_power_cycle(suite):
     pg = PostgreSQL(suite.subdir("fence")).start()
     suite.on_exit(pg.stop)
@@ -705,4 +767,5 @@ if __name__ == "__main__":
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
                         test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
                         test_replica_with_another_configuration,
-                        test_recovered_undo_reaches_its_incident, test_takeover_with_work_waiting])
+                        test_recovered_undo_reaches_its_incident, test_takeover_with_work_waiting,
+                        test_approval_on_another_replica])
