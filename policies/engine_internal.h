@@ -191,6 +191,13 @@ struct policy_state {
     size_t disrupted_count; /* nodes for which policy__node_disrupted holds */
     struct medic_map nodes_by_name;
     int storm_active;
+    /* the fleet-wide pause (pause.c): a person holds every disruptive step */
+    struct {
+        int on;
+        char by[128];
+        char reason[400];
+        int64_t since, until; /* until: MEDIC_TIME_UNSET until unpaused */
+    } pause;
     int rows_outdated; /* read from rows of an earlier format: write them all again */
     struct resolved_alert **resolved; /* creation order, for expiry */
     size_t resolved_count, resolved_cap;
@@ -219,6 +226,9 @@ void policy__touch_node(struct policy_state *st, struct node_state *n);
 void policy__touch_unmatched(struct policy_state *st, struct unmatched *u);
 void policy__touch_resolved(struct policy_state *st, struct resolved_alert *r);
 void policy__touch_engine(struct policy_state *st);
+/* A pause whose time ran out ends (pause.c). */
+void policy__pause_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                        struct policy_decisions *out);
 /* The row of item (about to be freed; dirty: its flag) is gone. */
 void policy__row_gone(struct policy_state *st, enum row_kind kind, const char *key, void *item,
                       int dirty);

@@ -42,6 +42,10 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
     }
     if (in_maintenance(s, in->node, now, reason, size))
         return 1;
+    if (st->pause.on) {
+        snprintf(reason, size, "paused by %s: %s", st->pause.by, st->pause.reason);
+        return 1;
+    }
     /* the incident's newest alert: a re-fired alert is fresh again */
     int64_t newest = in->opened_at;
     for (size_t i = 0; i < in->member_count; i++)

@@ -185,9 +185,20 @@ static void save_resolved(struct medic_buf *b, const struct resolved_alert *r)
 
 static void save_engine(struct medic_buf *b, const struct policy_state *st)
 {
-    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"next_incident\":\"%lld\"}",
+    medic_buf_printf(b, "{\"version\":%d,\"storm_active\":%s,\"next_incident\":\"%lld\"",
                      ENGINE_STATE_VERSION, st->storm_active ? "true" : "false",
                      (long long)st->next_incident_id);
+    if (st->pause.on) {
+        medic_buf_puts(b, ",\"pause\":{\"by\":");
+        medic_buf_json_string(b, st->pause.by);
+        json_text(b, "reason", st->pause.reason);
+        medic_buf_puts(b, ",");
+        json_time(b, "since", st->pause.since);
+        medic_buf_puts(b, ",");
+        json_time(b, "until", st->pause.until);
+        medic_buf_puts(b, "}");
+    }
+    medic_buf_puts(b, "}");
 }
 
 /* The key of an item's row. */
@@ -561,6 +572,14 @@ static int load_engine(struct loader *l, struct policy_state *st, const cJSON *e
         l->failed = 1;
     }
     st->storm_active = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "storm_active"));
+    const cJSON *pause = cJSON_GetObjectItemCaseSensitive(e, "pause");
+    if (cJSON_IsObject(pause)) { /* newer medics' field */
+        st->pause.on = 1;
+        copy_field(l, pause, "by", st->pause.by, sizeof(st->pause.by));
+        copy_field(l, pause, "reason", st->pause.reason, sizeof(st->pause.reason));
+        st->pause.since = time_field(l, pause, "since");
+        st->pause.until = time_field(l, pause, "until");
+    }
     int64_t next = time_field(l, e, "next_incident");
     if (!l->failed && next > st->next_incident_id)
         st->next_incident_id = next;

@@ -216,6 +216,27 @@ struct policy_approval {
     const char *reason; /* free text; may be NULL */
 };
 
+/* A person's pause of every disruptive step, fleet-wide (pause 1), or its
+ * end (pause 0); until: MEDIC_TIME_UNSET until unpaused. While paused,
+ * every disruptive step is held ("paused by WHO: REASON") and decided
+ * again once the pause ends; undo steps still run. On-call is told when it
+ * starts and ends. MEDIC_E_NOTFOUND when unpausing what is not paused,
+ * MEDIC_E_INVALID for an until in the past (why says it). */
+struct policy_pause {
+    int pause;
+    const char *by, *reason;
+    int64_t until;
+};
+int policy_pause(const struct policy_context *ctx, struct policy_state *st,
+                 const struct policy_pause *p, int64_t now, struct policy_decisions *out,
+                 char *why, size_t why_size);
+/* 1 and the pause into out while paused; 0 when not. */
+struct policy_pause_state {
+    char by[128], reason[400];
+    int64_t since, until;
+};
+int policy_paused(const struct policy_state *st, struct policy_pause_state *out);
+
 /* The incident whose step decision_id left pending and that still waits
  * (until *until, ns); 0 when none does. */
 int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until);

@@ -868,6 +868,101 @@ static void test_pending_survives_restart(void **state)
     world_release(&w);
 }
 
+static size_t pause_fleet(struct world *w, int pause, const char *by, int64_t until, int64_t now,
+                          int expect_rc)
+{
+    size_t before = w->out.count;
+    struct policy_pause p = {pause, by, "rack 12 maintenance", until};
+    char why[200];
+    assert_int_equal(policy_pause(&w->ctx, w->state, &p, now, &w->out, why, sizeof(why)),
+                     expect_rc);
+    check_rows(w);
+    return w->out.count - before;
+}
+
+/* A pause holds every disruptive step fleet-wide with its reason, never an
+ * undo: a node drained before it is resumed during it, and the drain
+ * under way when it began finishes; it survives a restart, and the held
+ * steps are decided once it ends (by a person, or at its --until time),
+ * on-call told at both ends. */
+static void test_pause_holds_disruption_never_undo(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies,
+               "safety: { max_disruptive_in_flight: 10, max_disrupted_fraction: 1,\n"
+               "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n",
+               40, 1);
+    struct test_alert a, b, c;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0 + MIN, 0.9);
+    make_alert(&c, "GPUXidError", "gpu-node-03", "0", "79", T0 + MIN, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0); /* node-01 drained */
+    evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + MIN); /* node-03's drain under way */
+    assert_int_equal(pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + 2 * MIN, 0), 1);
+    expect(last(&w, 0), "", "notify", VERDICT_EXECUTE, "paused by ops (rack 12 maintenance)");
+    /* a new alert's drain is held with the pause's reason */
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 3 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED,
+           "held: paused by ops: rack 12 maintenance");
+    /* the drain under way finishes; node-01's power cycle (due at 10m) is
+     * held; node-01's resolve still resumes it */
+    assert_int_equal(outcome(&w, "gpu-node-03", MEDIC_OUTCOME_SUCCEEDED, T0 + 4 * MIN), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "drained");
+    size_t n = tick(&w, T0 + 11 * MIN);
+    for (size_t i = 0; i < n; i++)
+        assert_false(last(&w, i)->disruptive && last(&w, i)->verdict == VERDICT_EXECUTE);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
+    /* it survives a restart */
+    restart(&w, T0 + 13 * MIN);
+    struct policy_pause_state ps;
+    assert_int_equal(policy_paused(w.state, &ps), 1);
+    assert_string_equal(ps.by, "ops");
+    assert_int_equal(pause_fleet(&w, 1, "ops", T0 + 15 * MIN, T0 + 13 * MIN, 0), 1);
+    expect(last(&w, 0), "", "notify", VERDICT_EXECUTE, "pause renewed");
+    /* its time runs out: on-call told, the held drain decided again */
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 14 * MIN); /* seen again after the restart */
+    n = tick(&w, T0 + 15 * MIN);
+    int ended = 0, drained = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        ended += d->has_action && d->action.kind == MEDIC_ACTION_NOTIFY &&
+                 strstr(d->reason, "pause ended (its time ran out") != NULL;
+        drained += strcmp(d->node, "gpu-node-02") == 0 && d->verdict == VERDICT_EXECUTE &&
+                   d->action.kind == MEDIC_ACTION_DRAIN;
+    }
+    assert_int_equal(ended, 1);
+    assert_int_equal(drained, 1);
+    assert_int_equal(policy_paused(w.state, &ps), 0);
+    assert_int_equal(pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 16 * MIN,
+                                 MEDIC_E_NOTFOUND),
+                     0);
+    world_release(&w);
+}
+
+/* Approve mode: an approval that comes while paused is refused with the
+ * pause's reason; nothing becomes pending while paused. */
+static void test_pause_refuses_approvals(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + MIN, 0);
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 2 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "paused by ops");
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 3 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "held: paused by ops");
+    world_release(&w);
+}
+
 /* Invariant 1: no disruptive action outside the inventory; the target is
  * the inventory's node, found by name or alias, never the raw label. */
 static void test_invariant_inventory(void **state)
@@ -1882,6 +1977,8 @@ int main(void)
         cmocka_unit_test(test_denied_expired_withdrawn),
         cmocka_unit_test(test_approval_guards_and_policies),
         cmocka_unit_test(test_pending_survives_restart),
+        cmocka_unit_test(test_pause_holds_disruption_never_undo),
+        cmocka_unit_test(test_pause_refuses_approvals),
         cmocka_unit_test(test_invariant_inventory),
         cmocka_unit_test(test_invariant_no_action_twice),
         cmocka_unit_test(test_one_incident_per_node),
