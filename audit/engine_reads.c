@@ -425,3 +425,45 @@ int audit_approval_result(struct audit_reader *reader, int64_t id,
                          " WHERE a.id = ?1",
                          id, approval_result_row, out, err);
 }
+
+struct pause_ctx {
+    audit_pause_fn fn;
+    void *arg;
+};
+
+static int pause_row(struct db_stmt *st, void *ctx)
+{
+    struct pause_ctx *c = ctx;
+    const char *request = db_column_text(st, 2);
+    struct audit_pending_pause p = {
+        .id = db_column_int64(st, 0),
+        .created_at = db_column_int64(st, 1) * MEDIC_NS_PER_MS,
+        .until = db_column_type(st, 5) == DB_NULL ? MEDIC_TIME_UNSET
+                                                  : db_column_int64(st, 5) * MEDIC_NS_PER_MS,
+        .pause = request && strcmp(request, "pause") == 0,
+        .by = db_column_text(st, 3),
+        .reason = db_column_text(st, 4),
+    };
+    return c->fn(c->arg, &p);
+}
+
+int audit_pending_pauses(struct audit_reader *reader, audit_pause_fn fn, void *arg,
+                         struct medic_error *err)
+{
+    struct pause_ctx c = {fn, arg};
+    return query_rows(reader,
+                      "SELECT id, created_at, request, by_name, reason, until FROM pause_requests"
+                      " WHERE evaluated_at IS NULL ORDER BY id",
+                      pause_row, &c, err);
+}
+
+int audit_pause_result(struct audit_reader *reader, int64_t id, struct audit_approval_result *out,
+                       struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    return query_rows_to(reader,
+                         "SELECT p.evaluated_at, p.result, p.result_decision_id, d.verdict"
+                         " FROM pause_requests p LEFT JOIN decisions d"
+                         " ON d.id = p.result_decision_id WHERE p.id = ?1",
+                         id, approval_result_row, out, err);
+}

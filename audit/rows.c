@@ -62,6 +62,10 @@ static const char *const stmt_sql[ST_COUNT] = {
                            " reason, remote_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)%s",
     [ST_MARK_APPROVAL] = "UPDATE approvals SET evaluated_at = ?2, result = ?3,"
                          " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
+    [ST_INSERT_PAUSE] = "INSERT INTO pause_requests (created_at, request, by_name, reason, until,"
+                        " remote_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)%s",
+    [ST_MARK_PAUSE] = "UPDATE pause_requests SET evaluated_at = ?2, result = ?3,"
+                      " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
 };
 
 /* "INSERT ... VALUES (?1, ..., ?C), (...) ..." for rows rows of columns. */
@@ -455,6 +459,29 @@ static int write_state_rows(struct audit_store *s, const struct audit_rows *rows
     return rc;
 }
 
+/* What came of the people's requests an evaluation took (which:
+ * ST_MARK_APPROVAL or ST_MARK_PAUSE), each with the decision that says
+ * so. */
+static int mark_requests(struct audit_store *s, enum stmt_id which,
+                         const struct audit_request_mark *marks, size_t count,
+                         const struct audit_evaluation_in *in, const int64_t *ids,
+                         struct medic_error *err)
+{
+    struct db_stmt *st = s->stmts[which];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        const struct audit_request_mark *m = &marks[i];
+        db_bind_int64(st, 1, m->id);
+        db_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
+        audit__bind_text(st, 3, m->result);
+        audit__bind_id(
+            st, 4,
+            m->decision >= 0 && (size_t)m->decision < in->decision_count ? ids[m->decision] : 0);
+        rc = step_done(st, err, "recording what came of a person's request");
+    }
+    return rc;
+}
+
 static int write_evaluation(struct audit_store *s, struct job *job)
 {
     const struct audit_evaluation_in *in = job->in;
@@ -477,19 +504,26 @@ static int write_evaluation(struct audit_store *s, struct job *job)
                        "removing the engine state of an earlier medic");
     if (rc == 0 && in->evaluated_count)
         rc = b->mark_evaluated(s, in, &job->err);
-    struct db_stmt *st = s->stmts[ST_MARK_APPROVAL];
-    for (size_t i = 0; rc == 0 && i < in->approval_count; i++) {
-        const struct audit_approval_mark *m = &in->approvals[i];
-        db_bind_int64(st, 1, m->approval_id);
-        db_bind_int64(st, 2, in->evaluated_at / MEDIC_NS_PER_MS);
-        audit__bind_text(st, 3, m->result);
-        audit__bind_id(
-            st, 4,
-            m->decision >= 0 && (size_t)m->decision < in->decision_count ? ids[m->decision] : 0);
-        rc = step_done(st, &job->err, "recording what came of an approval");
-    }
+    if (rc == 0)
+        rc = mark_requests(s, ST_MARK_APPROVAL, in->approvals, in->approval_count, in, ids,
+                           &job->err);
+    if (rc == 0)
+        rc = mark_requests(s, ST_MARK_PAUSE, in->pauses, in->pause_count, in, ids, &job->err);
     free(own);
     return rc;
+}
+
+static int write_pause(struct audit_store *s, struct job *job)
+{
+    const struct audit_pause_in *in = job->in;
+    struct db_stmt *st = s->stmts[ST_INSERT_PAUSE];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    audit__bind_text(st, 2, in->pause ? "pause" : "unpause");
+    audit__bind_text(st, 3, in->by);
+    audit__bind_text(st, 4, in->reason);
+    bind_time_ms(st, 5, in->until);
+    audit__bind_text(st, 6, in->remote_addr);
+    return step_insert(s, st, &job->id, &job->err, "storing a pause");
 }
 
 static int write_approval(struct audit_store *s, struct job *job)
@@ -615,6 +649,8 @@ int audit__run_job(struct audit_store *s, struct job *job)
         return 0; /* guard_batch checked the term */
     case JOB_APPROVAL:
         return write_approval(s, job);
+    case JOB_PAUSE:
+        return write_pause(s, job);
     }
     MEDIC_BUG("unknown audit job");
 }
@@ -624,8 +660,8 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     char sql[1024];
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
-        const int inserts_one =
-            i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION || i == ST_INSERT_APPROVAL;
+        const int inserts_one = i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION ||
+                                i == ST_INSERT_APPROVAL || i == ST_INSERT_PAUSE;
         const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
                                 : i == ST_INSERT_ACTION ? audit_action_hashed_columns
                                 : i == ST_INSERT_CHANGE ? audit_change_hashed_columns

@@ -175,7 +175,8 @@ static const struct migration {
     {"", NULL},
     /* 9: approve mode: the verdict 'pending' (a disruptive step waits for
      * a person), and the people's answers, each taken by the engine once
-     * (evaluated_at) with the decision it led to */
+     * (evaluated_at) with the decision it led to; the same for their
+     * pauses of the fleet */
     {"CREATE TABLE IF NOT EXISTS approvals ("
      "  id INTEGER PRIMARY KEY,"
      "  created_at INTEGER NOT NULL,"
@@ -189,7 +190,21 @@ static const struct migration {
      "  result_decision_id INTEGER REFERENCES decisions(id)"
      ");"
      "CREATE INDEX IF NOT EXISTS approvals_pending ON approvals(id) WHERE evaluated_at IS NULL;"
-     "CREATE INDEX IF NOT EXISTS approvals_by_decision ON approvals(decision_id);",
+     "CREATE INDEX IF NOT EXISTS approvals_by_decision ON approvals(decision_id);"
+     "CREATE TABLE IF NOT EXISTS pause_requests ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  request TEXT NOT NULL CHECK (request IN ('pause','unpause')),"
+     "  by_name TEXT NOT NULL,"
+     "  reason TEXT,"
+     "  until INTEGER,"
+     "  remote_addr TEXT,"
+     "  evaluated_at INTEGER,"
+     "  result TEXT,"
+     "  result_decision_id INTEGER REFERENCES decisions(id)"
+     ");"
+     "CREATE INDEX IF NOT EXISTS pause_requests_pending ON pause_requests(id)"
+     "  WHERE evaluated_at IS NULL;",
      verdict_pending},
 };
 

@@ -28,7 +28,8 @@ void audit_options_default(struct audit_options *options)
 
 int audit__job_chains(const struct job *j)
 {
-    return j->kind != JOB_NOTIFICATION && j->kind != JOB_LEASE && j->kind != JOB_APPROVAL;
+    return j->kind != JOB_NOTIFICATION && j->kind != JOB_LEASE && j->kind != JOB_APPROVAL &&
+           j->kind != JOB_PAUSE;
 }
 
 int audit__job_fenced(const struct job *j)
@@ -287,6 +288,16 @@ int audit_record_approval(struct audit_store *store, const struct audit_approval
                           int64_t *out_id, struct medic_error *err)
 {
     struct job job = {.kind = JOB_APPROVAL, .in = in};
+    int rc = submit(store, &job, err);
+    if (rc == 0 && out_id)
+        *out_id = job.id;
+    return rc;
+}
+
+int audit_record_pause(struct audit_store *store, const struct audit_pause_in *in, int64_t *out_id,
+                       struct medic_error *err)
+{
+    struct job job = {.kind = JOB_PAUSE, .in = in};
     int rc = submit(store, &job, err);
     if (rc == 0 && out_id)
         *out_id = job.id;

@@ -27,7 +27,8 @@ enum job_kind {
     JOB_ACTION,
     JOB_EVALUATION,
     JOB_LEASE,
-    JOB_APPROVAL
+    JOB_APPROVAL,
+    JOB_PAUSE
 };
 
 /* What the caller's thread computes before queueing a notification, so
@@ -85,6 +86,8 @@ enum stmt_id {
     ST_INSERT_FIRST, /* PostgreSQL: a notification, unless its key is stored already */
     ST_INSERT_APPROVAL,
     ST_MARK_APPROVAL,
+    ST_INSERT_PAUSE,
+    ST_MARK_PAUSE,
     ST_COUNT
 };
 

@@ -1,6 +1,8 @@
-/* medic approve / medic deny: a person's answer to a step waiting for
- * approval, sent to the daemon's POST /api/v1/approvals/ID with a token
- * (libcurl); the daemon records who answered, from the token. */
+/* The commands of a person in the loop, sent to the daemon's HTTP API with
+ * a token (libcurl); the daemon records who sent them, from the token:
+ * medic approve / medic deny answer a step waiting for approval (POST
+ * /api/v1/approvals/ID), medic pause / medic unpause hold every disruptive
+ * step fleet-wide (POST and DELETE /api/v1/pause). */
 #include "buf.h"
 #include "commands.h"
 #include "options.h"
@@ -36,29 +38,12 @@ static size_t collect(char *data, size_t size, size_t n, void *arg)
     return medic_buf_append(arg, data, size * n) == 0 ? size * n : 0;
 }
 
-static int answer(const char *command, int approve, int argc, char **argv)
+/* Sends body (NULL: none) with method to url's path with the token in
+ * token_file (NULL: $MEDIC_TOKEN_FILE, else none), and prints what medic
+ * answered. Returns the exit status: 0 when medic took it (200 or 202). */
+static int send_request(const char *command, const char *method, const char *url, const char *path,
+                        const char *body, const char *token_file)
 {
-    const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
-    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
-                                         CLI_OPT_STRING("url", &url),
-                                         CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
-    int rest = 0;
-    int rc = cli_parse(command, usage_approve, argc, argv, 1, options, &rest);
-    if (rc)
-        return rc == 1 ? 0 : 2;
-    if (rest != argc - 1) {
-        fprintf(stderr, "%s: give the pending decision's ID, once\n\n%s", command, usage_approve);
-        return 2;
-    }
-    const char *id = argv[rest];
-    if (strspn(id, "0123456789") != strlen(id) || !id[0]) {
-        fprintf(stderr, "%s: ID is the pending decision's number, not '%s'\n", command, id);
-        return 2;
-    }
-    if (!approve && (!reason || !reason[0])) {
-        fprintf(stderr, "%s: a denial needs --reason: on-call reads it\n", command);
-        return 2;
-    }
     if (!token_file)
         token_file = getenv("MEDIC_TOKEN_FILE");
     char *token = NULL;
@@ -72,12 +57,6 @@ static int answer(const char *command, int approve, int argc, char **argv)
         while (len && (token[len - 1] == '\n' || token[len - 1] == '\r'))
             token[--len] = '\0';
     }
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "decision", approve ? "approve" : "deny");
-    if (reason)
-        cJSON_AddStringToObject(body, "reason", reason);
-    char *json = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
     struct medic_buf target, auth, got;
     medic_buf_init(&target, 0);
     medic_buf_init(&auth, 0);
@@ -85,7 +64,7 @@ static int answer(const char *command, int approve, int argc, char **argv)
     size_t base = strlen(url);
     while (base && url[base - 1] == '/')
         base--;
-    medic_buf_printf(&target, "%.*s/api/v1/approvals/%s", (int)base, url, id);
+    medic_buf_printf(&target, "%.*s%s", (int)base, url, path);
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
     if (token) {
         medic_buf_printf(&auth, "Authorization: Bearer %s", token);
@@ -94,9 +73,11 @@ static int answer(const char *command, int approve, int argc, char **argv)
     CURL *curl = curl_easy_init();
     long status = 0;
     CURLcode res = CURLE_FAILED_INIT;
-    if (curl && json && headers) {
+    if (curl && headers && target.data) {
         curl_easy_setopt(curl, CURLOPT_URL, target.data);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json);
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+        if (body)
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
         curl_easy_setopt(curl, CURLOPT_WRITEDATA, &got);
@@ -131,7 +112,6 @@ static int answer(const char *command, int approve, int argc, char **argv)
     }
     curl_easy_cleanup(curl);
     curl_slist_free_all(headers);
-    cJSON_free(json);
     if (token)
         memset(token, 0, strlen(token));
     free(token);
@@ -141,6 +121,112 @@ static int answer(const char *command, int approve, int argc, char **argv)
     medic_buf_release(&auth);
     medic_buf_release(&got);
     return exit_code;
+}
+
+static int answer(const char *command, int approve, int argc, char **argv)
+{
+    const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
+                                         CLI_OPT_STRING("url", &url),
+                                         CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+    int rest = 0;
+    int rc = cli_parse(command, usage_approve, argc, argv, 1, options, &rest);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (rest != argc - 1) {
+        fprintf(stderr, "%s: give the pending decision's ID, once\n\n%s", command, usage_approve);
+        return 2;
+    }
+    const char *id = argv[rest];
+    if (strspn(id, "0123456789") != strlen(id) || !id[0]) {
+        fprintf(stderr, "%s: ID is the pending decision's number, not '%s'\n", command, id);
+        return 2;
+    }
+    if (!approve && (!reason || !reason[0])) {
+        fprintf(stderr, "%s: a denial needs --reason: on-call reads it\n", command);
+        return 2;
+    }
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "decision", approve ? "approve" : "deny");
+    if (reason)
+        cJSON_AddStringToObject(body, "reason", reason);
+    char *json = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    char path[64];
+    snprintf(path, sizeof(path), "/api/v1/approvals/%s", id);
+    rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
+    cJSON_free(json);
+    return rc;
+}
+
+static const char usage_pause[] =
+    "usage: medic pause --reason TEXT [--until TIME] [--url URL] [--token-file FILE]\n"
+    "       medic unpause [--url URL] [--token-file FILE]\n"
+    "\n"
+    "Holds every disruptive step fleet-wide (drain, power limit, power cycle)\n"
+    "until unpaused, or until TIME (RFC 3339, or a duration from now: 2h), with\n"
+    "the reason on-call and the audit log read (\"paused by WHO: TEXT\"). Resume\n"
+    "and restore_power_limit of nodes medic disrupted still run, and an action\n"
+    "under way finishes; held steps are decided again once the pause ends, while\n"
+    "their alerts are fresh. The pause survives restarts and reaches every\n"
+    "replica; /metrics (medic_paused) and the on-call page show it. Sent to the\n"
+    "daemon's POST or DELETE /api/v1/pause with the token in --token-file\n"
+    "(default $MEDIC_TOKEN_FILE): an approver's, or the admin one.\n"
+    "\n"
+    "  --reason TEXT      why (required to pause; at most 500 bytes)\n"
+    "  --until TIME       when the pause ends by itself\n"
+    "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
+    "  --token-file FILE  the bearer token to send\n"
+    "\n"
+    "Exit status: 0 taken; 1 refused (unpausing what is not paused, wrong\n"
+    "credentials) or medic unreachable; 2 bad usage.\n";
+
+static int pause_fleet(const char *command, int pause, int argc, char **argv)
+{
+    const char *reason = NULL, *until = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("reason", &reason), CLI_OPT_STRING("until", &until),
+        CLI_OPT_STRING("url", &url), CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+    int rest = 0;
+    int rc = cli_parse(command, usage_pause, argc, argv, 1, options, &rest);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (rest != argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n\n%s", command, argv[rest], usage_pause);
+        return 2;
+    }
+    if (pause && (!reason || !reason[0])) {
+        fprintf(stderr, "%s: a pause needs --reason: on-call reads it\n", command);
+        return 2;
+    }
+    if (!pause && until) {
+        fprintf(stderr, "%s: --until goes with medic pause\n", command);
+        return 2;
+    }
+    char *json = NULL;
+    if (pause) {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "reason", reason);
+        if (until)
+            cJSON_AddStringToObject(body, "until", until);
+        json = cJSON_PrintUnformatted(body);
+        cJSON_Delete(body);
+        if (!json)
+            return 1;
+    }
+    rc = send_request(command, pause ? "POST" : "DELETE", url, "/api/v1/pause", json, token_file);
+    cJSON_free(json);
+    return rc;
+}
+
+int medic_cmd_pause(int argc, char **argv)
+{
+    return pause_fleet("medic pause", 1, argc, argv);
+}
+
+int medic_cmd_unpause(int argc, char **argv)
+{
+    return pause_fleet("medic unpause", 0, argc, argv);
 }
 
 int medic_cmd_approve(int argc, char **argv)

@@ -16,6 +16,8 @@ int medic_cmd_model(int argc, char **argv);
 int medic_cmd_predict(int argc, char **argv);
 int medic_cmd_approve(int argc, char **argv);
 int medic_cmd_deny(int argc, char **argv);
+int medic_cmd_pause(int argc, char **argv);
+int medic_cmd_unpause(int argc, char **argv);
 /* medic model dataset, argv starting at "dataset" */
 int medic_cmd_model_dataset(int argc, char **argv);
 

@@ -31,6 +31,8 @@ static const char usage[] =
     "  predict   the failure risk of one window of telemetry (CSV or Prometheus)\n"
     "  approve   approve a step waiting for a person (mode approve): approve ID\n"
     "  deny      deny it, with a reason: deny ID --reason TEXT\n"
+    "  pause     hold every disruptive step fleet-wide: pause --reason TEXT [--until T]\n"
+    "  unpause   end the pause\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
         {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
         {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
         {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
+        {"pause", medic_cmd_pause},     {"unpause", medic_cmd_unpause},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

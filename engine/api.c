@@ -135,8 +135,47 @@ static int find_pending(void *arg, struct policy_state *st)
     return 0;
 }
 
-/* How long an answer's caller waits for the engine to take it. */
+/* How long a person's request waits for the engine to take it. */
 #define APPROVAL_WAIT_NS (10 * MEDIC_NS_PER_SEC)
+
+/* What came of the request id a person made (an answer, a pause), read
+ * with result() once the engine that takes it (this replica's, or the
+ * leader's through the shared log) has: 200, 409 when it was refused, 202
+ * when no engine took it within 10 s. */
+static int answer_taken(struct engine *e, const char *what, int64_t id,
+                        int (*result)(struct audit_reader *, int64_t,
+                                      struct audit_approval_result *, struct medic_error *),
+                        const char *who, struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct audit_reader *reader = NULL;
+    struct audit_approval_result res = {0};
+    int64_t deadline = medic_time_monotonic() + APPROVAL_WAIT_NS;
+    int rc = audit_reader_open(e->audit_path, &reader, &err);
+    while (rc == 0 && (rc = result(reader, id, &res, &err)) == 0 && !res.done &&
+           medic_time_monotonic() < deadline) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    audit_reader_free(reader);
+    if (rc)
+        return error_answer(out, 503, err.msg);
+    int code = !res.done ? 202 : strncmp(res.result, "refused", 7) == 0 ? 409 : 200;
+    medic_buf_printf(out, "{\"status\":\"%s\",\"data\":{\"%s\":%lld,\"decision\":%lld,",
+                     code == 200   ? "success"
+                     : code == 202 ? "accepted"
+                                   : "error",
+                     what, (long long)id, (long long)res.decision_id);
+    medic_buf_puts(out, "\"verdict\":");
+    medic_buf_json_string(out, res.verdict);
+    medic_buf_puts(out, ",\"by\":");
+    medic_buf_json_string(out, who);
+    medic_buf_puts(out, ",\"result\":");
+    medic_buf_json_string(out, res.done ? res.result
+                                        : "recorded; the engine that leads has not taken it yet");
+    medic_buf_puts(out, "}}\n");
+    return code;
+}
 
 int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t len,
                        const char *who, const char *remote_addr, struct medic_buf *out)
@@ -191,33 +230,49 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
     medic_log_info(approve ? "step approved" : "step denied", "decision", id_text, "by", who,
                    "reason", text, NULL);
     engine_approval_recorded(e);
-    /* the answer of the engine that takes it (this replica's, or the
-     * leader's through the shared log) */
-    struct audit_reader *reader = NULL;
-    struct audit_approval_result res = {0};
-    int64_t deadline = medic_time_monotonic() + APPROVAL_WAIT_NS;
-    int rc = audit_reader_open(e->audit_path, &reader, &err);
-    while (rc == 0 && (rc = audit_approval_result(reader, approval, &res, &err)) == 0 &&
-           !res.done && medic_time_monotonic() < deadline) {
-        struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
+    return answer_taken(e, "approval", approval, audit_approval_result, who, out);
+}
+
+int engine_api_pause(void *ctx, int pause, const char *body, size_t len, const char *who,
+                     const char *remote_addr, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    char reason[512] = "", why[300] = "";
+    int64_t now = medic_time_now(), until = MEDIC_TIME_UNSET;
+    if (pause || len) {
+        cJSON *root = cJSON_ParseWithLength(body, len);
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "reason");
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "until");
+        int64_t d = 0;
+        if (!cJSON_IsObject(root))
+            snprintf(why, sizeof(why),
+                     "the body is {\"reason\": \"...\", \"until\": \"2026-11-26T18:00:00Z\" or "
+                     "\"2h\"}");
+        else if (r && (!cJSON_IsString(r) || strlen(r->valuestring) > 500))
+            snprintf(why, sizeof(why), "reason is text of at most 500 bytes");
+        else if (pause && (!r || !r->valuestring[0]))
+            snprintf(why, sizeof(why), "a pause needs a reason: on-call reads it");
+        else if (u && !pause)
+            snprintf(why, sizeof(why), "until goes with a pause, not its end");
+        else if (u && (!cJSON_IsString(u) ||
+                       (medic_time_parse_rfc3339(u->valuestring, strlen(u->valuestring), &until) &&
+                        medic_duration_parse(u->valuestring, &d))))
+            snprintf(why, sizeof(why),
+                     "until takes an RFC 3339 time or a duration from now (90m, 2h)");
+        else if (u && d > 0)
+            until = now + d;
+        if (r && cJSON_IsString(r))
+            snprintf(reason, sizeof(reason), "%s", r->valuestring);
+        cJSON_Delete(root);
+        if (why[0])
+            return error_answer(out, 400, why);
     }
-    audit_reader_free(reader);
-    if (rc)
+    struct medic_error err = {0};
+    struct audit_pause_in in = {now, pause, who, reason[0] ? reason : NULL, until, remote_addr};
+    int64_t id = 0;
+    if (audit_record_pause(e->store, &in, &id, &err))
         return error_answer(out, 503, err.msg);
-    int code = !res.done ? 202 : strncmp(res.result, "refused", 7) == 0 ? 409 : 200;
-    medic_buf_printf(out, "{\"status\":\"%s\",\"data\":{\"approval\":%lld,\"decision\":%lld,",
-                     code == 200   ? "success"
-                     : code == 202 ? "accepted"
-                                   : "error",
-                     (long long)approval, (long long)res.decision_id);
-    medic_buf_puts(out, "\"verdict\":");
-    medic_buf_json_string(out, res.verdict);
-    medic_buf_puts(out, ",\"by\":");
-    medic_buf_json_string(out, who);
-    medic_buf_puts(out, ",\"result\":");
-    medic_buf_json_string(out, res.done ? res.result
-                                        : "recorded; the engine that leads has not taken it yet");
-    medic_buf_puts(out, "}}\n");
-    return code;
+    medic_log_warn(pause ? "fleet paused" : "fleet unpaused", "by", who, "reason", reason, NULL);
+    engine_approval_recorded(e);
+    return answer_taken(e, "pause_request", id, audit_pause_result, who, out);
 }

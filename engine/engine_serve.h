@@ -62,6 +62,10 @@ int engine_api_dry_run(void *engine, const char *body, size_t len, struct medic_
  * recorded, then the engine's result (waits up to 10 s for it). */
 int engine_api_approve(void *engine, const char *id, const char *body, size_t len, const char *who,
                        const char *remote_addr, struct medic_buf *out);
+/* POST /api/v1/pause (pause 1) and DELETE /api/v1/pause (pause 0): the
+ * fleet-wide pause, recorded, then the engine's result (as approve). */
+int engine_api_pause(void *engine, int pause, const char *body, size_t len, const char *who,
+                     const char *remote_addr, struct medic_buf *out);
 /* An answer was recorded: the engine, when this replica leads, takes it
  * now (a leader elsewhere reads it from the shared log). */
 void engine_approval_recorded(struct engine *e);

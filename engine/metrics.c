@@ -46,10 +46,14 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# HELP medic_storm_active 1 while the storm breaker holds disruptive "
                      "actions.\n"
                      "# TYPE medic_storm_active gauge\n"
-                     "medic_storm_active %d\n",
+                     "medic_storm_active %d\n"
+                     "# HELP medic_paused 1 while a person's pause holds every disruptive step "
+                     "(medic pause).\n"
+                     "# TYPE medic_paused gauge\n"
+                     "medic_paused %d\n",
                      st.rounds_failed, st.ticks, st.evaluated, st.clock_steps,
                      (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.open_incidents,
-                     st.storm);
+                     st.storm, st.paused);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;

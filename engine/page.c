@@ -130,8 +130,25 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
 }
 
 static void summary(struct medic_buf *out, struct engine *e, const struct medic_config *config,
-                    const struct engine_pipeline_stats *st)
+                    const struct engine_pipeline_stats *st, const struct policy_pause_state *pause)
 {
+    if (pause && pause->by[0]) {
+        char since[40], until[40] = "until unpaused";
+        medic_time_format(pause->since, since, sizeof(since));
+        if (pause->until != MEDIC_TIME_UNSET) {
+            char t[40];
+            snprintf(until, sizeof(until), "until %s",
+                     medic_time_format(pause->until, t, sizeof(t)));
+        }
+        medic_buf_puts(out, "<p class=\"summary\"><b class=\"badge storm\">paused</b> by ");
+        medic_html_text(out, pause->by);
+        medic_buf_puts(out, ": ");
+        medic_html_text(out, pause->reason);
+        medic_buf_printf(out,
+                         " (since %s, %s): every disruptive step is held; resume and "
+                         "restore_power_limit still run</p>\n",
+                         since, until);
+    }
     if (e->leader) {
         char who[512];
         engine_leader_describe(e->leader, who, sizeof(who));
@@ -167,6 +184,7 @@ struct incidents_view {
     const char *node;
     struct medic_table *table;
     struct engine_pipeline_stats *stats;
+    struct policy_pause_state *pause;
 };
 
 static int view_incidents(void *arg, struct policy_state *state)
@@ -178,6 +196,8 @@ static int view_incidents(void *arg, struct policy_state *state)
         v->stats->disrupted_nodes = (int)policy_disrupted_nodes(state);
         v->stats->storm = policy_storm_active(state);
     }
+    if (v->pause)
+        policy_paused(state, v->pause);
     return policy_open_incidents_table(&v->ctx, state, v->node, PAGE_INCIDENTS, v->table);
 }
 
@@ -187,9 +207,9 @@ static int view_incidents(void *arg, struct policy_state *state)
  * engine a walk to the incidents listed, not a copy of its state. */
 static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
                           struct medic_table *t, struct engine_pipeline_stats *st,
-                          struct medic_error *err)
+                          struct policy_pause_state *pause, struct medic_error *err)
 {
-    struct incidents_view v = {.node = node, .table = t, .stats = st};
+    struct incidents_view v = {.node = node, .table = t, .stats = st, .pause = pause};
     engine_context_from_config(config, &v.ctx);
     int rc = engine_with_state(e, view_incidents, &v, err);
     if (rc && !err->msg[0])
@@ -202,7 +222,8 @@ static int front_page(struct engine *e, const struct medic_config *config,
 {
     struct medic_table incidents, decisions;
     struct engine_pipeline_stats st;
-    if (open_incidents(e, config, NULL, &incidents, &st, err))
+    struct policy_pause_state pause = {0};
+    if (open_incidents(e, config, NULL, &incidents, &st, &pause, err))
         return 503;
     struct audit_filter f;
     audit_filter_init(&f);
@@ -213,7 +234,7 @@ static int front_page(struct engine *e, const struct medic_config *config,
     }
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
-    summary(out, e, config, &st);
+    summary(out, e, config, &st, &pause);
     medic_buf_printf(out,
                      "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
                      PAGE_INCIDENTS);
@@ -233,7 +254,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      struct medic_error *err)
 {
     struct medic_table incidents, timeline;
-    if (open_incidents(e, config, node, &incidents, NULL, err))
+    if (open_incidents(e, config, node, &incidents, NULL, NULL, err))
         return 503;
     if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
                        err)) {

@@ -428,6 +428,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .query = engine_api_query,
         .dry_run = engine_api_dry_run,
         .approve = engine_api_approve,
+        .pause = engine_api_pause,
         .page = engine_page,
     };
     if (receiver_server_start(&listen, &settings, &hooks, &e->server, err)) {

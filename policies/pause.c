@@ -50,8 +50,8 @@ static void end_pause(const struct policy_context *ctx, struct policy_state *st,
 }
 
 int policy_pause(const struct policy_context *ctx, struct policy_state *st,
-                 const struct policy_pause *p, int64_t now, struct policy_decisions *out,
-                 char *why, size_t why_size)
+                 const struct policy_pause *p, int64_t now, struct policy_decisions *out, char *why,
+                 size_t why_size)
 {
     if (!p->pause) {
         if (!st->pause.on) {

@@ -9,7 +9,8 @@
 
 const char *const receiver__handler_names[H_COUNT] = {
     "/webhook",      "/metrics",        "/-/healthy", "/-/ready",          "/-/reload",
-    "/api/v1/query", "/api/v1/dry-run", "/",          "/api/v1/approvals", "other"};
+    "/api/v1/query", "/api/v1/dry-run", "/",          "/api/v1/approvals", "/api/v1/pause",
+    "other"};
 const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
@@ -30,6 +31,8 @@ enum handler receiver__route(const char *url)
         return H_DRY_RUN;
     if (strncmp(url, "/api/v1/approvals/", 18) == 0)
         return H_APPROVAL;
+    if (strcmp(url, "/api/v1/pause") == 0)
+        return H_PAUSE;
     if (strncmp(url, "/api/v1/", 8) == 0)
         return H_API_QUERY;
     if (strcmp(url, "/") == 0 || strncmp(url, "/nodes/", 7) == 0)
@@ -45,6 +48,8 @@ const char *receiver__allowed_method(enum handler h)
     case H_DRY_RUN:
     case H_APPROVAL:
         return "POST";
+    case H_PAUSE:
+        return "POST, DELETE";
     case H_HEALTHY:
     case H_READY:
         return "GET, HEAD";
@@ -57,6 +62,8 @@ int receiver__method_ok(enum handler h, const char *method)
 {
     if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN || h == H_APPROVAL)
         return strcmp(method, "POST") == 0;
+    if (h == H_PAUSE)
+        return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0;
     if (h == H_HEALTHY || h == H_READY)
         return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     return strcmp(method, "GET") == 0;
@@ -75,6 +82,7 @@ const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s
         return &s->read_auth;
     case H_RELOAD:
     case H_APPROVAL: /* and the approvers' tokens: see receiver__authenticate */
+    case H_PAUSE:
         return &s->admin_auth;
     default:
         return NULL;
@@ -95,7 +103,8 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         return 1;
     }
     *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
-    if (h == H_APPROVAL && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
+    if ((h == H_APPROVAL || h == H_PAUSE) && authorization &&
+        strncasecmp(authorization, "Bearer ", 7) == 0) {
         const struct receiver_settings *s = &srv->settings->s;
         for (size_t i = 0; i < s->approver_count; i++)
             if (receiver_secure_equals(authorization + 7, strlen(authorization + 7),

@@ -376,6 +376,22 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         medic_buf_release(&b);
         return r;
     }
+    case H_PAUSE: {
+        if (!srv->hooks.pause)
+            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                 NULL);
+        char who[128];
+        receiver__identity(srv, conn, who, sizeof(who));
+        struct medic_buf b;
+        medic_buf_init(&b, (size_t)1 << 20);
+        int code =
+            srv->hooks.pause(srv->hooks.ctx, !req->deleting, req->body.data ? req->body.data : "",
+                             req->body.len, who, req->remote, &b);
+        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
+                                    b.data ? b.data : "", b.len, NULL, NULL);
+        medic_buf_release(&b);
+        return r;
+    }
     case H_PAGE: {
         if (!srv->hooks.page)
             return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
@@ -419,7 +435,9 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
                              given ? "wrong credentials" : "credentials required",
                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
-    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL)
+    req->deleting = strcmp(method, "DELETE") == 0;
+    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&
+        (req->handler != H_PAUSE || req->deleting))
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (!receiver__is_json_content_type(ct)) {
@@ -456,8 +474,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         medic_notification_init(&req->notification);
         medic_rwlock_rdlock(&srv->settings_lock);
         /* an answer to a pending step is a reason of a few lines */
-        medic_buf_init(&req->body,
-                       req->handler == H_APPROVAL ? 16384 : srv->settings->s.limits.max_body_bytes);
+        medic_buf_init(&req->body, req->handler == H_APPROVAL || req->handler == H_PAUSE
+                                       ? 16384
+                                       : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);
         *con_cls = req;
         atomic_fetch_add(&srv->in_flight, 1);

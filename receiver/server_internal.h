@@ -22,6 +22,7 @@ enum handler {
     H_DRY_RUN,
     H_PAGE,     /* GET / and /nodes/NAME */
     H_APPROVAL, /* POST /api/v1/approvals/ID */
+    H_PAUSE,    /* POST and DELETE /api/v1/pause */
     H_OTHER,
     H_COUNT
 };
@@ -102,6 +103,7 @@ struct request {
     struct receiver_server *srv;
     struct request *waiting_prev, *waiting_next; /* in srv->waiting while its commit is pending */
     int mhd_done; /* libmicrohttpd finished with it (an abandoned one waits for the writer) */
+    int deleting; /* its method is DELETE */
 };
 
 enum handler receiver__route(const char *url);

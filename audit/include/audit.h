@@ -139,6 +139,18 @@ struct audit_approval_result {
 };
 int audit_approval_result(struct audit_reader *reader, int64_t id,
                           struct audit_approval_result *out, struct medic_error *err);
+/* Calls fn for every pause request no engine took yet, oldest first. */
+struct audit_pending_pause {
+    int64_t id, created_at, until;
+    int pause;
+    const char *by, *reason;
+};
+typedef int (*audit_pause_fn)(void *arg, const struct audit_pending_pause *p);
+int audit_pending_pauses(struct audit_reader *reader, audit_pause_fn fn, void *arg,
+                         struct medic_error *err);
+/* What came of pause request id (as for answers: done, result). */
+int audit_pause_result(struct audit_reader *reader, int64_t id, struct audit_approval_result *out,
+                       struct medic_error *err);
 
 int audit_record_action(struct audit_store *store, const struct audit_action_in *in,
                         int64_t *out_id, struct medic_error *err);
@@ -208,18 +220,32 @@ struct audit_approval_in {
 int audit_record_approval(struct audit_store *store, const struct audit_approval_in *in,
                           int64_t *out_id, struct medic_error *err);
 
-/* An answer the engine took in an evaluation: what came of it (result)
- * and the decision that says so (its index among the evaluation's
- * decisions; -1: none). */
-struct audit_approval_mark {
-    int64_t approval_id;
+/* A person's pause of every disruptive step, fleet-wide, or its end. */
+struct audit_pause_in {
+    int64_t created_at;
+    int pause; /* 1 pause, 0 unpause */
+    const char *by;
+    const char *reason;
+    int64_t until; /* MEDIC_TIME_UNSET: until unpaused */
+    const char *remote_addr;
+};
+int audit_record_pause(struct audit_store *store, const struct audit_pause_in *in, int64_t *out_id,
+                       struct medic_error *err);
+
+/* A person's request (an answer, a pause) the engine took in an
+ * evaluation: what came of it (result) and the decision that says so (its
+ * index among the evaluation's decisions; -1: none). */
+struct audit_request_mark {
+    int64_t id;
     long decision;
     const char *result;
 };
 
 struct audit_evaluation_in {
-    const struct audit_approval_mark *approvals;
+    const struct audit_request_mark *approvals;
     size_t approval_count;
+    const struct audit_request_mark *pauses;
+    size_t pause_count;
     const struct audit_decision_in *decisions;
     size_t decision_count;
     const struct audit_change_in *changes;
@@ -488,7 +514,7 @@ void audit_library_versions(struct medic_buf *out);
 /* Copies the one-medic log at path into the empty shared one at url in one
  * transaction, table by table in id order, then verifies the chains there;
  * progress lines go to progress (NULL: none). */
-#define AUDIT_MIGRATED_TABLES 8
+#define AUDIT_MIGRATED_TABLES 9
 extern const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES];
 struct audit_migrated {
     long long rows[AUDIT_MIGRATED_TABLES]; /* per table, in audit_migrated_tables order */

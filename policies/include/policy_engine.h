@@ -228,8 +228,8 @@ struct policy_pause {
     int64_t until;
 };
 int policy_pause(const struct policy_context *ctx, struct policy_state *st,
-                 const struct policy_pause *p, int64_t now, struct policy_decisions *out,
-                 char *why, size_t why_size);
+                 const struct policy_pause *p, int64_t now, struct policy_decisions *out, char *why,
+                 size_t why_size);
 /* 1 and the pause into out while paused; 0 when not. */
 struct policy_pause_state {
     char by[128], reason[400];

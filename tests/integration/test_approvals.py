@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Approve mode against a real Slurm cluster and a real ipmi_sim BMC: a
+"""A person in the loop, against a real Slurm cluster and real ipmi_sim
+BMCs.
+
+Approve mode: a
 drain waits for a person (verdict pending, on-call told with the node's
 page), runs once approved with `medic approve` under an approver's own
 token (the audit log names her), and not again; the power cycle after it
@@ -7,7 +10,13 @@ waits too, survives a restart of medic while it waits, and a denial
 through the API with the admin token means no power-off at the BMC. The
 read-only token cannot answer; an unknown or answered id, a body that is
 not an answer, and a denial without a reason are refused and change
-nothing."""
+nothing.
+
+The pause (`medic pause`, live mode): a new alert's drain and a drained
+node's power cycle are held with who paused and why, while a resolve still
+resumes its node; the pause shows in /metrics and on the page, survives a
+restart, and once ended (DELETE /api/v1/pause) the held drain runs;
+ending it twice is refused."""
 
 import json
 import os
@@ -143,5 +152,100 @@ def test_approve_deny_restart(suite):
     wait_until("the resume", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
 
 
+def test_pause(suite):
+    nodes = ["gpu-node-02", "gpu-node-03"]
+    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-pause")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    bmcs = {}
+    for n in nodes:
+        bmcs[n] = IpmiBmc(suite.workdir, n)
+        bmcs[n].start()
+        suite.on_exit(bmcs[n].stop)
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("pause")
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
+             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN))}
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    inventory = "".join(
+        f"    - {{ name: {n}, slurm: {{ node: {n} }}, bmc: {{ address: '{b.address}', "
+        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n" for n, b in bmcs.items())
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
+                  f"        read_bearer_token_file: {files['read']},\n"
+                  f"        admin_bearer_token_file: {files['admin']} }}\n"
+                  f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"
+                  f"inventory:\n  nodes:\n{inventory}"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          restart_grace: 1s,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps: [ { action: drain }, { after: 4s, action: ipmi_power_cycle } ]\n"
+                  "    on_resolved: [ { action: resume } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def decided(node, action, verdict):
+        return [d for d in medic.audit("decisions", "--node", node)
+                if d["action"] == action and d["verdict"] == verdict]
+
+    def paused():
+        return medic.metric("medic_paused", headers=bearer(READ))
+
+    started = time.time()
+    assert medic.post("/webhook", payload("gpu-node-02", started), headers=bearer(WEBHOOK))[0] == 200
+    wait_until("node-02 drained", lambda: "DRAIN" in cluster.node("gpu-node-02")[0], timeout=30)
+    assert paused() == 0
+    out = subprocess.run([suite.medic, "pause", "--reason", "rack 12 maintenance", "--url",
+                          medic.url, "--token-file", files["admin"]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "paused by admin (rack 12 maintenance)" in out.stdout, \
+        out.stdout + out.stderr
+    assert paused() == 1
+    wait_until("on-call told", lambda: [r for r in oncall.received("/hook")
+                                        if b"medic paused by admin" in r["body"]], timeout=30)
+    # a new alert's drain is held, and node-02's power cycle (due at 4 s)
+    t3 = time.time()
+    assert medic.post("/webhook", payload("gpu-node-03", t3), headers=bearer(WEBHOOK))[0] == 200
+    held = wait_until("node-03's drain held", lambda: decided("gpu-node-03", "drain",
+                                                             "suppressed"), timeout=30)
+    assert "paused by admin: rack 12 maintenance" in held[0]["reason"], held
+    cycle = wait_until("node-02's power cycle held", lambda: decided(
+        "gpu-node-02", "ipmi_power_cycle", "suppressed"), timeout=30)
+    assert "paused by admin" in cycle[0]["reason"], cycle
+    assert "DRAIN" not in cluster.node("gpu-node-03")[0] and bmcs["gpu-node-02"].log() == []
+    status, _, page = medic.get("/", headers=bearer(READ))
+    assert status == 200 and b"paused</b> by admin: rack 12 maintenance" in page, page[:3000]
+    # a resolve still resumes what medic drained
+    assert medic.post("/webhook", payload("gpu-node-02", started, "resolved"),
+                      headers=bearer(WEBHOOK))[0] == 200
+    wait_until("node-02 resumed while paused",
+               lambda: "DRAIN" not in cluster.node("gpu-node-02")[0], timeout=30)
+    # the pause survives a restart
+    medic.stop()
+    medic.start()
+    assert paused() == 1
+    # Alertmanager re-sends node-03's alert; the pause ends: its drain runs
+    again = payload("gpu-node-03", t3).replace('"g-gpu-node-03"', '"g-gpu-node-03-again"')
+    assert medic.post("/webhook", again, headers=bearer(WEBHOOK))[0] == 200
+    status, _, body = request_delete(medic, "/api/v1/pause", ADMIN)
+    assert status == 200 and "pause ended (unpaused by admin" in json.loads(body)["data"]["result"]
+    wait_until("node-03 drained once the pause ended",
+               lambda: "DRAIN" in cluster.node("gpu-node-03")[0], timeout=30)
+    assert paused() == 0
+    status, _, body = request_delete(medic, "/api/v1/pause", ADMIN)
+    assert status == 409 and "not paused" in json.loads(body)["data"]["result"], body
+    assert bmcs["gpu-node-02"].log() == []
+
+
+def request_delete(medic, path, token):
+    from lab import request
+    return request("DELETE", medic.url + path, headers=bearer(token))
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_approve_deny_restart])
+    Suite(__doc__).run([test_approve_deny_restart, test_pause])

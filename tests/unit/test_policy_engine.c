@@ -898,7 +898,7 @@ static void test_pause_holds_disruption_never_undo(void **state)
     make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0 + MIN, 0.9);
     make_alert(&c, "GPUXidError", "gpu-node-03", "0", "79", T0 + MIN, 0.9);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0); /* node-01 drained */
+    succeed(&w, T0);                                 /* node-01 drained */
     evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + MIN); /* node-03's drain under way */
     assert_int_equal(pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + 2 * MIN, 0), 1);
     expect(last(&w, 0), "", "notify", VERDICT_EXECUTE, "paused by ops (rack 12 maintenance)");
@@ -936,8 +936,7 @@ static void test_pause_holds_disruption_never_undo(void **state)
     assert_int_equal(ended, 1);
     assert_int_equal(drained, 1);
     assert_int_equal(policy_paused(w.state, &ps), 0);
-    assert_int_equal(pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 16 * MIN,
-                                 MEDIC_E_NOTFOUND),
+    assert_int_equal(pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 16 * MIN, MEDIC_E_NOTFOUND),
                      0);
     world_release(&w);
 }
