@@ -1,5 +1,6 @@
 #include "engine_serve.h"
 #include "engine_evaluate.h"
+#include "engine_requests.h"
 #include "log.h"
 #include "payload.h"
 #include "table.h"
@@ -187,29 +188,12 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
         return error_answer(out, 400,
                             "an answer goes to /api/v1/approvals/ID, ID the pending decision's id "
                             "(the page and `medic audit decisions --verdict pending` show it)");
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "decision");
-    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
-    int approve = cJSON_IsString(answer) && strcmp(answer->valuestring, "approve") == 0;
-    int deny = cJSON_IsString(answer) && strcmp(answer->valuestring, "deny") == 0;
+    struct engine_answer parsed;
     char why[512] = "";
-    if (!cJSON_IsObject(root) || (!approve && !deny))
-        snprintf(why, sizeof(why),
-                 "the body is {\"decision\": \"approve\" or \"deny\", \"reason\": \"...\"}");
-    else if (reason && !cJSON_IsString(reason))
-        snprintf(why, sizeof(why), "reason is text");
-    else if (deny && (!reason || !reason->valuestring[0]))
-        snprintf(why, sizeof(why), "a denial needs a reason: on-call reads it");
-    else if (reason && strlen(reason->valuestring) > 500)
-        snprintf(why, sizeof(why), "reason: at most 500 bytes");
-    if (why[0]) {
-        cJSON_Delete(root);
+    if (engine_parse_answer(body, len, &parsed, why, sizeof(why)))
         return error_answer(out, 400, why);
-    }
-    char text[512] = "";
-    if (reason)
-        snprintf(text, sizeof(text), "%s", reason->valuestring);
-    cJSON_Delete(root);
+    int approve = parsed.approve;
+    const char *text = parsed.reason;
     /* a step that waits now; the engine decides for good when it takes it */
     struct medic_error err = {0};
     struct pending_lookup p = {id, 0, 0};
@@ -237,36 +221,13 @@ int engine_api_pause(void *ctx, int pause, const char *body, size_t len, const c
                      const char *remote_addr, struct medic_buf *out)
 {
     struct engine *e = ctx;
-    char reason[512] = "", why[300] = "";
-    int64_t now = medic_time_now(), until = MEDIC_TIME_UNSET;
-    if (pause || len) {
-        cJSON *root = cJSON_ParseWithLength(body, len);
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "reason");
-        const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "until");
-        int64_t d = 0;
-        if (!cJSON_IsObject(root))
-            snprintf(why, sizeof(why),
-                     "the body is {\"reason\": \"...\", \"until\": \"2026-11-26T18:00:00Z\" or "
-                     "\"2h\"}");
-        else if (r && (!cJSON_IsString(r) || strlen(r->valuestring) > 500))
-            snprintf(why, sizeof(why), "reason is text of at most 500 bytes");
-        else if (pause && (!r || !r->valuestring[0]))
-            snprintf(why, sizeof(why), "a pause needs a reason: on-call reads it");
-        else if (u && !pause)
-            snprintf(why, sizeof(why), "until goes with a pause, not its end");
-        else if (u && (!cJSON_IsString(u) ||
-                       (medic_time_parse_rfc3339(u->valuestring, strlen(u->valuestring), &until) &&
-                        medic_duration_parse(u->valuestring, &d))))
-            snprintf(why, sizeof(why),
-                     "until takes an RFC 3339 time or a duration from now (90m, 2h)");
-        else if (u && d > 0)
-            until = now + d;
-        if (r && cJSON_IsString(r))
-            snprintf(reason, sizeof(reason), "%s", r->valuestring);
-        cJSON_Delete(root);
-        if (why[0])
-            return error_answer(out, 400, why);
-    }
+    char why[300] = "";
+    int64_t now = medic_time_now();
+    struct engine_pause parsed;
+    if (engine_parse_pause(body, len, pause, now, &parsed, why, sizeof(why)))
+        return error_answer(out, 400, why);
+    const char *reason = parsed.reason;
+    int64_t until = parsed.until;
     struct medic_error err = {0};
     struct audit_pause_in in = {now, pause, who, reason[0] ? reason : NULL, until, remote_addr};
     int64_t id = 0;

@@ -1,0 +1,85 @@
+/* The bodies of a person's requests over HTTP: an answer to a step
+ * waiting for approval, a pause. Parsed here, capped and checked whole,
+ * before anything is recorded (tests/fuzz/fuzz_requests.c). */
+#include "engine_requests.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A reason is a few lines on-call reads. */
+#define REASON_MAX 500
+
+static int fail(char *why, size_t size, const char *message)
+{
+    snprintf(why, size, "%s", message);
+    return MEDIC_E_INVALID;
+}
+
+int engine_parse_answer(const char *body, size_t len, struct engine_answer *out, char *why,
+                        size_t size)
+{
+    memset(out, 0, sizeof(*out));
+    if (len > ENGINE_REQUEST_MAX_BYTES)
+        return fail(why, size, "the body is over 16 KiB");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "decision");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
+    int approve = cJSON_IsString(answer) && strcmp(answer->valuestring, "approve") == 0;
+    int deny = cJSON_IsString(answer) && strcmp(answer->valuestring, "deny") == 0;
+    int rc = 0;
+    if (!cJSON_IsObject(root) || (!approve && !deny))
+        rc = fail(why, size,
+                  "the body is {\"decision\": \"approve\" or \"deny\", \"reason\": \"...\"}");
+    else if (reason && !cJSON_IsString(reason))
+        rc = fail(why, size, "reason is text");
+    else if (deny && (!reason || !reason->valuestring[0]))
+        rc = fail(why, size, "a denial needs a reason: on-call reads it");
+    else if (reason && strlen(reason->valuestring) > REASON_MAX)
+        rc = fail(why, size, "reason: at most 500 bytes");
+    if (rc == 0) {
+        out->approve = approve;
+        if (reason)
+            snprintf(out->reason, sizeof(out->reason), "%s", reason->valuestring);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
+                       struct engine_pause *out, char *why, size_t size)
+{
+    memset(out, 0, sizeof(*out));
+    out->until = MEDIC_TIME_UNSET;
+    if (!pause && len == 0)
+        return 0; /* DELETE with no body */
+    if (len > ENGINE_REQUEST_MAX_BYTES)
+        return fail(why, size, "the body is over 16 KiB");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "reason");
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "until");
+    int64_t d = 0, at = MEDIC_TIME_UNSET;
+    int rc = 0;
+    if (!cJSON_IsObject(root))
+        rc = fail(why, size,
+                  "the body is {\"reason\": \"...\", \"until\": \"2026-11-26T18:00:00Z\" or "
+                  "\"2h\"}");
+    else if (r && (!cJSON_IsString(r) || strlen(r->valuestring) > REASON_MAX))
+        rc = fail(why, size, "reason is text of at most 500 bytes");
+    else if (pause && (!r || !r->valuestring[0]))
+        rc = fail(why, size, "a pause needs a reason: on-call reads it");
+    else if (u && !pause)
+        rc = fail(why, size, "until goes with a pause, not its end");
+    else if (u && (!cJSON_IsString(u) ||
+                   (medic_time_parse_rfc3339(u->valuestring, strlen(u->valuestring), &at) &&
+                    medic_duration_parse(u->valuestring, &d))))
+        rc = fail(why, size, "until takes an RFC 3339 time or a duration from now (90m, 2h)");
+    if (rc == 0) {
+        if (r)
+            snprintf(out->reason, sizeof(out->reason), "%s", r->valuestring);
+        out->until = at != MEDIC_TIME_UNSET ? at : d > 0 ? now + d : MEDIC_TIME_UNSET;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
