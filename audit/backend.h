@@ -81,6 +81,9 @@ extern const struct audit_backend audit_backend_pg;
 
 /* The backend of a location: a postgresql:// URL, or an SQLite path. */
 const struct audit_backend *audit__backend_for(const char *location);
+/* 0 when this build reads a log of schema version, else the error that
+ * says to upgrade medic. */
+int audit__readable_version(int version, struct medic_error *err);
 
 /* rows.c: the row-by-row ways, for a backend that has no faster one. */
 int audit__insert_notification_looked_up(struct audit_store *s, struct job *job, int64_t *id,

@@ -642,14 +642,10 @@ static int pg_open_reader(const char *url, void **conn, struct db **db, struct m
     if (version <= 0)
         return medic_error_set(err, MEDIC_E_STORE,
                                "postgresql: no medic audit log in this database (medic_schema)");
-    if (version > audit_schema_version())
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "database schema version %d is newer than this medic (%d); "
-                               "upgrade medic",
-                               version, audit_schema_version());
-    if (!(*db = db_over_pg(c)))
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    return 0;
+    rc = audit__readable_version(version, err);
+    if (rc == 0 && !(*db = db_over_pg(c)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
 }
 
 static void pg_close_reader(void *conn, struct db *db)

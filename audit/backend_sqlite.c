@@ -153,14 +153,10 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
                                "'%s' is not a medic audit database (%s); pass the --db that medic "
                                "serve writes",
                                path, version < 0 ? sqlite3_errmsg(lite) : "no medic schema");
-    if (version > audit_schema_version())
-        return medic_error_set(err, MEDIC_E_STORE,
-                               "database schema version %d is newer than this medic (%d); "
-                               "upgrade medic",
-                               version, audit_schema_version());
-    if (!(*db = db_over_sqlite(lite)))
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    return 0;
+    int rc = audit__readable_version(version, err);
+    if (rc == 0 && !(*db = db_over_sqlite(lite)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
 }
 
 static void lite_close_reader(void *conn, struct db *db)

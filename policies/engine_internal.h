@@ -334,6 +334,11 @@ void policy__record_action(struct policy_state *st, const struct policy *pol,
                            const struct incident *in, int64_t now);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                           struct policy_decisions *out);
+/* Fills d as a notification to on-call through safety.storm.notifier (the
+ * notifier that hears about medic itself) with message, or, when none is
+ * configured, as a suppressed decision that says so. */
+void policy__notify_oncall(const struct policy_context *ctx, struct policy_decision *d,
+                           const char *message, struct policy_decisions *out);
 struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
                                             const struct incident *in, int64_t now,
                                             struct policy_decisions *out, const char *message);

@@ -195,20 +195,16 @@ void policy__update_storm(const struct policy_context *ctx, struct policy_state 
 /* A notification to on-call (safety.storm.notifier, the notifier that
  * hears about medic itself) about incident in; a suppressed decision that
  * says so when none is configured. */
-struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
-                                            const struct incident *in, int64_t now,
-                                            struct policy_decisions *out, const char *message)
+void policy__notify_oncall(const struct policy_context *ctx, struct policy_decision *d,
+                           const char *message, struct policy_decisions *out)
 {
     const char *notifier = ctx->policies->safety.storm_notifier;
-    struct policy_decision *d = policy__incident_decision(out, in, now);
-    if (!d)
-        return NULL;
     snprintf(d->reason, sizeof(d->reason), "%s", message);
     if (!notifier) {
         d->verdict = VERDICT_SUPPRESSED;
         size_t at = strlen(d->reason);
         snprintf(d->reason + at, sizeof(d->reason) - at, "; no safety.storm.notifier to tell");
-        return d;
+        return;
     }
     medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
     d->has_action = 1;
@@ -216,5 +212,14 @@ struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
         medic_action_set_text(&d->action, "message", message, strlen(message)))
         out->failed = MEDIC_E_NOMEM;
     d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+}
+
+struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
+                                            const struct incident *in, int64_t now,
+                                            struct policy_decisions *out, const char *message)
+{
+    struct policy_decision *d = policy__incident_decision(out, in, now);
+    if (d)
+        policy__notify_oncall(ctx, d, message, out);
     return d;
 }

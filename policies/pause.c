@@ -16,24 +16,12 @@
 static void pause_notice(const struct policy_context *ctx, int64_t now, const char *message,
                          struct policy_decisions *out)
 {
-    const char *notifier = ctx->policies->safety.storm_notifier;
     struct policy_decision *d = policy__new_decision(out);
     if (!d)
         return;
     d->time = now;
     d->risk = NAN;
-    snprintf(d->reason, sizeof(d->reason), "%s%s", message,
-             notifier ? "" : "; no safety.storm.notifier to tell");
-    if (!notifier) {
-        d->verdict = VERDICT_SUPPRESSED;
-        return;
-    }
-    medic_action_init(&d->action, MEDIC_ACTION_NOTIFY);
-    d->has_action = 1;
-    if (medic_action_set_text(&d->action, "notifier", notifier, strlen(notifier)) ||
-        medic_action_set_text(&d->action, "message", message, strlen(message)))
-        out->failed = MEDIC_E_NOMEM;
-    d->verdict = ctx->live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
+    policy__notify_oncall(ctx, d, message, out);
 }
 
 static void end_pause(const struct policy_context *ctx, struct policy_state *st, int64_t now,

@@ -310,6 +310,29 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
     return r;
 }
 
+/* A person's request (an answer to a pending step, a pause or its end),
+ * named by the credentials that came with it. */
+static enum MHD_Result person_request(struct receiver_server *srv, struct MHD_Connection *conn,
+                                      struct request *req, const char *url)
+{
+    int approval = req->handler == H_APPROVAL;
+    if (approval ? !srv->hooks.approve : !srv->hooks.pause)
+        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+    char who[128];
+    receiver__identity(srv, conn, who, sizeof(who));
+    const char *body = req->body.data ? req->body.data : "";
+    struct medic_buf b;
+    medic_buf_init(&b, (size_t)1 << 20);
+    int code = approval ? srv->hooks.approve(srv->hooks.ctx, url + 18, body, req->body.len, who,
+                                             req->remote, &b)
+                        : srv->hooks.pause(srv->hooks.ctx, !req->deleting, body, req->body.len, who,
+                                           req->remote, &b);
+    enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
+                                b.data ? b.data : "", b.len, NULL, NULL);
+    medic_buf_release(&b);
+    return r;
+}
+
 static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connection *conn,
                                 struct request *req, const char *url)
 {
@@ -360,38 +383,9 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
         medic_buf_release(&b);
         return r;
     }
-    case H_APPROVAL: {
-        if (!srv->hooks.approve)
-            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                 NULL);
-        char who[128];
-        receiver__identity(srv, conn, who, sizeof(who));
-        struct medic_buf b;
-        medic_buf_init(&b, (size_t)1 << 20);
-        int code =
-            srv->hooks.approve(srv->hooks.ctx, url + 18, req->body.data ? req->body.data : "",
-                               req->body.len, who, req->remote, &b);
-        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
-                                    b.data ? b.data : "", b.len, NULL, NULL);
-        medic_buf_release(&b);
-        return r;
-    }
-    case H_PAUSE: {
-        if (!srv->hooks.pause)
-            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                 NULL);
-        char who[128];
-        receiver__identity(srv, conn, who, sizeof(who));
-        struct medic_buf b;
-        medic_buf_init(&b, (size_t)1 << 20);
-        int code =
-            srv->hooks.pause(srv->hooks.ctx, !req->deleting, req->body.data ? req->body.data : "",
-                             req->body.len, who, req->remote, &b);
-        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
-                                    b.data ? b.data : "", b.len, NULL, NULL);
-        medic_buf_release(&b);
-        return r;
-    }
+    case H_APPROVAL:
+    case H_PAUSE:
+        return person_request(srv, conn, req, url);
     case H_PAGE: {
         if (!srv->hooks.page)
             return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,

@@ -257,7 +257,7 @@ def test_reload_keeps_running_config_when_invalid(suite):
     # a refused configuration is the client's to fix: 400 with FILE:LINE:COL
     error = json.loads(body)["error"]
     assert status == 400, status
-    assert re.search(r"medic\.yaml:\d+:\d+: mode: expected 'dry-run' or 'live'", error), error
+    assert re.search(r"medic\.yaml:\d+:\d+: mode: expected 'dry-run', 'approve' or 'live'", error), error
     # a valid change takes effect: a new token
     new_token = write_secret(os.path.join(medic.workdir, "webhook2.token"), "rotated")
     with open(medic.config_path, "w") as f:
