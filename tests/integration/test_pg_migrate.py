@@ -235,7 +235,7 @@ def test_schema_upgrade(suite):
            "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
            "ALTER TABLE medic_lease DROP COLUMN config_hash, DROP COLUMN forced,"
            " DROP COLUMN last_forced;"
-           "DROP TABLE approvals;"
+           "DROP TABLE approvals; DROP TABLE pause_requests;"
            "ALTER TABLE decisions DROP CONSTRAINT decisions_verdict_check,"
            " ADD CONSTRAINT decisions_verdict_check CHECK (verdict IN"
            " ('execute','dry_run','suppressed','no_match','error'));"
