@@ -10,6 +10,9 @@
 
 /* A reason is a few lines on-call reads. */
 #define REASON_MAX 500
+/* A pause ends by itself at most this far ahead (a longer one is a
+ * configuration change: a maintenance window). */
+#define PAUSE_LONGEST (30 * 24 * 3600 * MEDIC_NS_PER_SEC)
 
 static int fail(char *why, size_t size, const char *message)
 {
@@ -75,6 +78,11 @@ int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
                    (medic_time_parse_rfc3339(u->valuestring, strlen(u->valuestring), &at) &&
                     medic_duration_parse(u->valuestring, &d))))
         rc = fail(why, size, "until takes an RFC 3339 time or a duration from now (90m, 2h)");
+    else if (u &&
+             (at != MEDIC_TIME_UNSET ? at > now && at - now > PAUSE_LONGEST : d > PAUSE_LONGEST))
+        rc = fail(why, size,
+                  "until: at most 30 days ahead (a longer hold is a maintenance window in the "
+                  "configuration)");
     if (rc == 0) {
         if (r)
             snprintf(out->reason, sizeof(out->reason), "%s", r->valuestring);

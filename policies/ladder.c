@@ -370,7 +370,8 @@ int policy__answer_pending(const struct policy_context *ctx, struct policy_state
     check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
     if (guard[0]) {
         d->verdict = VERDICT_SUPPRESSED;
-        snprintf(d->reason, sizeof(d->reason), "step %zu approved by %s (%s), but refused now: %s",
+        snprintf(d->reason, sizeof(d->reason),
+                 "step %zu approved by %.64s (%.150s), but refused now: %.250s",
                  in->pending_step + 1, a->by, reason, guard);
         in->halted = 1;
         snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was refused when approved",
