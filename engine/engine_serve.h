@@ -71,6 +71,17 @@ int engine_api_pause(void *engine, int pause, const char *body, size_t len, cons
 void engine_approval_recorded(struct engine *e);
 /* GET / and GET /nodes/NAME (engine/page.c): the on-call page as HTML
  * into out; returns the HTTP status. */
-int engine_page(void *engine, const char *path, struct medic_buf *out);
+int engine_page(void *engine, const char *path, const char *authorization, struct medic_buf *out);
+/* POST /approvals/ID, /pause and /unpause: the page's forms
+ * (engine/page_forms.c); HTML into out; returns the HTTP status. */
+int engine_page_form(void *engine, const char *path, const char *body, size_t len, const char *who,
+                     const char *authorization, const char *origin, const char *host,
+                     const char *remote_addr, struct medic_buf *out);
+/* page.c and page_forms.c: a page's head, with its style; GET
+ * /approvals/ID and GET /pause, their forms bound to authorization. */
+void engine__page_start(struct medic_buf *out, const char *title);
+int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
+                          struct medic_buf *out);
+int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out);
 
 #endif

@@ -163,7 +163,8 @@ static void summary(struct medic_buf *out, struct engine *e, const struct medic_
                      "<span>storm <b class=\"badge %s\">%s</b></span>"
                      "<span>open incidents <b>%d</b></span>"
                      "<span>nodes disrupted by medic <b>%d</b> (caps: %zu disruptive actions in "
-                     "flight; %.3g of %zu inventory nodes = %zu)</span></p>\n",
+                     "flight; %.3g of %zu inventory nodes = %zu)</span>"
+                     "<span><a href=\"/pause\">pause or unpause the fleet</a></span></p>\n",
                      medic_mode_acts(config->mode) ? "live" : "dry_run",
                      medic_mode_name(config->mode), st->storm ? "storm" : "calm",
                      st->storm ? "active" : "none", st->open_incidents, st->disrupted_nodes,
@@ -179,12 +180,70 @@ static const char *const timeline_columns[] = {"time", "kind", "what", "detail"}
 
 #define COUNT(a) (sizeof(a) / sizeof(a[0]))
 
+/* The steps waiting for a person that the front page lists first. */
+#define PAGE_PENDING 100
+struct pending_list {
+    struct {
+        int64_t incident, decision_id, until;
+        char node[128], policy[65];
+        size_t step;
+    } items[PAGE_PENDING];
+    size_t count, more;
+};
+
+static int collect_pending(void *arg, const struct policy_pending_step *p)
+{
+    struct pending_list *l = arg;
+    if (l->count == PAGE_PENDING) {
+        l->more++;
+        return 0;
+    }
+    l->items[l->count].incident = p->incident;
+    l->items[l->count].decision_id = p->decision_id;
+    l->items[l->count].until = p->until;
+    l->items[l->count].step = p->step;
+    snprintf(l->items[l->count].node, sizeof(l->items[l->count].node), "%s", p->node);
+    snprintf(l->items[l->count].policy, sizeof(l->items[l->count].policy), "%s", p->policy);
+    l->count++;
+    return 0;
+}
+
+/* The steps waiting for a person, each with the page to answer it on. */
+static void pending_section(struct medic_buf *out, const struct pending_list *l)
+{
+    if (l->count == 0)
+        return;
+    medic_buf_puts(out, "<h2>Waiting for approval</h2>\n<table><thead><tr><th>node</th>"
+                        "<th>policy</th><th>step</th><th>incident</th><th>waits until</th>"
+                        "<th></th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < l->count; i++) {
+        char until[40];
+        medic_time_format(l->items[i].until, until, sizeof(until));
+        medic_buf_puts(out, "<tr><td>");
+        node_link(out, l->items[i].node);
+        medic_buf_puts(out, "</td><td>");
+        medic_html_text(out, l->items[i].policy);
+        medic_buf_printf(out, "</td><td>%zu</td><td>%lld</td><td class=\"nowrap\">%s</td><td>",
+                         l->items[i].step + 1, (long long)l->items[i].incident, until);
+        if (l->items[i].decision_id > 0)
+            medic_buf_printf(out, "<a href=\"/approvals/%lld\">approve or deny</a>",
+                             (long long)l->items[i].decision_id);
+        else
+            medic_buf_puts(out, "being recorded");
+        medic_buf_puts(out, "</td></tr>\n");
+    }
+    medic_buf_puts(out, "</tbody></table>\n");
+    if (l->more)
+        medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", l->more);
+}
+
 struct incidents_view {
     struct policy_context ctx;
     const char *node;
     struct medic_table *table;
     struct engine_pipeline_stats *stats;
     struct policy_pause_state *pause;
+    struct pending_list *pending;
 };
 
 static int view_incidents(void *arg, struct policy_state *state)
@@ -198,6 +257,8 @@ static int view_incidents(void *arg, struct policy_state *state)
     }
     if (v->pause)
         policy_paused(state, v->pause);
+    if (v->pending)
+        policy_pending_steps(state, collect_pending, v->pending);
     return policy_open_incidents_table(&v->ctx, state, v->node, PAGE_INCIDENTS, v->table);
 }
 
@@ -207,9 +268,11 @@ static int view_incidents(void *arg, struct policy_state *state)
  * engine a walk to the incidents listed, not a copy of its state. */
 static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
                           struct medic_table *t, struct engine_pipeline_stats *st,
-                          struct policy_pause_state *pause, struct medic_error *err)
+                          struct policy_pause_state *pause, struct pending_list *pending,
+                          struct medic_error *err)
 {
-    struct incidents_view v = {.node = node, .table = t, .stats = st, .pause = pause};
+    struct incidents_view v = {
+        .node = node, .table = t, .stats = st, .pause = pause, .pending = pending};
     engine_context_from_config(config, &v.ctx);
     int rc = engine_with_state(e, view_incidents, &v, err);
     if (rc && !err->msg[0])
@@ -223,18 +286,26 @@ static int front_page(struct engine *e, const struct medic_config *config,
     struct medic_table incidents, decisions;
     struct engine_pipeline_stats st;
     struct policy_pause_state pause = {0};
-    if (open_incidents(e, config, NULL, &incidents, &st, &pause, err))
+    struct pending_list *pending = calloc(1, sizeof(*pending));
+    if (!pending)
         return 503;
+    if (open_incidents(e, config, NULL, &incidents, &st, &pause, pending, err)) {
+        free(pending);
+        return 503;
+    }
     struct audit_filter f;
     audit_filter_init(&f);
     f.limit = PAGE_DECISIONS;
     if (audit_query(reader, AUDIT_DECISIONS, &f, &decisions, err)) {
         medic_table_release(&incidents);
+        free(pending);
         return 503;
     }
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
     summary(out, e, config, &st, &pause);
+    pending_section(out, pending);
+    free(pending);
     medic_buf_printf(out,
                      "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
                      PAGE_INCIDENTS);
@@ -254,7 +325,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      struct medic_error *err)
 {
     struct medic_table incidents, timeline;
-    if (open_incidents(e, config, node, &incidents, NULL, NULL, err))
+    if (open_incidents(e, config, node, &incidents, NULL, NULL, NULL, err))
         return 503;
     if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
                        err)) {
@@ -297,10 +368,30 @@ static int node_name_ok(const char *node)
     return 1;
 }
 
-int engine_page(void *ctx, const char *path, struct medic_buf *out)
+void engine__page_start(struct medic_buf *out, const char *title)
+{
+    page_start(out, title, 0); /* a page with a form never reloads itself */
+}
+
+int engine_page(void *ctx, const char *path, const char *authorization, struct medic_buf *out)
 {
     struct engine *e = ctx;
     struct medic_error err = {0};
+    if (strncmp(path, "/approvals/", 11) == 0) {
+        char *end;
+        long long id = strtoll(path + 11, &end, 10);
+        if (*end || id <= 0)
+            return 404;
+        int code = engine__approval_page(e, id, authorization, out);
+        if (code == 503) {
+            medic_buf_reset(out);
+            page_start(out, "unavailable - medic", PAGE_REFRESH);
+            medic_buf_puts(out, "<h1>medic cannot show this page now</h1></body></html>\n");
+        }
+        return code;
+    }
+    if (strcmp(path, "/pause") == 0)
+        return engine__pause_page(e, authorization, out);
     const char *node = strncmp(path, "/nodes/", 7) == 0 ? path + 7 : NULL;
     if (!node && strcmp(path, "/") != 0) {
         page_start(out, "not found - medic", 0);

@@ -430,6 +430,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .approve = engine_api_approve,
         .pause = engine_api_pause,
         .page = engine_page,
+        .page_form = engine_page_form,
     };
     if (receiver_server_start(&listen, &settings, &hooks, &e->server, err)) {
         medic_error_prefix(err, "cannot start the http server");

@@ -393,6 +393,21 @@ static int64_t unresolved(size_t index)
     return -(int64_t)index - 1;
 }
 
+int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, void *arg)
+{
+    for (size_t i = 0; i < st->incident_count; i++) {
+        const struct incident *in = st->incidents[i];
+        if (in->final || !in->pending)
+            continue;
+        struct policy_pending_step p = {in->id,   in->pending_decision, in->pending_until,
+                                        in->node, in->policy,           in->pending_step};
+        int rc = fn(arg, &p);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until)
 {
     for (size_t i = 0; decision_id > 0 && i < st->incident_count; i++) {

@@ -8,15 +8,21 @@
 #include <strings.h>
 
 const char *const receiver__handler_names[H_COUNT] = {
-    "/webhook",      "/metrics",        "/-/healthy", "/-/ready",          "/-/reload",
-    "/api/v1/query", "/api/v1/dry-run", "/",          "/api/v1/approvals", "/api/v1/pause",
-    "other"};
+    "/webhook",          "/metrics",      "/-/healthy",      "/-/ready",
+    "/-/reload",         "/api/v1/query", "/api/v1/dry-run", "/",
+    "/api/v1/approvals", "/api/v1/pause", "/ (forms)",       "other"};
 const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 
-enum handler receiver__route(const char *url)
+enum handler receiver__route(const char *url, const char *method)
 {
+    /* the page's pages to act from, and their forms */
+    int form_page = strncmp(url, "/approvals/", 11) == 0 || strcmp(url, "/pause") == 0;
+    if (strcmp(method, "POST") == 0 && (form_page || strcmp(url, "/unpause") == 0))
+        return H_PAGE_FORM;
+    if (form_page)
+        return H_PAGE;
     if (strcmp(url, "/webhook") == 0)
         return H_WEBHOOK;
     if (strcmp(url, "/metrics") == 0)
@@ -50,6 +56,8 @@ const char *receiver__allowed_method(enum handler h)
         return "POST";
     case H_PAUSE:
         return "POST, DELETE";
+    case H_PAGE_FORM:
+        return "POST";
     case H_HEALTHY:
     case H_READY:
         return "GET, HEAD";
@@ -64,6 +72,8 @@ int receiver__method_ok(enum handler h, const char *method)
         return strcmp(method, "POST") == 0;
     if (h == H_PAUSE)
         return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0;
+    if (h == H_PAGE_FORM)
+        return strcmp(method, "POST") == 0;
     if (h == H_HEALTHY || h == H_READY)
         return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     return strcmp(method, "GET") == 0;
@@ -83,6 +93,7 @@ const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s
     case H_RELOAD:
     case H_APPROVAL: /* and the approvers' tokens: see receiver__authenticate */
     case H_PAUSE:
+    case H_PAGE_FORM:
         return &s->admin_auth;
     default:
         return NULL;
@@ -103,8 +114,9 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         return 1;
     }
     *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
-    if ((h == H_APPROVAL || h == H_PAUSE) && authorization &&
-        strncasecmp(authorization, "Bearer ", 7) == 0) {
+    /* the people who may act from the page may read it too */
+    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_PAGE_FORM || h == H_PAGE;
+    if (acts && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
         const struct receiver_settings *s = &srv->settings->s;
         for (size_t i = 0; i < s->approver_count; i++)
             if (receiver_secure_equals(authorization + 7, strlen(authorization + 7),
@@ -113,9 +125,13 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
                 return 1;
             }
     }
-    if (auth->basic_username && authorization && strncasecmp(authorization, "Basic ", 6) == 0)
+    const struct receiver_auth *admin = &srv->settings->s.admin_auth;
+    if ((auth->basic_username || (h == H_PAGE && admin->basic_username)) && authorization &&
+        strncasecmp(authorization, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(conn, &pass);
     ok = receiver_auth_check(auth, authorization, user, pass);
+    if (!ok && h == H_PAGE && receiver_auth_required(admin))
+        ok = receiver_auth_check(admin, authorization, user, pass);
     medic_rwlock_unlock(&srv->settings_lock);
     if (user)
         MHD_free(user);
@@ -155,18 +171,30 @@ void receiver__identity(struct receiver_server *srv, struct MHD_Connection *conn
     medic_rwlock_unlock(&srv->settings_lock);
 }
 
-int receiver__is_json_content_type(const char *ct)
+/* Whether ct names the media type (parameters after ';' allowed). */
+static int content_type_is(const char *ct, const char *type)
 {
     if (!ct)
         return 0;
     while (*ct == ' ')
         ct++;
-    if (strncasecmp(ct, "application/json", 16) != 0)
+    size_t n = strlen(type);
+    if (strncasecmp(ct, type, n) != 0)
         return 0;
-    ct += 16;
+    ct += n;
     while (*ct == ' ')
         ct++;
     return *ct == '\0' || *ct == ';';
+}
+
+int receiver__is_form_content_type(const char *ct)
+{
+    return content_type_is(ct, "application/x-www-form-urlencoded");
+}
+
+int receiver__is_json_content_type(const char *ct)
+{
+    return content_type_is(ct, "application/json");
 }
 
 static void render_webhook_histogram(struct receiver_server *srv, struct medic_buf *b)

@@ -386,18 +386,41 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     case H_APPROVAL:
     case H_PAUSE:
         return person_request(srv, conn, req, url);
+    case H_PAGE_FORM: {
+        if (!srv->hooks.page_form)
+            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                 NULL);
+        char who[128];
+        receiver__identity(srv, conn, who, sizeof(who));
+        struct medic_buf b;
+        medic_buf_init(&b, (size_t)1 << 20);
+        int code = srv->hooks.page_form(
+            srv->hooks.ctx, url, req->body.data ? req->body.data : "", req->body.len, who,
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST), req->remote,
+            &b);
+        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "text/html; charset=utf-8",
+                                    b.data ? b.data : "", b.len, "Content-Security-Policy",
+                                    "default-src 'none'; style-src 'unsafe-inline'; "
+                                    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+        medic_buf_release(&b);
+        return r;
+    }
     case H_PAGE: {
         if (!srv->hooks.page)
             return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
                                  NULL);
         struct medic_buf b;
         medic_buf_init(&b, (size_t)16 << 20);
-        int code = srv->hooks.page(srv->hooks.ctx, url, &b);
+        int code = srv->hooks.page(
+            srv->hooks.ctx, url,
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &b);
         /* the page loads nothing: not from medic, not from anywhere */
         enum MHD_Result r =
             respond(srv, conn, req, (unsigned int)code, "text/html; charset=utf-8",
                     b.data ? b.data : "", b.len, "Content-Security-Policy",
-                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; "
+                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                     "frame-ancestors 'none'; base-uri 'none'");
         medic_buf_release(&b);
         return r;
@@ -431,13 +454,15 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
     }
     req->deleting = strcmp(method, "DELETE") == 0;
     if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&
-        (req->handler != H_PAUSE || req->deleting))
+        (req->handler != H_PAUSE || req->deleting) && req->handler != H_PAGE_FORM)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (!receiver__is_json_content_type(ct)) {
+    if (req->handler == H_PAGE_FORM ? !receiver__is_form_content_type(ct)
+                                    : !receiver__is_json_content_type(ct)) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "content type '%.64s' is not supported; send application/json",
-                 ct ? ct : "(none)");
+        snprintf(
+            msg, sizeof(msg), "content type '%.64s' is not supported; send %s", ct ? ct : "(none)",
+            req->handler == H_PAGE_FORM ? "application/x-www-form-urlencoded" : "application/json");
         return respond_error(srv, conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL, NULL);
     }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
@@ -461,14 +486,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = calloc(1, sizeof(*req));
         if (!req)
             return MHD_NO;
-        req->handler = receiver__route(url);
+        req->handler = receiver__route(url, method);
         req->conn = conn;
         req->srv = srv;
         req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
         medic_rwlock_rdlock(&srv->settings_lock);
         /* an answer to a pending step is a reason of a few lines */
-        medic_buf_init(&req->body, req->handler == H_APPROVAL || req->handler == H_PAUSE
+        medic_buf_init(&req->body, req->handler == H_APPROVAL || req->handler == H_PAUSE ||
+                                           req->handler == H_PAGE_FORM
                                        ? 16384
                                        : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);

@@ -20,9 +20,10 @@ enum handler {
     H_RELOAD,
     H_API_QUERY,
     H_DRY_RUN,
-    H_PAGE,     /* GET / and /nodes/NAME */
-    H_APPROVAL, /* POST /api/v1/approvals/ID */
-    H_PAUSE,    /* POST and DELETE /api/v1/pause */
+    H_PAGE,      /* GET / and /nodes/NAME */
+    H_APPROVAL,  /* POST /api/v1/approvals/ID */
+    H_PAUSE,     /* POST and DELETE /api/v1/pause */
+    H_PAGE_FORM, /* the page's forms: POST /approvals/ID, /pause, /unpause */
     H_OTHER,
     H_COUNT
 };
@@ -106,7 +107,7 @@ struct request {
     int deleting; /* its method is DELETE */
 };
 
-enum handler receiver__route(const char *url);
+enum handler receiver__route(const char *url, const char *method);
 const char *receiver__allowed_method(enum handler h);
 int receiver__method_ok(enum handler h, const char *method);
 const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h);
@@ -118,6 +119,7 @@ void receiver__identity(struct receiver_server *srv, struct MHD_Connection *conn
 int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
                            const char **challenge);
 int receiver__is_json_content_type(const char *ct);
+int receiver__is_form_content_type(const char *ct);
 void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b);
 
 #endif

@@ -30,4 +30,21 @@ struct engine_pause {
 int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
                        struct engine_pause *out, char *why, size_t size);
 
+/* The fields of one of the on-call page's forms
+ * (application/x-www-form-urlencoded): csrf, decision, reason, until, each
+ * decoded and capped; other fields are refused. 0, or MEDIC_E_INVALID. */
+struct engine_form {
+    char csrf[65];
+    char decision[16];
+    char reason[512];
+    char until[64];
+};
+int engine_parse_form(const char *body, size_t len, struct engine_form *out, char *why,
+                      size_t size);
+
+/* The anti-forgery token of the form that posts to path, for a request
+ * that came with authorization (its Authorization header; NULL: none):
+ * another site cannot make it without the credential. 32 hex digits. */
+void engine_form_token(const char *authorization, const char *path, char out[33]);
+
 #endif

@@ -237,6 +237,16 @@ struct policy_pause_state {
 };
 int policy_paused(const struct policy_state *st, struct policy_pause_state *out);
 
+/* Calls fn for every step waiting for a person, in the incidents' order
+ * (a non-zero return stops the walk and is returned). */
+struct policy_pending_step {
+    int64_t incident, decision_id, until; /* decision_id 0 until committed */
+    const char *node, *policy;
+    size_t step; /* from 0 */
+};
+typedef int (*policy_pending_fn)(void *arg, const struct policy_pending_step *p);
+int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, void *arg);
+
 /* The incident whose step decision_id left pending and that still waits
  * (until *until, ns); 0 when none does. */
 int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until);

@@ -54,7 +54,14 @@ struct receiver_hooks {
     int (*dry_run)(void *ctx, const char *body, size_t len, struct medic_buf *out);
     /* GET / and GET /nodes/NAME (path as requested, decoded): the on-call
      * page as HTML; returns the HTTP status. */
-    int (*page)(void *ctx, const char *path, struct medic_buf *out);
+    int (*page)(void *ctx, const char *path, const char *authorization, struct medic_buf *out);
+    /* POST /approvals/ID, /pause and /unpause: the page's forms
+     * (application/x-www-form-urlencoded), from who, with the request's
+     * Authorization (their anti-forgery tokens are bound to it), Origin
+     * and Host (NULL when absent); HTML into out; returns the HTTP status. */
+    int (*page_form)(void *ctx, const char *path, const char *body, size_t len, const char *who,
+                     const char *authorization, const char *origin, const char *host,
+                     const char *remote_addr, struct medic_buf *out);
     /* POST /api/v1/approvals/ID: a person's answer (JSON body) to the step
      * decision ID left pending, from who (the credential's name); the
      * result as JSON into out; returns the HTTP status. */

@@ -1,7 +1,8 @@
 /* libFuzzer target: the bodies of a person's requests over HTTP (an answer
- * to a pending step, a pause or its end) must never crash or leak, whatever
- * the bytes; what parses holds what the API records (a reason within its
- * cap, an answer that is approve or deny). */
+ * to a pending step, a pause or its end, the on-call page's forms) must
+ * never crash or leak, whatever the bytes; what parses holds what the API
+ * records (a reason within its cap, an answer that is approve or deny, no
+ * control character from a form). */
 #include "engine_requests.h"
 #include "timeutil.h"
 
@@ -28,6 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (strlen(p.reason) > 500 || (pause && !p.reason[0]) ||
              (!pause && p.until != MEDIC_TIME_UNSET)))
             abort();
+    }
+    struct engine_form form;
+    if (engine_parse_form(body, size, &form, why, sizeof(why)) == 0) {
+        if (strlen(form.reason) > 500)
+            abort();
+        for (const char *c = form.reason; *c; c++)
+            if ((unsigned char)*c < 0x20 && *c != '\n' && *c != '\r' && *c != '\t')
+                abort();
     }
     return 0;
 }

@@ -16,7 +16,14 @@ The pause (`medic pause`, live mode): a new alert's drain and a drained
 node's power cycle are held with who paused and why, while a resolve still
 resumes its node; the pause shows in /metrics and on the page, survives a
 restart, and once ended (DELETE /api/v1/pause) the held drain runs;
-ending it twice is refused."""
+ending it twice is refused.
+
+The on-call page in a real browser (Debian's headless Chromium, driven
+through the DevTools protocol by tests/integration/cdp.py): loaded with the
+admin token, the approve form of a pending power cycle leads to exactly
+one power-off at the BMC, the deny form of another to none; forms posted
+without their anti-forgery token or from another origin change nothing;
+the pause form holds the fleet and the unpause form ends it."""
 
 import json
 import os
@@ -242,10 +249,107 @@ def test_pause(suite):
     assert bmcs["gpu-node-02"].log() == []
 
 
+def test_page_forms_in_chromium(suite):
+    from cdp import Browser
+    from lab import request, require_binary
+    require_binary("chromium")
+    nodes = ["gpu-node-04", "gpu-node-05"]
+    bmcs = {}
+    for n in nodes:
+        bmcs[n] = IpmiBmc(suite.workdir, n)
+        bmcs[n].start()
+        suite.on_exit(bmcs[n].stop)
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("browser")
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
+             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN))}
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    inventory = "".join(
+        f"    - {{ name: {n}, bmc: {{ address: '{b.address}', "
+        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n" for n, b in bmcs.items())
+    medic = Medic(suite.medic, workdir,
+                  f"mode: approve\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
+                  f"        read_bearer_token_file: {files['read']},\n"
+                  f"        admin_bearer_token_file: {files['admin']} }}\n"
+                  f"credentials_file: {creds}\n"
+                  f"inventory:\n  nodes:\n{inventory}"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: cycle\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps: [ { action: ipmi_power_cycle } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+    now = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, now), headers=bearer(WEBHOOK))[0] == 200
+
+    def pending(node):
+        return [d for d in medic.audit("decisions", "--node", node)
+                if d["action"] == "ipmi_power_cycle" and d["verdict"] == "pending"]
+    ids = {n: wait_until(f"{n}'s power cycle pending", lambda n=n: pending(n), timeout=30)[0]["id"]
+           for n in nodes}
+    # the front page lists both, linked to the page to answer on
+    wait_until("the engine's state has the ids", lambda: all(
+        f"/approvals/{i}".encode() in medic.get("/", headers=bearer(READ))[2]
+        for i in ids.values()), timeout=30)
+    # forged forms change nothing: no token; another site's origin
+    path = f"/approvals/{ids['gpu-node-04']}"
+    form = {"Content-Type": "application/x-www-form-urlencoded", **bearer(ADMIN)}
+    status, _, body = request("POST", medic.url + path, body=b"decision=approve", headers=form)
+    assert status == 403 and b"token does not match" in body, body
+    status, _, page = medic.get(path, headers=bearer(ADMIN))
+    token = page.decode().split('name="csrf" value="')[1].split('"')[0]
+    status, _, body = request("POST", medic.url + path,
+                              body=f"csrf={token}&decision=approve".encode(),
+                              headers={**form, "Origin": "http://evil.example"})
+    assert status == 403 and b"another site" in body, body
+    assert pending("gpu-node-04") and bmcs["gpu-node-04"].log() == []
+    browser = Browser(suite.subdir("chromium"), headers=bearer(ADMIN))
+    try:
+        browser.load(medic.url + path)
+        assert "Step 1 of policy cycle on node gpu-node-04" in browser.text(), browser.text()
+        browser.evaluate("document.querySelector('form input[name=reason]').value ="
+                         " 'checked from the page'")
+        browser.submit("form:nth-of-type(1)")
+        shown = browser.text()
+        assert "Done" in shown and "approved by admin (checked from the page)" in shown, shown
+        browser.load(medic.url + f"/approvals/{ids['gpu-node-05']}")
+        browser.evaluate("document.querySelectorAll('form')[1].querySelector('input[name=reason]')"
+                         ".value = 'the job checkpoints first'")
+        browser.submit("form:nth-of-type(2)")
+        shown = browser.text()
+        assert "denied by admin: the job checkpoints first" in shown, shown
+        # the pause form, then the unpause form
+        browser.load(medic.url + "/pause")
+        browser.evaluate("document.querySelector('form[action=\"/pause\"] input[name=reason]')"
+                         ".value = 'storm in rack 3'")
+        browser.submit('form[action="/pause"]')
+        assert "medic paused by admin (storm in rack 3)" in browser.text(), browser.text()
+        assert medic.metric("medic_paused", headers=bearer(READ)) == 1
+        browser.load(medic.url + "/pause")
+        browser.submit('form[action="/unpause"]')
+        assert "pause ended (unpaused by admin" in browser.text(), browser.text()
+        assert medic.metric("medic_paused", headers=bearer(READ)) == 0
+    finally:
+        browser.close()
+    wait_until("the approved power cycle", lambda: [
+        o for o in medic.audit("actions") if o["action"] == "ipmi_power_cycle"
+        and o["phase"] == "outcome" and o["result"] == "succeeded"], timeout=60)
+    offs = [e for e in bmcs["gpu-node-04"].log() if e == ["set", "power", "0"]]
+    assert len(offs) == 1, bmcs["gpu-node-04"].log()
+    assert bmcs["gpu-node-05"].log() == []
+    assert [d["verdict"] for d in medic.audit("decisions", "--node", "gpu-node-05")
+            if d["action"] == "ipmi_power_cycle"] == ["suppressed", "pending"]
+
+
 def request_delete(medic, path, token):
     from lab import request
     return request("DELETE", medic.url + path, headers=bearer(token))
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_approve_deny_restart, test_pause])
+    Suite(__doc__).run([test_approve_deny_restart, test_pause, test_page_forms_in_chromium])

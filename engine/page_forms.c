@@ -1,0 +1,220 @@
+/* The on-call page's places to act, server-rendered, no JavaScript:
+ * GET /approvals/ID (a step waiting for approval, with an approve and a
+ * deny form) and GET /pause (the pause, with its form), and their forms'
+ * POSTs. A form carries an anti-forgery token bound to the credential the
+ * page was read with (engine_form_token); a POST whose token does not
+ * match, or that comes from another origin, is refused and changes
+ * nothing. Writes need the admin or an approver's credential (the
+ * receiver checks it); what they do is what POST /api/v1/approvals/ID and
+ * /api/v1/pause do, recorded with who did it. */
+#include "engine_serve.h"
+#include "audit.h"
+#include "auth.h"
+#include "engine_requests.h"
+#include "html.h"
+#include "policy_engine.h"
+#include "timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void form_token(struct medic_buf *out, const char *authorization, const char *path)
+{
+    char token[33];
+    engine_form_token(authorization, path, token);
+    medic_buf_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", token);
+}
+
+struct pending_view {
+    int64_t decision_id, incident, until;
+    char node[128], policy[65];
+    size_t step;
+    int found;
+};
+
+static int find_step(void *arg, const struct policy_pending_step *p)
+{
+    struct pending_view *v = arg;
+    if (p->decision_id != v->decision_id)
+        return 0;
+    v->found = 1;
+    v->incident = p->incident;
+    v->until = p->until;
+    v->step = p->step;
+    snprintf(v->node, sizeof(v->node), "%s", p->node);
+    snprintf(v->policy, sizeof(v->policy), "%s", p->policy);
+    return 1;
+}
+
+static int look_up(void *arg, struct policy_state *st)
+{
+    policy_pending_steps(st, find_step, arg);
+    return 0;
+}
+
+/* GET /approvals/ID. */
+int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
+                          struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct pending_view v = {.decision_id = id};
+    if (engine_with_state(e, look_up, &v, &err))
+        return 503;
+    char path[64], until[40];
+    snprintf(path, sizeof(path), "/approvals/%lld", (long long)id);
+    engine__page_start(out, "approval - medic");
+    medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p>");
+    if (!v.found) {
+        medic_buf_printf(out,
+                         "<h1>Decision %lld waits for nobody</h1><p>It was never pending, was "
+                         "answered already, withdrawn (its alerts resolved) or expired.</p>"
+                         "</body></html>\n",
+                         (long long)id);
+        return 404;
+    }
+    medic_time_format(v.until, until, sizeof(until));
+    medic_buf_printf(out, "<h1>Step %zu of policy ", v.step + 1);
+    medic_html_text(out, v.policy);
+    medic_buf_puts(out, " on node ");
+    medic_html_text(out, v.node);
+    medic_buf_printf(out,
+                     "</h1><p>Incident %lld, pending decision %lld, waiting until %s. Approved, it "
+                     "runs if every guard still holds then; denied, it never runs.</p>",
+                     (long long)v.incident, (long long)id, until);
+    medic_buf_puts(out, "<p><a href=\"/nodes/");
+    medic_html_path_segment(out, v.node);
+    medic_buf_puts(out, "\">the node's timeline</a></p>");
+    medic_buf_printf(out, "<form method=\"post\" action=\"%s\">", path);
+    form_token(out, authorization, path);
+    medic_buf_puts(out, "<input type=\"hidden\" name=\"decision\" value=\"approve\">"
+                        "<label>reason (optional) <input name=\"reason\" maxlength=\"500\" "
+                        "size=\"60\"></label> <button type=\"submit\">approve</button></form>");
+    medic_buf_printf(out, "<form method=\"post\" action=\"%s\">", path);
+    form_token(out, authorization, path);
+    medic_buf_puts(out, "<input type=\"hidden\" name=\"decision\" value=\"deny\">"
+                        "<label>reason <input name=\"reason\" maxlength=\"500\" size=\"60\" "
+                        "required></label> <button type=\"submit\">deny</button></form>"
+                        "</body></html>\n");
+    return 200;
+}
+
+static int read_pause(void *arg, struct policy_state *st)
+{
+    policy_paused(st, arg);
+    return 0;
+}
+
+/* GET /pause. */
+int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct policy_pause_state p = {0};
+    if (engine_with_state(e, read_pause, &p, &err))
+        return 503;
+    engine__page_start(out, "pause - medic");
+    medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>Pause the fleet</h1>");
+    if (p.by[0]) {
+        medic_buf_puts(out, "<p>Paused by ");
+        medic_html_text(out, p.by);
+        medic_buf_puts(out, ": ");
+        medic_html_text(out, p.reason);
+        medic_buf_puts(out, ".</p><form method=\"post\" action=\"/unpause\">");
+        form_token(out, authorization, "/unpause");
+        medic_buf_puts(out, "<button type=\"submit\">unpause</button></form>");
+    } else {
+        medic_buf_puts(out, "<p>Not paused.</p>");
+    }
+    medic_buf_puts(out, "<p>While paused, every disruptive step is held fleet-wide; resume and "
+                        "restore_power_limit still run.</p><form method=\"post\" "
+                        "action=\"/pause\">");
+    form_token(out, authorization, "/pause");
+    medic_buf_puts(out, "<label>reason <input name=\"reason\" maxlength=\"500\" size=\"60\" "
+                        "required></label> <label>until (optional: 2h, or an RFC 3339 time) "
+                        "<input name=\"until\" maxlength=\"60\"></label> <button "
+                        "type=\"submit\">pause</button></form></body></html>\n");
+    return 200;
+}
+
+/* Whether origin (NULL: none sent) is this server, as the browser reached
+ * it (host: the Host header). */
+static int same_origin(const char *origin, const char *host)
+{
+    if (!origin)
+        return 1; /* the anti-forgery token decides */
+    if (!host)
+        return 0;
+    const char *rest = strncmp(origin, "https://", 8) == 0  ? origin + 8
+                       : strncmp(origin, "http://", 7) == 0 ? origin + 7
+                                                            : NULL;
+    return rest && strcmp(rest, host) == 0;
+}
+
+static int result_page(struct medic_buf *out, int code, const char *title, const char *text)
+{
+    engine__page_start(out, "medic");
+    medic_buf_puts(out, "<h1>");
+    medic_html_text(out, title);
+    medic_buf_puts(out, "</h1><p>");
+    medic_html_text(out, text);
+    medic_buf_puts(out, "</p><p><a href=\"/\">back to the fleet</a></p></body></html>\n");
+    return code;
+}
+
+int engine_page_form(void *ctx, const char *path, const char *body, size_t len, const char *who,
+                     const char *authorization, const char *origin, const char *host,
+                     const char *remote_addr, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    struct engine_form form;
+    char why[300];
+    if (!same_origin(origin, host))
+        return result_page(out, 403, "Refused",
+                           "the form came from another site: nothing was done");
+    if (engine_parse_form(body, len, &form, why, sizeof(why)))
+        return result_page(out, 400, "Refused", why);
+    char token[33];
+    engine_form_token(authorization, path, token);
+    if (!form.csrf[0] || !receiver_secure_equals(form.csrf, strlen(form.csrf), token))
+        return result_page(out, 403, "Refused",
+                           "the form's token does not match (load the page again): nothing "
+                           "was done");
+    /* the request as the HTTP API takes it */
+    cJSON *json = cJSON_CreateObject();
+    if (form.decision[0])
+        cJSON_AddStringToObject(json, "decision", form.decision);
+    if (form.reason[0])
+        cJSON_AddStringToObject(json, "reason", form.reason);
+    if (form.until[0])
+        cJSON_AddStringToObject(json, "until", form.until);
+    char *text = cJSON_PrintUnformatted(json);
+    cJSON_Delete(json);
+    if (!text)
+        return result_page(out, 503, "Not done", "out of memory");
+    struct medic_buf answer;
+    medic_buf_init(&answer, 1 << 20);
+    int code = 404;
+    if (strncmp(path, "/approvals/", 11) == 0)
+        code = engine_api_approve(e, path + 11, text, strlen(text), who, remote_addr, &answer);
+    else if (strcmp(path, "/pause") == 0 || strcmp(path, "/unpause") == 0)
+        code = engine_api_pause(e, strcmp(path, "/pause") == 0, text,
+                                strcmp(path, "/pause") == 0 ? strlen(text) : 0, who, remote_addr,
+                                &answer);
+    cJSON_free(text);
+    cJSON *root = cJSON_ParseWithLength(answer.data ? answer.data : "", answer.len);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result");
+    const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const char *said = cJSON_IsString(result)  ? result->valuestring
+                       : cJSON_IsString(error) ? error->valuestring
+                                               : "no such form";
+    code = result_page(out, code,
+                       code == 200   ? "Done"
+                       : code == 202 ? "Recorded"
+                                     : "Not done",
+                       said);
+    cJSON_Delete(root);
+    medic_buf_release(&answer);
+    return code;
+}
