@@ -10,7 +10,8 @@ waits too, survives a restart of medic while it waits, and a denial
 through the API with the admin token means no power-off at the BMC. The
 read-only token cannot answer; an unknown or answered id, a body that is
 not an answer, and a denial without a reason are refused and change
-nothing.
+nothing. A power cycle approved after an operator resumed its node by
+hand is refused by the node's real state: nothing reaches the BMC.
 
 The pause (`medic pause`, live mode): a new alert's drain and a drained
 node's power cycle are held with who paused and why, while a resolve still
@@ -157,6 +158,68 @@ def test_approve_deny_restart(suite):
     assert medic.post("/webhook", payload(node, started, "resolved"),
                       headers=bearer(WEBHOOK))[0] == 200
     wait_until("the resume", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
+
+
+def test_approved_after_an_operator_resumed(suite):
+    """The drain is approved and runs; an operator puts the node back in
+    service by hand; the power cycle waits for a person, who approves it:
+    medic checks the node's real state as for any step, finds it no longer
+    drained, and sends nothing to the BMC."""
+    node = "gpu-node-06"
+    cluster = SlurmCluster(suite.workdir, [node], name="slurm-resumed")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    bmc = IpmiBmc(suite.workdir, node)
+    bmc.start()
+    suite.on_exit(bmc.stop)
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("resumed")
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
+             for name, token in (("webhook", WEBHOOK), ("admin", ADMIN))}
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n")
+    medic = Medic(suite.medic, workdir,
+                  f"mode: approve\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
+                  f"        admin_bearer_token_file: {files['admin']} }}\n"
+                  f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"
+                  f"inventory:\n  nodes:\n    - {{ name: {node}, slurm: {{ node: {node} }}, "
+                  f"bmc: {{ address: '{bmc.address}', credentials: bmc-lab, "
+                  "workarounds: [opensesspriv] } }\n"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps: [ { action: drain }, { after: 2s, action: ipmi_power_cycle } ]\n"
+                  "    on_resolved: [ { action: resume } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+
+    def pending(action):
+        return [d for d in medic.audit("decisions", "--node", node)
+                if d["action"] == action and d["verdict"] == "pending"]
+
+    def approve(decision_id):
+        status, _, body = medic.post(f"/api/v1/approvals/{decision_id}",
+                                     json.dumps({"decision": "approve"}), headers=bearer(ADMIN))
+        return status, json.loads(body)
+
+    assert medic.post("/webhook", payload(node, time.time()), headers=bearer(WEBHOOK))[0] == 200
+    drain = wait_until("the drain pending", lambda: pending("drain"), timeout=30)
+    assert approve(drain[0]["id"])[0] == 200
+    wait_until("drained", lambda: "DRAIN" in cluster.node(node)[0], timeout=30)
+    cycle = wait_until("the power cycle pending", lambda: pending("ipmi_power_cycle"), timeout=30)
+    # the operator puts the node back in service by hand, then someone approves
+    assert cluster.scontrol("update", f"NodeName={node}", "State=RESUME").returncode == 0
+    status, got = approve(cycle[0]["id"])
+    assert status == 200 and "approved by admin" in got["data"]["result"], got
+    refused = wait_until("the refused power cycle", lambda: [
+        o for o in medic.audit("actions") if o["action"] == "ipmi_power_cycle"
+        and o["phase"] == "outcome"], timeout=30)
+    assert refused[0]["result"] == "refused" and "no longer drained" in refused[0]["detail"], \
+        refused
+    assert bmc.log() == [], bmc.log()
 
 
 def test_pause(suite):
@@ -352,4 +415,5 @@ def request_delete(medic, path, token):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_approve_deny_restart, test_pause, test_page_forms_in_chromium])
+    Suite(__doc__).run([test_approve_deny_restart, test_approved_after_an_operator_resumed,
+                        test_pause, test_page_forms_in_chromium])

@@ -1401,6 +1401,48 @@ static void test_reload_closes_orphans(void **state)
     world_release(&w);
 }
 
+/* A reload that removes the policy of a step waiting for approval
+ * withdraws it (recorded), and what the incident holds is undone; the
+ * answer that comes after finds nothing to run. */
+static void test_reload_withdraws_a_pending_step(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + MIN, &made), 0);
+    succeed(&w, T0 + MIN); /* drained */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+    struct policy_set other;
+    parse_set("policies:\n"
+              "  - name: something-else\n"
+              "    match: '{alertname=\"GPUNeverSeen\"}'\n"
+              "    steps: [ { action: drain } ]\n",
+              &other);
+    w.ctx.policies = &other;
+    size_t n = tick(&w, T0 + 11 * MIN);
+    int withdrawn = 0, resumed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        assert_false(d->verdict == VERDICT_EXECUTE && d->has_action &&
+                     d->action.kind == MEDIC_ACTION_IPMI_POWER_CYCLE);
+        withdrawn += d->verdict == VERDICT_SUPPRESSED && strstr(d->reason, "withdrawn") != NULL;
+        resumed +=
+            d->verdict == VERDICT_EXECUTE && d->has_action && d->action.kind == MEDIC_ACTION_RESUME;
+    }
+    assert_int_equal(withdrawn, 1);
+    assert_int_equal(resumed, 1);
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 12 * MIN, &made), MEDIC_E_NOTFOUND);
+    w.ctx.policies = &w.policies;
+    policy_set_release(&other);
+    world_release(&w);
+}
+
 /* The same drain-then-cycle policy under any name, for renames. */
 #define XID_POLICY(NAME)                                                                           \
     "policies:\n"                                                                                  \
@@ -1993,6 +2035,7 @@ int main(void)
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
+        cmocka_unit_test(test_reload_withdraws_a_pending_step),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
         cmocka_unit_test(test_reload_never_strands_through_a_rename),
         cmocka_unit_test(test_reload_follows_a_renamed_node),
