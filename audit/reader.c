@@ -32,8 +32,8 @@ void audit_reader_free(struct audit_reader *reader)
 
 int audit_kind_parse(const char *name)
 {
-    static const char *const names[] = {"notifications", "alerts",    "decisions",
-                                        "actions",       "incidents", "changes"};
+    static const char *const names[] = {"notifications", "alerts",  "decisions", "actions",
+                                        "incidents",     "changes", "approvals", "pauses"};
     for (int i = 0; i < AUDIT_KIND_COUNT; i++)
         if (strcmp(name, names[i]) == 0)
             return i;
@@ -144,6 +144,36 @@ static const struct col change_cols[] = {
     {"decision_id", "c.decision_id", SHOW_INT},
 };
 
+/* a person's answer to a pending step, with the step it answered */
+static const struct col approval_cols[] = {
+    {"id", "p.id", SHOW_INT},
+    {"created_at", "p.created_at", SHOW_TIME},
+    {"decision_id", "p.decision_id", SHOW_INT},
+    {"node", "d.node", SHOW_TEXT},
+    {"policy", "d.policy", SHOW_TEXT},
+    {"action", "d.action", SHOW_TEXT},
+    {"answer", "p.answer", SHOW_TEXT},
+    {"by", "p.by_name", SHOW_TEXT},
+    {"reason", "p.reason", SHOW_TEXT},
+    {"taken_at", "p.evaluated_at", SHOW_TIME},
+    {"result", "p.result", SHOW_TEXT},
+    {"result_decision_id", "p.result_decision_id", SHOW_INT},
+    {"remote_addr", "p.remote_addr", SHOW_TEXT},
+};
+
+static const struct col pause_cols[] = {
+    {"id", "p.id", SHOW_INT},
+    {"created_at", "p.created_at", SHOW_TIME},
+    {"request", "p.request", SHOW_TEXT},
+    {"by", "p.by_name", SHOW_TEXT},
+    {"reason", "p.reason", SHOW_TEXT},
+    {"until", "p.until", SHOW_TIME},
+    {"taken_at", "p.evaluated_at", SHOW_TIME},
+    {"result", "p.result", SHOW_TEXT},
+    {"result_decision_id", "p.result_decision_id", SHOW_INT},
+    {"remote_addr", "p.remote_addr", SHOW_TEXT},
+};
+
 #define COLS(a) a, sizeof(a) / sizeof(a[0])
 
 static const struct query_spec specs[] = {
@@ -167,14 +197,19 @@ static const struct query_spec specs[] = {
                          "c.created_at", "c.node", NULL, "c.policy", NULL, NULL},
     [AUDIT_CHANGES] = {COLS(change_cols), "incident_changes c", "c.created_at", "c.node", NULL,
                        "c.policy", NULL, NULL},
+    [AUDIT_APPROVALS] = {COLS(approval_cols),
+                         "approvals p LEFT JOIN decisions d ON d.id = p.decision_id",
+                         "p.created_at", "d.node", NULL, "d.policy", NULL, NULL},
+    [AUDIT_PAUSES] = {COLS(pause_cols), "pause_requests p", "p.created_at", NULL, NULL, NULL, NULL,
+                      NULL},
 };
 
 static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
                          const char *flag, enum audit_kind kind, const char **binds, int *nbinds,
                          struct medic_error *err)
 {
-    static const char *const kind_names[] = {"notifications", "alerts",    "decisions",
-                                             "actions",       "incidents", "changes"};
+    static const char *const kind_names[] = {"notifications", "alerts",  "decisions", "actions",
+                                             "incidents",     "changes", "approvals", "pauses"};
     if (!value)
         return 0;
     if (!expr)

@@ -11,8 +11,9 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic audit notifications|alerts|decisions|actions|incidents|changes\n"
-    "                   [FILTERS] [--db PATH|URL] [--format table|json|csv]\n"
+    "usage: medic audit notifications|alerts|decisions|actions|incidents|changes|\n"
+    "                   approvals|pauses [FILTERS] [--db PATH|URL]\n"
+    "                   [--format table|json|csv]\n"
     "       medic audit timeline --node N [--since T] [--until T] [--limit N]\n"
     "                   [--db PATH|URL] [--format table|json|csv]\n"
     "       medic audit verify [--db PATH|URL]\n"
@@ -26,6 +27,8 @@ static const char usage[] =
     "incidents lists each incident (one per node and policy, opened by its first\n"
     "alert) as it is now: its state and the cause of its last change. changes\n"
     "lists every state change with its cause and the decision behind it.\n"
+    "approvals lists people's answers to steps waiting for approval (who, why,\n"
+    "and what came of each); pauses their pauses of the fleet and their ends.\n"
     "\n"
     "Filters:\n"
     "  --node N          alerts, decisions or actions about node N\n"

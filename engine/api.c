@@ -79,7 +79,7 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
     if (kind < 0)
         return error_answer(out, 404,
                             "no such endpoint; use /api/v1/decisions, notifications, alerts, "
-                            "actions, incidents or changes");
+                            "actions, incidents, changes, approvals or pauses");
     struct audit_filter f;
     audit_filter_init(&f);
     f.node = q->node;

@@ -348,11 +348,13 @@ enum audit_kind {
     AUDIT_ACTIONS,
     AUDIT_INCIDENTS, /* each incident as it is now (its last change) */
     AUDIT_CHANGES,   /* every change of every incident */
+    AUDIT_APPROVALS, /* people's answers to steps waiting for approval */
+    AUDIT_PAUSES,    /* people's pauses of the fleet, and their ends */
     AUDIT_KIND_COUNT
 };
 
-/* Parses "notifications", "alerts", "decisions", "actions", "incidents"
- * or "changes"; -1 if not. */
+/* Parses "notifications", "alerts", "decisions", "actions", "incidents",
+ * "changes", "approvals" or "pauses"; -1 if not. */
 int audit_kind_parse(const char *name);
 
 /* Filters of `medic audit`; NULL or 0 means "any". Times are ns. */

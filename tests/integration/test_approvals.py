@@ -150,7 +150,13 @@ def test_approve_deny_restart(suite):
     wait_until("a tick past the power cycle's time", lambda: medic.metric(
         "medic_engine_ticks_total", headers=bearer(READ)) > 20, timeout=30)
     assert bmc.log() == [] and decisions("ipmi_power_cycle", "execute") == []
-    # the answers are in the audit log, and the chains hold
+    # the answers are in the audit log (who, why, what came of it), and the
+    # chains hold
+    answers = medic.audit("approvals", "--node", node)
+    assert [(a["answer"], a["by"]) for a in reversed(answers)] == [
+        ("approve", "alice"), ("deny", "admin")], answers
+    assert answers[0]["result"].startswith("suppressed: step 2 denied by admin"), answers
+    assert answers[1]["reason"] == "checked the Xid log" and answers[1]["taken_at"], answers
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
     assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -819,6 +819,33 @@ static void test_approval_guards_and_policies(void **state)
     world_release(&w);
 }
 
+/* Over the caps at approval time: a step that was within them when it
+ * became pending is refused with the caps' reason when the fleet filled
+ * meanwhile, not run. */
+static void test_approval_refused_over_the_caps(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies,
+               "safety: { max_disruptive_in_flight: 1, storm: { max_alerting_nodes: 20,"
+               " notifier: oncall } }\n",
+               40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0); /* both pending: nothing in flight yet */
+    size_t made = 0;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "approved by alice");
+    /* node-01's drain in flight fills max_disruptive_in_flight 1 */
+    assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 2 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "refused now");
+    assert_non_null(strstr(last(&w, 0)->reason, "max_disruptive_in_flight"));
+    world_release(&w);
+}
+
 /* A pending step survives a restart and still expires on time; the
  * pending decision's id names it once committed. */
 static void test_pending_survives_restart(void **state)
@@ -2018,6 +2045,7 @@ int main(void)
         cmocka_unit_test(test_denied_expired_withdrawn),
         cmocka_unit_test(test_approval_guards_and_policies),
         cmocka_unit_test(test_pending_survives_restart),
+        cmocka_unit_test(test_approval_refused_over_the_caps),
         cmocka_unit_test(test_pause_holds_disruption_never_undo),
         cmocka_unit_test(test_pause_refuses_approvals),
         cmocka_unit_test(test_invariant_inventory),
