@@ -17,7 +17,8 @@ The pause (`medic pause`, live mode): a new alert's drain and a drained
 node's power cycle are held with who paused and why, while a resolve still
 resumes its node; the pause shows in /metrics and on the page, survives a
 restart, and once ended (DELETE /api/v1/pause) the held drain runs;
-ending it twice is refused.
+ending it twice is refused. A pause that arrives while a drain is under
+way lets it finish; nothing new starts.
 
 The on-call page in a real browser (Debian's headless Chromium, driven
 through the DevTools protocol by tests/integration/cdp.py): loaded with the
@@ -318,6 +319,62 @@ def test_pause(suite):
     assert bmcs["gpu-node-02"].log() == []
 
 
+def test_pause_while_a_drain_runs(suite):
+    """A pause that arrives while a drain is under way (a stand-in around
+    the real scontrol holds it until the test opens a gate): the drain
+    finishes and is recorded, the node is drained; nothing new starts: a
+    second node's drain is held."""
+    nodes = ["gpu-node-07", "gpu-node-08"]
+    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-pause-running")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    workdir = suite.subdir("pause-running")
+    gate, waiting = (os.path.join(workdir, n) for n in ("gate", "waiting"))
+    held = os.path.join(workdir, "gated-scontrol")
+    with open(held, "w") as f:
+        f.write("#!/bin/sh\nfor a in \"$@\"; do\n"
+                f"  if [ \"$a\" = State=DRAIN ] && [ ! -e {gate} ]; then\n"
+                f"    touch {waiting}\n"
+                f"    while [ ! -e {gate} ]; do sleep 0.05; done\n"
+                "  fi\ndone\nexec scontrol \"$@\"\n")
+    os.chmod(held, 0o755)
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
+             for name, token in (("webhook", WEBHOOK), ("admin", ADMIN))}
+    inventory = "".join(f"    - {{ name: {n}, slurm: {{ node: {n} }} }}\n" for n in nodes)
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
+                  f"        admin_bearer_token_file: {files['admin']} }}\n"
+                  f"slurm: {{ conf: {cluster.conf}, scontrol: {held} }}\n"
+                  f"inventory:\n  nodes:\n{inventory}"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+    assert medic.post("/webhook", payload(nodes[0], time.time()), headers=bearer(WEBHOOK))[0] == 200
+    wait_until("the drain under way", lambda: os.path.exists(waiting), timeout=30)
+    status, _, body = medic.post("/api/v1/pause", json.dumps({"reason": "stop everything"}),
+                                 headers=bearer(ADMIN))
+    assert status == 200, body
+    open(gate, "w").close()
+    wait_until("the drain under way finished", lambda: [
+        o for o in medic.audit("actions") if o["action"] == "drain" and o["phase"] == "outcome"
+        and o["result"] == "succeeded"], timeout=30)
+    assert "DRAIN" in cluster.node(nodes[0])[0]
+    assert medic.post("/webhook", payload(nodes[1], time.time()), headers=bearer(WEBHOOK))[0] == 200
+    held_drain = wait_until("the new drain held", lambda: [
+        d for d in medic.audit("decisions", "--node", nodes[1]) if d["action"] == "drain"],
+        timeout=30)
+    assert held_drain[0]["verdict"] == "suppressed" and "paused by admin" in \
+        held_drain[0]["reason"], held_drain
+    assert "DRAIN" not in cluster.node(nodes[1])[0]
+
+
 def test_page_forms_in_chromium(suite):
     from cdp import Browser
     from lab import request, require_binary
@@ -422,4 +479,4 @@ def request_delete(medic, path, token):
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_approve_deny_restart, test_approved_after_an_operator_resumed,
-                        test_pause, test_page_forms_in_chromium])
+                        test_pause, test_pause_while_a_drain_runs, test_page_forms_in_chromium])
