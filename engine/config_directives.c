@@ -232,9 +232,10 @@ static const struct directive directives[] = {
      "down); then it is decided from the stored state, every guard checked again",
      NULL},
     {"safety", "maintenance", D_DOC, 0, 0, 0, NULL, NULL, "none",
-     "windows `{ nodes: REGEX, start: TIME, end: TIME, reason: TEXT }` (RFC 3339 times, an "
-     "anchored regular expression over inventory names): disruptive steps on those nodes are "
-     "held while a window lasts",
+     "windows `{ nodes: HOSTLIST, start: TIME, end: TIME, reason: TEXT }` (RFC 3339 times; "
+     "nodes a Slurm hostlist of inventory names, `gpu-[0001-0100,0200]`, or `~REGEX` for an "
+     "anchored regular expression): disruptive steps on those nodes are held while a window "
+     "lasts; `medic check config` warns about a window that covers no inventory node",
      NULL},
     {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
      "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},

@@ -68,6 +68,19 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     if (!medic_mode_acts(config->mode) && disruptive && !s->storm_notifier)
         warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
                   "back and tell nobody; medic serve refuses this in mode: live");
+    /* a window that covers no node protects nothing, silently */
+    for (size_t i = 0; i < s->maintenance_count; i++) {
+        const struct maintenance_window *m = &s->maintenance[i];
+        int covers = 0;
+        for (size_t k = 0; k < config->inventory.count && !covers; k++)
+            covers = policy_maintenance_covers(m, config->inventory.nodes[k].name);
+        if (!covers)
+            warn(out,
+                 "safety.maintenance window %zu (nodes: %.200s) covers no inventory node: "
+                 "nothing is held during it; nodes is a Slurm hostlist (gpu-[0001-0100,0200]), "
+                 "~REGEX a regular expression",
+                 i + 1, m->nodes_text);
+    }
     if (config->mode == MEDIC_MODE_APPROVE && disruptive && config->approver_count == 0)
         warn(out, "mode: approve and no auth.approvers: only the admin credential (the webhook's "
                   "when none is set) can answer pending steps, and the audit log cannot tell "

@@ -163,6 +163,15 @@ static struct medic_config *load_config(const struct engine_serve_options *o,
         medic_config_release(&fresh);
         return NULL;
     }
+    /* what `medic check config` warns about, in the log of every start and
+     * reload */
+    struct medic_config_warnings *warnings = calloc(1, sizeof(*warnings));
+    if (warnings) {
+        medic_config_warn(&fresh, warnings);
+        for (size_t i = 0; i < warnings->count; i++)
+            medic_log_warn("configuration warning", "warning", warnings->items[i], NULL);
+        free(warnings);
+    }
     struct medic_config *snapshot = medic_config_snapshot(&fresh);
     if (!snapshot)
         medic_error_set(err, MEDIC_E_NOMEM, "out of memory");

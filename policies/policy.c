@@ -1,4 +1,5 @@
 #include "policy.h"
+#include "hostlist.h"
 #include "timeutil.h"
 #include "yaml_fields.h"
 
@@ -10,6 +11,12 @@
 size_t policy_max_disrupted_nodes(const struct policy_safety *s, size_t inventory)
 {
     return (size_t)floor(s->max_disrupted_fraction * (double)inventory + 1e-9);
+}
+
+int policy_maintenance_covers(const struct maintenance_window *m, const char *node)
+{
+    return m->hosts ? medic_hostlist_match(m->hosts, node)
+                    : regexec(&m->nodes, node, 0, NULL, 0) == 0;
 }
 
 void policy_safety_default(struct policy_safety *s)
@@ -55,7 +62,10 @@ void policy_set_release(struct policy_set *set)
         policy_release(&set->items[i]);
     free(set->items);
     for (size_t i = 0; i < set->safety.maintenance_count; i++) {
-        regfree(&set->safety.maintenance[i].nodes);
+        if (set->safety.maintenance[i].hosts)
+            medic_hostlist_free(set->safety.maintenance[i].hosts);
+        else
+            regfree(&set->safety.maintenance[i].nodes);
         free(set->safety.maintenance[i].nodes_text);
         free(set->safety.maintenance[i].reason);
     }
@@ -384,8 +394,15 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
         if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
             return rc;
         char why[192];
-        if (policy_regex_compile(m->nodes_text, &m->nodes, why, sizeof(why)))
-            return yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why);
+        if (m->nodes_text[0] == '~') {
+            if (policy_regex_compile(m->nodes_text + 1, &m->nodes, why, sizeof(why)))
+                return yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why);
+        } else if (medic_hostlist_parse(m->nodes_text, &m->hosts, why, sizeof(why))) {
+            return yaml_fields_fail(&p->f, nodes,
+                                    "nodes: %s (a Slurm hostlist: gpu-[0001-0100,0200]; "
+                                    "~REGEX for a regular expression)",
+                                    why);
+        }
         s->maintenance_count++;
         const struct yaml_tree_node *times[2] = {start, end};
         int64_t *out[2] = {&m->start, &m->end};

@@ -51,8 +51,13 @@ struct policy {
 enum { POLICY_APPROVAL_MODE, POLICY_APPROVAL_REQUIRED, POLICY_APPROVAL_NONE };
 #define POLICY_DEFAULT_APPROVAL_TIMEOUT (30 * 60 * MEDIC_NS_PER_SEC)
 
+struct medic_hostlist;
+
 struct maintenance_window {
-    regex_t nodes; /* anchored POSIX extended regex over inventory node names */
+    /* a Slurm hostlist (gpu-[0001-0100]), or, written ~REGEX, an anchored
+     * POSIX extended regex over inventory node names */
+    struct medic_hostlist *hosts; /* NULL: the regex */
+    regex_t nodes;
     char *nodes_text;
     int64_t start, end;
     char *reason;
@@ -86,6 +91,8 @@ struct policy_set {
 #define POLICY_MAX_STEPS 16
 
 void policy_safety_default(struct policy_safety *safety);
+/* Whether window m covers node (its inventory name). */
+int policy_maintenance_covers(const struct maintenance_window *m, const char *node);
 
 /* The nodes max_disrupted_fraction lets medic hold disrupted at once in a
  * fleet of inventory nodes (0 for an empty inventory). */

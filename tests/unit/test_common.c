@@ -4,6 +4,7 @@
 #include "alert.h"
 #include "auth.h"
 #include "buf.h"
+#include "hostlist.h"
 #include "html.h"
 #include "json.h"
 #include "lock.h"
@@ -484,10 +485,64 @@ static void test_lock_order(void **state)
     medic_lock_on_violation(NULL);
 }
 
+/* Slurm hostlists: ranges with and without zero padding, several per
+ * bracket and per name, lists of names; what they must not match; and
+ * what is refused, with a message. */
+static void test_hostlists(void **state)
+{
+    (void)state;
+    struct medic_hostlist *h = NULL;
+    char why[200];
+    assert_int_equal(medic_hostlist_parse("gpu-[0001-0100,0200],login01,rack[1-2]-gpu[1-8]", &h,
+                                          why, sizeof(why)),
+                     0);
+    static const char *const in[] = {"gpu-0001", "gpu-0050",   "gpu-0100",  "gpu-0200",
+                                     "login01",  "rack1-gpu1", "rack2-gpu8"};
+    static const char *const out[] = {
+        "gpu-0101",   "gpu-050",     "gpu-00050",  "gpu-0000", "gpu-0199", "login1",   "login011",
+        "rack3-gpu1", "rack1-gpu01", "rack1-gpu9", "gpu-",     "",         "gpu-0050x"};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        if (!medic_hostlist_match(h, in[i]))
+            fail_msg("%s should match", in[i]);
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++)
+        if (medic_hostlist_match(h, out[i]))
+            fail_msg("%s should not match", out[i]);
+    medic_hostlist_free(h);
+    /* the adopter's mistake: a regex-looking range is a hostlist too */
+    assert_int_equal(medic_hostlist_parse("gpu-node-0[1-4]", &h, why, sizeof(why)), 0);
+    assert_true(medic_hostlist_match(h, "gpu-node-03"));
+    assert_false(medic_hostlist_match(h, "gpu-node-05"));
+    medic_hostlist_free(h);
+    /* a large range costs nothing */
+    assert_int_equal(medic_hostlist_parse("n[1-999999999]", &h, why, sizeof(why)), 0);
+    assert_true(medic_hostlist_match(h, "n123456789"));
+    assert_false(medic_hostlist_match(h, "n0123"));
+    medic_hostlist_free(h);
+    static const struct {
+        const char *text, *says;
+    } bad[] = {{"gpu-[0001-100]", "zero-padded"},
+               {"gpu-[10-1]", "backwards"},
+               {"gpu-[1-", "without its ']'"},
+               {"gpu-1]", "without its '['"},
+               {"gpu-[[1]]", "do not nest"},
+               {"gpu-.*", "~REGEX"},
+               {"a,,b", "empty name"},
+               {"", "empty hostlist"},
+               {"gpu-[x-y]", "N or N-M"},
+               {"gpu-[1234567890]", "at most 9 digits"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        if (medic_hostlist_parse(bad[i].text, &h, why, sizeof(why)) != -1 || h ||
+            !strstr(why, bad[i].says))
+            fail_msg("'%s': '%s', wanted '%s'", bad[i].text, why, bad[i].says);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_hostlists),
         cmocka_unit_test(test_html_escaping),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_utf8),

@@ -343,6 +343,29 @@ static void test_directive_table(void **state)
     assert_non_null(strstr(w.items[2], want));
     assert_non_null(strstr(w.items[2], "it can never run"));
     medic_config_release(&c);
+    /* a maintenance window that covers no inventory node (a typo in its
+     * hostlist) is said; a hostlist and a ~REGEX that cover one are not */
+    path = write_file("warn3.yaml",
+                      "inventory: { nodes: [ { name: gpu-0050 }, { name: gpu-0300 } ] }\n"
+                      "safety: { maintenance: [\n"
+                      "  { nodes: 'gpu-1[001-100]', start: '2026-01-01T00:00:00Z',"
+                      " end: '2026-01-02T00:00:00Z' },\n"
+                      "  { nodes: 'gpu-[0001-0100,0200]', start: '2026-01-01T00:00:00Z',"
+                      " end: '2026-01-02T00:00:00Z' },\n"
+                      "  { nodes: '~gpu-03.*', start: '2026-01-01T00:00:00Z',"
+                      " end: '2026-01-02T00:00:00Z' } ] }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    int uncovered = 0;
+    for (size_t i = 0; i < w.count; i++)
+        if (strstr(w.items[i], "covers no inventory node")) {
+            assert_non_null(strstr(w.items[i], "window 1 (nodes: gpu-1[001-100])"));
+            uncovered++;
+        }
+    assert_int_equal(uncovered, 1);
+    medic_config_release(&c);
 }
 
 static void test_secret_file_mode(void **state)

@@ -183,9 +183,17 @@ static void test_policy_errors(void **state)
                         "p.yaml:1:35: max_disrupted_fraction: 2 is outside 0..1");
     expect_policy_error("safety: { storm: { notifier: nobody } }\n",
                         "p.yaml:1:30: notifier 'nobody' is not defined");
-    expect_policy_error("safety:\n  maintenance:\n    - { nodes: 'gpu-.*', start: "
+    expect_policy_error("safety:\n  maintenance:\n    - { nodes: '~gpu-.*', start: "
                         "'2026-01-02T00:00:00Z', end: '2026-01-01T00:00:00Z' }\n",
-                        "p.yaml:3:62: end: must come after start");
+                        "p.yaml:3:63: end: must come after start");
+    /* nodes is a Slurm hostlist; a regex only as ~REGEX */
+    expect_policy_error("safety:\n  maintenance:\n    - { nodes: 'gpu-.*', start: "
+                        "'2026-01-01T00:00:00Z', end: '2026-01-02T00:00:00Z' }\n",
+                        "p.yaml:3:16: nodes: a node name holds letters, digits, '-', '_', '.' "
+                        "and ranges in brackets; for a regular expression write ~REGEX");
+    expect_policy_error("safety:\n  maintenance:\n    - { nodes: 'gpu-[0001-100]', start: "
+                        "'2026-01-01T00:00:00Z', end: '2026-01-02T00:00:00Z' }\n",
+                        "p.yaml:3:16: nodes: a zero-padded range has bounds of one width");
     assert_int_equal(policy_mismatches, 0);
 }
 
