@@ -394,14 +394,19 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
         if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
             return rc;
         char why[192];
-        if (m->nodes_text[0] == '~') {
-            if (policy_regex_compile(m->nodes_text + 1, &m->nodes, why, sizeof(why)))
-                return yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why);
-        } else if (medic_hostlist_parse(m->nodes_text, &m->hosts, why, sizeof(why))) {
-            return yaml_fields_fail(&p->f, nodes,
-                                    "nodes: %s (a Slurm hostlist: gpu-[0001-0100,0200]; "
-                                    "~REGEX for a regular expression)",
-                                    why);
+        int bad = m->nodes_text[0] == '~'
+                      ? policy_regex_compile(m->nodes_text + 1, &m->nodes, why, sizeof(why))
+                      : medic_hostlist_parse(m->nodes_text, &m->hosts, why, sizeof(why));
+        if (bad) { /* not counted yet: nothing else releases its text */
+            rc = m->nodes_text[0] == '~'
+                     ? yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why)
+                     : yaml_fields_fail(&p->f, nodes,
+                                        "nodes: %s (a Slurm hostlist: gpu-[0001-0100,0200]; "
+                                        "~REGEX for a regular expression)",
+                                        why);
+            free(m->nodes_text);
+            m->nodes_text = NULL;
+            return rc;
         }
         s->maintenance_count++;
         const struct yaml_tree_node *times[2] = {start, end};
