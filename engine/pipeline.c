@@ -1,4 +1,5 @@
 #include "engine_pipeline.h"
+#include "engine_people.h"
 #include "lock.h"
 #include "engine_evaluate.h"
 #include "log.h"
@@ -55,10 +56,6 @@ struct engine_pipeline {
     atomic_int paused;
 };
 
-/* The most answers to pending steps one round takes; more wait for the
- * next. */
-#define APPROVALS_PER_ROUND 16
-
 /* What a round collects while evaluating pending notifications. */
 struct round {
     struct engine_pipeline *e;
@@ -68,27 +65,7 @@ struct round {
     int64_t wall; /* the wall clock at the same instant: what is recorded */
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
-    /* the people's answers read for the round (before it takes the
-     * engine's lock), then what came of each */
-    struct answer {
-        int64_t id, decision_id;
-        int approve;
-        char by[128], reason[512];
-    } answers[APPROVALS_PER_ROUND];
-    size_t answer_count;
-    struct audit_request_mark approvals[APPROVALS_PER_ROUND];
-    char approval_results[APPROVALS_PER_ROUND][600];
-    size_t approval_count;
-    /* the same for pauses and their ends */
-    struct pause_request {
-        int64_t id, until;
-        int pause;
-        char by[128], reason[512];
-    } pause_requests[APPROVALS_PER_ROUND];
-    size_t pause_request_count;
-    struct audit_request_mark pauses[APPROVALS_PER_ROUND];
-    char pause_results[APPROVALS_PER_ROUND][600];
-    size_t pause_count;
+    struct people_round people; /* pauses and answers to pending steps */
     /* per decision: the notification and alert it came from (0: a tick) */
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
@@ -240,111 +217,9 @@ static int apply_handed_outcomes(struct round *r, const struct outcome *list, si
     return rc;
 }
 
-static int read_answer(void *arg, const struct audit_pending_approval *a)
+static int people_origin(void *arg, size_t from)
 {
-    struct round *r = arg;
-    if (r->answer_count == APPROVALS_PER_ROUND)
-        return 1; /* the next round takes the rest */
-    struct answer *x = &r->answers[r->answer_count++];
-    x->id = a->id;
-    x->decision_id = a->decision_id;
-    x->approve = a->approve;
-    snprintf(x->by, sizeof(x->by), "%s", a->by ? a->by : "?");
-    snprintf(x->reason, sizeof(x->reason), "%s", a->reason ? a->reason : "");
-    return 0;
-}
-
-static int read_pause(void *arg, const struct audit_pending_pause *p)
-{
-    struct round *r = arg;
-    if (r->pause_request_count == APPROVALS_PER_ROUND)
-        return 1;
-    struct pause_request *x = &r->pause_requests[r->pause_request_count++];
-    x->id = p->id;
-    x->until = p->until;
-    x->pause = p->pause;
-    snprintf(x->by, sizeof(x->by), "%s", p->by ? p->by : "?");
-    snprintf(x->reason, sizeof(x->reason), "%s", p->reason ? p->reason : "");
-    return 0;
-}
-
-/* The people's requests no round took yet (pauses, answers to pending
- * steps), from the audit log where any replica recorded them, read before
- * the round takes the engine's lock. */
-static void read_requests(struct round *r)
-{
-    struct medic_error err = {0};
-    int more = 0; /* a read stopped at the round's limit: the next round reads on */
-    int rc = audit_pending_pauses(r->e->reader, read_pause, r, &err);
-    if (rc == 1)
-        more = 1, rc = 0;
-    if (rc == 0 && (rc = audit_pending_approvals(r->e->reader, read_answer, r, &err)) == 1)
-        more = 1, rc = 0;
-    if (more)
-        atomic_store(&r->e->approvals_waiting, 1);
-    if (rc)
-        medic_log_error("cannot read the people's requests (pauses, approvals)", "error",
-                        err.msg[0] ? err.msg : medic_strerror(rc), NULL);
-}
-
-/* What came of a request: the last decision it made (-1: none), and its
- * result text. */
-static void mark_request(struct round *r, struct audit_request_mark *m, char *text, size_t size,
-                         int64_t id, size_t from, int rc, const char *why)
-{
-    m->id = id;
-    m->decision = r->out.count > from ? (long)(r->out.count - 1) : -1;
-    if (rc)
-        snprintf(text, size, "refused: %s", why);
-    else if (m->decision >= 0)
-        snprintf(text, size, "%s: %s", policy_verdict_name(r->out.items[m->decision].verdict),
-                 r->out.items[m->decision].reason);
-    else
-        snprintf(text, size, "done");
-    m->result = text;
-}
-
-static int apply_pauses(struct round *r)
-{
-    int rc = 0;
-    for (size_t i = 0; i < r->pause_request_count && rc == 0; i++) {
-        const struct pause_request *p = &r->pause_requests[i];
-        size_t from = r->out.count;
-        struct policy_pause x = {p->pause, p->by, p->reason, p->until};
-        char why[256] = "";
-        int got = policy_pause(&r->ctx, r->e->state, &x, r->now, &r->out, why, sizeof(why));
-        if (got && got != MEDIC_E_NOTFOUND && got != MEDIC_E_INVALID)
-            return got;
-        size_t k = r->pause_count++;
-        mark_request(r, &r->pauses[k], r->pause_results[k], sizeof(r->pause_results[k]), p->id,
-                     from, got, why);
-        rc = remember_origin(r, from, 0, NULL, 0);
-    }
-    return rc;
-}
-
-/* One person's answer to a pending step: the engine decides what comes of
- * it (policy_approve), and the round marks it taken. */
-static int take_approval(struct round *r, const struct answer *a)
-{
-    size_t from = r->out.count;
-    struct policy_approval x = {a->decision_id, 0, NULL, a->approve, a->by, a->reason};
-    char why[512] = "";
-    int rc = policy_approve(&r->ctx, r->e->state, &x, r->now, &r->out, why, sizeof(why));
-    if (rc && rc != MEDIC_E_NOTFOUND)
-        return rc;
-    size_t k = r->approval_count++;
-    mark_request(r, &r->approvals[k], r->approval_results[k], sizeof(r->approval_results[k]), a->id,
-                 from, rc, why);
-    return remember_origin(r, from, 0, NULL, 0);
-}
-
-static int apply_approvals(struct round *r)
-{
-    int rc = 0;
-    for (size_t i = 0; i < r->answer_count && rc == 0; i++)
-        rc = take_approval(r, &r->answers[i]);
-    return rc;
+    return remember_origin(arg, from, 0, NULL, 0);
 }
 
 /* Every awaited outcome looked up in the audit log (at start, after a
@@ -494,8 +369,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     const struct medic_config *config = config_slot_acquire(e->configs);
     /* answers to pending steps: when one was recorded here, and on every
      * round of a log other replicas write too */
-    if (atomic_exchange(&e->approvals_waiting, 0) || e->poll_interval)
-        read_requests(&r);
+    if ((atomic_exchange(&e->approvals_waiting, 0) || e->poll_interval) &&
+        people_read(&r.people, e->reader))
+        atomic_store(&e->approvals_waiting, 1);
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
@@ -505,9 +381,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
     if (rc == 0)
-        rc = apply_pauses(&r);
-    if (rc == 0)
-        rc = apply_approvals(&r);
+        rc = people_apply(&r.people, &r.ctx, e->state, now, &r.out, people_origin, &r);
     if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0)
@@ -520,8 +394,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         rc = evaluate_one(&r, c->id, c->first_alert, &c->n);
     if (rc == 0 && h.from_log)
         rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_stored, &r, &err);
-    int changed = r.out.count || r.evaluated_count || r.out.change_count || r.approval_count ||
-                  r.pause_count || policy_state_changed(e->state);
+    int changed = r.out.count || r.evaluated_count || r.out.change_count || r.people.count ||
+                  policy_state_changed(e->state);
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
     e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
@@ -561,10 +435,10 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
             };
         }
         if (rc == 0) {
-            struct audit_evaluation_in in = {.approvals = r.approvals,
-                                             .approval_count = r.approval_count,
-                                             .pauses = r.pauses,
-                                             .pause_count = r.pause_count,
+            struct audit_evaluation_in in = {.approvals = r.people.approvals,
+                                             .approval_count = r.people.approval_count,
+                                             .pauses = r.people.pauses,
+                                             .pause_count = r.people.pause_count,
                                              .decisions = d,
                                              .decision_count = r.out.count,
                                              .changes = changes,
@@ -608,7 +482,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         medic_log_error("policy engine round failed; retrying from the last committed state",
                         "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
         handover_fall_back(&e->in);
-        if (r.answer_count || r.pause_request_count) /* taken again by the next round */
+        if (r.people.count) /* taken again by the next round */
             atomic_store(&e->approvals_waiting, 1);
         restore_state(e);
     } else {

@@ -84,10 +84,10 @@ static void count_request(struct receiver_server *srv, enum handler h, unsigned 
     }
 }
 
-static enum MHD_Result respond(struct receiver_server *srv, struct MHD_Connection *conn,
-                               struct request *req, unsigned int code, const char *content_type,
-                               const char *body, size_t len, const char *extra_header,
-                               const char *extra_value)
+enum MHD_Result receiver__respond(struct receiver_server *srv, struct MHD_Connection *conn,
+                                  struct request *req, unsigned int code, const char *content_type,
+                                  const char *body, size_t len, const char *extra_header,
+                                  const char *extra_value)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -112,20 +112,21 @@ static enum MHD_Result respond(struct receiver_server *srv, struct MHD_Connectio
 static enum MHD_Result respond_json(struct receiver_server *srv, struct MHD_Connection *conn,
                                     struct request *req, unsigned int code, const char *json)
 {
-    return respond(srv, conn, req, code, "application/json", json, strlen(json), NULL, NULL);
+    return receiver__respond(srv, conn, req, code, "application/json", json, strlen(json), NULL,
+                             NULL);
 }
 
-static enum MHD_Result respond_error(struct receiver_server *srv, struct MHD_Connection *conn,
-                                     struct request *req, unsigned int code, const char *message,
-                                     const char *extra_header, const char *extra_value)
+enum MHD_Result receiver__respond_error(struct receiver_server *srv, struct MHD_Connection *conn,
+                                        struct request *req, unsigned int code, const char *message,
+                                        const char *extra_header, const char *extra_value)
 {
     struct medic_buf b;
     medic_buf_init(&b, 8192);
     medic_buf_puts(&b, "{\"status\":\"error\",\"error\":");
     medic_buf_json_string(&b, message);
     medic_buf_puts(&b, "}\n");
-    enum MHD_Result r = respond(srv, conn, req, code, "application/json", b.data ? b.data : "",
-                                b.len, extra_header, extra_value);
+    enum MHD_Result r = receiver__respond(srv, conn, req, code, "application/json",
+                                          b.data ? b.data : "", b.len, extra_header, extra_value);
     medic_buf_release(&b);
     return r;
 }
@@ -208,14 +209,15 @@ static enum MHD_Result answer_recorded(struct receiver_server *srv, struct MHD_C
     const struct receiver_record_result *res = &req->result;
     int rc = req->record_rc;
     if (rc == MEDIC_E_INVALID)
-        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, req->record_err.msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, req->record_err.msg,
+                                       NULL, NULL);
     if (rc) {
         /* Alertmanager retries 5xx, so a notification that could not be
          * committed is not lost */
         medic_log_error("cannot commit notification", "remote", req->remote, "error",
                         req->record_err.msg, NULL);
-        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, req->record_err.msg,
-                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                       req->record_err.msg, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     }
     char body[160];
     if (res->duplicate) {
@@ -246,9 +248,10 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
     if (atomic_load(&req->state) == WEBHOOK_DONE)
         return answer_recorded(srv, conn, req);
     if (atomic_load(&req->state) == WEBHOOK_ABANDONED)
-        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                             "shutting down before the commit was confirmed; send it again",
-                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return receiver__respond_error(
+            srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+            "shutting down before the commit was confirmed; send it again",
+            MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (atomic_load(&req->state) == WEBHOOK_WAITING)
         return MHD_YES; /* not resumed yet */
 
@@ -263,7 +266,7 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
                                     &req->notification, &err);
     if (rc) {
         medic_log_warn("rejected notification", "remote", req->remote, "error", err.msg, NULL);
-        return respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
     }
     /* Once stopping, nothing more is suspended: libmicrohttpd aborts when it
      * is stopped with a suspended connection. If this check sees stopping
@@ -271,8 +274,8 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
      * request (from its first call), so the stop waits for it (both are
      * sequentially consistent atomics). Alertmanager retries the 503. */
     if (atomic_load(&srv->stopping))
-        return respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down",
-                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                       "shutting down", MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* suspend first: the writer may finish before record() returns */
     waiting_add(srv, req);
     MHD_suspend_connection(conn);
@@ -287,7 +290,8 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
                                     struct request *req, const char *url)
 {
     if (!srv->hooks.query)
-        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                       NULL);
     struct receiver_query q = {.kind = url + 8};
 #define ARG(name) MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name)
     q.node = ARG("node");
@@ -304,31 +308,8 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
     struct medic_buf b;
     medic_buf_init(&b, (size_t)32 << 20);
     int code = srv->hooks.query(srv->hooks.ctx, &q, &b);
-    enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
-                                b.data ? b.data : "", b.len, NULL, NULL);
-    medic_buf_release(&b);
-    return r;
-}
-
-/* A person's request (an answer to a pending step, a pause or its end),
- * named by the credentials that came with it. */
-static enum MHD_Result person_request(struct receiver_server *srv, struct MHD_Connection *conn,
-                                      struct request *req, const char *url)
-{
-    int approval = req->handler == H_APPROVAL;
-    if (approval ? !srv->hooks.approve : !srv->hooks.pause)
-        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
-    char who[128];
-    receiver__identity(srv, conn, who, sizeof(who));
-    const char *body = req->body.data ? req->body.data : "";
-    struct medic_buf b;
-    medic_buf_init(&b, (size_t)1 << 20);
-    int code = approval ? srv->hooks.approve(srv->hooks.ctx, url + 18, body, req->body.len, who,
-                                             req->remote, &b)
-                        : srv->hooks.pause(srv->hooks.ctx, !req->deleting, body, req->body.len, who,
-                                           req->remote, &b);
-    enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
-                                b.data ? b.data : "", b.len, NULL, NULL);
+    enum MHD_Result r = receiver__respond(srv, conn, req, (unsigned int)code, "application/json",
+                                          b.data ? b.data : "", b.len, NULL, NULL);
     medic_buf_release(&b);
     return r;
 }
@@ -341,21 +322,22 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     case H_WEBHOOK:
         return handle_webhook(srv, conn, req);
     case H_HEALTHY:
-        return respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
-                       "medic is healthy.\n", 18, NULL, NULL);
+        return receiver__respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                                 "medic is healthy.\n", 18, NULL, NULL);
     case H_READY:
         if (atomic_load(&srv->stopping) || (srv->hooks.ready && !srv->hooks.ready(srv->hooks.ctx)))
-            return respond(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                           "text/plain; charset=utf-8", "medic is not ready.\n", 20, NULL, NULL);
-        return respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
-                       "medic is ready.\n", 16, NULL, NULL);
+            return receiver__respond(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                     "text/plain; charset=utf-8", "medic is not ready.\n", 20, NULL,
+                                     NULL);
+        return receiver__respond(srv, conn, req, MHD_HTTP_OK, "text/plain; charset=utf-8",
+                                 "medic is ready.\n", 16, NULL, NULL);
     case H_METRICS: {
         struct medic_buf b;
         medic_buf_init(&b, 0);
         receiver__render_metrics(srv, &b);
-        enum MHD_Result r =
-            respond(srv, conn, req, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-                    b.data ? b.data : "", b.len, NULL, NULL);
+        enum MHD_Result r = receiver__respond(srv, conn, req, MHD_HTTP_OK,
+                                              "text/plain; version=0.0.4; charset=utf-8",
+                                              b.data ? b.data : "", b.len, NULL, NULL);
         medic_buf_release(&b);
         return r;
     }
@@ -364,69 +346,49 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
             return respond_json(srv, conn, req, MHD_HTTP_OK, "{\"status\":\"reloaded\"}\n");
         /* a configuration that is refused is the client's to fix: 400 with
          * its FILE:LINE:COL message; the running one stays */
-        return respond_error(srv, conn, req,
-                             err.code == MEDIC_E_NOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
-                                                       : MHD_HTTP_BAD_REQUEST,
-                             err.msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req,
+                                       err.code == MEDIC_E_NOMEM ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                 : MHD_HTTP_BAD_REQUEST,
+                                       err.msg, NULL, NULL);
     case H_API_QUERY:
         return handle_query(srv, conn, req, url);
     case H_DRY_RUN: {
         if (!srv->hooks.dry_run)
-            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                 NULL);
+            return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint",
+                                           NULL, NULL);
         struct medic_buf b;
         medic_buf_init(&b, (size_t)32 << 20);
         int code = srv->hooks.dry_run(srv->hooks.ctx, req->body.data ? req->body.data : "",
                                       req->body.len, &b);
-        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "application/json",
-                                    b.data ? b.data : "", b.len, NULL, NULL);
+        enum MHD_Result r =
+            receiver__respond(srv, conn, req, (unsigned int)code, "application/json",
+                              b.data ? b.data : "", b.len, NULL, NULL);
         medic_buf_release(&b);
         return r;
     }
     case H_APPROVAL:
     case H_PAUSE:
-        return person_request(srv, conn, req, url);
-    case H_PAGE_FORM: {
-        if (!srv->hooks.page_form)
-            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                 NULL);
-        char who[128];
-        receiver__identity(srv, conn, who, sizeof(who));
-        struct medic_buf b;
-        medic_buf_init(&b, (size_t)1 << 20);
-        int code = srv->hooks.page_form(
-            srv->hooks.ctx, url, req->body.data ? req->body.data : "", req->body.len, who,
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST), req->remote,
-            &b);
-        enum MHD_Result r = respond(srv, conn, req, (unsigned int)code, "text/html; charset=utf-8",
-                                    b.data ? b.data : "", b.len, "Content-Security-Policy",
-                                    "default-src 'none'; style-src 'unsafe-inline'; "
-                                    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-        medic_buf_release(&b);
-        return r;
-    }
+    case H_PAGE_FORM:
+        return receiver__person_request(srv, conn, req, url);
     case H_PAGE: {
         if (!srv->hooks.page)
-            return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                 NULL);
+            return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint",
+                                           NULL, NULL);
         struct medic_buf b;
         medic_buf_init(&b, (size_t)16 << 20);
         int code = srv->hooks.page(
             srv->hooks.ctx, url,
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &b);
         /* the page loads nothing: not from medic, not from anywhere */
-        enum MHD_Result r =
-            respond(srv, conn, req, (unsigned int)code, "text/html; charset=utf-8",
-                    b.data ? b.data : "", b.len, "Content-Security-Policy",
-                    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                    "frame-ancestors 'none'; base-uri 'none'");
+        enum MHD_Result r = receiver__respond(srv, conn, req, (unsigned int)code,
+                                              "text/html; charset=utf-8", b.data ? b.data : "",
+                                              b.len, "Content-Security-Policy", RECEIVER_PAGE_CSP);
         medic_buf_release(&b);
         return r;
     }
     default:
-        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                       NULL);
     }
 }
 
@@ -436,21 +398,23 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
                                   struct request *req, const char *url, const char *method)
 {
     if (req->handler == H_OTHER)
-        return respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
+                                       NULL);
     if (!receiver__method_ok(req->handler, method)) {
         char msg[96];
         snprintf(msg, sizeof(msg), "method %.16s is not allowed on %s; use %s", method, url,
                  receiver__allowed_method(req->handler));
-        return respond_error(srv, conn, req, MHD_HTTP_METHOD_NOT_ALLOWED, msg,
-                             MHD_HTTP_HEADER_ALLOW, receiver__allowed_method(req->handler));
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_METHOD_NOT_ALLOWED, msg,
+                                       MHD_HTTP_HEADER_ALLOW,
+                                       receiver__allowed_method(req->handler));
     }
     const char *challenge = NULL;
     if (!receiver__authenticate(srv, conn, req->handler, &challenge)) {
         const char *given =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        return respond_error(srv, conn, req, MHD_HTTP_UNAUTHORIZED,
-                             given ? "wrong credentials" : "credentials required",
-                             MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_UNAUTHORIZED,
+                                       given ? "wrong credentials" : "credentials required",
+                                       MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
     req->deleting = strcmp(method, "DELETE") == 0;
     if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&
@@ -463,14 +427,15 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
         snprintf(
             msg, sizeof(msg), "content type '%.64s' is not supported; send %s", ct ? ct : "(none)",
             req->handler == H_PAGE_FORM ? "application/x-www-form-urlencoded" : "application/json");
-        return respond_error(srv, conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL,
+                                       NULL);
     }
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > req->body.limit) {
         char msg[96];
         snprintf(msg, sizeof(msg), "body of %.20s bytes is over the limit of %zu bytes", cl,
                  req->body.limit);
-        return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
     }
     return MHD_YES;
 }
@@ -524,7 +489,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (req->too_large) {
         char msg[96];
         snprintf(msg, sizeof(msg), "body is over the limit of %zu bytes", req->body.limit);
-        return respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
+        return receiver__respond_error(srv, conn, req, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL, NULL);
     }
     return dispatch(srv, conn, req, url);
 }

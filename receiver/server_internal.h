@@ -118,6 +118,23 @@ void receiver__identity(struct receiver_server *srv, struct MHD_Connection *conn
                         size_t size);
 int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
                            const char **challenge);
+/* Queues the answer (body copied; one extra header when not NULL) and
+ * counts it for /metrics; an error as {"status":"error","error":...}. */
+enum MHD_Result receiver__respond(struct receiver_server *srv, struct MHD_Connection *conn,
+                                  struct request *req, unsigned int code, const char *content_type,
+                                  const char *body, size_t len, const char *extra_header,
+                                  const char *extra_value);
+enum MHD_Result receiver__respond_error(struct receiver_server *srv, struct MHD_Connection *conn,
+                                        struct request *req, unsigned int code, const char *message,
+                                        const char *extra_header, const char *extra_value);
+/* people.c: a person's request (an answer to a pending step, a pause or
+ * its end, one of the page's forms), named by its credentials. */
+enum MHD_Result receiver__person_request(struct receiver_server *srv, struct MHD_Connection *conn,
+                                         struct request *req, const char *url);
+/* The on-call page loads nothing, and its forms post to medic only. */
+#define RECEIVER_PAGE_CSP                                                                          \
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "                          \
+    "frame-ancestors 'none'; base-uri 'none'"
 int receiver__is_json_content_type(const char *ct);
 int receiver__is_form_content_type(const char *ct);
 void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b);

@@ -1,0 +1,98 @@
+#include "engine_people.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct person_request *add(struct people_round *p, size_t *reads, int64_t id, const char *by,
+                                  const char *reason)
+{
+    if (*reads == PEOPLE_PER_ROUND)
+        return NULL; /* the next round takes the rest */
+    (*reads)++;
+    struct person_request *x = &p->items[p->count++];
+    memset(x, 0, sizeof(*x));
+    x->id = id;
+    snprintf(x->by, sizeof(x->by), "%s", by ? by : "?");
+    snprintf(x->reason, sizeof(x->reason), "%s", reason ? reason : "");
+    return x;
+}
+
+static int read_pause(void *arg, const struct audit_pending_pause *q)
+{
+    struct people_round *p = arg;
+    struct person_request *x = add(p, &p->pause_reads, q->id, q->by, q->reason);
+    if (!x)
+        return 1;
+    x->is_pause = 1;
+    x->yes = q->pause;
+    x->until = q->until;
+    return 0;
+}
+
+static int read_answer(void *arg, const struct audit_pending_approval *q)
+{
+    struct people_round *p = arg;
+    struct person_request *x = add(p, &p->answer_reads, q->id, q->by, q->reason);
+    if (!x)
+        return 1;
+    x->yes = q->approve;
+    x->decision_id = q->decision_id;
+    return 0;
+}
+
+int people_read(struct people_round *p, struct audit_reader *reader)
+{
+    p->count = p->pause_reads = p->answer_reads = 0;
+    p->pause_count = p->approval_count = 0;
+    struct medic_error err = {0};
+    int more = 0;
+    int rc = audit_pending_pauses(reader, read_pause, p, &err);
+    if (rc == 1)
+        more = 1, rc = 0;
+    if (rc == 0 && (rc = audit_pending_approvals(reader, read_answer, p, &err)) == 1)
+        more = 1, rc = 0;
+    if (rc)
+        medic_log_error("cannot read the people's requests (pauses, approvals)", "error",
+                        err.msg[0] ? err.msg : medic_strerror(rc), NULL);
+    return more;
+}
+
+int people_apply(struct people_round *p, const struct policy_context *ctx, struct policy_state *st,
+                 int64_t now, struct policy_decisions *out, int (*origin)(void *arg, size_t from),
+                 void *arg)
+{
+    for (size_t i = 0; i < p->count; i++) {
+        const struct person_request *x = &p->items[i];
+        size_t from = out->count;
+        char why[512] = "";
+        int rc;
+        if (x->is_pause) {
+            struct policy_pause q = {x->yes, x->by, x->reason, x->until};
+            rc = policy_pause(ctx, st, &q, now, out, why, sizeof(why));
+        } else {
+            struct policy_approval q = {x->decision_id, 0, NULL, x->yes, x->by, x->reason};
+            rc = policy_approve(ctx, st, &q, now, out, why, sizeof(why));
+        }
+        if (rc && rc != MEDIC_E_NOTFOUND && rc != MEDIC_E_INVALID)
+            return rc;
+        /* what came of it: its last decision, or why it was refused */
+        struct audit_request_mark *m =
+            x->is_pause ? &p->pauses[p->pause_count++] : &p->approvals[p->approval_count++];
+        char *text = p->results[i];
+        m->id = x->id;
+        m->decision = out->count > from ? (long)(out->count - 1) : -1;
+        if (rc)
+            snprintf(text, sizeof(p->results[i]), "refused: %s", why);
+        else if (m->decision >= 0)
+            snprintf(text, sizeof(p->results[i]), "%s: %s",
+                     policy_verdict_name(out->items[m->decision].verdict),
+                     out->items[m->decision].reason);
+        else
+            snprintf(text, sizeof(p->results[i]), "done");
+        m->result = text;
+        if ((rc = origin(arg, from)))
+            return rc;
+    }
+    return 0;
+}
