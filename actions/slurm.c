@@ -1,4 +1,5 @@
 #include "slurm.h"
+#include "run.h"
 #include "utf8.h"
 #include "timeutil.h"
 
@@ -30,28 +31,21 @@ void slurm_options_default(struct slurm_options *o)
 static int run_scontrol(const struct slurm_options *o, const char *const *args, char *out,
                         size_t size)
 {
-    int pipefd[2];
-    out[0] = '\0';
-    if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        snprintf(out, size, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     /* the environment: ours, with SLURM_CONF set when configured */
     size_t n = 0;
     while (environ[n])
         n++;
     char **env = calloc(n + 2, sizeof(*env));
+    if (!env) {
+        snprintf(out, size, "cannot run %s: out of memory", o->scontrol);
+        return -1;
+    }
     char conf[4200];
     size_t k = 0;
-    for (size_t i = 0; env && i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0)
             env[k++] = environ[i];
-    if (env && o->slurm_conf) {
+    if (o->slurm_conf) {
         snprintf(conf, sizeof(conf), "SLURM_CONF=%s", o->slurm_conf);
         env[k++] = conf;
     }
@@ -61,56 +55,9 @@ static int run_scontrol(const struct slurm_options *o, const char *const *args, 
     for (size_t i = 0; args[i] && a < 15; i++)
         argv[a++] = args[i];
     argv[a] = NULL;
-    pid_t pid;
-    int rc = env ? posix_spawnp(&pid, o->scontrol, &fa, NULL, (char *const *)argv, env) : ENOMEM;
-    posix_spawn_file_actions_destroy(&fa);
+    int rc = medic_run(argv, env, o->timeout_ms, out, size);
     free(env);
-    close(pipefd[1]);
-    if (rc != 0) {
-        close(pipefd[0]);
-        snprintf(out, size, "cannot run %s: %s", o->scontrol, strerror(rc));
-        return -1;
-    }
-    size_t len = 0;
-    int64_t deadline = medic_time_monotonic() + (int64_t)o->timeout_ms * MEDIC_NS_PER_MS;
-    int status = 0, timed_out = 0;
-    for (;;) {
-        int64_t left = (deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS;
-        if (left <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {pipefd[0], POLLIN, 0};
-        int ready = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
-        if (ready > 0) {
-            char chunk[512];
-            ssize_t got = read(pipefd[0], chunk, sizeof(chunk));
-            if (got <= 0)
-                break; /* EOF: it closed its output */
-            size_t take = (size_t)got < size - 1 - len ? (size_t)got : size - 1 - len;
-            memcpy(out + len, chunk, take);
-            len += take;
-            out[len] = '\0';
-        }
-    }
-    close(pipefd[0]);
-    if (timed_out) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -2;
-    }
-    /* output closed: wait for the exit, still within the deadline */
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (medic_time_monotonic() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -2;
-        }
-        usleep(10 * 1000);
-    }
-    while (len && (out[len - 1] == '\n' || out[len - 1] == ' '))
-        out[--len] = '\0';
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rc;
 }
 
 /* The value of key= in `scontrol show node -o` output. Reason (which

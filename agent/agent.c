@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "log.h"
 #include "nvml.h"
+#include "reset.h"
 #include "secure.h"
 
 #include <arpa/inet.h>
@@ -28,6 +29,8 @@ struct agent {
     struct medic_mutex lock;           /* remembered limits and their file */
     double remembered[AGENT_MAX_GPUS]; /* 0: none */
     int port;
+    struct gpu_reset_options reset;
+    int resetting; /* a GPU reset runs (under lock): NVML is closed meanwhile */
 };
 
 struct request {
@@ -306,21 +309,70 @@ static enum MHD_Result restore_all(struct agent *a, struct MHD_Connection *c)
     return r;
 }
 
-/* "/v1/gpus/N/power-limit": N is 1 to 3 decimal digits, nothing else (a
- * wider number must never wrap around to another GPU). */
-static int gpu_path(const char *url, unsigned int *index)
+/* "/v1/gpus/N/WHAT": N is 1 to 3 decimal digits, nothing else (a wider
+ * number must never wrap around to another GPU); returns WHAT
+ * ("power-limit", "reset") or NULL. */
+static const char *gpu_path(const char *url, unsigned int *index)
 {
-    static const char prefix[] = "/v1/gpus/", suffix[] = "/power-limit";
+    static const char prefix[] = "/v1/gpus/";
     if (strncmp(url, prefix, sizeof(prefix) - 1) != 0)
-        return 0;
+        return NULL;
     const char *p = url + sizeof(prefix) - 1;
     size_t digits = strspn(p, "0123456789");
-    if (digits == 0 || digits > 3 || strcmp(p + digits, suffix) != 0)
-        return 0;
+    if (digits == 0 || digits > 3 || p[digits] != '/')
+        return NULL;
     *index = 0;
     for (size_t i = 0; i < digits; i++)
         *index = *index * 10 + (unsigned int)(p[i] - '0');
-    return 1;
+    return p + digits + 1;
+}
+
+/* POST /v1/gpus/N/reset {"uuid": "GPU-...", "check_only": false}: one at
+ * a time; NVML is closed while it runs, so other requests are answered
+ * 503 meanwhile. */
+static enum MHD_Result reset_gpu(struct agent *a, struct MHD_Connection *c, unsigned int index,
+                                 const struct medic_buf *body)
+{
+    cJSON *j = body->len ? cJSON_ParseWithLength(body->data, body->len) : cJSON_CreateObject();
+    const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(j, "uuid");
+    const cJSON *check = cJSON_GetObjectItemCaseSensitive(j, "check_only");
+    if (!cJSON_IsObject(j) ||
+        (uuid &&
+         (!cJSON_IsString(uuid) || !uuid->valuestring[0] || strlen(uuid->valuestring) >= 96)) ||
+        (check && !cJSON_IsBool(check))) {
+        cJSON_Delete(j);
+        return reply_error(c, 400,
+                           "expected {\"uuid\": \"GPU-...\", \"check_only\": false} (both "
+                           "optional)");
+    }
+    medic_mutex_lock(&a->lock);
+    int busy = a->resetting;
+    a->resetting = 1;
+    medic_mutex_unlock(&a->lock);
+    if (busy) {
+        cJSON_Delete(j);
+        return reply_error(c, 409, "another GPU reset runs on this node");
+    }
+    struct gpu_reset_request r = {
+        .index = index, .uuid = uuid ? uuid->valuestring : NULL, .check_only = cJSON_IsTrue(check)};
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    unsigned int code = gpu_reset(a->nvml, &a->reset, &r, &b);
+    cJSON_Delete(j);
+    medic_mutex_lock(&a->lock);
+    a->resetting = 0;
+    medic_mutex_unlock(&a->lock);
+    enum MHD_Result ret = reply(c, code, &b);
+    medic_buf_release(&b);
+    return ret;
+}
+
+static int resetting(struct agent *a)
+{
+    medic_mutex_lock(&a->lock);
+    int r = a->resetting;
+    medic_mutex_unlock(&a->lock);
+    return r;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -359,14 +411,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         medic_buf_release(&b);
         return r;
     }
-    unsigned int index;
+    unsigned int index = 0;
+    const char *what = gpu_path(url, &index);
+    if (what && strcmp(what, "reset") == 0)
+        return strcmp(method, "POST") == 0 ? reset_gpu(a, c, index, &req->body)
+                                           : reply_error(c, 405, "use POST");
+    if (resetting(a))
+        return reply_error(c, 503,
+                           "a GPU reset runs on this node: NVML is closed meanwhile; "
+                           "try again in a minute");
     if (strcmp(url, "/v1/gpus") == 0)
         return strcmp(method, "GET") == 0 ? list_gpus(a, c) : reply_error(c, 405, "use GET");
     if (strcmp(url, "/v1/health") == 0)
         return strcmp(method, "GET") == 0 ? report_health(a, c) : reply_error(c, 405, "use GET");
     if (strcmp(url, "/v1/restore") == 0)
         return strcmp(method, "POST") == 0 ? restore_all(a, c) : reply_error(c, 405, "use POST");
-    if (gpu_path(url, &index))
+    if (what && strcmp(what, "power-limit") == 0)
         return strcmp(method, "POST") == 0 ? set_limit(a, c, index, &req->body)
                                            : reply_error(c, 405, "use POST");
     return reply_error(c, 404, "no such endpoint");
@@ -394,6 +454,8 @@ int agent_start(const struct agent_options *o, struct agent **out, struct medic_
     medic_mutex_init(&a->lock, MEDIC_LOCK_AGENT);
     a->token = strdup(o->token);
     a->state_file = strdup(o->state_file);
+    a->reset.nvidia_smi = o->nvidia_smi ? o->nvidia_smi : "nvidia-smi";
+    a->reset.timeout_ms = o->reset_timeout_ms > 0 ? o->reset_timeout_ms : 120000;
     int rc = a->token && a->state_file ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     if (rc == 0)
         rc = nvml_open(o->nvml_library, &a->nvml, err);
@@ -428,6 +490,9 @@ int agent_start(const struct agent_options *o, struct agent **out, struct medic_
             {MHD_OPTION_SOCK_ADDR, 0, &ss},
             {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_done, a},
             {MHD_OPTION_CONNECTION_LIMIT, 64, NULL},
+            /* a GPU reset takes up to a couple of minutes: the other
+             * threads answer meanwhile */
+            {MHD_OPTION_THREAD_POOL_SIZE, 4, NULL},
             {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
             {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)o->tls_cert_pem},
             {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key_pem},

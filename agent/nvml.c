@@ -56,6 +56,8 @@ struct nvml {
     nvml_return (*ecc_total)(nvml_device, int, int, unsigned long long *);
     nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
     nvml_return (*processes)(nvml_device, unsigned int *, void *);
+    nvml_return (*set_persistence)(nvml_device, int);
+    int suspended; /* closed for a GPU reset (nvml_suspend): every call refused */
 };
 
 static int fail(struct nvml *n, nvml_return r, const char *what, struct medic_error *err)
@@ -113,6 +115,7 @@ int nvml_open(const char *library, struct nvml **out, struct medic_error *err)
         {(void **)&n->ecc_total, "nvmlDeviceGetTotalEccErrors"},
         {(void **)&n->field_values, "nvmlDeviceGetFieldValues"},
         {(void **)&n->processes, "nvmlDeviceGetComputeRunningProcesses_v3"},
+        {(void **)&n->set_persistence, "nvmlDeviceSetPersistenceMode"},
     };
     for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
         *optional[i].fn = dlsym(n->lib, optional[i].name);
@@ -132,15 +135,27 @@ void nvml_close(struct nvml *n)
 {
     if (!n)
         return;
-    n->shutdown();
+    if (!n->suspended)
+        n->shutdown();
     dlclose(n->lib);
     medic_mutex_destroy(&n->lock);
     free(n);
 }
 
-int nvml_count(struct nvml *n, unsigned int *count, struct medic_error *err)
+/* Takes the lock; refuses (and releases it) while NVML is closed for a reset. */
+static int begin(struct nvml *n, struct medic_error *err)
 {
     medic_mutex_lock(&n->lock);
+    if (!n->suspended)
+        return 0;
+    medic_mutex_unlock(&n->lock);
+    return medic_error_set(err, MEDIC_E_BUSY, "NVML is closed while a GPU reset runs");
+}
+
+int nvml_count(struct nvml *n, unsigned int *count, struct medic_error *err)
+{
+    if (begin(n, err))
+        return MEDIC_E_BUSY;
     nvml_return r = n->count(count);
     medic_mutex_unlock(&n->lock);
     return r ? fail(n, r, "nvmlDeviceGetCount", err) : 0;
@@ -153,7 +168,8 @@ int nvml_read(struct nvml *n, unsigned int index, struct nvml_gpu *out, struct m
     int rc = 0;
     memset(out, 0, sizeof(*out));
     out->index = index;
-    medic_mutex_lock(&n->lock);
+    if (begin(n, err))
+        return MEDIC_E_BUSY;
     nvml_return r = n->handle(index, &dev);
     if (r)
         rc = fail(n, r, "nvmlDeviceGetHandleByIndex", err);
@@ -177,7 +193,8 @@ int nvml_read(struct nvml *n, unsigned int index, struct nvml_gpu *out, struct m
 int nvml_set_limit(struct nvml *n, unsigned int index, double watts, struct medic_error *err)
 {
     nvml_device dev;
-    medic_mutex_lock(&n->lock);
+    if (begin(n, err))
+        return MEDIC_E_BUSY;
     nvml_return r = n->handle(index, &dev);
     if (r == 0)
         r = n->set_limit(dev, (unsigned int)(watts * 1000.0 + 0.5));
@@ -211,7 +228,8 @@ int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
     memset(out, 0, sizeof(*out));
     out->persistence = out->retired_pending = out->recovery = out->processes = -1;
     out->dbe_volatile = -1;
-    medic_mutex_lock(&n->lock);
+    if (begin(n, err))
+        return MEDIC_E_BUSY;
     nvml_return r = n->handle(index, &dev);
     if (r) {
         medic_mutex_unlock(&n->lock);
@@ -272,9 +290,46 @@ int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
 
 void nvml_driver_version(struct nvml *n, char *out, size_t size)
 {
+    struct medic_error err = {0};
     out[0] = 0;
-    medic_mutex_lock(&n->lock);
+    if (begin(n, &err))
+        return;
     if (n->driver_version && n->driver_version(out, (unsigned int)size) != 0)
         out[0] = 0;
     medic_mutex_unlock(&n->lock);
+}
+
+int nvml_set_persistence(struct nvml *n, unsigned int index, int on, struct medic_error *err)
+{
+    nvml_device dev;
+    if (!n->set_persistence)
+        return medic_error_set(err, MEDIC_E_NOTFOUND,
+                               "this driver's NVML lacks nvmlDeviceSetPersistenceMode");
+    if (begin(n, err))
+        return MEDIC_E_BUSY;
+    nvml_return r = n->handle(index, &dev);
+    if (r == 0)
+        r = n->set_persistence(dev, on ? 1 : 0);
+    medic_mutex_unlock(&n->lock);
+    return r ? fail(n, r, "nvmlDeviceSetPersistenceMode", err) : 0;
+}
+
+void nvml_suspend(struct nvml *n)
+{
+    medic_mutex_lock(&n->lock);
+    if (!n->suspended) {
+        n->shutdown();
+        n->suspended = 1;
+    }
+    medic_mutex_unlock(&n->lock);
+}
+
+int nvml_resume(struct nvml *n, struct medic_error *err)
+{
+    medic_mutex_lock(&n->lock);
+    nvml_return r = n->suspended ? n->init() : 0;
+    if (r == 0)
+        n->suspended = 0;
+    medic_mutex_unlock(&n->lock);
+    return r ? fail(n, r, "nvmlInit after the reset", err) : 0;
 }

@@ -54,5 +54,12 @@ int nvml_health(struct nvml *n, unsigned int index, struct nvml_health *out,
 /* The driver's version ("580.159.04"), or "" where it cannot say. */
 void nvml_driver_version(struct nvml *n, char *out, size_t size);
 int nvml_set_limit(struct nvml *n, unsigned int index, double watts, struct medic_error *err);
+/* Persistence mode on or off (root only, as nvidia-smi -pm). */
+int nvml_set_persistence(struct nvml *n, unsigned int index, int on, struct medic_error *err);
+/* Closes NVML for a GPU reset (nvidia-smi asks that no monitoring
+ * application hold the device): every call fails with MEDIC_E_BUSY until
+ * nvml_resume opens it again. */
+void nvml_suspend(struct nvml *n);
+int nvml_resume(struct nvml *n, struct medic_error *err);
 
 #endif

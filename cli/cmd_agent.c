@@ -55,11 +55,12 @@ static int wait_for_stop_signal(void)
 
 static const char usage[] =
     "usage: medic agent --token-file FILE [--listen ADDR:PORT] [--state FILE]\n"
-    "                   [--nvml LIBRARY] [--tls-cert FILE --tls-key FILE]\n"
+    "                   [--nvml LIBRARY] [--nvidia-smi PROGRAM]\n"
+    "                   [--tls-cert FILE --tls-key FILE]\n"
     "\n"
-    "The node agent for GPU power limits and health: run one on each GPU node.\n"
-    "medic serve calls it for power_limit and restore_power_limit (the\n"
-    "inventory's agent.url).\n"
+    "The node agent for GPU power limits, health and resets: run one on each GPU\n"
+    "node. medic serve calls it for power_limit, restore_power_limit and\n"
+    "gpu_reset, and to verify a node before it returns (the inventory's agent.url).\n"
     "\n"
     "  GET  /v1/gpus                    index, UUID, name, current/min/max/default\n"
     "                                   limit and draw of every GPU (watts)\n"
@@ -69,6 +70,10 @@ static const char usage[] =
     "  POST /v1/gpus/N/power-limit      {\"watts\": W}: set GPU N's limit, within its\n"
     "                                   bounds; the limit it replaces is remembered\n"
     "  POST /v1/restore                 put every remembered limit back\n"
+    "  POST /v1/gpus/N/reset            {\"uuid\": U, \"check_only\": B}: reset GPU N\n"
+    "                                   (refused while compute processes run on it, or\n"
+    "                                   when N is no longer U); persistence mode off\n"
+    "                                   first and back on after; confirmed back\n"
     "  GET  /-/healthy\n"
     "\n"
     "Every /v1 request needs `Authorization: Bearer TOKEN` (the token file's\n"
@@ -81,6 +86,8 @@ static const char usage[] =
     "  --token-file FILE    the bearer token (required)\n"
     "  --state FILE         remembered limits\n"
     "  --nvml LIBRARY       the NVML library to load\n"
+    "  --nvidia-smi PROGRAM run for a GPU reset, as PROGRAM --gpu-reset -i UUID\n"
+    "                       (no shell; default nvidia-smi from PATH)\n"
     "  --tls-cert, --tls-key  serve HTTPS\n";
 
 static char *read_secret_file(const char *path, const char *what)
@@ -108,13 +115,10 @@ int medic_cmd_agent(int argc, char **argv)
     struct agent_options o = {.listen = "0.0.0.0:9800", .state_file = "./medic-agent.state"};
     const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("listen", &o.listen),
-        CLI_OPT_STRING("token-file", &token_file),
-        CLI_OPT_STRING("state", &o.state_file),
-        CLI_OPT_STRING("nvml", &o.nvml_library),
-        CLI_OPT_STRING("tls-cert", &cert_file),
-        CLI_OPT_STRING("tls-key", &key_file),
-        CLI_OPT_END,
+        CLI_OPT_STRING("listen", &o.listen),         CLI_OPT_STRING("token-file", &token_file),
+        CLI_OPT_STRING("state", &o.state_file),      CLI_OPT_STRING("nvml", &o.nvml_library),
+        CLI_OPT_STRING("nvidia-smi", &o.nvidia_smi), CLI_OPT_STRING("tls-cert", &cert_file),
+        CLI_OPT_STRING("tls-key", &key_file),        CLI_OPT_END,
     };
     int rest, parsed = cli_parse("agent", usage, argc, argv, 1, options, &rest);
     if (parsed)

@@ -1,6 +1,7 @@
 /* `medic agent`: a small HTTP(S) daemon on each GPU node that lists the
  * GPUs, reports what the driver says of their health, and sets power limits within their bounds
- * through NVML, for medic's power_limit and restore_power_limit actions. It remembers, in a state
+ * through NVML, for medic's power_limit and restore_power_limit actions, and resets one GPU
+ * (gpu_reset). It remembers, in a state
  * file, the limit it replaced on each GPU, so a restore puts that back,
  * also after the agent restarts. Bearer token, compared in constant time. */
 #ifndef MEDIC_AGENT_H
@@ -14,6 +15,8 @@ struct agent_options {
     const char *state_file;                 /* remembered limits */
     const char *nvml_library;               /* NULL: libnvidia-ml.so.1 */
     const char *tls_cert_pem, *tls_key_pem; /* both NULL for plain HTTP */
+    const char *nvidia_smi;                 /* run for a GPU reset; NULL: nvidia-smi from PATH */
+    long reset_timeout_ms;                  /* 0: 120 s */
 };
 
 struct agent;

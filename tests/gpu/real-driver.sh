@@ -1,19 +1,22 @@
 #!/bin/sh
 # medic agent against a real NVIDIA driver: run it on any GPU host.
 #
-#   tests/gpu/real-driver.sh [--medic PATH] [--out DIR] [--set-limits]
+#   tests/gpu/real-driver.sh [--medic PATH] [--out DIR] [--set-limits] [--reset]
 #
 # Starts `medic agent` on 127.0.0.1 with the driver's libnvidia-ml.so.1 and
 # checks what it reports against nvidia-smi: GPU enumeration, UUIDs, power
 # limits and bounds, the health report (recovery action, persistence mode,
 # remapped rows, volatile double-bit ECC errors, compute processes), the
 # refusals (a limit outside the bounds, a GPU that is not there, a restore
-# with nothing remembered, a missing token) and a clean stop on SIGTERM.
+# with nothing remembered, a missing token, a reset of a GPU that is not
+# there), what a reset of GPU 0 would do (check_only: its compute
+# processes, persistence mode, the command) and a clean stop on SIGTERM.
 #
 # Reading only, by default: nothing on the GPU is changed. --set-limits also
 # sets GPU 0's power limit to its minimum through the agent, reads it back
-# with nvidia-smi and restores it: only on a host whose GPU is yours to
-# change. A GPU reset is never tried here.
+# with nvidia-smi and restores it; --reset resets GPU 0 through the agent
+# (persistence mode off and back on, nvidia-smi --gpu-reset) and checks it
+# came back: both only on a host whose GPU is yours to change and idle.
 #
 # Everything the driver said is kept in DIR (default: a new temporary
 # folder): nvidia-smi.csv, nvidia-smi-q.txt, gpus.json, health.json,
@@ -23,12 +26,14 @@ set -u
 medic=build/dev/medic
 out=
 set_limits=0
+reset=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --medic) medic=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --set-limits) set_limits=1; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --reset) reset=1; shift ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "real-driver.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -122,6 +127,34 @@ status=$(call POST /v1/restore '{}')
 before=$(sed -n 1p "$out/nvidia-smi.csv" | awk -F', ' '{print $5}')
 after=$(nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits)
 [ "$before" = "$after" ]; check "the refusals left GPU 0's limit as it was" $? "$before W -> $after W"
+
+status=$(curl -s -o /dev/null -w '%{http_code}' -X POST --data '{}' "$url/v1/gpus/0/reset")
+[ "$status" = 401 ]; check "a reset without the token is refused" $? "HTTP $status"
+status=$(call POST "/v1/gpus/${count:-0}/reset" '{}')
+[ "$status" = 404 ]; check "a reset of GPU ${count:-0} (not there) is refused" $? "HTTP $status $(cat "$last")"
+status=$(call POST /v1/gpus/0/reset '{"uuid": "GPU-00000000-0000-0000-0000-000000000000"}')
+[ "$status" = 404 ]; check "a reset of a UUID that is not enumerated is refused" $? "HTTP $status $(cat "$last")"
+uuid0=$(json "$out/gpus.json" 'd["gpus"][0]["uuid"]')
+status=$(call POST /v1/gpus/0/reset "{\"uuid\": \"$uuid0\", \"check_only\": true}"); cp "$last" "$out/reset-check.json"
+smi_procs=$(nvidia-smi -i 0 --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c .)
+if [ "$smi_procs" -gt 0 ]; then
+    [ "$status" = 409 ]; check "a reset of GPU 0 is refused while $smi_procs process(es) compute on it" $? "HTTP $status $(cat "$last")"
+else
+    [ "$status" = 200 ] && [ "$(json "$out/reset-check.json" 'd["command"][3]')" = "$uuid0" ]
+    check "GPU 0 could be reset (check only)" $? "HTTP $status $(cat "$last")"
+fi
+after=$(nvidia-smi -i 0 --query-gpu=power.limit,persistence_mode --format=csv,noheader,nounits)
+[ "$after" = "$(sed -n 1p "$out/nvidia-smi.csv" | awk -F', ' '{print $5 ", " $9}')" ]
+check "the reset checks left GPU 0 as it was" $? "limit, persistence mode: $after"
+
+if [ $reset -eq 1 ]; then
+    status=$(call POST /v1/gpus/0/reset "{\"uuid\": \"$uuid0\"}"); cp "$last" "$out/reset.json"
+    [ "$status" = 200 ]; check "GPU 0 reset and confirmed back" $? "HTTP $status $(cat "$last")"
+    now=$(nvidia-smi -i 0 --query-gpu=uuid,persistence_mode --format=csv,noheader)
+    say "  after the reset, nvidia-smi: $now"
+else
+    say "SKIP resetting GPU 0: reading only (pass --reset on an idle GPU that is yours to reset)"
+fi
 
 if [ $set_limits -eq 1 ]; then
     low=$(json "$out/gpus.json" 'd["gpus"][0]["min_w"]')

@@ -15,9 +15,9 @@ from lab import Medic, Process, Suite, free_port, request, wait_until, write_sec
 TOKEN = "agent-test-token"
 
 
-def standin():
-    path = os.environ.get("MEDIC_NVML_STANDIN")
-    assert path and os.path.exists(path), "MEDIC_NVML_STANDIN names the stand-in NVML library"
+def standin(variable="MEDIC_NVML_STANDIN"):
+    path = os.environ.get(variable)
+    assert path and os.path.exists(path), f"{variable} names a stand-in (tests/nvml_standin)"
     return path
 
 
@@ -28,6 +28,10 @@ class Agent:
         self.token_file = write_secret(os.path.join(self.dir, "agent.token"), TOKEN)
         self.state = os.path.join(self.dir, "agent.state")
         self.nvml_state = os.path.join(self.dir, "nvml-standin.state")
+        # what a test or the stand-in reset changes while the agent runs
+        self.faults_file = os.path.join(self.dir, "nvml-standin.faults")
+        self.smi_log = os.path.join(self.dir, "nvidia-smi-standin.log")
+        open(self.faults_file, "a").close()
         self.port = free_port()
         self.medic = suite.medic
         self.process = None
@@ -35,10 +39,14 @@ class Agent:
     def start(self):
         env = dict(os.environ, MEDIC_NVML_STANDIN_STATE=self.nvml_state,
                    MEDIC_NVML_STANDIN_GPUS=str(self.gpus),
-                   MEDIC_NVML_STANDIN_FAULTS=self.faults)
+                   MEDIC_NVML_STANDIN_FAULTS=self.faults,
+                   MEDIC_NVML_STANDIN_FAULTS_FILE=self.faults_file,
+                   MEDIC_NVML_STANDIN_LOG=self.smi_log)
         self.process = Process("agent", [self.medic, "agent", "--listen", f"127.0.0.1:{self.port}",
                                          "--token-file", self.token_file, "--state", self.state,
-                                         "--nvml", standin()], self.dir, env=env)
+                                         "--nvml", standin(),
+                                         "--nvidia-smi", standin("MEDIC_NVIDIA_SMI_STANDIN")],
+                               self.dir, env=env)
         wait_until("the agent", lambda: request("GET", f"{self.url}/-/healthy")[0] == 200,
                    timeout=15)
         return self
@@ -61,6 +69,21 @@ class Agent:
 
     def stop(self):
         return self.process.stop() if self.process else None
+
+    def fault(self, words):
+        """Changes the stand-in GPUs' faults while the agent runs."""
+        with open(self.faults_file, "a") as f:
+            f.write(" " + words)
+
+    def resets(self):
+        """The stand-in nvidia-smi's runs: one argument list each."""
+        if not os.path.exists(self.smi_log):
+            return []
+        with open(self.smi_log) as f:
+            return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+    def uuid(self, physical):
+        return f"GPU-5ta0d1n0-0000-0000-0000-{physical:012d}"
 
 
 def test_agent_api(suite):
@@ -150,6 +173,63 @@ def test_health_report(suite):
     assert four["power_limit_w"] == 250.0 and four["replaced_limit_w"] == 350.0, four
 
 
+def test_gpu_reset(suite):
+    """POST /v1/gpus/N/reset: refused while compute processes run, when N is
+    no longer the GPU medic named, or when that GPU fell off the bus; the
+    command is an argv array (a UUID full of shell is only a UUID that is
+    not there); persistence mode off first and back on after; the GPU
+    confirmed back before 200. The stand-in nvidia-smi logs each run."""
+    agent = Agent(suite, "reset", faults="1:processes=1").start()
+    suite.on_exit(agent.stop)
+    assert agent.call("POST", "/v1/gpus/3/reset", "{}", token=None)[0] == 401
+    assert agent.call("GET", "/v1/gpus/3/reset")[0] == 405
+    for body in ('{"uuid": 3}', '{"check_only": "yes"}', '[1]', '{"uuid": ""}'):
+        assert agent.call("POST", "/v1/gpus/3/reset", body)[0] == 400, body
+    status, body = agent.call("POST", "/v1/gpus/3/reset",
+                              json.dumps({"uuid": agent.uuid(3), "check_only": True}))
+    assert status == 200 and body["check_only"] and body["persistence_off_first"], body
+    assert body["command"][1:] == ["--gpu-reset", "-i", agent.uuid(3)], body
+    assert agent.resets() == []  # a check runs nothing
+    status, body = agent.call("POST", "/v1/gpus/1/reset", "{}")
+    assert status == 409 and "1 compute process runs on GPU 1" in body["error"], body
+    status, body = agent.call("POST", "/v1/gpus/3/reset",
+                              json.dumps({"uuid": "GPU-x; touch /tmp/medic-pwned"}))
+    assert status == 404 and "not enumerated" in body["error"], body
+    assert agent.resets() == [] and not os.path.exists("/tmp/medic-pwned")
+
+    # GPU 3 needs a reset; GPU 2 fell off the bus, so the GPUs after it
+    # moved down an index: "GPU 3" is physical GPU 4 now
+    agent.fault("3:recovery=1 3:dbe=4 2:missing=1")
+    status, body = agent.call("GET", "/v1/health")
+    assert body["gpu_count"] == 7 and body["gpus"][2]["recovery_action"] == "gpu_reset", body
+    status, body = agent.call("POST", "/v1/gpus/3/reset", json.dumps({"uuid": agent.uuid(3)}))
+    assert status == 409 and "numbered anew" in body["error"], body
+    status, body = agent.call("POST", "/v1/gpus/2/reset", json.dumps({"uuid": agent.uuid(2)}))
+    assert status == 404 and "fallen off the bus" in body["error"], body
+    assert agent.resets() == []
+    # the right index and UUID: persistence off (the stand-in refuses a
+    # reset with it on), the reset, persistence back on, confirmed back
+    status, body = agent.call("POST", "/v1/gpus/2/reset", json.dumps({"uuid": agent.uuid(3)}))
+    assert status == 200 and body["uuid"] == agent.uuid(3), body
+    assert body["recovery_action"] == "none" and body["persistence_mode"] is True, body
+    assert agent.resets() == [["--gpu-reset", "-i", agent.uuid(3)]], agent.resets()
+    status, health = agent.call("GET", "/v1/health")
+    g = health["gpus"][2]
+    assert g["uuid"] == agent.uuid(3) and g["recovery_action"] == "none", g
+    assert g["volatile_dbe"] == 0 and g["persistence_mode"] is True, g
+
+    # a reset the driver refuses: 500 with its words, persistence mode back
+    agent.fault("5:reset_fails=1 5:recovery=1")
+    status, body = agent.call("POST", "/v1/gpus/4/reset", json.dumps({"uuid": agent.uuid(5)}))
+    assert status == 500 and "in use by another process" in body["error"], body
+    assert len(agent.resets()) == 2
+    status, health = agent.call("GET", "/v1/health")
+    assert health["gpus"][4]["persistence_mode"] is True, health["gpus"][4]
+    assert health["gpus"][4]["recovery_action"] == "gpu_reset", health["gpus"][4]
+    # the agent keeps answering after all that
+    assert agent.call("GET", "/v1/gpus")[0] == 200
+
+
 def test_policy_limits_and_restores(suite):
     agent = Agent(suite, "node").start()
     suite.on_exit(agent.stop)
@@ -199,4 +279,5 @@ def test_policy_limits_and_restores(suite):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_agent_api, test_health_report, test_policy_limits_and_restores])
+    Suite(__doc__).run([test_agent_api, test_health_report, test_gpu_reset,
+                        test_policy_limits_and_restores])

@@ -4,16 +4,18 @@
  * file MEDIC_NVML_STANDIN_STATE (one "index limit_mw" line per GPU), so a
  * test can read what the agent set. Limits are 100-400 W, default 350 W.
  * Health readings are those of a sound GPU with row remapping (page
- * retirement "not supported", as on an H100), except where
- * MEDIC_NVML_STANDIN_FAULTS says otherwise: space-separated GPU:NAME=VALUE
- * with NAME one of recovery, dbe, remap_pending, remap_failure, processes,
- * persistence ("3:recovery=1 3:dbe=2"). It is not NVML and must never be
- * installed as libnvidia-ml.so.1. */
+ * retirement "not supported", as on an H100), except where the faults
+ * (faults.h: MEDIC_NVML_STANDIN_FAULTS, MEDIC_NVML_STANDIN_FAULTS_FILE)
+ * say otherwise ("3:recovery=1 3:dbe=2"); a GPU marked missing is not
+ * enumerated. Setting persistence mode writes it to the faults file. It is
+ * not NVML and must never be installed as libnvidia-ml.so.1. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "faults.h"
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -28,10 +30,7 @@ static const unsigned int min_mw = 100000, max_mw = 400000, default_mw = 350000;
 
 static void load(void)
 {
-    const char *n = getenv("MEDIC_NVML_STANDIN_GPUS");
-    gpus = n ? (unsigned int)atoi(n) : 8;
-    if (gpus > MAX_GPUS)
-        gpus = MAX_GPUS;
+    gpus = standin_gpus();
     for (unsigned int i = 0; i < MAX_GPUS; i++)
         limits[i] = default_mw;
     const char *path = getenv("MEDIC_NVML_STANDIN_STATE");
@@ -117,17 +116,29 @@ const char *nvmlErrorString(int r)
                                             : "Unknown Error (stand-in)";
 }
 
+/* The physical GPU enumerated as index (missing ones skipped), or -1. */
+static int physical(unsigned int index)
+{
+    for (unsigned int p = 0; p < gpus; p++)
+        if (!standin_fault(p, "missing", 0) && index-- == 0)
+            return (int)p;
+    return -1;
+}
+
 int nvmlDeviceGetCount_v2(unsigned int *count)
 {
-    *count = gpus;
+    *count = 0;
+    for (unsigned int p = 0; p < gpus; p++)
+        *count += !standin_fault(p, "missing", 0);
     return NVML_SUCCESS;
 }
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
 {
-    if (index >= gpus)
+    int p = physical(index);
+    if (p < 0)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *dev = (nvmlDevice_t)(unsigned long)(index + 1);
+    *dev = (nvmlDevice_t)(unsigned long)(p + 1);
     return NVML_SUCCESS;
 }
 
@@ -199,23 +210,6 @@ int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned int mw)
     return NVML_SUCCESS;
 }
 
-/* The value of fault NAME on GPU i in MEDIC_NVML_STANDIN_FAULTS, or fallback. */
-static unsigned int fault(unsigned int i, const char *name, unsigned int fallback)
-{
-    const char *s = getenv("MEDIC_NVML_STANDIN_FAULTS");
-    size_t len = strlen(name);
-    while (s && *s) {
-        s += strspn(s, " ");
-        char *end;
-        unsigned long gpu = strtoul(s, &end, 10);
-        if (end != s && *end == ':' && gpu == i && strncmp(end + 1, name, len) == 0 &&
-            end[1 + len] == '=')
-            return (unsigned int)strtoul(end + 2 + len, NULL, 10);
-        s += strcspn(s, " ");
-    }
-    return fallback;
-}
-
 int nvmlSystemGetDriverVersion(char *out, unsigned int size)
 {
     snprintf(out, size, "stand-in");
@@ -227,8 +221,17 @@ int nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode)
     unsigned int i;
     if (handle_index(dev, &i))
         return NVML_ERROR_INVALID_ARGUMENT;
-    *mode = (int)fault(i, "persistence", 1);
+    *mode = (int)standin_fault(i, "persistence", 1);
     return NVML_SUCCESS;
+}
+
+int nvmlDeviceSetPersistenceMode(nvmlDevice_t dev, int mode)
+{
+    unsigned int i;
+    if (handle_index(dev, &i) || (mode != 0 && mode != 1))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return standin_set_fault(i, "persistence", (unsigned int)mode) ? NVML_ERROR_NOT_SUPPORTED
+                                                                   : NVML_SUCCESS;
 }
 
 int nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int *unc,
@@ -238,9 +241,9 @@ int nvmlDeviceGetRemappedRows(nvmlDevice_t dev, unsigned int *corr, unsigned int
     if (handle_index(dev, &i))
         return NVML_ERROR_INVALID_ARGUMENT;
     *corr = 0;
-    *unc = fault(i, "remap_pending", 0) ? 1 : 0;
-    *pending = fault(i, "remap_pending", 0);
-    *failure = fault(i, "remap_failure", 0);
+    *unc = standin_fault(i, "remap_pending", 0) ? 1 : 0;
+    *pending = standin_fault(i, "remap_pending", 0);
+    *failure = standin_fault(i, "remap_failure", 0);
     return NVML_SUCCESS;
 }
 
@@ -256,7 +259,7 @@ int nvmlDeviceGetTotalEccErrors(nvmlDevice_t dev, int type, int counter, unsigne
     unsigned int i;
     if (handle_index(dev, &i) || type != 1 || counter != 0)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *n = fault(i, "dbe", 0);
+    *n = standin_fault(i, "dbe", 0);
     return NVML_SUCCESS;
 }
 
@@ -279,7 +282,7 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, struct field_value *va
     for (int k = 0; k < count; k++) {
         values[k].ret = values[k].field_id == 230 ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
         values[k].value_type = 1; /* unsigned int */
-        values[k].value.ui = fault(i, "recovery", 0);
+        values[k].value.ui = standin_fault(i, "recovery", 0);
     }
     return NVML_SUCCESS;
 }
@@ -289,7 +292,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *coun
     unsigned int i;
     if (handle_index(dev, &i))
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned int running = fault(i, "processes", 0);
+    unsigned int running = standin_fault(i, "processes", 0);
     int enough = *count >= running;
     (void)infos; /* the agent only counts them */
     *count = running;
