@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,6 +139,120 @@ enum medic_outcome agent_restore(const char *url, const char *token, long timeou
         }
         cJSON_Delete(j);
     } else {
+        if (code > 0)
+            error_of(&b, code, detail, size);
+        r = code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
+    }
+    medic_buf_release(&b);
+    return r;
+}
+
+enum medic_outcome agent_gpu_reset(const char *url, const char *token, int index, const char *uuid,
+                                   long timeout_ms, char *detail, size_t size)
+{
+    struct medic_buf b, body;
+    medic_buf_init(&b, (size_t)1 << 20);
+    medic_buf_init(&body, 1024);
+    medic_buf_puts(&body, "{");
+    if (uuid) {
+        medic_buf_puts(&body, "\"uuid\":");
+        medic_buf_json_string(&body, uuid);
+    }
+    medic_buf_puts(&body, "}");
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/gpus/%d/reset", index);
+    long code = call(url, path, token, body.data, timeout_ms, &b, detail, size);
+    enum medic_outcome r;
+    if (code == 200) {
+        cJSON *j = cJSON_Parse(b.data ? b.data : "");
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "uuid");
+        const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "recovery_action");
+        snprintf(detail, size, "GPU %d (%s) reset and back, recovery action %s", index,
+                 cJSON_IsString(u) ? u->valuestring : "?",
+                 cJSON_IsString(ra) ? ra->valuestring : "not offered by the driver");
+        cJSON_Delete(j);
+        r = MEDIC_OUTCOME_SUCCEEDED;
+    } else if (code > 0) {
+        error_of(&b, code, detail, size);
+        /* a GPU not there or busy: the reset was not tried */
+        r = code == 404 || code == 409 ? MEDIC_OUTCOME_REFUSED : MEDIC_OUTCOME_FAILED;
+    } else {
+        r = code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
+    }
+    medic_buf_release(&body);
+    medic_buf_release(&b);
+    return r;
+}
+
+/* Appends "; " and a finding to detail. */
+static void finding(char *detail, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void finding(char *detail, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(detail);
+    if (used + 3 >= size)
+        return;
+    if (used)
+        used += (size_t)snprintf(detail + used, size - used, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+int agent_health_judge(const char *json, size_t len, int expected_gpus, char *detail, size_t size)
+{
+    detail[0] = '\0';
+    cJSON *j = len <= AGENT_HEALTH_MAX ? cJSON_ParseWithLength(json, len) : NULL;
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(j, "gpu_count");
+    const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(j, "gpus");
+    if (!cJSON_IsNumber(count) || !cJSON_IsArray(gpus)) {
+        cJSON_Delete(j);
+        snprintf(detail, size, "the agent's health report is not one medic reads");
+        return -1;
+    }
+    int visible = count->valueint;
+    if (expected_gpus > 0 && visible < expected_gpus)
+        finding(detail, size, "%d of %d GPUs visible (the inventory's gpus): one fell off the bus?",
+                visible, expected_gpus);
+    const cJSON *g;
+    cJSON_ArrayForEach(g, gpus)
+    {
+        const cJSON *index = cJSON_GetObjectItemCaseSensitive(g, "index");
+        const cJSON *ra = cJSON_GetObjectItemCaseSensitive(g, "recovery_action");
+        const cJSON *remap = cJSON_GetObjectItemCaseSensitive(g, "remapped_rows");
+        const cJSON *retired = cJSON_GetObjectItemCaseSensitive(g, "retired_pages_pending");
+        int i = cJSON_IsNumber(index) ? index->valueint : -1;
+        if (cJSON_IsString(ra) && strcmp(ra->valuestring, "none") != 0)
+            finding(detail, size, "GPU %d: the driver recommends %.40s", i, ra->valuestring);
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(remap, "pending")))
+            finding(detail, size, "GPU %d: a row remapping is pending (a GPU reset applies it)", i);
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(remap, "failure")))
+            finding(detail, size, "GPU %d: row remapping failed (no spare rows left: an RMA)", i);
+        if (cJSON_IsTrue(retired))
+            finding(detail, size, "GPU %d: a page retirement is pending", i);
+    }
+    cJSON_Delete(j);
+    if (detail[0])
+        return 0;
+    snprintf(detail, size, "%d GPU(s) visible%s, none with a recovery action or pending repair",
+             visible, expected_gpus > 0 ? " as the inventory says" : "");
+    return 1;
+}
+
+enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,
+                                long timeout_ms, char *detail, size_t size)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, AGENT_HEALTH_MAX);
+    long code = call(url, "/v1/health", token, NULL, timeout_ms, &b, detail, size);
+    enum medic_outcome r;
+    if (code == 200)
+        r = agent_health_judge(b.data ? b.data : "", b.len, expected_gpus, detail, size) == 1
+                ? MEDIC_OUTCOME_SUCCEEDED
+                : MEDIC_OUTCOME_FAILED;
+    else {
         if (code > 0)
             error_of(&b, code, detail, size);
         r = code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;

@@ -80,6 +80,8 @@ void medic_action_init(struct medic_action *a, enum medic_action_kind kind)
     a->kind = kind;
     if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE)
         a->u.ipmi_power_cycle.power_on = 1;
+    if (kind == MEDIC_ACTION_VERIFY)
+        a->u.verify.within = MEDIC_VERIFY_DEFAULT_WITHIN;
 }
 
 static void *field_of(const struct medic_action *a, const struct medic_action_param *p)
@@ -193,6 +195,7 @@ int medic_action_params_json(const struct medic_action *a, struct medic_buf *out
             rc = medic_buf_puts(out, ":");
         switch (p->type) {
         case MEDIC_PARAM_INT:
+        case MEDIC_PARAM_SECONDS:
             if (rc == 0)
                 rc = medic_buf_printf(out, "%d", *(const int *)v);
             break;

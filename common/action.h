@@ -24,7 +24,13 @@
       "the power state")                                                                           \
     X(DRAIN, "drain", 1, "drains the node in Slurm (inventory `slurm.node`)")                      \
     X(RESUME, "resume", 0, "resumes a node medic drained; an operator's drain is never undone")    \
-    X(NOTIFY, "notify", 0, "tells a notifier (webhook, Slack, PagerDuty, SMTP)")
+    X(NOTIFY, "notify", 0, "tells a notifier (webhook, Slack, PagerDuty, SMTP)")                   \
+    X(GPU_RESET, "gpu_reset", 1,                                                                   \
+      "resets the alert's GPU (its `UUID` and `gpu` labels) through the node's medic agent; "      \
+      "refused while processes compute on it, confirmed back before it succeeds")                  \
+    X(VERIFY, "verify", 0,                                                                         \
+      "waits until the node is healthy (its agent's GPU health, Slurm answering, the BMC's "       \
+      "power on); a node that does not pass within the time is quarantined")
 
 enum medic_action_kind {
 #define MEDIC_ACTION_ENUM(id, name, disruptive, doc) MEDIC_ACTION_##id,
@@ -66,16 +72,24 @@ struct medic_action {
             char *notifier;
             char *message;
         } notify;
+        struct {
+            char *gpu;  /* the alert's `gpu` label: an index, checked against the inventory */
+            char *uuid; /* the alert's `UUID` label */
+        } gpu_reset;
+        struct {
+            int within; /* seconds */
+        } verify;
     } u;
 };
 
 enum medic_param_type {
-    MEDIC_PARAM_INT,    /* int */
-    MEDIC_PARAM_BOOL,   /* int, 0 or 1 */
-    MEDIC_PARAM_GPUS,   /* struct medic_gpu_list */
-    MEDIC_PARAM_NAME,   /* char *: a name from the configuration */
-    MEDIC_PARAM_TEXT,   /* char *: expanded from a template, capped */
-    MEDIC_PARAM_RECORD, /* char *: set by medic from what it recorded, never by a policy */
+    MEDIC_PARAM_INT,     /* int */
+    MEDIC_PARAM_BOOL,    /* int, 0 or 1 */
+    MEDIC_PARAM_GPUS,    /* struct medic_gpu_list */
+    MEDIC_PARAM_NAME,    /* char *: a name from the configuration */
+    MEDIC_PARAM_TEXT,    /* char *: expanded from a template, capped */
+    MEDIC_PARAM_RECORD,  /* char *: set by medic from what it recorded, never by a policy */
+    MEDIC_PARAM_SECONDS, /* int: a duration ("10m") in seconds */
 };
 
 /* The detail of a drain that succeeded: MEDIC_DRAIN_DETAIL_PREFIX "State=S"
@@ -105,7 +119,13 @@ enum medic_param_type {
     X(NOTIFY, "notifier", MEDIC_PARAM_NAME, u.notify.notifier, 1, 0, 0,                            \
       "a notifier defined under `notifiers`")                                                      \
     X(NOTIFY, "message", MEDIC_PARAM_TEXT, u.notify.message, 0, 0, 0,                              \
-      "the text to send (a template)")
+      "the text to send (a template)")                                                             \
+    X(GPU_RESET, "gpu", MEDIC_PARAM_RECORD, u.gpu_reset.gpu, 0, 0, 0,                              \
+      "set by medic, not by a policy: the alert's `gpu` label (dcgm-exporter's GPU index)")        \
+    X(GPU_RESET, "uuid", MEDIC_PARAM_RECORD, u.gpu_reset.uuid, 0, 0, 0,                            \
+      "set by medic, not by a policy: the alert's `UUID` label; the agent resets only that GPU")   \
+    X(VERIFY, "within", MEDIC_PARAM_SECONDS, u.verify.within, 0, 10, 86400,                        \
+      "how long the node has to pass (default 10m, 10s to 24h)")
 
 struct medic_action_param {
     enum medic_action_kind kind;
@@ -130,7 +150,9 @@ int medic_action_parse_kind(const char *name);
  * safety guards): power_limit, ipmi_power_cycle, drain. */
 int medic_action_disruptive(enum medic_action_kind kind);
 
-/* Initialises a of kind with its defaults (power_on true). */
+#define MEDIC_VERIFY_DEFAULT_WITHIN 600
+
+/* Initialises a of kind with its defaults (power_on true, within 10m). */
 void medic_action_init(struct medic_action *a, enum medic_action_kind kind);
 /* Frees the text fields; a stays a valid action of its kind. */
 void medic_action_release(struct medic_action *a);

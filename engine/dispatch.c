@@ -1,12 +1,10 @@
 #include "engine_dispatch.h"
 #include "lock.h"
 #include "engine_pipeline.h"
-#include "agent_client.h"
+#include "engine_runners.h"
 #include "executor.h"
-#include "ipmi.h"
 #include "log.h"
 #include "notify.h"
-#include "slurm.h"
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -17,12 +15,16 @@
 #include <string.h>
 
 #define ACTION_THREADS 4
+/* verifications wait between their checks for up to their `within`: a
+ * pool of their own, so that they never hold back a drain or a power cycle */
+#define VERIFY_THREADS 16
 #define ACTION_QUEUE 1024
 
 struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
+    struct executor *verifier;         /* verify steps: they wait between their checks */
     _Atomic long kept;                 /* outcomes waiting for the store to commit again */
     struct action_fence fence;         /* the lease, checked right before a disruptive command */
     struct medic_mutex pipeline_lock;  /* held while waking: it may be stopping */
@@ -162,157 +164,6 @@ static int lease_held(void *ctx, char *why, size_t size)
     return rc;
 }
 
-static enum medic_outcome run_notify(const struct medic_config *c, const struct executor_job *job,
-                                     const struct notify_options *options, char *detail,
-                                     size_t size)
-{
-    const char *name = job->action.u.notify.notifier;
-    const struct medic_notifier *n = NULL;
-    for (size_t i = 0; name && i < c->notifier_count && !n; i++)
-        if (strcmp(c->notifiers[i].name, name) == 0)
-            n = &c->notifiers[i];
-    if (!n) {
-        snprintf(detail, size, "notifier '%s' is not configured (removed by a reload?)",
-                 name ? name : "");
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    const struct credential *cred = credentials_find(&c->credentials, n->credentials);
-    struct notify_target t = {
-        .kind = (enum notify_kind)n->type,
-        .url = n->url,
-        .from = n->from,
-        .to = (const char *const *)n->to,
-        .to_count = n->to_count,
-        .routing_key = n->routing_key,
-    };
-    if (cred) {
-        t.username = cred->username;
-        t.password = cred->password;
-        if (n->type == MEDIC_NOTIFIER_PAGERDUTY && !n->routing_key)
-            t.routing_key = cred->token;
-        else if (n->type != MEDIC_NOTIFIER_PAGERDUTY)
-            t.token = cred->token;
-    }
-    struct notify_message m = {.decision_id = job->decision_id,
-                               .time = medic_time_now(),
-                               .node = job->node,
-                               .alertname = job->alertname,
-                               .policy = job->policy,
-                               .reason = job->reason,
-                               .text = job->action.u.notify.message};
-    struct medic_error err = {0};
-    enum medic_outcome r = notify_send(&t, &m, options, &err);
-    if (r == MEDIC_OUTCOME_SUCCEEDED)
-        snprintf(detail, size, "sent to notifier '%s'", name);
-    else
-        snprintf(detail, size, "notifier '%s': %s", name, err.msg);
-    return r;
-}
-
-static void slurm_options_from(const struct medic_config *c, struct slurm_options *o)
-{
-    slurm_options_default(o);
-    o->scontrol = c->scontrol ? c->scontrol : "scontrol";
-    o->slurm_conf = c->slurm_conf;
-}
-
-static enum medic_outcome run_power_cycle(const struct medic_config *c,
-                                          const struct executor_job *job,
-                                          const struct action_fence *fence, char *detail,
-                                          size_t size)
-{
-    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
-    const struct credential *cred =
-        n && n->has_bmc ? credentials_find(&c->credentials, n->bmc.credentials) : NULL;
-    struct medic_error err = {0};
-    struct ipmi_target t = {0};
-    if (!n) {
-        snprintf(detail, size, "node '%s' is not in the inventory", job->node);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    if (!n->has_bmc) {
-        snprintf(detail, size, "node '%s' has no bmc in the inventory", job->node);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    if (!cred || !cred->username || !cred->password) {
-        snprintf(detail, size, "no username and password for bmc credentials '%s'",
-                 n->bmc.credentials);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    t.lan_2_0 = strcmp(n->bmc.driver, "lan") != 0;
-    if (ipmi_workaround_flags((const char *const *)n->bmc.workarounds, n->bmc.workaround_count,
-                              t.lan_2_0, &t.workarounds, &err)) {
-        snprintf(detail, size, "%s", err.msg);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    if (job->require_drained) { /* its incident drained the node first: is it still? */
-        struct slurm_options so;
-        slurm_options_from(c, &so);
-        if (!n->slurm_node) {
-            snprintf(detail, size,
-                     "node '%s' has no slurm node to check its drain; the power cycle is not run",
-                     job->node);
-            return MEDIC_OUTCOME_REFUSED;
-        }
-        enum medic_outcome check = slurm_check_drained(&so, n->slurm_node, detail, size);
-        if (check != MEDIC_OUTCOME_SUCCEEDED) {
-            size_t at = strlen(detail);
-            snprintf(detail + at, size - at, "; the power cycle is not run");
-            return check == MEDIC_OUTCOME_TIMED_OUT ? MEDIC_OUTCOME_TIMED_OUT
-                                                    : MEDIC_OUTCOME_REFUSED;
-        }
-    }
-    t.address = n->bmc.address;
-    t.username = cred->username;
-    t.password = cred->password;
-    t.cipher_suite = n->bmc.cipher_suite;
-    struct ipmi_options o;
-    ipmi_options_default(&o);
-    o.fence = fence;
-    return ipmi_power_cycle(&t, job->action.u.ipmi_power_cycle.power_on, &o, detail, size);
-}
-
-static enum medic_outcome run_slurm(const struct medic_config *c, const struct executor_job *job,
-                                    const struct action_fence *fence, char *detail, size_t size)
-{
-    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
-    if (!n || !n->slurm_node) {
-        snprintf(detail, size, "node '%s' has no slurm node in the inventory", job->node);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    struct slurm_options o;
-    slurm_options_from(c, &o);
-    o.fence = fence;
-    if (job->action.kind == MEDIC_ACTION_DRAIN)
-        return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
-    return slurm_resume(&o, n->slurm_node, job->action.u.resume.drained_as, detail, size);
-}
-
-static enum medic_outcome run_power_limit(const struct medic_config *c,
-                                          const struct executor_job *job,
-                                          const struct action_fence *fence, char *detail,
-                                          size_t size)
-{
-    const struct inventory_node *n = inventory_find(&c->inventory, job->node);
-    if (!n || !n->agent_url) {
-        snprintf(detail, size, "node '%s' has no agent in the inventory", job->node);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    const struct credential *cred = credentials_find(&c->credentials, n->agent_credentials);
-    if (!cred || !cred->token) {
-        snprintf(detail, size, "no token for the agent of node '%s' in the credentials file",
-                 job->node);
-        return MEDIC_OUTCOME_REFUSED;
-    }
-    if (job->action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
-        return agent_restore(n->agent_url, cred->token, 10000, detail, size);
-    const struct medic_gpu_list *g = &job->action.u.power_limit.gpus;
-    if (action_fenced(fence, detail, size))
-        return MEDIC_OUTCOME_REFUSED;
-    return agent_power_limit(n->agent_url, cred->token, g->items, g->count,
-                             job->action.u.power_limit.watts, 10000, detail, size);
-}
-
 static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, char *detail,
                                    size_t size)
 {
@@ -320,25 +171,8 @@ static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, ch
     /* a reference for the action's whole run: a reload meanwhile never
      * pulls the inventory or the credentials from under it */
     const struct medic_config *c = config_slot_acquire(d->configs);
-    enum medic_outcome r = MEDIC_OUTCOME_REFUSED;
-    switch (job->action.kind) {
-    case MEDIC_ACTION_NOTIFY:
-        r = run_notify(c, job, NULL, detail, size);
-        break;
-    case MEDIC_ACTION_IPMI_POWER_CYCLE:
-        r = run_power_cycle(c, job, &d->fence, detail, size);
-        break;
-    case MEDIC_ACTION_DRAIN:
-    case MEDIC_ACTION_RESUME:
-        r = run_slurm(c, job, &d->fence, detail, size);
-        break;
-    case MEDIC_ACTION_POWER_LIMIT:
-    case MEDIC_ACTION_RESTORE_POWER_LIMIT:
-        r = run_power_limit(c, job, &d->fence, detail, size);
-        break;
-    case MEDIC_ACTION_KIND_COUNT:
-        MEDIC_BUG("an action of no kind");
-    }
+    struct engine_run_context rc = {c, &d->fence, d->verifier};
+    enum medic_outcome r = engine_run_action(&rc, job, detail, size);
     medic_config_unref(c);
     return r;
 }
@@ -359,7 +193,8 @@ static void job_from(struct executor_job *job, int64_t decision_id, const char *
  * intent and a failed outcome so that the decision stays visible. */
 static void submit(struct engine_dispatch *d, struct executor_job *job)
 {
-    int rc = executor_submit(d->executor, job);
+    int rc =
+        executor_submit(job->action.kind == MEDIC_ACTION_VERIFY ? d->verifier : d->executor, job);
     if (rc == 0)
         return;
     struct medic_error err = {0};
@@ -405,6 +240,7 @@ static int action_from_row(const char *name, const char *params_json, struct med
         void *field = (char *)out + p->offset;
         switch (p->type) {
         case MEDIC_PARAM_INT:
+        case MEDIC_PARAM_SECONDS:
             if (cJSON_IsNumber(v))
                 *(int *)field = v->valueint;
             break;
@@ -537,7 +373,7 @@ static void tell_oncall(struct recovery *r)
     once.attempts = 1;
     once.timeout_ms = 2000;
     char detail[512];
-    enum medic_outcome o = run_notify(r->config, &job, &once, detail, sizeof(detail));
+    enum medic_outcome o = engine_run_notify(r->config, &job, &once, detail, sizeof(detail));
     medic_log_warn("told on-call about interrupted actions", "result", medic_outcome_name(o),
                    "detail", detail, NULL);
     medic_action_release(&job.action);
@@ -568,6 +404,9 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
     notify_global_init();
     struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
     int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
+    if (rc == 0 &&
+        (rc = executor_start(VERIFY_THREADS, ACTION_QUEUE, &hooks, &d->verifier, err)) != 0)
+        executor_stop(d->executor);
     if (rc) {
         medic_mutex_destroy(&d->pipeline_lock);
         free(d);
@@ -602,8 +441,13 @@ int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path, stru
 
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
 {
-    struct executor_stats s;
+    struct executor_stats s, v;
     executor_stats(d->executor, &s);
+    executor_stats(d->verifier, &v);
+    for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++)
+        for (int o = 0; o < MEDIC_OUTCOME_COUNT; o++)
+            s.results[k][o] += v.results[k][o];
+    s.rejected += v.rejected;
     medic_buf_printf(b,
                      "# HELP medic_actions_queued Actions waiting for a worker.\n"
                      "# TYPE medic_actions_queued gauge\n"
@@ -611,9 +455,12 @@ void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
                      "# HELP medic_actions_in_flight Actions running.\n"
                      "# TYPE medic_actions_in_flight gauge\n"
                      "medic_actions_in_flight %zu\n"
+                     "# HELP medic_verifications_in_flight Verify steps checking their node.\n"
+                     "# TYPE medic_verifications_in_flight gauge\n"
+                     "medic_verifications_in_flight %zu\n"
                      "# HELP medic_actions_total Actions finished, by action and result.\n"
                      "# TYPE medic_actions_total counter\n",
-                     s.queued, s.in_flight);
+                     s.queued, s.in_flight, v.in_flight + v.queued);
     for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++)
         for (int o = 0; o < MEDIC_OUTCOME_COUNT; o++)
             medic_buf_printf(b, "medic_actions_total{action=\"%s\",result=\"%s\"} %llu\n",
@@ -636,6 +483,7 @@ void engine_dispatch_stop(struct engine_dispatch *d)
 {
     if (!d)
         return;
+    executor_stop(d->verifier);
     executor_stop(d->executor);
     medic_mutex_destroy(&d->pipeline_lock);
     free(d);

@@ -83,7 +83,11 @@ struct incident {
                            */
     int limit_watts;      /* holds a power limit of this many watts; 0: none */
     int64_t fresh_after;  /* disruptive steps wait for an alert seen at or after this */
-    char alertname[128];  /* of the alert that opened it */
+    int verified;         /* a verify passed since its last disruptive step */
+    int last_failed;      /* the last awaited step did not succeed (if_failed steps run) */
+    int quarantining;     /* its node is quarantined once the drain in flight ends */
+    char quarantine_why[400];
+    char alertname[128]; /* of the alert that opened it */
     struct label_copy labels, annotations;
     double risk;
     struct member *members;
@@ -111,9 +115,11 @@ struct node_state {
     int dirty;
     size_t slot; /* its index in the state's nodes and node_alerting */
     char name[128];
-    int drained_by_medic;  /* a drain by medic succeeded and was not undone */
-    int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
-    int acting;            /* disruptive actions in flight */
+    int drained_by_medic; /* a drain by medic succeeded and was not undone */
+    int limited_by_medic; /* a power limit by medic succeeded and was not undone */
+    int acting;           /* disruptive actions in flight */
+    int quarantined;      /* waits for a person (policy_release); no disruptive step runs */
+    int64_t quarantined_at;
     int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
     char alertname[64];    /* of its latest firing alert, for the storm notice */
     struct action_record *history;
@@ -188,7 +194,8 @@ struct policy_state {
     size_t node_count, node_cap;
     int64_t *node_alerting; /* beside each node, its last_alerting */
     size_t node_alerting_cap;
-    size_t disrupted_count; /* nodes for which policy__node_disrupted holds */
+    size_t disrupted_count;   /* nodes for which policy__node_disrupted holds */
+    size_t quarantined_count; /* of those, the quarantined (outside max_disruptive_in_flight) */
     struct medic_map nodes_by_name;
     int storm_active;
     /* the fleet-wide pause (pause.c): a person holds every disruptive step */
@@ -242,6 +249,7 @@ int policy__grow(void **items, size_t count, size_t *cap, size_t elem);
 void policy__labels_free(struct label_copy *l);
 int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
+/* 0: not disrupted; 1: disrupted; 2: disrupted and quarantined. */
 int policy__node_disrupted(const struct node_state *n);
 /* Keeps the count of disrupted nodes after a change to n's drained_by_medic,
  * limited_by_medic or acting; was: policy__node_disrupted(n) before it. */
@@ -330,8 +338,8 @@ void policy__follow_reload(const struct policy_context *ctx, struct policy_state
 int policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, const struct incident *in, int64_t now,
                          char *reason, size_t size);
-void policy__record_action(struct policy_state *st, const struct policy *pol,
-                           const struct incident *in, int64_t now);
+void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
+                           const struct policy *pol, const struct incident *in, int64_t now);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                           struct policy_decisions *out);
 /* Fills d as a notification to on-call through safety.storm.notifier (the
@@ -343,7 +351,61 @@ struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
                                             const struct incident *in, int64_t now,
                                             struct policy_decisions *out, const char *message);
 
+/* repair.c: verify, fallbacks, quarantine */
+/* Step index of pol is if_failed and the step before it succeeded: it is
+ * recorded as not needed (returns 1), the ladder goes on. */
+int policy__skip_fallback(const struct policy *pol, struct incident *in, size_t index, int64_t now,
+                          struct policy_decisions *out);
+/* The node of in waits for a person: the incident holds what it holds, no
+ * disruptive step runs there, on-call is told once with the node's
+ * history. */
+void policy__quarantine(const struct policy_context *ctx, struct policy_state *st,
+                        struct incident *in, int64_t now, struct policy_decisions *out,
+                        const char *why);
+/* Before in's on_resolved steps resume a node it disrupted: a verify,
+ * awaited (returns 1 when one was decided). */
+int policy__verify_first(const struct policy_context *ctx, struct policy_state *st,
+                         const struct policy *pol, struct incident *in, int64_t now,
+                         struct policy_decisions *out);
+/* A disruptive step on a node whose incidents reached safety.quarantine:
+ * turned into the drain that quarantines it ("" and 0 when not such a
+ * node); returns 1 when the node is quarantined at once (already drained):
+ * the step is not taken. */
+int policy__repeat_offender(const struct policy_context *ctx, struct policy_state *st,
+                            struct incident *in, struct policy_decision *d, int64_t now,
+                            struct policy_decisions *out);
+/* The awaited step of in ended (kind, outcome): what the repair loop does
+ * about it; 1 when it took over (quarantine, a fallback next). */
+int policy__repair_outcome(const struct policy_context *ctx, struct policy_state *st,
+                           const struct policy *pol, struct incident *in,
+                           enum medic_action_kind kind, enum medic_outcome outcome,
+                           const char *cause, int64_t now, struct policy_decisions *out);
+
 /* ladder.c */
+/* The decided action of step for in into d (its text rendered). */
+int policy__build_action(const struct policy_step *step, const struct incident *in,
+                         struct policy_decision *d);
+long policy__decision_index(const struct policy_decisions *out, const struct policy_decision *d);
+/* Why a disruptive step may not run ("" when it may); see ladder.c. */
+int policy__check_disruptive(const struct policy_context *ctx, struct policy_state *st,
+                             const struct policy *pol, struct incident *in,
+                             struct policy_decision *d, int64_t now, char *reason, size_t size,
+                             int *transient);
+/* The step, every guard passed, executed (or decided in a dry run). */
+void policy__take_step(const struct policy_context *ctx, struct policy_state *st,
+                       const struct policy *pol, struct incident *in, struct policy_decision *d,
+                       const struct policy_step *step, int index, int on_resolved,
+                       const char *prefix, int64_t now, struct policy_decisions *out);
+/* approval.c: the step waits for a person (state pending). */
+void policy__await_approval(const struct policy_context *ctx, const struct policy *pol,
+                            struct incident *in, struct policy_decision *d, int index, int64_t now,
+                            struct policy_decisions *out);
+/* Undo steps for what in holds, whatever its policy says: resume its
+ * drain, restore its power limit (a policy gone, a person's release). */
+void policy__undo_holds(const struct policy_context *ctx, struct policy_state *st,
+                        struct incident *in, int64_t now, struct policy_decisions *out);
+void policy__take_verify(struct policy_state *st, struct incident *in, struct policy_decision *d,
+                         int live, int64_t now, struct policy_decisions *out);
 struct policy_decision *policy__incident_decision(struct policy_decisions *out,
                                                   const struct incident *in, int64_t now);
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,

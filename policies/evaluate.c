@@ -270,8 +270,8 @@ static int64_t later(int64_t t, int64_t by)
 static int64_t tick_due(const struct policy_context *ctx, const struct policy *pol,
                         const struct incident *in)
 {
-    if (in->final || in->closing)
-        return INT64_MAX; /* a tick skips them */
+    if (in->final || in->closing || in->state == INCIDENT_QUARANTINED)
+        return INT64_MAX; /* a tick skips them (a quarantined one waits for a person) */
     if (!pol)
         return INT64_MIN;
     /* while a person is asked, no later step comes due: only the expiry */
@@ -343,7 +343,7 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
             continue;
         struct incident *in = st->incidents[i];
         const struct policy *pol = NULL;
-        if (!in->final && !in->closing) {
+        if (!in->final && !in->closing && in->state != INCIDENT_QUARANTINED) {
             pol = policy__incident_policy(ctx, in);
             if (!pol)
                 close_orphan(ctx, st, in, now, out);

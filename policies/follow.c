@@ -40,6 +40,10 @@ static void merge_node(struct policy_state *st, const char *from, const char *to
     n->drained_by_medic |= old->drained_by_medic;
     n->limited_by_medic |= old->limited_by_medic;
     n->acting += old->acting;
+    if (old->quarantined && !n->quarantined) {
+        n->quarantined = 1;
+        n->quarantined_at = old->quarantined_at;
+    }
     for (size_t i = 0; i < old->history_count; i++)
         if (policy__grow((void **)&n->history, n->history_count, &n->history_cap,
                          sizeof(*n->history)) == 0)
@@ -50,6 +54,7 @@ static void merge_node(struct policy_state *st, const char *from, const char *to
     old->drained_by_medic = 0;
     old->limited_by_medic = 0;
     old->acting = 0;
+    old->quarantined = 0;
     old->history_count = 0;
     policy__node_recount(st, old, was_old);
     policy__node_recount(st, n, was_new);

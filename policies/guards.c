@@ -40,6 +40,16 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
             snprintf(reason, size, "the alert names no node (none of the node labels is set)");
         return 0;
     }
+    struct node_state *q = policy__node_get(st, in->node, 0);
+    if (q && q->quarantined) {
+        char since[40];
+        medic_time_format(q->quarantined_at, since, sizeof(since));
+        snprintf(reason, size,
+                 "node '%s' is quarantined since %s: medic takes no disruptive action on it until "
+                 "a person releases it (medic node release %s)",
+                 in->node, since, in->node);
+        return 0;
+    }
     if (in_maintenance(s, in->node, now, reason, size))
         return 1;
     if (st->pause.on) {
@@ -94,34 +104,44 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
         return 0;
     }
     if (!policy__node_disrupted(n)) {
+        /* quarantined nodes wait for a person, not for a repair in flight:
+         * they count against the fleet's fraction, never against the
+         * repairs medic runs at once */
         size_t disrupted = policy_disrupted_nodes(st);
+        size_t quarantined = st->quarantined_count;
         size_t inventory = ctx->inventory ? ctx->inventory->count : 0;
-        if (disrupted + 1 > s->max_disruptive_in_flight) {
+        if (disrupted - quarantined + 1 > s->max_disruptive_in_flight) {
             snprintf(reason, size,
-                     "fleet cap: %zu nodes already disrupted (max_disruptive_in_flight %zu)",
-                     disrupted, s->max_disruptive_in_flight);
+                     "fleet cap: %zu nodes already disrupted by repairs in flight "
+                     "(max_disruptive_in_flight %zu)",
+                     disrupted - quarantined, s->max_disruptive_in_flight);
             return 1;
         }
         if (disrupted + 1 > policy_max_disrupted_nodes(s, inventory)) {
             snprintf(reason, size,
                      "fleet cap: %zu of %zu nodes would be disrupted (max_disrupted_fraction "
-                     "%g)",
-                     disrupted + 1, inventory, s->max_disrupted_fraction);
+                     "%g)%s",
+                     disrupted + 1, inventory, s->max_disrupted_fraction,
+                     quarantined ? "; quarantined nodes count here until a person releases them"
+                                 : "");
             return 1;
         }
     }
     return 0;
 }
 
-void policy__record_action(struct policy_state *st, const struct policy *pol,
-                           const struct incident *in, int64_t now)
+void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
+                           const struct policy *pol, const struct incident *in, int64_t now)
 {
+    int64_t ctx_quarantine_window = ctx->policies->safety.quarantine_window;
     struct node_state *n = policy__node_get(st, in->node, 1);
     if (!n ||
         policy__grow((void **)&n->history, n->history_count, &n->history_cap, sizeof(*n->history)))
         return;
-    /* forget what no cooldown or budget can still see */
+    /* forget what no cooldown, budget or quarantine count can still see */
     int64_t keep = pol->cooldown > pol->budget_window ? pol->cooldown : pol->budget_window;
+    if (keep < ctx_quarantine_window)
+        keep = ctx_quarantine_window;
     if (keep < 7 * 86400 * MEDIC_NS_PER_SEC)
         keep = 7 * 86400 * MEDIC_NS_PER_SEC;
     size_t w = 0;

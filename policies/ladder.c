@@ -10,13 +10,22 @@
 /* The decided action: the step's literal parameters, its text rendered
  * from the template and cut to MEDIC_ACTION_TEXT_MAX at a UTF-8 boundary
  * with a visible marker. Returns 0 or MEDIC_E_NOMEM. */
-static int build_action(const struct policy_step *step, const struct incident *in,
-                        struct policy_decision *d)
+int policy__build_action(const struct policy_step *step, const struct incident *in,
+                         struct policy_decision *d)
 {
     int rc = medic_action_copy(&d->action, &step->action);
     if (rc)
         return rc;
     d->has_action = 1;
+    if (step->action.kind == MEDIC_ACTION_GPU_RESET) {
+        /* the GPU of the alert that opened the incident (dcgm-exporter's labels) */
+        struct medic_labels labels = {in->labels.items, in->labels.count};
+        const char *gpu = medic_labels_get(&labels, "gpu");
+        const char *uuid = medic_labels_get(&labels, "UUID");
+        if ((gpu && gpu[0] && medic_action_set_text(&d->action, "gpu", gpu, strlen(gpu))) ||
+            (uuid && uuid[0] && medic_action_set_text(&d->action, "uuid", uuid, strlen(uuid))))
+            return MEDIC_E_NOMEM;
+    }
     const char *text_key = medic_action_text_key(step->action.kind);
     int drain = step->action.kind == MEDIC_ACTION_DRAIN; /* a drain always has a reason */
     if (!text_key || (!step->has_text && !drain))
@@ -73,6 +82,8 @@ static enum policy_incident_state acting_state(enum medic_action_kind kind)
 {
     return kind == MEDIC_ACTION_DRAIN         ? INCIDENT_DRAINING
            : kind == MEDIC_ACTION_POWER_LIMIT ? INCIDENT_LIMITING
+           : kind == MEDIC_ACTION_GPU_RESET   ? INCIDENT_RESETTING
+           : kind == MEDIC_ACTION_VERIFY      ? INCIDENT_VERIFYING
                                               : INCIDENT_CYCLING;
 }
 
@@ -80,10 +91,12 @@ static enum policy_incident_state done_state(enum medic_action_kind kind)
 {
     return kind == MEDIC_ACTION_DRAIN         ? INCIDENT_DRAINED
            : kind == MEDIC_ACTION_POWER_LIMIT ? INCIDENT_LIMITED
+           : kind == MEDIC_ACTION_GPU_RESET   ? INCIDENT_RESET
+           : kind == MEDIC_ACTION_VERIFY      ? INCIDENT_VERIFIED
                                               : INCIDENT_CYCLED;
 }
 
-static long index_of(const struct policy_decisions *out, const struct policy_decision *d)
+long policy__decision_index(const struct policy_decisions *out, const struct policy_decision *d)
 {
     return d ? (long)(d - out->items) : -1;
 }
@@ -206,10 +219,10 @@ static void check_undo(struct policy_state *st, struct incident *in, struct poli
  * reason clears by itself (the step is held). A power limit no stricter
  * than one another incident holds is not applied: the incident holds it
  * as well (it stays in force), and the ladder goes on (returns 1). */
-static int check_disruptive(const struct policy_context *ctx, struct policy_state *st,
-                            const struct policy *pol, struct incident *in,
-                            struct policy_decision *d, int64_t now, char *reason, size_t size,
-                            int *transient)
+int policy__check_disruptive(const struct policy_context *ctx, struct policy_state *st,
+                             const struct policy *pol, struct incident *in,
+                             struct policy_decision *d, int64_t now, char *reason, size_t size,
+                             int *transient)
 {
     *transient = 0;
     if (in->halted) {
@@ -230,168 +243,6 @@ static int check_disruptive(const struct policy_context *ctx, struct policy_stat
     return 0;
 }
 
-int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol)
-{
-    if (!ctx->live || pol->dry_run || pol->approval == POLICY_APPROVAL_NONE)
-        return 0;
-    return pol->approval == POLICY_APPROVAL_REQUIRED || ctx->approve;
-}
-
-static void take_step(const struct policy_context *ctx, struct policy_state *st,
-                      const struct policy *pol, struct incident *in, struct policy_decision *d,
-                      const struct policy_step *step, int index, int on_resolved,
-                      const char *prefix, int64_t now, struct policy_decisions *out);
-
-/* The step, every guard passed, waits for a person: decided pending, the
- * incident in state pending until it is approved, denied, withdrawn or
- * expires. */
-static void await_approval(const struct policy_context *ctx, const struct policy *pol,
-                           struct incident *in, struct policy_decision *d, int index, int64_t now,
-                           struct policy_decisions *out)
-{
-    char timeout[32], until[40];
-    medic_duration_format(pol->approval_timeout, timeout, sizeof(timeout));
-    in->pending = 1;
-    in->pending_step = (size_t)index;
-    in->pending_until = now + pol->approval_timeout;
-    in->pending_decision = 0;
-    in->pending_from = in->state;
-    medic_time_format(in->pending_until, until, sizeof(until));
-    d->verdict = VERDICT_PENDING;
-    snprintf(d->reason, sizeof(d->reason),
-             "policy %s step %d waits for a person's approval until %s (approval_timeout %s): "
-             "approved, and with every guard still holding then, medic runs %s on node '%s'; "
-             "denied, expired or withdrawn (the alerts resolve), it never runs",
-             pol->name, index + 1, until, timeout, medic_action_name(d->action.kind), in->node);
-    policy__incident_change(in, INCIDENT_PENDING, index_of(out, d), now, out,
-                            "step %d (%s) waits for approval until %s", index + 1,
-                            medic_action_name(d->action.kind), until);
-    /* on-call hears of it, with where to answer */
-    char message[600];
-    snprintf(message, sizeof(message),
-             "%s on node '%s' (policy %s step %d, incident %lld) waits for your approval until "
-             "%s: approve or deny it on %s%s%s, or with `medic approve ID` / `medic deny ID "
-             "--reason ...` (ID: the pending decision, `medic audit decisions --verdict "
-             "pending`)",
-             medic_action_name(d->action.kind), in->node, pol->name, index + 1, (long long)in->id,
-             until, ctx->external_url ? ctx->external_url : "the on-call page",
-             ctx->external_url ? "/nodes/" : "", ctx->external_url ? in->node : "");
-    policy__tell_oncall(ctx, in, now, out, message);
-}
-
-/* The pending step of in ends without running: its decision says why
- * (verdict suppressed), the ladder stops there, and the incident goes back
- * to the state it waited in. */
-static void end_pending(const struct policy *pol, struct incident *in, int64_t now,
-                        struct policy_decisions *out, const char *why)
-{
-    struct policy_decision *d = policy__incident_decision(out, in, now);
-    in->pending = 0;
-    policy__touch_incident(in);
-    if (!d)
-        return;
-    d->step = (int)in->pending_step;
-    d->disruptive = 1;
-    d->verdict = VERDICT_SUPPRESSED;
-    if (pol && in->pending_step < pol->step_count &&
-        build_action(&pol->steps[in->pending_step], in, d))
-        out->failed = MEDIC_E_NOMEM;
-    snprintf(d->reason, sizeof(d->reason), "%s", why);
-    if (!in->halted) {
-        in->halted = 1;
-        snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was not approved",
-                 in->pending_step + 1);
-    }
-    policy__incident_change(in, in->pending_from, index_of(out, d), now, out, "%s", why);
-}
-
-void policy__withdraw_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
-                              struct policy_decisions *out, const char *because)
-{
-    if (!in->pending)
-        return;
-    char why[300];
-    snprintf(why, sizeof(why), "step %zu withdrawn before anyone approved it: %s",
-             in->pending_step + 1, because);
-    end_pending(policy__incident_policy(ctx, in), in, now, out, why);
-}
-
-void policy__expire_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
-                            struct policy_decisions *out)
-{
-    if (!in->pending || now < in->pending_until)
-        return;
-    const struct policy *pol = policy__incident_policy(ctx, in);
-    char why[300], timeout[32];
-    medic_duration_format(pol ? pol->approval_timeout : 0, timeout, sizeof(timeout));
-    snprintf(why, sizeof(why),
-             "step %zu expired: nobody approved it within approval_timeout %s, and it never "
-             "runs late",
-             in->pending_step + 1, timeout);
-    end_pending(pol, in, now, out, why);
-}
-
-int policy__answer_pending(const struct policy_context *ctx, struct policy_state *st,
-                           struct incident *in, const struct policy_approval *a, int64_t now,
-                           struct policy_decisions *out)
-{
-    const struct policy *pol = policy__incident_policy(ctx, in);
-    char why[480];
-    const char *reason = a->reason && a->reason[0] ? a->reason : "no reason given";
-    if (!a->approve) {
-        snprintf(why, sizeof(why), "step %zu denied by %s: %s", in->pending_step + 1, a->by,
-                 reason);
-        end_pending(pol, in, now, out, why);
-        return 0;
-    }
-    if (!pol || in->pending_step >= pol->step_count) {
-        snprintf(why, sizeof(why),
-                 "step %zu approved by %s, but its policy %s is no longer configured: not run",
-                 in->pending_step + 1, a->by, in->policy);
-        end_pending(NULL, in, now, out, why);
-        return 0;
-    }
-    const struct policy_step *step = &pol->steps[in->pending_step];
-    struct policy_decision *d = policy__incident_decision(out, in, now);
-    in->pending = 0;
-    policy__touch_incident(in);
-    if (!d)
-        return out->failed;
-    d->step = (int)in->pending_step;
-    d->disruptive = 1;
-    if (build_action(step, in, d))
-        return out->failed = MEDIC_E_NOMEM;
-    char guard[sizeof(d->reason)] = "";
-    int transient = 0;
-    /* every guard again, as at any step: the caps, a storm, a window, the
-     * cooldown and budget, a stricter power limit in force */
-    enum policy_incident_state from = in->pending_from;
-    in->state = from; /* the guards see the incident as it was */
-    check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
-    if (guard[0]) {
-        d->verdict = VERDICT_SUPPRESSED;
-        snprintf(d->reason, sizeof(d->reason),
-                 "step %zu approved by %.64s (%.150s), but refused now: %.250s",
-                 in->pending_step + 1, a->by, reason, guard);
-        in->halted = 1;
-        snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was refused when approved",
-                 in->pending_step + 1);
-        in->state = INCIDENT_PENDING;
-        policy__incident_change(in, from, index_of(out, d), now, out,
-                                "step %zu approved, but refused: %.300s", in->pending_step + 1,
-                                guard);
-        return 0;
-    }
-    char prefix[300];
-    snprintf(prefix, sizeof(prefix), "approved by %s (%.200s): ", a->by, reason);
-    in->state = INCIDENT_PENDING;
-    take_step(ctx, st, pol, in, d, step, (int)in->pending_step, 0, prefix, now, out);
-    if (!in->awaiting) /* a dry run, or a step with no outcome to wait for */
-        policy__incident_change(in, from == INCIDENT_PENDING ? INCIDENT_OPEN : from, -1, now, out,
-                                "step %zu approved", in->pending_step + 1);
-    return 0;
-}
-
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
@@ -404,7 +255,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     d->step = index;
     d->on_resolved = on_resolved;
     d->disruptive = medic_action_disruptive(step->action.kind);
-    if (build_action(step, in, d)) {
+    if (policy__build_action(step, in, d)) {
         out->failed = MEDIC_E_NOMEM;
         return;
     }
@@ -417,7 +268,8 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     if (kind == MEDIC_ACTION_RESUME || kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
         check_undo(st, in, d, reason, sizeof(reason));
     else if (d->disruptive)
-        weaker = check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason), &transient);
+        weaker =
+            policy__check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason), &transient);
     if (reason[0]) {
         d->verdict = VERDICT_SUPPRESSED;
         snprintf(d->reason, sizeof(d->reason), "%s", reason);
@@ -435,7 +287,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         } else if (weaker) {
             in->acted = 1;
             in->limit_watts = step->action.u.power_limit.watts;
-            policy__incident_change(in, INCIDENT_LIMITED, index_of(out, d), now, out,
+            policy__incident_change(in, INCIDENT_LIMITED, policy__decision_index(out, d), now, out,
                                     "step %d (power_limit %d W) held: a stricter limit is in "
                                     "force",
                                     index + 1, in->limit_watts);
@@ -446,21 +298,24 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         }
         return;
     }
+    if (pol && !on_resolved && d->disruptive && policy__repeat_offender(ctx, st, in, d, now, out))
+        return;
     if (pol && !on_resolved && d->disruptive && policy__needs_approval(ctx, pol)) {
-        await_approval(ctx, pol, in, d, index, now, out);
+        policy__await_approval(ctx, pol, in, d, index, now, out);
         return;
     }
-    take_step(ctx, st, pol, in, d, step, index, on_resolved, "", now, out);
+    policy__take_step(ctx, st, pol, in, d, step, index, on_resolved, "", now, out);
 }
 
 /* The step, every guard passed, executed (or decided in a dry run): the
  * reason says why, after prefix (who approved it). */
-static void take_step(const struct policy_context *ctx, struct policy_state *st,
-                      const struct policy *pol, struct incident *in, struct policy_decision *d,
-                      const struct policy_step *step, int index, int on_resolved,
-                      const char *prefix, int64_t now, struct policy_decisions *out)
+void policy__take_step(const struct policy_context *ctx, struct policy_state *st,
+                       const struct policy *pol, struct incident *in, struct policy_decision *d,
+                       const struct policy_step *step, int index, int on_resolved,
+                       const char *prefix, int64_t now, struct policy_decisions *out)
 {
-    enum medic_action_kind kind = step->action.kind;
+    /* a ladder step may have become the drain that quarantines its node */
+    enum medic_action_kind kind = on_resolved ? step->action.kind : d->action.kind;
     int live = ctx->live && (!pol || !pol->dry_run);
     d->verdict = live ? VERDICT_EXECUTE : VERDICT_DRY_RUN;
     const char *mode =
@@ -475,19 +330,32 @@ static void take_step(const struct policy_context *ctx, struct policy_state *st,
     else if (on_resolved)
         snprintf(d->reason, sizeof(d->reason), "policy %s: the incident's alerts are gone%s",
                  pol->name, mode);
+    else if (in->quarantining)
+        snprintf(d->reason, sizeof(d->reason),
+                 "%spolicy %s step %d becomes a drain: %.300s; the node is quarantined once it "
+                 "is drained%s",
+                 prefix, pol->name, index + 1, in->quarantine_why, mode);
     else
         snprintf(d->reason, sizeof(d->reason), "%spolicy %s step %d: firing for %s or more%s",
                  prefix, pol->name, index + 1, after, mode);
     in->acted = 1;
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
-    if (!live) { /* a dry run: as if it succeeded at once */
+    if (kind == MEDIC_ACTION_VERIFY) {
+        policy__take_verify(st, in, d, live, now, out);
+        return;
+    }
+    if (d->disruptive)
+        in->verified = 0; /* what a verify saw before no longer holds */
+    if (!live) {          /* a dry run: as if it succeeded at once */
         succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL);
         if (d->disruptive) {
-            policy__record_action(st, pol, in, now);
-            policy__incident_change(in, done_state(kind), index_of(out, d), now, out,
+            policy__record_action(ctx, st, pol, in, now);
+            policy__incident_change(in, done_state(kind), policy__decision_index(out, d), now, out,
                                     "step %d (%s) decided in dry-run", index + 1,
                                     medic_action_name(kind));
+            if (in->quarantining)
+                policy__quarantine(ctx, st, in, now, out, in->quarantine_why);
         }
         return;
     }
@@ -506,14 +374,35 @@ static void take_step(const struct policy_context *ctx, struct policy_state *st,
         n->acting++;
         policy__node_recount(st, n, was);
     }
-    policy__record_action(st, pol, in, now);
+    policy__record_action(ctx, st, pol, in, now);
     d->require_drained = kind == MEDIC_ACTION_IPMI_POWER_CYCLE && in->drained;
     in->awaiting = 1;
     in->awaiting_decision = 0;
     in->awaiting_kind = kind;
     in->awaiting_watts = kind == MEDIC_ACTION_POWER_LIMIT ? d->action.u.power_limit.watts : 0;
-    policy__incident_change(in, acting_state(kind), index_of(out, d), now, out,
+    policy__incident_change(in, acting_state(kind), policy__decision_index(out, d), now, out,
                             "step %d (%s) decided", index + 1, medic_action_name(kind));
+}
+
+void policy__take_verify(struct policy_state *st, struct incident *in, struct policy_decision *d,
+                         int live, int64_t now, struct policy_decisions *out)
+{
+    (void)st;
+    const char *which = d->step < 0 ? "a verify before the resume" : "verify";
+    if (!live) { /* a dry run: as if the node passed at once */
+        in->verified = 1;
+        policy__incident_change(in, INCIDENT_VERIFIED, policy__decision_index(out, d), now, out,
+                                "%s decided in dry-run", which);
+        return;
+    }
+    d->awaited = 1;
+    in->awaiting = 1;
+    in->awaiting_decision = 0;
+    in->awaiting_kind = MEDIC_ACTION_VERIFY;
+    in->awaiting_watts = 0;
+    policy__incident_change(in, INCIDENT_VERIFYING, policy__decision_index(out, d), now, out,
+                            "%s decided: the node must pass within %ds", which,
+                            d->action.u.verify.within);
 }
 
 /* Whether the step the incident holds is still held: its guard (or
@@ -531,10 +420,14 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
                            struct policy_decisions *out)
 {
     while (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
-           in->state != INCIDENT_UNDOING && in->member_count > 0 &&
-           in->next_step < pol->step_count &&
+           in->state != INCIDENT_UNDOING && in->state != INCIDENT_QUARANTINED &&
+           in->member_count > 0 && in->next_step < pol->step_count &&
            now - in->opened_at >= pol->steps[in->next_step].after) {
         const struct policy_step *step = &pol->steps[in->next_step];
+        if (step->if_failed && policy__skip_fallback(pol, in, in->next_step, now, out)) {
+            in->next_step++;
+            continue;
+        }
         /* after a restart, nothing disruptive before the alert is seen again
          * or safety.restart_grace has passed (Alertmanager's retries, a
          * resolve sent while medic was down, have come by then) */
@@ -557,9 +450,7 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
     }
 }
 
-/* Undo steps for an incident whose policy is gone: resume its drain,
- * restore its power limit. */
-static void undo_orphan(const struct policy_context *ctx, struct policy_state *st,
+void policy__undo_holds(const struct policy_context *ctx, struct policy_state *st,
                         struct incident *in, int64_t now, struct policy_decisions *out)
 {
     static const enum medic_action_kind kinds[] = {MEDIC_ACTION_RESUME,
@@ -578,6 +469,8 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
                   const char *why)
 {
     policy__touch_incident(in);
+    if (in->state == INCIDENT_QUARANTINED)
+        return; /* it waits for a person: policy_release */
     policy__withdraw_pending(ctx, in, now, out, why);
     if (!in->closing) {
         in->closing = 1;
@@ -587,11 +480,25 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
     if (in->awaiting) /* undone once the action in flight has its outcome */
         return;
     const struct policy *pol = policy__incident_policy(ctx, in);
+    if (pol && in->acted && policy__verify_first(ctx, st, pol, in, now, out))
+        return; /* the undo goes on once the node passed */
     if (!pol)
-        undo_orphan(ctx, st, in, now, out);
+        policy__undo_holds(ctx, st, in, now, out);
     else if (in->acted)
         for (size_t k = 0; k < pol->on_resolved_count; k++)
             policy__decide_step(ctx, st, pol, in, &pol->on_resolved[k], (int)k, 1, now, out);
+    if (pol && (in->drained || in->limit_watts) && in->in_inventory) {
+        /* what medic holds and will not undo itself waits for a person */
+        char why_held[400];
+        snprintf(why_held, sizeof(why_held),
+                 "%s; policy %s holds the node %s%s%s and does not undo it: held for a person",
+                 in->closing_cause, in->policy, in->drained ? "drained" : "",
+                 in->drained && in->limit_watts ? " and " : "",
+                 in->limit_watts ? "power-limited" : "");
+        in->closing = 0;
+        policy__quarantine(ctx, st, in, now, out, why_held);
+        return;
+    }
     /* holds no step undid are let go (the node stays as it is) */
     in->drained = 0;
     in->limit_watts = 0;
@@ -656,10 +563,19 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     char cause[1400];
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+    const struct policy *pol = policy__incident_policy(ctx, in);
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, in->awaiting_watts, 0, detail);
+        in->verified = kind == MEDIC_ACTION_VERIFY;
+        in->last_failed = 0;
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
-    } else {
+    }
+    if (policy__repair_outcome(ctx, st, pol, in, kind, outcome, cause, now, out)) {
+        if (in->state != INCIDENT_QUARANTINED && pol && !in->closing)
+            policy__run_due_steps(ctx, st, pol, in, now, out);
+        return;
+    }
+    if (outcome != MEDIC_OUTCOME_SUCCEEDED) {
         in->halted = 1;
         snprintf(in->halted_by, sizeof(in->halted_by), "step %zu (%s) %s", in->next_step,
                  medic_action_name(kind), medic_outcome_name(outcome));
@@ -671,7 +587,6 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
                  (long long)in->id, in->policy, in->node, cause);
         policy__tell_oncall(ctx, in, now, out, message);
     }
-    const struct policy *pol = policy__incident_policy(ctx, in);
     if (in->closing) /* its alerts went, or its policy, while the action ran */
         policy__undo(ctx, st, in, in->closing_as, now, out, in->closing_cause);
     else if (pol && outcome == MEDIC_OUTCOME_SUCCEEDED)

@@ -110,6 +110,12 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         json_text(b, "pending_from", policy_incident_state_name(in->pending_from));
     }
     json_text(b, "closing_cause", in->closing_cause);
+    if (in->verified || in->last_failed || in->quarantining || in->quarantine_why[0]) {
+        medic_buf_printf(b, ",\"repair\":{\"verified\":%d,\"last_failed\":%d,\"quarantining\":%d",
+                         in->verified, in->last_failed, in->quarantining);
+        json_text(b, "why", in->quarantine_why);
+        medic_buf_puts(b, "}");
+    }
     if (isnan(in->risk))
         medic_buf_puts(b, ",\"risk\":null,");
     else
@@ -145,6 +151,10 @@ static void save_node(struct medic_buf *b, const struct node_state *n)
     medic_buf_printf(b, ",\"drained_by_medic\":%d,\"limited_by_medic\":%d,\"acting\":%d,",
                      n->drained_by_medic, n->limited_by_medic, n->acting);
     json_time(b, "last_alerting", n->last_alerting);
+    if (n->quarantined) {
+        medic_buf_puts(b, ",");
+        json_time(b, "quarantined_at", n->quarantined_at);
+    }
     medic_buf_puts(b, ",\"alertname\":");
     medic_buf_json_string(b, n->alertname);
     medic_buf_puts(b, ",\"history\":[");
@@ -476,6 +486,13 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         return 1;
     in->awaiting_kind = (enum medic_action_kind)awaiting_kind;
     in->closing_as = (enum policy_incident_state)closing_as;
+    const cJSON *repair = cJSON_GetObjectItemCaseSensitive(e, "repair");
+    if (cJSON_IsObject(repair)) { /* the repair loop's, when it ran */
+        in->verified = int_field(l, repair, "verified");
+        in->last_failed = int_field(l, repair, "last_failed");
+        in->quarantining = int_field(l, repair, "quarantining");
+        copy_field(l, repair, "why", in->quarantine_why, sizeof(in->quarantine_why));
+    }
     const cJSON *risk = cJSON_GetObjectItemCaseSensitive(e, "risk");
     in->risk = cJSON_IsNumber(risk) ? risk->valuedouble : NAN;
     if (load_labels(l, e, "labels", &in->labels) ||
@@ -517,6 +534,8 @@ static int load_node(struct loader *l, struct policy_state *st, const cJSON *e)
     n->limited_by_medic = int_field(l, e, "limited_by_medic");
     n->acting = int_field(l, e, "acting");
     n->last_alerting = time_field(l, e, "last_alerting");
+    if ((n->quarantined = cJSON_GetObjectItemCaseSensitive(e, "quarantined_at") != NULL))
+        n->quarantined_at = time_field(l, e, "quarantined_at");
     /* absent in rows written before it was kept */
     const cJSON *alertname = cJSON_GetObjectItemCaseSensitive(e, "alertname");
     if (cJSON_IsString(alertname))
@@ -621,30 +640,6 @@ int policy_state_load_row(struct policy_state *st, const char *kind, const char 
     load_item(&l, st, k, e);
     cJSON_Delete(e);
     return l.failed ? (err && err->code ? err->code : MEDIC_E_INVALID) : 0;
-}
-
-static int by_id(const void *a, const void *b)
-{
-    int64_t x = (*(struct incident *const *)a)->id, y = (*(struct incident *const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
-static int by_time(const void *a, const void *b)
-{
-    int64_t x = (*(struct resolved_alert *const *)a)->at;
-    int64_t y = (*(struct resolved_alert *const *)b)->at;
-    return x < y ? -1 : x > y;
-}
-
-void policy_state_loaded(struct policy_state *st)
-{
-    policy__nodes_recount(st);
-    /* creation order: first come, first served at the caps; expiry order */
-    if (st->incident_count > 1)
-        qsort(st->incidents, st->incident_count, sizeof(*st->incidents), by_id);
-    policy__incidents_reslot(st);
-    if (st->resolved_count > 1)
-        qsort(st->resolved, st->resolved_count, sizeof(*st->resolved), by_time);
 }
 
 int policy_state_import(const char *json, size_t len, struct policy_state **out,

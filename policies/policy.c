@@ -29,6 +29,8 @@ void policy_safety_default(struct policy_safety *s)
     s->max_alert_age = 3600 * MEDIC_NS_PER_SEC;
     s->alert_expiry = 12 * 3600 * MEDIC_NS_PER_SEC;
     s->restart_grace = 5 * 60 * MEDIC_NS_PER_SEC;
+    s->quarantine_incidents = 3;
+    s->quarantine_window = 7 * 86400 * MEDIC_NS_PER_SEC;
 }
 
 struct parser {
@@ -140,6 +142,16 @@ static int parse_param(struct parser *p, const struct yaml_tree_node *v,
         return rc;
     case MEDIC_PARAM_BOOL:
         return yaml_fields_bool(&p->f, v, param->key, (int *)field);
+    case MEDIC_PARAM_SECONDS: {
+        int64_t ns;
+        rc = yaml_fields_duration(&p->f, v, param->key, &ns);
+        if (rc == 0 && (ns < param->min * MEDIC_NS_PER_SEC || ns > param->max * MEDIC_NS_PER_SEC))
+            rc = yaml_fields_fail(&p->f, v, "%s: expected %lds to %ldh", param->key, param->min,
+                                  param->max / 3600);
+        if (rc == 0)
+            *(int *)field = (int)(ns / MEDIC_NS_PER_SEC);
+        return rc;
+    }
     case MEDIC_PARAM_GPUS:
         return parse_gpus(p, v, param, field);
     case MEDIC_PARAM_NAME:
@@ -194,6 +206,14 @@ static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_r
         if (strcmp(key, "action") == 0)
             continue;
         struct yaml_tree_node at = {.line = n->key_lines[i], .col = n->key_cols[i]};
+        if (strcmp(key, "if_failed") == 0) {
+            if (on_resolved)
+                return yaml_fields_fail(&p->f, n->items[i],
+                                        "if_failed: not a parameter of %s in on_resolved", name);
+            if ((rc = yaml_fields_bool(&p->f, n->items[i], "if_failed", &s->if_failed)))
+                return rc;
+            continue;
+        }
         if (strcmp(key, "after") == 0) {
             if (on_resolved)
                 return yaml_fields_fail(&p->f, n->items[i],
@@ -242,6 +262,14 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
         (*count)++;
         if ((rc = parse_step(p, n->items[i], on_resolved, &(*out)[i])))
             return rc;
+        /* a fallback follows a step whose outcome the ladder waits for */
+        if (!on_resolved && (*out)[i].if_failed &&
+            (i == 0 || (!medic_action_disruptive((*out)[i - 1].action.kind) &&
+                        (*out)[i - 1].action.kind != MEDIC_ACTION_VERIFY)))
+            return yaml_fields_fail(&p->f, yaml_tree_get(n->items[i], "if_failed"),
+                                    "if_failed: the step before must be drain, power_limit, "
+                                    "ipmi_power_cycle, gpu_reset or verify (their outcome is "
+                                    "awaited)");
         /* on_resolved steps have no after: all of them are decided at the resolve */
         if (!on_resolved && i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
             const struct yaml_tree_node *after = yaml_tree_get(n->items[i], "after");
@@ -295,10 +323,21 @@ static int parse_budget(struct parser *p, const struct yaml_tree_node *n, struct
 
 static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
 {
-    static const char *const keys[] = {
-        "name",        "match",    "when",    "cooldown", "max_actions_per_node", "steps",
-        "on_resolved", "continue", "dry_run", "approval", "approval_timeout",     NULL};
+    static const char *const keys[] = {"name",
+                                       "match",
+                                       "when",
+                                       "cooldown",
+                                       "max_actions_per_node",
+                                       "steps",
+                                       "on_resolved",
+                                       "continue",
+                                       "dry_run",
+                                       "approval",
+                                       "approval_timeout",
+                                       "verify_before_resume",
+                                       NULL};
     pol->act_on_unknown_risk = 1;
+    pol->verify_before_resume = 1;
     pol->approval_timeout = POLICY_DEFAULT_APPROVAL_TIMEOUT;
     pol->line = n->line;
     pol->col = n->col;
@@ -347,6 +386,9 @@ static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct
         return rc;
     if ((v = yaml_tree_get(n, "dry_run")) &&
         (rc = yaml_fields_bool(&p->f, v, "dry_run", &pol->dry_run)))
+        return rc;
+    if ((v = yaml_tree_get(n, "verify_before_resume")) &&
+        (rc = yaml_fields_bool(&p->f, v, "verify_before_resume", &pol->verify_before_resume)))
         return rc;
     if ((v = yaml_tree_get(n, "approval"))) {
         if ((rc = yaml_fields_scalar(&p->f, v, "approval")))
@@ -428,6 +470,30 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
     return 0;
 }
 
+/* quarantine: { incidents: N, window: D }, or off */
+static int parse_quarantine(struct parser *p, const struct yaml_tree_node *v,
+                            struct policy_safety *s)
+{
+    static const char *const keys[] = {"incidents", "window", NULL};
+    if (v->kind == YAML_TREE_SCALAR && strcmp(v->value, "off") == 0) {
+        s->quarantine_incidents = 0;
+        return 0;
+    }
+    int rc = yaml_fields_mapping(&p->f, v, "quarantine");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, v, "quarantine", keys);
+    const struct yaml_tree_node *x;
+    if (rc == 0 && (x = yaml_tree_get(v, "incidents")))
+        rc = yaml_fields_size(&p->f, x, "incidents", 2, 1000, &s->quarantine_incidents);
+    if (rc == 0 && (x = yaml_tree_get(v, "window")))
+        rc = yaml_fields_duration(&p->f, x, "window", &s->quarantine_window);
+    if (rc == 0 && (s->quarantine_window < 60 * MEDIC_NS_PER_SEC ||
+                    s->quarantine_window > 365 * 86400 * MEDIC_NS_PER_SEC))
+        rc = yaml_fields_fail(&p->f, yaml_tree_get(v, "window"),
+                              "window: 1m to 365d (a node's incidents within it are counted)");
+    return rc;
+}
+
 static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct policy_safety *s)
 {
     static const char *const keys[] = {"max_disruptive_in_flight",
@@ -437,6 +503,7 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                        "alert_expiry",
                                        "restart_grace",
                                        "maintenance",
+                                       "quarantine",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
     int rc = yaml_fields_mapping(&p->f, n, "safety");
@@ -483,6 +550,8 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
     }
     if (rc == 0 && (v = yaml_tree_get(n, "maintenance")))
         rc = parse_maintenance(p, v, s);
+    if (rc == 0 && (v = yaml_tree_get(n, "quarantine")))
+        rc = parse_quarantine(p, v, s);
     return rc;
 }
 

@@ -216,7 +216,8 @@ struct node_state *policy__node_get(struct policy_state *st, const char *name, i
 
 int policy__node_disrupted(const struct node_state *n)
 {
-    return n->drained_by_medic || n->limited_by_medic || n->acting > 0;
+    int disrupted = n->drained_by_medic || n->limited_by_medic || n->acting > 0;
+    return disrupted ? 1 + (n->quarantined != 0) : 0;
 }
 
 void policy__node_recount(struct policy_state *st, const struct node_state *n, int was)
@@ -226,13 +227,20 @@ void policy__node_recount(struct policy_state *st, const struct node_state *n, i
         st->disrupted_count++;
     else if (was && !is)
         st->disrupted_count--;
+    if (is == 2 && was != 2)
+        st->quarantined_count++;
+    else if (was == 2 && is != 2)
+        st->quarantined_count--;
 }
 
 void policy__nodes_recount(struct policy_state *st)
 {
     st->disrupted_count = 0;
+    st->quarantined_count = 0;
     for (size_t i = 0; i < st->node_count; i++) {
-        st->disrupted_count += policy__node_disrupted(st->nodes[i]) ? 1 : 0;
+        int d = policy__node_disrupted(st->nodes[i]);
+        st->disrupted_count += d ? 1 : 0;
+        st->quarantined_count += d == 2;
         st->node_alerting[i] = st->nodes[i]->last_alerting;
     }
     st->alerting.valid = 0;
@@ -546,4 +554,28 @@ int policy_decisions_table(const struct policy_decisions *d, struct medic_table 
     }
     medic_buf_release(&params);
     return rc;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = (*(struct incident *const *)a)->id, y = (*(struct incident *const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    int64_t x = (*(struct resolved_alert *const *)a)->at;
+    int64_t y = (*(struct resolved_alert *const *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+void policy_state_loaded(struct policy_state *st)
+{
+    policy__nodes_recount(st);
+    /* creation order: first come, first served at the caps; expiry order */
+    if (st->incident_count > 1)
+        qsort(st->incidents, st->incident_count, sizeof(*st->incidents), by_id);
+    policy__incidents_reslot(st);
+    if (st->resolved_count > 1)
+        qsort(st->resolved, st->resolved_count, sizeof(*st->resolved), by_time);
 }

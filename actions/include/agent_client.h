@@ -1,5 +1,6 @@
-/* medic's side of `medic agent`: set and restore GPU power limits on a node
- * over HTTP(S) with a bearer token (libcurl, bounded time). */
+/* medic's side of `medic agent`: set and restore GPU power limits, reset
+ * a GPU and read the node's GPU health over HTTP(S) with a bearer token
+ * (libcurl, bounded time). */
 #ifndef MEDIC_ACTIONS_AGENT_CLIENT_H
 #define MEDIC_ACTIONS_AGENT_CLIENT_H
 
@@ -13,5 +14,24 @@ enum medic_outcome agent_power_limit(const char *url, const char *token, const i
 /* Puts back every limit the agent remembers replacing. */
 enum medic_outcome agent_restore(const char *url, const char *token, long timeout_ms, char *detail,
                                  size_t size);
+
+/* Resets GPU index (the agent checks it is still uuid, when given):
+ * succeeded once the agent saw it back; refused when the agent did not try
+ * (no such GPU, processes on it, another GPU under that index). */
+enum medic_outcome agent_gpu_reset(const char *url, const char *token, int index, const char *uuid,
+                                   long timeout_ms, char *detail, size_t size);
+
+/* The largest health report medic reads. */
+#define AGENT_HEALTH_MAX ((size_t)1 << 20)
+
+/* Judges an agent's GET /v1/health report by medic's idea of healthy:
+ * expected_gpus visible (0: not checked), no GPU with a recovery action
+ * other than none, a pending or failed row remapping, or a pending page
+ * retirement. 1 healthy, 0 not (detail says what), -1 not a report. */
+int agent_health_judge(const char *json, size_t len, int expected_gpus, char *detail, size_t size);
+
+/* Reads and judges the node's health: succeeded when healthy. */
+enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,
+                                long timeout_ms, char *detail, size_t size);
 
 #endif

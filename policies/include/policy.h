@@ -22,6 +22,7 @@ struct policy_step {
     struct medic_action action;
     struct policy_template text; /* the action's MEDIC_PARAM_TEXT parameter */
     int has_text;
+    int if_failed; /* runs only when the step before it did not succeed; skipped otherwise */
     int line, col;
 };
 
@@ -45,6 +46,9 @@ struct policy {
      * required or none whatever the mode (dry-run never asks) */
     int approval;
     int64_t approval_timeout; /* a pending step expires this long after it was decided; 30m */
+    /* a resume waits for a health check (verify) of a node the incident
+     * disrupted; default 1 */
+    int verify_before_resume;
     int line, col;
 };
 
@@ -76,6 +80,10 @@ struct policy_safety {
                             * default 5m */
     struct maintenance_window *maintenance;
     size_t maintenance_count;
+    /* a node whose incidents reach this many within quarantine_window is
+     * quarantined (kept drained for a person); 0: off. Default 3 in 7d */
+    size_t quarantine_incidents;
+    int64_t quarantine_window;
 };
 
 struct policy_set {

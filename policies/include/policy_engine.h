@@ -84,8 +84,8 @@ enum policy_verdict {
 const char *policy_verdict_name(enum policy_verdict v);
 
 /* The states of an incident (docs/img/incident-states.svg). The -ing
- * states await an action's outcome; recovered, expired and closed are
- * final. */
+ * states await an action's outcome; quarantined waits for a person
+ * (policy_release); recovered, expired, closed and released are final. */
 #define POLICY_INCIDENT_STATES(X)                                                                  \
     X(OPEN, "open")                                                                                \
     X(PENDING, "pending")                                                                          \
@@ -95,11 +95,17 @@ const char *policy_verdict_name(enum policy_verdict v);
     X(LIMITED, "limited")                                                                          \
     X(CYCLING, "cycling")                                                                          \
     X(CYCLED, "cycled")                                                                            \
+    X(RESETTING, "resetting")                                                                      \
+    X(RESET, "reset")                                                                              \
+    X(VERIFYING, "verifying")                                                                      \
+    X(VERIFIED, "verified")                                                                        \
     X(FAILED, "failed")                                                                            \
+    X(QUARANTINED, "quarantined")                                                                  \
     X(UNDOING, "undoing")                                                                          \
     X(RECOVERED, "recovered")                                                                      \
     X(EXPIRED, "expired")                                                                          \
-    X(CLOSED, "closed")
+    X(CLOSED, "closed")                                                                            \
+    X(RELEASED, "released")
 
 enum policy_incident_state {
 #define POLICY_STATE_ENUM(name, text) INCIDENT_##name,
@@ -259,6 +265,29 @@ int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_
 int policy_approve(const struct policy_context *ctx, struct policy_state *st,
                    const struct policy_approval *a, int64_t now, struct policy_decisions *out,
                    char *why, size_t why_size);
+
+/* A person's release of a quarantined node (after the repair): what its
+ * quarantined incidents hold is undone (resume, restore) and they end
+ * released; the node takes disruptive steps again. MEDIC_E_NOTFOUND (why
+ * says it) when the node is not quarantined. by: who (the credential's
+ * name). */
+struct policy_release {
+    const char *node;
+    const char *by;
+    const char *reason;
+};
+int policy_release(const struct policy_context *ctx, struct policy_state *st,
+                   const struct policy_release *r, int64_t now, struct policy_decisions *out,
+                   char *why, size_t why_size);
+
+/* Calls fn for each quarantined incident (a node waiting for a person). */
+struct policy_quarantined_node {
+    const char *node, *policy, *why;
+    int64_t incident, since;
+    int drained; /* the incident holds the node's drain */
+};
+typedef int (*policy_quarantined_fn)(void *arg, const struct policy_quarantined_node *q);
+int policy_quarantined(const struct policy_state *st, policy_quarantined_fn fn, void *arg);
 
 /* The outcome of an awaited action. */
 struct policy_outcome {

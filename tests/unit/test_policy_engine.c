@@ -335,15 +335,23 @@ static const struct policy_decision *last(struct world *w, size_t back)
     return &w->out.items[w->out.count - 1 - back];
 }
 
-static void expect(const struct policy_decision *d, const char *node, const char *action,
-                   enum policy_verdict verdict, const char *reason_part)
+#define expect(...) expect_at(__LINE__, __VA_ARGS__)
+static void expect_at(int line, const struct policy_decision *d, const char *node,
+                      const char *action, enum policy_verdict verdict, const char *reason_part)
 {
     const char *got_action = d->has_action ? medic_action_name(d->action.kind) : "-";
     if (strcmp(d->node, node) != 0 || strcmp(got_action, action ? action : "-") != 0 ||
         d->verdict != verdict || (reason_part && !strstr(d->reason, reason_part)))
-        fail_msg("decision %s %s %s '%s'; wanted %s %s %s '%s'", d->node, got_action,
+        fail_msg("line %d: decision %s %s %s '%s'; wanted %s %s %s '%s'", line, d->node, got_action,
                  policy_verdict_name(d->verdict), d->reason, node, action ? action : "-",
                  policy_verdict_name(verdict), reason_part ? reason_part : "");
+}
+
+/* The verify before a resume, decided at the resolve, passes at now. */
+static void passes_verify(struct world *w, const char *node, int64_t now)
+{
+    expect(last(w, 0), node, "verify", VERDICT_EXECUTE, "verify_before_resume");
+    assert_int_equal(outcome(w, node, MEDIC_OUTCOME_SUCCEEDED, now) > 0, 1);
 }
 
 static const char drain_resume_policies[] = "policies:\n"
@@ -368,7 +376,15 @@ static void test_state_rows_name_kinds(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, base_policies, NULL, 40, 1);
+    /* what a format-3 medic could write: no verify */
+    world_init(&w,
+               "policies:\n"
+               "  - name: drain-on-xid\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    verify_before_resume: false\n"
+               "    steps: [ { action: drain } ]\n"
+               "    on_resolved: [ { action: resume } ]\n",
+               NULL, 40, 1);
     struct test_alert a;
     make_alert(&a, "GPUXidError", "gpu-node-01:9400", "0", "79", T0, 0.9);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
@@ -541,6 +557,7 @@ static void test_escalation_ladder_and_resume(void **state)
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     /* resolved before the notify step: medic resumes what it drained */
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN), 1);
+    passes_verify(&w, "gpu-node-01", T0 + 20 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "alerts are gone");
     assert_string_equal(incident_state(&w, "gpu-node-01"), "undoing");
     assert_int_equal(policy_disrupted_nodes(w.state), 1); /* until the resume succeeds */
@@ -653,6 +670,7 @@ static void test_restart_grace_resolve_and_stale(void **state)
     restart(&w, T0 + 12 * MIN);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN + 30 * MEDIC_NS_PER_SEC),
                      1);
+    passes_verify(&w, "gpu-node-05", T0 + 12 * MIN + 30 * MEDIC_NS_PER_SEC);
     expect(last(&w, 0), "gpu-node-05", "resume", VERDICT_EXECUTE, NULL);
     assert_int_equal(tick(&w, T0 + 14 * MIN), 0);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 14 * MIN);
@@ -941,6 +959,7 @@ static void test_pause_holds_disruption_never_undo(void **state)
     for (size_t i = 0; i < n; i++)
         assert_false(last(&w, i)->disruptive && last(&w, i)->verdict == VERDICT_EXECUTE);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN), 1);
+    passes_verify(&w, "gpu-node-01", T0 + 12 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
     /* it survives a restart */
     restart(&w, T0 + 13 * MIN);
@@ -1070,6 +1089,7 @@ static void test_one_incident_per_node(void **state)
     for (int g = 1; g < 7; g++)
         assert_int_equal(evaluate(&w, &gpus[g], MEDIC_STATUS_RESOLVED, T0 + 3 * MIN), 0);
     assert_int_equal(evaluate(&w, &gpus[7], MEDIC_STATUS_RESOLVED, T0 + 4 * MIN), 1);
+    passes_verify(&w, "gpu-node-06", T0 + 4 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
     world_release(&w);
 }
@@ -1113,7 +1133,8 @@ static void test_invariant_fleet_caps(void **state)
         evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
         if (i > 2)
             expect(last(&w, 0), node, "drain", VERDICT_SUPPRESSED,
-                   "held: fleet cap: 2 nodes already disrupted (max_disruptive_in_flight 2)");
+                   "held: fleet cap: 2 nodes already disrupted by repairs in flight "
+                   "(max_disruptive_in_flight 2)");
     }
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
     /* a second alert on a node already disrupted joins its incident */
@@ -1139,6 +1160,7 @@ static void test_invariant_fleet_caps(void **state)
     make_alert(&first, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
     evaluate(&w, &first, MEDIC_STATUS_RESOLVED, T0 + 13 * MIN);
     evaluate(&w, &again, MEDIC_STATUS_RESOLVED, T0 + 13 * MIN);
+    passes_verify(&w, "gpu-node-01", T0 + 13 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
     assert_int_equal(tick(&w, T0 + 13 * MIN + 1), 0); /* full until the resume succeeds */
     succeed(&w, T0 + 13 * MIN + 2);
@@ -1344,6 +1366,7 @@ static void test_resume_waits_for_the_last_alert(void **state)
     assert_int_equal(evaluate(&w, &xid, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     evaluate(&w, &ecc, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
+    passes_verify(&w, "gpu-node-06", T0 + 3 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + 3 * MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
@@ -1372,6 +1395,7 @@ static void test_lost_resolve_expires(void **state)
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "fleet cap");
     assert_int_equal(tick(&w, T0 + 89 * MIN), 0);
     assert_int_equal(tick(&w, T0 + 91 * MIN), 1);
+    passes_verify(&w, "gpu-node-01", T0 + 91 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + 91 * MIN);
     assert_string_equal(incident_state(&w, "gpu-node-01"), "expired");
@@ -1506,6 +1530,7 @@ static void test_reload_follows_a_renamed_policy(void **state)
     /* the same state after a restart */
     restart(&w, T0 + 11 * MIN);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 12 * MIN);
+    passes_verify(&w, "gpu-node-01", T0 + 12 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, "policy xid-v2");
     succeed(&w, T0 + 12 * MIN);
     assert_string_equal(incident_state(&w, "gpu-node-01"), "recovered");
@@ -1569,6 +1594,7 @@ static void test_reload_follows_a_renamed_node(void **state)
     assert_string_equal(incident_state(&w, "gpu-node-01.example.org"), "drained");
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN);
+    passes_verify(&w, "gpu-node-01.example.org", T0 + 2 * MIN);
     expect(last(&w, 0), "gpu-node-01.example.org", "resume", VERDICT_EXECUTE, "alerts are gone");
     succeed(&w, T0 + 2 * MIN);
     assert_string_equal(incident_state(&w, "gpu-node-01.example.org"), "recovered");
@@ -1602,7 +1628,8 @@ static void test_on_resolved_undoes_two_things(void **state)
     assert_int_equal(tick(&w, T0 + MIN), 1);
     expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + MIN);
-    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 2);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
+    passes_verify(&w, "gpu-node-03", T0 + 2 * MIN);
     expect(last(&w, 1), "gpu-node-03", "resume", VERDICT_EXECUTE, "alerts are gone");
     expect(last(&w, 0), "gpu-node-03", "restore_power_limit", VERDICT_EXECUTE, "alerts are gone");
     assert_string_equal(incident_state(&w, "gpu-node-03"), "undoing");
@@ -1843,6 +1870,7 @@ static void test_state_survives_restart(void **state)
     expect(last(&w, 0), "gpu-node-02", "power_limit", VERDICT_EXECUTE, "restart_grace");
     succeed(&w, T0 + 10 * MIN);
     evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    passes_verify(&w, "gpu-node-01", T0 + 20 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
     /* a state of an older medic, and garbage, are refused with a message */
     struct policy_state *restored = NULL;
@@ -1889,6 +1917,7 @@ static void test_fingerprint_is_not_identity(void **state)
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + 2);
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN), 1);
+    passes_verify(&w, "gpu-node-02", T0 + 2 * MIN);
     expect(last(&w, 0), "gpu-node-02", "resume", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + 2 * MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 1); /* gpu-node-01 still held */

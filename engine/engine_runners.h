@@ -1,0 +1,24 @@
+/* The runners: carry out one decided action (an executor job) against the
+ * configuration in force, its outcome and a detail back. */
+#ifndef MEDIC_ENGINE_RUNNERS_H
+#define MEDIC_ENGINE_RUNNERS_H
+
+#include "config.h"
+#include "executor.h"
+#include "fence.h"
+#include "notify.h"
+
+struct engine_run_context {
+    const struct medic_config *config;
+    const struct action_fence *fence; /* asked right before a disruptive command */
+    struct executor *waiter;          /* a verify waits between its checks on it */
+};
+
+enum medic_outcome engine_run_action(const struct engine_run_context *rc,
+                                     const struct executor_job *job, char *detail, size_t size);
+/* A notification (options: NULL for the defaults). */
+enum medic_outcome engine_run_notify(const struct medic_config *c, const struct executor_job *job,
+                                     const struct notify_options *options, char *detail,
+                                     size_t size);
+
+#endif
