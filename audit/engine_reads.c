@@ -467,3 +467,42 @@ int audit_pause_result(struct audit_reader *reader, int64_t id, struct audit_app
                          " ON d.id = p.result_decision_id WHERE p.id = ?1",
                          id, approval_result_row, out, err);
 }
+
+struct release_ctx {
+    audit_release_fn fn;
+    void *arg;
+};
+
+static int release_row(struct db_stmt *st, void *ctx)
+{
+    struct release_ctx *c = ctx;
+    struct audit_pending_release r = {
+        .id = db_column_int64(st, 0),
+        .created_at = db_column_int64(st, 1) * MEDIC_NS_PER_MS,
+        .node = db_column_text(st, 2),
+        .by = db_column_text(st, 3),
+        .reason = db_column_text(st, 4),
+    };
+    return c->fn(c->arg, &r);
+}
+
+int audit_pending_releases(struct audit_reader *reader, audit_release_fn fn, void *arg,
+                           struct medic_error *err)
+{
+    struct release_ctx c = {fn, arg};
+    return query_rows(reader,
+                      "SELECT id, created_at, node, by_name, reason FROM release_requests"
+                      " WHERE evaluated_at IS NULL ORDER BY id",
+                      release_row, &c, err);
+}
+
+int audit_release_result(struct audit_reader *reader, int64_t id, struct audit_approval_result *out,
+                         struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    return query_rows_to(reader,
+                         "SELECT r.evaluated_at, r.result, r.result_decision_id, d.verdict"
+                         " FROM release_requests r LEFT JOIN decisions d"
+                         " ON d.id = r.result_decision_id WHERE r.id = ?1",
+                         id, approval_result_row, out, err);
+}

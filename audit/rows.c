@@ -66,6 +66,10 @@ static const char *const stmt_sql[ST_COUNT] = {
                         " remote_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)%s",
     [ST_MARK_PAUSE] = "UPDATE pause_requests SET evaluated_at = ?2, result = ?3,"
                       " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
+    [ST_INSERT_RELEASE] = "INSERT INTO release_requests (created_at, node, by_name, reason,"
+                          " remote_addr) VALUES (?1, ?2, ?3, ?4, ?5)%s",
+    [ST_MARK_RELEASE] = "UPDATE release_requests SET evaluated_at = ?2, result = ?3,"
+                        " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
 };
 
 /* "INSERT ... VALUES (?1, ..., ?C), (...) ..." for rows rows of columns. */
@@ -509,6 +513,8 @@ static int write_evaluation(struct audit_store *s, struct job *job)
                            &job->err);
     if (rc == 0)
         rc = mark_requests(s, ST_MARK_PAUSE, in->pauses, in->pause_count, in, ids, &job->err);
+    if (rc == 0)
+        rc = mark_requests(s, ST_MARK_RELEASE, in->releases, in->release_count, in, ids, &job->err);
     free(own);
     return rc;
 }
@@ -524,6 +530,18 @@ static int write_pause(struct audit_store *s, struct job *job)
     bind_time_ms(st, 5, in->until);
     audit__bind_text(st, 6, in->remote_addr);
     return step_insert(s, st, &job->id, &job->err, "storing a pause");
+}
+
+static int write_release(struct audit_store *s, struct job *job)
+{
+    const struct audit_release_in *in = job->in;
+    struct db_stmt *st = s->stmts[ST_INSERT_RELEASE];
+    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+    audit__bind_text(st, 2, in->node);
+    audit__bind_text(st, 3, in->by);
+    audit__bind_text(st, 4, in->reason);
+    audit__bind_text(st, 5, in->remote_addr);
+    return step_insert(s, st, &job->id, &job->err, "storing a release");
 }
 
 static int write_approval(struct audit_store *s, struct job *job)
@@ -651,6 +669,8 @@ int audit__run_job(struct audit_store *s, struct job *job)
         return write_approval(s, job);
     case JOB_PAUSE:
         return write_pause(s, job);
+    case JOB_RELEASE:
+        return write_release(s, job);
     }
     MEDIC_BUG("unknown audit job");
 }
@@ -661,7 +681,8 @@ int audit__prepare_all(struct audit_store *s, struct medic_error *err)
     for (int i = 0; i < ST_COUNT; i++) {
         const char *text = stmt_sql[i];
         const int inserts_one = i == ST_INSERT_ALERT || i == ST_INSERT_NOTIFICATION ||
-                                i == ST_INSERT_APPROVAL || i == ST_INSERT_PAUSE;
+                                i == ST_INSERT_APPROVAL || i == ST_INSERT_PAUSE ||
+                                i == ST_INSERT_RELEASE;
         const char *returning = i == ST_INSERT_DECISION ? audit_decision_hashed_columns
                                 : i == ST_INSERT_ACTION ? audit_action_hashed_columns
                                 : i == ST_INSERT_CHANGE ? audit_change_hashed_columns

@@ -206,6 +206,22 @@ static const struct migration {
      "CREATE INDEX IF NOT EXISTS pause_requests_pending ON pause_requests(id)"
      "  WHERE evaluated_at IS NULL;",
      verdict_pending},
+    /* 10: the repair loop: a person's release of a quarantined node,
+     * taken by the engine once, as answers and pauses are */
+    {"CREATE TABLE IF NOT EXISTS release_requests ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  node TEXT NOT NULL,"
+     "  by_name TEXT NOT NULL,"
+     "  reason TEXT,"
+     "  remote_addr TEXT,"
+     "  evaluated_at INTEGER,"
+     "  result TEXT,"
+     "  result_decision_id INTEGER REFERENCES decisions(id)"
+     ");"
+     "CREATE INDEX IF NOT EXISTS release_requests_pending ON release_requests(id)"
+     "  WHERE evaluated_at IS NULL;",
+     NULL},
 };
 
 const char audit_decision_hashed_columns[] =

@@ -29,7 +29,7 @@ void audit_options_default(struct audit_options *options)
 int audit__job_chains(const struct job *j)
 {
     return j->kind != JOB_NOTIFICATION && j->kind != JOB_LEASE && j->kind != JOB_APPROVAL &&
-           j->kind != JOB_PAUSE;
+           j->kind != JOB_PAUSE && j->kind != JOB_RELEASE;
 }
 
 int audit__job_fenced(const struct job *j)
@@ -298,6 +298,16 @@ int audit_record_pause(struct audit_store *store, const struct audit_pause_in *i
                        struct medic_error *err)
 {
     struct job job = {.kind = JOB_PAUSE, .in = in};
+    int rc = submit(store, &job, err);
+    if (rc == 0 && out_id)
+        *out_id = job.id;
+    return rc;
+}
+
+int audit_record_release(struct audit_store *store, const struct audit_release_in *in,
+                         int64_t *out_id, struct medic_error *err)
+{
+    struct job job = {.kind = JOB_RELEASE, .in = in};
     int rc = submit(store, &job, err);
     if (rc == 0 && out_id)
         *out_id = job.id;

@@ -28,7 +28,8 @@ enum job_kind {
     JOB_EVALUATION,
     JOB_LEASE,
     JOB_APPROVAL,
-    JOB_PAUSE
+    JOB_PAUSE,
+    JOB_RELEASE
 };
 
 /* What the caller's thread computes before queueing a notification, so
@@ -88,6 +89,8 @@ enum stmt_id {
     ST_MARK_APPROVAL,
     ST_INSERT_PAUSE,
     ST_MARK_PAUSE,
+    ST_INSERT_RELEASE,
+    ST_MARK_RELEASE,
     ST_COUNT
 };
 

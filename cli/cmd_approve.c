@@ -2,7 +2,9 @@
  * a token (libcurl); the daemon records who sent them, from the token:
  * medic approve / medic deny answer a step waiting for approval (POST
  * /api/v1/approvals/ID), medic pause / medic unpause hold every disruptive
- * step fleet-wide (POST and DELETE /api/v1/pause). */
+ * step fleet-wide (POST and DELETE /api/v1/pause), medic node release gives
+ * a quarantined node back after its repair (POST
+ * /api/v1/nodes/NODE/release). */
 #include "buf.h"
 #include "commands.h"
 #include "options.h"
@@ -237,4 +239,70 @@ int medic_cmd_approve(int argc, char **argv)
 int medic_cmd_deny(int argc, char **argv)
 {
     return answer("medic deny", 0, argc, argv);
+}
+
+static const char usage_node[] =
+    "usage: medic node release NODE --reason TEXT [--url URL] [--token-file FILE]\n"
+    "\n"
+    "Gives a quarantined node back after a person repaired it. A node is\n"
+    "quarantined when it failed its health check (verify), when its incidents\n"
+    "reached safety.quarantine (a repeat offender), or when a policy drained it\n"
+    "and does not resume it (held for a person); medic keeps it as it is and takes\n"
+    "no disruptive action on it until it is released. The release undoes what\n"
+    "medic holds there (resume of its drain, restore of its power limits) and\n"
+    "ends its quarantined incidents as released, with who and why in the audit\n"
+    "log. `medic audit quarantined` lists the quarantined nodes. Sent to the\n"
+    "daemon's POST /api/v1/nodes/NODE/release with the token in --token-file\n"
+    "(default $MEDIC_TOKEN_FILE): an approver's, or the admin one.\n"
+    "\n"
+    "  --reason TEXT      what was repaired (required; at most 500 bytes)\n"
+    "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
+    "  --token-file FILE  the bearer token to send\n"
+    "\n"
+    "Exit status: 0 released; 1 refused (the node is not quarantined, wrong\n"
+    "credentials) or medic unreachable; 2 bad usage.\n";
+
+int medic_cmd_node(int argc, char **argv)
+{
+    const char *command = "medic node release";
+    const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage_node, stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "release") != 0) {
+        fprintf(stderr, "medic node: expected release\n\n%s", usage_node);
+        return 2;
+    }
+    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
+                                         CLI_OPT_STRING("url", &url),
+                                         CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+    int rest = 0;
+    int rc = cli_parse(command, usage_node, argc - 1, argv + 1, 1, options, &rest);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (rest != argc - 2) {
+        fprintf(stderr, "%s: give the node's inventory name, once\n\n%s", command, usage_node);
+        return 2;
+    }
+    const char *node = argv[1 + rest];
+    if (!reason || !reason[0]) {
+        fprintf(stderr, "%s: a release needs --reason: what was repaired\n", command);
+        return 2;
+    }
+    if (!node[0] || strlen(node) > 120 ||
+        strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") !=
+            strlen(node)) {
+        fprintf(stderr, "%s: '%s' is not an inventory node name\n", command, node);
+        return 2;
+    }
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "reason", reason);
+    char *json = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/release", node);
+    rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
+    cJSON_free(json);
+    return rc;
 }

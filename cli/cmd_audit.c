@@ -12,7 +12,7 @@
 
 static const char usage[] =
     "usage: medic audit notifications|alerts|decisions|actions|incidents|changes|\n"
-    "                   approvals|pauses [FILTERS] [--db PATH|URL]\n"
+    "                   approvals|pauses|quarantined [FILTERS] [--db PATH|URL]\n"
     "                   [--format table|json|csv]\n"
     "       medic audit timeline --node N [--since T] [--until T] [--limit N]\n"
     "                   [--db PATH|URL] [--format table|json|csv]\n"
@@ -29,6 +29,9 @@ static const char usage[] =
     "lists every state change with its cause and the decision behind it.\n"
     "approvals lists people's answers to steps waiting for approval (who, why,\n"
     "and what came of each); pauses their pauses of the fleet and their ends.\n"
+    "quarantined lists the incidents whose node waits for a person (a failed\n"
+    "health check, a repeat offender, a drain no policy undoes), with the cause:\n"
+    "what an RMA ticket needs; `medic node release NODE` gives one back.\n"
     "\n"
     "Filters:\n"
     "  --node N          alerts, decisions or actions about node N\n"
@@ -37,9 +40,10 @@ static const char usage[] =
     "  --verdict V       execute, dry_run, suppressed or no_match (decisions, actions)\n"
     "  --status S        firing or resolved (notifications, alerts); an action's result\n"
     "                    (pending, succeeded, failed, timed_out, interrupted)\n"
-    "  --state S         an incident's state (incidents, changes): open, draining,\n"
-    "                    drained, limiting, limited, cycling, cycled, failed,\n"
-    "                    undoing, recovered, expired, closed\n"
+    "  --state S         an incident's state (incidents, changes): open, pending,\n"
+    "                    draining, drained, limiting, limited, cycling, cycled,\n"
+    "                    resetting, reset, verifying, verified, failed, quarantined,\n"
+    "                    undoing, recovered, expired, closed, released\n"
     "  --incident ID     one incident (incidents, changes)\n"
     "  --since T         from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative\n"
     "                    (90m, 2h, 7d: that long ago)\n"
@@ -218,8 +222,9 @@ int medic_cmd_audit(int argc, char **argv)
         CLI_OPT_STRING("db", &db),
         CLI_OPT_FORMAT("format", &format, 1),
         CLI_OPT_CALLBACK("state", &filter.state, parse_state,
-                         "an incident's state (open, draining, drained, limiting, limited, "
-                         "cycling, cycled, failed, undoing, recovered, expired, closed)"),
+                         "an incident's state (open, pending, draining, drained, limiting, "
+                         "limited, cycling, cycled, resetting, reset, verifying, verified, "
+                         "failed, quarantined, undoing, recovered, expired, closed, released)"),
         CLI_OPT_CALLBACK("incident", &filter.incident, parse_incident, "an incident's number"),
         CLI_OPT_STRING("from", &from),
         CLI_OPT_STRING("to", &to),
@@ -250,7 +255,14 @@ int medic_cmd_audit(int argc, char **argv)
         return 2;
     }
     int timeline = strcmp(what, "timeline") == 0;
-    int kind = audit_kind_parse(what);
+    int quarantined = strcmp(what, "quarantined") == 0;
+    if (quarantined && filter.state) {
+        fprintf(stderr, "medic audit quarantined: its state is quarantined; no --state\n");
+        return 2;
+    }
+    if (quarantined)
+        filter.state = "quarantined";
+    int kind = audit_kind_parse(quarantined ? "incidents" : what);
     if (kind < 0 && !timeline) {
         fprintf(stderr, "medic audit: unknown query '%s'\n\n%s", what, usage);
         return 2;

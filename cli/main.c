@@ -25,7 +25,7 @@ static const char usage[] =
     "  dry-run   the decisions webhook payloads would produce, without acting\n"
     "  policy    run policy unit tests, list the actions: policy test FILE | policy actions\n"
     "  replay    what another configuration would have decided on recorded notifications\n"
-    "  agent     the node agent for GPU power limits (NVML)\n"
+    "  agent     the node agent for GPU power limits, health and resets (NVML)\n"
     "  model     the failure-risk LSTM: info (the built-in one without FILE), check\n"
     "            against PyTorch, bench, dataset (training windows for retraining)\n"
     "  predict   the failure risk of one window of telemetry (CSV or Prometheus)\n"
@@ -33,6 +33,7 @@ static const char usage[] =
     "  deny      deny it, with a reason: deny ID --reason TEXT\n"
     "  pause     hold every disruptive step fleet-wide: pause --reason TEXT [--until T]\n"
     "  unpause   end the pause\n"
+    "  node      give a quarantined node back after its repair: node release NODE --reason T\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
         {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
         {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
         {"pause", medic_cmd_pause},     {"unpause", medic_cmd_unpause},
+        {"node", medic_cmd_node},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -217,6 +217,51 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
     return answer_taken(e, "approval", approval, audit_approval_result, who, out);
 }
 
+struct quarantine_lookup {
+    const char *node;
+    int found;
+};
+
+static int is_quarantined(void *arg, const struct policy_quarantined_node *q)
+{
+    struct quarantine_lookup *l = arg;
+    l->found |= strcmp(q->node, l->node) == 0;
+    return 0;
+}
+
+static int find_quarantined(void *arg, struct policy_state *st)
+{
+    return policy_quarantined(st, is_quarantined, arg);
+}
+
+int engine_api_release(void *ctx, const char *node, const char *body, size_t len, const char *who,
+                       const char *remote_addr, struct medic_buf *out)
+{
+    struct engine *e = ctx;
+    char why[512] = "";
+    struct engine_release parsed;
+    if (engine_parse_release(node, body, len, &parsed, why, sizeof(why)))
+        return error_answer(out, 400, why);
+    struct medic_error err = {0};
+    struct quarantine_lookup l = {parsed.node, 0};
+    if (engine_with_state(e, find_quarantined, &l, &err))
+        return error_answer(out, 503, err.msg);
+    if (!l.found) {
+        snprintf(why, sizeof(why),
+                 "node '%s' is not quarantined (`medic audit quarantined` lists the nodes that "
+                 "are)",
+                 parsed.node);
+        return error_answer(out, 409, why);
+    }
+    struct audit_release_in in = {medic_time_now(), parsed.node, who, parsed.reason, remote_addr};
+    int64_t id = 0;
+    if (audit_record_release(e->store, &in, &id, &err))
+        return error_answer(out, 503, err.msg);
+    medic_log_warn("node released", "node", parsed.node, "by", who, "reason", parsed.reason, NULL);
+    engine_approval_recorded(e);
+    return answer_taken(e, "release_request", id, audit_release_result, who, out);
+}
+
 int engine_api_pause(void *ctx, int pause, const char *body, size_t len, const char *who,
                      const char *remote_addr, struct medic_buf *out)
 {

@@ -1,5 +1,6 @@
 /* The people's requests a round of the engine takes (engine/people.c):
- * pauses and answers to steps waiting for approval, recorded in the audit
+ * pauses, answers to steps waiting for approval and releases of
+ * quarantined nodes, recorded in the audit
  * log by whichever replica took them. Read before the round takes the
  * engine's lock, applied under it, marked taken with what came of each in
  * the round's transaction. */
@@ -16,18 +17,20 @@
 #define PEOPLE_PER_ROUND 16
 
 struct people_round {
-    /* as read: every pause first, then every answer, oldest first */
+    /* as read: every pause first, then every answer, then every release,
+     * oldest first */
     struct person_request {
         int64_t id, decision_id, until;
-        int is_pause; /* a pause request; else an answer */
-        int yes;      /* pause (else unpause); approve (else deny) */
-        char by[128], reason[512];
-    } items[2 * PEOPLE_PER_ROUND];
-    size_t count, pause_reads, answer_reads;
+        enum { PERSON_PAUSE, PERSON_ANSWER, PERSON_RELEASE } kind;
+        int yes; /* pause (else unpause); approve (else deny) */
+        char by[128], reason[512], node[128];
+    } items[3 * PEOPLE_PER_ROUND];
+    size_t count, pause_reads, answer_reads, release_reads;
     /* what came of each, for the round's audit_evaluation_in */
-    struct audit_request_mark pauses[PEOPLE_PER_ROUND], approvals[PEOPLE_PER_ROUND];
-    size_t pause_count, approval_count;
-    char results[2 * PEOPLE_PER_ROUND][600];
+    struct audit_request_mark pauses[PEOPLE_PER_ROUND], approvals[PEOPLE_PER_ROUND],
+        releases[PEOPLE_PER_ROUND];
+    size_t pause_count, approval_count, release_count;
+    char results[3 * PEOPLE_PER_ROUND][600];
 };
 
 /* Reads the requests no round took yet into p (emptied first). Returns 1
@@ -35,7 +38,7 @@ struct people_round {
  * a failure to read is logged, and the round goes on without them. */
 int people_read(struct people_round *p, struct audit_reader *reader);
 
-/* Applies them in order (policy_pause, policy_approve), each's decisions
+/* Applies them in order (policy_pause, policy_approve, policy_release), each's decisions
  * appended to out; origin(arg, from) is called after each with the index
  * of its first decision. 0, or the error that fails the round. */
 int people_apply(struct people_round *p, const struct policy_context *ctx, struct policy_state *st,

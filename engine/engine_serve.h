@@ -64,6 +64,9 @@ int engine_api_approve(void *engine, const char *id, const char *body, size_t le
                        const char *remote_addr, struct medic_buf *out);
 /* POST /api/v1/pause (pause 1) and DELETE /api/v1/pause (pause 0): the
  * fleet-wide pause, recorded, then the engine's result (as approve). */
+/* POST /api/v1/nodes/NODE/release: a person's release of a quarantined node. */
+int engine_api_release(void *engine, const char *node, const char *body, size_t len,
+                       const char *who, const char *remote_addr, struct medic_buf *out);
 int engine_api_pause(void *engine, int pause, const char *body, size_t len, const char *who,
                      const char *remote_addr, struct medic_buf *out);
 /* An answer was recorded: the engine, when this replica leads, takes it

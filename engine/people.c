@@ -24,7 +24,7 @@ static int read_pause(void *arg, const struct audit_pending_pause *q)
     struct person_request *x = add(p, &p->pause_reads, q->id, q->by, q->reason);
     if (!x)
         return 1;
-    x->is_pause = 1;
+    x->kind = PERSON_PAUSE;
     x->yes = q->pause;
     x->until = q->until;
     return 0;
@@ -36,15 +36,27 @@ static int read_answer(void *arg, const struct audit_pending_approval *q)
     struct person_request *x = add(p, &p->answer_reads, q->id, q->by, q->reason);
     if (!x)
         return 1;
+    x->kind = PERSON_ANSWER;
     x->yes = q->approve;
     x->decision_id = q->decision_id;
     return 0;
 }
 
+static int read_release(void *arg, const struct audit_pending_release *q)
+{
+    struct people_round *p = arg;
+    struct person_request *x = add(p, &p->release_reads, q->id, q->by, q->reason);
+    if (!x)
+        return 1;
+    x->kind = PERSON_RELEASE;
+    snprintf(x->node, sizeof(x->node), "%s", q->node ? q->node : "");
+    return 0;
+}
+
 int people_read(struct people_round *p, struct audit_reader *reader)
 {
-    p->count = p->pause_reads = p->answer_reads = 0;
-    p->pause_count = p->approval_count = 0;
+    p->count = p->pause_reads = p->answer_reads = p->release_reads = 0;
+    p->pause_count = p->approval_count = p->release_count = 0;
     struct medic_error err = {0};
     int more = 0;
     int rc = audit_pending_pauses(reader, read_pause, p, &err);
@@ -52,8 +64,10 @@ int people_read(struct people_round *p, struct audit_reader *reader)
         more = 1, rc = 0;
     if (rc == 0 && (rc = audit_pending_approvals(reader, read_answer, p, &err)) == 1)
         more = 1, rc = 0;
+    if (rc == 0 && (rc = audit_pending_releases(reader, read_release, p, &err)) == 1)
+        more = 1, rc = 0;
     if (rc)
-        medic_log_error("cannot read the people's requests (pauses, approvals)", "error",
+        medic_log_error("cannot read the people's requests (pauses, approvals, releases)", "error",
                         err.msg[0] ? err.msg : medic_strerror(rc), NULL);
     return more;
 }
@@ -67,18 +81,23 @@ int people_apply(struct people_round *p, const struct policy_context *ctx, struc
         size_t from = out->count;
         char why[512] = "";
         int rc;
-        if (x->is_pause) {
+        struct audit_request_mark *m;
+        if (x->kind == PERSON_PAUSE) {
             struct policy_pause q = {x->yes, x->by, x->reason, x->until};
             rc = policy_pause(ctx, st, &q, now, out, why, sizeof(why));
-        } else {
+            m = &p->pauses[p->pause_count++];
+        } else if (x->kind == PERSON_ANSWER) {
             struct policy_approval q = {x->decision_id, 0, NULL, x->yes, x->by, x->reason};
             rc = policy_approve(ctx, st, &q, now, out, why, sizeof(why));
+            m = &p->approvals[p->approval_count++];
+        } else {
+            struct policy_release q = {x->node, x->by, x->reason};
+            rc = policy_release(ctx, st, &q, now, out, why, sizeof(why));
+            m = &p->releases[p->release_count++];
         }
         if (rc && rc != MEDIC_E_NOTFOUND && rc != MEDIC_E_INVALID)
             return rc;
         /* what came of it: its last decision, or why it was refused */
-        struct audit_request_mark *m =
-            x->is_pause ? &p->pauses[p->pause_count++] : &p->approvals[p->approval_count++];
         char *text = p->results[i];
         m->id = x->id;
         m->decision = out->count > from ? (long)(out->count - 1) : -1;
@@ -88,6 +107,9 @@ int people_apply(struct people_round *p, const struct policy_context *ctx, struc
             snprintf(text, sizeof(p->results[i]), "%s: %s",
                      policy_verdict_name(out->items[m->decision].verdict),
                      out->items[m->decision].reason);
+        else if (x->kind == PERSON_RELEASE)
+            snprintf(text, sizeof(p->results[i]), "released: node '%s' had nothing to undo",
+                     x->node);
         else
             snprintf(text, sizeof(p->results[i]), "done");
         m->result = text;

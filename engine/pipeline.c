@@ -65,7 +65,7 @@ struct round {
     int64_t wall; /* the wall clock at the same instant: what is recorded */
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
-    struct people_round people; /* pauses and answers to pending steps */
+    struct people_round people; /* pauses, answers to pending steps, releases */
     /* per decision: the notification and alert it came from (0: a tick) */
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
@@ -439,6 +439,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
                                              .approval_count = r.people.approval_count,
                                              .pauses = r.people.pauses,
                                              .pause_count = r.people.pause_count,
+                                             .releases = r.people.releases,
+                                             .release_count = r.people.release_count,
                                              .decisions = d,
                                              .decision_count = r.out.count,
                                              .changes = changes,

@@ -1,6 +1,6 @@
 /* The bodies of a person's requests over HTTP: an answer to a step
- * waiting for approval, a pause. Parsed here, capped and checked whole,
- * before anything is recorded (tests/fuzz/fuzz_requests.c). */
+ * waiting for approval, a pause, a release of a quarantined node. Parsed here, capped and checked
+ * whole, before anything is recorded (tests/fuzz/fuzz_requests.c). */
 #include "engine_requests.h"
 #include "sha256.h"
 #include "timeutil.h"
@@ -88,6 +88,34 @@ int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
         if (r)
             snprintf(out->reason, sizeof(out->reason), "%s", r->valuestring);
         out->until = at != MEDIC_TIME_UNSET ? at : d > 0 ? now + d : MEDIC_TIME_UNSET;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+int engine_parse_release(const char *node, const char *body, size_t len, struct engine_release *out,
+                         char *why, size_t size)
+{
+    memset(out, 0, sizeof(*out));
+    size_t n = strlen(node);
+    if (n == 0 || n >= sizeof(out->node) ||
+        strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") != n)
+        return fail(why, size,
+                    "a release goes to /api/v1/nodes/NODE/release, NODE an inventory name "
+                    "(letters, digits, '-', '_', '.', ':')");
+    if (len > ENGINE_REQUEST_MAX_BYTES)
+        return fail(why, size, "the body is over 16 KiB");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "reason");
+    int rc = 0;
+    if (!cJSON_IsObject(root) || cJSON_GetArraySize(root) != 1 || !cJSON_IsString(r))
+        rc = fail(why, size,
+                  "the body is {\"reason\": \"...\"}: what was repaired, for the audit log");
+    else if (!r->valuestring[0] || strlen(r->valuestring) > REASON_MAX)
+        rc = fail(why, size, "a release needs a reason of at most 500 bytes: what was repaired");
+    if (rc == 0) {
+        snprintf(out->node, sizeof(out->node), "%s", node);
+        snprintf(out->reason, sizeof(out->reason), "%s", r->valuestring);
     }
     cJSON_Delete(root);
     return rc;

@@ -438,6 +438,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .dry_run = engine_api_dry_run,
         .approve = engine_api_approve,
         .pause = engine_api_pause,
+        .release = engine_api_release,
         .page = engine_page,
         .page_form = engine_page_form,
     };

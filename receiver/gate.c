@@ -7,10 +7,19 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const receiver__handler_names[H_COUNT] = {
-    "/webhook",          "/metrics",      "/-/healthy",      "/-/ready",
-    "/-/reload",         "/api/v1/query", "/api/v1/dry-run", "/",
-    "/api/v1/approvals", "/api/v1/pause", "/ (forms)",       "other"};
+const char *const receiver__handler_names[H_COUNT] = {"/webhook",
+                                                      "/metrics",
+                                                      "/-/healthy",
+                                                      "/-/ready",
+                                                      "/-/reload",
+                                                      "/api/v1/query",
+                                                      "/api/v1/dry-run",
+                                                      "/",
+                                                      "/api/v1/approvals",
+                                                      "/api/v1/pause",
+                                                      "/api/v1/nodes/release",
+                                                      "/ (forms)",
+                                                      "other"};
 const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
@@ -39,6 +48,9 @@ enum handler receiver__route(const char *url, const char *method)
         return H_APPROVAL;
     if (strcmp(url, "/api/v1/pause") == 0)
         return H_PAUSE;
+    size_t n = strlen(url);
+    if (strncmp(url, "/api/v1/nodes/", 14) == 0 && n > 22 && strcmp(url + n - 8, "/release") == 0)
+        return H_RELEASE;
     if (strncmp(url, "/api/v1/", 8) == 0)
         return H_API_QUERY;
     if (strcmp(url, "/") == 0 || strncmp(url, "/nodes/", 7) == 0)
@@ -53,6 +65,7 @@ const char *receiver__allowed_method(enum handler h)
     case H_RELOAD:
     case H_DRY_RUN:
     case H_APPROVAL:
+    case H_RELEASE:
         return "POST";
     case H_PAUSE:
         return "POST, DELETE";
@@ -68,7 +81,7 @@ const char *receiver__allowed_method(enum handler h)
 
 int receiver__method_ok(enum handler h, const char *method)
 {
-    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN || h == H_APPROVAL)
+    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN || h == H_APPROVAL || h == H_RELEASE)
         return strcmp(method, "POST") == 0;
     if (h == H_PAUSE)
         return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0;
@@ -93,6 +106,7 @@ const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s
     case H_RELOAD:
     case H_APPROVAL: /* and the approvers' tokens: see receiver__authenticate */
     case H_PAUSE:
+    case H_RELEASE:
     case H_PAGE_FORM:
         return &s->admin_auth;
     default:
@@ -115,7 +129,7 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     }
     *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
     /* the people who may act from the page may read it too */
-    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_PAGE_FORM || h == H_PAGE;
+    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM || h == H_PAGE;
     if (acts && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
         const struct receiver_settings *s = &srv->settings->s;
         for (size_t i = 0; i < s->approver_count; i++)

@@ -1,19 +1,23 @@
 /* A person's requests over HTTP, named by the credentials that came with
  * them (receiver__identity): an answer to a step waiting for approval
  * (POST /api/v1/approvals/ID), the pause (POST and DELETE /api/v1/pause),
+ * a release of a quarantined node (POST /api/v1/nodes/NODE/release),
  * and the on-call page's forms that do the same (POST /approvals/ID,
  * /pause, /unpause). The wiring layer's hooks decide; this file only
  * hands each request over and answers with what they said. */
 #include "server_internal.h"
 
 #include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
 
 enum MHD_Result receiver__person_request(struct receiver_server *srv, struct MHD_Connection *conn,
                                          struct request *req, const char *url)
 {
     const struct receiver_hooks *h = &srv->hooks;
     int form = req->handler == H_PAGE_FORM, approval = req->handler == H_APPROVAL;
-    if (form ? !h->page_form : approval ? !h->approve : !h->pause)
+    int release = req->handler == H_RELEASE;
+    if (form ? !h->page_form : approval ? !h->approve : release ? !h->release : !h->pause)
         return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
                                        NULL);
     char who[128];
@@ -31,7 +35,12 @@ enum MHD_Result receiver__person_request(struct receiver_server *srv, struct MHD
             &b);
     else if (approval)
         code = h->approve(h->ctx, url + 18, body, req->body.len, who, req->remote, &b);
-    else
+    else if (release) { /* /api/v1/nodes/NODE/release */
+        char node[160];
+        size_t n = strlen(url) - 14 - 8;
+        snprintf(node, sizeof(node), "%.*s", n < sizeof(node) ? (int)n : 0, url + 14);
+        code = h->release(h->ctx, node, body, req->body.len, who, req->remote, &b);
+    } else
         code = h->pause(h->ctx, !req->deleting, body, req->body.len, who, req->remote, &b);
     enum MHD_Result r = receiver__respond(
         srv, conn, req, (unsigned int)code, form ? "text/html; charset=utf-8" : "application/json",

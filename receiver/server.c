@@ -368,6 +368,7 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     }
     case H_APPROVAL:
     case H_PAUSE:
+    case H_RELEASE:
     case H_PAGE_FORM:
         return receiver__person_request(srv, conn, req, url);
     case H_PAGE: {
@@ -418,7 +419,8 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
     }
     req->deleting = strcmp(method, "DELETE") == 0;
     if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&
-        (req->handler != H_PAUSE || req->deleting) && req->handler != H_PAGE_FORM)
+        (req->handler != H_PAUSE || req->deleting) && req->handler != H_PAGE_FORM &&
+        req->handler != H_RELEASE)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (req->handler == H_PAGE_FORM ? !receiver__is_form_content_type(ct)
@@ -459,7 +461,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         medic_rwlock_rdlock(&srv->settings_lock);
         /* an answer to a pending step is a reason of a few lines */
         medic_buf_init(&req->body, req->handler == H_APPROVAL || req->handler == H_PAUSE ||
-                                           req->handler == H_PAGE_FORM
+                                           req->handler == H_PAGE_FORM || req->handler == H_RELEASE
                                        ? 16384
                                        : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);

@@ -23,6 +23,7 @@ enum handler {
     H_PAGE,      /* GET / and /nodes/NAME */
     H_APPROVAL,  /* POST /api/v1/approvals/ID */
     H_PAUSE,     /* POST and DELETE /api/v1/pause */
+    H_RELEASE,   /* POST /api/v1/nodes/NODE/release */
     H_PAGE_FORM, /* the page's forms: POST /approvals/ID, /pause, /unpause */
     H_OTHER,
     H_COUNT

@@ -148,6 +148,16 @@ struct audit_pending_pause {
 typedef int (*audit_pause_fn)(void *arg, const struct audit_pending_pause *p);
 int audit_pending_pauses(struct audit_reader *reader, audit_pause_fn fn, void *arg,
                          struct medic_error *err);
+/* Calls fn for every release no engine took yet, oldest first. */
+struct audit_pending_release {
+    int64_t id, created_at;
+    const char *node, *by, *reason;
+};
+typedef int (*audit_release_fn)(void *arg, const struct audit_pending_release *r);
+int audit_pending_releases(struct audit_reader *reader, audit_release_fn fn, void *arg,
+                           struct medic_error *err);
+int audit_release_result(struct audit_reader *reader, int64_t id, struct audit_approval_result *out,
+                         struct medic_error *err);
 /* What came of pause request id (as for answers: done, result). */
 int audit_pause_result(struct audit_reader *reader, int64_t id, struct audit_approval_result *out,
                        struct medic_error *err);
@@ -232,7 +242,18 @@ struct audit_pause_in {
 int audit_record_pause(struct audit_store *store, const struct audit_pause_in *in, int64_t *out_id,
                        struct medic_error *err);
 
-/* A person's request (an answer, a pause) the engine took in an
+/* A person's release of a quarantined node (after the repair). */
+struct audit_release_in {
+    int64_t created_at;
+    const char *node;
+    const char *by;
+    const char *reason;
+    const char *remote_addr;
+};
+int audit_record_release(struct audit_store *store, const struct audit_release_in *in,
+                         int64_t *out_id, struct medic_error *err);
+
+/* A person's request (an answer, a pause, a release) the engine took in an
  * evaluation: what came of it (result) and the decision that says so (its
  * index among the evaluation's decisions; -1: none). */
 struct audit_request_mark {
@@ -246,6 +267,8 @@ struct audit_evaluation_in {
     size_t approval_count;
     const struct audit_request_mark *pauses;
     size_t pause_count;
+    const struct audit_request_mark *releases;
+    size_t release_count;
     const struct audit_decision_in *decisions;
     size_t decision_count;
     const struct audit_change_in *changes;
@@ -516,7 +539,7 @@ void audit_library_versions(struct medic_buf *out);
 /* Copies the one-medic log at path into the empty shared one at url in one
  * transaction, table by table in id order, then verifies the chains there;
  * progress lines go to progress (NULL: none). */
-#define AUDIT_MIGRATED_TABLES 9
+#define AUDIT_MIGRATED_TABLES 10
 extern const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES];
 struct audit_migrated {
     long long rows[AUDIT_MIGRATED_TABLES]; /* per table, in audit_migrated_tables order */

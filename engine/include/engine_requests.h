@@ -1,5 +1,6 @@
 /* The bodies of a person's requests over HTTP (engine/requests.c):
- * POST /api/v1/approvals/ID and POST or DELETE /api/v1/pause. */
+ * POST /api/v1/approvals/ID, POST or DELETE /api/v1/pause and
+ * POST /api/v1/nodes/NODE/release. */
 #ifndef MEDIC_ENGINE_REQUESTS_H
 #define MEDIC_ENGINE_REQUESTS_H
 
@@ -29,6 +30,15 @@ struct engine_pause {
 };
 int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
                        struct engine_pause *out, char *why, size_t size);
+
+/* A release of node (the path's NODE: an inventory name) with
+ * {"reason": "..."}, the reason required (what was repaired). */
+struct engine_release {
+    char node[128];
+    char reason[512];
+};
+int engine_parse_release(const char *node, const char *body, size_t len, struct engine_release *out,
+                         char *why, size_t size);
 
 /* The fields of one of the on-call page's forms
  * (application/x-www-form-urlencoded): csrf, decision, reason, until, each

@@ -67,6 +67,10 @@ struct receiver_hooks {
      * result as JSON into out; returns the HTTP status. */
     int (*approve)(void *ctx, const char *id, const char *body, size_t len, const char *who,
                    const char *remote_addr, struct medic_buf *out);
+    /* POST /api/v1/nodes/NODE/release: a person gives a quarantined
+     * node back after the repair; as approve. */
+    int (*release)(void *ctx, const char *node, const char *body, size_t len, const char *who,
+                   const char *remote_addr, struct medic_buf *out);
     /* POST /api/v1/pause (pause 1, a JSON body) and DELETE /api/v1/pause
      * (pause 0): the fleet-wide pause, from who; as approve. */
     int (*pause)(void *ctx, int pause, const char *body, size_t len, const char *who,
