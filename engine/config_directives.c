@@ -237,6 +237,12 @@ static const struct directive directives[] = {
      "anchored regular expression): disruptive steps on those nodes are held while a window "
      "lasts; `medic check config` warns about a window that covers no inventory node",
      NULL},
+    {"safety", "quarantine", D_DOC, 0, 0, 0, NULL, NULL, "`{ incidents: 3, window: 7d }`",
+     "a node whose incidents with disruptive actions reach `incidents` within `window` is "
+     "quarantined: drained and left for a person (`medic node release`), on-call told once "
+     "with its history; `off` turns it off. Quarantined nodes count against "
+     "`max_disrupted_fraction`, not against `max_disruptive_in_flight`",
+     NULL},
     {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
      "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},
     {"policies[]", "name", D_DOC, 0, 0, 0, NULL, NULL, "required",
@@ -256,7 +262,13 @@ static const struct directive directives[] = {
      NULL},
     {"policies[]", "steps", D_DOC, 0, 0, 0, NULL, NULL, "required",
      "1 to 16 steps `{ after: DURATION, action: NAME, PARAMETERS }`, each later than the one "
-     "before; actions and their parameters: `medic policy actions`",
+     "before; actions and their parameters: `medic policy actions`. `if_failed: true` on a "
+     "step: it runs only when the step before it (an awaited one) did not succeed, and is "
+     "recorded as not needed otherwise (`gpu_reset`, then `ipmi_power_cycle` if it failed)",
+     NULL},
+    {"policies[]", "verify_before_resume", D_DOC, 0, 0, 0, NULL, NULL, "`true`",
+     "a resume of a node the incident disrupted waits for a health check (`verify`) to pass; "
+     "a node that does not pass is quarantined, not resumed",
      NULL},
     {"policies[]", "on_resolved", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "steps decided when every alert of the incident resolved: `resume`, "

@@ -122,6 +122,35 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
                      medic_action_name(st->action.kind), after, age);
             }
         }
+        /* a power cycle or a reset and nothing that looks at the node after it */
+        for (size_t k = 0; k < p->step_count; k++) {
+            enum medic_action_kind kind = p->steps[k].action.kind;
+            if (kind != MEDIC_ACTION_IPMI_POWER_CYCLE && kind != MEDIC_ACTION_GPU_RESET)
+                continue;
+            int verified = 0, resumes = 0, disrupts_after = 0;
+            for (size_t j = k + 1; j < p->step_count; j++) {
+                verified |= p->steps[j].action.kind == MEDIC_ACTION_VERIFY;
+                disrupts_after |= !verified && !p->steps[j].if_failed &&
+                                  medic_action_disruptive(p->steps[j].action.kind);
+            }
+            for (size_t j = 0; j < p->on_resolved_count; j++)
+                resumes |= p->on_resolved[j].action.kind == MEDIC_ACTION_RESUME;
+            if (!verified && resumes && !p->verify_before_resume)
+                warn(out,
+                     "%s:%d:%d: policy '%s' step %zu (%s) and a resume with "
+                     "verify_before_resume: false and no verify step after it: the node returns "
+                     "to Slurm on the alert's resolve alone, whether or not it came back healthy",
+                     config->source, p->steps[k].line, p->steps[k].col, p->name, k + 1,
+                     medic_action_name(kind));
+            else if (disrupts_after)
+                warn(out,
+                     "%s:%d:%d: policy '%s' step %zu (%s) is followed by another disruptive step "
+                     "with no verify between: it may run while the node is still coming back; "
+                     "add `- action: verify` after it",
+                     config->source, p->steps[k].line, p->steps[k].col, p->name, k + 1,
+                     medic_action_name(kind));
+            break;
+        }
         if (policy_disrupts && !p->cooldown && !p->budget_count)
             warn(out,
                  "%s:%d:%d: policy '%s' disrupts nodes with neither a cooldown nor "

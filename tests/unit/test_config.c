@@ -366,6 +366,43 @@ static void test_directive_table(void **state)
         }
     assert_int_equal(uncovered, 1);
     medic_config_release(&c);
+    /* a ladder that power-cycles and then disrupts again without looking
+     * at the node, and one that resumes with its health check turned off,
+     * are said; a reset-first ladder with a verify is not */
+    path = write_file("warn4.yaml",
+                      "policies:\n"
+                      "  - { name: blind, match: '{a=\"b\"}', cooldown: 1h, steps: [ { action: "
+                      "ipmi_power_cycle }, { after: 1m, action: drain } ] }\n"
+                      "  - { name: trusting, match: '{a=\"c\"}', cooldown: 1h, "
+                      "verify_before_resume: false, steps: [ { action: drain }, { after: 1m, "
+                      "action: ipmi_power_cycle } ], on_resolved: [ { action: resume } ] }\n"
+                      "  - { name: careful, match: '{a=\"d\"}', cooldown: 1h, steps: [ { action: "
+                      "drain }, { after: 1m, action: gpu_reset }, { after: 2m, action: "
+                      "ipmi_power_cycle, if_failed: true }, { after: 3m, action: verify } ], "
+                      "on_resolved: [ { action: resume } ] }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    int blind = 0, trusting = 0, careful = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        blind += strstr(w.items[i], "policy 'blind' step 1 (ipmi_power_cycle) is followed by "
+                                    "another disruptive step with no verify") != NULL;
+        trusting += strstr(w.items[i], "policy 'trusting' step 2 (ipmi_power_cycle) and a resume "
+                                       "with verify_before_resume: false") != NULL;
+        careful += strstr(w.items[i], "'careful'") != NULL;
+    }
+    assert_int_equal(blind, 1);
+    assert_int_equal(trusting, 1);
+    assert_int_equal(careful, 0);
+    medic_config_release(&c);
+    /* if_failed needs a step before it whose outcome is awaited */
+    expect_error("policies: [ { name: x, match: '{a=\"b\"}', steps: [ { action: notify, "
+                 "notifier: n }, { after: 1m, action: drain, if_failed: true } ] } ]\n"
+                 "notifiers: { n: { type: webhook, url: 'http://127.0.0.1:9/' } }\n",
+                 "1:123: if_failed: the step before must be");
+    expect_error("safety: { quarantine: { incidents: 1 } }\n",
+                 "1:36: incidents: 1 is outside 2..1000");
 }
 
 static void test_secret_file_mode(void **state)

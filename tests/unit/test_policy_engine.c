@@ -2061,6 +2061,224 @@ static void test_tick_visits_what_is_due(void **state)
     world_release(&w);
 }
 
+/* ---- the repair loop: reset first, fall back, verify, quarantine ---- */
+
+static const char repair_policies[] =
+    "policies:\n"
+    "  - name: xid-reset-first\n"
+    "    match: '{alertname=\"GPUXidError\"}'\n"
+    "    steps:\n"
+    "      - action: drain\n"
+    "      - { after: 1m, action: gpu_reset }\n"
+    "      - { after: 2m, action: ipmi_power_cycle, if_failed: true }\n"
+    "      - { after: 3m, action: verify, within: 5m }\n"
+    "    on_resolved: [ { action: resume } ]\n"
+    "  - name: dbe-held\n"
+    "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+    "    steps: [ { action: drain } ]\n";
+
+static size_t count_action(struct world *w, size_t from, const char *node, const char *action,
+                           enum policy_verdict verdict)
+{
+    size_t n = 0;
+    for (size_t i = from; i < w->out.count; i++) {
+        const struct policy_decision *d = &w->out.items[i];
+        n += d->has_action && strcmp(d->node, node) == 0 &&
+             strcmp(medic_action_name(d->action.kind), action) == 0 && d->verdict == verdict;
+    }
+    return n;
+}
+
+/* A reset that fails leads to exactly one power cycle; one that succeeds
+ * skips the fallback; the reset names the alert's GPU. */
+static void test_reset_fails_then_one_power_cycle(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, repair_policies, NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "3", "79", T0, NAN);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "5", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    assert_int_equal(tick(&w, T0 + MIN), 2);
+    expect(last(&w, 1), "gpu-node-01", "gpu_reset", VERDICT_EXECUTE, "step 2");
+    assert_string_equal(params_of(last(&w, 1)), "{\"gpu\":\"3\"}");
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "resetting");
+    size_t from = w.out.count;
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_FAILED, T0 + MIN + 1);
+    outcome(&w, "gpu-node-02", MEDIC_OUTCOME_SUCCEEDED, T0 + MIN + 1);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "open");
+    assert_string_equal(incident_state(&w, "gpu-node-02"), "reset");
+    tick(&w, T0 + 2 * MIN);
+    tick(&w, T0 + 2 * MIN + 1);
+    assert_int_equal(count_action(&w, from, "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE), 1);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "ipmi_power_cycle", VERDICT_SUPPRESSED),
+                     1); /* recorded as not needed */
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "cycling");
+    assert_string_equal(incident_state(&w, "gpu-node-02"), "reset");
+    /* the power cycle fails too: no third try, on-call hears */
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_FAILED, T0 + 2 * MIN + 2);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "failed");
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 1); /* gpu-node-02's verify */
+    expect(last(&w, 0), "gpu-node-02", "verify", VERDICT_EXECUTE, "step 4");
+    assert_int_equal(last(&w, 0)->action.u.verify.within, 300);
+    assert_int_equal(count_action(&w, from, "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE), 1);
+    world_release(&w);
+}
+
+/* A node that does not pass its health check is quarantined, not resumed:
+ * on-call is told once; the resolve undoes nothing; a person's release
+ * resumes it, and its disruptive steps run again. */
+static void test_failed_verify_quarantines_until_released(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, repair_policies,
+               "safety: { storm: { max_alerting_nodes: 20, window: 5m, "
+               "notifier: oncall } }\n",
+               40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-04", "3", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);       /* drained */
+    tick(&w, T0 + MIN);        /* gpu_reset */
+    succeed(&w, T0 + MIN + 1); /* reset */
+    tick(&w, T0 + 3 * MIN);    /* power cycle not needed; verify */
+    expect(last(&w, 0), "gpu-node-04", "verify", VERDICT_EXECUTE, NULL);
+    size_t from = w.out.count;
+    outcome(&w, "gpu-node-04", MEDIC_OUTCOME_FAILED, T0 + 8 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-04"), "quarantined");
+    expect(last(&w, 0), "gpu-node-04", "notify", VERDICT_EXECUTE, "quarantined node 'gpu-node-04'");
+    assert_non_null(strstr(last(&w, 0)->reason, "medic node release gpu-node-04"));
+    assert_non_null(strstr(last(&w, 0)->reason, "GPU 3"));
+    assert_int_equal(w.out.count - from, 1);
+    /* the resolve and time change nothing: the node waits for a person */
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 9 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 30 * 24 * 60 * MIN), 0);
+    restart(&w, T0 + 31 * 24 * 60 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-04"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    /* a new alert on it: nothing disruptive */
+    struct test_alert c;
+    make_alert(&c, "GPUDoubleBitECC", "gpu-node-04", "1", NULL, T0 + 31 * 24 * 60 * MIN, NAN);
+    evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + 31 * 24 * 60 * MIN);
+    expect(last(&w, 0), "gpu-node-04", "drain", VERDICT_SUPPRESSED, "is quarantined since");
+    /* released: resumed, the incident ends released */
+    char why[300];
+    struct policy_release r = {"gpu-node-04.example.org", "alice", "GPU 3 replaced"};
+    int64_t at = T0 + 32 * 24 * 60 * MIN;
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, at, &w.out, why, sizeof(why)), 0);
+    check_rows(&w);
+    expect(last(&w, 0), "gpu-node-04", "resume", VERDICT_EXECUTE, "released by alice: GPU 3");
+    succeed(&w, at + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, at + 2, &w.out, why, sizeof(why)),
+                     MEDIC_E_NOTFOUND);
+    assert_non_null(strstr(why, "is not quarantined"));
+    world_release(&w);
+}
+
+/* Verify before return: a resolve does not resume a disrupted node until
+ * it passes; a node that comes back with a GPU missing is quarantined. */
+static void test_resume_waits_for_a_health_check(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-07", "0", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN), 1);
+    expect(last(&w, 0), "gpu-node-07", "verify", VERDICT_EXECUTE, "verify_before_resume");
+    assert_string_equal(incident_state(&w, "gpu-node-07"), "verifying");
+    assert_int_equal(outcome(&w, "gpu-node-07", MEDIC_OUTCOME_FAILED, T0 + 11 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-07", NULL, VERDICT_SUPPRESSED, "did not pass its health");
+    assert_string_equal(incident_state(&w, "gpu-node-07"), "quarantined");
+    assert_int_equal(count_action(&w, 0, "gpu-node-07", "resume", VERDICT_EXECUTE), 0);
+    world_release(&w);
+}
+
+/* A node whose incidents reach safety.quarantine is quarantined: its third
+ * incident's drain keeps it for a person instead of another ladder. */
+static void test_repeat_offender_quarantined(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, "safety: { quarantine: { incidents: 3, window: 7d } }\n",
+               40, 1);
+    struct test_alert a[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t t = T0 + i * 60 * MIN;
+        make_alert(&a[i], "GPUXidError", "gpu-node-09", "2", i == 1 ? "48" : "79", t, NAN);
+        evaluate(&w, &a[i], MEDIC_STATUS_FIRING, t);
+        if (i < 2) {
+            expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "step 1");
+            succeed(&w, t + 1);
+            evaluate(&w, &a[i], MEDIC_STATUS_RESOLVED, t + 10 * MIN);
+            passes_verify(&w, "gpu-node-09", t + 10 * MIN);
+            succeed(&w, t + 10 * MIN + 1);
+            assert_string_equal(incident_state(&w, "gpu-node-09"), "recovered");
+        }
+    }
+    expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
+    assert_non_null(strstr(last(&w, 0)->reason, "3th with disruptive actions within 7d"));
+    outcome(&w, "gpu-node-09", MEDIC_OUTCOME_SUCCEEDED, T0 + 120 * MIN + 1);
+    assert_string_equal(incident_state(&w, "gpu-node-09"), "quarantined");
+    assert_non_null(strstr(last(&w, 0)->reason, "3 incident(s) with disruptive actions"));
+    /* its resolve does not resume it */
+    assert_int_equal(evaluate(&w, &a[2], MEDIC_STATUS_RESOLVED, T0 + 130 * MIN), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    world_release(&w);
+}
+
+/* A policy that drains and does not resume holds the node for a person:
+ * quarantined when its alert resolves, not "recovered" for ever. Caps:
+ * quarantined nodes count against max_disrupted_fraction, never against
+ * max_disruptive_in_flight. */
+static void test_held_nodes_and_the_caps(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, repair_policies,
+               "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.1 }\n", 30, 1);
+    struct test_alert d[4];
+    char node[32];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node, sizeof(node), "gpu-node-%02d", 11 + i);
+        make_alert(&d[i], "GPUDoubleBitECC", node, "0", NULL, T0 + i * MIN, NAN);
+        evaluate(&w, &d[i], MEDIC_STATUS_FIRING, T0 + i * MIN);
+        expect(last(&w, 0), node, "drain", VERDICT_EXECUTE, NULL);
+        succeed(&w, T0 + i * MIN + 1);
+        evaluate(&w, &d[i], MEDIC_STATUS_RESOLVED, T0 + i * MIN + 2);
+        assert_string_equal(incident_state(&w, node), "quarantined");
+        expect(last(&w, 0), node, NULL, VERDICT_SUPPRESSED, "held for a person");
+    }
+    /* two quarantined nodes, max_disruptive_in_flight 2: repairs still run */
+    assert_int_equal(policy_disrupted_nodes(w.state), 2);
+    make_alert(&d[2], "GPUXidError", "gpu-node-13", "0", "79", T0 + 5 * MIN, NAN);
+    evaluate(&w, &d[2], MEDIC_STATUS_FIRING, T0 + 5 * MIN);
+    expect(last(&w, 0), "gpu-node-13", "drain", VERDICT_EXECUTE, NULL);
+    /* but 3 of 30 nodes is the fraction's cap (0.1): a fourth is held */
+    make_alert(&d[3], "GPUXidError", "gpu-node-14", "0", "79", T0 + 6 * MIN, NAN);
+    evaluate(&w, &d[3], MEDIC_STATUS_FIRING, T0 + 6 * MIN);
+    expect(last(&w, 0), "gpu-node-14", "drain", VERDICT_SUPPRESSED,
+           "quarantined nodes count here until a person releases them");
+    /* a release frees a slot: the held drain runs */
+    char why[200];
+    struct policy_release r = {"gpu-node-11", "bob", "reseated"};
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 7 * MIN, &w.out, why, sizeof(why)),
+                     0);
+    succeed(&w, T0 + 7 * MIN + 1);
+    assert_string_equal(incident_state(&w, "gpu-node-11"), "released");
+    tick(&w, T0 + 7 * MIN + 2);
+    expect(last(&w, 0), "gpu-node-14", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2070,6 +2288,11 @@ int main(void)
         cmocka_unit_test(test_power_cycle_waits_for_the_drain),
         cmocka_unit_test(test_restart_waits_for_a_fresh_alert),
         cmocka_unit_test(test_restart_grace_resolve_and_stale),
+        cmocka_unit_test(test_reset_fails_then_one_power_cycle),
+        cmocka_unit_test(test_failed_verify_quarantines_until_released),
+        cmocka_unit_test(test_resume_waits_for_a_health_check),
+        cmocka_unit_test(test_repeat_offender_quarantined),
+        cmocka_unit_test(test_held_nodes_and_the_caps),
         cmocka_unit_test(test_approval_runs_the_step_once),
         cmocka_unit_test(test_denied_expired_withdrawn),
         cmocka_unit_test(test_approval_guards_and_policies),
