@@ -472,7 +472,10 @@ void policy_bind_decisions(struct policy_state *st, const struct policy_decision
                 in->pending_decision = unresolved(i);
             continue;
         }
-        if (!d->on_resolved && d->disruptive && in->awaiting && !in->awaiting_decision) {
+        /* the ladder's action (a verify, also one before a resume), else an undo */
+        int ladder = (!d->on_resolved && d->disruptive) ||
+                     (d->has_action && d->action.kind == MEDIC_ACTION_VERIFY);
+        if (ladder && in->awaiting && !in->awaiting_decision) {
             in->awaiting_decision = unresolved(i);
             continue;
         }

@@ -184,16 +184,15 @@ int policy__repeat_offender(const struct policy_context *ctx, struct policy_stat
         policy__quarantine(ctx, st, in, now, out, in->quarantine_why);
         return 1;
     }
-    /* the step becomes the drain that keeps the node for a person */
-    if (d->action.kind != MEDIC_ACTION_DRAIN) {
-        char reason[200];
-        snprintf(reason, sizeof(reason), "medic quarantine: repeat offender (medic policy %s)",
-                 in->policy);
-        medic_action_release(&d->action);
-        medic_action_init(&d->action, MEDIC_ACTION_DRAIN);
-        if (medic_action_set_text(&d->action, "reason", reason, strlen(reason)))
-            out->failed = MEDIC_E_NOMEM;
-    }
+    /* the step becomes the drain that keeps the node for a person, and
+     * Slurm's reason says why */
+    char reason[200];
+    snprintf(reason, sizeof(reason), "medic quarantine: repeat offender (medic policy %s)",
+             in->policy);
+    medic_action_release(&d->action);
+    medic_action_init(&d->action, MEDIC_ACTION_DRAIN);
+    if (medic_action_set_text(&d->action, "reason", reason, strlen(reason)))
+        out->failed = MEDIC_E_NOMEM;
     in->quarantining = 1;
     return 0;
 }

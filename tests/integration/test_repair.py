@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""The repair loop against a real Slurm cluster, real ipmi_sim BMCs and
+`medic agent` on each node. No GPU exists here: each agent loads the
+STAND-IN NVML library and runs the STAND-IN nvidia-smi for its resets
+(tests/nvml_standin; 8 fake GPUs each, faults set by the test). A GPU
+reset that fails leads to exactly one power cycle; a reset on a GPU with a
+compute process on it is refused, and never run; a node that comes back
+with 7 of its 8 GPUs is quarantined, not resumed, until a person releases
+it; a node with three incidents in the window is quarantined at its third,
+listed by `medic audit quarantined`, and released by `medic node
+release`."""
+
+import datetime
+import json
+import os
+import subprocess
+import time
+
+from lab import Medic, Suite, wait_until, write_secret
+from test_agent import Agent, TOKEN as AGENT_TOKEN
+from test_incidents import lab, outcomes, wait_state
+
+TOKEN = "repair-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def rfc3339(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def payload(node, starts_at, gpu, uuid, alertname="GPUXidError", status="firing"):
+    return json.dumps({"version": "4", "groupKey": f"g-{node}-{alertname}", "status": status,
+                       "receiver": "medic", "alerts": [{
+                           "status": status,
+                           "labels": {"alertname": alertname, "instance": node, "gpu": gpu,
+                                      "UUID": uuid, "xid": "79"},
+                           "annotations": {}, "startsAt": rfc3339(starts_at),
+                           "endsAt": rfc3339(time.time()) if status == "resolved" else
+                           "0001-01-01T00:00:00Z"}]})
+
+
+def start_medic(suite, name, cluster, bmcs, agents, oncall, policies, safety=""):
+    workdir = suite.subdir(name)
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                         "bmc-lab: { username: admin, password: secret }\n"
+                         f"agent-lab: {{ token: {AGENT_TOKEN} }}\n")
+    nodes = "".join(
+        f"    - {{ name: {n}, slurm: {{ node: {n} }}, bmc: {{ address: '{b.address}', "
+        "credentials: bmc-lab, workarounds: [opensesspriv] }, "
+        f"agent: {{ url: '{agents[n].url}', credentials: agent-lab }}, gpus: 8 }}\n"
+        for n, b in bmcs.items())
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token}, "
+                  f"admin_bearer_token_file: {token} }}\n"
+                  f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"
+                  f"inventory:\n  nodes:\n{nodes}"
+                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+                  "engine: { tick_interval: 200ms }\n"
+                  f"safety: {{ max_disruptive_in_flight: 4, max_disrupted_fraction: 1, {safety}\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  f"policies:\n{policies}")
+    medic.start()
+    suite.on_exit(medic.stop)
+    return medic
+
+
+def agents_for(suite, nodes, faults=None):
+    agents = {}
+    for n in nodes:
+        agents[n] = Agent(suite, f"agent-{n}", faults=(faults or {}).get(n, "")).start()
+        suite.on_exit(agents[n].stop)
+    return agents
+
+
+def told(oncall, text):
+    return [r for r in oncall.received() if text.encode() in r["body"]]
+
+
+RESET_FIRST = (
+    "  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+    "    steps:\n"
+    "      - { action: drain }\n"
+    "      - { after: 1s, action: gpu_reset }\n"
+    "      - { after: 2s, action: ipmi_power_cycle, if_failed: true }\n"
+    "      - { after: 3s, action: verify, within: 30s }\n"
+    "    on_resolved: [ { action: resume } ]\n")
+
+
+def test_failed_reset_then_one_power_cycle(suite):
+    nodes = ["gpu-node-21", "gpu-node-22"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    # gpu-node-21's GPU 3 needs a reset that the driver refuses; a compute
+    # process runs on gpu-node-22's GPU 5
+    agents = agents_for(suite, nodes, {"gpu-node-21": "3:recovery=1 3:reset_fails=1",
+                                       "gpu-node-22": "5:processes=1"})
+    medic = start_medic(suite, "reset", cluster, bmcs, agents, oncall, RESET_FIRST)
+    t0 = time.time()
+    for n, g in (("gpu-node-21", 3), ("gpu-node-22", 5)):
+        assert medic.post("/webhook", payload(n, t0, str(g), agents[n].uuid(g)),
+                          headers=AUTH)[0] == 200
+    resets = wait_until("both resets' outcomes", lambda: len(outcomes(medic, "gpu_reset")) == 2
+                        and outcomes(medic, "gpu_reset"), timeout=60)
+    by_node = {o["node"]: o for o in resets}
+    assert by_node["gpu-node-21"]["result"] == "failed", by_node
+    assert "in use by another process" in by_node["gpu-node-21"]["detail"], by_node
+    assert by_node["gpu-node-22"]["result"] == "refused", by_node
+    assert "1 compute process runs on GPU 5" in by_node["gpu-node-22"]["detail"], by_node
+    # the agent ran nvidia-smi once, with the alert's UUID as one argument;
+    # never on the GPU with a process
+    assert agents["gpu-node-21"].resets() == [["--gpu-reset", "-i", agents["gpu-node-21"].uuid(3)]]
+    assert agents["gpu-node-22"].resets() == []
+    cycles = wait_until("the fallback power cycles", lambda: len(
+        outcomes(medic, "ipmi_power_cycle")) == 2 and outcomes(medic, "ipmi_power_cycle"),
+        timeout=60)
+    assert all(c["result"] == "succeeded" for c in cycles), cycles
+    # the power cycle cleared the GPU (as a reboot does): the verify passes
+    agents["gpu-node-21"].fault("3:recovery=0")
+    for n in nodes:
+        wait_state(medic, n, "verified")
+    # exactly one power cycle each: the BMC saw one power-off
+    for n in nodes:
+        assert [e for e in bmcs[n].log() if e == ["set", "power", "0"]] == [["set", "power", "0"]], \
+            bmcs[n].log()
+    verify = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-21"]
+    assert verify[0]["result"] == "succeeded" and "8 GPU(s) visible" in verify[0]["detail"], verify
+    # the resolve: the node passed since its last disruption, so it is resumed
+    assert medic.post("/webhook", payload("gpu-node-21", t0, "3", agents["gpu-node-21"].uuid(3),
+                                          status="resolved"), headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-21", "recovered")
+    assert "DRAIN" not in cluster.node("gpu-node-21")[0]
+    changes = [c["state"] for c in reversed(medic.audit("changes", "--node", "gpu-node-21"))]
+    assert changes == ["open", "draining", "drained", "resetting", "open", "cycling", "cycled",
+                       "verifying", "verified", "undoing", "recovered"], changes
+
+
+def test_node_back_without_a_gpu_is_quarantined(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-23")
+    agents = agents_for(suite, ["gpu-node-23"])
+    policies = ("  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+                "    steps:\n"
+                "      - { action: drain }\n"
+                "      - { after: 1s, action: ipmi_power_cycle }\n"
+                "      - { after: 2s, action: verify, within: 10s }\n"
+                "    on_resolved: [ { action: resume } ]\n")
+    medic = start_medic(suite, "missing", cluster, bmcs, agents, oncall, policies)
+    agent = agents["gpu-node-23"]
+    t0 = time.time()
+    # GPU 7 fell off the bus, and stays off after the power cycle
+    agent.fault("7:missing=1")
+    assert medic.post("/webhook", payload("gpu-node-23", t0, "7", agent.uuid(7)),
+                      headers=AUTH)[0] == 200
+    wait_until("the power cycle", lambda: outcomes(medic, "ipmi_power_cycle"), timeout=60)
+    quarantined = wait_state(medic, "gpu-node-23", "quarantined")
+    assert "7 of 8 GPUs visible" in quarantined["cause"], quarantined
+    message = wait_until("on-call told", lambda: told(oncall, "medic quarantined node"),
+                         timeout=30)
+    assert b"medic node release gpu-node-23" in message[0]["body"], message
+    assert b"GPU 7" in message[0]["body"], message
+    # the resolve does not give the node back: it stays drained
+    assert medic.post("/webhook", payload("gpu-node-23", t0, "7", agent.uuid(7),
+                                          status="resolved"), headers=AUTH)[0] == 200
+    wait_until("the resolve evaluated", lambda: len(medic.audit("alerts")) >= 2, timeout=10)
+    canary = payload("gpu-node-23", time.time(), "0", agent.uuid(0), alertname="Canary")
+    assert medic.post("/webhook", canary, headers=AUTH)[0] == 200
+    wait_until("a round after it (the canary's no_match)", lambda: [
+        d for d in medic.audit("decisions") if d["alertname"] == "Canary"], timeout=10)
+    assert outcomes(medic, "resume") == []
+    assert "DRAIN" in cluster.node("gpu-node-23")[0]
+    assert len(told(oncall, "medic quarantined node")) == 1
+    listed = medic.audit("quarantined")
+    assert [q["node"] for q in listed] == ["gpu-node-23"], listed
+    assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 1
+    # a person replaced the GPU and gives the node back
+    agent.fault("7:missing=0")
+    token_file = write_secret(os.path.join(suite.workdir, "admin.token"), TOKEN)
+    out = subprocess.run([suite.medic, "node", "release", "gpu-node-23", "--reason",
+                          "GPU 7 reseated", "--url", medic.url, "--token-file", token_file],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out
+    released = wait_state(medic, "gpu-node-23", "released")
+    assert "released by" in released["cause"] and "GPU 7 reseated" in released["cause"], released
+    assert "DRAIN" not in cluster.node("gpu-node-23")[0]
+    assert medic.audit("quarantined") == []
+    # released twice: refused, with why
+    again = subprocess.run([suite.medic, "node", "release", "gpu-node-23", "--reason", "x",
+                            "--url", medic.url, "--token-file", token_file],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and "is not quarantined" in again.stderr, again
+
+
+def test_repeat_offender_quarantined_and_released(suite):
+    cluster, bmcs, oncall = lab(suite, "gpu-node-24")
+    agents = agents_for(suite, ["gpu-node-24"])
+    policies = ("  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                "    max_actions_per_node: { count: 10, window: 1h }\n"
+                "    steps: [ { action: drain } ]\n"
+                "    on_resolved: [ { action: resume } ]\n")
+    medic = start_medic(suite, "offender", cluster, bmcs, agents, oncall, policies,
+                        safety="quarantine: { incidents: 3, window: 1h },")
+    agent = agents["gpu-node-24"]
+    for i in range(3):
+        t = time.time()
+        assert medic.post("/webhook", payload("gpu-node-24", t, "2", agent.uuid(2)),
+                          headers=AUTH)[0] == 200
+        if i == 2:
+            break
+        wait_until(f"drain {i + 1}", lambda: len([o for o in outcomes(medic, "drain")
+                                                  if o["result"] == "succeeded"]) == i + 1,
+                   timeout=30)
+        assert medic.post("/webhook", payload("gpu-node-24", t, "2", agent.uuid(2),
+                                              status="resolved"), headers=AUTH)[0] == 200
+        wait_until(f"resume {i + 1}", lambda: len([o for o in outcomes(medic, "resume")
+                                                   if o["result"] == "succeeded"]) == i + 1,
+                   timeout=30)
+    # the third incident: drained and quarantined, not another ladder
+    quarantined = wait_state(medic, "gpu-node-24", "quarantined")
+    assert "repeat offender" in quarantined["cause"], quarantined
+    assert "DRAIN" in cluster.node("gpu-node-24")[0]
+    assert "medic quarantine" in cluster.node("gpu-node-24")[1], cluster.node("gpu-node-24")
+    message = wait_until("on-call told", lambda: told(oncall, "medic quarantined node"),
+                         timeout=30)
+    assert b"3 incident(s) with disruptive actions" in message[0]["body"], message
+    # the API refuses a release without a reason, and of a node not quarantined
+    status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release", "{}", headers=AUTH)
+    assert status == 400 and b"reason" in body, body
+    status, _, body = medic.post("/api/v1/nodes/gpu-node-99/release",
+                                 json.dumps({"reason": "x"}), headers=AUTH)
+    assert status == 409 and b"not quarantined" in body, body
+    status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release",
+                                 json.dumps({"reason": "x"}))
+    assert status == 401, body
+    status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release",
+                                 json.dumps({"reason": "firmware updated, burn-in passed"}),
+                                 headers=AUTH)
+    assert status == 200, body
+    wait_state(medic, "gpu-node-24", "released")
+    assert "DRAIN" not in cluster.node("gpu-node-24")[0]
+    assert len([o for o in outcomes(medic, "resume") if o["result"] == "succeeded"]) == 3
+
+
+if __name__ == "__main__":
+    Suite(__doc__).run([test_failed_reset_then_one_power_cycle,
+                        test_node_back_without_a_gpu_is_quarantined,
+                        test_repeat_offender_quarantined_and_released])
