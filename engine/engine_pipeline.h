@@ -58,7 +58,7 @@ struct engine_pipeline_stats {
     unsigned long long evaluated;   /* notifications evaluated and committed, duplicates too */
     unsigned long long clock_steps; /* steps of the wall clock seen (1 s or more) */
     int64_t wall_clock_lead;        /* the wall clock less the engine's clock, ns */
-    int disrupted_nodes, open_incidents, storm, paused;
+    int disrupted_nodes, quarantined_nodes, open_incidents, storm, paused;
 };
 void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out);
 

@@ -39,6 +39,10 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "power-cycled by medic.\n"
                      "# TYPE medic_disrupted_nodes gauge\n"
                      "medic_disrupted_nodes %d\n"
+                     "# HELP medic_quarantined_nodes Disrupted nodes that wait for a person "
+                     "(medic node release).\n"
+                     "# TYPE medic_quarantined_nodes gauge\n"
+                     "medic_quarantined_nodes %d\n"
                      "# HELP medic_open_incidents Incidents not yet recovered, expired or "
                      "closed.\n"
                      "# TYPE medic_open_incidents gauge\n"
@@ -52,7 +56,8 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# TYPE medic_paused gauge\n"
                      "medic_paused %d\n",
                      st.rounds_failed, st.ticks, st.evaluated, st.clock_steps,
-                     (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.open_incidents,
+                     (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.quarantined_nodes,
+                     st.open_incidents,
                      st.storm, st.paused);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);

@@ -51,6 +51,7 @@ struct engine_pipeline {
     _Atomic int64_t wall_lead;
     atomic_int approvals_waiting; /* an answer was recorded: read them in the next round */
     atomic_int disrupted_nodes;
+    atomic_int quarantined_nodes;
     atomic_int open_incidents;
     atomic_int storm;
     atomic_int paused;
@@ -397,6 +398,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     int changed = r.out.count || r.evaluated_count || r.out.change_count || r.people.count ||
                   policy_state_changed(e->state);
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
+    e->quarantined_nodes = (int)policy_quarantined_nodes(e->state);
     e->open_incidents = (int)policy_open_incidents(e->state);
     e->storm = policy_storm_active(e->state);
     struct policy_pause_state pause;
@@ -662,6 +664,7 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     out->clock_steps = atomic_load(&e->clock_steps);
     out->wall_clock_lead = atomic_load(&e->wall_lead);
     out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
+    out->quarantined_nodes = atomic_load(&e->quarantined_nodes);
     out->open_incidents = atomic_load(&e->open_incidents);
     out->storm = atomic_load(&e->storm);
     out->paused = atomic_load(&e->paused);

@@ -1,8 +1,10 @@
 /* The policy engine's insides, shared by its files (state.c: the state and
  * its indexes; incident.c: incidents and their alerts; guards.c: the
  * safety guards and the storm breaker; ladder.c: deciding a step;
- * evaluate.c: alerts, outcomes and the scheduler; persist.c: the state as
- * rows of JSON; changes.c: which rows changed). Private to policies/. */
+ * approval.c: a step waiting for a person; repair.c: verify, fallbacks,
+ * quarantine and release; evaluate.c: alerts, outcomes and the scheduler;
+ * persist.c: the state as rows of JSON; changes.c: which rows changed).
+ * Private to policies/. */
 #ifndef MEDIC_POLICIES_ENGINE_INTERNAL_H
 #define MEDIC_POLICIES_ENGINE_INTERNAL_H
 

@@ -267,6 +267,8 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
         in->held = 0;
     if (kind == MEDIC_ACTION_RESUME || kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
         check_undo(st, in, d, reason, sizeof(reason));
+    else if (kind == MEDIC_ACTION_VERIFY && in->halted) /* nothing was repaired to check */
+        snprintf(reason, sizeof(reason), "the ladder stopped: %s", in->halted_by);
     else if (d->disruptive)
         weaker =
             policy__check_disruptive(ctx, st, pol, in, d, now, reason, sizeof(reason), &transient);
@@ -375,7 +377,8 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         policy__node_recount(st, n, was);
     }
     policy__record_action(ctx, st, pol, in, now);
-    d->require_drained = kind == MEDIC_ACTION_IPMI_POWER_CYCLE && in->drained;
+    d->require_drained =
+        (kind == MEDIC_ACTION_IPMI_POWER_CYCLE || kind == MEDIC_ACTION_GPU_RESET) && in->drained;
     in->awaiting = 1;
     in->awaiting_decision = 0;
     in->awaiting_kind = kind;

@@ -251,6 +251,11 @@ size_t policy_disrupted_nodes(const struct policy_state *st)
     return st->disrupted_count;
 }
 
+size_t policy_quarantined_nodes(const struct policy_state *st)
+{
+    return st->quarantined_count;
+}
+
 size_t policy_open_incidents(const struct policy_state *st)
 {
     return st->incident_count - st->final_count;

@@ -385,6 +385,8 @@ int policy_state_import(const char *json, size_t len, struct policy_state **out,
 /* Nodes disrupted now (drained or power-limited by medic, or with a
  * disruptive action in flight), for the caps and /metrics. */
 size_t policy_disrupted_nodes(const struct policy_state *st);
+/* Of those, the quarantined ones (they wait for a person). */
+size_t policy_quarantined_nodes(const struct policy_state *st);
 /* Incidents not yet final. */
 size_t policy_open_incidents(const struct policy_state *st);
 /* 1 while a storm holds disruptive actions back. */

@@ -1,5 +1,6 @@
 /* libFuzzer target: the bodies of a person's requests over HTTP (an answer
- * to a pending step, a pause or its end, the on-call page's forms) must
+ * to a pending step, a pause or its end, a release of a quarantined node,
+ * the on-call page's forms) must
  * never crash or leak, whatever the bytes; what parses holds what the API
  * records (a reason within its cap, an answer that is approve or deny, no
  * control character from a form). */
@@ -30,6 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              (!pause && p.until != MEDIC_TIME_UNSET)))
             abort();
     }
+    struct engine_release release;
+    if (engine_parse_release("gpu-node-01", body, size, &release, why, sizeof(why)) == 0 &&
+        (!release.reason[0] || strlen(release.reason) > 500 ||
+         strcmp(release.node, "gpu-node-01") != 0))
+        abort();
     struct engine_form form;
     if (engine_parse_form(body, size, &form, why, sizeof(why)) == 0) {
         if (strlen(form.reason) > 500)

@@ -97,16 +97,18 @@ def test_decisions_escalation_restart_and_resume(suite):
     medic.post("/webhook", payload("firing", "10.0.0.11:9400", t0), headers=AUTH)
     wait_until("the re-sent alert evaluated", lambda: evaluated() == before + 1, timeout=10)
     assert len(decisions(medic)) == 2, decisions(medic)
-    # resolution: medic resumes what it drained
+    # resolution: medic resumes what it drained, once the node passed a
+    # health check (in a dry run, decided as passing)
     medic.post("/webhook", payload("resolved", "10.0.0.11:9400", t0, time.time()), headers=AUTH)
     resume = wait_until("the resume", lambda: [x for x in decisions(medic)
                                                if x["action"] == "resume"], timeout=10)
     assert resume[0]["verdict"] == "dry_run" and resume[0]["node"] == "gpu-node-01", resume
-    assert len(decisions(medic)) == 3
+    assert [x["action"] for x in decisions(medic)] == ["drain", "ipmi_power_cycle", "verify",
+                                                       "resume"], decisions(medic)
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
-    assert verify.returncode == 0 and "3 decisions" in verify.stdout, verify
-    assert medic.metric('medic_decisions_total{verdict="dry_run"}') == 1  # since the restart
+    assert verify.returncode == 0 and "4 decisions" in verify.stdout, verify
+    assert medic.metric('medic_decisions_total{verdict="dry_run"}') == 2  # since the restart
 
 
 def test_guards_in_serve(suite):

@@ -32,10 +32,11 @@ def payload(node, starts_at, status="firing", ends_at=None, alertname="GPUDouble
                            "endsAt": ts(ends_at) if ends_at else "0001-01-01T00:00:00Z"}]})
 
 
-def outcomes(medic):
-    """Outcomes of the actions on nodes (not the notes to on-call), oldest first."""
+def outcomes(medic, kinds=("drain", "resume")):
+    """Outcomes of the Slurm actions on nodes, oldest first (not the notes to
+    on-call, nor the health check before each resume: test_repair's)."""
     return [a for a in reversed(medic.audit("actions"))
-            if a["phase"] == "outcome" and a["action"] != "notify"]
+            if a["phase"] == "outcome" and a["action"] in kinds]
 
 
 def start_medic(suite, cluster, name="medic"):
@@ -82,6 +83,10 @@ def test_drain_resume_and_operator_drains(suite):
                          timeout=30)
     assert resumed[1]["action"] == "resume" and resumed[1]["result"] == "succeeded", resumed
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
+    # the resume came after the node passed its health check (Slurm answering)
+    checked = outcomes(medic, ("drain", "verify", "resume"))
+    assert [o["action"] for o in checked] == ["drain", "verify", "resume"], checked
+    assert checked[1]["detail"] == "healthy after 1 check(s): slurm: IDLE+DRAIN", checked
 
     # an operator drains gpu-node-02 for maintenance; an alert comes and goes
     assert cluster.scontrol("update", "NodeName=gpu-node-02", "State=DRAIN",
