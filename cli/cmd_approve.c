@@ -125,6 +125,23 @@ static int send_request(const char *command, const char *method, const char *url
     return exit_code;
 }
 
+/* POSTs {"decision": decision (when not NULL), "reason": reason (when not
+ * NULL)} to path. */
+static int post_body(const char *command, const char *url, const char *path, const char *decision,
+                     const char *reason, const char *token_file)
+{
+    cJSON *body = cJSON_CreateObject();
+    if (decision)
+        cJSON_AddStringToObject(body, "decision", decision);
+    if (reason)
+        cJSON_AddStringToObject(body, "reason", reason);
+    char *json = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    int rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
+    cJSON_free(json);
+    return rc;
+}
+
 static int answer(const char *command, int approve, int argc, char **argv)
 {
     const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
@@ -148,17 +165,9 @@ static int answer(const char *command, int approve, int argc, char **argv)
         fprintf(stderr, "%s: a denial needs --reason: on-call reads it\n", command);
         return 2;
     }
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "decision", approve ? "approve" : "deny");
-    if (reason)
-        cJSON_AddStringToObject(body, "reason", reason);
-    char *json = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
     char path[64];
     snprintf(path, sizeof(path), "/api/v1/approvals/%s", id);
-    rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
-    cJSON_free(json);
-    return rc;
+    return post_body(command, url, path, approve ? "approve" : "deny", reason, token_file);
 }
 
 static const char usage_pause[] =
@@ -296,13 +305,7 @@ int medic_cmd_node(int argc, char **argv)
         fprintf(stderr, "%s: '%s' is not an inventory node name\n", command, node);
         return 2;
     }
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "reason", reason);
-    char *json = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
     char path[200];
     snprintf(path, sizeof(path), "/api/v1/nodes/%s/release", node);
-    rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
-    cJSON_free(json);
-    return rc;
+    return post_body(command, url, path, NULL, reason, token_file);
 }

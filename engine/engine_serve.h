@@ -86,5 +86,7 @@ void engine__page_start(struct medic_buf *out, const char *title);
 int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
                           struct medic_buf *out);
 int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out);
+int engine__release_page(struct engine *e, const char *node, const char *authorization,
+                         struct medic_buf *out);
 
 #endif

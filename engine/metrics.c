@@ -57,8 +57,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "medic_paused %d\n",
                      st.rounds_failed, st.ticks, st.evaluated, st.clock_steps,
                      (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.quarantined_nodes,
-                     st.open_incidents,
-                     st.storm, st.paused);
+                     st.open_incidents, st.storm, st.paused);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;

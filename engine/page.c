@@ -392,6 +392,8 @@ int engine_page(void *ctx, const char *path, const char *authorization, struct m
     }
     if (strcmp(path, "/pause") == 0)
         return engine__pause_page(e, authorization, out);
+    if (strncmp(path, "/release/", 9) == 0 && node_name_ok(path + 9))
+        return engine__release_page(e, path + 9, authorization, out);
     const char *node = strncmp(path, "/nodes/", 7) == 0 ? path + 7 : NULL;
     if (!node && strcmp(path, "/") != 0) {
         page_start(out, "not found - medic", 0);

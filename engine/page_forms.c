@@ -1,12 +1,12 @@
 /* The on-call page's places to act, server-rendered, no JavaScript:
  * GET /approvals/ID (a step waiting for approval, with an approve and a
- * deny form) and GET /pause (the pause, with its form), and their forms'
- * POSTs. A form carries an anti-forgery token bound to the credential the
- * page was read with (engine_form_token); a POST whose token does not
- * match, or that comes from another origin, is refused and changes
- * nothing. Writes need the admin or an approver's credential (the
- * receiver checks it); what they do is what POST /api/v1/approvals/ID and
- * /api/v1/pause do, recorded with who did it. */
+ * deny form), GET /pause (the pause, with its form) and GET /release/NODE
+ * (a quarantined node, with the release form), and their forms' POSTs. A form carries an
+ * anti-forgery token bound to the credential the page was read with (engine_form_token); a POST
+ * whose token does not match, or that comes from another origin, is refused and changes nothing.
+ * Writes need the admin or an approver's credential (the receiver checks it); what they do is what
+ * POST /api/v1/approvals/ID, /api/v1/pause and /api/v1/nodes/NODE/release do, recorded with who did
+ * it. */
 #include "engine_serve.h"
 #include "audit.h"
 #include "auth.h"
@@ -137,6 +137,70 @@ int engine__pause_page(struct engine *e, const char *authorization, struct medic
     return 200;
 }
 
+struct quarantine_view {
+    const char *node;
+    char why[400], policy[65];
+    int64_t incident, since;
+    int found;
+};
+
+static int find_quarantined(void *arg, const struct policy_quarantined_node *q)
+{
+    struct quarantine_view *v = arg;
+    if (strcmp(q->node, v->node) != 0)
+        return 0;
+    v->found = 1;
+    v->incident = q->incident;
+    v->since = q->since;
+    snprintf(v->why, sizeof(v->why), "%s", q->why);
+    snprintf(v->policy, sizeof(v->policy), "%s", q->policy);
+    return 1;
+}
+
+static int look_up_quarantine(void *arg, struct policy_state *st)
+{
+    policy_quarantined(st, find_quarantined, arg);
+    return 0;
+}
+
+/* GET /release/NODE. */
+int engine__release_page(struct engine *e, const char *node, const char *authorization,
+                         struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct quarantine_view v = {.node = node};
+    if (engine_with_state(e, look_up_quarantine, &v, &err))
+        return 503;
+    engine__page_start(out, "release - medic");
+    medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>Node ");
+    medic_html_text(out, node);
+    if (!v.found) {
+        medic_buf_puts(out, " is not quarantined</h1><p>Nothing to release.</p></body></html>\n");
+        return 404;
+    }
+    char since[40], path[200];
+    medic_time_format(v.since, since, sizeof(since));
+    medic_buf_printf(out, " is quarantined</h1><p>Since %s (incident %lld, policy ", since,
+                     (long long)v.incident);
+    medic_html_text(out, v.policy);
+    medic_buf_puts(out, "): ");
+    medic_html_text(out, v.why);
+    medic_buf_puts(out, ".</p><p>medic keeps it as it is and takes no disruptive action on it. "
+                        "Released, it is resumed (its power limits restored) and takes repairs "
+                        "again.</p><p><a href=\"/nodes/");
+    medic_html_path_segment(out, node);
+    medic_buf_puts(out, "\">the node's timeline</a></p>");
+    snprintf(path, sizeof(path), "/release/%s", node);
+    medic_buf_puts(out, "<form method=\"post\" action=\"/release/");
+    medic_html_path_segment(out, node);
+    medic_buf_puts(out, "\">");
+    form_token(out, authorization, path);
+    medic_buf_puts(out, "<label>what was repaired <input name=\"reason\" maxlength=\"500\" "
+                        "size=\"60\" required></label> <button type=\"submit\">release</button>"
+                        "</form></body></html>\n");
+    return 200;
+}
+
 /* Whether origin (NULL: none sent) is this server, as the browser reached
  * it (host: the Host header). */
 static int same_origin(const char *origin, const char *host)
@@ -197,6 +261,8 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
     int code = 404;
     if (strncmp(path, "/approvals/", 11) == 0)
         code = engine_api_approve(e, path + 11, text, strlen(text), who, remote_addr, &answer);
+    else if (strncmp(path, "/release/", 9) == 0)
+        code = engine_api_release(e, path + 9, text, strlen(text), who, remote_addr, &answer);
     else if (strcmp(path, "/pause") == 0 || strcmp(path, "/unpause") == 0)
         code = engine_api_pause(e, strcmp(path, "/pause") == 0, text,
                                 strcmp(path, "/pause") == 0 ? strlen(text) : 0, who, remote_addr,

@@ -74,6 +74,26 @@ static int join(struct incident *in, const struct policy_alert *a, const char *i
     return 0;
 }
 
+/* A new alert on a quarantined incident's node: recorded, nothing done. */
+static void quarantined_alert(const struct incident *in, const struct policy_alert *a,
+                              int64_t now, struct policy_decisions *out)
+{
+    struct policy_decision *d = policy__incident_decision(out, in, now);
+    if (!d)
+        return;
+    snprintf(d->alertname, sizeof(d->alertname), "%s",
+             medic_labels_get(a->labels, "alertname") ? medic_labels_get(a->labels, "alertname")
+                                                      : "");
+    snprintf(d->fingerprint, sizeof(d->fingerprint), "%s", a->fingerprint);
+    d->step = -1;
+    d->risk = a->risk;
+    d->verdict = VERDICT_SUPPRESSED;
+    snprintf(d->reason, sizeof(d->reason),
+             "node '%s' is quarantined (incident %lld): the alert joins it, and nothing is done "
+             "until a person releases the node (medic node release %s)",
+             in->node, (long long)in->id, in->node);
+}
+
 static void evaluate_firing(const struct policy_context *ctx, struct policy_state *st,
                             const struct policy_alert *a, const char *identity, int64_t starts_at,
                             int64_t now, struct policy_decisions *out)
@@ -132,10 +152,13 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
             out->failed = MEDIC_E_NOMEM;
             return;
         }
+        int joining = in->state == INCIDENT_QUARANTINED && !policy__member_find(in, identity);
         if (join(in, a, identity, starts_at, now)) {
             out->failed = MEDIC_E_NOMEM;
             return;
         }
+        if (joining) /* said, so that no alert goes unrecorded on a node left to a person */
+            quarantined_alert(in, a, now, out);
         taken = 1;
         if (!in->closing)
             policy__run_due_steps(ctx, st, pol, in, now, out);

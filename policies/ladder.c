@@ -478,7 +478,8 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
     if (!in->closing) {
         in->closing = 1;
         in->closing_as = final;
-        snprintf(in->closing_cause, sizeof(in->closing_cause), "%s", why);
+        if (why != in->closing_cause)
+            snprintf(in->closing_cause, sizeof(in->closing_cause), "%s", why);
     }
     if (in->awaiting) /* undone once the action in flight has its outcome */
         return;

@@ -19,6 +19,11 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
         snprintf(what, size, "closing: %s", in->closing_cause);
     else if (in->awaiting)
         snprintf(what, size, "waiting for the %s outcome", medic_action_name(in->awaiting_kind));
+    else if (in->state == INCIDENT_QUARANTINED)
+        snprintf(what, size,
+                 "quarantined, waits for a person (release: /release/%s, medic node "
+                 "release): %.150s",
+                 in->node, in->quarantine_why);
     else if (in->state == INCIDENT_FAILED)
         snprintf(what, size, "stopped: needs a person");
     else if (in->halted)

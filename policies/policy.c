@@ -487,10 +487,10 @@ static int parse_quarantine(struct parser *p, const struct yaml_tree_node *v,
         rc = yaml_fields_size(&p->f, x, "incidents", 2, 1000, &s->quarantine_incidents);
     if (rc == 0 && (x = yaml_tree_get(v, "window")))
         rc = yaml_fields_duration(&p->f, x, "window", &s->quarantine_window);
-    if (rc == 0 && (s->quarantine_window < 60 * MEDIC_NS_PER_SEC ||
+    if (rc == 0 && (s->quarantine_window < MEDIC_NS_PER_SEC ||
                     s->quarantine_window > 365 * 86400 * MEDIC_NS_PER_SEC))
         rc = yaml_fields_fail(&p->f, yaml_tree_get(v, "window"),
-                              "window: 1m to 365d (a node's incidents within it are counted)");
+                              "window: 1s to 365d (a node's incidents within it are counted)");
     return rc;
 }
 

@@ -27,7 +27,8 @@ const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 
 enum handler receiver__route(const char *url, const char *method)
 {
     /* the page's pages to act from, and their forms */
-    int form_page = strncmp(url, "/approvals/", 11) == 0 || strcmp(url, "/pause") == 0;
+    int form_page = strncmp(url, "/approvals/", 11) == 0 || strcmp(url, "/pause") == 0 ||
+                    strncmp(url, "/release/", 9) == 0;
     if (strcmp(method, "POST") == 0 && (form_page || strcmp(url, "/unpause") == 0))
         return H_PAGE_FORM;
     if (form_page)

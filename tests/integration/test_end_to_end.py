@@ -89,19 +89,22 @@ def test_fault_to_drain_cycle_and_resume(suite):
 
     decisions = list(reversed(medic.audit("decisions")))
     acted = [(d["action"], d["verdict"]) for d in decisions if d["action"]]
+    # the resume comes once the node passed its health check (Slurm
+    # answering, the BMC's power on)
     assert acted == [("drain", "execute"), ("ipmi_power_cycle", "execute"),
-                     ("resume", "execute")], decisions
+                     ("verify", "execute"), ("resume", "execute")], decisions
     # Slurm shows the node resumed as soon as scontrol ran; the resume's
     # outcome is committed right after: wait for its row
-    outcomes = wait_until("the resume's outcome", lambda: (lambda rows: len(rows) == 3 and rows)(
+    outcomes = wait_until("the resume's outcome", lambda: (lambda rows: len(rows) == 4 and rows)(
         [a for a in reversed(medic.audit("actions")) if a["phase"] == "outcome"]), timeout=20)
     assert [(a["action"], a["result"]) for a in outcomes] == [
-        ("drain", "succeeded"), ("ipmi_power_cycle", "succeeded"), ("resume", "succeeded")], outcomes
+        ("drain", "succeeded"), ("ipmi_power_cycle", "succeeded"), ("verify", "succeeded"),
+        ("resume", "succeeded")], outcomes
     alerts = medic.audit("alerts", "--node", NODE)
     assert {a["status"] for a in alerts} == {"firing", "resolved"}, alerts
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
-    assert verify.returncode == 0 and "3 decisions, 6 actions and" in verify.stdout, verify.stdout
+    assert verify.returncode == 0 and "4 decisions, 8 actions and" in verify.stdout, verify.stdout
 
 
 if __name__ == "__main__":

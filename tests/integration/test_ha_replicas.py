@@ -600,7 +600,7 @@ def test_replicas_started_together(suite):
             gone = [(r.name, r.process.tail()) for r in replicas if not r.process.running()]
             assert not gone, gone
             assert pg.sql("SELECT count(*), max(version) FROM medic_schema",
-                          f"together{round_}") == [["1", "9"]]
+                          f"together{round_}") == [["1", "10"]]
         finally:
             for r in replicas:
                 r.stop()

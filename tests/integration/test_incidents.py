@@ -188,7 +188,7 @@ def test_eight_gpus_one_incident(suite):
         for c in reversed(medic.audit("changes", "--node", "gpu-node-03"))]
     done = [r["what"].split()[0] for r in story
             if r["kind"] == "action" and " outcome " in r["what"]]
-    assert done == ["drain", "ipmi_power_cycle", "resume"], story
+    assert done == ["drain", "ipmi_power_cycle", "verify", "resume"], story
     assert len([r for r in story if r["kind"] == "decision"]) == len(
         medic.audit("decisions", "--node", "gpu-node-03"))
     assert not [r for r in story if "canary" in r["what"] + r["detail"]], story

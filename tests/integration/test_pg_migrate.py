@@ -129,7 +129,7 @@ def test_migrate_then_verify(suite):
     for t in TABLES:
         got = int(pg.sql(f"SELECT count(*) FROM {t}", "medic")[0][0])
         assert got == want[t], (t, got, want[t])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["9"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["10"]]
     print(f"  migrated: {r.stdout.strip().splitlines()[0]}")
     dialects_agree(db, pg)
     # the payloads are the bytes stored, as stored
@@ -235,7 +235,7 @@ def test_schema_upgrade(suite):
            "  WHERE evaluated_at IS NULL AND duplicate_of IS NULL;"
            "ALTER TABLE medic_lease DROP COLUMN config_hash, DROP COLUMN forced,"
            " DROP COLUMN last_forced;"
-           "DROP TABLE approvals; DROP TABLE pause_requests;"
+           "DROP TABLE approvals; DROP TABLE pause_requests; DROP TABLE release_requests;"
            "ALTER TABLE decisions DROP CONSTRAINT decisions_verdict_check,"
            " ADD CONSTRAINT decisions_verdict_check CHECK (verdict IN"
            " ('execute','dry_run','suppressed','no_match','error'));"
@@ -250,7 +250,9 @@ def test_schema_upgrade(suite):
         refused = str(e)
     assert "payload_encoding_check" in refused, refused
     store(bodies[1])
-    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["9"]]
+    assert pg.sql("SELECT max(version) FROM medic_schema", "medic") == [["10"]]
+    # schema 10: the releases of quarantined nodes
+    assert pg.sql("SELECT count(*) FROM release_requests", "medic") == [["0"]]
     # schema 9: approve mode's answers, and the verdict 'pending'
     assert pg.sql("SELECT count(*) FROM approvals", "medic") == [["0"]]
     check = pg.sql("SELECT pg_get_constraintdef(oid) FROM pg_constraint"

@@ -13,6 +13,7 @@ release`."""
 import datetime
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -231,11 +232,23 @@ def test_repeat_offender_quarantined_and_released(suite):
     status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release",
                                  json.dumps({"reason": "x"}))
     assert status == 401, body
-    status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release",
-                                 json.dumps({"reason": "firmware updated, burn-in passed"}),
-                                 headers=AUTH)
-    assert status == 200, body
-    wait_state(medic, "gpu-node-24", "released")
+    # the on-call page: the node's next move names the release page, whose
+    # form (with its anti-forgery token) releases it
+    status, _, page = medic.get("/nodes/gpu-node-24", headers=AUTH)
+    assert status == 200 and b"/release/gpu-node-24" in page, page
+    status, _, page = medic.get("/release/gpu-node-24", headers=AUTH)
+    assert status == 200 and b"is quarantined" in page and b"repeat offender" in page, page
+    csrf = re.search(rb'name="csrf" value="([0-9a-f]+)"', page).group(1).decode()
+    form = {"Content-Type": "application/x-www-form-urlencoded", **AUTH}
+    status, _, done = medic.post("/release/gpu-node-24", "reason=no+token", headers=form,
+                                 content_type=None)
+    assert status == 403 and "DRAIN" in cluster.node("gpu-node-24")[0], done
+    status, _, done = medic.post(
+        "/release/gpu-node-24", f"csrf={csrf}&reason=firmware+updated%2C+burn-in+passed",
+        headers=form, content_type=None)
+    assert status == 200 and b"Done" in done, done
+    released = wait_state(medic, "gpu-node-24", "released")
+    assert "firmware updated, burn-in passed" in released["cause"], released
     assert "DRAIN" not in cluster.node("gpu-node-24")[0]
     assert len([o for o in outcomes(medic, "resume") if o["result"] == "succeeded"]) == 3
 

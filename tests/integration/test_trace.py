@@ -70,6 +70,7 @@ safety:
   max_disrupted_fraction: 0.02
   storm: {{ max_alerting_nodes: 12, window: {scaled(24)}, notifier: oncall }}
   max_alert_age: {scaled(24)}
+  quarantine: {{ incidents: 3, window: {scaled(24 * 7)} }}
 policies:
   - name: gpu-fatal
     match: '{{alertname=~"GPUDoubleBitECC|GPUFellOffBus|GPUXidError|GPUDeviceError"}}'
@@ -249,6 +250,12 @@ def test_infinitehbd_trace(suite):
     reasons = collections.Counter(" ".join(d["reason"].split(":")[0].split()[:5])
                                   for d in decisions if d["verdict"] == "suppressed")
     print("  suppressed by: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    # repeat offenders (safety.quarantine, 3 incidents in 7 trace days): no
+    # person releases them in this replay, so they stay out of service
+    # and count against max_disrupted_fraction for the rest of the trace
+    quarantined = medic.audit("quarantined")
+    print(f"  quarantined nodes (never released here): {len(quarantined)}")
+    assert all("repeat offender" in q["cause"] for q in quarantined), quarantined[:3]
 
 
 if __name__ == "__main__":

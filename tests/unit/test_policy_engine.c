@@ -2161,6 +2161,11 @@ static void test_failed_verify_quarantines_until_released(void **state)
     restart(&w, T0 + 31 * 24 * 60 * MIN);
     assert_string_equal(incident_state(&w, "gpu-node-04"), "quarantined");
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    /* another GPU's Xid joins the quarantined incident, said and not acted on */
+    struct test_alert b;
+    make_alert(&b, "GPUXidError", "gpu-node-04", "5", "79", T0 + 31 * 24 * 60 * MIN - 1, NAN);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 31 * 24 * 60 * MIN - 1), 1);
+    expect(last(&w, 0), "gpu-node-04", NULL, VERDICT_SUPPRESSED, "is quarantined (incident 1)");
     /* a new alert on it: nothing disruptive */
     struct test_alert c;
     make_alert(&c, "GPUDoubleBitECC", "gpu-node-04", "1", NULL, T0 + 31 * 24 * 60 * MIN, NAN);
