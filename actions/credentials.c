@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "credentials.h"
 #include "yaml_fields.h"
 #include "yaml_tree.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "slurm.h"
 #include "run.h"
 #include "utf8.h"

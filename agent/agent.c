@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "agent.h"
 #include "lock.h"
 #include "buf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The few NVML calls the agent needs, loaded with dlopen so that medic
  * builds and runs on machines without NVIDIA software. Power values are in
  * watts here (NVML speaks milliwatts). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A GPU reset, the agent's part of medic's gpu_reset action: refused while
  * compute processes run on the GPU or when it is no longer the GPU medic
  * named (its UUID), persistence mode turned off first and back on after,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which backend (backend.h) serves a location, and what both check. */
 #include "backend.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An audit backend: what the writer (store.c, rows.c) and the readers
  * (reader.c) ask of a database, in one table of operations, each backend
  * in a file of its own: backend_sqlite.c (a file one process writes, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PostgreSQL backend (backend.h): a log several replicas share. The
  * leader's term is checked in every transaction that decides or starts an
  * action, and every statement is a round trip, so a batch's rows go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQLite backend (backend.h): a file one medic writes, in WAL mode at
  * synchronous=FULL. Through the gathering VFS (wal_gather.h) a commit
  * leaves its WAL sync to the syncer thread (syncer.c), which completes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How a committed batch ends, on the writer or the syncer thread: the
  * commit counted, every synchronous caller woken, every asynchronous job
  * called back and freed. */

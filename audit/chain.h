@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SHA-256 hash chain over decision, action and incident-change rows
  * (private). Each row's hash covers its hashed columns (schema.h), read
  * back from the database with their SQL types through db.h, and the

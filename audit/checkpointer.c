@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The checkpointer thread: copies the WAL's pages into the database on a
  * connection of its own, while the writer goes on committing.
  *

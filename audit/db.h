@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One way to run SQL on either audit backend (private to audit/): an
  * SQLite handle or a PostgreSQL connection behind the same prepare, bind,
  * step and column calls, so that a query is written once. SQL uses SQLite's

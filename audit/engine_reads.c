@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the daemon reads back at start and when it takes over (what was
  * committed but not evaluated, intents without an outcome, decisions never
  * started, the engine's state, an action's outcome), and what replay and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One leader among replicas sharing a PostgreSQL audit log: a lease row
  * renewed well within its length and taken over once it expires, each term
  * with an epoch one higher than the last; and fencing, so that a leader

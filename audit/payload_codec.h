@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef MEDIC_AUDIT_PAYLOAD_CODEC_H
 #define MEDIC_AUDIT_PAYLOAD_CODEC_H
 

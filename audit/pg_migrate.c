@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `medic audit migrate`: an SQLite audit log copied into PostgreSQL. */
 #include "postgres.h"
 #include "chain.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log in PostgreSQL (libpq), for several replicas sharing one
  * (private to audit/ and its test probes):
  * the same tables, indexes and hash chains as the SQLite log, a schema

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "reader_internal.h"
 #include "backend.h"
 #include "buf.h"

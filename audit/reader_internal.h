@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The read side's handle, shared by reader.c (opening, on-call queries),
  * engine_reads.c (walks, recovery reads), timeline.c and verify.c (the
  * hash chains), over an SQLite file or a PostgreSQL database (db.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "rows_internal.h"
 #include "buf.h"
 #include "chain.h"
@@ -519,42 +520,38 @@ static int write_evaluation(struct audit_store *s, struct job *job)
     return rc;
 }
 
-static int write_pause(struct audit_store *s, struct job *job)
+/* A person's request (a pause, a release, an answer) for the leader to take. */
+static int write_person(struct audit_store *s, struct job *job)
 {
-    const struct audit_pause_in *in = job->in;
-    struct db_stmt *st = s->stmts[ST_INSERT_PAUSE];
-    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
-    audit__bind_text(st, 2, in->pause ? "pause" : "unpause");
-    audit__bind_text(st, 3, in->by);
-    audit__bind_text(st, 4, in->reason);
-    bind_time_ms(st, 5, in->until);
-    audit__bind_text(st, 6, in->remote_addr);
-    return step_insert(s, st, &job->id, &job->err, "storing a pause");
-}
-
-static int write_release(struct audit_store *s, struct job *job)
-{
-    const struct audit_release_in *in = job->in;
-    struct db_stmt *st = s->stmts[ST_INSERT_RELEASE];
-    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
-    audit__bind_text(st, 2, in->node);
-    audit__bind_text(st, 3, in->by);
-    audit__bind_text(st, 4, in->reason);
-    audit__bind_text(st, 5, in->remote_addr);
-    return step_insert(s, st, &job->id, &job->err, "storing a release");
-}
-
-static int write_approval(struct audit_store *s, struct job *job)
-{
-    const struct audit_approval_in *in = job->in;
-    struct db_stmt *st = s->stmts[ST_INSERT_APPROVAL];
-    db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
-    db_bind_int64(st, 2, in->decision_id);
-    audit__bind_text(st, 3, in->approve ? "approve" : "deny");
-    audit__bind_text(st, 4, in->by);
-    audit__bind_text(st, 5, in->reason);
-    audit__bind_text(st, 6, in->remote_addr);
-    return step_insert(s, st, &job->id, &job->err, "storing an approval");
+    struct db_stmt *st;
+    if (job->kind == JOB_PAUSE) {
+        const struct audit_pause_in *in = job->in;
+        st = s->stmts[ST_INSERT_PAUSE];
+        db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+        audit__bind_text(st, 2, in->pause ? "pause" : "unpause");
+        audit__bind_text(st, 3, in->by);
+        audit__bind_text(st, 4, in->reason);
+        bind_time_ms(st, 5, in->until);
+        audit__bind_text(st, 6, in->remote_addr);
+    } else if (job->kind == JOB_RELEASE) {
+        const struct audit_release_in *in = job->in;
+        st = s->stmts[ST_INSERT_RELEASE];
+        db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+        audit__bind_text(st, 2, in->node);
+        audit__bind_text(st, 3, in->by);
+        audit__bind_text(st, 4, in->reason);
+        audit__bind_text(st, 5, in->remote_addr);
+    } else {
+        const struct audit_approval_in *in = job->in;
+        st = s->stmts[ST_INSERT_APPROVAL];
+        db_bind_int64(st, 1, in->created_at / MEDIC_NS_PER_MS);
+        db_bind_int64(st, 2, in->decision_id);
+        audit__bind_text(st, 3, in->approve ? "approve" : "deny");
+        audit__bind_text(st, 4, in->by);
+        audit__bind_text(st, 5, in->reason);
+        audit__bind_text(st, 6, in->remote_addr);
+    }
+    return step_insert(s, st, &job->id, &job->err, "storing a person's request");
 }
 
 int audit__insert_decisions_each(struct audit_store *s, const struct audit_evaluation_in *in,
@@ -666,11 +663,9 @@ int audit__run_job(struct audit_store *s, struct job *job)
     case JOB_LEASE:
         return 0; /* guard_batch checked the term */
     case JOB_APPROVAL:
-        return write_approval(s, job);
     case JOB_PAUSE:
-        return write_pause(s, job);
     case JOB_RELEASE:
-        return write_release(s, job);
+        return write_person(s, job);
     }
     MEDIC_BUG("unknown audit job");
 }

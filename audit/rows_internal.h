@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What rows.c (each request's rows, one by one) and backend_pg.c
  * (PostgreSQL: a batch's rows together) share. Private to audit/. */
 #ifndef MEDIC_AUDIT_ROWS_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Versioned schema migrations (private to audit/). */
 #ifndef MEDIC_AUDIT_SCHEMA_H
 #define MEDIC_AUDIT_SCHEMA_H

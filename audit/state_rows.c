@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine's changed rows as bytes: built on the engine's thread, read
  * by the audit writer (rows.c), which only writes them. */
 #include "audit.h"

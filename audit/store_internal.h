@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit store's insides, shared by store.c (the queue, the writer
  * thread, group commit) and rows.c (the statements and the rows each kind
  * of request writes). Private to audit/. */

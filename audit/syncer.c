@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The syncer thread: makes committed batches durable and completes them.
  *
  * With SQLite at synchronous=FULL the writer's commit writes the WAL and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One node's timeline: its alerts, the decisions about it, its incidents'
  * changes and the actions on it, merged in time order. */
 #include "reader_internal.h"

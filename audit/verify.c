@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `medic audit verify`: recompute the SHA-256 chains of decisions,
  * actions and incident changes, and name the first row that breaks one,
  * in an SQLite or a PostgreSQL audit log. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An SQLite VFS for the audit writer's connection that gathers the WAL
  * writes of a commit into one write system call.
  *

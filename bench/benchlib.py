@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the bench scripts share: a medic process on loopback, Alertmanager
 notifications of GPU Xid 79 alerts, and waiting on a condition."""
 

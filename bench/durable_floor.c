@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* durable-floor: the least a durable webhook receiver must do, as a
  * reference for medic in the same run. libmicrohttpd with medic's
  * threading (a thread pool, one per core, on epoll, each request suspended

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The field's usual Alertmanager webhook receiver, as tutorials write it:
 Flask under gunicorn, each notification and its alerts inserted into SQLite
 (WAL, synchronous=FULL: durable before the 200) in one transaction, a

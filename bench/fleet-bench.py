@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Fleet risk scoring and live alert scoring against a real Prometheus.
 
 A Prometheus (Debian's) is backfilled with `promtool tsdb

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Several replicas: webhook notifications/s with three `medic serve`
 replicas sharing one PostgreSQL 15 audit log, beside one replica on
 PostgreSQL and one medic on SQLite, in the same run; then how long a

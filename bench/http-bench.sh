@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Throughput and latency of POST /webhook with the durable audit log (WAL,
 # fsync at every group commit), against two references in the same run:
 # the durable floor (build/dev/bench/durable-floor: libmicrohttpd with

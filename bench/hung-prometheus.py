@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Latency of POST /webhook, GET /metrics and GET /-/ready while the
 Prometheus medic reads risks from accepts connections and never answers.
 

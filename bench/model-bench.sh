@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The LSTM's speed against PyTorch on the same model in the same run:
 # medic model bench, then Debian's python3-torch (reference BLAS, one
 # thread) on the same weights, batch 1 and batched; prints both and the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Draws how medic's cost grows from the figures scale-bench.py and
 fleet-bench.py wrote with --json: webhook notifications/s and p99 against
 open alerts (nginx and the Flask receiver of the same run as references),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How fast the policy engine decides: 10,000 alerts against 200 policies
  * and a 400-node inventory, on one core, from a fresh state. Prints the
  * time per alert; run it a few times, the machines are noisy.

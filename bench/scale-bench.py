@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """How medic's cost grows: webhook throughput with 0, 1,000, 10,000 open
 alerts (nginx with one worker answering `return 200`, and the field's usual
 Flask + gunicorn + SQLite receiver, as the references in the same run), a

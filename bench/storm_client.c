@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* storm-client: POSTs a list of Alertmanager notifications to a webhook,
  * each exactly once, over a fixed number of connections that each wait for
  * their answer before sending the next (as Alertmanager's notifiers do).

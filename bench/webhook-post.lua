@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- wrk script: POSTs a real 3-alert Alertmanager payload, each request with
 -- its own groupKey so that every one is a new notification (not a
 -- duplicate) and goes through a full durable commit.

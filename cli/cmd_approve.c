@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The commands of a person in the loop, sent to the daemon's HTTP API with
  * a token (libcurl); the daemon records who sent them, from the token:
  * medic approve / medic deny answer a step waiting for approval (POST

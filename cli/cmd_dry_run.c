@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "audit.h"
 #include "commands.h"
 #include "options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* medic model dataset: training windows from the operator's own Prometheus
  * around the incidents in medic's audit log, for model/train/. */
 #include "audit.h"

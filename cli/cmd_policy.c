@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "action.h"
 #include "commands.h"
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The subcommands of the medic binary. Each takes argc/argv starting at
  * its own name and returns the process exit code: 0 ok, 1 error or failed
  * check, 2 usage. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "action.h"
 #include "error.h"
 #include "utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The actions medic takes, as typed data. One table of action kinds (name,
  * whether it takes capacity away from a node, what it does) and one table
  * of their parameters (key, type, field, doc) drive the policy parser, the

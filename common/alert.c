@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "alert.h"
 #include "error.h"
 #include "sha256.h"

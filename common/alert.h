@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain data that crosses module boundaries: an Alertmanager notification
  * and its alerts, as parsed by the receiver and stored by the audit log.
  * Every string and array lives in the notification's arena. */

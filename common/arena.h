@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bump allocator for data that lives and dies together, such as one
  * parsed notification: many small allocations, one free. */
 #ifndef MEDIC_ARENA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "buf.h"
 #include "utf8.h"
 #include "error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A growable byte buffer with a size cap (curl's dynbuf habit): appends
  * past the cap fail with MEDIC_E_LIMIT and leave the content unchanged.
  * The failure sticks (b->error, cleared by reset): every later append

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Project-wide error vocabulary: functions return 0 on success or a negative
  * MEDIC_E_* code; medic_strerror() names it. A struct medic_error carries a
  * human message for the caller to log or send back. */

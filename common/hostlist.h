@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slurm hostlist expressions, as operators write node names: comma-
  * separated entries, each a name with bracketed numeric ranges:
  * `gpu-[0001-0100,0200]`, `rack[1-2]-gpu[01-08]`, `login01`. A range whose

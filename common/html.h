@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing HTML safely: text and attribute values escaped, path segments
  * percent-encoded. Everything from an alert goes through these. */
 #ifndef MEDIC_HTML_H

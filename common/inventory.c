@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "inventory.h"
 #include "yaml_fields.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The inventory: the nodes medic may act on, how to reach each one's BMC,
  * Slurm node and agent, and the aliases alerts may name it by. A node that
  * is not here never gets a disruptive action. Secrets are not here: the

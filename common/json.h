@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cJSON trees that live in a medic_arena: parsing a large or frequent
  * document (a Prometheus answer, a webhook) without a malloc and a free
  * per node. cJSON's allocation hooks are set once for the process; they

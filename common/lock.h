@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every lock in medic has a rank, and a thread takes locks in increasing
  * rank only: the order docs/architecture.md ("Locks") writes down. Builds
  * with MEDIC_LOCK_ORDER_CHECK (the dev and asan presets) keep, per thread,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Structured logs in logfmt on stderr:
  *   ts=2026-11-22T08:50:00.123Z level=info msg="listening" addr=127.0.0.1:9799
  * Fields after the message are key/value string pairs ending with NULL;

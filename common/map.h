@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A hash map from strings to pointers (open addressing, FNV-1a). Keys are
  * copied; values are the caller's. */
 #ifndef MEDIC_MAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One options table for medic's commands (as git's parse-options), used
  * by cli/: each
  * option's long name, what its value is and where it goes. cli_parse reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Running a program without a shell: an argv array handed to posix_spawnp,
  * its output (stdout and stderr) captured, a deadline after which it is
  * killed. Nothing a label or a request holds ever reaches a shell. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Comparing secrets without leaking them through timing. */
 #ifndef MEDIC_SECURE_H
 #define MEDIC_SECURE_H

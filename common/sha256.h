@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SHA-256 through GnuTLS (already a dependency of libmicrohttpd). */
 #ifndef MEDIC_SHA256_H
 #define MEDIC_SHA256_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small result table (column names, rows of nullable strings with a type
  * hint per column) and its renderings: aligned text, CSV (RFC 4180) and
  * JSON (an array of objects). The audit queries produce it; the CLI and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Time as signed nanoseconds since the Unix epoch (UTC). Alertmanager's
  * zero time, 0001-01-01T00:00:00Z, means "unset" and maps to
  * MEDIC_TIME_UNSET; other times outside 1678..2261 are rejected. */

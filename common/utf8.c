@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "utf8.h"
 
 size_t medic_utf8_check(const char *s, size_t len)

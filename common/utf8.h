@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UTF-8 validation (RFC 3629: no overlongs, no surrogates, max U+10FFFF). */
 #ifndef MEDIC_UTF8_H
 #define MEDIC_UTF8_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed reading of YAML tree values for configuration loaders, every error
  * as "FILE:LINE:COL: message" naming the key. */
 #ifndef MEDIC_YAML_FIELDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A YAML document as a small tree with source positions, built with
  * libyaml, so that config validators can report FILE:LINE:COL. Anchors and
  * aliases are refused (they make billion-laughs documents possible), as are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_serve.h"
 #include "engine_evaluate.h"
 #include "engine_requests.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration's directives in one typed table: name, type, bounds,
  * default and doc. The table drives the loader (which keys exist, how each
  * value is read and bounded, in which order), and the reference in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration loader's pieces shared by config.c (the root and the
  * policies), config_sections.c (auth, notifiers, secret files) and
  * config_directives.c (the table of directives). Private to engine/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "config_loader.h"
 #include "log.h"
 #include "timeutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_dispatch.h"
 #include "lock.h"
 #include "engine_pipeline.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Action dispatch inside `medic serve`: the executor's hooks (intent and
  * outcome rows in the audit log, the action carried out with the
  * configuration snapshot's notifiers, inventory and credentials), and the

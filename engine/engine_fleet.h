@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fleet scoring: every model.fleet_interval, every GPU Prometheus has
  * telemetry for is scored, its window fetched with the whole fleet's in one
  * query_range per feature (model/prometheus_fleet.h) and the windows run

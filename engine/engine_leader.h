@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leadership among replicas sharing a PostgreSQL audit log (audit/lease.h):
  * a thread renews this replica's lease every third of its length, or
  * takes it once it expired. When the replica gains the lease it sets the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The people's requests a round of the engine takes (engine/people.c):
  * pauses, answers to steps waiting for approval and releases of
  * quarantined nodes, recorded in the audit

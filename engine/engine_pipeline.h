@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pipeline inside `medic serve`: receiver -> store -> decide -> act.
  * One thread evaluates every committed notification in order, runs the
  * escalation scheduler on an interval, and commits the decisions together

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The risk `medic serve` gives each alert of a round: the configured model
  * scores the alert's GPU (its `gpu` label) or, without one, every GPU of
  * its node (the node's risk is its worst GPU's), from windows fetched from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runners: carry out one decided action (an executor job) against the
  * configuration in force, its outcome and a detail back. */
 #ifndef MEDIC_ENGINE_RUNNERS_H

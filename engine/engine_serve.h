@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The running daemon, shared by the files that answer its HTTP hooks
  * (serve.c, metrics.c, api.c). Private to engine/. */
 #ifndef MEDIC_ENGINE_SERVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What other threads hand the engine's thread, and the wake-ups that come
  * with it: committed notifications (from the audit writer, in commit
  * order) and recorded outcomes (from dispatch). When memory cannot hold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-call page: GET / (the fleet as medic sees it now) and GET
  * /nodes/NAME (one node's timeline). Server-rendered HTML that works
  * without JavaScript and loads nothing: its styles are inline, and the

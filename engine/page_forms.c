@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-call page's places to act, server-rendered, no JavaScript:
  * GET /approvals/ID (a step waiting for approval, with an approve and a
  * deny form), GET /pause (the pause, with its form) and GET /release/NODE

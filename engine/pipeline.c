@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_pipeline.h"
 #include "engine_people.h"
 #include "lock.h"

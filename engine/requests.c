@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bodies of a person's requests over HTTP: an answer to a step
  * waiting for approval, a pause, a release of a quarantined node. Parsed here, capped and checked
  * whole, before anything is recorded (tests/fuzz/fuzz_requests.c). */

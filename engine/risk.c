@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_risk.h"
 #include "log.h"
 #include "prometheus_fleet.h"

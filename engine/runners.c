@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runners: a job's typed parameters in, one outcome out, each through
  * its transport (libcurl for notifiers and the agent, FreeIPMI for the
  * BMC, scontrol for Slurm), within that transport's hard timeouts. */

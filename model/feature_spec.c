@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "feature_spec.h"
 #include "timeutil.h"
 

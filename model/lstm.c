@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "lstm_internal.h"
 #include "sha256.h"
 #include "yaml_tree.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The recurrence for x86-64 CPUs with AVX2 and FMA, the vector unit of
  * most x86 servers without AVX-512 (this file is compiled with -mavx2
  * -mfma; lstm.c calls it only where the CPU has both): the portable

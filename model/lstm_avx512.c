@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The recurrence for x86-64 CPUs with AVX-512 (this file is compiled with
  * -mavx512f; lstm.c calls it only where the CPU has it). The sigmoid is
  * the one part written with intrinsics: the exponent is rounded and scaled

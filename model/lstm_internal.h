@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What lstm.c shares with the recurrence kernels: the kernels themselves,
  * and the sigmoid the classifier uses. */
 #ifndef MEDIC_MODEL_LSTM_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The recurrence in portable C (GCC vector extensions), for CPUs with
  * neither AVX-512 nor AVX2 with FMA. */
 #include "lstm_internal.h"

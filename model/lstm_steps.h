@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The LSTM recurrence over the fused weights (see struct model), written
  * once and compiled once per instruction set. The file that includes this
  * one defines, before the include:

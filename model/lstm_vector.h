@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The vector sigmoid in GCC vector extensions, shared by the kernels that
  * do not write theirs with intrinsics (portable, AVX2): the file that
  * includes this one defines LSTM_LANES first, and gets vec and veci. */

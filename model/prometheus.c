@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "prometheus.h"
 #include "buf.h"
 #include "json.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "prometheus_fleet.h"
 #include "json.h"
 #include "prometheus_internal.h"

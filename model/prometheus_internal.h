@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What model/prometheus.c shares with the whole-fleet fetch: building a
  * query_range form, a request's setup and its outcome, placing one series'
  * points on the window's grid, and filling its short gaps. */

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes medic's manual pages from its own --help texts, so that the two
 never disagree: medic(1) from `medic --help`, medic-CMD(1) from `medic CMD
 --help` for every command it lists, and medic.yaml(5) from `medic check

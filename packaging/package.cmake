@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # How medic installs and packages: `cmake --install` lays it out as the
 # Debian package does, and `cpack -G DEB` (in a build configured with
 # CMAKE_INSTALL_PREFIX=/usr, as the release preset is) builds that package.
@@ -11,6 +12,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/medic.service
               ${PROJECT_SOURCE_DIR}/packaging/medic-agent.service
         DESTINATION lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/packaging/grafana-dashboard.json
+              ${PROJECT_SOURCE_DIR}/packaging/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}
         FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.svg")
@@ -37,6 +39,7 @@ endif()
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME medic)
 set(CPACK_PACKAGE_VENDOR "medic")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_CONTACT "medic maintainers <medic@example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "Alertmanager webhook target that remediates GPU-cluster failures")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A person's approval of a disruptive step (approve mode, policy
  * approval: required): the step waits in state pending until it is
  * approved (every guard checked again), denied, withdrawn or expired. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which rows of the policy engine's state changed since they were last
  * written (persist.c writes them): a flag on each item whose row changed,
  * the keys of rows that went, and the engine's own row. Off unless the

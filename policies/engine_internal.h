@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine's insides, shared by its files (state.c: the state and
  * its indexes; incident.c: incidents and their alerts; guards.c: the
  * safety guards and the storm breaker; ladder.c: deciding a step;

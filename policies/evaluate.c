@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_internal.h"
 #include "buf.h"
 #include "timeutil.h"
@@ -75,8 +76,8 @@ static int join(struct incident *in, const struct policy_alert *a, const char *i
 }
 
 /* A new alert on a quarantined incident's node: recorded, nothing done. */
-static void quarantined_alert(const struct incident *in, const struct policy_alert *a,
-                              int64_t now, struct policy_decisions *out)
+static void quarantined_alert(const struct incident *in, const struct policy_alert *a, int64_t now,
+                              struct policy_decisions *out)
 {
     struct policy_decision *d = policy__incident_decision(out, in, now);
     if (!d)

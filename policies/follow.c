@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* After a reload, incidents follow what they are: their node through the
  * inventory (a node renamed, its old name kept as an alias), and their
  * policy through a rename (a policy that takes the incident's alert and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Incidents: one per (node, policy), holding the node's alerts under that
  * policy, with a state changed only here so that every change is recorded
  * with its cause. */

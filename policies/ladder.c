@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_internal.h"
 #include "buf.h"
 #include "timeutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What on-call sees of the policy state: the open incidents, each with
  * the step its ladder takes next. */
 #include "engine_internal.h"

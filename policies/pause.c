@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet-wide pause: a person holds every disruptive step, everywhere,
  * without a configuration change. A transient guard (policy__check_guards):
  * held steps are decided again once it ends, while their alerts are still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine's state as rows: one per incident, node, remembered
  * alert, and one for the engine itself, each a small JSON document. The
  * daemon writes only the rows a round changed, in the transaction of the

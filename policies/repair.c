@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The repair loop's part of the policy engine: a verify before a node
  * returns, fallback steps (if_failed) after a step that did not succeed,
  * quarantine of a node that waits for a person (a failed verify, a repeat

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A copy of the policy engine's state through its rows in memory: what
  * POST /api/v1/dry-run and the on-call page read while the pipeline goes
  * on with the original. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request deadlines: a connection must deliver a whole request, header and
  * body, within the request timeout, however it paces its bytes.
  * libmicrohttpd's own timeout is an idle one, reset by every byte, so a

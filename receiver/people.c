@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A person's requests over HTTP, named by the credentials that came with
  * them (receiver__identity): an answer to a step waiting for approval
  * (POST /api/v1/approvals/ID), the pause (POST and DELETE /api/v1/pause),

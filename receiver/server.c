@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server_internal.h"
 #include "lock.h"
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP server's insides, shared by server.c (the daemon, the request
  * cycle, the webhook) and gate.c (routes, methods, credentials, content
  * type, its own metrics). Private to receiver/. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Set-up, build and test for medic on Debian 12, as root.
 #
 #   scripts/dev.sh serve [ARGS]   install what is missing, build, run `medic serve`
@@ -99,7 +100,7 @@ case "$cmd" in
     fuzz "${1:-300}"
     ;;
   *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = -h ] || [ "$cmd" = --help ] || exit 2
     ;;
 esac

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* medic's side of `medic agent`: set and restore GPU power limits, reset
  * a GPU and read the node's GPU health over HTTP(S) with a bearer token
  * (libcurl, bounded time). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The credentials file: each secret named once, referenced by name from the
  * inventory (bmc.credentials, agent.credentials) and notifiers. Refused
  * unless its mode is 0600 or 0400. Secrets never reach logs, audit rows,

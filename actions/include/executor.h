@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The executor: a bounded pool of worker threads, apart from the HTTP
  * threads and the policy engine, that carries out decided actions. For each
  * job it records an intent before the action starts and an outcome after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence asked right before a command that disrupts a node is sent (a
  * BMC's power command, scontrol's drain, an agent's power limit): with
  * several replicas, one that lost its lease while the action ran (paused,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Power cycles through a BMC with libfreeipmi, out of band (RMCP+ /
  * LAN_2_0, or IPMI 1.5 / LAN), with bounded session timeouts, and confirms
  * through the chassis status that the node went down and came back. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Notifications with libcurl: a generic JSON webhook, a Slack-compatible
  * incoming webhook, PagerDuty's Events API v2, or mail over SMTP. Bounded
  * time per attempt; transient failures (no connection, 5xx, 429, SMTP 4xx)

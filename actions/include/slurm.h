@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slurm drain and resume with scontrol, started with posix_spawn and an argv
  * array (no shell), under a hard timeout, and confirmed by reading the
  * node's state back. medic marks its drains in the reason, and resumes only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `medic agent`: a small HTTP(S) daemon on each GPU node that lists the
  * GPUs, reports what the driver says of their health, and sets power limits within their bounds
  * through NVML, for medic's power_limit and restore_power_limit actions, and resets one GPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log: every notification (raw payload kept), its alerts, every
  * decision and every action outcome, in one SQLite database in WAL mode.
  *

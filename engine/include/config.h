@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* medic's configuration file (YAML): parsed into a fresh struct and
  * validated all-or-nothing; errors are "FILE:LINE:COL: message". Secrets
  * named by *_file keys are read at load time, so a reload re-reads them.

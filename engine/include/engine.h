@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* engine: the medic daemon as a library. `medic serve` parses its argv and
  * calls engine_serve(); everything the daemon is lives behind it:
  *   serve.c     start, stop, signals, configuration reloads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine fed from a configuration: what `medic serve`,
  * `medic dry-run`, `medic replay` and `medic policy test` share. */
 #ifndef MEDIC_ENGINE_EVALUATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bodies of a person's requests over HTTP (engine/requests.c):
  * POST /api/v1/approvals/ID, POST or DELETE /api/v1/pause and
  * POST /api/v1/nodes/NODE/release. */

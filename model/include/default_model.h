@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The model built into medic: model/default.safetensors, trained by
  * model/train/ on synthetic DCGM telemetry (docs/model-evaluation.md says
  * how well it does), embedded in the binary at build time. Used when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the model's input means, from the model file's metadata: the window
  * (steps and the step between them), and per feature its name, a PromQL
  * template with {{node}} and {{gpu}}, and the robust scaler's center and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The FaultPredictor LSTM: one LSTM layer (input D, hidden H, gates i, f,
  * g, o as PyTorch stacks them), then Linear(H, 32), ReLU, Linear(32, 1),
  * sigmoid on the last hidden state. Loaded from a safetensors file holding

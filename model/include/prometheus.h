@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fetching a model's input window from Prometheus: one query_range per
  * feature over the window, on the model's step grid, with libcurl (one
  * connection for all of them, a timeout per request). Short gaps are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The whole fleet's input windows (or those of a set of nodes) from
  * Prometheus in one query_range per model feature: each feature's query
  * with `{{node}}` matching every node (`=~".+"`) or the nodes asked for

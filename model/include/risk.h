@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A node's failure risk: its window fetched from Prometheus, scaled as the
  * model's metadata says, scored by the LSTM; the node's risk is its worst
  * GPU's. A scorer owns the buffers one scoring needs, so a caller that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading safetensors files (the format PyTorch's ecosystem writes): an
  * 8-byte little-endian header length, a JSON header, then raw tensor data.
  * Everything is checked before use: header size capped and inside the file,

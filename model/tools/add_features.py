@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes a copy of a FaultPredictor safetensors file with a feature
 description in its metadata (window, step, features with PromQL templates
 and scaler), standard library only.

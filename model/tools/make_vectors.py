@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes FaultPredictor models and test vectors computed by real PyTorch
 (Debian's python3-torch; run with /usr/bin/python3), in the safetensors
 layout medic reads, for `medic model check` and the test suite.

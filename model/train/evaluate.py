@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Metrics on weighted windows (see windows.py): each window stands for
 `weight` windows of a fleet scored every minute at the real fault rate, so
 precision and false-positive rates are those an operator would see."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FaultPredictor, its training and its export to the model file medic
 reads (safetensors; metadata as in SPEC.md's "Model file")."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The model's inputs: each a PromQL expression over dcgm-exporter's series,
 written into the model file's metadata so that every fleet's Prometheus
 computes them the same way, and the same expressions evaluated here on

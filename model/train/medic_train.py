@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Trains, evaluates and regenerates medic's failure-risk model.
 
     medic_train.py default  [--out FILE]            the shipped model

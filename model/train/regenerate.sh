@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Trains the default model again and compares it with the committed one.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docs/model-evaluation.md and its precision-recall plot: the LSTM on
 held-out fleet settings beside a transparent rule score and the static
 thresholds, over the same windows."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fleets of 8-GPU servers as dcgm-exporter shows them to Prometheus: raw
 scrapes of the series features.py reads, with the hardware faults of
 sources.py and the telemetry that comes before them.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published figures the simulator is built on, each with its source.
 
 Nothing here is fitted to medic's own data: these are the numbers a reader

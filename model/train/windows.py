@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Labelled windows: from simulated fleets, and from the files
 `medic model dataset` exports.
 

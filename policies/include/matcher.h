@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Alertmanager's label matchers: `{alertname="GPUXidError", xid=~"79|48"}`
  * with =, !=, =~ and !~. Regexes are anchored at both ends, as in
  * Alertmanager, and use POSIX extended syntax (glibc regcomp): alternation,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policies: which alerts a policy takes (matchers and a risk condition),
  * the ladder of steps it climbs while the alert keeps firing, what it does
  * when the alert resolves, and the fleet-wide safety settings. Parsed from

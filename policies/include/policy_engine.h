@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine: for each alert, which incident it belongs to, which
  * step of that incident's ladder applies now, and whether every safety
  * guard lets it run. Evaluation is a pure function of the policies, the

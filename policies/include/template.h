@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Templates for reasons and messages: plain text with a small, safe set of
  * expressions, checked when the policy loads:
  *   {{ $labels.NAME }}  {{ $annotations.NAME }}  {{ $risk }}  {{ $node }}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request authentication: a bearer token and/or basic-auth credentials,
  * compared in constant time. */
 #ifndef MEDIC_RECEIVER_AUTH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parsing of Alertmanager webhook v4 notifications into plain structs.
  * Every input is capped; every rejection says what and where. */
 #ifndef MEDIC_RECEIVER_PAYLOAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP front of `medic serve` (libmicrohttpd, epoll, a thread per
  * core). A webhook request waiting for its commit is suspended, so it holds
  * no thread; the audit writer resumes it when its rows are durable.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A TEST STAND-IN for a wall clock that steps (NTP correcting a drifted
  * host, a VM resumed), not part of medic: preloaded into `medic serve`
  * (LD_PRELOAD), it adds to every reading of the wall clock

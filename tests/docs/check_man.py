@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The manual pages packaging/man.py writes from medic's --help: one per
 command `medic --help` lists, plus medic(1) and medic.yaml(5); groff renders
 each without a warning; every option a command's --help names is on its

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A reference table in the docs is the output of a medic command, made from
 the same table the code runs on: fails when the two differ, printing the
 command's output so that it can be pasted in.

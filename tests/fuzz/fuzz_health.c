@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: an agent's health report (GET /v1/health), read by a
  * verify step, must never crash or leak medic, whatever the agent (or
  * something posing as it) answers; a report judged healthy names no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a model file (safetensors header, tensors, shapes,
  * offsets) must be refused or loaded, never crash; a loaded model must
  * predict without faults. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a policy file (YAML, matchers, templates, durations)
  * must never crash or leak, whatever the bytes; when it loads, evaluating
  * an alert with it must not either. */

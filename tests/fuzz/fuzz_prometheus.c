@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a Prometheus query_range answer, as the first and then
  * a second feature of a node's window, and of the whole fleet's windows
  * (split by node and gpu, then gaps filled), must be placed on the grid or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the bodies of a person's requests over HTTP (an answer
  * to a pending step, a pause or its end, a release of a quarantined node,
  * the on-call page's forms) must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the webhook payload parser must never crash, leak or
  * read out of bounds, whatever the bytes. */
 #include "payload.h"

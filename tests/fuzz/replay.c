@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replays a fuzz corpus through a libFuzzer target without libFuzzer, so
  * that every ordinary (and sanitizer) build runs it under ctest. Arguments
  * are files or directories. */

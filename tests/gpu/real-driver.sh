@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # medic agent against a real NVIDIA driver: run it on any GPU host.
 #
 #   tests/gpu/real-driver.sh [--medic PATH] [--out DIR] [--set-limits] [--reset]
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --set-limits) set_limits=1; shift ;;
     --reset) reset=1; shift ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "real-driver.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small client of the Chrome DevTools Protocol for the page tests:
 Debian's headless Chromium started with --remote-debugging-pipe, its
 protocol messages (JSON, each ended by a NUL byte) on two pipes, so no

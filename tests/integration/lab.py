@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """medic's own test harness: starts real servers on 127.0.0.1, records their
 PIDs, stops them by PID. Uses only Python's standard library (run it with
 Debian's /usr/bin/python3).

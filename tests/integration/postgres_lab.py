@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debian's PostgreSQL 15 for the tests, started by the test itself: a
 cluster of its own in the suite's work directory, owned by the `postgres`
 system user (the server refuses to run as root), listening on 127.0.0.1 at

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Actions in live mode: notify through a generic webhook (bearer token from
 the credentials file), a Slack-compatible webhook, PagerDuty's Events API v2
 and SMTP, with an intent row before each and an outcome after; retries on

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """power_limit and restore_power_limit through `medic agent`. No GPU exists
 on these machines: the agent loads a STAND-IN for NVIDIA's NVML library
 (tests/nvml_standin, 8 fake GPUs whose limits are kept in a file), so the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A real Alertmanager (Debian's prometheus-alertmanager) on 127.0.0.1 with
 medic as its webhook receiver, bearer auth: alerts arrive and resolve;
 medic stopped while alerts fire loses nothing and records Alertmanager's

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A person in the loop, against a real Slurm cluster and real ipmi_sim
 BMCs.
 

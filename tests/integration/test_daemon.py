@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The daemon as an operator meets it: never stalled by a Prometheus that
 hangs; live mode refused without webhook authentication (at start, by
 `medic check config` with FILE:LINE:COL, and on reload) and its read and

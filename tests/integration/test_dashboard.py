@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The Grafana dashboard medic ships (packaging/grafana-dashboard.json):
 every PromQL expression parses under Debian's promtool, and names only
 metrics a running medic serve exposes, with only labels those metrics

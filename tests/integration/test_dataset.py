@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """From an operator's Prometheus and medic's audit log to a retrained
 model: medic power-cycles a node for real (ipmi_sim over RMCP+), `medic
 model dataset` exports the windows before that incident as positives and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End to end, every component real but the GPU: a fault exposed by a DCGM
 exporter stand-in makes a real Prometheus rule fire; a real Alertmanager
 notifies medic in live mode; medic drains the node in a real slurmctld and,

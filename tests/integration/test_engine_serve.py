@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The policy engine inside medic serve: decisions for committed
 notifications, escalation by the scheduler, the state kept across a
 restart (no step decided twice), POST /api/v1/dry-run without side effects,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The model's features (model/train/features.py) as a real Prometheus
 computes them from dcgm-exporter's series and as training computes them
 from the same scrapes agree: medic predict fetches the window from a

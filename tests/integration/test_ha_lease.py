@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """One leader among replicas by a lease in a real PostgreSQL 15, and
 fencing: three replicas (tests/pg_lease_probe, a TEST PROBE that runs
 audit/lease.c's renew and fence the way a leader writing decisions will)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Several replicas: three `medic serve` sharing one audit log in a real
 PostgreSQL 15 (started by the test as a non-root user), live, with a policy
 that notifies a recording receiver outside medic once per alert, so that

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """medic serve over real HTTP: every bad input gets its clear error and
 writes nothing, auth, TLS, /metrics under promtool, reload, 503 when the
 store is unavailable, concurrent commits, a clean SIGTERM, and 600

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Incidents against a real Slurm cluster and real ipmi_sim BMCs: a power
 cycle waits for its drain to succeed (a drain that fails - a stand-in
 scontrol that exits 1 - never leads to a power cycle, and on-call hears);

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ipmi_power_cycle through libfreeipmi over RMCP+ against ipmi_sim BMCs on
 127.0.0.1: a cycle that shows in the BMC's power log and is confirmed by the
 chassis status, a node found off powered on, a wrong password failing fast

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The on-call page (GET /, GET /nodes/NAME) of a real medic serve: what a
 person on call needs is on it, every label value is escaped, the read
 credentials guard it, and in Debian's headless Chromium it renders

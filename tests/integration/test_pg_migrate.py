@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Moving up from one replica: `medic audit migrate` copies an SQLite audit
 log that medic serve wrote (notifications, alerts, decisions, notify
 actions with their intents and outcomes, incident changes, engine rows)

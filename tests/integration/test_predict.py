@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """medic predict against a real Prometheus whose history was backfilled
 with `promtool tsdb create-blocks-from openmetrics`: the risk from
 Prometheus equals the risk from the same window given as CSV (the CSV path

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The repair loop against a real Slurm cluster, real ipmi_sim BMCs and
 `medic agent` on each node. No GPU exists here: each agent loads the
 STAND-IN NVML library and runs the STAND-IN nvidia-smi for its resets

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """drain and resume in a real Slurm cluster (munge, slurmctld, slurmd nodes
 on 127.0.0.1): medic drains with its mark in the reason, confirmed by
 reading the node back, resumes its own drain when the alert resolves, and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Real data: the InfiniteHBD fault trace (400 GPU servers, 348 days) turned
 into Alertmanager notifications and played, time-compressed, through
 medic serve in dry-run with a 400-node inventory. Asserts that every fault

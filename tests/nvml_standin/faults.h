@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The STAND-IN GPUs' faults, shared by the NVML stand-in library and the
  * nvidia-smi stand-in: space-separated GPU:NAME=VALUE words (GPU: the
  * physical GPU, 0 to MEDIC_NVML_STANDIN_GPUS - 1), from the environment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A STAND-IN for nvidia-smi's GPU reset, for tests without a GPU: run as
  * `nvidia-smi-standin --gpu-reset -i UUID`, it appends its arguments (one
  * line, tab-separated) to MEDIC_NVML_STANDIN_LOG, refuses as the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A STAND-IN for NVIDIA's libnvidia-ml.so.1, for tests on machines without
  * a GPU: it implements the dozen NVML functions `medic agent` calls, for
  * MEDIC_NVML_STANDIN_GPUS GPUs (default 8) whose power limits persist in the

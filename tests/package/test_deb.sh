@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package as an operator meets it, on this machine (root): cpack
 # builds it from the release build; it installs with dpkg -i, its Depends name
 # a package for every library the binary links, its /etc file is a
@@ -42,6 +43,7 @@ getent passwd medic >/dev/null || fail "no medic user"
 [ "$(stat -c %U /var/lib/medic)" = medic ] || fail "/var/lib/medic not medic's"
 [ -f /usr/share/doc/medic/README.md ] && [ -f /usr/share/doc/medic/examples/medic.yaml ] &&
   [ -f /usr/share/doc/medic/grafana-dashboard.json ] || fail "docs missing"
+grep -q '^License: Apache-2.0' /usr/share/doc/medic/copyright || fail "no copyright file saying Apache-2.0"
 for page in man1/medic.1 man1/medic-serve.1 man1/medic-audit.1 man5/medic.yaml.5; do
   [ -f "/usr/share/man/$page.gz" ] || fail "no manual page /usr/share/man/$page.gz"
 done

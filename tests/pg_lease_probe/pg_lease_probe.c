@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A TEST PROBE for the leader lease (audit/lease.h), not part of medic:
  * one replica that renews the lease every INTERVAL_MS and, while it leads,
  * writes a row into probe_writes in a fenced transaction each time, the

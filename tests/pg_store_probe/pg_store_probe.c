@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A TEST PROBE for the audit store's fencing on PostgreSQL (audit.h,
  * audit_store_set_term), not part of medic: it opens the store on URL and
  * writes, in order, with the term set as each line says, printing one line

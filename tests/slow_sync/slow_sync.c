@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A TEST STAND-IN for a disk that stops answering, not part of medic:
  * preloaded into `medic serve` (LD_PRELOAD), it holds every fsync and
  * fdatasync for as long as the file named by MEDIC_TEST_SLOW_SYNC_FILE

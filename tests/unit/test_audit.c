@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log: migrations, notifications and duplicates, the hash chain
  * and its verification, one action per decision, queries, concurrency. */
 #include "audit.h"

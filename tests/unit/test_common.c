@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared layer: times, durations, UTF-8, buffers, tables, node names,
  * SHA-256, the YAML tree. */
 #include "action.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration file: defaults, typed values, FILE:LINE:COL errors,
  * secret files, and the rule that live mode needs webhook auth. */
 #include "audit.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine fed from a configuration, as medic serve runs it: an
  * alert the engine cannot fully decide (its decisions' cap reached, the
  * same path as running out of memory) gets a decision with verdict error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The action executor: an intent that cannot be recorded because the audit
  * database is unreachable is tried again until it lands, and the action
  * then runs once; a refused intent never runs; stopping ends a retry. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The safetensors loader and the model: PyTorch's numbers, and hostile
  * files refused with a message instead of a crash. */
 #include "default_model.h"

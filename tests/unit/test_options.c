@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The commands' options table (common/options.c): every kind of value read,
  * bounds and bad values refused with exit status 2 and nothing taken,
  * --help, and where the arguments after the options begin. */

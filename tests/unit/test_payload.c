@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Webhook payload parser: real Alertmanager payloads and malformed ones. */
 #include "payload.h"
 #include "timeutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Matchers, templates and policy files: what loads, what is refused and
  * where the error points. */
 #include "matcher.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The policy engine, driven with explicit times: matching, escalation,
  * on_resolved, and a test for each safety invariant of the product
  * contract. */
