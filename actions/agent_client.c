@@ -242,22 +242,53 @@ int agent_health_judge(const char *json, size_t len, int expected_gpus, char *de
     return 1;
 }
 
+int agent_health_recovery(const char *json, size_t len, int *codes, size_t max, size_t *count)
+{
+    *count = 0;
+    cJSON *j = len <= AGENT_HEALTH_MAX ? cJSON_ParseWithLength(json, len) : NULL;
+    const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(j, "gpus"), *g;
+    if (!cJSON_IsArray(gpus)) {
+        cJSON_Delete(j);
+        return -1;
+    }
+    cJSON_ArrayForEach(g, gpus)
+    {
+        const cJSON *index = cJSON_GetObjectItemCaseSensitive(g, "index");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(g, "recovery_action_code");
+        if (!cJSON_IsNumber(index) || index->valuedouble < 0 || index->valuedouble >= (double)max)
+            continue;
+        size_t i = (size_t)index->valuedouble;
+        while (*count <= i)
+            codes[(*count)++] = -1;
+        codes[i] = cJSON_IsNumber(code) && code->valuedouble >= 0 &&
+                           code->valuedouble < MEDIC_RECOVERY_COUNT
+                       ? (int)code->valuedouble
+                       : -1;
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
+enum medic_outcome agent_health_read(const char *url, const char *token, long timeout_ms,
+                                     struct medic_buf *out, char *detail, size_t size)
+{
+    long code = call(url, "/v1/health", token, NULL, timeout_ms, out, detail, size);
+    if (code == 200)
+        return MEDIC_OUTCOME_SUCCEEDED;
+    if (code > 0)
+        error_of(out, code, detail, size);
+    return code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
+}
+
 enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,
                                 long timeout_ms, char *detail, size_t size)
 {
     struct medic_buf b;
     medic_buf_init(&b, AGENT_HEALTH_MAX);
-    long code = call(url, "/v1/health", token, NULL, timeout_ms, &b, detail, size);
-    enum medic_outcome r;
-    if (code == 200)
-        r = agent_health_judge(b.data ? b.data : "", b.len, expected_gpus, detail, size) == 1
-                ? MEDIC_OUTCOME_SUCCEEDED
-                : MEDIC_OUTCOME_FAILED;
-    else {
-        if (code > 0)
-            error_of(&b, code, detail, size);
-        r = code == -2 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
-    }
+    enum medic_outcome r = agent_health_read(url, token, timeout_ms, &b, detail, size);
+    if (r == MEDIC_OUTCOME_SUCCEEDED &&
+        agent_health_judge(b.data ? b.data : "", b.len, expected_gpus, detail, size) != 1)
+        r = MEDIC_OUTCOME_FAILED;
     medic_buf_release(&b);
     return r;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "nvml.h"
+#include "action.h"
 #include "lock.h"
 
 #include <dlfcn.h>
@@ -205,10 +206,7 @@ int nvml_set_limit(struct nvml *n, unsigned int index, double watts, struct medi
 
 const char *nvml_recovery_name(int action)
 {
-    static const char *const names[] = {"none",      "gpu_reset",       "node_reboot",
-                                        "drain_p2p", "drain_and_reset", "bus_reset"};
-    return action >= 0 && action < (int)(sizeof(names) / sizeof(names[0])) ? names[action]
-                                                                           : "unknown";
+    return action >= 0 && action < MEDIC_RECOVERY_COUNT ? medic_recovery_names[action] : "unknown";
 }
 
 /* Notes a reading the driver did not give, with its reason. */

@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     int64_t start = medic_time_monotonic();
     for (int i = 0; i < alerts; i++) {
         struct medic_labels l = {labels[i], 4};
-        struct policy_alert a = {fps[i], MEDIC_STATUS_FIRING, &l, &none, t0, (i % 10) / 10.0};
+        struct policy_alert a = {fps[i], MEDIC_STATUS_FIRING, &l, &none, t0, (i % 10) / 10.0, NULL};
         policy_evaluate(&ctx, st, &a, t0 + i * MEDIC_NS_PER_SEC / 100, &out);
         if (out.count > 4096)
             policy_decisions_clear(&out); /* the caller would record and drop them */
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     start = medic_time_monotonic();
     for (int i = 0; i < alerts; i++) {
         struct medic_labels l = {labels[i], 4};
-        struct policy_alert a = {fps[i], MEDIC_STATUS_RESOLVED, &l, &none, t0, NAN};
+        struct policy_alert a = {fps[i], MEDIC_STATUS_RESOLVED, &l, &none, t0, NAN, NULL};
         policy_evaluate(&ctx, st, &a, t0 + 30 * 60 * MEDIC_NS_PER_SEC, &out);
         if (out.count > 4096)
             policy_decisions_clear(&out);

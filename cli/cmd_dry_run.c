@@ -96,7 +96,8 @@ int medic_cmd_dry_run(int argc, char **argv)
         if (medic_read_file(argv[i], limits.max_body_bytes, &text, &len, &err) == 0) {
             if (receiver_payload_parse(text, len, &limits, &n, &err) != 0)
                 rc = MEDIC_E_INVALID;
-            else if ((rc = engine_evaluate_notification(&ctx, st, &n, 0, NULL, risk, now, &out)) ==
+            else if ((rc = engine_evaluate_notification(&ctx, st, &n, 0, NULL, NULL, risk, now,
+                                                        &out)) ==
                      0) /* nothing runs: each awaited action is taken to succeed */
                 rc = policy_assume_success(&ctx, st, now, &out);
             free(text);

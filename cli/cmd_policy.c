@@ -28,7 +28,10 @@ static const char usage[] =
     "docs/policies.md for the format.\n"
     "\n"
     "An alert starts at its first firing event, or `started` before it\n"
-    "(`started: 2h` replays an alert that began two hours earlier).\n"
+    "(`started: 2h` replays an alert that began two hours earlier). `risk:`\n"
+    "gives its failure risk (0..1), `recovery:` the recovery action the GPU's\n"
+    "driver recommends (none, gpu_reset, node_reboot, drain_p2p,\n"
+    "drain_and_reset, bus_reset) for policies with when.recovery_action.\n"
     "At each alert's time the scheduler runs first, then the alert is\n"
     "evaluated. Decisions with verdict no_match need no expectation; every\n"
     "other decision must be expected, and every expectation met.\n"
@@ -63,6 +66,7 @@ struct test_event {
     struct medic_label labels[MAX_LABELS];
     struct medic_labels set;
     double risk;
+    const char *recovery; /* the driver's recovery action for the alert's GPU; NULL: unknown */
     int line;
 };
 
@@ -134,7 +138,8 @@ static int parse_answer(struct yaml_fields *f, const struct yaml_tree_node *item
 static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list,
                         struct test_event *events, size_t *count)
 {
-    static const char *const keys[] = {"t", "status", "labels", "risk", "started", NULL};
+    static const char *const keys[] = {"t",       "status",   "labels", "risk",
+                                       "started", "recovery", NULL};
     int rc = yaml_fields_sequence(f, list, "alerts");
     for (size_t i = 0; rc == 0 && i < list->count; i++) {
         const struct yaml_tree_node *item = list->items[i];
@@ -184,6 +189,14 @@ static int parse_events(struct yaml_fields *f, const struct yaml_tree_node *list
         const struct yaml_tree_node *risk = yaml_tree_get(item, "risk");
         if (risk && (rc = yaml_fields_number(f, risk, "risk", 0, 1, &e->risk)))
             return rc;
+        const struct yaml_tree_node *recovery = yaml_tree_get(item, "recovery");
+        if (recovery && ((rc = yaml_fields_scalar(f, recovery, "recovery")) ||
+                         medic_recovery_parse(recovery->value) < 0))
+            return rc ? rc
+                      : yaml_fields_fail(f, recovery,
+                                         "recovery: one of none, gpu_reset, node_reboot, "
+                                         "drain_p2p, drain_and_reset, bus_reset");
+        e->recovery = recovery ? recovery->value : NULL;
         (*count)++;
     }
     return rc;
@@ -381,8 +394,8 @@ static int run_test(const struct medic_config *config, const char *name,
             starts++;
         }
         struct medic_labels none = {NULL, 0};
-        struct policy_alert a = {fp,     e->status, &e->set, &none, k < 256 ? starts_at[k] : now,
-                                 e->risk};
+        struct policy_alert a = {fp,      e->status,  &e->set, &none, k < 256 ? starts_at[k] : now,
+                                 e->risk, e->recovery};
         policy_tick(&ctx, st, now, &out);
         settle(&ctx, st, events, event_count, i, now, &out);
         policy_evaluate(&ctx, st, &a, now, &out);

@@ -96,7 +96,7 @@ static int replay_notification(void *arg, int64_t id, int64_t received_at, int d
     medic_notification_init(&n);
     r->limits.max_body_bytes = len + 1;
     if (receiver_payload_parse(body, len, &r->limits, &n, &err) == 0) {
-        engine_evaluate_notification(&r->ctx, r->state, &n, duplicate, NULL, NAN, received_at,
+        engine_evaluate_notification(&r->ctx, r->state, &n, duplicate, NULL, NULL, NAN, received_at,
                                      &r->out);
         /* nothing runs in a replay: each awaited action is taken to succeed */
         policy_assume_success(&r->ctx, r->state, received_at, &r->out);

@@ -34,6 +34,17 @@ static const struct {
 #undef MEDIC_OUTCOME_ROW
 };
 
+const char *const medic_recovery_names[MEDIC_RECOVERY_COUNT] = {
+    "none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "bus_reset"};
+
+int medic_recovery_parse(const char *name)
+{
+    for (int i = 0; i < MEDIC_RECOVERY_COUNT; i++)
+        if (strcmp(medic_recovery_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
 const char *medic_action_name(enum medic_action_kind kind)
 {
     return (unsigned)kind < MEDIC_ACTION_KIND_COUNT ? kinds[kind].name : "unknown";

@@ -179,6 +179,14 @@ int medic_action_params_json(const struct medic_action *a, struct medic_buf *out
  * marker when it did not fit. Returns the length written. */
 size_t medic_text_fit(char *out, size_t size, const char *text, size_t len);
 
+/* The driver's recommended recovery actions (NVML's
+ * nvmlDeviceGpuRecoveryAction_t), by their code: "none", "gpu_reset",
+ * "node_reboot", "drain_p2p", "drain_and_reset", "bus_reset". */
+#define MEDIC_RECOVERY_COUNT 6
+extern const char *const medic_recovery_names[MEDIC_RECOVERY_COUNT];
+/* The code of a recovery action's name, or -1. */
+int medic_recovery_parse(const char *name);
+
 /* How an action ended. */
 #define MEDIC_OUTCOMES(X)                                                                          \
     X(SUCCEEDED, "succeeded", "the action was carried out and confirmed")                          \

@@ -46,7 +46,8 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
         engine_context_from_config(config, &policy_ctx);
         int64_t now = engine_now(e);
         if (rc == 0)
-            rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NAN, now, &decisions);
+            rc = engine_evaluate_notification(&policy_ctx, copy, &n, 0, NULL, NULL, NAN, now,
+                                              &decisions);
         if (rc == 0)
             rc = policy_assume_success(&policy_ctx, copy, now, &decisions);
         if (rc) {

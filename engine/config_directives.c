@@ -255,6 +255,13 @@ static const struct directive directives[] = {
      "the model's failure risk (0..1) needed to take the alert", NULL},
     {"policies[]", "when.risk_unknown", D_DOC, 0, 0, 0, NULL, NULL, "`act`",
      "`act` or `skip` when the risk could not be computed", NULL},
+    {"policies[]", "when.recovery_action", D_DOC, 0, 0, 0, NULL, NULL, "any",
+     "the driver's recommended recovery actions the policy takes (`none`, `gpu_reset`, "
+     "`node_reboot`, `drain_p2p`, `drain_and_reset`, `bus_reset`), for the alert's GPU as the "
+     "node's `medic agent` reports it; others fall through to the next policy",
+     NULL},
+    {"policies[]", "when.recovery_unknown", D_DOC, 0, 0, 0, NULL, NULL, "`skip`",
+     "`act` or `skip` when the recovery action could not be read (no agent, a slow one)", NULL},
     {"policies[]", "cooldown", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "after this policy acted on a node, a new alert on that node is suppressed this long", NULL},
     {"policies[]", "max_actions_per_node", D_DOC, 0, 0, 0, NULL, NULL, "none",

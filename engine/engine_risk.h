@@ -67,4 +67,9 @@ const struct engine_risk_entry *engine_risk_alert(struct engine_risk *r,
 
 void engine_risk_end(struct engine_risk *r);
 
+/* Every alert of n scored (its node fetched with the others): risks[i]
+ * (NAN: unknown) and the entry that says why, scored[i] (NULL: none). */
+void engine_risk_notification(struct engine_risk *r, const struct medic_notification *n,
+                              double *risks, const struct engine_risk_entry **scored);
+
 #endif

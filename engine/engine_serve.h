@@ -89,5 +89,7 @@ int engine__approval_page(struct engine *e, int64_t id, const char *authorizatio
 int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out);
 int engine__release_page(struct engine *e, const char *node, const char *authorization,
                          struct medic_buf *out);
+/* The node's GPUs as its agent reports them now (engine/page_gpus.c). */
+void engine__page_gpus(struct medic_buf *out, const struct medic_config *c, const char *node);
 
 #endif

@@ -51,8 +51,8 @@ int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64
 
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
                                  const struct medic_notification *n, int duplicate,
-                                 const double *risks, double risk, int64_t now,
-                                 struct policy_decisions *out)
+                                 const double *risks, const char *const *recoveries, double risk,
+                                 int64_t now, struct policy_decisions *out)
 {
     /* a round evaluates its notifications at one time: the state is
      * brought up to it once, not once per notification (a tick visits
@@ -61,8 +61,13 @@ int engine_evaluate_notification(const struct policy_context *ctx, struct policy
     for (size_t i = 0; i < n->alert_count && rc == 0; i++) {
         const struct medic_alert *a = &n->alerts[i];
         double r = duplicate ? NAN : risks ? risks[i] : risk;
-        struct policy_alert pa = {a->fingerprint,  a->status,    &a->labels,
-                                  &a->annotations, a->starts_at, r};
+        struct policy_alert pa = {a->fingerprint,
+                                  a->status,
+                                  &a->labels,
+                                  &a->annotations,
+                                  a->starts_at,
+                                  r,
+                                  recoveries && !duplicate ? recoveries[i] : NULL};
         if (duplicate)
             policy_seen_again(ctx, st, &pa, now);
         else if (policy_evaluate(ctx, st, &pa, now, out))

@@ -341,6 +341,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
     medic_buf_puts(out, "</h1>\n<h2>Open incidents</h2>\n");
     html_table(out, &incidents, incident_columns, COUNT(incident_columns), PAGE_INCIDENTS,
                "No open incident on this node.");
+    engine__page_gpus(out, config, node);
     medic_buf_printf(out,
                      "<h2>Timeline (oldest first, the last %d rows)</h2>\n"
                      "<p>Alerts, decisions, incident changes and actions. The same in a "

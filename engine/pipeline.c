@@ -5,6 +5,7 @@
 #include "engine_evaluate.h"
 #include "log.h"
 #include "payload.h"
+#include "engine_health.h"
 #include "engine_risk.h"
 #include "handover.h"
 #include "table.h"
@@ -72,6 +73,7 @@ struct round {
     int64_t *notification_of, *alert_of;
     size_t origin_cap;
     struct engine_risk risk;
+    struct engine_health health; /* the GPUs' recovery actions, for when.recovery_action */
 };
 
 static int remember_origin(struct round *r, size_t from, int64_t notification,
@@ -107,8 +109,8 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
 {
     size_t from = r->out.count;
     if (first_alert == AUDIT_DUPLICATE) {
-        int rc =
-            engine_evaluate_notification(&r->ctx, r->e->state, n, 1, NULL, NAN, r->now, &r->out);
+        int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 1, NULL, NULL, NAN, r->now,
+                                              &r->out);
         if (rc == 0)
             rc = remember_origin(r, from, id, n, 0);
         r->evaluated[r->evaluated_count++] = id;
@@ -116,23 +118,22 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
     }
     double *risks = malloc((n->alert_count + 1) * sizeof(*risks));
     const struct engine_risk_entry **scored = calloc(n->alert_count + 1, sizeof(*scored));
-    if (!risks || !scored) {
+    const char **recoveries = calloc(n->alert_count + 1, sizeof(*recoveries));
+    if (!risks || !scored || !recoveries) {
         free(risks);
         free(scored);
+        free(recoveries);
         return MEDIC_E_NOMEM;
     }
     /* Prometheus is read without the engine's lock, so that the receiver
      * is never kept waiting by it; only this thread changes the engine's
      * state */
     medic_mutex_unlock(&r->e->lock);
-    for (size_t k = 0; k < n->alert_count; k++) /* fetched together */
-        engine_risk_want(&r->risk, &n->alerts[k]);
-    for (size_t k = 0; k < n->alert_count; k++) {
-        scored[k] = engine_risk_alert(&r->risk, &n->alerts[k]);
-        risks[k] = scored[k] ? scored[k]->risk : NAN;
-    }
+    engine_risk_notification(&r->risk, n, risks, scored);
+    engine_health_alerts(&r->health, n, recoveries);
     medic_mutex_lock(&r->e->lock);
-    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 0, risks, NAN, r->now, &r->out);
+    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 0, risks, recoveries, NAN,
+                                          r->now, &r->out);
     for (size_t i = from; i < r->out.count; i++) {
         struct policy_decision *x = &r->out.items[i];
         for (size_t k = 0; k < n->alert_count; k++) {
@@ -146,6 +147,7 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
     }
     free(risks);
     free(scored);
+    free(recoveries);
     if (rc == 0)
         rc = remember_origin(r, from, id, n, first_alert);
     r->evaluated[r->evaluated_count++] = id;
@@ -378,7 +380,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     engine_context_from_config(config, &r.ctx);
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
-    if (r.risk.enabled)                                 /* alerts are scored */
+    engine_health_begin(&r.health, config);
+    if (r.risk.enabled) /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
@@ -405,6 +408,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     struct policy_pause_state pause;
     e->paused = policy_paused(e->state, &pause);
     engine_risk_end(&r.risk);
+    engine_health_end(&r.health);
     /* the changed rows are serialised here, on the engine's thread: the
      * audit writer only writes bytes, and never takes this lock */
     struct audit_rows rows;

@@ -276,3 +276,14 @@ const struct engine_risk_entry *engine_risk_alert(struct engine_risk *r,
     unknown(e, why);
     return e;
 }
+
+void engine_risk_notification(struct engine_risk *r, const struct medic_notification *n,
+                              double *risks, const struct engine_risk_entry **scored)
+{
+    for (size_t k = 0; k < n->alert_count; k++) /* fetched together */
+        engine_risk_want(r, &n->alerts[k]);
+    for (size_t k = 0; k < n->alert_count; k++) {
+        scored[k] = engine_risk_alert(r, &n->alerts[k]);
+        risks[k] = scored[k] ? scored[k]->risk : NAN;
+    }
+}

@@ -75,6 +75,21 @@ static int join(struct incident *in, const struct policy_alert *a, const char *i
     return 0;
 }
 
+/* when: recovery_action: whether the driver's recommended recovery for the
+ * alert's GPU is one the policy takes (why not, into skipped). */
+static int recovery_ok(const struct policy *pol, const struct policy_alert *a, char *skipped,
+                       size_t size)
+{
+    int code = a->recovery ? medic_recovery_parse(a->recovery) : -1;
+    if (code >= 0 ? (int)((pol->recovery_mask >> code) & 1u) : pol->act_on_unknown_recovery)
+        return 1;
+    size_t used = strlen(skipped);
+    snprintf(skipped + used, size - used, "%spolicy %s: the driver recommends %s%s",
+             used ? "; " : "", pol->name, a->recovery ? a->recovery : "nothing medic could read",
+             a->recovery ? ", not one it takes" : " (recovery_unknown: skip)");
+    return 0;
+}
+
 /* A new alert on a quarantined incident's node: recorded, nothing done. */
 static void quarantined_alert(const struct incident *in, const struct policy_alert *a, int64_t now,
                               struct policy_decisions *out)
@@ -147,6 +162,8 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
                              a->risk, pol->risk_at_least);
                 continue;
             }
+            if (pol->recovery_mask && !recovery_ok(pol, a, skipped, sizeof(skipped)))
+                continue;
         }
         if (!in && !(in = policy__incident_open(st, key, a, pol, node, inv != NULL, starts_at, now,
                                                 out))) {

@@ -281,9 +281,32 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
     return 0;
 }
 
+/* recovery_action: [gpu_reset, drain_and_reset]: names of NVML's recovery actions. */
+static int parse_recovery(struct parser *p, const struct yaml_tree_node *v, struct policy *pol)
+{
+    int rc = yaml_fields_sequence(&p->f, v, "recovery_action");
+    if (rc == 0 && v->count == 0)
+        rc = yaml_fields_fail(&p->f, v, "recovery_action: name at least one");
+    for (size_t i = 0; rc == 0 && i < v->count; i++) {
+        const struct yaml_tree_node *x = v->items[i];
+        int code =
+            yaml_fields_scalar(&p->f, x, "recovery_action") ? -2 : medic_recovery_parse(x->value);
+        if (code == -2)
+            return MEDIC_E_INVALID;
+        if (code < 0)
+            return yaml_fields_fail(&p->f, x,
+                                    "recovery_action: '%s' is not one of none, gpu_reset, "
+                                    "node_reboot, drain_p2p, drain_and_reset, bus_reset",
+                                    x->value);
+        pol->recovery_mask |= 1u << code;
+    }
+    return rc;
+}
+
 static int parse_when(struct parser *p, const struct yaml_tree_node *n, struct policy *pol)
 {
-    static const char *const keys[] = {"risk_at_least", "risk_unknown", NULL};
+    static const char *const keys[] = {"risk_at_least", "risk_unknown", "recovery_action",
+                                       "recovery_unknown", NULL};
     int rc = yaml_fields_mapping(&p->f, n, "when");
     if (rc == 0)
         rc = yaml_fields_known_keys(&p->f, n, "when", keys);
@@ -298,6 +321,16 @@ static int parse_when(struct parser *p, const struct yaml_tree_node *n, struct p
             pol->act_on_unknown_risk = 0;
         else if (rc == 0)
             rc = yaml_fields_fail(&p->f, v, "risk_unknown: expected act or skip, got '%s'",
+                                  v->value);
+    }
+    if (rc == 0 && (v = yaml_tree_get(n, "recovery_action")))
+        rc = parse_recovery(p, v, pol);
+    if (rc == 0 && (v = yaml_tree_get(n, "recovery_unknown"))) {
+        rc = yaml_fields_scalar(&p->f, v, "recovery_unknown");
+        if (rc == 0 && (strcmp(v->value, "act") == 0 || strcmp(v->value, "skip") == 0))
+            pol->act_on_unknown_recovery = strcmp(v->value, "act") == 0;
+        else if (rc == 0)
+            rc = yaml_fields_fail(&p->f, v, "recovery_unknown: expected act or skip, got '%s'",
                                   v->value);
     }
     return rc;

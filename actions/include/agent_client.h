@@ -6,6 +6,7 @@
 #define MEDIC_ACTIONS_AGENT_CLIENT_H
 
 #include "action.h"
+#include "buf.h"
 #include <stddef.h>
 
 /* Sets watts on gpus (gpu_count of them; 0: every GPU the agent lists). */
@@ -30,6 +31,16 @@ enum medic_outcome agent_gpu_reset(const char *url, const char *token, int index
  * other than none, a pending or failed row remapping, or a pending page
  * retirement. 1 healthy, 0 not (detail says what), -1 not a report. */
 int agent_health_judge(const char *json, size_t len, int expected_gpus, char *detail, size_t size);
+
+/* The recovery action the driver recommends for each GPU of a health
+ * report, by GPU index (codes[i]: -1 unknown; count: the GPUs reported, at
+ * most max). 0, or -1 when it is not a report. */
+int agent_health_recovery(const char *json, size_t len, int *codes, size_t max, size_t *count);
+
+/* Reads GET /v1/health into out (at most AGENT_HEALTH_MAX bytes): succeeded
+ * with the body, else why in detail. */
+enum medic_outcome agent_health_read(const char *url, const char *token, long timeout_ms,
+                                     struct medic_buf *out, char *detail, size_t size);
 
 /* Reads and judges the node's health: succeeded when healthy. */
 enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,

@@ -18,15 +18,16 @@ int engine_tick(const struct policy_context *ctx, struct policy_state *st, int64
 
 /* Feeds every alert of notification n to the policy engine at time now
  * (the scheduler first), alert i with risks[i] (risks NULL: risk for every
- * alert; NAN: unknown); a duplicate of a notification already evaluated
+ * alert; NAN: unknown) and the driver's recovery action recoveries[i]
+ * (NULL: unknown); a duplicate of a notification already evaluated
  * only has its alerts seen again (policy_seen_again). An alert the engine
  * could not fully decide (out of memory, or out->limit reached) gets a
  * decision with verdict error that says so. Returns MEDIC_E_NOMEM only
  * when even that cannot be recorded. */
 int engine_evaluate_notification(const struct policy_context *ctx, struct policy_state *st,
                                  const struct medic_notification *n, int duplicate,
-                                 const double *risks, double risk, int64_t now,
-                                 struct policy_decisions *out);
+                                 const double *risks, const char *const *recoveries, double risk,
+                                 int64_t now, struct policy_decisions *out);
 
 /* The policy engine's state saved in the audit log: its rows, or the
  * single document an earlier medic saved (then *legacy is 1 and the rows

@@ -33,8 +33,12 @@ struct policy {
     struct policy_matchers match;
     double risk_at_least;    /* 0: any risk */
     int act_on_unknown_risk; /* when: risk_unknown: act (1, default) | skip (0) */
-    int64_t cooldown;        /* 0: none */
-    size_t budget_count;     /* max_actions_per_node; 0: none */
+    /* when: recovery_action: the driver's recommended recovery actions
+     * (bits by their code, common/action.h) this policy takes; 0: any */
+    unsigned recovery_mask;
+    int act_on_unknown_recovery; /* when: recovery_unknown: act (1) | skip (0, default) */
+    int64_t cooldown;            /* 0: none */
+    size_t budget_count;         /* max_actions_per_node; 0: none */
     int64_t budget_window;
     struct policy_step *steps;
     size_t step_count;

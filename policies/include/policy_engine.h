@@ -58,6 +58,11 @@ struct policy_alert {
     const struct medic_labels *annotations;
     int64_t starts_at; /* ns; MEDIC_TIME_UNSET is treated as now */
     double risk;       /* 0..1, NAN when unknown */
+    /* the driver's recommended recovery action for the alert's GPU (its
+     * `gpu` label; without one, the node's first GPU that has one other
+     * than none), as the node's agent reported it: a name of
+     * medic_recovery_names; NULL when not known (no agent, not asked) */
+    const char *recovery;
 };
 
 struct policy_context {

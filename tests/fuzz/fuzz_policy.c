@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct policy_state *st = policy_state_new();
         struct policy_decisions out;
         policy_decisions_init(&out);
-        struct policy_alert a = {"fp", MEDIC_STATUS_FIRING, &set_labels, &none, 0, 0.5};
+        struct policy_alert a = {"fp", MEDIC_STATUS_FIRING, &set_labels, &none, 0, 0.5, NULL};
         policy_evaluate(&ctx, st, &a, 3600 * MEDIC_NS_PER_SEC, &out);
         policy_tick(&ctx, st, 7200 * MEDIC_NS_PER_SEC, &out);
         a.status = MEDIC_STATUS_RESOLVED;

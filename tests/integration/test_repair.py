@@ -254,7 +254,46 @@ def test_repeat_offender_quarantined_and_released(suite):
     assert len([o for o in outcomes(medic, "resume") if o["result"] == "succeeded"]) == 3
 
 
+def test_recovery_action_picks_the_policy(suite):
+    """when.recovery_action: medic asks each alerting node's agent what the
+    driver recommends for the alert's GPU, and the policy that takes it
+    depends on that: a reset where the driver says a reset will do, a drain
+    for a person where it says nothing."""
+    nodes = ["gpu-node-25", "gpu-node-26"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    agents = agents_for(suite, nodes, {"gpu-node-25": "3:recovery=1"})
+    policies = ("  - name: reset-recommended\n    match: '{alertname=\"GPUXidError\"}'\n"
+                "    cooldown: 1h\n    when: { recovery_action: [gpu_reset, drain_and_reset] }\n"
+                "    steps:\n      - { action: drain }\n"
+                "      - { after: 1s, action: gpu_reset }\n"
+                "      - { after: 2s, action: verify, within: 20s }\n"
+                "    on_resolved: [ { action: resume } ]\n"
+                "  - name: for-a-person\n    match: '{alertname=\"GPUXidError\"}'\n"
+                "    cooldown: 1h\n    steps: [ { action: drain } ]\n")
+    medic = start_medic(suite, "recovery", cluster, bmcs, agents, oncall, policies)
+    t0 = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, t0, "3", agents[n].uuid(3)),
+                          headers=AUTH)[0] == 200
+    verified = wait_state(medic, "gpu-node-25", "verified")
+    assert verified["policy"] == "reset-recommended", verified
+    assert agents["gpu-node-25"].resets() == [["--gpu-reset", "-i", agents["gpu-node-25"].uuid(3)]]
+    other = wait_state(medic, "gpu-node-26", "drained")
+    assert other["policy"] == "for-a-person", other
+    assert agents["gpu-node-26"].resets() == []
+    skipped = [d for d in medic.audit("decisions", "--node", "gpu-node-26")]
+    assert all(d["policy"] == "for-a-person" for d in skipped if d["action"]), skipped
+    # the node's page shows what the driver says of each GPU now
+    agents["gpu-node-26"].fault("5:recovery=2 6:missing=1")
+    status, _, page = medic.get("/nodes/gpu-node-26", headers=AUTH)
+    assert status == 200, page
+    assert b"7 GPU(s) visible, fewer than the inventory's gpus" in page, page
+    assert b"<td>5</td><td>GPU-5ta0d1n0-0000-0000-0000-000000000005</td><td>node_reboot</td>" \
+        in page, page
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_failed_reset_then_one_power_cycle,
+    Suite(__doc__).run([test_recovery_action_picks_the_policy,
+                        test_failed_reset_then_one_power_cycle,
                         test_node_back_without_a_gpu_is_quarantined,
                         test_repeat_offender_quarantined_and_released])

@@ -57,7 +57,7 @@ static void test_undecided_alert_is_recorded(void **state)
     policy_decisions_init(&out);
     out.limit = 1;
     int64_t now = 1767225600 * MEDIC_NS_PER_SEC;
-    assert_int_equal(engine_evaluate_notification(&ctx, st, &n, 0, NULL, NAN, now, &out), 0);
+    assert_int_equal(engine_evaluate_notification(&ctx, st, &n, 0, NULL, NULL, NAN, now, &out), 0);
     assert_int_equal(out.count, 3); /* one decided, two recorded as undecided */
     assert_int_equal(out.items[0].verdict, VERDICT_SUPPRESSED); /* no inventory */
     assert_string_equal(out.items[0].node, "gpu-node-01");

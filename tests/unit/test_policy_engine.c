@@ -227,8 +227,8 @@ static void make_alert(struct test_alert *t, const char *alertname, const char *
     t->labels = (struct medic_labels){t->items, n};
     snprintf(t->fingerprint, sizeof(t->fingerprint), "%s/%s/%s", alertname,
              instance ? instance : "-", gpu ? gpu : "-");
-    t->alert = (struct policy_alert){t->fingerprint,  MEDIC_STATUS_FIRING, &t->labels,
-                                     &t->annotations, starts_at,           risk};
+    t->alert = (struct policy_alert){
+        t->fingerprint, MEDIC_STATUS_FIRING, &t->labels, &t->annotations, starts_at, risk, NULL};
 }
 
 static size_t evaluate(struct world *w, struct test_alert *t, enum medic_alert_status status,
@@ -2285,6 +2285,62 @@ static void test_held_nodes_and_the_caps(void **state)
     world_release(&w);
 }
 
+/* when.recovery_action: a policy takes an alert only when the driver
+ * recommends one of its recovery actions for the alert's GPU; others fall
+ * through to the next policy, and an unknown one is skipped unless
+ * recovery_unknown: act. */
+static void test_recovery_action_selects_the_policy(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w,
+               "policies:\n"
+               "  - name: reset-recommended\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    when: { recovery_action: [gpu_reset, drain_and_reset] }\n"
+               "    steps: [ { action: drain }, { after: 1m, action: gpu_reset } ]\n"
+               "  - name: reboot-recommended\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    when: { recovery_action: [node_reboot], recovery_unknown: act }\n"
+               "    steps: [ { action: drain }, { after: 1m, action: ipmi_power_cycle } ]\n"
+               "  - name: other\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    steps: [ { action: notify, notifier: oncall } ]\n",
+               "safety: { max_disruptive_in_flight: 4, max_disrupted_fraction: 0.5 }\n", 40, 1);
+    struct test_alert a[4];
+    const char *recovery[] = {"gpu_reset", "none", NULL, "node_reboot"};
+    for (int i = 0; i < 4; i++) {
+        char node[32];
+        snprintf(node, sizeof(node), "gpu-node-%02d", 31 + i);
+        make_alert(&a[i], "GPUXidError", node, "2", "79", T0, NAN);
+        a[i].alert.recovery = recovery[i];
+        assert_int_equal(evaluate(&w, &a[i], MEDIC_STATUS_FIRING, T0), 1);
+    }
+    expect(last(&w, 3), "gpu-node-31", "drain", VERDICT_EXECUTE, "policy reset-recommended");
+    expect(last(&w, 2), "gpu-node-32", "notify", VERDICT_EXECUTE, "policy other");
+    expect(last(&w, 1), "gpu-node-33", "drain", VERDICT_EXECUTE, "policy reboot-recommended");
+    expect(last(&w, 0), "gpu-node-34", "drain", VERDICT_EXECUTE, "policy reboot-recommended");
+    /* an alert that matches no policy's recovery says why */
+    world_release(&w);
+    world_init(&w,
+               "policies:\n"
+               "  - name: reset-recommended\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    when: { recovery_action: [gpu_reset] }\n"
+               "    steps: [ { action: drain } ]\n",
+               NULL, 40, 1);
+    make_alert(&a[0], "GPUXidError", "gpu-node-35", "2", "79", T0, NAN);
+    a[0].alert.recovery = "none";
+    make_alert(&a[1], "GPUXidError", "gpu-node-36", "2", "79", T0, NAN);
+    evaluate(&w, &a[0], MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-35", NULL, VERDICT_NO_MATCH,
+           "policy reset-recommended: the driver recommends none, not one it takes");
+    evaluate(&w, &a[1], MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-36", NULL, VERDICT_NO_MATCH,
+           "the driver recommends nothing medic could read (recovery_unknown: skip)");
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2299,6 +2355,7 @@ int main(void)
         cmocka_unit_test(test_resume_waits_for_a_health_check),
         cmocka_unit_test(test_repeat_offender_quarantined),
         cmocka_unit_test(test_held_nodes_and_the_caps),
+        cmocka_unit_test(test_recovery_action_selects_the_policy),
         cmocka_unit_test(test_approval_runs_the_step_once),
         cmocka_unit_test(test_denied_expired_withdrawn),
         cmocka_unit_test(test_approval_guards_and_policies),
