@@ -197,7 +197,8 @@ int medic_action_params_json(const struct medic_action *a, struct medic_buf *out
         const void *v = field_of(a, p);
         if (is_text(p->type) && !*(char *const *)v)
             continue;
-        if (p->type == MEDIC_PARAM_GPUS && ((const struct medic_gpu_list *)v)->count == 0)
+        if (p->type == MEDIC_PARAM_GPUS && ((const struct medic_gpu_list *)v)->count == 0 &&
+            !((const struct medic_gpu_list *)v)->from_alert)
             continue;
         rc = medic_buf_puts(out, first ? "" : ",");
         first = 0;
@@ -217,6 +218,11 @@ int medic_action_params_json(const struct medic_action *a, struct medic_buf *out
             break;
         case MEDIC_PARAM_GPUS: {
             const struct medic_gpu_list *g = v;
+            if (g->from_alert && g->count == 0) { /* the alert named none */
+                if (rc == 0)
+                    rc = medic_buf_puts(out, "\"alert\"");
+                break;
+            }
             if (rc == 0)
                 rc = medic_buf_puts(out, "[");
             for (size_t k = 0; k < g->count && rc == 0; k++)

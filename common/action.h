@@ -49,7 +49,8 @@ enum medic_action_kind {
 
 struct medic_gpu_list {
     int items[MEDIC_ACTION_MAX_GPUS];
-    size_t count; /* 0: every GPU of the node */
+    size_t count;   /* 0: every GPU of the node (unless from_alert) */
+    int from_alert; /* `gpus: alert`: the alert's GPU (its `gpu` label), set when decided */
 };
 
 /* A decided action. Text fields are owned (NULL when not set). */
@@ -108,7 +109,8 @@ enum medic_param_type {
     X(POWER_LIMIT, "watts", MEDIC_PARAM_INT, u.power_limit.watts, 1, 50, 2000,                     \
       "the limit in watts, 50 to 2000")                                                            \
     X(POWER_LIMIT, "gpus", MEDIC_PARAM_GPUS, u.power_limit.gpus, 0, 0, 255,                        \
-      "GPU indexes to limit; every GPU of the node when absent")                                   \
+      "GPU indexes to limit, or `alert`: the alert's GPU (its `gpu` label); every GPU of the "     \
+      "node when absent")                                                                          \
     X(IPMI_POWER_CYCLE, "power_on", MEDIC_PARAM_BOOL, u.ipmi_power_cycle.power_on, 0, 0, 1,        \
       "power the node on if it is found off or stays off (default true)")                          \
     X(DRAIN, "reason", MEDIC_PARAM_TEXT, u.drain.reason, 0, 0, 0,                                  \

@@ -239,7 +239,8 @@ static const struct directive directives[] = {
      "lasts; `medic check config` warns about a window that covers no inventory node",
      NULL},
     {"safety", "quarantine", D_DOC, 0, 0, 0, NULL, NULL, "`{ incidents: 3, window: 7d }`",
-     "a node whose incidents with disruptive actions reach `incidents` within `window` is "
+     "a node whose incidents with repairs (a drain, power cycle or GPU reset; power limits do "
+     "not count) reach `incidents` within `window` is "
      "quarantined: drained and left for a person (`medic node release`), on-call told once "
      "with its history; `off` turns it off. Quarantined nodes count against "
      "`max_disrupted_fraction`, not against `max_disruptive_in_flight`",

@@ -250,6 +250,7 @@ static int action_from_row(const char *name, const char *params_json, struct med
             break;
         case MEDIC_PARAM_GPUS: {
             struct medic_gpu_list *g = field;
+            g->from_alert = cJSON_IsString(v) && strcmp(v->valuestring, "alert") == 0;
             const cJSON *e;
             cJSON_ArrayForEach(e, v)
             {

@@ -177,6 +177,18 @@ static enum medic_outcome run_power_limit(const struct medic_config *c,
     if (job->action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
         return agent_restore(n->agent_url, cred->token, 10000, detail, size);
     const struct medic_gpu_list *g = &job->action.u.power_limit.gpus;
+    if (g->from_alert && g->count == 0) {
+        snprintf(detail, size,
+                 "the alert names no GPU (no numeric `gpu` label): `gpus: alert` cannot tell "
+                 "which GPU to limit, and never limits them all");
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    for (size_t i = 0; i < g->count && n->gpus > 0; i++)
+        if (g->items[i] >= n->gpus) {
+            snprintf(detail, size, "GPU %d is not on node '%s': the inventory gives it %d GPU(s)",
+                     g->items[i], job->node, n->gpus);
+            return MEDIC_OUTCOME_REFUSED;
+        }
     if (action_fenced(fence, detail, size))
         return MEDIC_OUTCOME_REFUSED;
     return agent_power_limit(n->agent_url, cred->token, g->items, g->count,

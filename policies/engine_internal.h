@@ -112,6 +112,7 @@ struct action_record {
     char policy[65];
     int64_t time;
     int64_t incident; /* the incident that acted */
+    int repair;       /* it took the node out of service (drain, power cycle, GPU reset) */
 };
 
 struct node_state {
@@ -342,7 +343,8 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
                          const struct policy *pol, const struct incident *in, int64_t now,
                          char *reason, size_t size);
 void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
-                           const struct policy *pol, const struct incident *in, int64_t now);
+                           const struct policy *pol, const struct incident *in,
+                           enum medic_action_kind kind, int64_t now);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                           struct policy_decisions *out);
 /* Fills d as a notification to on-call through safety.storm.notifier (the

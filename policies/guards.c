@@ -132,7 +132,8 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
 }
 
 void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
-                           const struct policy *pol, const struct incident *in, int64_t now)
+                           const struct policy *pol, const struct incident *in,
+                           enum medic_action_kind kind, int64_t now)
 {
     int64_t ctx_quarantine_window = ctx->policies->safety.quarantine_window;
     struct node_state *n = policy__node_get(st, in->node, 1);
@@ -155,6 +156,7 @@ void policy__record_action(const struct policy_context *ctx, struct policy_state
     snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
     r->time = now;
     r->incident = in->id;
+    r->repair = kind != MEDIC_ACTION_POWER_LIMIT;
     n->history_count++;
 }
 

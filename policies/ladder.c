@@ -18,6 +18,17 @@ int policy__build_action(const struct policy_step *step, const struct incident *
     if (rc)
         return rc;
     d->has_action = 1;
+    struct medic_gpu_list *limited = &d->action.u.power_limit.gpus;
+    if (step->action.kind == MEDIC_ACTION_POWER_LIMIT && limited->from_alert) {
+        /* gpus: alert: the GPU of the alert that opened the incident */
+        struct medic_labels labels = {in->labels.items, in->labels.count};
+        const char *gpu = medic_labels_get(&labels, "gpu");
+        char *end = NULL;
+        long index = gpu ? strtol(gpu, &end, 10) : -1;
+        limited->count = 0; /* none named: the executor refuses, never every GPU */
+        if (gpu && end != gpu && !*end && index >= 0 && index <= 255)
+            limited->items[limited->count++] = (int)index;
+    }
     if (step->action.kind == MEDIC_ACTION_GPU_RESET) {
         /* the GPU of the alert that opened the incident (dcgm-exporter's labels) */
         struct medic_labels labels = {in->labels.items, in->labels.count};
@@ -353,7 +364,7 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
     if (!live) {          /* a dry run: as if it succeeded at once */
         succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL);
         if (d->disruptive) {
-            policy__record_action(ctx, st, pol, in, now);
+            policy__record_action(ctx, st, pol, in, kind, now);
             policy__incident_change(in, done_state(kind), policy__decision_index(out, d), now, out,
                                     "step %d (%s) decided in dry-run", index + 1,
                                     medic_action_name(kind));
@@ -377,7 +388,7 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         n->acting++;
         policy__node_recount(st, n, was);
     }
-    policy__record_action(ctx, st, pol, in, now);
+    policy__record_action(ctx, st, pol, in, kind, now);
     d->require_drained =
         (kind == MEDIC_ACTION_IPMI_POWER_CYCLE || kind == MEDIC_ACTION_GPU_RESET) && in->drained;
     in->awaiting = 1;

@@ -167,7 +167,7 @@ static void save_node(struct medic_buf *b, const struct node_state *n)
         json_time(b, "time", r->time);
         medic_buf_puts(b, ",");
         json_time(b, "incident", r->incident);
-        medic_buf_puts(b, "}");
+        medic_buf_puts(b, r->repair ? "}" : ",\"repair\":0}");
     }
     medic_buf_puts(b, "]}");
 }
@@ -550,6 +550,9 @@ static int load_node(struct loader *l, struct policy_state *st, const cJSON *e)
         snprintf(r->policy, sizeof(r->policy), "%s", text_field(l, h, "policy"));
         r->time = time_field(l, h, "time");
         r->incident = time_field(l, h, "incident");
+        /* absent: a repair (rows written before power limits were told apart) */
+        const cJSON *repair = cJSON_GetObjectItemCaseSensitive(h, "repair");
+        r->repair = !cJSON_IsNumber(repair) || repair->valueint != 0;
         n->history_count++;
     }
     return l->failed;

@@ -106,12 +106,22 @@ static int known_notifier(struct parser *p, const struct yaml_tree_node *n, cons
 static int parse_gpus(struct parser *p, const struct yaml_tree_node *n,
                       const struct medic_action_param *param, struct medic_gpu_list *out)
 {
+    if (n->kind == YAML_TREE_SCALAR && strcmp(n->value, "alert") == 0) {
+        out->from_alert = 1; /* the alert's GPU, when the step is decided */
+        return 0;
+    }
+    if (n->kind == YAML_TREE_SCALAR)
+        return yaml_fields_fail(&p->f, n,
+                                "%s: a list of GPU indexes ([2, 5]), or alert for the alert's "
+                                "GPU (its gpu label); '%s' is neither",
+                                param->key, n->value);
     int rc = yaml_fields_sequence(&p->f, n, param->key);
     if (rc)
         return rc;
     if (n->count == 0 || n->count > MEDIC_ACTION_MAX_GPUS)
-        return yaml_fields_fail(&p->f, n, "%s: expected 1 to %d GPU indexes", param->key,
-                                MEDIC_ACTION_MAX_GPUS);
+        return yaml_fields_fail(&p->f, n,
+                                "%s: expected 1 to %d GPU indexes, or alert (the alert's GPU)",
+                                param->key, MEDIC_ACTION_MAX_GPUS);
     for (size_t i = 0; i < n->count; i++) {
         double v;
         if ((rc = yaml_fields_number(&p->f, n->items[i], param->key, (double)param->min,

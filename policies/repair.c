@@ -34,8 +34,9 @@ int policy__skip_fallback(const struct policy *pol, struct incident *in, size_t 
     return 1;
 }
 
-/* Distinct incidents of the node's recent actions within window, in
- * ids (up to max); returns how many, and the disruptive actions in *actions. */
+/* Distinct incidents of the node's recent repairs (drains, power cycles,
+ * GPU resets: not power limits) within window, in ids (up to max); returns
+ * how many, and the repairs in *actions. */
 static size_t recent_incidents(const struct node_state *n, int64_t now, int64_t window,
                                int64_t *ids, size_t max, size_t *actions)
 {
@@ -43,7 +44,7 @@ static size_t recent_incidents(const struct node_state *n, int64_t now, int64_t 
     *actions = 0;
     for (size_t i = 0; n && i < n->history_count; i++) {
         const struct action_record *r = &n->history[i];
-        if (now - r->time >= window)
+        if (now - r->time >= window || !r->repair)
             continue;
         ++*actions;
         size_t k = 0;
@@ -79,7 +80,8 @@ static void history_text(const struct policy_context *ctx, const struct policy_s
     const char *gpu = medic_labels_get(&labels, "gpu");
     const char *uuid = medic_labels_get(&labels, "UUID");
     snprintf(out, size,
-             "%zu incident(s) with disruptive actions within %s%s%s%s, %zu disruptive action(s); "
+             "%zu incident(s) with repairs (drain, power cycle, GPU reset) within %s%s%s%s, %zu "
+             "repair action(s); "
              "this incident's alert: %s%s%s%s%s%s",
              count, w, count ? " (ids " : "", list, count ? ")" : "", actions, in->alertname,
              gpu && gpu[0] ? ", GPU " : "", gpu ? gpu : "", uuid && uuid[0] ? " (" : "",
@@ -174,8 +176,8 @@ int policy__repeat_offender(const struct policy_context *ctx, struct policy_stat
     char w[32];
     medic_duration_format(s->quarantine_window, w, sizeof(w));
     snprintf(in->quarantine_why, sizeof(in->quarantine_why),
-             "a repeat offender: incident %lld is the node's %zuth with disruptive actions within "
-             "%s (safety.quarantine: %zu)",
+             "a repeat offender: incident %lld is the node's %zuth with repairs (drain, power "
+             "cycle, GPU reset) within %s (safety.quarantine: %zu)",
              (long long)in->id, count + !counted, w, s->quarantine_incidents);
     policy__touch_incident(in);
     if (n && n->drained_by_medic) { /* drained already: quarantined now */

@@ -249,7 +249,9 @@ def test_policy_limits_and_restores(suite):
                   "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
                   "policies:\n  - name: hot\n    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
                   "    steps: [ { action: power_limit, watts: 300, gpus: [2, 5] } ]\n"
-                  "    on_resolved: [ { action: restore_power_limit } ]\n")
+                  "    on_resolved: [ { action: restore_power_limit } ]\n"
+                  "  - name: over-power\n    match: '{alertname=\"GPUPowerExcess\"}'\n"
+                  "    steps: [ { action: power_limit, watts: 250, gpus: alert } ]\n")
     medic.start()
     suite.on_exit(medic.stop)
     import datetime
@@ -277,6 +279,27 @@ def test_policy_limits_and_restores(suite):
     assert agent.limits()[2] == 350000 and agent.limits()[5] == 350000
     for row in medic.audit("actions"):
         assert TOKEN not in json.dumps(row)
+    # gpus: alert caps the alert's GPU alone; one the node does not have
+    # (the inventory says 8) is refused, never every GPU
+    def power_alert(gpu, status="firing"):
+        alert = json.loads(body(status, time.time() if status == "resolved" else None))
+        alert["groupKey"] = f"g{gpu}"
+        alert["alerts"][0]["labels"].update(alertname="GPUPowerExcess", gpu=gpu)
+        return json.dumps(alert)
+    medic.post("/webhook", power_alert("9"), headers={"Authorization": "Bearer w"})
+    done = wait_until("the refused limit", lambda: len(outcomes()) == 3 and outcomes(),
+                      timeout=20)
+    assert done[2]["result"] == "refused", done
+    assert "GPU 9 is not on node 'gpu-node-01'" in done[2]["detail"], done
+    medic.post("/webhook", power_alert("9", "resolved"), headers={"Authorization": "Bearer w"})
+    wait_until("its incident closed", lambda: [
+        i for i in medic.audit("incidents", "--policy", "over-power")
+        if i["state"] in ("recovered", "closed")], timeout=20)
+    medic.post("/webhook", power_alert("6"), headers={"Authorization": "Bearer w"})
+    done = wait_until("GPU 6's limit", lambda: len(outcomes()) == 4 and outcomes(), timeout=20)
+    assert done[3]["result"] == "succeeded" and done[3]["detail"] == "GPU 6: 350 W -> 250 W", done
+    limits = agent.limits()
+    assert limits[6] == 250000 and all(limits[g] == 350000 for g in range(8) if g != 6), limits
 
 
 if __name__ == "__main__":

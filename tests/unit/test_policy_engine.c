@@ -2231,10 +2231,11 @@ static void test_repeat_offender_quarantined(void **state)
         }
     }
     expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
-    assert_non_null(strstr(last(&w, 0)->reason, "3th with disruptive actions within 7d"));
+    assert_non_null(
+        strstr(last(&w, 0)->reason, "3th with repairs (drain, power cycle, GPU reset) within 7d"));
     outcome(&w, "gpu-node-09", MEDIC_OUTCOME_SUCCEEDED, T0 + 120 * MIN + 1);
     assert_string_equal(incident_state(&w, "gpu-node-09"), "quarantined");
-    assert_non_null(strstr(last(&w, 0)->reason, "3 incident(s) with disruptive actions"));
+    assert_non_null(strstr(last(&w, 0)->reason, "3 incident(s) with repairs"));
     /* its resolve does not resume it */
     assert_int_equal(evaluate(&w, &a[2], MEDIC_STATUS_RESOLVED, T0 + 130 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
@@ -2341,6 +2342,40 @@ static void test_recovery_action_selects_the_policy(void **state)
     world_release(&w);
 }
 
+/* gpus: alert limits the alert's GPU only; an alert without a GPU gets
+ * "alert" in its parameters (the executor refuses it), never every GPU. */
+static void test_power_limit_on_the_alerts_gpu(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w,
+               "policies:\n"
+               "  - name: hot-gpu\n"
+               "    match: '{alertname=\"GPUTemperatureHigh\"}'\n"
+               "    steps: [ { action: power_limit, watts: 300, gpus: alert } ]\n"
+               "    on_resolved: [ { action: restore_power_limit } ]\n",
+               NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUTemperatureHigh", "gpu-node-37", "3", NULL, T0, NAN);
+    make_alert(&b, "GPUTemperatureHigh", "gpu-node-38", NULL, NULL, T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-37", "power_limit", VERDICT_EXECUTE, NULL);
+    assert_string_equal(params_of(last(&w, 0)), "{\"watts\":300,\"gpus\":[3]}");
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    assert_string_equal(params_of(last(&w, 0)), "{\"watts\":300,\"gpus\":\"alert\"}");
+    /* power limits are no repairs: a third hot incident in a day quarantines nothing */
+    for (int i = 1; i <= 3; i++) {
+        int64_t t = T0 + i * 60 * MIN;
+        succeed(&w, t - 1);
+        evaluate(&w, &a, MEDIC_STATUS_RESOLVED, t);
+        succeed(&w, t);
+        make_alert(&a, "GPUTemperatureHigh", "gpu-node-37", "3", NULL, t + 1, NAN);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, t + 1);
+        expect(last(&w, 0), "gpu-node-37", "power_limit", VERDICT_EXECUTE, "step 1");
+    }
+    world_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2356,6 +2391,7 @@ int main(void)
         cmocka_unit_test(test_repeat_offender_quarantined),
         cmocka_unit_test(test_held_nodes_and_the_caps),
         cmocka_unit_test(test_recovery_action_selects_the_policy),
+        cmocka_unit_test(test_power_limit_on_the_alerts_gpu),
         cmocka_unit_test(test_approval_runs_the_step_once),
         cmocka_unit_test(test_denied_expired_withdrawn),
         cmocka_unit_test(test_approval_guards_and_policies),
