@@ -270,10 +270,35 @@ int audit__rows_to_table(struct db_stmt *st, const enum col_show *shows, size_t 
     return rc;
 }
 
+/* value is one of the names in list (a NULL-ended array); else an error
+ * naming them. */
+static int one_of(const char *what, const char *value, const char *const *list,
+                  struct medic_error *err)
+{
+    char names[200] = "";
+    for (size_t i = 0; value && list[i]; i++) {
+        if (strcmp(value, list[i]) == 0)
+            return 0;
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "", list[i]);
+    }
+    return value ? medic_error_set(err, MEDIC_E_INVALID, "%s '%s' is not one of %s", what, value,
+                                   names)
+                 : 0;
+}
+
 int audit_query(struct audit_reader *reader, enum audit_kind kind,
                 const struct audit_filter *filter, struct medic_table *table,
                 struct medic_error *err)
 {
+    static const char *const verdicts[] = {"execute", "dry_run", "suppressed", "no_match",
+                                           "error",   "pending", NULL};
+    static const char *const statuses[] = {"firing", "resolved", NULL};
+    static const char *const results[] = {"pending", "succeeded",   "failed", "timed_out",
+                                          "refused", "interrupted", NULL};
+    if (one_of("verdict", filter->verdict, verdicts, err) ||
+        one_of("status", filter->status, kind == AUDIT_ACTIONS ? results : statuses, err))
+        return MEDIC_E_INVALID;
     const struct query_spec *spec = &specs[kind];
     const char *names[16];
     enum medic_column_type types[16];

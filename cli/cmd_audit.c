@@ -40,7 +40,7 @@ static const char usage[] =
     "  --policy P        policy that decided (decisions, actions)\n"
     "  --verdict V       execute, dry_run, suppressed or no_match (decisions, actions)\n"
     "  --status S        firing or resolved (notifications, alerts); an action's result\n"
-    "                    (pending, succeeded, failed, timed_out, interrupted)\n"
+    "                    (pending, succeeded, failed, timed_out, refused, interrupted)\n"
     "  --state S         an incident's state (incidents, changes): open, pending,\n"
     "                    draining, drained, limiting, limited, cycling, cycled,\n"
     "                    resetting, reset, verifying, verified, failed, quarantined,\n"

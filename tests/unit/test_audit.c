@@ -620,6 +620,15 @@ static void test_queries(void **state)
     medic_table_release(&t);
     assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), MEDIC_E_INVALID);
     assert_string_equal(err.msg, "--verdict does not apply to alerts");
+    /* a value no row can have is refused, not answered with nothing */
+    f.verdict = "bogus";
+    assert_int_equal(audit_query(r, AUDIT_DECISIONS, &f, &t, &err), MEDIC_E_INVALID);
+    assert_string_equal(err.msg, "verdict 'bogus' is not one of execute, dry_run, suppressed, "
+                                 "no_match, error, pending");
+    audit_filter_init(&f);
+    f.status = "done";
+    assert_int_equal(audit_query(r, AUDIT_ACTIONS, &f, &t, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "status 'done' is not one of pending, succeeded"));
     audit_filter_init(&f);
     f.since = medic_time_now() + 60 * MEDIC_NS_PER_SEC;
     assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), 0);
