@@ -66,6 +66,10 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     const struct policy_safety *s = &config->policies.safety;
     int disruptive = has_disruptive_steps(&config->policies);
     out->count = 0;
+    if (config->policies.count == 0)
+        warn(out, "no policy: every alert gets a no_match decision and nothing is done. A "
+                  "configuration file replaces the built-in policies (an empty file keeps "
+                  "them): add `policies:` or `policy_files:`");
     if (!medic_mode_acts(config->mode) && disruptive && !s->storm_notifier)
         warn(out, "disruptive policies and no safety.storm.notifier: a storm would hold actions "
                   "back and tell nobody; medic serve refuses this in mode: live");
