@@ -121,6 +121,16 @@ void policy__quarantine(const struct policy_context *ctx, struct policy_state *s
     policy__tell_oncall(ctx, in, now, out, message);
 }
 
+/* The time a verify gives the node: the ladder's verify's, else 10m. */
+static int verify_within(const struct policy *pol)
+{
+    int within = MEDIC_VERIFY_DEFAULT_WITHIN;
+    for (size_t k = 0; pol && k < pol->step_count; k++)
+        if (pol->steps[k].action.kind == MEDIC_ACTION_VERIFY)
+            within = pol->steps[k].action.u.verify.within;
+    return within;
+}
+
 int policy__verify_first(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in, int64_t now,
                          struct policy_decisions *out)
@@ -134,10 +144,7 @@ int policy__verify_first(const struct policy_context *ctx, struct policy_state *
     /* another incident still holds the drain: its last holder verifies */
     if (!resumes || policy__holders(st, in->node, in, HOLD_DRAIN) > 0)
         return 0;
-    int within = MEDIC_VERIFY_DEFAULT_WITHIN;
-    for (size_t k = 0; k < pol->step_count; k++)
-        if (pol->steps[k].action.kind == MEDIC_ACTION_VERIFY)
-            within = pol->steps[k].action.u.verify.within;
+    int within = verify_within(pol);
     struct policy_decision *d = policy__incident_decision(out, in, now);
     if (!d)
         return 0;
@@ -215,6 +222,21 @@ int policy__repair_outcome(const struct policy_context *ctx, struct policy_state
     }
     if (ok)
         return 0;
+    struct policy_decision *d;
+    if (kind == MEDIC_ACTION_VERIFY && outcome == MEDIC_OUTCOME_INTERRUPTED &&
+        (d = policy__incident_decision(out, in, now)) != NULL) {
+        /* a verify only looks: one cut short by a stop looks again */
+        d->step = -1;
+        d->on_resolved = in->closing;
+        medic_action_init(&d->action, MEDIC_ACTION_VERIFY);
+        d->action.u.verify.within = verify_within(pol);
+        d->has_action = 1;
+        d->verdict = VERDICT_EXECUTE;
+        snprintf(d->reason, sizeof(d->reason),
+                 "the node's verify was cut short (%.300s): medic looks at it again", cause);
+        policy__take_verify(st, in, d, 1, now, out);
+        return 1;
+    }
     if (pol && !in->closing && in->next_step < pol->step_count &&
         pol->steps[in->next_step].if_failed) {
         in->last_failed = 1;

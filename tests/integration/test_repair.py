@@ -20,7 +20,7 @@ import time
 
 from lab import Medic, Suite, wait_until, write_secret
 from test_agent import Agent, TOKEN as AGENT_TOKEN
-from test_incidents import lab, outcomes, wait_state
+from test_incidents import incident, lab, outcomes, wait_state
 
 TOKEN = "repair-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -292,8 +292,44 @@ def test_recovery_action_picks_the_policy(suite):
         in page, page
 
 
+def test_restart_while_verifying_looks_again(suite):
+    """medic stops while a verify before a resume waits for the node (a GPU
+    still missing): the verify is recorded interrupted, and after the
+    restart medic looks again instead of quarantining the node; once the
+    GPU is back it passes and the node is resumed, once."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-27")
+    agents = agents_for(suite, ["gpu-node-27"])
+    agent = agents["gpu-node-27"]
+    policies = ("  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+                "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n")
+    medic = start_medic(suite, "restart-verify", cluster, bmcs, agents, oncall, policies)
+    t0 = time.time()
+    assert medic.post("/webhook", payload("gpu-node-27", t0, "1", agent.uuid(1)),
+                      headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-27", "drained")
+    agent.fault("1:missing=1")
+    assert medic.post("/webhook", payload("gpu-node-27", t0, "1", agent.uuid(1),
+                                          status="resolved"), headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-27", "verifying")
+    assert medic.stop() == 0
+    medic.start()
+    again = wait_until("a second verify", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-27")
+        if d["action"] == "verify" and "cut short" in d["reason"]], timeout=30)
+    assert len(again) == 1, again
+    assert [o["result"] for o in outcomes(medic, "verify")] == ["interrupted"], \
+        outcomes(medic, "verify")
+    assert incident(medic, "gpu-node-27")["state"] == "verifying"
+    agent.fault("1:missing=0")
+    wait_state(medic, "gpu-node-27", "recovered")
+    assert [o["result"] for o in outcomes(medic, "resume")] == ["succeeded"]
+    assert "DRAIN" not in cluster.node("gpu-node-27")[0]
+    assert medic.audit("quarantined") == []
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_recovery_action_picks_the_policy,
+    Suite(__doc__).run([test_restart_while_verifying_looks_again,
+                        test_recovery_action_picks_the_policy,
                         test_failed_reset_then_one_power_cycle,
                         test_node_back_without_a_gpu_is_quarantined,
                         test_repeat_offender_quarantined_and_released])

@@ -2201,6 +2201,10 @@ static void test_resume_waits_for_a_health_check(void **state)
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN), 1);
     expect(last(&w, 0), "gpu-node-07", "verify", VERDICT_EXECUTE, "verify_before_resume");
     assert_string_equal(incident_state(&w, "gpu-node-07"), "verifying");
+    /* medic stopped while it looked: it looks again, it never quarantines for that */
+    assert_int_equal(outcome(&w, "gpu-node-07", MEDIC_OUTCOME_INTERRUPTED, T0 + 2 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-07", "verify", VERDICT_EXECUTE, "cut short");
+    assert_string_equal(incident_state(&w, "gpu-node-07"), "verifying");
     assert_int_equal(outcome(&w, "gpu-node-07", MEDIC_OUTCOME_FAILED, T0 + 11 * MIN), 1);
     expect(last(&w, 0), "gpu-node-07", NULL, VERDICT_SUPPRESSED, "did not pass its health");
     assert_string_equal(incident_state(&w, "gpu-node-07"), "quarantined");
