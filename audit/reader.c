@@ -296,9 +296,6 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     static const char *const statuses[] = {"firing", "resolved", NULL};
     static const char *const results[] = {"pending", "succeeded",   "failed", "timed_out",
                                           "refused", "interrupted", NULL};
-    if (one_of("verdict", filter->verdict, verdicts, err) ||
-        one_of("status", filter->status, kind == AUDIT_ACTIONS ? results : statuses, err))
-        return MEDIC_E_INVALID;
     const struct query_spec *spec = &specs[kind];
     const char *names[16];
     enum medic_column_type types[16];
@@ -329,7 +326,10 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
                             &nbinds, err)) ||
         (rc = add_condition(&sql,
                             kind == AUDIT_INCIDENTS || kind == AUDIT_CHANGES ? "c.state" : NULL,
-                            filter->state, "--state", kind, binds, &nbinds, err))) {
+                            filter->state, "--state", kind, binds, &nbinds, err)) ||
+        /* a value no row can have: refused, not answered with nothing */
+        (rc = one_of("verdict", filter->verdict, verdicts, err)) ||
+        (rc = one_of("status", filter->status, kind == AUDIT_ACTIONS ? results : statuses, err))) {
         medic_buf_release(&sql);
         return rc;
     }
