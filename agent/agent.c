@@ -456,7 +456,7 @@ int agent_start(const struct agent_options *o, struct agent **out, struct medic_
     a->token = strdup(o->token);
     a->state_file = strdup(o->state_file);
     a->reset.nvidia_smi = o->nvidia_smi ? o->nvidia_smi : "nvidia-smi";
-    a->reset.timeout_ms = o->reset_timeout_ms > 0 ? o->reset_timeout_ms : 120000;
+    a->reset.timeout_ms = 120000; /* nvidia-smi --gpu-reset, killed past this */
     int rc = a->token && a->state_file ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     if (rc == 0)
         rc = nvml_open(o->nvml_library, &a->nvml, err);

@@ -188,3 +188,11 @@ void medic_notification_dedupe_key(const struct medic_notification *n, char out[
     medic_sha256_finish(h, out);
     free(order);
 }
+
+int medic_gpu_index(const char *text)
+{
+    if (!text || !text[0] || strlen(text) > 3 || strspn(text, "0123456789") != strlen(text))
+        return -1;
+    int index = atoi(text);
+    return index <= 255 ? index : -1;
+}

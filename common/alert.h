@@ -61,6 +61,10 @@ const char *medic_labels_get(const struct medic_labels *labels, const char *name
  * 0xff in name order), as 16 hex digits and a NUL. */
 void medic_labels_fingerprint(const struct medic_labels *labels, char out[17]);
 
+/* A GPU index as dcgm-exporter's `gpu` label gives it: 0 to 255 in
+ * decimal, nothing else; -1 for NULL or any other text. */
+int medic_gpu_index(const char *text);
+
 /* "firing" or "resolved". */
 const char *medic_alert_status_name(enum medic_alert_status status);
 

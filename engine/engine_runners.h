@@ -17,6 +17,11 @@ struct engine_run_context {
 
 enum medic_outcome engine_run_action(const struct engine_run_context *rc,
                                      const struct executor_job *job, char *detail, size_t size);
+/* The token for node n's `medic agent` (n may be NULL: not in the
+ * inventory); NULL, with why in detail, when there is no agent or token. */
+const struct credential *engine_agent_of(const struct medic_config *c,
+                                         const struct inventory_node *n, const char *node,
+                                         char *detail, size_t size);
 /* A notification (options: NULL for the defaults). */
 enum medic_outcome engine_run_notify(const struct medic_config *c, const struct executor_job *job,
                                      const struct notify_options *options, char *detail,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_health.h"
 #include "agent_client.h"
+#include "engine_runners.h"
 #include "log.h"
 #include "timeutil.h"
 
@@ -45,12 +46,11 @@ static const struct engine_health_node *node_health(struct engine_health *h, con
     snprintf(x->node, sizeof(x->node), "%s", node);
     const struct medic_config *c = h->config;
     const struct inventory_node *inv = inventory_find(&c->inventory, node);
-    const struct credential *cred =
-        inv && inv->agent_url ? credentials_find(&c->credentials, inv->agent_credentials) : NULL;
-    int64_t left = (h->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS;
-    if (!cred || !cred->token || left <= 0)
-        return x; /* no agent, or the round's time is spent: unknown */
     char why[300];
+    const struct credential *cred = engine_agent_of(c, inv, node, why, sizeof(why));
+    int64_t left = (h->deadline - medic_time_monotonic()) / MEDIC_NS_PER_MS;
+    if (!cred || left <= 0)
+        return x; /* no agent, or the round's time is spent: unknown */
     struct medic_buf b;
     medic_buf_init(&b, AGENT_HEALTH_MAX);
     if (agent_health_read(inv->agent_url, cred->token,
@@ -82,16 +82,12 @@ void engine_health_alerts(struct engine_health *h, const struct medic_notificati
         if (!x || x->count == 0)
             continue;
         const char *gpu = medic_labels_get(&a->labels, "gpu");
-        char *end = NULL;
-        long index = gpu ? strtol(gpu, &end, 10) : -1;
-        int code = -1;
-        if (gpu && end != gpu && !*end && index >= 0 && (size_t)index < x->count)
+        int index = medic_gpu_index(gpu), code = -1;
+        if (index >= 0 && (size_t)index < x->count)
             code = x->codes[index];
-        else if (!gpu) { /* the node's: its first GPU with something to do, else none */
+        else if (!gpu) /* the node's: its first GPU with something to do, else none */
             for (size_t g = 0; g < x->count && code <= 0; g++)
-                if (x->codes[g] >= 0)
-                    code = x->codes[g] > code ? x->codes[g] : code;
-        }
+                code = x->codes[g] > code ? x->codes[g] : code;
         out[i] = code >= 0 ? medic_recovery_names[code] : NULL;
     }
 }

@@ -5,6 +5,7 @@
  * compute processes and power limit. Every value is escaped. */
 #include "engine_serve.h"
 #include "agent_client.h"
+#include "engine_runners.h"
 #include "html.h"
 
 #include <cjson/cJSON.h>
@@ -37,14 +38,14 @@ void engine__page_gpus(struct medic_buf *out, const struct medic_config *c, cons
 {
     medic_buf_puts(out, "<h2>GPUs (what the node's agent reports now)</h2>\n");
     const struct inventory_node *inv = inventory_find(&c->inventory, node);
-    const struct credential *cred =
-        inv && inv->agent_url ? credentials_find(&c->credentials, inv->agent_credentials) : NULL;
-    if (!cred || !cred->token) {
-        medic_buf_puts(out, "<p class=\"empty\">No medic agent for this node in the inventory "
-                            "(or no token for it).</p>\n");
+    char why[300];
+    const struct credential *cred = engine_agent_of(c, inv, node, why, sizeof(why));
+    if (!cred) {
+        medic_buf_puts(out, "<p class=\"empty\">");
+        medic_html_text(out, why);
+        medic_buf_puts(out, ".</p>\n");
         return;
     }
-    char why[300];
     struct medic_buf b;
     medic_buf_init(&b, AGENT_HEALTH_MAX);
     cJSON *j = NULL;

@@ -67,6 +67,43 @@ static void slurm_options_from(const struct medic_config *c, struct slurm_option
     o->slurm_conf = c->slurm_conf;
 }
 
+/* A step after its incident's drain runs only while the node is still
+ * drained, with no job left: succeeded when it is, else the refusal (or
+ * timed_out) that says why the step (what) is not run. */
+static enum medic_outcome still_drained(const struct medic_config *c,
+                                        const struct executor_job *job,
+                                        const struct inventory_node *n, const char *what,
+                                        char *detail, size_t size)
+{
+    if (!job->require_drained)
+        return MEDIC_OUTCOME_SUCCEEDED;
+    if (!n->slurm_node) {
+        snprintf(detail, size, "node '%s' has no slurm node to check its drain; the %s is not run",
+                 job->node, what);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    struct slurm_options so;
+    slurm_options_from(c, &so);
+    enum medic_outcome check = slurm_check_drained(&so, n->slurm_node, detail, size);
+    if (check == MEDIC_OUTCOME_SUCCEEDED)
+        return check;
+    size_t at = strlen(detail);
+    snprintf(detail + at, size - at, "; the %s is not run", what);
+    return check == MEDIC_OUTCOME_TIMED_OUT ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_REFUSED;
+}
+
+/* A GPU of the step (index) the node has, by the inventory's gpus (not
+ * said: any); else detail says it is not there. */
+static int gpu_on_node(const struct inventory_node *n, int index, const char *node, char *detail,
+                       size_t size)
+{
+    if (n->gpus <= 0 || index < n->gpus)
+        return 1;
+    snprintf(detail, size, "GPU %d is not on node '%s': the inventory gives it %d GPU(s)", index,
+             node, n->gpus);
+    return 0;
+}
+
 /* The BMC of node n as FreeIPMI wants it; -1 (detail says why) when the
  * inventory or the credentials lack something. */
 static int ipmi_target_from(const struct medic_config *c, const struct inventory_node *n,
@@ -109,23 +146,9 @@ static enum medic_outcome run_power_cycle(const struct medic_config *c,
     }
     if (ipmi_target_from(c, n, &t, detail, size))
         return MEDIC_OUTCOME_REFUSED;
-    if (job->require_drained) { /* its incident drained the node first: is it still? */
-        struct slurm_options so;
-        slurm_options_from(c, &so);
-        if (!n->slurm_node) {
-            snprintf(detail, size,
-                     "node '%s' has no slurm node to check its drain; the power cycle is not run",
-                     job->node);
-            return MEDIC_OUTCOME_REFUSED;
-        }
-        enum medic_outcome check = slurm_check_drained(&so, n->slurm_node, detail, size);
-        if (check != MEDIC_OUTCOME_SUCCEEDED) {
-            size_t at = strlen(detail);
-            snprintf(detail + at, size - at, "; the power cycle is not run");
-            return check == MEDIC_OUTCOME_TIMED_OUT ? MEDIC_OUTCOME_TIMED_OUT
-                                                    : MEDIC_OUTCOME_REFUSED;
-        }
-    }
+    enum medic_outcome drained = still_drained(c, job, n, "power cycle", detail, size);
+    if (drained != MEDIC_OUTCOME_SUCCEEDED)
+        return drained;
     struct ipmi_options o;
     ipmi_options_default(&o);
     o.fence = fence;
@@ -149,7 +172,7 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
 }
 
 /* The agent of node n and its token; refused (detail) when either is missing. */
-static const struct credential *agent_of(const struct medic_config *c,
+const struct credential *engine_agent_of(const struct medic_config *c,
                                          const struct inventory_node *n, const char *node,
                                          char *detail, size_t size)
 {
@@ -171,7 +194,7 @@ static enum medic_outcome run_power_limit(const struct medic_config *c,
                                           size_t size)
 {
     const struct inventory_node *n = inventory_find(&c->inventory, job->node);
-    const struct credential *cred = agent_of(c, n, job->node, detail, size);
+    const struct credential *cred = engine_agent_of(c, n, job->node, detail, size);
     if (!cred)
         return MEDIC_OUTCOME_REFUSED;
     if (job->action.kind == MEDIC_ACTION_RESTORE_POWER_LIMIT)
@@ -183,12 +206,9 @@ static enum medic_outcome run_power_limit(const struct medic_config *c,
                  "which GPU to limit, and never limits them all");
         return MEDIC_OUTCOME_REFUSED;
     }
-    for (size_t i = 0; i < g->count && n->gpus > 0; i++)
-        if (g->items[i] >= n->gpus) {
-            snprintf(detail, size, "GPU %d is not on node '%s': the inventory gives it %d GPU(s)",
-                     g->items[i], job->node, n->gpus);
+    for (size_t i = 0; i < g->count; i++)
+        if (!gpu_on_node(n, g->items[i], job->node, detail, size))
             return MEDIC_OUTCOME_REFUSED;
-        }
     if (action_fenced(fence, detail, size))
         return MEDIC_OUTCOME_REFUSED;
     return agent_power_limit(n->agent_url, cred->token, g->items, g->count,
@@ -202,41 +222,27 @@ static enum medic_outcome run_gpu_reset(const struct medic_config *c,
                                         const struct action_fence *fence, char *detail, size_t size)
 {
     const struct inventory_node *n = inventory_find(&c->inventory, job->node);
-    const struct credential *cred = agent_of(c, n, job->node, detail, size);
+    const struct credential *cred = engine_agent_of(c, n, job->node, detail, size);
     if (!cred)
         return MEDIC_OUTCOME_REFUSED;
     const char *gpu = job->action.u.gpu_reset.gpu, *uuid = job->action.u.gpu_reset.uuid;
-    char *end = NULL;
-    long index = gpu ? strtol(gpu, &end, 10) : -1;
-    if (!gpu || end == gpu || *end || index < 0 || index > 255) {
+    int index = medic_gpu_index(gpu);
+    if (index < 0) {
         snprintf(detail, size,
                  "the alert names no GPU index (its `gpu` label is %s%s%s): gpu_reset cannot "
                  "tell which GPU to reset",
                  gpu ? "'" : "missing", gpu ? gpu : "", gpu ? "'" : "");
         return MEDIC_OUTCOME_REFUSED;
     }
-    if (n->gpus > 0 && index >= n->gpus) {
-        snprintf(detail, size, "GPU %ld is not on node '%s': the inventory gives it %d GPU(s)",
-                 index, job->node, n->gpus);
+    if (!gpu_on_node(n, index, job->node, detail, size))
         return MEDIC_OUTCOME_REFUSED;
-    }
-    if (job->require_drained) {
-        struct slurm_options so;
-        slurm_options_from(c, &so);
-        enum medic_outcome check = n->slurm_node
-                                       ? slurm_check_drained(&so, n->slurm_node, detail, size)
-                                       : MEDIC_OUTCOME_SUCCEEDED;
-        if (check != MEDIC_OUTCOME_SUCCEEDED) {
-            size_t at = strlen(detail);
-            snprintf(detail + at, size - at, "; the GPU reset is not run");
-            return check == MEDIC_OUTCOME_TIMED_OUT ? MEDIC_OUTCOME_TIMED_OUT
-                                                    : MEDIC_OUTCOME_REFUSED;
-        }
-    }
+    enum medic_outcome drained = still_drained(c, job, n, "GPU reset", detail, size);
+    if (drained != MEDIC_OUTCOME_SUCCEEDED)
+        return drained;
     if (action_fenced(fence, detail, size))
         return MEDIC_OUTCOME_REFUSED;
     /* the agent's own bound on nvidia-smi is 120 s: a little more here */
-    return agent_gpu_reset(n->agent_url, cred->token, (int)index, uuid, 150000, detail, size);
+    return agent_gpu_reset(n->agent_url, cred->token, index, uuid, 150000, detail, size);
 }
 
 /* One look at the node: 1 healthy, 0 not yet (detail says what). */
@@ -247,7 +253,7 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
     int healthy = 1;
     detail[0] = '\0';
     if (n->agent_url) {
-        const struct credential *cred = agent_of(c, n, n->name, part, sizeof(part));
+        const struct credential *cred = engine_agent_of(c, n, n->name, part, sizeof(part));
         enum medic_outcome o =
             cred ? agent_health(n->agent_url, cred->token, n->gpus, 10000, part, sizeof(part))
                  : MEDIC_OUTCOME_REFUSED;

@@ -86,7 +86,6 @@ struct incident {
                            */
     int limit_watts;      /* holds a power limit of this many watts; 0: none */
     int64_t fresh_after;  /* disruptive steps wait for an alert seen at or after this */
-    int verified;         /* a verify passed since its last disruptive step */
     int last_failed;      /* the last awaited step did not succeed (if_failed steps run) */
     int quarantining;     /* its node is quarantined once the drain in flight ends */
     char quarantine_why[400];
@@ -409,8 +408,8 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
  * drain, restore its power limit (a policy gone, a person's release). */
 void policy__undo_holds(const struct policy_context *ctx, struct policy_state *st,
                         struct incident *in, int64_t now, struct policy_decisions *out);
-void policy__take_verify(struct policy_state *st, struct incident *in, struct policy_decision *d,
-                         int live, int64_t now, struct policy_decisions *out);
+void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
+                         struct policy_decisions *out);
 struct policy_decision *policy__incident_decision(struct policy_decisions *out,
                                                   const struct incident *in, int64_t now);
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,

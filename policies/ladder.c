@@ -22,12 +22,10 @@ int policy__build_action(const struct policy_step *step, const struct incident *
     if (step->action.kind == MEDIC_ACTION_POWER_LIMIT && limited->from_alert) {
         /* gpus: alert: the GPU of the alert that opened the incident */
         struct medic_labels labels = {in->labels.items, in->labels.count};
-        const char *gpu = medic_labels_get(&labels, "gpu");
-        char *end = NULL;
-        long index = gpu ? strtol(gpu, &end, 10) : -1;
+        int index = medic_gpu_index(medic_labels_get(&labels, "gpu"));
         limited->count = 0; /* none named: the executor refuses, never every GPU */
-        if (gpu && end != gpu && !*end && index >= 0 && index <= 255)
-            limited->items[limited->count++] = (int)index;
+        if (index >= 0)
+            limited->items[limited->count++] = index;
     }
     if (step->action.kind == MEDIC_ACTION_GPU_RESET) {
         /* the GPU of the alert that opened the incident (dcgm-exporter's labels) */
@@ -356,12 +354,10 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
     if (kind == MEDIC_ACTION_VERIFY) {
-        policy__take_verify(st, in, d, live, now, out);
+        policy__take_verify(in, d, live, now, out);
         return;
     }
-    if (d->disruptive)
-        in->verified = 0; /* what a verify saw before no longer holds */
-    if (!live) {          /* a dry run: as if it succeeded at once */
+    if (!live) { /* a dry run: as if it succeeded at once */
         succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL);
         if (d->disruptive) {
             policy__record_action(ctx, st, pol, in, kind, now);
@@ -399,13 +395,11 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
                             "step %d (%s) decided", index + 1, medic_action_name(kind));
 }
 
-void policy__take_verify(struct policy_state *st, struct incident *in, struct policy_decision *d,
-                         int live, int64_t now, struct policy_decisions *out)
+void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
+                         struct policy_decisions *out)
 {
-    (void)st;
     const char *which = d->step < 0 ? "a verify before the resume" : "verify";
     if (!live) { /* a dry run: as if the node passed at once */
-        in->verified = 1;
         policy__incident_change(in, INCIDENT_VERIFIED, policy__decision_index(out, d), now, out,
                                 "%s decided in dry-run", which);
         return;
@@ -582,7 +576,6 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     const struct policy *pol = policy__incident_policy(ctx, in);
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, in->awaiting_watts, 0, detail);
-        in->verified = kind == MEDIC_ACTION_VERIFY;
         in->last_failed = 0;
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
     }

@@ -111,9 +111,9 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         json_text(b, "pending_from", policy_incident_state_name(in->pending_from));
     }
     json_text(b, "closing_cause", in->closing_cause);
-    if (in->verified || in->last_failed || in->quarantining || in->quarantine_why[0]) {
-        medic_buf_printf(b, ",\"repair\":{\"verified\":%d,\"last_failed\":%d,\"quarantining\":%d",
-                         in->verified, in->last_failed, in->quarantining);
+    if (in->last_failed || in->quarantining || in->quarantine_why[0]) {
+        medic_buf_printf(b, ",\"repair\":{\"last_failed\":%d,\"quarantining\":%d", in->last_failed,
+                         in->quarantining);
         json_text(b, "why", in->quarantine_why);
         medic_buf_puts(b, "}");
     }
@@ -489,7 +489,6 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     in->closing_as = (enum policy_incident_state)closing_as;
     const cJSON *repair = cJSON_GetObjectItemCaseSensitive(e, "repair");
     if (cJSON_IsObject(repair)) { /* the repair loop's, when it ran */
-        in->verified = int_field(l, repair, "verified");
         in->last_failed = int_field(l, repair, "last_failed");
         in->quarantining = int_field(l, repair, "quarantining");
         copy_field(l, repair, "why", in->quarantine_why, sizeof(in->quarantine_why));

@@ -6,7 +6,6 @@
 #include "engine_internal.h"
 #include "timeutil.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,8 +134,9 @@ int policy__verify_first(const struct policy_context *ctx, struct policy_state *
                          const struct policy *pol, struct incident *in, int64_t now,
                          struct policy_decisions *out)
 {
-    if (!pol->verify_before_resume || !in->drained || in->verified || !in->in_inventory ||
-        in->closing_as == INCIDENT_CLOSED)
+    /* verified: a verify passed, and no step since changed the node */
+    if (!pol->verify_before_resume || !in->drained || in->state == INCIDENT_VERIFIED ||
+        !in->in_inventory || in->closing_as == INCIDENT_CLOSED)
         return 0;
     int resumes = 0;
     for (size_t k = 0; k < pol->on_resolved_count; k++)
@@ -160,7 +160,7 @@ int policy__verify_first(const struct policy_context *ctx, struct policy_state *
              "passes a health check (verify_before_resume)%s",
              pol->name, in->closing_cause,
              live ? "" : (ctx->live ? "; the policy is dry_run" : "; medic is in dry-run mode"));
-    policy__take_verify(st, in, d, live, now, out);
+    policy__take_verify(in, d, live, now, out);
     return live;
 }
 
@@ -234,7 +234,7 @@ int policy__repair_outcome(const struct policy_context *ctx, struct policy_state
         d->verdict = VERDICT_EXECUTE;
         snprintf(d->reason, sizeof(d->reason),
                  "the node's verify was cut short (%.300s): medic looks at it again", cause);
-        policy__take_verify(st, in, d, 1, now, out);
+        policy__take_verify(in, d, 1, now, out);
         return 1;
     }
     if (pol && !in->closing && in->next_step < pol->step_count &&

@@ -17,7 +17,6 @@ struct agent_options {
     const char *nvml_library;               /* NULL: libnvidia-ml.so.1 */
     const char *tls_cert_pem, *tls_key_pem; /* both NULL for plain HTTP */
     const char *nvidia_smi;                 /* run for a GPU reset; NULL: nvidia-smi from PATH */
-    long reset_timeout_ms;                  /* 0: 120 s */
 };
 
 struct agent;
