@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* One way to run SQL on either audit backend (private to audit/): an
- * SQLite handle or a PostgreSQL connection behind the same prepare, bind,
- * step and column calls, so that a query is written once. SQL uses SQLite's
- * numbered parameters (?1, ?2, ...), rewritten to $1, $2, ... for
- * PostgreSQL; column types come back as the backend has them (an integer,
- * a real, text, a blob or NULL). A PostgreSQL connection that broke is
- * opened again before the next statement outside a transaction (inside
- * one, the statement fails: the transaction is lost with the connection). */
+ * SQLite handle (db_sqlite.c) or a PostgreSQL connection (db_pg.c) behind
+ * the same prepare, bind, step and column calls, so that a query is written
+ * once. SQL uses SQLite's numbered parameters (?1, ?2, ...), rewritten to
+ * $1, $2, ... for PostgreSQL; column types come back as the backend has
+ * them (an integer, a real, text, a blob or NULL). A PostgreSQL connection
+ * that broke is opened again before the next statement outside a
+ * transaction (inside one, the statement fails: the transaction is lost
+ * with the connection). On PostgreSQL, what needs no answer of its own
+ * (BEGIN, db_exec_later, the session locks) goes with the next statement
+ * that does, in one round trip (libpq's pipeline mode). */
 #ifndef MEDIC_AUDIT_DB_H
 #define MEDIC_AUDIT_DB_H
 
@@ -40,9 +43,22 @@ int64_t db_last_insert_id(struct db *d);
 
 /* Runs statements that return no rows. */
 int db_exec(struct db *d, const char *sql, struct medic_error *err);
+/* Runs one statement whose rows nobody reads with the next statement that
+ * is answered (PostgreSQL, in a transaction; else at once): its failure is
+ * that statement's, and what follows the failure does not run. */
+int db_exec_later(struct db *d, const char *sql, struct medic_error *err);
+/* A session-level advisory lock on key (shared or not), taken with the
+ * next statement that is answered, in its round trip (PostgreSQL; nothing
+ * on SQLite, whose file has one writer); db_unlock_session releases it
+ * right after the next statement that is answered, in the same round trip,
+ * so that it is held while that one runs and no longer. A rollback
+ * releases it too: it outlives the transaction otherwise. */
+int db_lock_session(struct db *d, int64_t key, int shared, struct medic_error *err);
+int db_unlock_session(struct db *d, int64_t key, int shared, struct medic_error *err);
 /* Begins a read-only transaction that sees one moment of the database. */
 int db_begin_snapshot(struct db *d, struct medic_error *err);
-/* Begins a write transaction (SQLite: IMMEDIATE, the write lock at once). */
+/* Begins a write transaction (SQLite: IMMEDIATE, the write lock at once;
+ * PostgreSQL: its BEGIN goes with the first statement). */
 int db_begin(struct db *d, struct medic_error *err);
 int db_commit(struct db *d, struct medic_error *err);
 void db_rollback(struct db *d);
@@ -60,6 +76,19 @@ int db_prepare(struct db *d, const char *sql, struct db_stmt **out, struct medic
 /* The same for a statement run many times: SQLite keeps it persistent,
  * PostgreSQL parses it once per connection. */
 int db_prepare_cached(struct db *d, const char *sql, struct db_stmt **out, struct medic_error *err);
+/* PostgreSQL: a statement that takes any number of rows of strlen(types)
+ * values in one array parameter per column, which its SQL unnests ("...
+ * SELECT * FROM unnest(?1::bigint[], ?2::text[])"): the value of row r's
+ * column k is bound as parameter r * columns + k + 1, as for that many rows
+ * of VALUES, rows in order. Each column's type: 'i' bigint, 't' text, 'b'
+ * bytea, 'r' double precision; any value may be NULL. Its arrays go in
+ * binary. cached: parsed and planned once per connection, whatever the
+ * batch's size (an insert, whose plan does not depend on the table's);
+ * else planned at each run for its values (a join with a table that grows:
+ * a plan kept from when the table was empty would scan it whole). db_clear
+ * forgets the rows. */
+int db_prepare_rows(struct db *d, const char *sql, const char *types, int cached,
+                    struct db_stmt **out, struct medic_error *err);
 /* A statement over one the caller prepared and keeps owning (the writer's
  * own, stepped to a row), for code that reads rows through this layer;
  * db_finalize frees only the wrapper. NULL when out of memory. */

@@ -73,23 +73,6 @@ static const char *const stmt_sql[ST_COUNT] = {
                         " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
 };
 
-/* "INSERT ... VALUES (?1, ..., ?C), (...) ..." for rows rows of columns. */
-int audit__values_sql(struct medic_buf *b, const char *head, size_t rows, int columns,
-                      const char *tail)
-{
-    medic_buf_reset(b);
-    medic_buf_puts(b, head);
-    int p = 1;
-    for (size_t r = 0; r < rows; r++) {
-        medic_buf_puts(b, r ? ",(" : " VALUES (");
-        for (int c = 0; c < columns; c++)
-            medic_buf_printf(b, c ? ",?%d" : "?%d", p++);
-        medic_buf_puts(b, ")");
-    }
-    medic_buf_puts(b, tail);
-    return b->error ? MEDIC_E_NOMEM : 0;
-}
-
 static int insert_decision(struct audit_store *s, const struct audit_decision_in *in, int64_t *id,
                            struct medic_error *err);
 

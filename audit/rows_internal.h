@@ -8,14 +8,13 @@
 
 /* PostgreSQL: alert ids come from one sequence that every replica draws
  * on, and a notification's alerts must have consecutive ids (the engine
- * finds alert k at the first id plus k): a replica inserts them holding
- * this lock, for the inserts only. */
+ * finds alert k at the first id plus k): a replica inserts alerts holding
+ * this lock while the insert runs, alone when a notification among them
+ * has several, shared when each has one (their ids may interleave). */
 #define ALERT_IDS_LOCK 0x6d656469630001LL
 
 #define NOTIFICATION_COLUMNS 14
 #define ALERT_COLUMNS 12
-/* rows per statement: PostgreSQL takes at most 65,535 parameters */
-#define ROWS_PER_STATEMENT(columns) (60000 / (columns))
 
 static inline void audit__bind_text(struct db_stmt *st, int i, const char *v)
 {
@@ -34,9 +33,6 @@ static inline void audit__bind_id(struct db_stmt *st, int i, int64_t id)
 /* Runs st and clears it for the next use; id (unless NULL) receives the
  * first column of the row it returned (an insert's new id), 0 when none. */
 int audit__step_id(struct db_stmt *st, int64_t *id, struct medic_error *err, const char *what);
-/* "HEAD VALUES (?1, ..., ?C), (...) ...TAIL" for rows rows of columns. */
-int audit__values_sql(struct medic_buf *b, const char *head, size_t rows, int columns,
-                      const char *tail);
 /* A notification's row, the first or a duplicate of first, bound to
  * parameters base + 1 to base + 14. */
 void audit__bind_notification_at(struct db_stmt *st, int base, const struct job *job,

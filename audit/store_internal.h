@@ -103,6 +103,8 @@ struct audit_store {
     void *conn;                          /* the backend's own connection */
     struct db *db;
     struct db_stmt *stmts[ST_COUNT];
+    /* the backend's own statements, prepared on first use */
+    struct db_stmt *fence, *own[8];
     /* each chain's last hash in the open transaction ("": not read yet);
      * forgotten when a transaction begins */
     char chain_head[CHAIN_COUNT][65];
