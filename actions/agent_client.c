@@ -202,7 +202,8 @@ static void finding(char *detail, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-int agent_health_judge(const char *json, size_t len, int expected_gpus, char *detail, size_t size)
+int agent_health_judge(const char *json, size_t len, int expected_gpus,
+                       const struct medic_health_criteria *h, char *detail, size_t size)
 {
     detail[0] = '\0';
     cJSON *j = len <= AGENT_HEALTH_MAX ? cJSON_ParseWithLength(json, len) : NULL;
@@ -214,7 +215,7 @@ int agent_health_judge(const char *json, size_t len, int expected_gpus, char *de
         return -1;
     }
     int visible = count->valueint;
-    if (expected_gpus > 0 && visible < expected_gpus)
+    if (expected_gpus > 0 && visible < expected_gpus - h->missing_gpus)
         finding(detail, size, "%d of %d GPUs visible (the inventory's gpus): one fell off the bus?",
                 visible, expected_gpus);
     const cJSON *g;
@@ -225,20 +226,25 @@ int agent_health_judge(const char *json, size_t len, int expected_gpus, char *de
         const cJSON *remap = cJSON_GetObjectItemCaseSensitive(g, "remapped_rows");
         const cJSON *retired = cJSON_GetObjectItemCaseSensitive(g, "retired_pages_pending");
         int i = cJSON_IsNumber(index) ? index->valueint : -1;
-        if (cJSON_IsString(ra) && strcmp(ra->valuestring, "none") != 0)
+        int code = cJSON_IsString(ra) ? medic_recovery_parse(ra->valuestring) : -2;
+        if (code != -2 && (code < 0 || !(h->recovery_ok & (1u << code))))
             finding(detail, size, "GPU %d: the driver recommends %.40s", i, ra->valuestring);
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(remap, "pending")))
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(remap, "pending")) &&
+            !h->remap_pending_ok)
             finding(detail, size, "GPU %d: a row remapping is pending (a GPU reset applies it)", i);
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(remap, "failure")))
             finding(detail, size, "GPU %d: row remapping failed (no spare rows left: an RMA)", i);
-        if (cJSON_IsTrue(retired))
+        if (cJSON_IsTrue(retired) && !h->retirement_pending_ok)
             finding(detail, size, "GPU %d: a page retirement is pending", i);
     }
     cJSON_Delete(j);
     if (detail[0])
         return 0;
     snprintf(detail, size, "%d GPU(s) visible%s, none with a recovery action or pending repair",
-             visible, expected_gpus > 0 ? " as the inventory says" : "");
+             visible,
+             expected_gpus <= 0         ? ""
+             : visible >= expected_gpus ? " as the inventory says"
+                                        : " (safety.health.missing_gpus allows fewer)");
     return 1;
 }
 
@@ -281,13 +287,14 @@ enum medic_outcome agent_health_read(const char *url, const char *token, long ti
 }
 
 enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,
-                                long timeout_ms, char *detail, size_t size)
+                                const struct medic_health_criteria *h, long timeout_ms,
+                                char *detail, size_t size)
 {
     struct medic_buf b;
     medic_buf_init(&b, AGENT_HEALTH_MAX);
     enum medic_outcome r = agent_health_read(url, token, timeout_ms, &b, detail, size);
     if (r == MEDIC_OUTCOME_SUCCEEDED &&
-        agent_health_judge(b.data ? b.data : "", b.len, expected_gpus, detail, size) != 1)
+        agent_health_judge(b.data ? b.data : "", b.len, expected_gpus, h, detail, size) != 1)
         r = MEDIC_OUTCOME_FAILED;
     medic_buf_release(&b);
     return r;

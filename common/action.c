@@ -45,6 +45,11 @@ int medic_recovery_parse(const char *name)
     return -1;
 }
 
+void medic_health_criteria_default(struct medic_health_criteria *h)
+{
+    *h = (struct medic_health_criteria){.recovery_ok = 1u << 0, .slurm = 1, .bmc = 1};
+}
+
 const char *medic_action_name(enum medic_action_kind kind)
 {
     return (unsigned)kind < MEDIC_ACTION_KIND_COUNT ? kinds[kind].name : "unknown";

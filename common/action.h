@@ -189,6 +189,18 @@ extern const char *const medic_recovery_names[MEDIC_RECOVERY_COUNT];
 /* The code of a recovery action's name, or -1. */
 int medic_recovery_parse(const char *name);
 
+/* What a health check (the verify step, and the check before a resume)
+ * accepts as healthy: safety.health. */
+struct medic_health_criteria {
+    int missing_gpus;          /* GPUs of the inventory's gpus that may be missing; 0 */
+    unsigned recovery_ok;      /* recovery actions (bits by code) that pass; none only */
+    int remap_pending_ok;      /* a pending row remapping passes; 0 */
+    int retirement_pending_ok; /* a pending page retirement passes; 0 */
+    int slurm;                 /* Slurm must say the node responds; 1 */
+    int bmc;                   /* the BMC must say power on; 1 */
+};
+void medic_health_criteria_default(struct medic_health_criteria *h);
+
 /* How an action ended. */
 #define MEDIC_OUTCOMES(X)                                                                          \
     X(SUCCEEDED, "succeeded", "the action was carried out and confirmed")                          \

@@ -245,6 +245,15 @@ static const struct directive directives[] = {
      "with its history; `off` turns it off. Quarantined nodes count against "
      "`max_disrupted_fraction`, not against `max_disruptive_in_flight`",
      NULL},
+    {"safety", "health", D_DOC, 0, 0, 0, NULL, NULL,
+     "`{ missing_gpus: 0, recovery_actions: [none], allow_pending_remap: false, "
+     "allow_pending_retirement: false, slurm: true, bmc: true }`",
+     "what a health check (a `verify` step, and the check before a resume) accepts: GPUs of the "
+     "inventory's `gpus` that may be missing, the driver's recommended recovery actions that "
+     "pass, whether a pending row remapping or page retirement passes (a failed remapping never "
+     "does), and whether Slurm must say the node responds and its BMC that its power is on; "
+     "`medic check config` warns about each loosening",
+     NULL},
     {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
      "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},
     {"policies[]", "name", D_DOC, 0, 0, 0, NULL, NULL, "required",

@@ -108,6 +108,24 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
              "undone; set it well above your routes' repeat_interval",
              expiry);
     }
+    /* a health check made lenient lets a node back that is not repaired */
+    const struct medic_health_criteria *h = &s->health;
+    if (h->missing_gpus)
+        warn(out,
+             "safety.health.missing_gpus %d: a node with %d GPU(s) fewer than the inventory says "
+             "passes its check and returns to Slurm; jobs that ask for every GPU of a node will "
+             "not fit on it",
+             h->missing_gpus, h->missing_gpus);
+    for (int code = 1; code < MEDIC_RECOVERY_COUNT; code++)
+        if (h->recovery_ok & (1u << code))
+            warn(out,
+                 "safety.health.recovery_actions accepts %s: a node whose driver still asks for "
+                 "it passes its check and returns to Slurm unrepaired",
+                 medic_recovery_names[code]);
+    if (!h->slurm || !h->bmc)
+        warn(out, "safety.health.%s: false: a node passes its check without %s",
+             !h->slurm ? "slurm" : "bmc",
+             !h->slurm ? "Slurm saying it responds" : "its BMC saying its power is on");
     for (size_t i = 0; i < config->policies.count; i++) {
         const struct policy *p = &config->policies.items[i];
         int policy_disrupts = 0;

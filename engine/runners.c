@@ -251,17 +251,18 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
 {
     char part[600];
     int healthy = 1;
+    const struct medic_health_criteria *h = &c->policies.safety.health;
     detail[0] = '\0';
     if (n->agent_url) {
         const struct credential *cred = engine_agent_of(c, n, n->name, part, sizeof(part));
         enum medic_outcome o =
-            cred ? agent_health(n->agent_url, cred->token, n->gpus, 10000, part, sizeof(part))
+            cred ? agent_health(n->agent_url, cred->token, n->gpus, h, 10000, part, sizeof(part))
                  : MEDIC_OUTCOME_REFUSED;
         healthy &= o == MEDIC_OUTCOME_SUCCEEDED;
         size_t at = strlen(detail);
         snprintf(detail + at, size - at, "agent: %s", part);
     }
-    if (n->slurm_node) {
+    if (n->slurm_node && h->slurm) {
         struct slurm_options so;
         char state[128], reason[300];
         slurm_options_from(c, &so);
@@ -274,7 +275,7 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
         snprintf(detail + at, size - at, "%sslurm: %s%s", at ? "; " : "", read ? part : state,
                  read || up ? "" : " (not responding)");
     }
-    if (n->has_bmc) {
+    if (n->has_bmc && h->bmc) {
         struct ipmi_target t = {0};
         int power = ipmi_target_from(c, n, &t, part, sizeof(part)) == 0 ? -2 : -1;
         if (power == -2) {
@@ -289,10 +290,10 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
                  : power == 0 ? "power off"
                               : part);
     }
-    if (!n->agent_url && !n->slurm_node && !n->has_bmc)
+    if (!n->agent_url && !(n->slurm_node && h->slurm) && !(n->has_bmc && h->bmc))
         snprintf(detail, size,
                  "nothing to check: the inventory gives node '%s' no agent, slurm "
-                 "node or bmc",
+                 "node or bmc (or safety.health turns their checks off)",
                  n->name);
     return healthy;
 }

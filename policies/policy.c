@@ -32,6 +32,7 @@ void policy_safety_default(struct policy_safety *s)
     s->restart_grace = 5 * 60 * MEDIC_NS_PER_SEC;
     s->quarantine_incidents = 3;
     s->quarantine_window = 7 * 86400 * MEDIC_NS_PER_SEC;
+    medic_health_criteria_default(&s->health);
 }
 
 struct parser {
@@ -291,24 +292,25 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
     return 0;
 }
 
-/* recovery_action: [gpu_reset, drain_and_reset]: names of NVML's recovery actions. */
-static int parse_recovery(struct parser *p, const struct yaml_tree_node *v, struct policy *pol)
+/* KEY: [gpu_reset, drain_and_reset]: names of NVML's recovery actions,
+ * as bits by their code into *mask. */
+static int parse_recovery(struct parser *p, const struct yaml_tree_node *v, const char *key,
+                          unsigned *mask)
 {
-    int rc = yaml_fields_sequence(&p->f, v, "recovery_action");
+    int rc = yaml_fields_sequence(&p->f, v, key);
     if (rc == 0 && v->count == 0)
-        rc = yaml_fields_fail(&p->f, v, "recovery_action: name at least one");
+        rc = yaml_fields_fail(&p->f, v, "%s: name at least one", key);
     for (size_t i = 0; rc == 0 && i < v->count; i++) {
         const struct yaml_tree_node *x = v->items[i];
-        int code =
-            yaml_fields_scalar(&p->f, x, "recovery_action") ? -2 : medic_recovery_parse(x->value);
+        int code = yaml_fields_scalar(&p->f, x, key) ? -2 : medic_recovery_parse(x->value);
         if (code == -2)
             return MEDIC_E_INVALID;
         if (code < 0)
             return yaml_fields_fail(&p->f, x,
-                                    "recovery_action: '%s' is not one of none, gpu_reset, "
-                                    "node_reboot, drain_p2p, drain_and_reset, bus_reset",
-                                    x->value);
-        pol->recovery_mask |= 1u << code;
+                                    "%s: '%s' is not one of none, gpu_reset, node_reboot, "
+                                    "drain_p2p, drain_and_reset, bus_reset",
+                                    key, x->value);
+        *mask |= 1u << code;
     }
     return rc;
 }
@@ -334,7 +336,7 @@ static int parse_when(struct parser *p, const struct yaml_tree_node *n, struct p
                                   v->value);
     }
     if (rc == 0 && (v = yaml_tree_get(n, "recovery_action")))
-        rc = parse_recovery(p, v, pol);
+        rc = parse_recovery(p, v, "recovery_action", &pol->recovery_mask);
     if (rc == 0 && (v = yaml_tree_get(n, "recovery_unknown"))) {
         rc = yaml_fields_scalar(&p->f, v, "recovery_unknown");
         if (rc == 0 && (strcmp(v->value, "act") == 0 || strcmp(v->value, "skip") == 0))
@@ -538,6 +540,40 @@ static int parse_quarantine(struct parser *p, const struct yaml_tree_node *v,
     return rc;
 }
 
+/* health: what a verify accepts (struct medic_health_criteria) */
+static int parse_health(struct parser *p, const struct yaml_tree_node *v,
+                        struct medic_health_criteria *h)
+{
+    static const char *const keys[] = {"missing_gpus",
+                                       "recovery_actions",
+                                       "allow_pending_remap",
+                                       "allow_pending_retirement",
+                                       "slurm",
+                                       "bmc",
+                                       NULL};
+    int rc = yaml_fields_mapping(&p->f, v, "health");
+    if (rc == 0)
+        rc = yaml_fields_known_keys(&p->f, v, "health", keys);
+    const struct yaml_tree_node *x;
+    size_t missing = 0;
+    if (rc == 0 && (x = yaml_tree_get(v, "missing_gpus")) &&
+        (rc = yaml_fields_size(&p->f, x, "missing_gpus", 0, 64, &missing)) == 0)
+        h->missing_gpus = (int)missing;
+    if (rc == 0 && (x = yaml_tree_get(v, "recovery_actions"))) {
+        h->recovery_ok = 0;
+        rc = parse_recovery(p, x, "recovery_actions", &h->recovery_ok);
+    }
+    if (rc == 0 && (x = yaml_tree_get(v, "allow_pending_remap")))
+        rc = yaml_fields_bool(&p->f, x, "allow_pending_remap", &h->remap_pending_ok);
+    if (rc == 0 && (x = yaml_tree_get(v, "allow_pending_retirement")))
+        rc = yaml_fields_bool(&p->f, x, "allow_pending_retirement", &h->retirement_pending_ok);
+    if (rc == 0 && (x = yaml_tree_get(v, "slurm")))
+        rc = yaml_fields_bool(&p->f, x, "slurm", &h->slurm);
+    if (rc == 0 && (x = yaml_tree_get(v, "bmc")))
+        rc = yaml_fields_bool(&p->f, x, "bmc", &h->bmc);
+    return rc;
+}
+
 static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct policy_safety *s)
 {
     static const char *const keys[] = {"max_disruptive_in_flight",
@@ -548,6 +584,7 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
                                        "restart_grace",
                                        "maintenance",
                                        "quarantine",
+                                       "health",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
     int rc = yaml_fields_mapping(&p->f, n, "safety");
@@ -596,6 +633,8 @@ static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct
         rc = parse_maintenance(p, v, s);
     if (rc == 0 && (v = yaml_tree_get(n, "quarantine")))
         rc = parse_quarantine(p, v, s);
+    if (rc == 0 && (v = yaml_tree_get(n, "health")))
+        rc = parse_health(p, v, &s->health);
     return rc;
 }
 

@@ -26,11 +26,13 @@ enum medic_outcome agent_gpu_reset(const char *url, const char *token, int index
 /* The largest health report medic reads. */
 #define AGENT_HEALTH_MAX ((size_t)1 << 20)
 
-/* Judges an agent's GET /v1/health report by medic's idea of healthy:
- * expected_gpus visible (0: not checked), no GPU with a recovery action
- * other than none, a pending or failed row remapping, or a pending page
- * retirement. 1 healthy, 0 not (detail says what), -1 not a report. */
-int agent_health_judge(const char *json, size_t len, int expected_gpus, char *detail, size_t size);
+/* Judges an agent's GET /v1/health report by h (safety.health; by
+ * default: expected_gpus visible, 0 not checked; no GPU with a recovery
+ * action other than none, a pending or failed row remapping, or a pending
+ * page retirement; a failed remapping never passes). 1 healthy, 0 not
+ * (detail says what), -1 not a report. */
+int agent_health_judge(const char *json, size_t len, int expected_gpus,
+                       const struct medic_health_criteria *h, char *detail, size_t size);
 
 /* The recovery action the driver recommends for each GPU of a health
  * report, by GPU index (codes[i]: -1 unknown; count: the GPUs reported, at
@@ -44,6 +46,7 @@ enum medic_outcome agent_health_read(const char *url, const char *token, long ti
 
 /* Reads and judges the node's health: succeeded when healthy. */
 enum medic_outcome agent_health(const char *url, const char *token, int expected_gpus,
-                                long timeout_ms, char *detail, size_t size);
+                                const struct medic_health_criteria *h, long timeout_ms,
+                                char *detail, size_t size);
 
 #endif

@@ -89,6 +89,7 @@ struct policy_safety {
      * quarantined (kept drained for a person); 0: off. Default 3 in 7d */
     size_t quarantine_incidents;
     int64_t quarantine_window;
+    struct medic_health_criteria health; /* what a verify accepts */
 };
 
 struct policy_set {

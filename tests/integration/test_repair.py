@@ -292,6 +292,34 @@ def test_recovery_action_picks_the_policy(suite):
         in page, page
 
 
+def test_health_criteria_decide_what_passes(suite):
+    """safety.health says what a verify accepts: a driver that recommends
+    draining peer-to-peer traffic passes where the configuration accepts
+    it, and a GPU missing passes within missing_gpus; a recommended GPU
+    reset, which it does not accept, still quarantines its node."""
+    nodes = ["gpu-node-28", "gpu-node-29"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    agents = agents_for(suite, nodes, {"gpu-node-28": "3:recovery=3 6:missing=1",
+                                       "gpu-node-29": "3:recovery=1"})
+    policies = ("  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+                "    steps:\n"
+                "      - { action: drain }\n"
+                "      - { after: 1s, action: verify, within: 10s }\n")
+    medic = start_medic(suite, "health", cluster, bmcs, agents, oncall, policies,
+                        safety="health: { missing_gpus: 1, recovery_actions: [none, drain_p2p] },")
+    t0 = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, t0, "3", agents[n].uuid(3)),
+                          headers=AUTH)[0] == 200
+    verified = wait_state(medic, "gpu-node-28", "verified")
+    passed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-28"]
+    assert [o["result"] for o in passed] == ["succeeded"], passed
+    assert "missing_gpus allows fewer" in passed[0]["detail"], passed
+    quarantined = wait_state(medic, "gpu-node-29", "quarantined")
+    assert "GPU 3: the driver recommends gpu_reset" in quarantined["cause"], quarantined
+    assert verified["policy"] == quarantined["policy"] == "xid"
+
+
 def test_restart_while_verifying_looks_again(suite):
     """medic stops while a verify before a resume waits for the node (a GPU
     still missing): the verify is recorded interrupted, and after the
@@ -330,6 +358,7 @@ def test_restart_while_verifying_looks_again(suite):
 if __name__ == "__main__":
     Suite(__doc__).run([test_restart_while_verifying_looks_again,
                         test_recovery_action_picks_the_policy,
+                        test_health_criteria_decide_what_passes,
                         test_failed_reset_then_one_power_cycle,
                         test_node_back_without_a_gpu_is_quarantined,
                         test_repeat_offender_quarantined_and_released])

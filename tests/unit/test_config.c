@@ -404,6 +404,42 @@ static void test_directive_table(void **state)
                  "1:123: if_failed: the step before must be");
     expect_error("safety: { quarantine: { incidents: 1 } }\n",
                  "1:36: incidents: 1 is outside 2..1000");
+    /* what a health check accepts: each key, its errors, and a warning for
+     * each loosening */
+    expect_error("safety: { health: { recovery_actions: [none, reboot] } }\n",
+                 "1:46: recovery_actions: 'reboot' is not one of none, gpu_reset");
+    expect_error("safety: { health: { missing_gpus: 65 } }\n",
+                 "1:35: missing_gpus: 65 is outside 0..64");
+    expect_error("safety: { health: { gpus: 8 } }\n", "1:21: unknown key 'gpus' in health");
+    expect_error("safety: { health: { slurm: maybe } }\n",
+                 "1:28: slurm: expected true or false, got 'maybe'");
+    path = write_file("health.yaml",
+                      "safety: { health: { missing_gpus: 1, recovery_actions: [none, drain_p2p],"
+                      " allow_pending_remap: true, slurm: false } }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    const struct medic_health_criteria *h = &c.policies.safety.health;
+    assert_int_equal(h->missing_gpus, 1);
+    assert_int_equal(h->recovery_ok, (1u << 0) | (1u << medic_recovery_parse("drain_p2p")));
+    assert_true(h->remap_pending_ok && !h->retirement_pending_ok && !h->slurm && h->bmc);
+    medic_config_warn(&c, &w);
+    int loosened = 0;
+    for (size_t i = 0; i < w.count; i++)
+        loosened += strstr(w.items[i], "safety.health.missing_gpus 1") != NULL ||
+                    strstr(w.items[i], "recovery_actions accepts drain_p2p") != NULL ||
+                    strstr(w.items[i], "safety.health.slurm: false") != NULL;
+    assert_int_equal(loosened, 3);
+    medic_config_release(&c);
+    /* the defaults: nothing loosened, nothing said */
+    path = write_file("health-default.yaml", "log_level: info\n", 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    for (size_t i = 0; i < w.count; i++)
+        assert_null(strstr(w.items[i], "safety.health"));
+    assert_int_equal(c.policies.safety.health.recovery_ok, 1u);
+    medic_config_release(&c);
 }
 
 static void test_secret_file_mode(void **state)
