@@ -31,6 +31,51 @@ static void node_release(struct inventory_node *n)
     free(n->slurm_node);
     free(n->agent_url);
     free(n->agent_credentials);
+    for (size_t i = 0; i < n->label_count; i++) {
+        free(n->label_keys[i]);
+        free(n->label_values[i]);
+    }
+}
+
+const char *inventory_node_label(const struct inventory_node *n, const char *key)
+{
+    for (size_t i = 0; i < n->label_count; i++)
+        if (strcmp(n->label_keys[i], key) == 0)
+            return n->label_values[i];
+    return NULL;
+}
+
+/* labels: { rack: r12, pdu: p3 }: names of letters, digits and '_', values
+ * up to 63 bytes. */
+static int parse_labels(struct yaml_fields *f, const struct yaml_tree_node *v,
+                        struct inventory_node *node)
+{
+    int rc = yaml_fields_mapping(f, v, "labels");
+    if (rc)
+        return rc;
+    if (v->count > INVENTORY_MAX_LABELS)
+        return yaml_fields_fail(f, v, "labels: at most %d", INVENTORY_MAX_LABELS);
+    for (size_t i = 0; i < v->count; i++) {
+        const char *k = v->keys[i];
+        size_t len = strlen(k);
+        if (len == 0 || len > 31 ||
+            strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != len)
+            return yaml_fields_fail(f, v->items[i],
+                                    "labels: '%s' is not a label name (up to 31 letters, digits "
+                                    "or '_')",
+                                    k);
+        char *value = NULL;
+        if ((rc = yaml_fields_string(f, v->items[i], k, &value)))
+            return rc;
+        if (strlen(value) > 63 || !*value) {
+            free(value);
+            return yaml_fields_fail(f, v->items[i], "%s: a label value of 1 to 63 bytes", k);
+        }
+        node->label_values[node->label_count] = value;
+        if (!(node->label_keys[node->label_count++] = strdup(k)))
+            return medic_error_set(f->err, MEDIC_E_NOMEM, "out of memory");
+    }
+    return 0;
 }
 
 void inventory_release(struct inventory *inv)
@@ -109,7 +154,8 @@ static int parse_bmc(struct yaml_fields *f, const struct yaml_tree_node *n, stru
 static int parse_node(struct yaml_fields *f, const struct yaml_tree_node *n,
                       struct inventory_node *node)
 {
-    static const char *const keys[] = {"name", "aliases", "bmc", "slurm", "agent", "gpus", NULL};
+    static const char *const keys[] = {"name",  "aliases", "bmc",    "slurm",
+                                       "agent", "gpus",    "labels", NULL};
     int rc = yaml_fields_mapping(f, n, "node");
     if (rc == 0)
         rc = yaml_fields_known_keys(f, n, "a node", keys);
@@ -163,6 +209,8 @@ static int parse_node(struct yaml_fields *f, const struct yaml_tree_node *n,
             return rc;
         node->gpus = (int)gpus;
     }
+    if ((v = yaml_tree_get(n, "labels")))
+        return parse_labels(f, v, node);
     return 0;
 }
 

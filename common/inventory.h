@@ -14,6 +14,7 @@
 #define INVENTORY_MAX_NODES 100000
 #define INVENTORY_MAX_ALIASES 16
 #define INVENTORY_MAX_WORKAROUNDS 8
+#define INVENTORY_MAX_LABELS 8
 
 struct inventory_bmc {
     char *address;     /* host:port */
@@ -34,6 +35,10 @@ struct inventory_node {
     char *agent_url;  /* NULL: no medic agent */
     char *agent_credentials;
     int gpus;
+    /* where the node sits (rack, pdu, partition, ...): the groups that
+     * safety.group_caps cap */
+    char *label_keys[INVENTORY_MAX_LABELS], *label_values[INVENTORY_MAX_LABELS];
+    size_t label_count;
 };
 
 struct inventory_index;
@@ -54,6 +59,9 @@ int inventory_parse_nodes(const char *file, const struct yaml_tree_node *list,
 /* Reads and parses an inventory file. */
 int inventory_load(const char *path, struct inventory *out, struct medic_error *err);
 void inventory_release(struct inventory *inv);
+
+/* The value of the node's label key, or NULL when it has none. */
+const char *inventory_node_label(const struct inventory_node *n, const char *key);
 
 /* The node named name or aliased by it, or NULL. */
 const struct inventory_node *inventory_find(const struct inventory *inv, const char *name);

@@ -254,6 +254,16 @@ static const struct directive directives[] = {
      "does), and whether Slurm must say the node responds and its BMC that its power is on; "
      "`medic check config` warns about each loosening",
      NULL},
+    {"safety", "group_caps", D_DOC, 0, 0, 0, NULL, NULL, "none",
+     "caps per topology group: `[{ label: rack, max_disrupted: 1 }, { label: partition, "
+     "max_disrupted_fraction: 0.1 }, { nodes: HOSTLIST, max_disrupted: 1 }]`. `label` makes one "
+     "group of each value of an inventory label (every rack its own), `nodes` one group of a "
+     "Slurm hostlist; a disruptive step is held while its node's group already has as many "
+     "disrupted nodes as the cap allows (the smaller of `max_disrupted` and the fraction of the "
+     "group's inventory nodes, rounded down), as the fleet caps hold it; quarantined nodes count. "
+     "Shown on the page and as `medic_group_disrupted_nodes`; `medic check config` warns about "
+     "an entry that covers no node and a fraction that allows no node in a small group",
+     NULL},
     {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
      "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},
     {"policies[]", "name", D_DOC, 0, 0, 0, NULL, NULL, "required",

@@ -108,6 +108,38 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
              "undone; set it well above your routes' repeat_interval",
              expiry);
     }
+    /* a group cap that caps nothing (a typo in its label or hostlist), or
+     * one whose fraction of a small group allows no node at all */
+    for (size_t i = 0; i < s->group_cap_count && inventory; i++) {
+        const struct group_cap *g = &s->group_caps[i];
+        size_t covered = 0, starved = 0;
+        const char *example = NULL;
+        for (size_t k = 0; k < inventory; k++) {
+            const char *group = policy_group_of(g, &config->inventory.nodes[k]);
+            if (!group)
+                continue;
+            covered++;
+            if (g->max_fraction >= 0 &&
+                policy_group_limit(g, policy_group_size(g, group, &config->inventory)) == 0 &&
+                g->max_disrupted != 0) {
+                starved++;
+                example = group;
+            }
+        }
+        if (!covered)
+            warn(out, "%s:%d:%d: safety.group_caps entry %zu (%s%s) covers no inventory node: %s",
+                 config->source, g->line, g->col, i + 1,
+                 g->label ? "label: " : "nodes: ", g->label ? g->label : g->nodes_text,
+                 g->label ? "no node has that label (labels: { ... } in the inventory)"
+                          : "check the hostlist against the inventory's names");
+        else if (starved)
+            warn(out,
+                 "%s:%d:%d: safety.group_caps entry %zu: max_disrupted_fraction %g allows no "
+                 "node at all in the groups of %zu node(s) (%s=%s among them): every disruptive "
+                 "action there will be held; set max_disrupted instead for small groups",
+                 config->source, g->line, g->col, i + 1, g->max_fraction, starved,
+                 g->label ? g->label : "nodes", example);
+    }
     /* a health check made lenient lets a node back that is not repaired */
     const struct medic_health_criteria *h = &s->health;
     if (h->missing_gpus)

@@ -51,6 +51,10 @@ int64_t engine_now(struct engine *e);
  * the state last committed to the audit log; fn's result, or a failure to
  * read that state (err set). */
 int engine_with_state(struct engine *e, engine_state_fn fn, void *arg, struct medic_error *err);
+/* The topology groups of config's group caps that hold disrupted nodes
+ * now (at most max into out; 0 when the state cannot be read). */
+size_t engine_group_usage(struct engine *e, const struct medic_config *config,
+                          struct policy_group_use *out, size_t max);
 /* The engine's counters; zeros on a replica that does not lead. */
 void engine_stats(struct engine *e, struct engine_pipeline_stats *out);
 

@@ -4,6 +4,66 @@
 
 #include <stdio.h>
 
+struct group_read {
+    const struct medic_config *config;
+    struct policy_group_use *out;
+    size_t max, count;
+};
+
+static int read_groups(void *arg, struct policy_state *st)
+{
+    struct group_read *g = arg;
+    g->count =
+        policy_group_usage(st, &g->config->policies.safety, &g->config->inventory, g->out, g->max);
+    return 0;
+}
+
+size_t engine_group_usage(struct engine *e, const struct medic_config *config,
+                          struct policy_group_use *out, size_t max)
+{
+    struct group_read g = {config, out, max, 0};
+    struct medic_error err = {0};
+    if (!config->policies.safety.group_cap_count || engine_with_state(e, read_groups, &g, &err))
+        return 0;
+    return g.count;
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void label_value(struct medic_buf *b, const char *v)
+{
+    for (; *v; v++)
+        if (*v == '\\' || *v == '"')
+            medic_buf_printf(b, "\\%c", *v);
+        else if (*v == '\n')
+            medic_buf_puts(b, "\\n");
+        else
+            medic_buf_append(b, v, 1);
+}
+
+/* Each topology group with disrupted nodes, beside its cap. */
+static void group_metrics(struct engine *engine, const struct medic_config *config,
+                          struct medic_buf *b)
+{
+    struct policy_group_use use[64];
+    size_t n = engine_group_usage(engine, config, use, 64);
+    static const char *const names[] = {"medic_group_disrupted_nodes",
+                                        "medic_group_max_disrupted_nodes"};
+    static const char *const help[] = {
+        "Nodes medic holds disrupted in a topology group of safety.group_caps (groups that hold "
+        "one or more; label is the inventory label, or nodes for a hostlist).",
+        "The nodes that group's cap lets medic hold disrupted at once."};
+    for (int k = 0; k < 2; k++) {
+        medic_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[k], help[k], names[k]);
+        for (size_t i = 0; i < n; i++) {
+            medic_buf_printf(b, "%s{label=\"", names[k]);
+            label_value(b, use[i].label);
+            medic_buf_puts(b, "\",group=\"");
+            label_value(b, use[i].group);
+            medic_buf_printf(b, "\"} %zu\n", k ? use[i].limit : use[i].disrupted);
+        }
+    }
+}
+
 static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
 {
     struct engine_pipeline_stats st;
@@ -73,6 +133,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# TYPE medic_safety_max_disrupted_nodes gauge\n"
                      "medic_safety_max_disrupted_nodes %zu\n",
                      s->max_disruptive_in_flight, fraction_nodes);
+    group_metrics(engine, config, b);
     medic_config_unref(config);
 }
 

@@ -171,6 +171,24 @@ static void summary(struct medic_buf *out, struct engine *e, const struct medic_
                      st->storm ? "active" : "none", st->open_incidents, st->disrupted_nodes,
                      s->max_disruptive_in_flight, s->max_disrupted_fraction, inventory,
                      policy_max_disrupted_nodes(s, inventory));
+    /* the topology groups that hold disrupted nodes, against their caps */
+    struct policy_group_use use[32];
+    size_t groups = engine_group_usage(e, config, use, 32);
+    if (groups) {
+        medic_buf_puts(out, "<p class=\"summary\"><span>group caps:");
+        for (size_t i = 0; i < groups; i++) {
+            medic_buf_puts(out, i ? ", " : " ");
+            medic_html_text(out, use[i].label);
+            medic_buf_puts(out, use[i].cap < s->group_cap_count && s->group_caps[use[i].cap].label
+                                    ? "="
+                                    : " ");
+            medic_html_text(out, use[i].group);
+            medic_buf_printf(out, " <b%s>%zu of %zu</b>",
+                             use[i].disrupted >= use[i].limit ? " class=\"badge storm\"" : "",
+                             use[i].disrupted, use[i].limit);
+        }
+        medic_buf_puts(out, "</span></p>\n");
+    }
 }
 
 static const char *const incident_columns[] = {

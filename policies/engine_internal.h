@@ -253,6 +253,10 @@ void policy__labels_free(struct label_copy *l);
 int policy__labels_copy(struct label_copy *to, const struct medic_labels *from);
 struct node_state *policy__node_get(struct policy_state *st, const char *name, int create);
 /* 0: not disrupted; 1: disrupted; 2: disrupted and quarantined. */
+/* 1 when a cap of safety.group_caps holds a disruptive step on node
+ * (reason says which), else 0. */
+int policy__group_caps_hold(const struct policy_context *ctx, const struct policy_state *st,
+                            const char *node, char *reason, size_t size);
 int policy__node_disrupted(const struct node_state *n);
 /* Keeps the count of disrupted nodes after a change to n's drained_by_medic,
  * limited_by_medic or acting; was: policy__node_disrupted(n) before it. */

@@ -127,6 +127,8 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
                                  : "");
             return 1;
         }
+        if (policy__group_caps_hold(ctx, st, in->node, reason, size))
+            return 1;
     }
     return 0;
 }

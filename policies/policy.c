@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "policy.h"
-#include "hostlist.h"
+#include "policy_parse.h"
 #include "timeutil.h"
 #include "yaml_fields.h"
 
@@ -8,38 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t policy_max_disrupted_nodes(const struct policy_safety *s, size_t inventory)
-{
-    return (size_t)floor(s->max_disrupted_fraction * (double)inventory + 1e-9);
-}
-
-int policy_maintenance_covers(const struct maintenance_window *m, const char *node)
-{
-    return m->hosts ? medic_hostlist_match(m->hosts, node)
-                    : regexec(&m->nodes, node, 0, NULL, 0) == 0;
-}
-
-void policy_safety_default(struct policy_safety *s)
-{
-    memset(s, 0, sizeof(*s));
-    s->max_disruptive_in_flight = 2;
-    s->max_disrupted_fraction = 0.05;
-    s->storm_max_alerting_nodes = 20;
-    s->storm_window = 5 * 60 * MEDIC_NS_PER_SEC;
-    s->max_alert_age = 3600 * MEDIC_NS_PER_SEC;
-    s->alert_expiry = 12 * 3600 * MEDIC_NS_PER_SEC;
-    s->restart_grace = 5 * 60 * MEDIC_NS_PER_SEC;
-    s->quarantine_incidents = 3;
-    s->quarantine_window = 7 * 86400 * MEDIC_NS_PER_SEC;
-    medic_health_criteria_default(&s->health);
-}
-
-struct parser {
-    struct yaml_fields f;
-    const char *const *notifiers;
-    size_t notifier_count;
-};
 
 static void step_release(struct policy_step *s)
 {
@@ -65,16 +32,7 @@ void policy_set_release(struct policy_set *set)
     for (size_t i = 0; i < set->count; i++)
         policy_release(&set->items[i]);
     free(set->items);
-    for (size_t i = 0; i < set->safety.maintenance_count; i++) {
-        if (set->safety.maintenance[i].hosts)
-            medic_hostlist_free(set->safety.maintenance[i].hosts);
-        else
-            regfree(&set->safety.maintenance[i].nodes);
-        free(set->safety.maintenance[i].nodes_text);
-        free(set->safety.maintenance[i].reason);
-    }
-    free(set->safety.maintenance);
-    free(set->safety.storm_notifier);
+    policy__safety_release(&set->safety);
     memset(set, 0, sizeof(*set));
 }
 
@@ -94,7 +52,7 @@ static int parse_template(struct parser *p, const struct yaml_tree_node *n, cons
     return 0;
 }
 
-static int known_notifier(struct parser *p, const struct yaml_tree_node *n, const char *name)
+int policy__known_notifier(struct parser *p, const struct yaml_tree_node *n, const char *name)
 {
     if (!p->notifiers)
         return 0;
@@ -169,7 +127,7 @@ static int parse_param(struct parser *p, const struct yaml_tree_node *v,
     case MEDIC_PARAM_NAME:
         rc = yaml_fields_string(&p->f, v, param->key, (char **)field);
         if (rc == 0 && strcmp(param->key, "notifier") == 0)
-            rc = known_notifier(p, v, *(char **)field);
+            rc = policy__known_notifier(p, v, *(char **)field);
         return rc;
     case MEDIC_PARAM_TEXT:
         rc = parse_template(p, v, param->key, &s->text);
@@ -294,8 +252,8 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
 
 /* KEY: [gpu_reset, drain_and_reset]: names of NVML's recovery actions,
  * as bits by their code into *mask. */
-static int parse_recovery(struct parser *p, const struct yaml_tree_node *v, const char *key,
-                          unsigned *mask)
+int policy__parse_recovery(struct parser *p, const struct yaml_tree_node *v, const char *key,
+                           unsigned *mask)
 {
     int rc = yaml_fields_sequence(&p->f, v, key);
     if (rc == 0 && v->count == 0)
@@ -336,7 +294,7 @@ static int parse_when(struct parser *p, const struct yaml_tree_node *n, struct p
                                   v->value);
     }
     if (rc == 0 && (v = yaml_tree_get(n, "recovery_action")))
-        rc = parse_recovery(p, v, "recovery_action", &pol->recovery_mask);
+        rc = policy__parse_recovery(p, v, "recovery_action", &pol->recovery_mask);
     if (rc == 0 && (v = yaml_tree_get(n, "recovery_unknown"))) {
         rc = yaml_fields_scalar(&p->f, v, "recovery_unknown");
         if (rc == 0 && (strcmp(v->value, "act") == 0 || strcmp(v->value, "skip") == 0))
@@ -458,186 +416,6 @@ static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct
     return 0;
 }
 
-static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
-                             struct policy_safety *s)
-{
-    static const char *const keys[] = {"nodes", "start", "end", "reason", NULL};
-    int rc = yaml_fields_sequence(&p->f, n, "maintenance");
-    if (rc)
-        return rc;
-    s->maintenance = calloc(n->count ? n->count : 1, sizeof(*s->maintenance));
-    if (!s->maintenance)
-        return medic_error_set(p->f.err, MEDIC_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < n->count; i++) {
-        const struct yaml_tree_node *w = n->items[i];
-        struct maintenance_window *m = &s->maintenance[i];
-        if ((rc = yaml_fields_mapping(&p->f, w, "maintenance")) ||
-            (rc = yaml_fields_known_keys(&p->f, w, "a maintenance window", keys)))
-            return rc;
-        const struct yaml_tree_node *nodes = yaml_tree_get(w, "nodes");
-        const struct yaml_tree_node *start = yaml_tree_get(w, "start");
-        const struct yaml_tree_node *end = yaml_tree_get(w, "end");
-        if (!nodes || !start || !end)
-            return yaml_fields_fail(&p->f, w, "maintenance: needs nodes, start and end");
-        if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
-            return rc;
-        char why[192];
-        int bad = m->nodes_text[0] == '~'
-                      ? policy_regex_compile(m->nodes_text + 1, &m->nodes, why, sizeof(why))
-                      : medic_hostlist_parse(m->nodes_text, &m->hosts, why, sizeof(why));
-        if (bad) { /* not counted yet: nothing else releases its text */
-            rc = m->nodes_text[0] == '~'
-                     ? yaml_fields_fail(&p->f, nodes, "nodes: the regex %s", why)
-                     : yaml_fields_fail(&p->f, nodes,
-                                        "nodes: %s (a Slurm hostlist: gpu-[0001-0100,0200]; "
-                                        "~REGEX for a regular expression)",
-                                        why);
-            free(m->nodes_text);
-            m->nodes_text = NULL;
-            return rc;
-        }
-        s->maintenance_count++;
-        const struct yaml_tree_node *times[2] = {start, end};
-        int64_t *out[2] = {&m->start, &m->end};
-        for (int k = 0; k < 2; k++) {
-            if ((rc = yaml_fields_scalar(&p->f, times[k], k ? "end" : "start")))
-                return rc;
-            if (medic_time_parse_rfc3339(times[k]->value, strlen(times[k]->value), out[k]) ||
-                *out[k] == MEDIC_TIME_UNSET)
-                return yaml_fields_fail(&p->f, times[k], "%s: not an RFC 3339 time",
-                                        k ? "end" : "start");
-        }
-        if (m->end <= m->start)
-            return yaml_fields_fail(&p->f, end, "end: must come after start");
-        const struct yaml_tree_node *reason = yaml_tree_get(w, "reason");
-        if (reason && (rc = yaml_fields_string(&p->f, reason, "reason", &m->reason)))
-            return rc;
-    }
-    return 0;
-}
-
-/* quarantine: { incidents: N, window: D }, or off */
-static int parse_quarantine(struct parser *p, const struct yaml_tree_node *v,
-                            struct policy_safety *s)
-{
-    static const char *const keys[] = {"incidents", "window", NULL};
-    if (v->kind == YAML_TREE_SCALAR && strcmp(v->value, "off") == 0) {
-        s->quarantine_incidents = 0;
-        return 0;
-    }
-    int rc = yaml_fields_mapping(&p->f, v, "quarantine");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&p->f, v, "quarantine", keys);
-    const struct yaml_tree_node *x;
-    if (rc == 0 && (x = yaml_tree_get(v, "incidents")))
-        rc = yaml_fields_size(&p->f, x, "incidents", 2, 1000, &s->quarantine_incidents);
-    if (rc == 0 && (x = yaml_tree_get(v, "window")))
-        rc = yaml_fields_duration(&p->f, x, "window", &s->quarantine_window);
-    if (rc == 0 && (s->quarantine_window < MEDIC_NS_PER_SEC ||
-                    s->quarantine_window > 365 * 86400 * MEDIC_NS_PER_SEC))
-        rc = yaml_fields_fail(&p->f, yaml_tree_get(v, "window"),
-                              "window: 1s to 365d (a node's incidents within it are counted)");
-    return rc;
-}
-
-/* health: what a verify accepts (struct medic_health_criteria) */
-static int parse_health(struct parser *p, const struct yaml_tree_node *v,
-                        struct medic_health_criteria *h)
-{
-    static const char *const keys[] = {"missing_gpus",
-                                       "recovery_actions",
-                                       "allow_pending_remap",
-                                       "allow_pending_retirement",
-                                       "slurm",
-                                       "bmc",
-                                       NULL};
-    int rc = yaml_fields_mapping(&p->f, v, "health");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&p->f, v, "health", keys);
-    const struct yaml_tree_node *x;
-    size_t missing = 0;
-    if (rc == 0 && (x = yaml_tree_get(v, "missing_gpus")) &&
-        (rc = yaml_fields_size(&p->f, x, "missing_gpus", 0, 64, &missing)) == 0)
-        h->missing_gpus = (int)missing;
-    if (rc == 0 && (x = yaml_tree_get(v, "recovery_actions"))) {
-        h->recovery_ok = 0;
-        rc = parse_recovery(p, x, "recovery_actions", &h->recovery_ok);
-    }
-    if (rc == 0 && (x = yaml_tree_get(v, "allow_pending_remap")))
-        rc = yaml_fields_bool(&p->f, x, "allow_pending_remap", &h->remap_pending_ok);
-    if (rc == 0 && (x = yaml_tree_get(v, "allow_pending_retirement")))
-        rc = yaml_fields_bool(&p->f, x, "allow_pending_retirement", &h->retirement_pending_ok);
-    if (rc == 0 && (x = yaml_tree_get(v, "slurm")))
-        rc = yaml_fields_bool(&p->f, x, "slurm", &h->slurm);
-    if (rc == 0 && (x = yaml_tree_get(v, "bmc")))
-        rc = yaml_fields_bool(&p->f, x, "bmc", &h->bmc);
-    return rc;
-}
-
-static int parse_safety(struct parser *p, const struct yaml_tree_node *n, struct policy_safety *s)
-{
-    static const char *const keys[] = {"max_disruptive_in_flight",
-                                       "max_disrupted_fraction",
-                                       "storm",
-                                       "max_alert_age",
-                                       "alert_expiry",
-                                       "restart_grace",
-                                       "maintenance",
-                                       "quarantine",
-                                       "health",
-                                       NULL};
-    static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
-    int rc = yaml_fields_mapping(&p->f, n, "safety");
-    if (rc == 0)
-        rc = yaml_fields_known_keys(&p->f, n, "safety", keys);
-    const struct yaml_tree_node *v;
-    if (rc == 0 && (v = yaml_tree_get(n, "max_disruptive_in_flight")))
-        rc = yaml_fields_size(&p->f, v, "max_disruptive_in_flight", 0, 100000,
-                              &s->max_disruptive_in_flight);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_disrupted_fraction")))
-        rc = yaml_fields_number(&p->f, v, "max_disrupted_fraction", 0, 1,
-                                &s->max_disrupted_fraction);
-    if (rc == 0 && (v = yaml_tree_get(n, "max_alert_age")))
-        rc = yaml_fields_duration(&p->f, v, "max_alert_age", &s->max_alert_age);
-    if (rc == 0 && (v = yaml_tree_get(n, "alert_expiry"))) {
-        rc = yaml_fields_duration(&p->f, v, "alert_expiry", &s->alert_expiry);
-        if (rc == 0 && s->alert_expiry < MEDIC_NS_PER_SEC)
-            rc = yaml_fields_fail(&p->f, v,
-                                  "alert_expiry: at least 1s (set it above Alertmanager's "
-                                  "repeat_interval)");
-    }
-    if (rc == 0 && (v = yaml_tree_get(n, "restart_grace")))
-        rc = yaml_fields_duration(&p->f, v, "restart_grace", &s->restart_grace);
-    if (rc == 0 && (v = yaml_tree_get(n, "storm"))) {
-        const struct yaml_tree_node *x;
-        rc = yaml_fields_mapping(&p->f, v, "storm");
-        if (rc == 0)
-            rc = yaml_fields_known_keys(&p->f, v, "storm", storm_keys);
-        if (rc == 0 && (x = yaml_tree_get(v, "max_alerting_nodes")))
-            rc = yaml_fields_size(&p->f, x, "max_alerting_nodes", 1, 1000000,
-                                  &s->storm_max_alerting_nodes);
-        if (rc == 0 && (x = yaml_tree_get(v, "window")))
-            rc = yaml_fields_duration(&p->f, x, "window", &s->storm_window);
-        if (rc == 0 && (x = yaml_tree_get(v, "notifier"))) {
-            rc = yaml_fields_string(&p->f, x, "notifier", &s->storm_notifier);
-            if (rc == 0)
-                rc = known_notifier(p, x, s->storm_notifier);
-        } else if (rc == 0) {
-            /* a breaker that holds actions back must tell someone */
-            rc = yaml_fields_fail(&p->f, v,
-                                  "storm: needs a notifier, told when a storm starts and ends "
-                                  "(disruptive actions are held meanwhile)");
-        }
-    }
-    if (rc == 0 && (v = yaml_tree_get(n, "maintenance")))
-        rc = parse_maintenance(p, v, s);
-    if (rc == 0 && (v = yaml_tree_get(n, "quarantine")))
-        rc = parse_quarantine(p, v, s);
-    if (rc == 0 && (v = yaml_tree_get(n, "health")))
-        rc = parse_health(p, v, &s->health);
-    return rc;
-}
-
 int policy_set_parse(const char *file, const struct yaml_tree_node *policies,
                      const struct yaml_tree_node *safety, const char *const *notifiers,
                      size_t notifier_count, struct policy_set *out, struct medic_error *err)
@@ -647,7 +425,7 @@ int policy_set_parse(const char *file, const struct yaml_tree_node *policies,
     policy_safety_default(&out->safety);
     int rc = 0;
     if (safety)
-        rc = parse_safety(&p, safety, &out->safety);
+        rc = policy__parse_safety(&p, safety, &out->safety);
     if (rc == 0 && policies) {
         rc = yaml_fields_sequence(&p.f, policies, "policies");
         if (rc == 0 && policies->count > POLICY_MAX_POLICIES)

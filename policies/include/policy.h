@@ -72,6 +72,17 @@ struct maintenance_window {
     char *reason;
 };
 
+/* A cap on a topology group: one group per value of an inventory label
+ * (every rack its own), or the nodes of a Slurm hostlist. */
+struct group_cap {
+    char *label;                  /* NULL: the hostlist's nodes are the group */
+    struct medic_hostlist *hosts; /* when label is NULL */
+    char *nodes_text;
+    size_t max_disrupted; /* SIZE_MAX: not set */
+    double max_fraction;  /* of the group's inventory nodes; < 0: not set */
+    int line, col;
+};
+
 struct policy_safety {
     size_t max_disruptive_in_flight; /* default 2 */
     double max_disrupted_fraction;   /* default 0.05 */
@@ -90,6 +101,8 @@ struct policy_safety {
     size_t quarantine_incidents;
     int64_t quarantine_window;
     struct medic_health_criteria health; /* what a verify accepts */
+    struct group_cap *group_caps;        /* held to like the fleet caps */
+    size_t group_cap_count;
 };
 
 struct policy_set {
@@ -111,6 +124,17 @@ int policy_maintenance_covers(const struct maintenance_window *m, const char *no
 /* The nodes max_disrupted_fraction lets medic hold disrupted at once in a
  * fleet of inventory nodes (0 for an empty inventory). */
 size_t policy_max_disrupted_nodes(const struct policy_safety *safety, size_t inventory);
+
+struct inventory;
+struct inventory_node;
+/* The group of cap that node belongs to: its label's value, or the
+ * hostlist's text; NULL when the cap does not cover it. */
+const char *policy_group_of(const struct group_cap *cap, const struct inventory_node *node);
+/* The nodes cap lets medic hold disrupted in group, of its size nodes. */
+size_t policy_group_limit(const struct group_cap *cap, size_t size);
+/* The inventory nodes in group of cap. */
+size_t policy_group_size(const struct group_cap *cap, const char *group,
+                         const struct inventory *inventory);
 
 /* Parses the `policies` sequence and the `safety` mapping (either may be
  * NULL) of a YAML document from file into out. notifiers (count names)

@@ -393,6 +393,17 @@ int policy_state_import(const char *json, size_t len, struct policy_state **out,
 size_t policy_disrupted_nodes(const struct policy_state *st);
 /* Of those, the quarantined ones (they wait for a person). */
 size_t policy_quarantined_nodes(const struct policy_state *st);
+/* A topology group with disrupted nodes: safety.group_caps entry cap,
+ * its label ("nodes" for a hostlist) and group, and its limit. */
+struct policy_group_use {
+    size_t cap;
+    char label[32], group[128];
+    size_t disrupted, limit;
+};
+/* The groups of s's caps that have disrupted nodes now (at most max into
+ * out), for /metrics and the page. */
+size_t policy_group_usage(const struct policy_state *st, const struct policy_safety *s,
+                          const struct inventory *inv, struct policy_group_use *out, size_t max);
 /* Incidents not yet final. */
 size_t policy_open_incidents(const struct policy_state *st);
 /* 1 while a storm holds disruptive actions back. */

@@ -41,14 +41,15 @@ XID_STEPS = "      - { action: drain }\n      - { after: 3s, action: ipmi_power_
 
 
 def start_medic(suite, name, cluster_conf, bmcs, oncall, scontrol=None, safety="",
-                xid_steps=XID_STEPS, xid_extra="", more_policies="", env=None):
+                xid_steps=XID_STEPS, xid_extra="", more_policies="", env=None, labels=None):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     creds = write_secret(os.path.join(workdir, "credentials.yaml"),
                          "bmc-lab: { username: admin, password: secret }\n")
     nodes = "".join(
         f"    - {{ name: {n}, slurm: {{ node: {n} }}, bmc: {{ address: '{b.address}', "
-        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n"
+        "credentials: bmc-lab, workarounds: [opensesspriv] }"
+        + (f", labels: {{ {(labels or {})[n]} }}" if n in (labels or {}) else "") + " }\n"
         for n, b in bmcs.items())
     slurm = f"slurm: {{ conf: {cluster_conf}" + (f", scontrol: {scontrol}" if scontrol else "")
     medic = Medic(suite.medic, workdir,
@@ -99,6 +100,46 @@ def wait_state(medic, node, state):
 def outcomes(medic, action):
     return [a for a in medic.audit("actions") if a["phase"] == "outcome"
             and a["action"] == action]
+
+
+def test_group_cap_holds_a_second_node_of_a_rack(suite):
+    """safety.group_caps: two nodes of one rack alerting at once get one
+    drain, the other rack's node its own; the page and /metrics show what
+    the rack holds, and the held drain runs once the first node is back."""
+    nodes = ["gpu-node-40", "gpu-node-41", "gpu-node-42"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    medic = start_medic(suite, "group-caps", cluster.conf, bmcs, oncall,
+                        safety="group_caps: [ { label: rack, max_disrupted: 1 } ],",
+                        xid_steps="      - { action: drain }\n",
+                        labels={"gpu-node-40": "rack: r1", "gpu-node-41": "rack: r1",
+                                "gpu-node-42": "rack: r2"})
+    t0 = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, t0), headers=AUTH)[0] == 200
+    wait_until("two drains", lambda: len([o for o in outcomes(medic, "drain")
+                                          if o["result"] == "succeeded"]) == 2, timeout=30)
+    drained = sorted(o["node"] for o in outcomes(medic, "drain"))
+    held = wait_until("the held drain's decision", lambda: [
+        d for d in medic.audit("decisions", "--node", drained[0] == "gpu-node-40" and
+                               "gpu-node-41" or "gpu-node-40")
+        if d["verdict"] == "suppressed" and "group cap" in d["reason"]], timeout=10)
+    assert "of the 2 nodes of rack=r1 already disrupted" in held[0]["reason"], held
+    assert "gpu-node-42" in drained and len(set(drained) & {"gpu-node-40", "gpu-node-41"}) == 1
+    r1 = 'medic_group_disrupted_nodes{label="rack",group="r1"}'
+    assert medic.metric(r1, headers=AUTH) == 1
+    assert medic.metric('medic_group_max_disrupted_nodes{label="rack",group="r1"}',
+                        headers=AUTH) == 1
+    status, _, page = medic.get("/", headers=AUTH)
+    assert status == 200 and b"group caps:" in page and b"rack=r1" in page, page
+    # the rack's drained node comes back: the held drain runs
+    first = [n for n in drained if n != "gpu-node-42"][0]
+    assert medic.post("/webhook", payload(first, t0, status="resolved"), headers=AUTH)[0] == 200
+    wait_until("the resume", lambda: [o for o in outcomes(medic, "resume")
+                                      if o["result"] == "succeeded"], timeout=60)
+    wait_until("the held drain", lambda: len([o for o in outcomes(medic, "drain")
+                                              if o["result"] == "succeeded"]) == 3, timeout=60)
+    assert medic.metric(r1, headers=AUTH) == 1
+    assert "DRAIN" not in cluster.node(first)[0]
 
 
 def test_failed_drain_stops_the_ladder(suite):
@@ -461,7 +502,8 @@ def test_wall_clock_steps_undo_nothing(suite):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_failed_drain_stops_the_ladder,
+    Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack,
+                        test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
                         test_eight_gpus_one_incident,
                         test_reload_closes_orphaned_incidents,

@@ -431,6 +431,44 @@ static void test_directive_table(void **state)
                     strstr(w.items[i], "safety.health.slurm: false") != NULL;
     assert_int_equal(loosened, 3);
     medic_config_release(&c);
+    /* caps per topology group: what each entry needs, and what check
+     * config says of one that caps nothing or starves small groups */
+    expect_error("safety: { group_caps: [ { label: rack } ] }\n",
+                 "1:25: a group cap: set max_disrupted, max_disrupted_fraction or both");
+    expect_error("safety: { group_caps: [ { label: rack, nodes: 'a[1-2]', max_disrupted: 1 } ] }\n",
+                 "1:25: a group cap: name its groups by `label: rack`");
+    expect_error("safety: { group_caps: [ { nodes: 'gpu-[0001-', max_disrupted: 1 } ] }\n",
+                 "1:34: nodes: a '[' without its ']'");
+    expect_error("inventory: { nodes: [ { name: a, labels: { 'rack-no': r1 } } ] }\n",
+                 "1:55: labels: 'rack-no' is not a label name");
+    path =
+        write_file("groups.yaml",
+                   "inventory: { nodes: [\n"
+                   "  { name: gpu-01, labels: { rack: r1 } }, { name: gpu-02, labels: { rack: r1 } "
+                   "},\n"
+                   "  { name: gpu-03, labels: { rack: r2 } } ] }\n"
+                   "safety: { group_caps: [ { label: racks, max_disrupted: 1 },\n"
+                   "  { label: rack, max_disrupted_fraction: 0.4 },\n"
+                   "  { nodes: 'gpu-0[1-3]', max_disrupted: 1 } ] }\n",
+                   0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.policies.safety.group_cap_count, 3);
+    assert_string_equal(inventory_node_label(&c.inventory.nodes[2], "rack"), "r2");
+    assert_null(inventory_node_label(&c.inventory.nodes[2], "pdu"));
+    medic_config_warn(&c, &w);
+    int typo = 0, starved = 0, others = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        typo += strstr(w.items[i], "group_caps entry 1 (label: racks) covers no inventory node") !=
+                NULL;
+        starved += strstr(w.items[i], "group_caps entry 2: max_disrupted_fraction 0.4 allows no "
+                                      "node at all in the groups of 3 node(s) (rack=") != NULL;
+        others += strstr(w.items[i], "group_caps entry 3") != NULL;
+    }
+    assert_int_equal(typo, 1);
+    assert_int_equal(starved, 1);
+    assert_int_equal(others, 0);
+    medic_config_release(&c);
     /* the defaults: nothing loosened, nothing said */
     path = write_file("health-default.yaml", "log_level: info\n", 0644);
     if (medic_config_load(path, &c, &err))

@@ -165,8 +165,21 @@ static const char *params_of(const struct policy_decision *d)
     return text;
 }
 
+static void world_init_inventory(struct world *w, const char *policies_yaml,
+                                 const char *safety_yaml, const char *inv, int live);
+
 static void world_init(struct world *w, const char *policies_yaml, const char *safety_yaml,
                        size_t nodes, int live)
+{
+    char inv[65536] = "nodes:\n";
+    for (size_t i = 1; i <= nodes; i++)
+        snprintf(inv + strlen(inv), sizeof(inv) - strlen(inv),
+                 "  - { name: gpu-node-%02zu, aliases: [gpu-node-%02zu.example.org] }\n", i, i);
+    world_init_inventory(w, policies_yaml, safety_yaml, inv, live);
+}
+
+static void world_init_inventory(struct world *w, const char *policies_yaml,
+                                 const char *safety_yaml, const char *inv, int live)
 {
     memset(w, 0, sizeof(*w));
     char doc[8192];
@@ -179,10 +192,6 @@ static void world_init(struct world *w, const char *policies_yaml, const char *s
                          yaml_tree_get(tree.root, "safety"), notifiers, 1, &w->policies, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    char inv[65536] = "nodes:\n";
-    for (size_t i = 1; i <= nodes; i++)
-        snprintf(inv + strlen(inv), sizeof(inv) - strlen(inv),
-                 "  - { name: gpu-node-%02zu, aliases: [gpu-node-%02zu.example.org] }\n", i, i);
     if (yaml_tree_parse("inv.yaml", inv, strlen(inv), &tree, &err) ||
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
@@ -1092,6 +1101,78 @@ static void test_one_incident_per_node(void **state)
     assert_int_equal(evaluate(&w, &gpus[7], MEDIC_STATUS_RESOLVED, T0 + 4 * MIN), 1);
     passes_verify(&w, "gpu-node-06", T0 + 4 * MIN);
     expect(last(&w, 0), "gpu-node-06", "resume", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+/* Caps per topology group (safety.group_caps): a rack holds one disrupted
+ * node, a partition a quarter of its nodes, a hostlist none; each is held
+ * like the fleet caps, and /metrics' usage counts what each group holds. */
+static void test_group_caps(void **state)
+{
+    (void)state;
+    static const char inv[] = "nodes:\n"
+                              "  - { name: gpu-node-01, labels: { rack: r1, partition: p } }\n"
+                              "  - { name: gpu-node-02, labels: { rack: r1, partition: p } }\n"
+                              "  - { name: gpu-node-03, labels: { rack: r1, partition: p } }\n"
+                              "  - { name: gpu-node-04, labels: { rack: r1, partition: p } }\n"
+                              "  - { name: gpu-node-05, labels: { rack: r2, partition: p } }\n"
+                              "  - { name: gpu-node-06, labels: { rack: r3, partition: p } }\n"
+                              "  - { name: gpu-node-07, labels: { partition: p } }\n"
+                              "  - { name: gpu-node-08, labels: { partition: p } }\n";
+    struct world w;
+    world_init_inventory(&w, caps_policies,
+                         "safety: { max_disruptive_in_flight: 10, max_disrupted_fraction: 1,\n"
+                         "  group_caps: [ { label: rack, max_disrupted: 1 },\n"
+                         "                { label: partition, max_disrupted_fraction: 0.25 } ] }\n",
+                         inv, 1);
+    static const struct {
+        const char *node;
+        enum policy_verdict verdict;
+        const char *reason;
+    } steps[] = {
+        {"gpu-node-01", VERDICT_EXECUTE, NULL},
+        {"gpu-node-02", VERDICT_SUPPRESSED,
+         "held: group cap: 1 of the 4 nodes of rack=r1 already disrupted (safety.group_caps entry "
+         "1: at most 1)"},
+        {"gpu-node-05", VERDICT_EXECUTE, NULL},
+        {"gpu-node-06", VERDICT_SUPPRESSED,
+         "group cap: 2 of the 8 nodes of partition=p already disrupted (safety.group_caps entry "
+         "2: at most 2)"},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", steps[i].node, "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + (int64_t)i * MEDIC_NS_PER_SEC);
+        expect(last(&w, 0), steps[i].node, "drain", steps[i].verdict, steps[i].reason);
+    }
+    struct policy_group_use use[8];
+    size_t n = policy_group_usage(w.state, &w.policies.safety, &w.inventory, use, 8);
+    assert_int_equal(n, 3);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        seen |= (strcmp(use[i].group, "r1") == 0 && use[i].disrupted == 1 && use[i].limit == 1)
+                << 0;
+        seen |= (strcmp(use[i].group, "r2") == 0 && use[i].disrupted == 1 && use[i].limit == 1)
+                << 1;
+        seen |=
+            (strcmp(use[i].label, "partition") == 0 && use[i].disrupted == 2 && use[i].limit == 2)
+            << 2;
+    }
+    assert_int_equal(seen, 7);
+    world_release(&w);
+    /* a hostlist as the group; a node outside every group is not held */
+    world_init_inventory(&w, caps_policies,
+                         "safety: { max_disruptive_in_flight: 10, max_disrupted_fraction: 1,\n"
+                         "  group_caps: [ { nodes: 'gpu-node-0[7-8]', max_disrupted: 0 } ] }\n",
+                         inv, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-07", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-07", "drain", VERDICT_SUPPRESSED,
+           "group cap: 0 of the 2 nodes of nodes gpu-node-0[7-8] already disrupted");
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
     world_release(&w);
 }
 
@@ -2407,6 +2488,7 @@ int main(void)
         cmocka_unit_test(test_invariant_no_action_twice),
         cmocka_unit_test(test_one_incident_per_node),
         cmocka_unit_test(test_invariant_fleet_caps),
+        cmocka_unit_test(test_group_caps),
         cmocka_unit_test(test_invariant_storm),
         cmocka_unit_test(test_fingerprint_is_not_identity),
         cmocka_unit_test(test_resolved_is_not_reopened),
