@@ -264,6 +264,13 @@ static const struct directive directives[] = {
      "Shown on the page and as `medic_group_disrupted_nodes`; `medic check config` warns about "
      "an entry that covers no node and a fraction that allows no node in a small group",
      NULL},
+    {"safety", "held_notice", D_DOC, 0, 0, 0, NULL, NULL, "`15m`",
+     "on-call hears of disruptive steps a fleet or group cap, a maintenance window, a cooldown "
+     "or a budget held or suppressed (a broken node left in service) through "
+     "`safety.storm.notifier`, batched: at most one message per this interval, listing each "
+     "such incident once and why; a storm and a person's pause are told on their own. `off`: "
+     "never",
+     NULL},
     {NULL, "policies", D_DOC, 0, 0, 0, NULL, NULL, "the built-in policies",
      "[policies.md](policies.md); a file's policies replace the built-in ones", NULL},
     {"policies[]", "name", D_DOC, 0, 0, 0, NULL, NULL, "required",

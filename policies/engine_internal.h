@@ -71,8 +71,11 @@ struct incident {
     char closing_cause[200];
     int acted;  /* some step was executed or dry-run */
     int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
-    char halted_by[160];
+    char halted_by[320];
     int held; /* step next_step was held by a guard that clears by itself: decided again then */
+    /* a disruptive step was held or suppressed and on-call not yet told
+     * (the held steps' notice, safety.held_notice); not persisted */
+    int unreported;
     char held_by[200];
     /* a disruptive step waits for a person (state pending): which, until
      * when, and the decision that asked (0 until bound); the state it left */
@@ -201,6 +204,10 @@ struct policy_state {
     size_t quarantined_count; /* of those, the quarantined (outside max_disruptive_in_flight) */
     struct medic_map nodes_by_name;
     int storm_active;
+    /* incidents with a held or suppressed step on-call was not yet told of,
+     * and when it last was; not persisted */
+    size_t unreported;
+    int64_t held_told_at;
     /* the fleet-wide pause (pause.c): a person holds every disruptive step */
     struct {
         int on;
@@ -348,6 +355,9 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
 void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
                            const struct policy *pol, const struct incident *in,
                            enum medic_action_kind kind, int64_t now);
+/* The held steps' notice (held.c), when one is due. */
+void policy__held_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
+                         struct policy_decisions *out);
 void policy__update_storm(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                           struct policy_decisions *out);
 /* Fills d as a notification to on-call through safety.storm.notifier (the

@@ -370,6 +370,7 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
     policy__follow_reload(ctx, st, now, out);
     policy__update_storm(ctx, st, now, out);
     policy__pause_tick(ctx, st, now, out);
+    policy__held_notice(ctx, st, now, out);
     policy__expire_unmatched(st, now);
     policy__expire_resolved(st, now);
     policy__compact(st);

@@ -35,6 +35,7 @@ void policy_safety_default(struct policy_safety *s)
     s->quarantine_incidents = 3;
     s->quarantine_window = 7 * 86400 * MEDIC_NS_PER_SEC;
     medic_health_criteria_default(&s->health);
+    s->held_notice = 15 * 60 * MEDIC_NS_PER_SEC;
 }
 
 const char *policy_group_of(const struct group_cap *cap, const struct inventory_node *node)
@@ -271,6 +272,7 @@ int policy__parse_safety(struct parser *p, const struct yaml_tree_node *n, struc
                                        "quarantine",
                                        "health",
                                        "group_caps",
+                                       "held_notice",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
     int rc = yaml_fields_mapping(&p->f, n, "safety");
@@ -323,5 +325,12 @@ int policy__parse_safety(struct parser *p, const struct yaml_tree_node *n, struc
         rc = parse_health(p, v, &s->health);
     if (rc == 0 && (v = yaml_tree_get(n, "group_caps")))
         rc = parse_group_caps(p, v, s);
+    if (rc == 0 && (v = yaml_tree_get(n, "held_notice"))) {
+        if (v->kind == YAML_TREE_SCALAR && strcmp(v->value, "off") == 0)
+            s->held_notice = 0;
+        else if ((rc = yaml_fields_duration(&p->f, v, "held_notice", &s->held_notice)) == 0 &&
+                 s->held_notice < MEDIC_NS_PER_SEC)
+            rc = yaml_fields_fail(&p->f, v, "held_notice: at least 1s, or off");
+    }
     return rc;
 }

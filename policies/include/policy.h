@@ -103,6 +103,9 @@ struct policy_safety {
     struct medic_health_criteria health; /* what a verify accepts */
     struct group_cap *group_caps;        /* held to like the fleet caps */
     size_t group_cap_count;
+    /* on-call hears of held or suppressed disruptive steps at most this
+     * often (one message listing them); 0: never. Default 15m */
+    int64_t held_notice;
 };
 
 struct policy_set {

@@ -131,6 +131,11 @@ def test_group_cap_holds_a_second_node_of_a_rack(suite):
                         headers=AUTH) == 1
     status, _, page = medic.get("/", headers=AUTH)
     assert status == 200 and b"group caps:" in page and b"rack=r1" in page, page
+    # on-call hears that a broken node stays in service (the held steps' notice)
+    told = wait_until("the held steps' notice", lambda: [
+        r for r in oncall.received() if b"medic held or suppressed disruptive steps" in r["body"]],
+        timeout=30)
+    assert len(told) == 1 and b"group cap" in told[0]["body"], told
     # the rack's drained node comes back: the held drain runs
     first = [n for n in drained if n != "gpu-node-42"][0]
     assert medic.post("/webhook", payload(first, t0, status="resolved"), headers=AUTH)[0] == 200

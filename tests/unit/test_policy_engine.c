@@ -1176,6 +1176,59 @@ static void test_group_caps(void **state)
     world_release(&w);
 }
 
+/* The held steps' notice: steps held by the caps are told to on-call in
+ * one message per safety.held_notice, each incident once; `off` tells
+ * nothing. */
+static void test_held_notice_batched(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies,
+               "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1,\n"
+               "          storm: { notifier: oncall }, held_notice: 15m }\n",
+               40, 1);
+    static const char *const nodes[] = {"gpu-node-01", "gpu-node-02", "gpu-node-03"};
+    for (int i = 0; i < 3; i++) {
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", nodes[i], "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + i * MEDIC_NS_PER_SEC);
+    }
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_SUPPRESSED, "held: fleet cap");
+    assert_int_equal(tick(&w, T0 + 5 * MEDIC_NS_PER_SEC), 1);
+    const struct policy_decision *d = last(&w, 0);
+    expect(d, "", "notify", VERDICT_EXECUTE, "held steps notice: 2 incident(s)");
+    const char *m = d->action.u.notify.message;
+    assert_non_null(strstr(m, "medic held or suppressed disruptive steps on 2 node(s)"));
+    assert_non_null(strstr(m, "- gpu-node-02 (policy drain-on-xid"));
+    assert_non_null(strstr(m, "- gpu-node-03 (policy drain-on-xid"));
+    assert_null(strstr(m, "gpu-node-01"));
+    /* a hold within the interval waits for the next notice, which names
+     * it alone; the ones told already are not told again */
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-04", "0", "79", T0 + MIN, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN);
+    assert_int_equal(tick(&w, T0 + 2 * MIN), 0);
+    assert_int_equal(tick(&w, T0 + 16 * MIN), 1);
+    m = last(&w, 0)->action.u.notify.message;
+    assert_non_null(strstr(m, "on 1 node(s)"));
+    assert_non_null(strstr(m, "- gpu-node-04"));
+    assert_null(strstr(m, "gpu-node-02"));
+    assert_int_equal(tick(&w, T0 + 40 * MIN), 0);
+    world_release(&w);
+    /* off: nothing told */
+    world_init(&w, drain_resume_policies,
+               "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1,\n"
+               "          storm: { notifier: oncall }, held_notice: off }\n",
+               40, 1);
+    for (int i = 0; i < 2; i++) {
+        make_alert(&a, "GPUXidError", nodes[i], "0", "79", T0, 0.9);
+        evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    }
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "held: fleet cap");
+    assert_int_equal(tick(&w, T0 + MIN), 0);
+    world_release(&w);
+}
+
 /* Invariant 3: never more disrupted nodes than the caps, counted from
  * what happened: a failed drain frees its slot. */
 static void test_invariant_fleet_caps(void **state)
@@ -1206,7 +1259,9 @@ static void test_invariant_fleet_caps(void **state)
                "    match: '{alertname=\"GPUXidError\"}'\n"
                "    steps: [ { action: drain }, { after: 10m, action: ipmi_power_cycle } ]\n"
                "    on_resolved: [ { action: resume } ]\n",
-               "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.5 }\n", 40, 1);
+               "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 0.5,\n"
+               "          storm: { notifier: oncall } }\n",
+               40, 1);
     for (int i = 1; i <= 4; i++) {
         char node[32];
         snprintf(node, sizeof(node), "gpu-node-%02d", i);
@@ -1225,9 +1280,16 @@ static void test_invariant_fleet_caps(void **state)
     assert_int_equal(evaluate(&w, &again, MEDIC_STATUS_FIRING, T0), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 2);
     succeed(&w, T0 + 1);
-    /* the held drains stay held, silently, while the caps are full; the
-     * drained nodes get their power cycle */
-    assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+    /* the held drains stay held while the caps are full, and on-call hears
+     * of them once (the held steps' notice); the drained nodes get their
+     * power cycle */
+    assert_int_equal(tick(&w, T0 + 10 * MIN), 3);
+    expect(last(&w, 2), "", "notify", VERDICT_EXECUTE,
+           "held steps notice: 2 incident(s) with a disruptive step held or suppressed");
+    assert_non_null(
+        strstr(last(&w, 2)->action.u.notify.message, "- gpu-node-03 (policy drain-on-xid"));
+    assert_non_null(strstr(last(&w, 2)->action.u.notify.message,
+                           "step 1 (drain) held: fleet cap: 2 nodes already disrupted"));
     for (size_t i = 0; i < 2; i++) {
         const struct policy_decision *d = last(&w, i);
         assert_true(strcmp(d->node, "gpu-node-01") == 0 || strcmp(d->node, "gpu-node-02") == 0);
@@ -1475,7 +1537,11 @@ static void test_lost_resolve_expires(void **state)
     make_alert(&c, "GPUXidError", "gpu-node-02", "0", "79", T0 + 40 * MIN, NAN);
     evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + 40 * MIN);
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "fleet cap");
-    assert_int_equal(tick(&w, T0 + 89 * MIN), 0);
+    /* the held drain's notice, which no notifier carries here */
+    assert_int_equal(tick(&w, T0 + 89 * MIN), 1);
+    expect(last(&w, 0), "", NULL, VERDICT_SUPPRESSED,
+           "held steps notice: 1 incident(s) with a disruptive step held or suppressed; no "
+           "safety.storm.notifier to tell");
     assert_int_equal(tick(&w, T0 + 91 * MIN), 1);
     passes_verify(&w, "gpu-node-01", T0 + 91 * MIN);
     expect(last(&w, 0), "gpu-node-01", "resume", VERDICT_EXECUTE, NULL);
@@ -1833,10 +1899,11 @@ static void test_maintenance_window(void **state)
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-12", "drain", VERDICT_EXECUTE, NULL);
     succeed(&w, T0);
-    /* the window holds gpu-node-02's drain, silently, while it lasts, and
-     * across a restart; once it ends, the drain (its alert re-fired, so
-     * fresh) is decided again */
-    assert_int_equal(tick(&w, T0 + 30 * MIN), 1); /* gpu-node-12's power cycle */
+    /* the window holds gpu-node-02's drain while it lasts (on-call hears
+     * of it once, in the held steps' notice), and across a restart; once
+     * it ends, the drain (its alert re-fired, so fresh) is decided again */
+    assert_int_equal(tick(&w, T0 + 30 * MIN), 2); /* the notice, gpu-node-12's power cycle */
+    expect(last(&w, 1), "", NULL, VERDICT_SUPPRESSED, "held steps notice: 1 incident(s)");
     expect(last(&w, 0), "gpu-node-12", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     succeed(&w, T0 + 30 * MIN);
     restart(&w, T0 + 31 * MIN);
@@ -2489,6 +2556,7 @@ int main(void)
         cmocka_unit_test(test_one_incident_per_node),
         cmocka_unit_test(test_invariant_fleet_caps),
         cmocka_unit_test(test_group_caps),
+        cmocka_unit_test(test_held_notice_batched),
         cmocka_unit_test(test_invariant_storm),
         cmocka_unit_test(test_fingerprint_is_not_identity),
         cmocka_unit_test(test_resolved_is_not_reopened),
