@@ -97,7 +97,7 @@ static const struct col decision_cols[] = {
     {"node", "d.node", SHOW_TEXT},
     {"alertname", "d.alertname", SHOW_TEXT},
     {"policy", "d.policy", SHOW_TEXT},
-    {"step", "d.step", SHOW_INT},
+    {"step", "d.step + 1", SHOW_INT}, /* stored from 0; shown from 1, as reasons count */
     {"action", "d.action", SHOW_TEXT},
     {"verdict", "d.verdict", SHOW_TEXT},
     {"reason", "d.reason", SHOW_TEXT},

@@ -117,8 +117,6 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
             }
             if (strcmp(name, "node") == 0)
                 node_link(out, v);
-            else if (strcmp(name, "step") == 0 && v) /* counted from 1, as reasons count */
-                medic_buf_printf(out, "%lld", strtoll(v, NULL, 10) + 1);
             else
                 medic_html_text(out, v ? v : "-");
             medic_buf_puts(out, "</td>");

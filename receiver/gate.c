@@ -129,9 +129,15 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         medic_rwlock_unlock(&srv->settings_lock);
         return 1;
     }
-    *challenge = auth->bearer_token ? "Bearer realm=\"medic\"" : "Basic realm=\"medic\"";
     /* the people who may act from the page may read it too */
     int acts = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM || h == H_PAGE;
+    /* a browser asks its user only for basic auth: the page offers it
+     * first where it is set, beside a bearer token */
+    int page = h == H_PAGE || h == H_PAGE_FORM;
+    *challenge = auth->basic_username && (page || !auth->bearer_token)
+                     ? (auth->bearer_token ? "Basic realm=\"medic\", Bearer realm=\"medic\""
+                                           : "Basic realm=\"medic\"")
+                     : "Bearer realm=\"medic\"";
     if (acts && authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
         const struct receiver_settings *s = &srv->settings->s;
         for (size_t i = 0; i < s->approver_count; i++)

@@ -414,9 +414,17 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
     if (!receiver__authenticate(srv, conn, req->handler, &challenge)) {
         const char *given =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        return receiver__respond_error(srv, conn, req, MHD_HTTP_UNAUTHORIZED,
-                                       given ? "wrong credentials" : "credentials required",
-                                       MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
+        /* a browser cannot send a bearer token: say how on-call signs in */
+        int browser = (req->handler == H_PAGE || req->handler == H_PAGE_FORM) &&
+                      strncmp(challenge, "Bearer", 6) == 0;
+        return receiver__respond_error(
+            srv, conn, req, MHD_HTTP_UNAUTHORIZED,
+            browser ? "credentials required: this page takes a bearer token, which a browser "
+                      "cannot send; set auth.read_basic_auth (and auth.admin_basic_auth for the "
+                      "forms) so that a browser asks for a user and password"
+            : given ? "wrong credentials"
+                    : "credentials required",
+            MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
     req->deleting = strcmp(method, "DELETE") == 0;
     if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&

@@ -237,6 +237,11 @@ def test_read_and_admin_credentials(suite):
     assert medic.post("/webhook", payload(), headers={"Authorization": "Bearer reader"})[0] == 401
     status, hdrs, _ = medic.post("/-/reload", "", content_type=None)
     assert status == 401 and hdrs["www-authenticate"] == 'Basic realm="medic"'
+    # the page with only a bearer token: a browser cannot sign in, and the
+    # answer says what to set
+    status, hdrs, body = medic.get("/")
+    assert status == 401 and hdrs["www-authenticate"] == 'Bearer realm="medic"', hdrs
+    assert b"set auth.read_basic_auth" in body, body
     ops = {"Authorization": "Basic b3BzOmFkbWlucHc="}  # ops:adminpw
     status, _, body = medic.post("/-/reload", "", headers=ops, content_type=None)
     assert status == 200, body

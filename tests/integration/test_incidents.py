@@ -124,6 +124,8 @@ def test_group_cap_holds_a_second_node_of_a_rack(suite):
                                "gpu-node-41" or "gpu-node-40")
         if d["verdict"] == "suppressed" and "group cap" in d["reason"]], timeout=10)
     assert "of the 2 nodes of rack=r1 already disrupted" in held[0]["reason"], held
+    # steps counted from 1, as the reason ("step 1 is decided again") and medic dry-run count
+    assert held[0]["step"] == 1 and "step 1 is decided again" in held[0]["reason"], held
     assert "gpu-node-42" in drained and len(set(drained) & {"gpu-node-40", "gpu-node-41"}) == 1
     r1 = 'medic_group_disrupted_nodes{label="rack",group="r1"}'
     assert medic.metric(r1, headers=AUTH) == 1

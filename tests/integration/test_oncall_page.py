@@ -5,6 +5,7 @@ person on call needs is on it, every label value is escaped, the read
 credentials guard it, and in Debian's headless Chromium it renders
 (DOM, a 1280x900 screenshot) without a single request leaving medic."""
 
+import base64
 import json
 import os
 import re
@@ -107,6 +108,21 @@ def test_read_credentials_guard_the_page(suite):
         assert medic.get(path, {"Authorization": "Bearer wrong"})[0] == 401
         status, _, body = medic.get(path, {"Authorization": f"Bearer {TOKEN}"})
         assert status == 200 and b"gpu-node-01" in body
+    # with basic auth beside the token, the page offers basic first: a
+    # browser asks its user for a user and password
+    pw = write_secret(os.path.join(suite.subdir("guarded-basic"), "read.pw"), "oncall-pw")
+    medic = start(suite, "guarded-basic",
+                  f"auth: {{ read_bearer_token_file: {token},\n"
+                  f"        read_basic_auth: {{ username: oncall, password_file: {pw} }} }}\n")
+    status, headers, _ = medic.get("/")
+    assert status == 401, status
+    assert headers["www-authenticate"] == 'Basic realm="medic", Bearer realm="medic"', headers
+    basic = {"Authorization": "Basic " + base64.b64encode(b"oncall:oncall-pw").decode()}
+    status, _, body = medic.get("/", basic)
+    assert status == 200 and b"gpu-node-01" in body
+    # the API keeps offering the token first
+    status, headers, _ = medic.get("/api/v1/decisions")
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer"), headers
 
 
 def chromium(suite, url, *args):

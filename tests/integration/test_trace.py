@@ -225,7 +225,7 @@ def test_infinitehbd_trace(suite):
         assert len(drained | limited) <= 8, f"fleet cap exceeded at {d}"
         if d["action"] in disruptive:
             acts[(d["node"], d["policy"])].append(t)
-            if d["step"] == 0:
+            if d["step"] == 1:
                 first_steps[(d["node"], d["policy"])].append(t)
     for (node, policy), times in first_steps.items():
         cooldown = policy_cooldown.get(policy)
