@@ -206,16 +206,16 @@ static const struct query_spec specs[] = {
 };
 
 static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
-                         const char *flag, enum audit_kind kind, const char **binds, int *nbinds,
-                         struct medic_error *err)
+                         const char *flag, int as_query, enum audit_kind kind, const char **binds,
+                         int *nbinds, struct medic_error *err)
 {
     static const char *const kind_names[] = {"notifications", "alerts",  "decisions", "actions",
                                              "incidents",     "changes", "approvals", "pauses"};
     if (!value)
         return 0;
     if (!expr)
-        return medic_error_set(err, MEDIC_E_INVALID, "%s does not apply to %s", flag,
-                               kind_names[kind]);
+        return medic_error_set(err, MEDIC_E_INVALID, "%s%s does not apply to %s",
+                               as_query ? "the query parameter " : "--", flag, kind_names[kind]);
     /* expressions that hold their own placeholder are sub-selects; the
      * placeholder is numbered here (?N, as both backends take it) */
     const char *mark = strchr(expr, '?');
@@ -314,19 +314,19 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     medic_buf_printf(&sql, " FROM %s WHERE 1 = 1", spec->from);
     const char *binds[8];
     int nbinds = 0, rc;
-    if ((rc = add_condition(&sql, spec->node_expr, filter->node, "--node", kind, binds, &nbinds,
-                            err)) ||
-        (rc = add_condition(&sql, spec->alertname_expr, filter->alertname, "--alertname", kind,
+    if ((rc = add_condition(&sql, spec->node_expr, filter->node, "node", filter->as_query, kind,
                             binds, &nbinds, err)) ||
-        (rc = add_condition(&sql, spec->policy_expr, filter->policy, "--policy", kind, binds,
-                            &nbinds, err)) ||
-        (rc = add_condition(&sql, spec->verdict_expr, filter->verdict, "--verdict", kind, binds,
-                            &nbinds, err)) ||
-        (rc = add_condition(&sql, spec->status_expr, filter->status, "--status", kind, binds,
-                            &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->alertname_expr, filter->alertname, "alertname",
+                            filter->as_query, kind, binds, &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->policy_expr, filter->policy, "policy", filter->as_query,
+                            kind, binds, &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->verdict_expr, filter->verdict, "verdict", filter->as_query,
+                            kind, binds, &nbinds, err)) ||
+        (rc = add_condition(&sql, spec->status_expr, filter->status, "status", filter->as_query,
+                            kind, binds, &nbinds, err)) ||
         (rc = add_condition(&sql,
                             kind == AUDIT_INCIDENTS || kind == AUDIT_CHANGES ? "c.state" : NULL,
-                            filter->state, "--state", kind, binds, &nbinds, err)) ||
+                            filter->state, "state", filter->as_query, kind, binds, &nbinds, err)) ||
         /* a value no row can have: refused, not answered with nothing */
         (rc = one_of("verdict", filter->verdict, verdicts, err)) ||
         (rc = one_of("status", filter->status, kind == AUDIT_ACTIONS ? results : statuses, err))) {
@@ -336,8 +336,9 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     if (filter->incident > 0) {
         if (kind != AUDIT_INCIDENTS && kind != AUDIT_CHANGES) {
             medic_buf_release(&sql);
-            return medic_error_set(err, MEDIC_E_INVALID,
-                                   "--incident applies to incidents and changes");
+            return medic_error_set(err, MEDIC_E_INVALID, "%s applies to incidents and changes",
+                                   filter->as_query ? "the query parameter incident"
+                                                    : "--incident");
         }
         medic_buf_printf(&sql, " AND c.incident = %lld", (long long)filter->incident);
     }

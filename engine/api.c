@@ -90,6 +90,7 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
     f.verdict = q->verdict;
     f.status = q->status;
     f.state = q->state;
+    f.as_query = 1;
     if (q->incident) {
         char *end;
         f.incident = strtoll(q->incident, &end, 10);

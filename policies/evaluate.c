@@ -188,8 +188,31 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
     struct policy_decision *d = no_match(a, node, inv != NULL, now, out);
     if (!d)
         return;
-    snprintf(d->reason, sizeof(d->reason), "%s",
-             skipped[0] ? skipped : "no policy matches the alert's labels");
+    if (skipped[0]) {
+        snprintf(d->reason, sizeof(d->reason), "%s", skipped);
+        return;
+    }
+    /* the policy that came closest, and the first of its matchers that
+     * failed: a typo, or a label the exporter does not send */
+    const struct policy *closest = NULL;
+    const struct policy_matcher *miss = NULL;
+    size_t best = 0;
+    for (size_t p = 0; p < ps->count; p++) {
+        size_t hits;
+        const struct policy_matcher *m =
+            policy_matchers_first_miss(&ps->items[p].match, a->labels, &hits);
+        if (m && hits > best) {
+            best = hits;
+            closest = &ps->items[p];
+            miss = m;
+        }
+    }
+    char why[300] = "";
+    if (closest)
+        policy_matcher_explain(miss, a->labels, why, sizeof(why));
+    snprintf(d->reason, sizeof(d->reason), "no policy matches the alert's labels%s%.64s%s%.300s",
+             closest ? "; the closest is policy " : "", closest ? closest->name : "",
+             closest ? ", whose " : "", why);
 }
 
 /* The alert (identity) in node's incident under the p-th policy, with that

@@ -286,30 +286,56 @@ void policy_matchers_release(struct policy_matchers *m)
     memset(m, 0, sizeof(*m));
 }
 
+static int one_matches(const struct policy_matcher *x, const struct medic_labels *labels)
+{
+    const char *v = medic_labels_get(labels, x->name);
+    if (!v)
+        v = "";
+    switch (x->op) {
+    case MATCHER_EQ:
+        return strcmp(v, x->value) == 0;
+    case MATCHER_NE:
+        return strcmp(v, x->value) != 0;
+    case MATCHER_RE:
+        return regexec(&x->re, v, 0, NULL, 0) == 0;
+    default:
+        return regexec(&x->re, v, 0, NULL, 0) != 0;
+    }
+}
+
 int policy_matchers_match(const struct policy_matchers *m, const struct medic_labels *labels)
 {
-    for (size_t i = 0; i < m->count; i++) {
-        const struct policy_matcher *x = &m->items[i];
-        const char *v = medic_labels_get(labels, x->name);
-        if (!v)
-            v = "";
-        int hit;
-        switch (x->op) {
-        case MATCHER_EQ:
-            hit = strcmp(v, x->value) == 0;
-            break;
-        case MATCHER_NE:
-            hit = strcmp(v, x->value) != 0;
-            break;
-        case MATCHER_RE:
-            hit = regexec(&x->re, v, 0, NULL, 0) == 0;
-            break;
-        default:
-            hit = regexec(&x->re, v, 0, NULL, 0) != 0;
-            break;
-        }
-        if (!hit)
+    for (size_t i = 0; i < m->count; i++)
+        if (!one_matches(&m->items[i], labels))
             return 0;
-    }
     return 1;
+}
+
+const struct policy_matcher *policy_matchers_first_miss(const struct policy_matchers *m,
+                                                        const struct medic_labels *labels,
+                                                        size_t *hits)
+{
+    const struct policy_matcher *miss = NULL;
+    *hits = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        if (one_matches(&m->items[i], labels))
+            ++*hits;
+        else if (!miss)
+            miss = &m->items[i];
+    }
+    return miss;
+}
+
+void policy_matcher_explain(const struct policy_matcher *x, const struct medic_labels *labels,
+                            char *out, size_t size)
+{
+    static const char *const ops[] = {"=", "!=", "=~", "!~"};
+    const char *v = medic_labels_get(labels, x->name);
+    int n = snprintf(out, size, "matcher %.60s%s\"%.80s\" fails: ", x->name, ops[x->op], x->value);
+    if (n < 0 || (size_t)n >= size)
+        return;
+    if (v)
+        snprintf(out + n, size - (size_t)n, "its %.60s is \"%.80s\"", x->name, v);
+    else
+        snprintf(out + n, size - (size_t)n, "the alert has no label %.60s", x->name);
 }

@@ -242,9 +242,21 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
                                     "awaited)");
         /* on_resolved steps have no after: all of them are decided at the resolve */
         if (!on_resolved && i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
+            /* the step that comes too early, and the time that would do */
             const struct yaml_tree_node *after = yaml_tree_get(n->items[i], "after");
-            return yaml_fields_fail(&p->f, after ? after : n->items[i],
-                                    "after: each step must come later than the one before");
+            char at[32], before[32], suggest[32];
+            medic_duration_format((*out)[i].after, at, sizeof(at));
+            medic_duration_format((*out)[i - 1].after, before, sizeof(before));
+            int64_t prev = (*out)[i - 1].after, minute = 60 * MEDIC_NS_PER_SEC;
+            medic_duration_format(prev + (prev && prev % minute == 0 ? minute : MEDIC_NS_PER_SEC),
+                                  suggest, sizeof(suggest));
+            return yaml_fields_fail(
+                &p->f, after ? after : n->items[i],
+                "after: step %zu (%s) comes at %s%s, no later than step %zu (%s) at %s; each step "
+                "must come later than the one before: give it `after: %s` or more",
+                i + 1, medic_action_name((*out)[i].action.kind), at,
+                after ? "" : " (it has no after:)", i, medic_action_name((*out)[i - 1].action.kind),
+                before, suggest);
         }
     }
     return 0;

@@ -102,7 +102,10 @@ static void line_col(const char *body, size_t offset, size_t *line, size_t *col)
 static int check_depth(const char *body, size_t len, int max_depth, int *unterminated,
                        struct medic_error *err)
 {
-    int depth = 0, in_string = 0;
+    /* the brackets open, to tell a body cut short (each closed as opened,
+     * some left open) from one broken inside (a ']' closing a '{') */
+    char open[128];
+    int depth = 0, in_string = 0, mismatched = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = body[i];
         if (ch == '\0' || (in_string && (unsigned char)ch < 0x20)) {
@@ -130,11 +133,16 @@ static int check_depth(const char *body, size_t len, int max_depth, int *untermi
                                        "%zu (byte %zu)",
                                        max_depth, line, col, i);
             }
+            if (depth <= (int)sizeof(open))
+                open[depth - 1] = ch;
         } else if (ch == '}' || ch == ']') {
+            if (depth > 0 && depth <= (int)sizeof(open) &&
+                open[depth - 1] != (ch == '}' ? '{' : '['))
+                mismatched = 1;
             depth--;
         }
     }
-    *unterminated = in_string || depth > 0;
+    *unterminated = !mismatched && (in_string || depth > 0);
     return 0;
 }
 
@@ -374,14 +382,19 @@ int receiver_payload_parse(const char *body, size_t len, const struct receiver_l
             offset = len;
         size_t line, col;
         line_col(body, offset, &line, &col);
+        /* the body ends before the value does: cut short on the way */
         if (unterminated || offset >= len)
             return medic_error_set(err, MEDIC_E_INVALID,
                                    "invalid JSON: body ends early at line %zu, column %zu "
                                    "(byte %zu); truncated?",
                                    line, col, offset);
+        unsigned char c = (unsigned char)body[offset];
+        char what[24] = "";
+        if (c >= 0x20 && c < 0x7f)
+            snprintf(what, sizeof(what), ": unexpected '%c'", c);
         return medic_error_set(err, MEDIC_E_INVALID,
-                               "invalid JSON at line %zu, column %zu (byte %zu)", line, col,
-                               offset);
+                               "invalid JSON at line %zu, column %zu (byte %zu)%s", line, col,
+                               offset, what);
     }
     /* trailing content after the value (only white space is allowed) */
     for (const char *p = end; p && p < body + len; p++) {

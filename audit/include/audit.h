@@ -393,6 +393,9 @@ struct audit_filter {
     int64_t since;     /* MEDIC_TIME_UNSET when open */
     int64_t until;
     long limit; /* 0: default 100 */
+    /* errors name the filters as the HTTP API's query parameters
+     * (state=...), not as the command line's options (--state) */
+    int as_query;
 };
 
 void audit_filter_init(struct audit_filter *filter);

@@ -45,5 +45,14 @@ int policy_regex_compile(const char *pattern, regex_t *out, char *why, size_t si
 /* 1 when every matcher matches labels. A missing label matches as the
  * empty string (Alertmanager's rule: {gpu=""} matches alerts without gpu). */
 int policy_matchers_match(const struct policy_matchers *m, const struct medic_labels *labels);
+/* The first matcher labels fail (NULL when all pass); *hits the matchers
+ * they pass. */
+const struct policy_matcher *policy_matchers_first_miss(const struct policy_matchers *m,
+                                                        const struct medic_labels *labels,
+                                                        size_t *hits);
+/* Why labels fail x, for a person: `matcher xid=~"79|48" fails: the alert
+ * has no label xid` (or `: its xid is "13"`). */
+void policy_matcher_explain(const struct policy_matcher *x, const struct medic_labels *labels,
+                            char *out, size_t size);
 
 #endif

@@ -429,6 +429,10 @@ def test_audit_cli_while_serving(suite):
     bad = subprocess.run([suite.medic, "audit", "alerts", "--db", medic.db, "--verdict", "x"],
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "--verdict does not apply to alerts" in bad.stderr, bad
+    # the HTTP API names its query parameter, not the command line's option
+    status, _, body = medic.get("/api/v1/alerts?verdict=execute")
+    assert status == 400 and b"the query parameter verdict does not apply to alerts" in body, body
+    assert b"--verdict" not in body
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
     assert verify.returncode == 0 and verify.stdout.startswith("ok:"), verify

@@ -157,6 +157,9 @@ static const struct bad_case bad_cases[] = {
     {"empty", "", MEDIC_E_INVALID, "empty body"},
     {"not json", "hello", MEDIC_E_INVALID, "invalid JSON at line 1, column 1"},
     {"truncated", "{\"version\":\"4\",\"alerts\":[{", MEDIC_E_INVALID, "truncated"},
+    /* a bracket left open inside the body is where it breaks, not a cut */
+    {"broken inside", "{\"alerts\":[}", MEDIC_E_INVALID,
+     "invalid JSON at line 1, column 12 (byte 11): unexpected '}'"},
     {"trailing data", WRAP(ALERT) " x", MEDIC_E_INVALID, "unexpected data after the object"},
     {"array root", "[]", MEDIC_E_INVALID, "payload: expected an object, got array"},
     {"version number", "{\"version\":4}", MEDIC_E_INVALID,

@@ -161,7 +161,15 @@ static void test_policy_errors(void **state)
                         "p.yaml:4:42: notifier 'pager' is not defined under notifiers");
     expect_policy_error(P("    steps:\n      - { action: drain }\n      - { after: 5m, action: "
                           "notify, notifier: oncall }\n      - { after: 5m, action: drain }\n"),
-                        "p.yaml:7:18: after: each step must come later than the one before");
+                        "p.yaml:7:18: after: step 3 (drain) comes at 5m, no later than step 2 "
+                        "(notify) at 5m; each step must come later than the one before: give it "
+                        "`after: 6m` or more");
+    /* a step with no after: points at it, and says it has none */
+    expect_policy_error(
+        P("    steps:\n      - { after: 1m, action: notify, notifier: oncall }\n"
+          "      - { action: drain }\n"),
+        "p.yaml:6:9: after: step 2 (drain) comes at 0s (it has no after:), no later "
+        "than step 1 (notify) at 1m");
     expect_policy_error(
         P("    steps: [ { action: drain } ]\n    on_resolved: [ { action: drain } ]\n"),
         "p.yaml:5:30: action: on_resolved takes resume, restore_power_limit or "

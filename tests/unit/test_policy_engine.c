@@ -1877,8 +1877,24 @@ static void test_matching_risk_and_no_match(void **state)
     expect(last(&w, 0), "gpu-node-02", NULL, VERDICT_NO_MATCH, "skips alerts of unknown risk");
     make_alert(&other, "GPUXidError", "gpu-node-03", "0", "13", T0, 0.99); /* xid 13 */
     evaluate(&w, &other, MEDIC_STATUS_FIRING, T0);
+    /* the closest policy is named, with the first of its matchers that
+     * failed and why */
     expect(last(&w, 0), "gpu-node-03", NULL, VERDICT_NO_MATCH,
+           "no policy matches the alert's labels; the closest is policy xid-fell-off-bus, whose "
+           "matcher xid=~\"79|48\" fails: its xid is \"13\"");
+    /* an exporter that sends no xid label (dcgm-exporter's alerts carry the
+     * Xid in a value, not a label) */
+    struct test_alert bare;
+    make_alert(&bare, "GPUXidError", "gpu-node-04", "0", NULL, T0, 0.99);
+    evaluate(&w, &bare, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-04", NULL, VERDICT_NO_MATCH,
+           "whose matcher xid=~\"79|48\" fails: the alert has no label xid");
+    struct test_alert stranger;
+    make_alert(&stranger, "DiskFull", "gpu-node-05", "0", NULL, T0, 0.99);
+    evaluate(&w, &stranger, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-05", NULL, VERDICT_NO_MATCH,
            "no policy matches the alert's labels");
+    assert_null(strstr(last(&w, 0)->reason, "closest")); /* no policy matched any of its labels */
     world_release(&w);
 }
 
