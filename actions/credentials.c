@@ -21,8 +21,14 @@ void credentials_release(struct credentials *c)
             memset(x->password, 0, strlen(x->password));
         if (x->token)
             memset(x->token, 0, strlen(x->token));
+        if (x->url)
+            memset(x->url, 0, strlen(x->url));
+        if (x->routing_key)
+            memset(x->routing_key, 0, strlen(x->routing_key));
         free(x->password);
         free(x->token);
+        free(x->url);
+        free(x->routing_key);
     }
     free(c->items);
     memset(c, 0, sizeof(*c));
@@ -38,7 +44,7 @@ const struct credential *credentials_find(const struct credentials *c, const cha
 
 int credentials_load(const char *path, struct credentials *out, struct medic_error *err)
 {
-    static const char *const keys[] = {"username", "password", "token", NULL};
+    static const char *const keys[] = {"username", "password", "token", "url", "routing_key", NULL};
     memset(out, 0, sizeof(*out));
     struct stat st;
     if (stat(path, &st) != 0)
@@ -79,8 +85,15 @@ int credentials_load(const char *path, struct credentials *out, struct medic_err
             break;
         if ((v = yaml_tree_get(n, "token")) && (rc = yaml_fields_string(&f, v, "token", &c->token)))
             break;
-        if (!c->token && !(c->username && c->password))
-            rc = yaml_fields_fail(&f, n, "credential '%s': needs username and password, or token",
+        if ((v = yaml_tree_get(n, "url")) && (rc = yaml_fields_string(&f, v, "url", &c->url)))
+            break;
+        if ((v = yaml_tree_get(n, "routing_key")) &&
+            (rc = yaml_fields_string(&f, v, "routing_key", &c->routing_key)))
+            break;
+        if (!c->token && !(c->username && c->password) && !c->url && !c->routing_key)
+            rc = yaml_fields_fail(&f, n,
+                                  "credential '%s': needs username and password, a token, a url "
+                                  "or a routing_key",
                                   c->name);
     }
     yaml_tree_release(&tree);

@@ -197,7 +197,8 @@ static const struct directive directives[] = {
      "the program for drain and resume", NULL},
     {NULL, "notifiers", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
      "`NAME: { type, url, from, to, routing_key, credentials }`; type is `webhook`, `slack`, "
-     "`pagerduty` or `smtp` ([actions.md](actions.md))",
+     "`pagerduty` or `smtp` ([actions.md](actions.md)); a secret `url` or `routing_key` may "
+     "stay in the credentials file, under the notifier's `credentials` (see Secrets below)",
      config__load_notifiers},
     {"engine", "tick_interval", D_DURATION, AT(engine_tick_interval), MS(10), SEC(3600), "10ms",
      "1h", "`5s`", "how often the escalation scheduler runs", NULL},

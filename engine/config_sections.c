@@ -208,14 +208,38 @@ int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n)
                                     "got '%s'",
                                     v->value);
         nt->type = (enum medic_notifier_type)t;
-        if (!(v = yaml_tree_get(x, "url")))
-            return yaml_fields_fail(&l->f, x, "notifier '%s': needs a url", nt->name);
-        if ((rc = yaml_fields_string(&l->f, v, "url", &nt->url)))
-            return rc;
+        /* a secret URL (a Slack webhook's) may stay in the credentials file */
+        const struct credential *cred = NULL;
+        const struct yaml_tree_node *cv = yaml_tree_get(x, "credentials");
+        if (cv) {
+            if ((rc = yaml_fields_string(&l->f, cv, "credentials", &nt->credentials)))
+                return rc;
+            if (!(cred = credentials_find(&c->credentials, nt->credentials)))
+                return yaml_fields_fail(&l->f, cv,
+                                        "credentials: '%s' is not in the credentials "
+                                        "file%s",
+                                        nt->credentials,
+                                        c->credentials_file ? "" : " (no credentials_file is set)");
+        }
+        const char *url = NULL;
+        if ((v = yaml_tree_get(x, "url"))) {
+            if ((rc = yaml_fields_string(&l->f, v, "url", &nt->url)))
+                return rc;
+            url = nt->url;
+        } else if (cred && cred->url) {
+            url = cred->url;
+            v = cv;
+        } else {
+            return yaml_fields_fail(&l->f, x,
+                                    "notifier '%s': needs a url (here, or as `url:` of its "
+                                    "credentials in the credentials file, for a secret one)",
+                                    nt->name);
+        }
         const char *scheme = nt->type == MEDIC_NOTIFIER_SMTP ? "smtp" : "http";
-        if (strncmp(nt->url, scheme, strlen(scheme)) != 0 || !strstr(nt->url, "://"))
-            return yaml_fields_fail(&l->f, v, "url: expected %s:// or %ss:// for a %s notifier",
-                                    scheme, scheme, types[t]);
+        if (strncmp(url, scheme, strlen(scheme)) != 0 || !strstr(url, "://"))
+            return yaml_fields_fail(&l->f, v, "url%s: expected %s:// or %ss:// for a %s notifier",
+                                    url == nt->url ? "" : " (in the credentials file)", scheme,
+                                    scheme, types[t]);
         if ((v = yaml_tree_get(x, "from")) &&
             (rc = yaml_fields_string(&l->f, v, "from", &nt->from)))
             return rc;
@@ -233,16 +257,6 @@ int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n)
         if ((v = yaml_tree_get(x, "routing_key")) &&
             (rc = yaml_fields_string(&l->f, v, "routing_key", &nt->routing_key)))
             return rc;
-        if ((v = yaml_tree_get(x, "credentials"))) {
-            if ((rc = yaml_fields_string(&l->f, v, "credentials", &nt->credentials)))
-                return rc;
-            if (!credentials_find(&c->credentials, nt->credentials))
-                return yaml_fields_fail(&l->f, v,
-                                        "credentials: '%s' is not in the credentials "
-                                        "file%s",
-                                        nt->credentials,
-                                        c->credentials_file ? "" : " (no credentials_file is set)");
-        }
         if (nt->type == MEDIC_NOTIFIER_SMTP && (!nt->from || !nt->to_count))
             return yaml_fields_fail(&l->f, x, "notifier '%s': smtp needs from and to", nt->name);
     }

@@ -39,8 +39,10 @@ enum medic_outcome engine_run_notify(const struct medic_config *c, const struct 
     if (cred) {
         t.username = cred->username;
         t.password = cred->password;
+        if (!t.url)
+            t.url = cred->url; /* a secret URL kept out of medic.yaml */
         if (n->type == MEDIC_NOTIFIER_PAGERDUTY && !n->routing_key)
-            t.routing_key = cred->token;
+            t.routing_key = cred->routing_key ? cred->routing_key : cred->token;
         else if (n->type != MEDIC_NOTIFIER_PAGERDUTY)
             t.token = cred->token;
     }

@@ -15,6 +15,10 @@ struct credential {
     char *username; /* NULL when not set */
     char *password;
     char *token;
+    /* a notifier's secret URL (a Slack incoming webhook's embeds its key)
+     * and a PagerDuty routing key; NULL when not set */
+    char *url;
+    char *routing_key;
 };
 
 struct credentials {

@@ -31,12 +31,12 @@ def payload(alertname, instance, starts_at, status="firing"):
                            "endsAt": "0001-01-01T00:00:00Z"}]})
 
 
-def start(suite, name, notifiers, policies):
+def start(suite, name, notifiers, policies, more_credentials=""):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     creds = write_secret(os.path.join(workdir, "credentials.yaml"),
                          "hook-token: { token: hook-secret-123 }\n"
-                         "pd-key: { token: pd-routing-key-456 }\n")
+                         "pd-key: { routing_key: pd-routing-key-456 }\n" + more_credentials)
     medic = Medic(suite.medic, workdir,
                   f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"credentials_file: {creds}\n"
@@ -60,8 +60,10 @@ def test_notify_four_ways(suite):
     smtp = SmtpSink()
     suite.on_exit(hook.stop)
     suite.on_exit(smtp.stop)
+    # Slack's incoming webhook URL is a secret: it stays in the credentials file
+    slack_path = "/slack/T0001/B0002/secret-789"
     notifiers = (f"  hook: {{ type: webhook, url: '{hook.url}/hook', credentials: hook-token }}\n"
-                 f"  slack: {{ type: slack, url: '{hook.url}/slack' }}\n"
+                 f"  slack: {{ type: slack, credentials: slack-hook }}\n"
                  f"  pd: {{ type: pagerduty, url: '{hook.url}/pd', credentials: pd-key }}\n"
                  f"  mail: {{ type: smtp, url: 'smtp://127.0.0.1:{smtp.port}', "
                  f"from: medic@lab.test, to: [oncall@lab.test, ops@lab.test] }}\n")
@@ -72,7 +74,8 @@ def test_notify_four_ways(suite):
         f"    steps: [ {{ action: notify, notifier: {n}, "
         f"message: 'PCIe of GPU {{{{ $labels.gpu }}}} on {{{{ $node }}}} is degraded' }} ]\n"
         for n in ("hook", "slack", "pd", "mail"))
-    medic = start(suite, "four", notifiers, policies)
+    medic = start(suite, "four", notifiers, policies,
+                  f"slack-hook: {{ url: '{hook.url}{slack_path}' }}\n")
     t0 = time.time()
     status, _, body = medic.post("/webhook", payload("GPUPCIeLinkDegraded", "gpu-node-01:9400",
                                                      t0), headers=AUTH)
@@ -92,7 +95,7 @@ def test_notify_four_ways(suite):
     assert j["node"] == "gpu-node-01" and j["policy"] == "tell-hook", j
     assert j["message"] == "PCIe of GPU 2 on gpu-node-01 is degraded", j
     assert j["decision_id"] in {d["id"] for d in decisions}
-    s = json.loads(hook.received("/slack")[0]["body"])
+    s = json.loads(hook.received(slack_path)[0]["body"])
     assert s == {"text": "PCIe of GPU 2 on gpu-node-01 is degraded"}, s
     p = json.loads(hook.received("/pd")[0]["body"])
     assert p["routing_key"] == "pd-routing-key-456" and p["event_action"] == "trigger", p
@@ -105,6 +108,9 @@ def test_notify_four_ways(suite):
     for row in actions(medic) + decisions:
         text = json.dumps(row)
         assert "hook-secret-123" not in text and "pd-routing-key-456" not in text, row
+        assert "secret-789" not in text, row
+    with open(os.path.join(suite.workdir, "four", "medic.yaml")) as f:
+        assert "secret-789" not in f.read()
     assert medic.metric('medic_actions_total{action="notify",result="succeeded"}',
                         headers=AUTH) == 4
 

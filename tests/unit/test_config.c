@@ -469,6 +469,10 @@ static void test_directive_table(void **state)
     assert_int_equal(starved, 1);
     assert_int_equal(others, 0);
     medic_config_release(&c);
+    /* a notifier's URL may stay secret in the credentials file; without
+     * one anywhere the error says where it may go */
+    expect_error("notifiers: { oncall: { type: slack } }\n",
+                 "1:22: notifier 'oncall': needs a url (here, or as `url:` of its credentials");
     /* the defaults: nothing loosened, nothing said */
     path = write_file("health-default.yaml", "log_level: info\n", 0644);
     if (medic_config_load(path, &c, &err))
