@@ -36,7 +36,13 @@ static const char usage[] =
     "evaluated. Decisions with verdict no_match need no expectation; every\n"
     "other decision must be expected, and every expectation met.\n"
     "\n"
-    "Actions succeed at once unless an `outcome` event says otherwise:\n"
+    "A test runs in the configuration's mode, shown beside its name; a file\n"
+    "that names its configuration may set `mode:` (dry-run, live, approve)\n"
+    "and `start:` (an RFC 3339 time the offsets count from; default\n"
+    "2026-01-01T00:00:00Z, for dated maintenance windows) beside `config:`.\n"
+    "\n"
+    "Actions succeed at once unless an `outcome` event says otherwise (live\n"
+    "or approve only: a dry-run test with one fails, since no action runs):\n"
     "`{t: 2m, outcome: failed, node: gpu-node-01, action: drain}` ends that\n"
     "node's awaited drain as failed at 2m (succeeded, failed, timed_out,\n"
     "refused, interrupted; an operator who resumed a drained node makes the\n"
@@ -49,8 +55,11 @@ static const char usage[] =
     "\n"
     "Exit status: 0 when every test passes, 1 when one fails, 2 on bad usage.\n";
 
-/* Tests start at this instant (2026-01-01T00:00:00Z); `t` is an offset. */
-#define TEST_EPOCH (INT64_C(1767225600) * MEDIC_NS_PER_SEC)
+/* Tests start at this instant (2026-01-01T00:00:00Z unless the file says
+ * `start:`); `t` is an offset. */
+#define DEFAULT_TEST_EPOCH (INT64_C(1767225600) * MEDIC_NS_PER_SEC)
+static int64_t test_epoch = DEFAULT_TEST_EPOCH;
+#define TEST_EPOCH test_epoch
 
 #define MAX_LABELS 64
 
@@ -350,6 +359,15 @@ static int run_test(const struct medic_config *config, const char *name,
                     const struct test_event *events, size_t event_count,
                     struct test_expect *expects, size_t expect_count)
 {
+    /* in dry-run no action runs, so none has an outcome to give */
+    for (size_t i = 0; !medic_mode_acts(config->mode) && i < event_count; i++)
+        if (events[i].outcome >= 0) {
+            printf("FAIL %s [%s]\n    line %d: an outcome event, but the test runs in dry-run, "
+                   "where no action runs and none has an outcome: run it live (mode: live, "
+                   "beside config: or in the file)\n",
+                   name, medic_mode_name(config->mode), events[i].line);
+            return 0;
+        }
     struct policy_context ctx;
     engine_context_from_config(config, &ctx);
     struct policy_state *st = policy_state_new();
@@ -417,7 +435,7 @@ static int run_test(const struct medic_config *config, const char *name,
             ok = 0;
     if (!used)
         ok = 0;
-    printf("%s %s\n", ok ? "PASS" : "FAIL", name);
+    printf("%s %s [%s]\n", ok ? "PASS" : "FAIL", name, medic_mode_name(config->mode));
     fputs(unanswered, stdout);
     if (!ok && used) {
         printf("    decisions: '-' expected but not made, '+' made but not expected, ' ' as "
@@ -437,9 +455,21 @@ static int run_test(const struct medic_config *config, const char *name,
     return ok;
 }
 
+/* A file's `mode:` beside config (dry-run, live or approve) into *mode. */
+static int parse_mode(struct yaml_fields *f, const struct yaml_tree_node *v, enum medic_mode *mode)
+{
+    static const char *const names[] = {"dry-run", "live", "approve"};
+    for (int m = 0; v && v->kind == YAML_TREE_SCALAR && m < 3; m++)
+        if (strcmp(v->value, names[m]) == 0) {
+            *mode = (enum medic_mode)m;
+            return 0;
+        }
+    return yaml_fields_fail(f, v, "mode: expected dry-run, live or approve");
+}
+
 static int run_file(const char *path, int *passed, int *failed)
 {
-    static const char *const extra[] = {"config", "tests", NULL};
+    static const char *const extra[] = {"config", "tests", "start", NULL};
     static const char *const test_keys[] = {"name", "alerts", "expect", NULL};
     struct yaml_tree tree;
     struct medic_error err = {0};
@@ -453,24 +483,39 @@ static int run_file(const char *path, int *passed, int *failed)
     const struct yaml_tree_node *root = tree.root;
     const struct yaml_tree_node *tests = yaml_tree_get(root, "tests");
     const char *config_file = scalar(root, "config");
-    if (!root || root->kind != YAML_TREE_MAPPING || !tests) {
+    const struct yaml_tree_node *start = yaml_tree_get(root, "start");
+    test_epoch = DEFAULT_TEST_EPOCH;
+    if (start && (start->kind != YAML_TREE_SCALAR ||
+                  medic_time_parse_rfc3339(start->value, strlen(start->value), &test_epoch)))
+        rc = yaml_fields_fail(&f, start,
+                              "start: an RFC 3339 time the tests' offsets count from "
+                              "(2026-11-22T07:30:00Z)");
+    if (rc == 0 && (!root || root->kind != YAML_TREE_MAPPING || !tests)) {
         rc = yaml_fields_fail(&f, root, "a policy test file is a mapping with tests");
-    } else if (config_file) {
+    } else if (rc == 0 && config_file) {
         char resolved[4096];
         const char *slash = strrchr(path, '/');
         if (config_file[0] != '/' && slash)
             snprintf(resolved, sizeof(resolved), "%.*s/%s", (int)(slash - path), path, config_file);
         else
             snprintf(resolved, sizeof(resolved), "%s", config_file);
-        for (size_t i = 0; i < root->count; i++)
-            if (strcmp(root->keys[i], "config") && strcmp(root->keys[i], "tests")) {
+        /* beside config: the mode the tests run in, and when they start */
+        for (size_t i = 0; i < root->count && rc == 0; i++)
+            if (strcmp(root->keys[i], "config") && strcmp(root->keys[i], "tests") &&
+                strcmp(root->keys[i], "mode") && strcmp(root->keys[i], "start")) {
                 struct yaml_tree_node at = {.line = root->key_lines[i], .col = root->key_cols[i]};
-                rc = yaml_fields_fail(&f, &at, "'%s' cannot stand beside config: put it in %s",
+                rc = yaml_fields_fail(&f, &at,
+                                      "'%s' cannot stand beside config (only mode and start can): "
+                                      "put it in %s",
                                       root->keys[i], config_file);
             }
-        if (rc == 0)
-            rc = medic_config_load(resolved, &config, &err);
-    } else {
+        enum medic_mode mode = MEDIC_MODE_DRY_RUN;
+        const struct yaml_tree_node *m = yaml_tree_get(root, "mode");
+        if (rc == 0 && m)
+            rc = parse_mode(&f, m, &mode);
+        if (rc == 0 && (rc = medic_config_load(resolved, &config, &err)) == 0 && m)
+            config.mode = mode;
+    } else if (rc == 0) {
         rc = medic_config_from_tree(path, root, extra, &config, &err);
     }
     if (rc == 0 && (rc = yaml_fields_sequence(&f, tests, "tests")) != 0)
