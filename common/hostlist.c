@@ -206,6 +206,70 @@ int medic_hostlist_match(const struct medic_hostlist *h, const char *name)
     return 0;
 }
 
+/* The names of parts [k, count) of e after the len bytes in buf: counted
+ * (fn NULL) or passed to fn. */
+static int expand_parts(const struct entry *e, size_t k, char *buf, size_t len, size_t *count,
+                        int (*fn)(void *arg, const char *name), void *arg)
+{
+    if (k == e->part_count) {
+        buf[len] = '\0';
+        ++*count;
+        return fn ? fn(arg, buf) : 0;
+    }
+    const struct part *p = &e->parts[k];
+    if (p->literal) {
+        if (len + p->len >= MEDIC_HOSTLIST_MAX_BYTES)
+            return -1;
+        memcpy(buf + len, p->literal, p->len);
+        return expand_parts(e, k + 1, buf, len + p->len, count, fn, arg);
+    }
+    for (size_t i = 0; i < p->range_count; i++)
+        for (long v = p->ranges[i].lo; v <= p->ranges[i].hi; v++) {
+            if (len + MAX_DIGITS + 1 >= MEDIC_HOSTLIST_MAX_BYTES)
+                return -1;
+            int n = snprintf(buf + len, MAX_DIGITS + 1, "%0*ld", p->ranges[i].width, v);
+            int rc = expand_parts(e, k + 1, buf, len + (size_t)n, count, fn, arg);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+/* The names of h: how many (fn NULL, stopping past max), or each to fn. */
+static int expand(const struct medic_hostlist *h, size_t max, size_t *count,
+                  int (*fn)(void *arg, const char *name), void *arg)
+{
+    char buf[MEDIC_HOSTLIST_MAX_BYTES + 1];
+    for (size_t i = 0; i < h->entry_count; i++) {
+        /* a range's size first, so that a huge one is not walked */
+        size_t names = 1;
+        for (size_t k = 0; k < h->entries[i].part_count && names <= max; k++) {
+            const struct part *p = &h->entries[i].parts[k];
+            size_t in = 0;
+            for (size_t r = 0; !p->literal && r < p->range_count; r++)
+                in += (size_t)(p->ranges[r].hi - p->ranges[r].lo + 1);
+            if (!p->literal)
+                names *= in;
+        }
+        if (names > max || *count + names > max)
+            return -1;
+        int rc = expand_parts(&h->entries[i], 0, buf, 0, count, fn, arg);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int medic_hostlist_expand(const struct medic_hostlist *h, size_t max,
+                          int (*fn)(void *arg, const char *name), void *arg)
+{
+    size_t count = 0;
+    if (expand(h, max, &count, NULL, NULL))
+        return -1;
+    count = 0;
+    return expand(h, max, &count, fn, arg);
+}
+
 void medic_hostlist_free(struct medic_hostlist *h)
 {
     if (!h)

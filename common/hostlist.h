@@ -20,6 +20,11 @@ struct medic_hostlist;
 int medic_hostlist_parse(const char *text, struct medic_hostlist **out, char *why, size_t size);
 /* 1 when name is one of the hosts. */
 int medic_hostlist_match(const struct medic_hostlist *h, const char *name);
+/* Calls fn with each name of h, in the order written, until it returns
+ * non-zero (that is returned). -1 when there are more than max names, before
+ * any call; else 0. */
+int medic_hostlist_expand(const struct medic_hostlist *h, size_t max,
+                          int (*fn)(void *arg, const char *name), void *arg);
 void medic_hostlist_free(struct medic_hostlist *h);
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "inventory.h"
+#include "hostlist.h"
 #include "yaml_fields.h"
 
 #include <stdio.h>
@@ -214,8 +215,7 @@ static int parse_node(struct yaml_fields *f, const struct yaml_tree_node *n,
     return 0;
 }
 
-static int build_index(struct yaml_fields *f, const struct yaml_tree_node *list,
-                       struct inventory *inv)
+static int build_index(struct yaml_fields *f, struct inventory *inv)
 {
     size_t total = 0;
     for (size_t i = 0; i < inv->count; i++)
@@ -236,9 +236,101 @@ static int build_index(struct yaml_fields *f, const struct yaml_tree_node *list,
     for (size_t i = 1; i < total; i++)
         if (strcmp(e[i - 1].name, e[i].name) == 0) {
             size_t later = e[i - 1].node > e[i].node ? e[i - 1].node : e[i].node;
-            return yaml_fields_fail(f, list->items[later],
-                                    "'%s' names two nodes (as a name or an alias)", e[i].name);
+            {
+                struct yaml_tree_node at = {.line = inv->nodes[later].line,
+                                            .col = inv->nodes[later].col};
+                return yaml_fields_fail(f, &at, "'%s' names two nodes (as a name or an alias)",
+                                        e[i].name);
+            }
         }
+    return 0;
+}
+
+/* "{{ node }}" in *s replaced by name (each node of a hostlist entry its
+ * own); NULL stays NULL. */
+static int subst(char **s, const char *name)
+{
+    static const char mark[] = "{{ node }}";
+    if (!*s || !strstr(*s, mark))
+        return 0;
+    size_t n = 0;
+    for (const char *p = strstr(*s, mark); p; p = strstr(p + sizeof(mark) - 1, mark))
+        n++;
+    size_t len = strlen(*s) + n * strlen(name) + 1;
+    char *out = malloc(len), *o = out;
+    if (!out)
+        return -1;
+    for (const char *p = *s, *m; *p; p = m + sizeof(mark) - 1) {
+        if (!(m = strstr(p, mark))) {
+            strcpy(o, p);
+            o += strlen(p);
+            break;
+        }
+        memcpy(o, p, (size_t)(m - p));
+        o += m - p;
+        strcpy(o, name);
+        o += strlen(name);
+    }
+    *o = '\0';
+    free(*s);
+    *s = out;
+    return 0;
+}
+
+/* The templates of node's strings filled in with its name. */
+static int fill(struct yaml_fields *f, struct inventory_node *node)
+{
+    int rc = subst(&node->bmc.address, node->name) || subst(&node->bmc.credentials, node->name) ||
+             subst(&node->slurm_node, node->name) || subst(&node->agent_url, node->name) ||
+             subst(&node->agent_credentials, node->name);
+    for (size_t i = 0; rc == 0 && i < node->alias_count; i++)
+        rc = subst(&node->aliases[i], node->name);
+    for (size_t i = 0; rc == 0 && i < node->label_count; i++)
+        rc = subst(&node->label_values[i], node->name);
+    return rc ? medic_error_set(f->err, MEDIC_E_NOMEM, "out of memory") : 0;
+}
+
+struct expansion {
+    struct yaml_fields *f;
+    const struct yaml_tree_node *item;
+    struct inventory *out;
+    size_t count;
+};
+
+static int count_name(void *arg, const char *name)
+{
+    (void)name;
+    ((struct expansion *)arg)->count++;
+    return 0;
+}
+
+/* One node of a hostlist entry: the entry's fields, its own name. */
+static int add_name(void *arg, const char *name)
+{
+    struct expansion *x = arg;
+    struct inventory_node *node = &x->out->nodes[x->out->count++];
+    int rc = parse_node(x->f, x->item, node);
+    if (rc == 0) {
+        free(node->name);
+        if (!(node->name = strdup(name)))
+            return medic_error_set(x->f->err, MEDIC_E_NOMEM, "out of memory");
+        rc = fill(x->f, node);
+    }
+    return rc;
+}
+
+/* The hostlist an entry's name is (NULL when it names one node), its error
+ * at the name when it is not one. */
+static int entry_hosts(struct yaml_fields *f, const struct yaml_tree_node *item,
+                       struct medic_hostlist **hosts)
+{
+    *hosts = NULL;
+    const struct yaml_tree_node *name = item ? yaml_tree_get(item, "name") : NULL;
+    if (!name || name->kind != YAML_TREE_SCALAR || !strchr(name->value, '['))
+        return 0;
+    char why[200];
+    if (medic_hostlist_parse(name->value, hosts, why, sizeof(why)))
+        return yaml_fields_fail(f, name, "name: %s (a Slurm hostlist: gpu-[0001-1200])", why);
     return 0;
 }
 
@@ -250,17 +342,48 @@ int inventory_parse_nodes(const char *file, const struct yaml_tree_node *list,
     int rc = yaml_fields_sequence(&f, list, "nodes");
     if (rc)
         return rc;
-    if (list->count > INVENTORY_MAX_NODES)
-        return yaml_fields_fail(&f, list, "nodes: more than %d", INVENTORY_MAX_NODES);
-    out->nodes = calloc(list->count ? list->count : 1, sizeof(*out->nodes));
+    /* an entry named by a hostlist is a node per name: count them first */
+    size_t total = 0;
+    for (size_t i = 0; rc == 0 && i < list->count; i++) {
+        struct medic_hostlist *hosts;
+        struct expansion x = {&f, list->items[i], out, 0};
+        if ((rc = entry_hosts(&f, list->items[i], &hosts)))
+            break;
+        if (hosts && medic_hostlist_expand(hosts, INVENTORY_MAX_NODES, count_name, &x))
+            x.count = INVENTORY_MAX_NODES + 1;
+        medic_hostlist_free(hosts);
+        total += hosts ? x.count : 1;
+        if (total > INVENTORY_MAX_NODES)
+            rc = yaml_fields_fail(&f, list->items[i], "nodes: more than %d", INVENTORY_MAX_NODES);
+    }
+    if (rc)
+        return rc;
+    out->nodes = calloc(total ? total : 1, sizeof(*out->nodes));
     if (!out->nodes)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < list->count; i++) {
-        out->count++;
-        rc = parse_node(&f, list->items[i], &out->nodes[i]);
+        const struct yaml_tree_node *item = list->items[i];
+        size_t first = out->count;
+        struct medic_hostlist *hosts;
+        if ((rc = entry_hosts(&f, item, &hosts)))
+            break;
+        if (hosts) {
+            struct expansion x = {&f, item, out, 0};
+            rc = medic_hostlist_expand(hosts, INVENTORY_MAX_NODES, add_name, &x);
+            medic_hostlist_free(hosts);
+        } else {
+            out->count++;
+            rc = parse_node(&f, item, &out->nodes[first]);
+            if (rc == 0)
+                rc = fill(&f, &out->nodes[first]);
+        }
+        for (size_t k = first; k < out->count; k++) {
+            out->nodes[k].line = item->line;
+            out->nodes[k].col = item->col;
+        }
     }
     if (rc == 0)
-        rc = build_index(&f, list, out);
+        rc = build_index(&f, out);
     if (rc)
         inventory_release(out);
     return rc;

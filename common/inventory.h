@@ -39,6 +39,7 @@ struct inventory_node {
      * safety.group_caps cap */
     char *label_keys[INVENTORY_MAX_LABELS], *label_values[INVENTORY_MAX_LABELS];
     size_t label_count;
+    int line, col; /* of its entry (one entry names many nodes with a hostlist) */
 };
 
 struct inventory_index;

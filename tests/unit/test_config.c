@@ -469,6 +469,35 @@ static void test_directive_table(void **state)
     assert_int_equal(starved, 1);
     assert_int_equal(others, 0);
     medic_config_release(&c);
+    /* an inventory entry named by a hostlist is a node per name, its
+     * strings' {{ node }} filled in with each one's name */
+    path = write_file("ranges.yaml",
+                      "inventory: { nodes: [\n"
+                      "  { name: 'gpu-[0001-0003]', aliases: ['{{ node }}.example.org'],\n"
+                      "    bmc: { address: '{{ node }}-bmc:623', credentials: bmc }, slurm: { "
+                      "node: '{{ node }}' },\n"
+                      "    agent: { url: 'http://{{ node }}:9797' }, gpus: 8, labels: { rack: r1 } "
+                      "},\n"
+                      "  { name: login01 } ] }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.inventory.count, 4);
+    const struct inventory_node *n2 = inventory_find(&c.inventory, "gpu-0002.example.org");
+    assert_non_null(n2);
+    assert_string_equal(n2->name, "gpu-0002");
+    assert_string_equal(n2->bmc.address, "gpu-0002-bmc:623");
+    assert_string_equal(n2->slurm_node, "gpu-0002");
+    assert_string_equal(n2->agent_url, "http://gpu-0002:9797");
+    assert_string_equal(inventory_node_label(n2, "rack"), "r1");
+    assert_int_equal(n2->gpus, 8);
+    assert_string_equal(c.inventory.nodes[3].name, "login01");
+    medic_config_release(&c);
+    expect_error("inventory: { nodes: [ { name: 'gpu-000[1-2]' }, { name: gpu-0002 } ] }\n",
+                 "1:49: 'gpu-0002' names two nodes");
+    expect_error("inventory: { nodes: [ { name: 'n[1-200000]' } ] }\n",
+                 "1:23: nodes: more than 100000");
+    expect_error("inventory: { nodes: [ { name: 'gpu-[0001-' } ] }\n", "1:31: name: a '[' without");
     /* a notifier's URL may stay secret in the credentials file; without
      * one anywhere the error says where it may go */
     expect_error("notifiers: { oncall: { type: slack } }\n",
