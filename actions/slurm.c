@@ -27,10 +27,7 @@ void slurm_options_default(struct slurm_options *o)
     o->fence = NULL;
 }
 
-/* Runs scontrol with args; its output (stdout and stderr) into out.
- * Returns the exit status, -1 when it could not run, -2 on timeout. */
-static int run_scontrol(const struct slurm_options *o, const char *const *args, char *out,
-                        size_t size)
+int slurm_scontrol(const struct slurm_options *o, const char *const *args, char *out, size_t size)
 {
     /* the environment: ours, with SLURM_CONF set when configured */
     size_t n = 0;
@@ -97,7 +94,7 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
 {
     char out[8192];
     const char *args[] = {"show", "node", "-o", node, NULL};
-    int rc = run_scontrol(o, args, out, sizeof(out));
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
     if (rc != 0) {
         snprintf(detail, size, "scontrol show node %s: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
@@ -177,7 +174,7 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
     const char *args[] = {"update", node_arg, "State=DRAIN", reason_arg, NULL};
     if (action_fenced(o->fence, detail, size))
         return MEDIC_OUTCOME_REFUSED;
-    int rc = run_scontrol(o, args, out, sizeof(out));
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=DRAIN: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
@@ -219,7 +216,7 @@ enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
     char node_arg[300];
     snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
     const char *args[] = {"update", node_arg, "State=RESUME", NULL};
-    int rc = run_scontrol(o, args, out, sizeof(out));
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=RESUME: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));

@@ -20,6 +20,7 @@ int medic_cmd_deny(int argc, char **argv);
 int medic_cmd_pause(int argc, char **argv);
 int medic_cmd_unpause(int argc, char **argv);
 int medic_cmd_node(int argc, char **argv);
+int medic_cmd_inventory(int argc, char **argv);
 /* medic model dataset, argv starting at "dataset" */
 int medic_cmd_model_dataset(int argc, char **argv);
 

@@ -35,6 +35,8 @@ static const char usage[] =
     "  pause     hold every disruptive step fleet-wide: pause --reason TEXT [--until T]\n"
     "  unpause   end the pause\n"
     "  node      give a quarantined node back after its repair: node release NODE --reason T\n"
+    "  inventory  an inventory from Slurm's nodes, or one checked against Slurm:\n"
+    "            inventory import --slurm | inventory check --config FILE\n"
     "  version   print the version and build information\n"
     "\n"
     "Run 'medic COMMAND --help' for a command's options.\n";
@@ -65,7 +67,7 @@ int main(int argc, char **argv)
         {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
         {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
         {"pause", medic_cmd_pause},     {"unpause", medic_cmd_unpause},
-        {"node", medic_cmd_node},
+        {"node", medic_cmd_node},       {"inventory", medic_cmd_inventory},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -8,6 +8,7 @@
 #define MEDIC_ACTIONS_SLURM_H
 
 #include "action.h"
+#include "error.h"
 #include "fence.h"
 #include <stddef.h>
 
@@ -22,6 +23,32 @@ struct slurm_options {
 };
 
 void slurm_options_default(struct slurm_options *o);
+
+/* Runs scontrol with args (no shell; SLURM_CONF as o says); its output
+ * (stdout and stderr) into out. Returns the exit status, -1 when it could
+ * not run, -2 on timeout. */
+int slurm_scontrol(const struct slurm_options *o, const char *const *args, char *out, size_t size);
+
+/* A node as Slurm lists it (scontrol show nodes --json). */
+struct slurm_node_info {
+    char *name;
+    char *partitions; /* comma-separated; "" when none */
+    int gpus;         /* from its Gres (gpu:8, gpu:h100:4(S:0),gpu:h100:4(S:1)); 0: none */
+};
+struct slurm_node_list {
+    struct slurm_node_info *items;
+    size_t count;
+};
+/* Parses `scontrol show nodes --json` output (at most 256 MiB, 100,000
+ * nodes). */
+int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
+                      struct medic_error *err);
+/* Runs `scontrol show nodes --json` and parses it. */
+int slurm_nodes_read(const struct slurm_options *o, struct slurm_node_list *out,
+                     struct medic_error *err);
+void slurm_node_list_release(struct slurm_node_list *l);
+/* The GPUs a Gres string names: the counts of its gpu entries summed. */
+int slurm_gres_gpus(const char *gres);
 
 /* Drains node with reason (control characters are replaced, length capped).
  * A node an operator already drained is left as it is. */

@@ -9,6 +9,7 @@ fields never confuses medic; an unknown Slurm node fails clearly."""
 
 import json
 import os
+import subprocess
 import time
 
 from lab import Medic, SlurmCluster, Suite, wait_until, write_secret
@@ -180,6 +181,47 @@ def test_redrain_by_a_person_and_reasons_that_look_like_fields(suite):
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
 
 
+def test_inventory_import_and_check(suite):
+    """medic inventory import --slurm writes an inventory from what real
+    slurmctld lists (its nodes in one hostlist entry, their partition as a
+    label), which medic loads; medic inventory check names an inventory node
+    Slurm does not know, and exits 1."""
+    nodes = ["gpu-node-50", "gpu-node-51", "gpu-node-52"]
+    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-import")
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    work = suite.subdir("import")
+    inv = os.path.join(work, "inventory.yaml")
+    out = subprocess.run([suite.medic, "inventory", "import", "--slurm", "--slurm-conf",
+                          cluster.conf, "--bmc", "{{ node }}-bmc:623", "--out", inv],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 node(s) in 1 entries written" in out.stderr, out.stderr
+    with open(inv) as f:
+        text = f.read()
+    assert "  - name: 'gpu-node-[50-52]'\n    slurm: { node: '{{ node }}' }\n" in text, text
+    assert "labels: { partition: 'gpu' }" in text and "'{{ node }}-bmc:623'" in text, text
+    config = os.path.join(work, "medic.yaml")
+    with open(config, "w") as f:
+        f.write(f"inventory: {{ file: {inv} }}\n")
+    ok = subprocess.run([suite.medic, "check", "config", config], capture_output=True, text=True,
+                        timeout=60)
+    assert ok.returncode == 0 and "3 inventory nodes" in ok.stdout, ok.stdout + ok.stderr
+    checked = subprocess.run([suite.medic, "inventory", "check", "--config", config,
+                              "--slurm-conf", cluster.conf], capture_output=True, text=True,
+                             timeout=120)
+    assert checked.returncode == 0 and "0 Slurm does not know" in checked.stdout, checked
+    # a node the inventory names and Slurm does not know
+    with open(inv, "a") as f:
+        f.write("  - { name: gpu-node-99, slurm: { node: gpu-node-99 } }\n")
+    checked = subprocess.run([suite.medic, "inventory", "check", "--config", config,
+                              "--slurm-conf", cluster.conf], capture_output=True, text=True,
+                             timeout=120)
+    assert checked.returncode == 1, checked
+    assert "not in Slurm: gpu-node-99 (slurm node gpu-node-99)" in checked.stdout, checked.stdout
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_drain_resume_and_operator_drains,
-                        test_redrain_by_a_person_and_reasons_that_look_like_fields])
+                        test_redrain_by_a_person_and_reasons_that_look_like_fields,
+                        test_inventory_import_and_check])

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Slurm's list of nodes (`scontrol show nodes --json`): names, partitions
+ * and GPU counts, for `medic inventory import` and `medic inventory
+ * check`. */
+#include "slurm.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODES_MAX 100000
+#define OUTPUT_MAX ((size_t)256 << 20)
+
+void slurm_node_list_release(struct slurm_node_list *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].name);
+        free(l->items[i].partitions);
+    }
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+int slurm_gres_gpus(const char *gres)
+{
+    int total = 0;
+    for (const char *p = gres; p && *p;) {
+        const char *end = p + strcspn(p, ",");
+        /* an entry gpu[:TYPE]:COUNT[(S:...)]; a comma inside (S:0,1) does not end it */
+        const char *paren = memchr(p, '(', (size_t)(end - p));
+        if (paren) {
+            const char *close = strchr(paren, ')');
+            end = close ? close + 1 + strcspn(close + 1, ",") : p + strlen(p);
+        }
+        if (strncmp(p, "gpu:", 4) == 0) {
+            const char *stop = paren ? paren : end;
+            const char *colon = stop;
+            while (colon > p && colon[-1] != ':')
+                colon--;
+            int n = atoi(colon);
+            if (n > 0 && n <= 1024)
+                total += n;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return total;
+}
+
+int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
+                      struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (len > OUTPUT_MAX)
+        return medic_error_set(err, MEDIC_E_LIMIT, "Slurm's node list is over 256 MiB");
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes"), *n;
+    if (!cJSON_IsArray(nodes)) {
+        cJSON_Delete(root);
+        return medic_error_set(err, MEDIC_E_INVALID,
+                               "not Slurm's node list: expected the JSON of `scontrol show nodes "
+                               "--json`, an object with nodes");
+    }
+    int count = cJSON_GetArraySize(nodes);
+    if (count > NODES_MAX) {
+        cJSON_Delete(root);
+        return medic_error_set(err, MEDIC_E_LIMIT, "more than %d nodes", NODES_MAX);
+    }
+    out->items = calloc(count ? (size_t)count : 1, sizeof(*out->items));
+    int rc = out->items ? 0 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    cJSON_ArrayForEach(n, nodes)
+    {
+        if (rc)
+            break;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(n, "name");
+        const cJSON *parts = cJSON_GetObjectItemCaseSensitive(n, "partitions"), *p;
+        const cJSON *gres = cJSON_GetObjectItemCaseSensitive(n, "gres");
+        if (!cJSON_IsString(name) || !name->valuestring[0])
+            continue;
+        struct slurm_node_info *x = &out->items[out->count++];
+        char list[1024] = "";
+        cJSON_ArrayForEach(p, parts)
+        {
+            if (cJSON_IsString(p) && strlen(list) + strlen(p->valuestring) + 2 < sizeof(list))
+                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                         list[0] ? "," : "", p->valuestring);
+        }
+        x->name = strdup(name->valuestring);
+        x->partitions = strdup(list);
+        x->gpus = cJSON_IsString(gres) ? slurm_gres_gpus(gres->valuestring) : 0;
+        if (!x->name || !x->partitions)
+            rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    cJSON_Delete(root);
+    if (rc)
+        slurm_node_list_release(out);
+    return rc;
+}
+
+/* The first " KEY=" value of a line of `scontrol -o show nodes` (up to a
+ * blank); "" when the line has none. Fields before Reason= are Slurm's own,
+ * so the first occurrence is the field, not a person's text. */
+static void field(const char *line, size_t len, const char *key, char *out, size_t size)
+{
+    char pattern[40];
+    snprintf(pattern, sizeof(pattern), " %s=", key);
+    size_t plen = strlen(pattern);
+    out[0] = '\0';
+    for (size_t i = 0; i + plen <= len; i++) {
+        if (memcmp(line + i, pattern + (i == 0), plen - (i == 0)) != 0)
+            continue;
+        const char *v = line + i + plen - (i == 0);
+        size_t n = 0;
+        while (v + n < line + len && v[n] != ' ' && n + 1 < size)
+            n++;
+        memcpy(out, v, n);
+        out[n] = '\0';
+        return;
+    }
+}
+
+/* Slurm before 23.02 has no --json: the one-line text form, parsed. */
+static int parse_oneliner(const char *text, struct slurm_node_list *out, struct medic_error *err)
+{
+    size_t lines = 1;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    if (lines > NODES_MAX + 1)
+        return medic_error_set(err, MEDIC_E_LIMIT, "more than %d nodes", NODES_MAX);
+    out->items = calloc(lines, sizeof(*out->items));
+    if (!out->items)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (const char *line = text; *line;) {
+        size_t len = strcspn(line, "\n");
+        char name[256], gres[512], parts[1024];
+        field(line, len, "NodeName", name, sizeof(name));
+        field(line, len, "Gres", gres, sizeof(gres));
+        field(line, len, "Partitions", parts, sizeof(parts));
+        if (name[0]) {
+            struct slurm_node_info *x = &out->items[out->count++];
+            x->name = strdup(name);
+            x->partitions = strdup(parts);
+            x->gpus = strcmp(gres, "(null)") ? slurm_gres_gpus(gres) : 0;
+            if (!x->name || !x->partitions) {
+                slurm_node_list_release(out);
+                return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            }
+        }
+        line += len + (line[len] == '\n');
+    }
+    return 0;
+}
+
+int slurm_nodes_read(const struct slurm_options *o, struct slurm_node_list *out,
+                     struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    size_t size = (size_t)64 << 20;
+    char *text = malloc(size);
+    if (!text)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    static const char *const json[] = {"show", "nodes", "--json", NULL};
+    static const char *const oneliner[] = {"-o", "show", "nodes", NULL};
+    int status = slurm_scontrol(o, json, text, size), rc = 0;
+    int old = status != 0 && strstr(text, "--json");
+    if (old)
+        status = slurm_scontrol(o, oneliner, text, size);
+    if (status != 0)
+        rc = medic_error_set(err, MEDIC_E_IO, "%s show nodes: %s%.300s", o->scontrol,
+                             status == -2 ? "timed out; " : "", text);
+    else if (old)
+        rc = parse_oneliner(text, out, err);
+    else
+        rc = slurm_nodes_parse(text, strlen(text), out, err);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Slurm's list of nodes as medic reads it: GPU counts from every form of
+ * Gres, and the JSON of `scontrol show nodes --json` (Slurm 23.02 and
+ * later; older ones are read in their one-line form, tested against real
+ * slurmctld in integration/test_slurm). */
+#include "slurm.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_gres(void **state)
+{
+    (void)state;
+    assert_int_equal(slurm_gres_gpus("gpu:8"), 8);
+    assert_int_equal(slurm_gres_gpus("gpu:h100:8"), 8);
+    assert_int_equal(slurm_gres_gpus("gpu:h100:8(S:0-1)"), 8);
+    assert_int_equal(slurm_gres_gpus("gpu:h100:4(S:0),gpu:h100:4(S:1)"), 8);
+    assert_int_equal(slurm_gres_gpus("gpu:a100:4(S:0,1),shard:a100:32"), 4);
+    assert_int_equal(slurm_gres_gpus("shard:8"), 0);
+    assert_int_equal(slurm_gres_gpus(""), 0);
+    assert_int_equal(slurm_gres_gpus("gpu:"), 0);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"meta\":{},\"nodes\":[{\"name\":\"gpu-0001\",\"partitions\":[\"train\",\"debug\"],"
+        "\"gres\":\"gpu:h100:8(S:0-1)\"},{\"name\":\"login01\",\"partitions\":[],\"gres\":\"\"},"
+        "{\"partitions\":[\"x\"]}]}";
+    struct slurm_node_list l;
+    struct medic_error err = {0};
+    assert_int_equal(slurm_nodes_parse(json, strlen(json), &l, &err), 0);
+    assert_int_equal(l.count, 2); /* a node without a name is left out */
+    assert_string_equal(l.items[0].name, "gpu-0001");
+    assert_string_equal(l.items[0].partitions, "train,debug");
+    assert_int_equal(l.items[0].gpus, 8);
+    assert_string_equal(l.items[1].partitions, "");
+    assert_int_equal(l.items[1].gpus, 0);
+    slurm_node_list_release(&l);
+    assert_int_equal(slurm_nodes_parse("[1,2]", 5, &l, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "scontrol show nodes --json"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gres),
+        cmocka_unit_test(test_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
