@@ -236,8 +236,10 @@ static const struct directive directives[] = {
     {"safety", "maintenance", D_DOC, 0, 0, 0, NULL, NULL, "none",
      "windows `{ nodes: HOSTLIST, start: TIME, end: TIME, reason: TEXT }` (RFC 3339 times; "
      "nodes a Slurm hostlist of inventory names, `gpu-[0001-0100,0200]`, or `~REGEX` for an "
-     "anchored regular expression): disruptive steps on those nodes are held while a window "
-     "lasts; `medic check config` warns about a window that covers no inventory node",
+     "anchored regular expression), or recurring ones `{ nodes, every: 'sunday 02:00-06:00', "
+     "timezone: Europe/Berlin, reason }` (days sunday..saturday, comma-separated, or day or "
+     "weekday; UTC unless a zone is named): disruptive steps on those nodes are held while a "
+     "window lasts; `medic check config` warns about a window that covers no inventory node",
      NULL},
     {"safety", "quarantine", D_DOC, 0, 0, 0, NULL, NULL, "`{ incidents: 3, window: 7d }`",
      "a node whose incidents with repairs (a drain, power cycle or GPU reset; power limits do "

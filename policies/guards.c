@@ -13,9 +13,10 @@ static int in_maintenance(const struct policy_safety *s, const char *node, int64
 {
     for (size_t i = 0; i < s->maintenance_count; i++) {
         const struct maintenance_window *m = &s->maintenance[i];
-        if (now >= m->start && now < m->end && policy_maintenance_covers(m, node)) {
+        int64_t end;
+        if (policy_maintenance_active(m, now, &end) && policy_maintenance_covers(m, node)) {
             char until[40];
-            medic_time_format(m->end, until, sizeof(until));
+            medic_time_format(end, until, sizeof(until));
             snprintf(reason, size, "node '%s' is in a maintenance window until %s%s%s", node, until,
                      m->reason ? ": " : "", m->reason ? m->reason : "");
             return 1;

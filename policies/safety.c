@@ -4,6 +4,7 @@
 #include "policy_parse.h"
 #include "hostlist.h"
 #include "inventory.h"
+#include "timezone.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -36,6 +37,71 @@ void policy_safety_default(struct policy_safety *s)
     s->quarantine_window = 7 * 86400 * MEDIC_NS_PER_SEC;
     medic_health_criteria_default(&s->health);
     s->held_notice = 15 * 60 * MEDIC_NS_PER_SEC;
+}
+
+int policy_maintenance_active(const struct maintenance_window *m, int64_t now, int64_t *until)
+{
+    if (!m->days) {
+        *until = m->end;
+        return now >= m->start && now < m->end;
+    }
+    /* on the window's local clock: today's occurrence, or yesterday's when
+     * it runs past midnight */
+    int64_t t = now / MEDIC_NS_PER_SEC;
+    int64_t local = t + medic_tz_offset(m->tz, t);
+    int64_t day = local >= 0 ? local / 86400 : (local - 86399) / 86400;
+    int minute = (int)((local - day * 86400) / 60);
+    int crosses = m->to_min <= m->from_min;
+    for (int back = 0; back <= crosses; back++) {
+        int64_t d = day - back;
+        int wday = (int)(((d % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
+        if (!(m->days & (1u << wday)))
+            continue;
+        int from = back ? m->from_min - 1440 : m->from_min;
+        int to = crosses ? from + (m->to_min + 1440 - m->from_min) : m->to_min;
+        if (minute >= from && minute < to) {
+            *until = now + (int64_t)(to - minute) * 60 * MEDIC_NS_PER_SEC -
+                     (local % 60) * MEDIC_NS_PER_SEC - now % MEDIC_NS_PER_SEC;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* every: 'sunday 02:00-06:00', 'saturday,sunday 22:00-02:00', 'day 03:00-04:00' */
+static int parse_every(const char *text, struct maintenance_window *m)
+{
+    static const char *const names[] = {"sunday",   "monday", "tuesday", "wednesday",
+                                        "thursday", "friday", "saturday"};
+    const char *space = strchr(text, ' ');
+    if (!space)
+        return -1;
+    char days[160];
+    snprintf(days, sizeof(days), "%.*s", (int)(space - text), text);
+    for (char *d = strtok(days, ","); d; d = strtok(NULL, ",")) {
+        if (strcmp(d, "day") == 0) {
+            m->days |= 0x7f;
+            continue;
+        }
+        if (strcmp(d, "weekday") == 0) {
+            m->days |= 0x3e;
+            continue;
+        }
+        int k = 0;
+        while (k < 7 && strcmp(d, names[k]) != 0 && strncmp(d, names[k], 3) != 0)
+            k++;
+        if (k == 7 || (strlen(d) != 3 && strcmp(d, names[k]) != 0))
+            return -1;
+        m->days |= 1u << k;
+    }
+    int h1, m1, h2, m2, n = 0;
+    if (sscanf(space + 1, "%2d:%2d-%2d:%2d%n", &h1, &m1, &h2, &m2, &n) != 4 || space[1 + n] ||
+        h1 > 23 || m1 > 59 || h2 > 24 || m2 > 59 || (h2 == 24 && m2) || h1 < 0 || m1 < 0 ||
+        h2 < 0 || m2 < 0)
+        return -1;
+    m->from_min = h1 * 60 + m1;
+    m->to_min = h2 * 60 + m2;
+    return m->days && m->from_min != m->to_min ? 0 : -1;
 }
 
 const char *policy_group_of(const struct group_cap *cap, const struct inventory_node *node)
@@ -82,6 +148,9 @@ void policy__safety_release(struct policy_safety *s)
             regfree(&s->maintenance[i].nodes);
         free(s->maintenance[i].nodes_text);
         free(s->maintenance[i].reason);
+        free(s->maintenance[i].every);
+        free(s->maintenance[i].zone);
+        medic_tz_free(s->maintenance[i].tz);
     }
     free(s->maintenance);
     free(s->storm_notifier);
@@ -90,7 +159,8 @@ void policy__safety_release(struct policy_safety *s)
 static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
                              struct policy_safety *s)
 {
-    static const char *const keys[] = {"nodes", "start", "end", "reason", NULL};
+    static const char *const keys[] = {"nodes",    "start",  "end", "every",
+                                       "timezone", "reason", NULL};
     int rc = yaml_fields_sequence(&p->f, n, "maintenance");
     if (rc)
         return rc;
@@ -106,8 +176,16 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
         const struct yaml_tree_node *nodes = yaml_tree_get(w, "nodes");
         const struct yaml_tree_node *start = yaml_tree_get(w, "start");
         const struct yaml_tree_node *end = yaml_tree_get(w, "end");
-        if (!nodes || !start || !end)
-            return yaml_fields_fail(&p->f, w, "maintenance: needs nodes, start and end");
+        const struct yaml_tree_node *every = yaml_tree_get(w, "every");
+        const struct yaml_tree_node *zone = yaml_tree_get(w, "timezone");
+        if (!nodes || (every ? start || end : !start || !end))
+            return yaml_fields_fail(&p->f, w,
+                                    "maintenance: needs nodes, and start and end (a dated window) "
+                                    "or every (a recurring one: every: 'sunday 02:00-06:00')");
+        if (zone && !every)
+            return yaml_fields_fail(&p->f, zone,
+                                    "timezone: for a recurring window (every:); start and end "
+                                    "carry their own offset");
         if ((rc = yaml_fields_string(&p->f, nodes, "nodes", &m->nodes_text)))
             return rc;
         char why[192];
@@ -126,6 +204,24 @@ static int parse_maintenance(struct parser *p, const struct yaml_tree_node *n,
             return rc;
         }
         s->maintenance_count++;
+        if (every) {
+            char tzwhy[160];
+            if ((rc = yaml_fields_string(&p->f, every, "every", &m->every)))
+                return rc;
+            if (parse_every(m->every, m))
+                return yaml_fields_fail(&p->f, every,
+                                        "every: DAYS HH:MM-HH:MM, days sunday..saturday (or sun.."
+                                        "sat), comma-separated, or day or weekday: 'sunday "
+                                        "02:00-06:00', 'saturday,sunday 22:00-02:00'");
+            if (zone && (rc = yaml_fields_string(&p->f, zone, "timezone", &m->zone)))
+                return rc;
+            if (medic_tz_load(m->zone ? m->zone : "UTC", &m->tz, tzwhy, sizeof(tzwhy)))
+                return yaml_fields_fail(&p->f, zone, "timezone: %s", tzwhy);
+            const struct yaml_tree_node *reason = yaml_tree_get(w, "reason");
+            if (reason && (rc = yaml_fields_string(&p->f, reason, "reason", &m->reason)))
+                return rc;
+            continue;
+        }
         const struct yaml_tree_node *times[2] = {start, end};
         int64_t *out[2] = {&m->start, &m->end};
         for (int k = 0; k < 2; k++) {

@@ -18,7 +18,7 @@ build_packages=(gcc make cmake pkg-config libmicrohttpd-dev libcjson-dev libcurl
 test_packages=(libcmocka-dev clang clang-format libclang-rt-14-dev python3 python3-aiosmtpd curl
   openssl prometheus prometheus-alertmanager openipmi freeipmi-tools munge slurmctld slurmd
   slurm-client python3-torch python3-numpy chromium fonts-dejavu-core systemd binutils
-  groff-base man-db postgresql-15)
+  groff-base man-db postgresql-15 tzdata)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -68,7 +68,14 @@ struct maintenance_window {
     struct medic_hostlist *hosts; /* NULL: the regex */
     regex_t nodes;
     char *nodes_text;
-    int64_t start, end;
+    int64_t start, end; /* a dated window; unset for a recurring one */
+    /* a recurring one (every: 'sunday 02:00-06:00'): the weekdays it
+     * starts on (bit 0 Sunday), from and to as minutes of the local day
+     * (to <= from: it ends the next day), on the clock of tz */
+    unsigned days;
+    int from_min, to_min;
+    struct medic_tz *tz;
+    char *every, *zone;
     char *reason;
 };
 
@@ -121,6 +128,8 @@ struct policy_set {
 #define POLICY_MAX_STEPS 16
 
 void policy_safety_default(struct policy_safety *safety);
+/* Whether window m is open at now (ns); *until (ns) when it is. */
+int policy_maintenance_active(const struct maintenance_window *m, int64_t now, int64_t *until);
 /* Whether window m covers node (its inventory name). */
 int policy_maintenance_covers(const struct maintenance_window *m, const char *node);
 

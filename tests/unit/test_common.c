@@ -13,6 +13,7 @@
 #include "sha256.h"
 #include "table.h"
 #include "timeutil.h"
+#include "timezone.h"
 #include "utf8.h"
 #include "yaml_tree.h"
 
@@ -539,11 +540,48 @@ static void test_hostlists(void **state)
     }
 }
 
+/* Time zones from the system's zoneinfo, against what `date` says: the
+ * table's transitions (DST in Berlin and New York, to the second), the
+ * POSIX rule past the table (2040), UTC, and names refused. */
+static void test_time_zones(void **state)
+{
+    (void)state;
+    char why[128];
+    struct medic_tz *berlin, *ny, *utc, *bad;
+    assert_int_equal(medic_tz_load("Europe/Berlin", &berlin, why, sizeof(why)), 0);
+    assert_int_equal(medic_tz_load("America/New_York", &ny, why, sizeof(why)), 0);
+    assert_int_equal(medic_tz_load("UTC", &utc, why, sizeof(why)), 0);
+    static const struct {
+        int64_t t;
+        int berlin, ny;
+    } at[] = {
+        {1768478400, 3600, -18000}, /* 2026-01-15T12:00:00Z */
+        {1784116800, 7200, -14400}, /* 2026-07-15T12:00:00Z */
+        {1774745999, 3600, -14400}, /* a second before Berlin's clocks go forward */
+        {1774746000, 7200, -14400}, /* 2026-03-29T01:00:00Z */
+        {2224656000, 7200, -14400}, /* 2040-06-30: past the file's table, by its rule */
+        {2208988800, 3600, -18000}, /* 2040-01-01 */
+    };
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+        assert_int_equal(medic_tz_offset(berlin, at[i].t), at[i].berlin);
+        assert_int_equal(medic_tz_offset(ny, at[i].t), at[i].ny);
+        assert_int_equal(medic_tz_offset(utc, at[i].t), 0);
+    }
+    assert_int_equal(medic_tz_load("../etc/passwd", &bad, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "not a time zone name"));
+    assert_int_equal(medic_tz_load("Mars/Olympus", &bad, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "no such time zone"));
+    medic_tz_free(berlin);
+    medic_tz_free(ny);
+    medic_tz_free(utc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_hostlists),
+        cmocka_unit_test(test_time_zones),
         cmocka_unit_test(test_html_escaping),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_utf8),

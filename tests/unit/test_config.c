@@ -498,6 +498,17 @@ static void test_directive_table(void **state)
     expect_error("inventory: { nodes: [ { name: 'n[1-200000]' } ] }\n",
                  "1:23: nodes: more than 100000");
     expect_error("inventory: { nodes: [ { name: 'gpu-[0001-' } ] }\n", "1:31: name: a '[' without");
+    /* recurring maintenance windows: what every takes, a zone that is not one */
+    expect_error("safety: { maintenance: [ { nodes: a, every: 'sundays 02:00-06:00' } ] }\n",
+                 "1:45: every: DAYS HH:MM-HH:MM");
+    expect_error("safety: { maintenance: [ { nodes: a, every: 'sun 02:00-02:00' } ] }\n",
+                 "1:45: every: DAYS HH:MM-HH:MM");
+    expect_error("safety: { maintenance: [ { nodes: a, every: 'sun 02:00-06:00',"
+                 " timezone: Mars/Olympus } ] }\n",
+                 "1:74: timezone: no such time zone");
+    expect_error("safety: { maintenance: [ { nodes: a, start: '2026-01-01T00:00:00Z',"
+                 " end: '2026-01-02T00:00:00Z', timezone: UTC } ] }\n",
+                 "1:108: timezone: for a recurring window");
     /* a notifier's URL may stay secret in the credentials file; without
      * one anywhere the error says where it may go */
     expect_error("notifiers: { oncall: { type: slack } }\n",

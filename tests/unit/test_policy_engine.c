@@ -1229,6 +1229,45 @@ static void test_held_notice_batched(void **state)
     world_release(&w);
 }
 
+/* A window that recurs on a local clock: Sundays 08:30-10:00 in Berlin
+ * (07:30-09:00 UTC in November) holds the drain until 10:00 there, then it
+ * runs; the same hours on a weekday hold nothing; one across midnight
+ * holds after it. */
+static void test_recurring_maintenance_window(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies,
+               "safety:\n  max_disrupted_fraction: 1\n  max_alert_age: 2h\n  maintenance:\n"
+               "    - { nodes: 'gpu-node-0[1-2]', every: 'sunday 08:30-10:00',\n"
+               "        timezone: Europe/Berlin, reason: 'weekly firmware' }\n"
+               "    - { nodes: gpu-node-03, every: 'weekday 08:30-10:00' }\n"
+               "    - { nodes: gpu-node-04, every: 'sat,sun 23:00-09:30' }\n",
+               40, 1);
+    /* T0 is Sunday 2026-11-22 08:00 UTC: 09:00 in Berlin */
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED,
+           "held: node 'gpu-node-01' is in a maintenance window until 2026-11-22T09:00:00.000Z: "
+           "weekly firmware");
+    make_alert(&a, "GPUXidError", "gpu-node-03", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, NULL); /* a Sunday */
+    make_alert(&a, "GPUXidError", "gpu-node-04", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-04", "drain", VERDICT_SUPPRESSED,
+           "maintenance window until 2026-11-22T09:30:00.000Z");
+    /* 10:01 in Berlin: the Sunday window has ended, the drain runs */
+    assert_true(tick(&w, T0 + 61 * MIN) >= 1);
+    int drained = 0;
+    for (size_t i = 0; i < w.out.count; i++)
+        drained += strcmp(w.out.items[i].node, "gpu-node-01") == 0 &&
+                   w.out.items[i].verdict == VERDICT_EXECUTE;
+    assert_int_equal(drained, 1);
+    world_release(&w);
+}
+
 /* Invariant 3: never more disrupted nodes than the caps, counted from
  * what happened: a failed drain frees its slot. */
 static void test_invariant_fleet_caps(void **state)
@@ -2573,6 +2612,7 @@ int main(void)
         cmocka_unit_test(test_invariant_fleet_caps),
         cmocka_unit_test(test_group_caps),
         cmocka_unit_test(test_held_notice_batched),
+        cmocka_unit_test(test_recurring_maintenance_window),
         cmocka_unit_test(test_invariant_storm),
         cmocka_unit_test(test_fingerprint_is_not_identity),
         cmocka_unit_test(test_resolved_is_not_reopened),
