@@ -16,30 +16,44 @@
 
 /* Reads a secret file: refused when group- or world-readable (a secret
  * readable by anyone is not a secret); one trailing newline is dropped. */
+static int read_secret_at(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                          const char *path, char **out);
+
 int config__read_secret(struct loader *l, const struct yaml_tree_node *n, const char *key,
                         char **out)
 {
     int rc = yaml_fields_scalar(&l->f, n, key);
     if (rc)
         return rc;
+    /* relative to the configuration file, as its other paths */
+    char *path = config__resolve_path(l->f.file, n->value);
+    if (!path)
+        return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+    rc = read_secret_at(l, n, key, path, out);
+    free(path);
+    return rc;
+}
+
+static int read_secret_at(struct loader *l, const struct yaml_tree_node *n, const char *key,
+                          const char *path, char **out)
+{
     struct stat st;
-    if (stat(n->value, &st) != 0)
-        return yaml_fields_fail(&l->f, n, "%s: cannot read '%s': %s", key, n->value,
-                                strerror(errno));
+    if (stat(path, &st) != 0)
+        return yaml_fields_fail(&l->f, n, "%s: cannot read '%s': %s", key, path, strerror(errno));
     if (st.st_mode & 077)
         return yaml_fields_fail(&l->f, n,
                                 "%s: '%s' is readable by group or others (mode %03o); chmod 600 it",
-                                key, n->value, (unsigned)(st.st_mode & 0777));
+                                key, path, (unsigned)(st.st_mode & 0777));
     struct medic_error ferr;
     char *data;
     size_t len;
-    if (medic_read_file(n->value, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
+    if (medic_read_file(path, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
         return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
     while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
         data[--len] = '\0';
     if (len == 0 || strlen(data) != len) {
         free(data);
-        return yaml_fields_fail(&l->f, n, "%s: '%s' is empty or holds a NUL byte", key, n->value);
+        return yaml_fields_fail(&l->f, n, "%s: '%s' is empty or holds a NUL byte", key, path);
     }
     free(*out);
     *out = data;
@@ -52,13 +66,18 @@ int config__load_pem(struct loader *l, const struct yaml_tree_node *n, const cha
     if (rc)
         return rc;
     struct medic_error ferr;
-    char *data;
+    char *data = NULL, *path = config__resolve_path(l->f.file, n->value);
     size_t len;
-    if (medic_read_file(n->value, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
-        return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
-    if (!strstr(data, "-----BEGIN ")) {
+    if (!path)
+        return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
+    if (medic_read_file(path, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
+        rc = yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
+    else if (!strstr(data, "-----BEGIN "))
+        rc = yaml_fields_fail(&l->f, n, "%s: '%s' is not a PEM file", key, path);
+    free(path);
+    if (rc) {
         free(data);
-        return yaml_fields_fail(&l->f, n, "%s: '%s' is not a PEM file", key, n->value);
+        return rc;
     }
     *out = data;
     return 0;

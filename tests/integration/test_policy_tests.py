@@ -6,6 +6,7 @@ a dry-run test (no action runs there, so it would be ignored), and a key
 that cannot stand there named with what may."""
 
 import os
+import shutil
 import subprocess
 
 from lab import Suite
@@ -100,5 +101,30 @@ tests:
     assert out.returncode != 0 and "start: an RFC 3339 time" in out.stderr, out
 
 
+def test_cluster_example(suite):
+    """examples/cluster-1000, the complete configuration of a 1,000-node
+    Slurm cluster, with its secrets written as credentials.example.yaml
+    says: `medic check config` accepts it with no warning, and its policy
+    tests pass."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    work = os.path.join(suite.workdir, "cluster-1000")
+    shutil.copytree(os.path.join(here, "..", "..", "examples", "cluster-1000"), work)
+    shutil.copy(os.path.join(work, "credentials.example.yaml"),
+                os.path.join(work, "credentials.yaml"))
+    for name in ("webhook.token", "oncall.password", "ops.password"):
+        with open(os.path.join(work, name), "w") as f:
+            f.write("a-secret\n")
+    for name in ("credentials.yaml", "webhook.token", "oncall.password", "ops.password"):
+        os.chmod(os.path.join(work, name), 0o600)
+    out = subprocess.run([suite.medic, "check", "config", os.path.join(work, "medic.yaml")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "mode live" in out.stdout and "1000 inventory nodes" in out.stdout, out.stdout
+    assert "warning" not in out.stdout + out.stderr, out.stdout + out.stderr
+    out = subprocess.run([suite.medic, "policy", "test", os.path.join(work, "cluster.test.yaml")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "5 passed, 0 failed" in out.stdout, out.stdout + out.stderr
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_mode_and_start_beside_config])
+    Suite(__doc__).run([test_mode_and_start_beside_config, test_cluster_example])
