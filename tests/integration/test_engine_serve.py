@@ -127,6 +127,11 @@ def test_guards_in_serve(suite):
     assert by_node["rogue"]["verdict"] == "suppressed"
     assert "not in the inventory" in by_node["rogue"]["reason"]
     assert medic.metric("medic_disrupted_nodes") == 2
+    # the held drain is told (the held steps' notice: suppressed here, no
+    # notifier), a decision of its own
+    wait_until("the held steps' notice", lambda: [
+        d for d in decisions(medic) if d["reason"].startswith("held steps notice: 1 incident")],
+        timeout=10)
     # an SRE checks a tighter cap against what was recorded
     tighter = os.path.join(medic.workdir, "tighter.yaml")
     with open(tighter, "w") as f:
@@ -136,7 +141,7 @@ def test_guards_in_serve(suite):
                             capture_output=True, text=True, timeout=60)
     assert replay.returncode == 0, replay.stderr
     report = json.loads(replay.stdout)
-    assert report["recorded"] == 4 and report["replayed"] == 4, report
+    assert report["recorded"] == 5 and report["replayed"] == 5, report
     # gpu-node-03 is now suppressed; gpu-node-04 still is, for another reason
     assert report["execute_to_suppressed"] == 1 and report["changed"] == 2, report
     change = report["changes"][0]
@@ -146,7 +151,7 @@ def test_guards_in_serve(suite):
     assert "max_disruptive_in_flight 2" in report["changes"][1]["old_reason"], report
     same = subprocess.run([suite.medic, "replay", "--config", medic.config_path, "--db",
                            medic.db, "--since", "1h"], capture_output=True, text=True, timeout=60)
-    assert "unchanged 4, changed 0, new 0, gone 0" in same.stdout, same.stdout
+    assert "unchanged 5, changed 0, new 0, gone 0" in same.stdout, same.stdout
     # medic dry-run from the daemon's state: node-02 is already drained, so a
     # new alert there fits under the cap, one on gpu-node-01 does not
     payload_file = os.path.join(medic.workdir, "new.json")
