@@ -75,6 +75,7 @@ int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(n, "name");
         const cJSON *parts = cJSON_GetObjectItemCaseSensitive(n, "partitions"), *p;
         const cJSON *gres = cJSON_GetObjectItemCaseSensitive(n, "gres");
+        const cJSON *state = cJSON_GetObjectItemCaseSensitive(n, "state"), *flag;
         if (!cJSON_IsString(name) || !name->valuestring[0])
             continue;
         struct slurm_node_info *x = &out->items[out->count++];
@@ -88,6 +89,14 @@ int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
         x->name = strdup(name->valuestring);
         x->partitions = strdup(list);
         x->gpus = cJSON_IsString(gres) ? slurm_gres_gpus(gres->valuestring) : 0;
+        /* "state": ["IDLE", "MAINT"] (or a string in older releases) */
+        if (cJSON_IsString(state))
+            x->maint = strstr(state->valuestring, "MAINT") != NULL;
+        if (cJSON_IsArray(state))
+            cJSON_ArrayForEach(flag, state)
+            {
+                x->maint |= cJSON_IsString(flag) && strcmp(flag->valuestring, "MAINT") == 0;
+            }
         if (!x->name || !x->partitions)
             rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
@@ -132,8 +141,9 @@ static int parse_oneliner(const char *text, struct slurm_node_list *out, struct 
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (const char *line = text; *line;) {
         size_t len = strcspn(line, "\n");
-        char name[256], gres[512], parts[1024];
+        char name[256], gres[512], parts[1024], state[256];
         field(line, len, "NodeName", name, sizeof(name));
+        field(line, len, "State", state, sizeof(state));
         field(line, len, "Gres", gres, sizeof(gres));
         field(line, len, "Partitions", parts, sizeof(parts));
         if (name[0]) {
@@ -141,6 +151,7 @@ static int parse_oneliner(const char *text, struct slurm_node_list *out, struct 
             x->name = strdup(name);
             x->partitions = strdup(parts);
             x->gpus = strcmp(gres, "(null)") ? slurm_gres_gpus(gres) : 0;
+            x->maint = strstr(state, "MAINT") != NULL; /* IDLE+MAINT, MIXED+MAINT+DRAIN, ... */
             if (!x->name || !x->partitions) {
                 slurm_node_list_release(out);
                 return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");

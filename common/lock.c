@@ -13,6 +13,7 @@ static const char *const names[MEDIC_LOCK_RANKS] = {
     [MEDIC_LOCK_EXECUTOR] = "executor queue",
     [MEDIC_LOCK_ENGINE_STATE] = "engine state",
     [MEDIC_LOCK_FLEET] = "fleet risks",
+    [MEDIC_LOCK_SLURM_MAINT] = "Slurm maintenance",
     [MEDIC_LOCK_HANDOVER] = "engine handover",
     [MEDIC_LOCK_LEADER] = "leader",
     [MEDIC_LOCK_CONFIG_SLOT] = "configuration slot",

@@ -21,6 +21,7 @@ enum medic_lock_rank {
     MEDIC_LOCK_EXECUTOR,          /* actions: the workers' queue */
     MEDIC_LOCK_ENGINE_STATE,      /* the policy engine's state (pipeline) */
     MEDIC_LOCK_FLEET,             /* fleet scoring: the latest risks */
+    MEDIC_LOCK_SLURM_MAINT,       /* the nodes Slurm has in maintenance */
     MEDIC_LOCK_HANDOVER,          /* what other threads hand the engine */
     MEDIC_LOCK_LEADER,            /* the lease, as this replica sees it */
     MEDIC_LOCK_CONFIG_SLOT,       /* the current configuration snapshot */

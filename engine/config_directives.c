@@ -267,6 +267,13 @@ static const struct directive directives[] = {
      "Shown on the page and as `medic_group_disrupted_nodes`; `medic check config` warns about "
      "an entry that covers no node and a fraction that allows no node in a small group",
      NULL},
+    {"safety", "maintenance_from_slurm", D_DOC, 0, 0, 0, NULL, NULL, "`false`",
+     "Slurm as a source of maintenance: a node Slurm has in a maintenance reservation "
+     "(`Flags=MAINT`, state `MAINT`) is in maintenance for medic too, its disruptive steps held "
+     "as in a window; Slurm is asked every 30 s on a thread of its own (`scontrol -o show "
+     "nodes`), a failed read keeps the last list, and `medic_slurm_maintenance_nodes` counts "
+     "them",
+     NULL},
     {"safety", "held_notice", D_DOC, 0, 0, 0, NULL, NULL, "`15m`",
      "on-call hears of disruptive steps a fleet or group cap, a maintenance window, a cooldown "
      "or a budget held or suppressed (a broken node left in service) through "

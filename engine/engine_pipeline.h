@@ -19,6 +19,7 @@
 #include "config.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
+#include "engine_slurm_maint.h"
 #include "policy_engine.h"
 
 #include <stdint.h>
@@ -31,7 +32,8 @@ struct engine_pipeline;
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_pipeline **out, struct medic_error *err);
+                          struct engine_slurm_maint *maint, struct engine_pipeline **out,
+                          struct medic_error *err);
 
 /* Notification id was committed (not a duplicate) with its alerts from
  * first_alert_id on: evaluate it soon. Takes n's content (n is left

@@ -134,6 +134,14 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "medic_safety_max_disrupted_nodes %zu\n",
                      s->max_disruptive_in_flight, fraction_nodes);
     group_metrics(engine, config, b);
+    long maint = engine_slurm_maint_count(engine->maint);
+    if (maint >= 0)
+        medic_buf_printf(b,
+                         "# HELP medic_slurm_maintenance_nodes Nodes Slurm had in a maintenance "
+                         "reservation at its last read (safety.maintenance_from_slurm).\n"
+                         "# TYPE medic_slurm_maintenance_nodes gauge\n"
+                         "medic_slurm_maintenance_nodes %ld\n",
+                         maint);
     medic_config_unref(config);
 }
 

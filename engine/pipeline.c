@@ -28,7 +28,8 @@
 struct engine_pipeline {
     struct audit_store *store;
     struct engine_dispatch *dispatch;
-    struct engine_fleet *fleet; /* its last cycle's risks serve alerts of the same window */
+    struct engine_fleet *fleet;       /* its last cycle's risks serve alerts of the same window */
+    struct engine_slurm_maint *maint; /* which nodes Slurm has in maintenance */
     struct audit_reader *reader;
     struct config_slot *configs;
     int64_t tick_interval;
@@ -378,6 +379,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         atomic_store(&e->approvals_waiting, 1);
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
+    engine_slurm_maint_context(e->maint, &r.ctx); /* nodes in a Slurm maintenance reservation */
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
     engine_health_begin(&r.health, config);
@@ -518,10 +520,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     return rc ? -1 : changed || (from_log && r.evaluated_count == ROUND_LIMIT);
 }
 
-/* A jump of the wall clock against the engine's clock this large between
- * two looks is a step (NTP correcting a drifted host): it is logged and
- * counted; waits, ticks and the policy engine's intervals do not follow
- * it. */
+/* A jump of the wall clock against the engine's clock this large between two
+ * looks is a step (NTP correcting a drifted host): it is logged and counted;
+ * waits, ticks and the policy engine's intervals do not follow it. */
 #define CLOCK_STEP MEDIC_NS_PER_SEC
 
 /* Logs and counts a step of the wall clock since the last look. */
@@ -586,7 +587,8 @@ static void *engine_main(void *arg)
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_pipeline **out, struct medic_error *err)
+                          struct engine_slurm_maint *maint, struct engine_pipeline **out,
+                          struct medic_error *err)
 {
     struct engine_pipeline *e = calloc(1, sizeof(*e));
     if (!e)
@@ -594,6 +596,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->store = store;
     e->dispatch = dispatch;
     e->fleet = fleet;
+    e->maint = maint;
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->poll_interval = poll_interval;

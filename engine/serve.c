@@ -265,9 +265,10 @@ static int gain(void *arg, int64_t epoch)
     int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &dispatch, &err);
     if (rc)
         medic_error_prefix(&err, "cannot start the action dispatch");
-    if (rc == 0 && (rc = engine_pipeline_start(
-                        e->store, e->audit_path, e->configs, c->engine_tick_interval,
-                        e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet, &pipeline, &err)))
+    if (rc == 0 &&
+        (rc = engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
+                                    e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet,
+                                    e->maint, &pipeline, &err)))
         medic_error_prefix(&err, "cannot start the policy engine");
     medic_config_unref(c);
     if (rc) {
@@ -399,8 +400,9 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         return -1;
     }
     /* fleet scoring before the engine, whose alerts reuse its risks */
-    if (engine_fleet_start(e->configs, &e->fleet)) {
-        medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring");
+    if (engine_fleet_start(e->configs, &e->fleet) ||
+        engine_slurm_maint_start(e->configs, &e->maint)) {
+        medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring or the Slurm reader");
         return -1;
     }
     e->shared_log = audit_location_is_shared(e->audit_path);
@@ -525,6 +527,7 @@ int engine_serve(const struct engine_serve_options *options)
     else
         lose(&e);
     engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
+    engine_slurm_maint_stop(e.maint);
     audit_store_free(e.store);
     receiver_server_free(e.server); /* after the store: its last commits answer into it */
     if (status == 0)

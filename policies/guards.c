@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_internal.h"
+#include "inventory.h"
 #include "buf.h"
 #include "timeutil.h"
 
@@ -54,6 +55,15 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
     }
     if (in_maintenance(s, in->node, now, reason, size))
         return 1;
+    const struct inventory_node *inode =
+        ctx->slurm_maint && ctx->inventory ? inventory_find(ctx->inventory, in->node) : NULL;
+    if (inode && inode->slurm_node && ctx->slurm_maint(ctx->slurm_maint_arg, inode->slurm_node)) {
+        snprintf(reason, size,
+                 "node '%s' is in a Slurm maintenance reservation (its state says MAINT: "
+                 "safety.maintenance_from_slurm)",
+                 in->node);
+        return 1;
+    }
     if (st->pause.on) {
         snprintf(reason, size, "paused by %s: %s", st->pause.by, st->pause.reason);
         return 1;

@@ -369,6 +369,7 @@ int policy__parse_safety(struct parser *p, const struct yaml_tree_node *n, struc
                                        "health",
                                        "group_caps",
                                        "held_notice",
+                                       "maintenance_from_slurm",
                                        NULL};
     static const char *const storm_keys[] = {"max_alerting_nodes", "window", "notifier", NULL};
     int rc = yaml_fields_mapping(&p->f, n, "safety");
@@ -421,6 +422,8 @@ int policy__parse_safety(struct parser *p, const struct yaml_tree_node *n, struc
         rc = parse_health(p, v, &s->health);
     if (rc == 0 && (v = yaml_tree_get(n, "group_caps")))
         rc = parse_group_caps(p, v, s);
+    if (rc == 0 && (v = yaml_tree_get(n, "maintenance_from_slurm")))
+        rc = yaml_fields_bool(&p->f, v, "maintenance_from_slurm", &s->maintenance_from_slurm);
     if (rc == 0 && (v = yaml_tree_get(n, "held_notice"))) {
         if (v->kind == YAML_TREE_SCALAR && strcmp(v->value, "off") == 0)
             s->held_notice = 0;

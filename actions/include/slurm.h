@@ -34,6 +34,7 @@ struct slurm_node_info {
     char *name;
     char *partitions; /* comma-separated; "" when none */
     int gpus;         /* from its Gres (gpu:8, gpu:h100:4(S:0),gpu:h100:4(S:1)); 0: none */
+    int maint;        /* its state says MAINT: a maintenance reservation holds it now */
 };
 struct slurm_node_list {
     struct slurm_node_info *items;

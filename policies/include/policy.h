@@ -113,6 +113,8 @@ struct policy_safety {
     /* on-call hears of held or suppressed disruptive steps at most this
      * often (one message listing them); 0: never. Default 15m */
     int64_t held_notice;
+    /* nodes in a Slurm maintenance reservation are in maintenance too */
+    int maintenance_from_slurm;
 };
 
 struct policy_set {

@@ -73,6 +73,10 @@ struct policy_context {
     int live;                 /* global mode: 1 live (or approve), 0 dry-run */
     const char *external_url; /* medic as on-call reaches it, for links; NULL: none */
     int approve; /* approve mode: disruptive steps wait for a person (policy approval) */
+    /* whether Slurm has slurm_node in a maintenance reservation now
+     * (safety.maintenance_from_slurm); NULL: not asked */
+    int (*slurm_maint)(void *arg, const char *slurm_node);
+    void *slurm_maint_arg;
 };
 
 /* error: the engine could not decide (out of memory, or over the

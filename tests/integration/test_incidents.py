@@ -149,6 +149,39 @@ def test_group_cap_holds_a_second_node_of_a_rack(suite):
     assert "DRAIN" not in cluster.node(first)[0]
 
 
+def test_slurm_maintenance_reservation_holds_a_drain(suite):
+    """safety.maintenance_from_slurm: a node in a Slurm maintenance
+    reservation (Flags=MAINT, made with scontrol against real slurmctld)
+    has its drain held as in a maintenance window; a node outside it is
+    drained."""
+    nodes = ["gpu-node-60", "gpu-node-61"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    made = cluster.scontrol("create", "reservation", "ReservationName=pdu-swap",
+                            "Nodes=gpu-node-60", "StartTime=now", "Duration=60", "Users=root",
+                            "Flags=MAINT")
+    assert made.returncode == 0, made.stdout + made.stderr
+    wait_until("the node in maintenance", lambda: "MAINT" in cluster.node("gpu-node-60")[0],
+               timeout=20)
+    medic = start_medic(suite, "slurm-maint", cluster.conf, bmcs, oncall,
+                        safety="maintenance_from_slurm: true,",
+                        xid_steps="      - { action: drain }\n")
+    # the reader's first look at Slurm is at the start; the alert comes after it
+    wait_until("medic's first look at Slurm",
+               lambda: medic.metric("medic_slurm_maintenance_nodes", headers=AUTH) == 1,
+               timeout=30)
+    t0 = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, t0), headers=AUTH)[0] == 200
+    drained = wait_until("the drain outside the reservation", lambda: [
+        o for o in outcomes(medic, "drain") if o["result"] == "succeeded"], timeout=30)
+    assert [o["node"] for o in drained] == ["gpu-node-61"], drained
+    held = wait_until("the held drain", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-60")
+        if d["verdict"] == "suppressed"], timeout=10)
+    assert "is in a Slurm maintenance reservation" in held[0]["reason"], held
+    assert "DRAIN" not in cluster.node("gpu-node-60")[0]
+
+
 def test_failed_drain_stops_the_ladder(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-01")
     # the stand-in for an scontrol that cannot reach slurmctld: exits 1
@@ -510,6 +543,7 @@ def test_wall_clock_steps_undo_nothing(suite):
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack,
+                        test_slurm_maintenance_reservation_holds_a_drain,
                         test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
                         test_eight_gpus_one_incident,

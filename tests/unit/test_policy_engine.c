@@ -196,7 +196,8 @@ static void world_init_inventory(struct world *w, const char *policies_yaml,
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL, 0};
+    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL, 0,
+                                     NULL,         NULL};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
