@@ -39,7 +39,7 @@ int64_t medic_steady_clock_now(const struct medic_steady_clock *c)
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant). */
-static int64_t days_from_civil(int64_t y, int m, int d)
+int64_t medic_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -49,7 +49,7 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+void medic_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -147,7 +147,7 @@ int medic_time_parse_rfc3339(const char *s, size_t len, int64_t *out)
     }
     if (year < 1678 || year > 2261)
         return MEDIC_E_INVALID;
-    int64_t secs = days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec -
+    int64_t secs = medic_days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec -
                    (int64_t)offset_min * 60;
     *out = secs * MEDIC_NS_PER_SEC + nsec;
     return 0;
@@ -173,7 +173,7 @@ char *medic_time_format(int64_t t, char *out, size_t size)
     }
     int64_t y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    medic_civil_from_days(days, &y, &m, &d);
     snprintf(out, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, m, d,
              (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60),
              (int)(rem / MEDIC_NS_PER_MS));

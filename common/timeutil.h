@@ -40,6 +40,9 @@ struct timespec medic_time_deadline_in(int64_t ns);
 /* Parses RFC 3339 (`2026-11-05T08:46:41.118624551Z`, `...+02:00`, a
  * lowercase t/z, up to 9 fraction digits) of exactly len bytes. Returns 0 or
  * MEDIC_E_INVALID. */
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
+int64_t medic_days_from_civil(int64_t y, int m, int d);
+void medic_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 int medic_time_parse_rfc3339(const char *s, size_t len, int64_t *out);
 
 /* Writes `2026-11-05T08:46:41.118Z` (UTC, milliseconds) into out; an unset

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "timezone.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,25 +106,15 @@ static int parse_rule(const char *s, struct rule *r)
     return mdate(s, &s, r, 0) || mdate(s, &s, r, 1) || *s ? -1 : 0;
 }
 
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* Local midnight (as days since the epoch) of the w-th weekday d of month
  * m of year y (w 5: the last). */
 static int64_t nth_weekday(int64_t y, int m, int w, int d)
 {
-    int64_t first = days_from_civil(y, m, 1);
+    int64_t first = medic_days_from_civil(y, m, 1);
     int wday = (int)(((first % 7) + 11) % 7); /* 1970-01-01 was a Thursday (4) */
     int64_t day = first + (d - wday + 7) % 7 + (int64_t)(w - 1) * 7;
     int next_month_len =
-        (int)(days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) - first);
+        (int)(medic_days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) - first);
     while (day - first >= next_month_len)
         day -= 7;
     return day;
@@ -135,12 +126,9 @@ static int rule_offset(const struct rule *r, int64_t t)
         return r->std;
     int64_t local = t + r->std;
     int64_t days = local >= 0 ? local / 86400 : (local - 86399) / 86400;
-    /* the civil year of that day */
-    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    y += mp >= 10;
+    int64_t y;
+    int month, day;
+    medic_civil_from_days(days, &y, &month, &day);
     /* the instants DST starts (std time) and ends (dst time), in UTC */
     int64_t start = nth_weekday(y, r->month[0], r->week[0], r->day[0]) * 86400 + r->at[0] - r->std;
     int64_t end = nth_weekday(y, r->month[1], r->week[1], r->day[1]) * 86400 + r->at[1] - r->dst;
