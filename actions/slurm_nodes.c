@@ -128,9 +128,9 @@ static void field(const char *line, size_t len, const char *key, char *out, size
     }
 }
 
-/* Slurm before 23.02 has no --json: the one-line text form, parsed. */
-static int parse_oneliner(const char *text, struct slurm_node_list *out, struct medic_error *err)
+int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct medic_error *err)
 {
+    memset(out, 0, sizeof(*out));
     size_t lines = 1;
     for (const char *p = text; *p; p++)
         lines += *p == '\n';
@@ -180,7 +180,7 @@ int slurm_nodes_read(const struct slurm_options *o, struct slurm_node_list *out,
         rc = medic_error_set(err, MEDIC_E_IO, "%s show nodes: %s%.300s", o->scontrol,
                              status == -2 ? "timed out; " : "", text);
     else if (old)
-        rc = parse_oneliner(text, out, err);
+        rc = slurm_nodes_parse_text(text, out, err);
     else
         rc = slurm_nodes_parse(text, strlen(text), out, err);
     free(text);

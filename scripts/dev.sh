@@ -52,7 +52,7 @@ run_ctest() { # preset
 fuzz() { # seconds per target
   build fuzz
   local corpus target
-  for target in webhook policy model prometheus requests health; do
+  for target in webhook policy model prometheus requests health slurm; do
     corpus=$(mktemp -d)
     cp "tests/fuzz/corpus/$target"/* "$corpus/"
     say "fuzzing the $target parser for $1 s"

@@ -44,7 +44,12 @@ struct slurm_node_list {
  * nodes). */
 int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
                       struct medic_error *err);
-/* Runs `scontrol show nodes --json` and parses it. */
+/* Parses `scontrol -o show nodes` output (Slurm before 23.02): one node
+ * a line, its NodeName, State, Gres and Partitions fields. text is
+ * NUL-terminated. */
+int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct medic_error *err);
+/* Runs `scontrol show nodes --json` (or, where Slurm has no --json, the
+ * one-line form) and parses it. */
 int slurm_nodes_read(const struct slurm_options *o, struct slurm_node_list *out,
                      struct medic_error *err);
 void slurm_node_list_release(struct slurm_node_list *l);
