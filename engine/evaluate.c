@@ -13,6 +13,8 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->live = medic_mode_acts(config->mode);
     out->approve = config->mode == MEDIC_MODE_APPROVE;
     out->external_url = config->external_url;
+    out->slurm_maint = NULL; /* engine_slurm_maint_context sets it where a reader runs */
+    out->slurm_maint_arg = NULL;
 }
 
 /* The policy engine could not make every decision for alert a (NULL: the

@@ -133,11 +133,12 @@ static int check_depth(const char *body, size_t len, int max_depth, int *untermi
                                        "%zu (byte %zu)",
                                        max_depth, line, col, i);
             }
-            if (depth <= (int)sizeof(open))
+            if (depth >= 1 && depth <= (int)sizeof(open))
                 open[depth - 1] = ch;
         } else if (ch == '}' || ch == ']') {
-            if (depth > 0 && depth <= (int)sizeof(open) &&
-                open[depth - 1] != (ch == '}' ? '{' : '['))
+            /* a close with nothing open, or one that closes the other kind */
+            if (depth <= 0 ||
+                (depth <= (int)sizeof(open) && open[depth - 1] != (ch == '}' ? '{' : '[')))
                 mismatched = 1;
             depth--;
         }
