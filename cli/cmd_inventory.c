@@ -7,6 +7,7 @@
 #include "options.h"
 #include "slurm.h"
 #include "timeutil.h"
+#include "yaml_tree.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,26 +52,10 @@ static int read_nodes(const struct source *src, struct slurm_node_list *out,
             o.scontrol = src->scontrol;
         return slurm_nodes_read(&o, out, err);
     }
-    FILE *f = fopen(src->from, "r");
-    if (!f)
-        return medic_error_set(err, MEDIC_E_IO, "cannot read '%s'", src->from);
-    size_t cap = (size_t)1 << 20, len = 0;
-    char *text = malloc(cap);
-    size_t n;
-    while (text && (n = fread(text + len, 1, cap - len, f)) > 0)
-        if ((len += n) == cap) {
-            char *more = cap < ((size_t)256 << 20) ? realloc(text, cap * 2) : NULL;
-            if (!more) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = more;
-            cap *= 2;
-        }
-    fclose(f);
-    if (!text)
-        return medic_error_set(err, MEDIC_E_LIMIT, "'%s' is over 256 MiB", src->from);
+    char *text;
+    size_t len;
+    if (medic_read_file(src->from, (size_t)256 << 20, &text, &len, err))
+        return err->code;
     int rc = slurm_nodes_parse(text, len, out, err);
     free(text);
     return rc;

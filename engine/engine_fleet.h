@@ -58,5 +58,8 @@ int engine_fleet_carry(struct engine_fleet *f, const char *model_hash, const cha
 void engine_fleet_count_alert_requests(struct engine_fleet *f, size_t n);
 /* Appends the fleet scoring metrics and medic_gpu_failure_risk. */
 void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b);
+/* Appends s as a Prometheus label value: backslash, quote and newline
+ * escaped. */
+void engine_prometheus_label(struct medic_buf *b, const char *s);
 
 #endif

@@ -323,7 +323,7 @@ void engine_fleet_stop(struct engine_fleet *f)
 }
 
 /* A Prometheus label value: backslash, quote and newline escaped. */
-static void label_value(struct medic_buf *b, const char *s)
+void engine_prometheus_label(struct medic_buf *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == '\\' || *s == '"')
@@ -390,9 +390,9 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
                          (long long)(f->current.window_end / MEDIC_NS_PER_SEC));
     for (size_t i = 0; i < f->current.count; i++) {
         medic_buf_puts(b, "medic_gpu_failure_risk{node=\"");
-        label_value(b, f->current.risks[i].node);
+        engine_prometheus_label(b, f->current.risks[i].node);
         medic_buf_puts(b, "\",gpu=\"");
-        label_value(b, f->current.risks[i].gpu);
+        engine_prometheus_label(b, f->current.risks[i].gpu);
         medic_buf_printf(b, "\"} %.6f\n", (double)f->current.risks[i].risk);
     }
     medic_mutex_unlock(&f->lock);

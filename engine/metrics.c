@@ -28,18 +28,6 @@ size_t engine_group_usage(struct engine *e, const struct medic_config *config,
     return g.count;
 }
 
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void label_value(struct medic_buf *b, const char *v)
-{
-    for (; *v; v++)
-        if (*v == '\\' || *v == '"')
-            medic_buf_printf(b, "\\%c", *v);
-        else if (*v == '\n')
-            medic_buf_puts(b, "\\n");
-        else
-            medic_buf_append(b, v, 1);
-}
-
 /* Each topology group with disrupted nodes, beside its cap. */
 static void group_metrics(struct engine *engine, const struct medic_config *config,
                           struct medic_buf *b)
@@ -56,9 +44,9 @@ static void group_metrics(struct engine *engine, const struct medic_config *conf
         medic_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[k], help[k], names[k]);
         for (size_t i = 0; i < n; i++) {
             medic_buf_printf(b, "%s{label=\"", names[k]);
-            label_value(b, use[i].label);
+            engine_prometheus_label(b, use[i].label);
             medic_buf_puts(b, "\",group=\"");
-            label_value(b, use[i].group);
+            engine_prometheus_label(b, use[i].group);
             medic_buf_printf(b, "\"} %zu\n", k ? use[i].limit : use[i].disrupted);
         }
     }
