@@ -42,10 +42,10 @@ def rule_score(x):
 
     new_hardware = (last[:, F["xid_changes_30m"]] > 0) & (last[:, F["xid_hardware_held"]] > 0)
     return (new_hardware.astype(np.float64)
-            + c(last[:, F["ecc_sbe_increase_15m"]], 10.0)
+            + c(np.expm1(last[:, F["ecc_sbe_log_increase_15m"]]), 10.0)
             + c(last[:, F["ecc_dbe_increase_1h"]], 1.0)
             + c(last[:, F["remapped_rows_increase_1h"]], 1.0)
-            + c(last[:, F["pcie_replay_increase_15m"]], 20.0)
+            + c(np.expm1(last[:, F["pcie_replay_log_increase_15m"]]), 20.0)
             + c(last[:, F["gpu_temp"]] - 80.0, 10.0)
             + c(last[:, F["temp_rise_1h"]], 15.0)
             + np.mean(x[:, :, F["hw_throttle"]] > 0, axis=1)

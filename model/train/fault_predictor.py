@@ -91,25 +91,71 @@ def predict(model, x, batch=4096):
     return np.concatenate(out) if out else np.zeros(0, np.float32)
 
 
+def logits(model, x, batch=4096):
+    """The classifier's output before its sigmoid."""
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(x), batch):
+            h, _ = model.lstm(torch.from_numpy(x[i:i + batch]))
+            out.append(model.classifier[:3](h[:, -1, :]).numpy()[:, 0])
+    return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
+
+def calibrate(model, x, y, w, iterations=100):
+    """Platt scaling at the real fault rate: fits a and b so that
+    sigmoid(a * logit + b) is the probability of a fault within the horizon
+    on the windows x (scaled) with labels y and weights w (each window
+    standing for w windows of a fleet scored every minute), and folds them
+    into the last layer, so that medic reads a calibrated model of the same
+    shape. Returns (a, b)."""
+    z = logits(model, x)
+    w = w / w.sum()
+    a, b = 1.0, 0.0
+    for _ in range(iterations):
+        p = 1 / (1 + np.exp(-(a * z + b)))
+        r = w * (p - y)
+        g = np.array([(r * z).sum(), r.sum()])
+        v = w * p * (1 - p)
+        h = np.array([[(v * z * z).sum(), (v * z).sum()], [(v * z).sum(), v.sum()]])
+        step = np.linalg.solve(h + 1e-12 * np.eye(2), g)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-10:
+            break
+    last = model.classifier[2]
+    with torch.no_grad():
+        last.weight.mul_(float(a))
+        last.bias.mul_(float(a)).add_(float(b))
+    return float(a), float(b)
+
+
 def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=2e-3,
-          max_steps=None, log=print):
+          max_steps=None, log=print, start=None):
     """Trains on the windows outside val_mask; keeps the weights of the
     epoch with the best validation loss; stops after `patience` epochs
-    without improvement (or after max_steps batches). Returns (model,
-    center, scale, history)."""
+    without improvement (or after max_steps batches). start: (model,
+    center, scale) to fine-tune, its scaler kept. Returns (model, center,
+    scale, history)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
     tr, va = ~val_mask, val_mask
-    center, scale = fit_scaler(x[tr])
-    center, scale = np.round(center, 6), np.round(scale, 6)  # as exported
+    if start:
+        model, center, scale = start
+    else:
+        center, scale = fit_scaler(x[tr])
+        center, scale = np.round(center, 6), np.round(scale, 6)  # as exported
+        model = FaultPredictor(x.shape[-1], hidden)
     xs = ((x - center) / scale).astype(np.float32)
     y = m["label"].astype(np.float32)
-    model = FaultPredictor(x.shape[-1], hidden)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = FocalLoss()
     xv, yv = torch.from_numpy(xs[va]), torch.from_numpy(y[va])[:, None]
     best, best_state, bad, steps, history = math.inf, None, 0, 0, []
+    if start:  # fine-tuning keeps what it started from unless it does better
+        with torch.no_grad():
+            best = loss_fn(model(xv), yv).item()
+        best_state = {k: v.clone() for k, v in model.state_dict().items()}
     idx = np.nonzero(tr)[0]
     for epoch in range(epochs):
         t0 = time.time()

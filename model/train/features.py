@@ -22,6 +22,7 @@ stddev_over_time is the population deviation."""
 import numpy as np
 
 SEL = '{Hostname="{{node}}",gpu="{{gpu}}"}'
+NODE_SEL = '{Hostname="{{node}}"}'  # every GPU of the node
 LOOKBACK_S = 300.0
 
 # In NVIDIA's Xid catalogue the codes from 48 on are hardware events (48
@@ -57,10 +58,25 @@ def _exported(series):
     return f'0 * {_x(series)} + 1 or {ON_GPU}'
 
 
+def _node(name):
+    return f"DCGM_FI_DEV_{name}{NODE_SEL}"
+
+
+def _rise(name, sel):
+    """The series' rise over its mean of the last hour."""
+    return f"{sel(name)} - avg_over_time({sel(name)}[1h])"
+
+
+def _over_node(expr, node_expr):
+    """expr less the average of node_expr over the GPUs of its node."""
+    return f"{expr} - on(Hostname) group_left avg by (Hostname) ({node_expr})"
+
+
 FEATURES = [
     ("gpu_temp", _x("GPU_TEMP")),
-    ("memory_temp_over_gpu", f'{_x("MEMORY_TEMP")} - {_x("GPU_TEMP")}'),
-    ("temp_rise_1h", f'{_x("GPU_TEMP")} - avg_over_time({_x("GPU_TEMP")}[1h])'),
+    ("temp_rise_1h", _rise("GPU_TEMP", _x)),
+    ("temp_rise_over_node_1h", _over_node(_rise("GPU_TEMP", _x), _rise("GPU_TEMP", _node))),
+    ("memory_rise_over_gpu_1h", f'{_rise("MEMORY_TEMP", _x)} - ({_rise("GPU_TEMP", _x)})'),
     ("power_of_1h_max",
      f'{_x("POWER_USAGE")} / clamp_min(max_over_time({_x("POWER_USAGE")}[1h]), 1)'),
     ("power_jitter_10m", f'stddev_over_time({_x("POWER_USAGE")}[10m]) / '
@@ -72,13 +88,16 @@ FEATURES = [
     ("hw_throttle", _optional(" + ".join(f'floor({_x("CLOCK_THROTTLE_REASONS")} / {b}) % 2'
                                          for b in THROTTLE_BITS))),
     ("throttle_exported", _exported("CLOCK_THROTTLE_REASONS")),
-    ("ecc_sbe_increase_15m", _optional(f'increase({_x("ECC_SBE_AGG_TOTAL")}[15m])')),
+    ("ecc_sbe_log_increase_15m",
+     _optional(f'ln(1 + increase({_x("ECC_SBE_AGG_TOTAL")}[15m]))')),
     ("ecc_dbe_increase_1h", _optional(f'increase({_x("ECC_DBE_AGG_TOTAL")}[1h])')),
     ("ecc_exported", _exported("ECC_SBE_AGG_TOTAL")),
     ("remapped_rows_increase_1h", f'increase({_x("CORRECTABLE_REMAPPED_ROWS")}[1h]) + '
                                   f'increase({_x("UNCORRECTABLE_REMAPPED_ROWS")}[1h])'),
-    ("pcie_replay_increase_15m", f'increase({_x("PCIE_REPLAY_COUNTER")}[15m])'),
+    ("pcie_replay_log_increase_15m", f'ln(1 + increase({_x("PCIE_REPLAY_COUNTER")}[15m]))'),
     ("xid_changes_30m", f'changes({_x("XID_ERRORS")}[30m])'),
+    ("xid_hardware_new_30m",
+     f'changes({_x("XID_ERRORS")}[30m]) * ({_x("XID_ERRORS")} >= bool {HARDWARE_XID_MIN})'),
     ("xid_hardware_held", f'{_x("XID_ERRORS")} >= bool {HARDWARE_XID_MIN}'),
 ]
 F = {name: i for i, (name, _) in enumerate(FEATURES)}
@@ -222,10 +241,26 @@ def _or_on_gpu(x, on_gpu):
     return np.where(np.isnan(x), on_gpu, x)
 
 
-def evaluate(s, t):
-    """[len(t), len(FEATURES)] feature values at the times t (seconds) from
-    one GPU's scrapes; NaN where Prometheus would have no value."""
+def _node_mean(rows):
+    """avg by (Hostname): the mean over the node's GPUs that have a value."""
+    rows = np.stack(rows)
+    have = ~np.isnan(rows)
+    n = have.sum(axis=0)
+    total = np.where(have, rows, 0.0).sum(axis=0)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+def evaluate_node(gpus, t):
+    """[len(gpus), len(t), len(FEATURES)] feature values at the times t
+    (seconds) from the scrapes of every GPU of one node (a list of Scrapes);
+    NaN where Prometheus would have no value."""
     t = np.asarray(t, np.float64)
+    rises = [_instant(s, "GPU_TEMP", t) - _avg(s, "GPU_TEMP", t, 3600) for s in gpus]
+    node_rise = _node_mean(rises)
+    return np.stack([_gpu(s, t, rise, rise - node_rise) for s, rise in zip(gpus, rises)])
+
+
+def _gpu(s, t, rise, rise_over_node):
     temp = _instant(s, "GPU_TEMP", t)
     on_gpu = 0.0 * temp
     power = _instant(s, "POWER_USAGE", t)
@@ -233,10 +268,13 @@ def evaluate(s, t):
     throttle = _instant(s, "CLOCK_THROTTLE_REASONS", t)
     xid = _instant(s, "XID_ERRORS", t)
     clock_max = np.maximum(_max(s, "SM_CLOCK", t, 3600), 1)
+    xid_changes = _changes(s, "XID_ERRORS", t, 1800)
     cols = {
         "gpu_temp": temp,
-        "memory_temp_over_gpu": _instant(s, "MEMORY_TEMP", t) - temp,
-        "temp_rise_1h": temp - _avg(s, "GPU_TEMP", t, 3600),
+        "temp_rise_1h": rise,
+        "temp_rise_over_node_1h": rise_over_node,
+        "memory_rise_over_gpu_1h": _instant(s, "MEMORY_TEMP", t)
+        - _avg(s, "MEMORY_TEMP", t, 3600) - rise,
         "power_of_1h_max": power / np.maximum(_max(s, "POWER_USAGE", t, 3600), 1),
         "power_jitter_10m": _stddev(s, "POWER_USAGE", t, 600)
         / np.maximum(_avg(s, "POWER_USAGE", t, 3600), 1),
@@ -245,13 +283,17 @@ def evaluate(s, t):
         "hw_throttle": _or_on_gpu(sum(np.fmod(np.floor(throttle / b), 2)
                                       for b in THROTTLE_BITS), on_gpu),
         "throttle_exported": _or_on_gpu(0.0 * throttle + 1, on_gpu),
-        "ecc_sbe_increase_15m": _or_on_gpu(_increase(s, "ECC_SBE_AGG_TOTAL", t, 900), on_gpu),
+        "ecc_sbe_log_increase_15m":
+        _or_on_gpu(np.log(1 + _increase(s, "ECC_SBE_AGG_TOTAL", t, 900)), on_gpu),
         "ecc_dbe_increase_1h": _or_on_gpu(_increase(s, "ECC_DBE_AGG_TOTAL", t, 3600), on_gpu),
         "ecc_exported": _or_on_gpu(0.0 * _instant(s, "ECC_SBE_AGG_TOTAL", t) + 1, on_gpu),
         "remapped_rows_increase_1h": _increase(s, "CORRECTABLE_REMAPPED_ROWS", t, 3600)
         + _increase(s, "UNCORRECTABLE_REMAPPED_ROWS", t, 3600),
-        "pcie_replay_increase_15m": _increase(s, "PCIE_REPLAY_COUNTER", t, 900),
-        "xid_changes_30m": _changes(s, "XID_ERRORS", t, 1800),
+        "pcie_replay_log_increase_15m":
+        np.log(1 + _increase(s, "PCIE_REPLAY_COUNTER", t, 900)),
+        "xid_changes_30m": xid_changes,
+        "xid_hardware_new_30m": xid_changes * np.where(np.isnan(xid), np.nan,
+                                                       xid >= HARDWARE_XID_MIN),
         "xid_hardware_held": np.where(np.isnan(xid), np.nan,
                                       (xid >= HARDWARE_XID_MIN).astype(np.float64)),
     }

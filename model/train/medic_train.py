@@ -25,37 +25,12 @@ sys.path.insert(0, HERE)
 import evaluate  # noqa: E402
 import fault_predictor as fp  # noqa: E402
 import features  # noqa: E402
+import recipes  # noqa: E402
 import sources  # noqa: E402
 import windows  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEFAULT_MODEL = os.path.join(ROOT, "model", "default.safetensors")
-
-
-
-def fleet(seed, nodes, days, gpu, interval, families=("ecc", "throttle")):
-    return {"seed": seed, "nodes": nodes, "days": days, "gpu": gpu, "interval": interval,
-            "families": list(families)}
-
-
-# The shipped model's recipe. Training, validation and evaluation fleets
-# differ in seed and size, and the held-out ones in what differs between
-# real fleets too: a GPU model (H100) and a scrape interval (30 s) that
-# training never saw, and exporters without the optional families. Faults
-# come 10x faster than the cited rate so that a few weeks hold hundreds of
-# them (windows.py weighs negatives back).
-TRAIN = {"fleets": [fleet(11, 64, 14, "A100-80GB", 60),
-                    fleet(12, 48, 21, "A100-40GB", 15, ["ecc"]),
-                    fleet(13, 80, 10, "A100-80GB", 15, []),
-                    fleet(15, 48, 14, "A100-40GB", 60, ["throttle"])],
-         "accel": 10, "pos_stride": 5, "neg_stride": 480, "hidden": 32, "seed": 20261124,
-         "epochs": 25, "patience": 4, "batch": 256, "lr": 3e-3}
-VALIDATION = {"fleets": [fleet(14, 64, 14, "A100-80GB", 60, ["ecc"])], "accel": 10,
-              "pos_stride": 5, "neg_stride": 480}
-HELD_OUT = {"fleets": [fleet(101, 128, 14, "H100-80GB", 30),
-                       fleet(202, 64, 28, "H100-80GB", 30, []),
-                       fleet(303, 96, 14, "A100-80GB", 30, ["ecc"])],
-            "accel": 10, "pos_stride": 1, "neg_stride": 240}
 
 
 def log(msg):
@@ -79,47 +54,60 @@ def fleets(spec, label):
     return np.concatenate(xs), np.concatenate(ms)
 
 
-def setting(f):
-    fam = " + ".join(f["families"]) or "no optional families"
-    return (f"seed {f['seed']}: {f['nodes']} nodes x {f['days']} days, {f['gpu']}, "
-            f"{f['interval']} s scrapes, {fam}")
+def describe(sim):
+    spec = recipes.SIMULATORS[sim]
+    sizes = "; ".join(recipes.setting(f) for f in spec["train"]["fleets"])
+    mix = windows.SIMULATORS[sim].fault_mix() if sim != "simulate" else sources.fault_mix()
+    mix = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+    return (f"SYNTHETIC data from model/train/{sim}.py, not a real fleet: 8-GPU servers, "
+            f"dcgm-exporter scrapes ({sizes}); faults x{spec['train']['accel']} the cited "
+            f"rate for training, fault mix {mix}; label: a hardware fault takes the GPU out "
+            f"within {windows.HORIZON} min; risk calibrated to the cited fault rate")
 
 
-def describe(spec):
-    mix = ", ".join(f"{k} {v:.0%}" for k, v in sources.fault_mix().items())
-    sizes = "; ".join(setting(f) for f in spec["fleets"])
-    return ("SYNTHETIC data from model/train/simulate.py, not a real fleet: 8-GPU servers, "
-            f"dcgm-exporter scrapes ({sizes}); server MTBF {sources.SERVER_MTBF_HOURS:.0f} h "
-            f"(x{spec['accel']} for training), fault mix {mix}; label: a hardware fault takes "
-            f"the GPU out within {windows.HORIZON} min")
-
-
-def train_on(x, m, cfg, val_mask, log=log, max_steps=None):
+def train_on(x, m, val_mask, log=log, max_steps=None, start=None, **override):
+    cfg = dict(recipes.TRAINING, **override)
     return fp.train(x, m, val_mask, cfg["seed"], hidden=cfg["hidden"], epochs=cfg["epochs"],
                     patience=cfg["patience"], batch=cfg["batch"], lr=cfg["lr"],
-                    max_steps=max_steps, log=log)
+                    max_steps=max_steps, log=log, start=start)
+
+
+def finish(model, center, scale, x, m, val):
+    """Calibrates the model on the validation windows and picks its
+    operating threshold there: (calibration a and b, threshold)."""
+    xs = ((x[val] - center) / scale).astype(np.float32)
+    a, b = fp.calibrate(model, xs, m["label"][val].astype(np.float64), m["weight"][val])
+    s = fp.predict(model, xs)
+    return (a, b), evaluate.best_f1_threshold(m["label"][val], m["weight"][val], s)
+
+
+def with_validation(sim, label, fleets_of="train"):
+    spec = recipes.SIMULATORS[sim]
+    x, m = fleets(spec[fleets_of], f"{label} training")
+    xv, mv = fleets(spec["validation"], f"{label} validation")
+    val = np.r_[np.zeros(len(x), bool), np.ones(len(xv), bool)]
+    return np.concatenate([x, xv]), np.concatenate([m, mv]), val
+
+
+def train_simulator(sim, start=None, **override):
+    """A model trained on a simulator's training fleets, stopped early,
+    calibrated and given its threshold on its validation fleet."""
+    x, m, val = with_validation(sim, sim)
+    log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
+    model, center, scale, hist = train_on(x, m, val, start=start, **override)
+    calibration, threshold = finish(model, center, scale, x, m, val)
+    return model, center, scale, hist, calibration, threshold
 
 
 def cmd_default(args):
     t0 = time.time()
-    x, m = fleets(TRAIN, "training")
-    xv, mv = fleets(VALIDATION, "validation")  # early stopping and the threshold
-    val = np.r_[np.zeros(len(x), bool), np.ones(len(xv), bool)]
-    x, m = np.concatenate([x, xv]), np.concatenate([m, mv])
-    log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
-    model, center, scale, hist = train_on(x, m, TRAIN, val)
-    threshold = operating_threshold(model, x, m, val, center, scale)
+    model, center, scale, hist, (a, b), threshold = train_simulator(recipes.SHIPPED)
     fp.export(args.out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
-              f"{windows.HORIZON}m", describe(TRAIN),
-              {"seed": str(TRAIN["seed"]), "threshold": f"{threshold:.4f}",
-               "epochs": str(len(hist)), "recipe": "model/train/medic_train.py default"})
+              f"{windows.HORIZON}m", describe(recipes.SHIPPED),
+              {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
+               "calibration": f"logit x {a:.4f} + {b:.4f}", "epochs": str(len(hist)),
+               "recipe": "model/train/medic_train.py default"})
     log(f"wrote {args.out} in {time.time() - t0:.0f} s (operating threshold {threshold:.4f})")
-
-
-def operating_threshold(model, x, m, val, center, scale):
-    """The validation windows' best-F1 threshold (at the real base rate)."""
-    s = fp.predict(model, ((x[val] - center) / scale).astype(np.float32))
-    return evaluate.best_f1_threshold(m["label"][val], m["weight"][val], s)
 
 
 def load_model(path):
@@ -135,14 +123,52 @@ def load_model(path):
 
 
 def cmd_evaluate(args):
+    import copy
     import report
+    shipped = recipes.SHIPPED
+    other = next(s for s in recipes.SIMULATORS if s != shipped)
     model, center, scale, meta = load_model(args.model)
-    x, m = fleets(HELD_OUT, "held-out")
-    log(f"{len(x)} held-out windows ({int(m['label'].sum())} positive); scoring")
-    score = fp.predict(model, ((x - center) / scale).astype(np.float32))
-    report.write(args.report, args.plot, args.model, meta, x, m, score, HELD_OUT, TRAIN,
-                 VALIDATION, setting)
+    tests = {}
+    for sim, spec in recipes.SIMULATORS.items():
+        tests[sim] = fleets(spec["held_out"], f"{sim} held-out")
+        log(f"{sim}: {len(tests[sim][0])} held-out windows "
+            f"({int(tests[sim][1]['label'].sum())} positive)")
+
+    def runs_of(trained, model, center, scale, only=None):
+        out = []
+        for sim, (x, m) in tests.items():
+            if only is None or sim == only:
+                s = fp.predict(model, ((x - center) / scale).astype(np.float32))
+                out.append(report.score_run(trained, sim, m, x, s))
+        return out
+
+    runs = runs_of(shipped, model, center, scale)
+    log(f"training on {other} for the other direction")
+    o_model, o_center, o_scale = train_simulator(other)[:3]
+    runs += runs_of(other, o_model, o_center, o_scale)
+    # fine-tuning: the shipped model on one of the other simulator's training
+    # fleets, its scaler kept, stopped early on that simulator's validation
+    spec = recipes.SIMULATORS[other]
+    own = {"fleets": spec["train"]["fleets"][:1], **{k: spec["train"][k] for k in
+                                                      ("accel", "pos_stride", "neg_stride")}}
+    x, m = fleets(own, f"{other} fine-tuning")
+    xv, mv = fleets(spec["validation"], f"{other} validation")
+    val = np.r_[np.zeros(len(x), bool), np.ones(len(xv), bool)]
+    x, m = np.concatenate([x, xv]), np.concatenate([m, mv])
+    start = (copy.deepcopy(model), center, scale)
+    t_model = train_on(x, m, val, start=start, epochs=8, lr=1e-3)[0]
+    finish(t_model, center, scale, x, m, val)
+    tuned = (f"one fleet of {report._name(other)} ({recipes.setting(own['fleets'][0])})",
+             runs_of(shipped, t_model, center, scale, only=other)[0])
+    a, b = parse_calibration(meta)
+    report.write(args.report, args.plot, args.model, meta, runs, tuned, (a, b))
     log(f"wrote {args.report} and {args.plot}")
+
+
+def parse_calibration(meta):
+    """(a, b) of the model file's `calibration` ("logit x A + B")."""
+    parts = meta.get("calibration", "logit x 1 + 0").split()
+    return float(parts[2]), float(parts[4])
 
 
 def cmd_retrain(args):
@@ -161,16 +187,15 @@ def cmd_retrain(args):
     feats = [(f["name"], f["query"]) for f in json.loads(meta["features"])]
     val = (m["node"] % 5) == 0 if len(np.unique(m["node"])) >= 5 else \
         np.random.default_rng(1).random(len(m)) < 0.2
-    cfg = dict(TRAIN, epochs=args.epochs)
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
-    model, center, scale, hist = train_on(x, m, cfg, val)
-    threshold = operating_threshold(model, x, m, val, center, scale)
+    model, center, scale, hist = train_on(x, m, val, epochs=args.epochs)
+    (a, b), threshold = finish(model, center, scale, x, m, val)
     fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],
               meta.get("horizon", ""),
               f"retrained on {len(x)} windows from medic model dataset: "
               + ", ".join(os.path.basename(p) for p in args.dataset),
-              {"seed": str(cfg["seed"]), "threshold": f"{threshold:.4f}",
-               "epochs": str(len(hist))})
+              {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
+               "calibration": f"logit x {a:.4f} + {b:.4f}", "epochs": str(len(hist))})
     log(f"wrote {args.out} (operating threshold {threshold:.4f})")
 
 
@@ -181,7 +206,8 @@ def cmd_compare(args):
         sys.exit("the files hold different tensors")
     worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
     # the same windows (a small fleet neither was trained on) through both
-    x, _ = windows.fleet_windows(fleet(404, 8, 3, "H100-80GB", 30), 8, 3, 10, 5, 240)
+    x, _ = windows.fleet_windows(recipes.fleet("simulate", 404, 8, 3, "H100-80GB", 30), 8, 3, 10,
+                                 5, 240)
     scores = []
     for path in (args.a, args.b):
         model, center, scale, _ = load_model(path)
@@ -194,18 +220,19 @@ def cmd_compare(args):
 
 
 def cmd_smoke(args):
-    """A tiny fleet, a few hundred steps: the pipeline runs end to end and
-    the file it writes is a model medic can read."""
+    """A tiny fleet of each simulator, a few hundred steps: the pipeline
+    runs end to end and the file it writes is a model medic can read."""
     os.makedirs(args.dir, exist_ok=True)
-    spec = {"fleets": [fleet(5, 12, 4, "A100-80GB", 30)], "accel": 40, "pos_stride": 5,
-            "neg_stride": 120}
+    spec = {"fleets": [recipes.fleet("simulate", 5, 12, 4, "A100-80GB", 30),
+                       recipes.fleet("simulate_wear", 6, 12, 4, "H200", 20, ["ecc"])],
+            "accel": 40, "pos_stride": 5, "neg_stride": 120}
     x, m = fleets(spec, "smoke")
     val = m["node"] % 4 == 0
-    cfg = dict(TRAIN, epochs=50, patience=50, hidden=16, batch=64)
-    model, center, scale, hist = train_on(x, m, cfg, val, max_steps=args.steps)
+    model, center, scale, hist = train_on(x, m, val, max_steps=args.steps, epochs=50,
+                                          patience=50, hidden=16, batch=64)
     out = os.path.join(args.dir, "smoke.safetensors")
     fp.export(out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
-              f"{windows.HORIZON}m", describe(spec))
+              f"{windows.HORIZON}m", "SYNTHETIC: tiny fleets of both simulators")
     s = fp.predict(model, ((x - center) / scale).astype(np.float32))
     prec, rec, fpr, _, ap = evaluate.pr_curve(m["label"], np.ones(len(m)), s)
     base = m["label"].mean()
@@ -227,7 +254,7 @@ def main():
     r = sub.add_parser("retrain", help="train on `medic model dataset` files")
     r.add_argument("--dataset", action="append", required=True)
     r.add_argument("--out", required=True)
-    r.add_argument("--epochs", type=int, default=TRAIN["epochs"])
+    r.add_argument("--epochs", type=int, default=recipes.TRAINING["epochs"])
     c = sub.add_parser("compare", help="compare two model files")
     c.add_argument("a")
     c.add_argument("b")

@@ -22,8 +22,14 @@ import numpy as np
 
 import features
 import simulate
+import simulate_wear
+
+# the fleet simulators, by the name a setting gives in "simulator"
+SIMULATORS = {"simulate": simulate, "simulate_wear": simulate_wear}
 
 WINDOW = 30
+STEP_S = 60
+GPUS = 8
 HORIZON = 60
 MAX_GAP = 5  # steps medic fills with the previous value (PROMETHEUS_MAX_GAP)
 # what is known of each window: where it comes from, its label, and for a
@@ -50,11 +56,11 @@ def fill_gaps(x):
     return x
 
 
-def gpu_features(scrapes, minutes):
-    """[minutes, len(features.FEATURES)] float32 on the 60 s grid, gaps
+def node_features(gpus, minutes):
+    """[GPUs, minutes, len(features.FEATURES)] float32 on the 60 s grid, gaps
     filled as medic fills them."""
-    t = np.arange(minutes) * float(simulate.STEP_S)
-    return fill_gaps(features.evaluate(scrapes, t)).astype(np.float32)
+    t = np.arange(minutes) * float(STEP_S)
+    return np.stack([fill_gaps(x) for x in features.evaluate_node(gpus, t)]).astype(np.float32)
 
 
 def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=None):
@@ -63,24 +69,25 @@ def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=
     rng = np.random.default_rng(seed + 7919)
     T = int(days * 1440)
     kernel = np.ones(WINDOW, int)
-    for n, gpus, faults, down in simulate.simulate_fleet(setting, nodes, days, accel):
-        x = np.stack([gpu_features(s, T) for s in gpus])
-        usable = np.zeros((simulate.GPUS, T), bool)  # every step of the window has values
-        for g in range(simulate.GPUS):
+    sim = SIMULATORS[setting.get("simulator", "simulate")]
+    for n, gpus, faults, down in sim.simulate_fleet(setting, nodes, days, accel):
+        x = node_features(gpus, T)
+        usable = np.zeros((GPUS, T), bool)  # every step of the window has values
+        for g in range(GPUS):
             whole = (~np.isnan(x[g]).any(axis=1)).astype(int)
             usable[g, WINDOW - 1:] = np.convolve(whole, kernel, "valid") == WINDOW
-        soon = np.zeros((simulate.GPUS, T), bool)  # a fault within HORIZON
+        soon = np.zeros((GPUS, T), bool)  # a fault within HORIZON
         for start, cls, gpu, lead in faults:
             rows = slice(None) if gpu < 0 else slice(gpu, gpu + 1)
             soon[rows, max(start - HORIZON, 0):start] = True
             for e in range(start - 1, start - HORIZON - 1, -pos_stride):
                 if e < WINDOW - 1:
                     continue
-                for g in (range(simulate.GPUS) if gpu < 0 else [gpu]):
+                for g in (range(GPUS) if gpu < 0 else [gpu]):
                     if usable[g, e]:
                         xs.append(x[g, e - WINDOW + 1:e + 1])
                         meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride))
-        for g in range(simulate.GPUS):
+        for g in range(GPUS):
             for e in range(WINDOW - 1 + int(rng.integers(neg_stride)), T, neg_stride):
                 if usable[g, e] and not soon[g, e] and not down[e]:
                     xs.append(x[g, e - WINDOW + 1:e + 1])

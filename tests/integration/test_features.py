@@ -6,7 +6,8 @@ from the same scrapes agree: medic predict fetches the window from a
 Prometheus holding backfilled scrapes (30 s apart, off the minute, with
 counter increases, a counter reset, held Xid codes and throttle bits) and
 writes it with --window-csv; every value must match the Python
-evaluation. A second GPU exports neither the ECC totals nor the throttle
+evaluation, the features relative to the node's other GPUs included. A
+second GPU of the node runs warmer and exports neither the ECC totals nor the throttle
 reasons (dcgm-exporter's default counters): its optional features fall
 back to 0 with their indicators at 0, in Prometheus as in training. medic
 serve's fleet scoring, which rewrites every selector of a template for a
@@ -69,10 +70,15 @@ def scrapes(start, end):
 
 
 def without_optional(s):
-    """The same GPU as a default dcgm-exporter shows it: no ECC totals, no
-    throttle reasons."""
+    """A sibling as a default dcgm-exporter shows it: no ECC totals, no
+    throttle reasons; it runs warmer than GPU 3 by a margin that moves, so
+    that the features relative to the node's GPUs move too."""
     gone = {name for names in features.OPTIONAL.values() for name in names}
-    return features.Scrapes(s.ts, {k: v for k, v in s.values.items() if k not in gone})
+    v = {k: x for k, x in s.values.items() if k not in gone}
+    warmer = np.round(3 + 2 * np.sin(np.linspace(0, 9, len(s.ts))))
+    v["GPU_TEMP"] = v["GPU_TEMP"] + warmer
+    v["MEMORY_TEMP"] = v["MEMORY_TEMP"] + 2 * warmer
+    return features.Scrapes(s.ts, v)
 
 
 def openmetrics(gpus):
@@ -117,9 +123,10 @@ def test_model(path, window=30):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def fetch_and_compare(suite, url, model, gpu, s, at=None):
+def fetch_and_compare(suite, url, model, gpu, node, at=None):
     """medic predict's window for one GPU (ending now, or at the unix time
-    at) against the Python evaluation; returns the features' values."""
+    at) against the Python evaluation over its node's GPUs (node: gpu ->
+    Scrapes); returns the features' values."""
     got_csv = os.path.join(suite.workdir, f"window-{gpu}.csv")
     when = [] if at is None else ["--at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))]
     out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
@@ -140,7 +147,8 @@ def fetch_and_compare(suite, url, model, gpu, s, at=None):
     # minute it ran in, or the one before if it ran across a boundary
     best = None
     for end in (after, after - 60):
-        want = features.evaluate(s, end - 60.0 * np.arange(29, -1, -1))
+        want = features.evaluate_node(list(node.values()), end - 60.0 * np.arange(29, -1, -1))
+        want = want[list(node).index(gpu)]
         assert not np.isnan(want).any(), "the history should cover every feature"
         err = np.abs(got - want) / np.maximum(np.abs(want), 1.0)
         if best is None or err.max() < best[0]:
@@ -165,10 +173,11 @@ def test_prometheus_computes_what_training_computes(suite):
     now = time.time()
     s = scrapes(now - 3 * 3600, now - 20)
     bare = without_optional(s)
-    url, _ = start_prometheus(suite, "prom", openmetrics({GPU: s, BARE_GPU: bare}))
+    node = {GPU: s, BARE_GPU: bare}
+    url, _ = start_prometheus(suite, "prom", openmetrics(node))
     model = os.path.join(suite.workdir, "features.model.safetensors")
     test_model(model)
-    want = fetch_and_compare(suite, url, model, GPU, s)
+    want = fetch_and_compare(suite, url, model, GPU, node)
     # the window moves: every feature changed somewhere in it or differs
     # from zero, so that a feature Prometheus could not compute (all zero,
     # or a constant) cannot pass unnoticed
@@ -177,15 +186,15 @@ def test_prometheus_computes_what_training_computes(suite):
     moving = [n for k, (n, _) in enumerate(features.FEATURES) if np.ptp(want[:, k]) > 0]
     print(f"  {len(moving)} of them move in the window")
     # the GPU without the optional families: their features are 0 and say so
-    bare_want = fetch_and_compare(suite, url, model, BARE_GPU, bare)
-    for name in ("hw_throttle", "throttle_exported", "ecc_sbe_increase_15m",
+    bare_want = fetch_and_compare(suite, url, model, BARE_GPU, node)
+    for name in ("hw_throttle", "throttle_exported", "ecc_sbe_log_increase_15m",
                  "ecc_dbe_increase_1h", "ecc_exported"):
         assert (bare_want[:, features.F[name]] == 0).all(), name
     for name in ("throttle_exported", "ecc_exported"):
         assert (want[:, features.F[name]] == 1).all(), name
     # --at: the window that ended 80 minutes ago, across the counter reset
     # and the Xid codes of the history's middle
-    past = fetch_and_compare(suite, url, model, GPU, s, at=now - 80 * 60)
+    past = fetch_and_compare(suite, url, model, GPU, node, at=now - 80 * 60)
     assert not np.array_equal(past, want)
     fleet_scores_each_gpu_as_predict_does(suite, url, model)
 

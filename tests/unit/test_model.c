@@ -522,9 +522,11 @@ static void test_prometheus_fleet_subset(void **state)
 }
 
 /* The built-in model is model/default.safetensors byte for byte, reads
- * features of DCGM telemetry, and has learned the simulator's lesson: a GPU
- * whose correctable errors climb, with rows remapped and a double-bit error
- * whose Xid arrives, is riskier than a steady healthy one. */
+ * features of DCGM telemetry (some relative to the node's GPUs), is
+ * calibrated (a steady healthy GPU's risk is small), and has learned the
+ * simulator's lesson: a GPU whose correctable errors climb, with rows
+ * remapped and a double-bit error whose Xid arrives, is riskier than a
+ * steady healthy one. */
 static size_t feature_index(const struct feature_spec *spec, const char *name)
 {
     for (size_t d = 0; d < spec->count; d++)
@@ -542,13 +544,15 @@ static void test_builtin_model(void **state)
     struct medic_error err = {0};
     assert_int_equal(model_load_builtin(&m, &err), 0);
     assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
-    assert_int_equal(spec.count, 16);
+    assert_int_equal(spec.count, 18);
     assert_int_equal(spec.window, 30);
     assert_true(spec.step == 60 * MEDIC_NS_PER_SEC);
     assert_string_equal(spec.items[0].name, "gpu_temp");
     assert_non_null(strstr(spec.items[0].query, "DCGM_FI_DEV_GPU_TEMP"));
-    assert_non_null(strstr(spec.items[feature_index(&spec, "ecc_sbe_increase_15m")].query,
-                           "increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"));
+    assert_non_null(strstr(spec.items[feature_index(&spec, "ecc_sbe_log_increase_15m")].query,
+                           "ln(1 + increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"));
+    assert_non_null(strstr(spec.items[feature_index(&spec, "temp_rise_over_node_1h")].query,
+                           "avg by (Hostname)"));
     assert_non_null(safetensors_meta(&m.file, "threshold"));
     assert_non_null(strstr(safetensors_meta(&m.file, "description"), "SYNTHETIC"));
 
@@ -565,9 +569,8 @@ static void test_builtin_model(void **state)
     assert_int_equal(risk_scorer_init(&scorer, &m, &spec), 0);
     /* a busy GPU, every family exported, nothing happening */
     const size_t D = spec.count;
-    float steady[16] = {0};
+    float steady[18] = {0};
     steady[feature_index(&spec, "gpu_temp")] = 70;
-    steady[feature_index(&spec, "memory_temp_over_gpu")] = 9;
     steady[feature_index(&spec, "power_of_1h_max")] = 0.92f;
     steady[feature_index(&spec, "power_jitter_10m")] = 0.03f;
     steady[feature_index(&spec, "sm_clock_of_1h_max")] = 1;
@@ -580,17 +583,19 @@ static void test_builtin_model(void **state)
     for (size_t t = 0; t < spec.window; t++) {
         float *row = &scorer.rows[t * D];
         memcpy(row, steady, sizeof(steady));
-        row[feature_index(&spec, "memory_temp_over_gpu")] += 2;
-        row[feature_index(&spec, "ecc_sbe_increase_15m")] = 2.0f * (float)t; /* climbing */
+        row[feature_index(&spec, "ecc_sbe_log_increase_15m")] = logf(1 + 2.0f * (float)t);
         row[feature_index(&spec, "remapped_rows_increase_1h")] = (float)(t / 6);
         if (t >= 27) { /* a double-bit error at the end, and its Xid */
             row[feature_index(&spec, "ecc_dbe_increase_1h")] = 1;
             row[feature_index(&spec, "xid_changes_30m")] = 1;
+            row[feature_index(&spec, "xid_hardware_new_30m")] = 1;
             row[feature_index(&spec, "xid_hardware_held")] = 1;
         }
     }
     assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &failing), 0);
     assert_true(healthy.risk >= 0 && failing.risk <= 1);
+    /* calibrated: a steady GPU's chance of failing within the hour is small */
+    assert_true(healthy.risk < 0.01);
     assert_true(failing.risk > healthy.risk + 0.2);
     risk_scorer_release(&scorer);
     model_release(&m);

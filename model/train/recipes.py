@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The fleets each simulator makes for training, validation and held-out
+testing, and the training settings of the shipped model.
+
+Two simulators written apart (simulate.py and simulate_wear.py): a model
+trained on one's fleets is tested on the other's, which it never saw, to
+measure whether it learned GPU failure or one simulator's habits. Within a
+simulator the held-out fleets also differ from the training ones in what
+differs between real fleets: a GPU model and a scrape interval training
+never saw, and exporters with and without the optional families."""
+
+
+def fleet(simulator, seed, nodes, days, gpu, interval, families=("ecc", "throttle"), **extra):
+    return {"simulator": simulator, "seed": seed, "nodes": nodes, "days": days, "gpu": gpu,
+            "interval": interval, "families": list(families), **extra}
+
+
+def _a(*args, **kw):
+    return fleet("simulate", *args, **kw)
+
+
+def _b(*args, **kw):
+    return fleet("simulate_wear", *args, **kw)
+
+
+# Faults come faster than the cited rates so that a few weeks hold hundreds
+# of them (windows.py weighs negatives back): 10x simulate.py's server MTBF
+# of 1,426 h, 40x the InfiniteHBD trace's 11,242 h that simulate_wear.py
+# takes.
+SIMULATORS = {
+    "simulate": {
+        "name": "simulator A (simulate.py)",
+        "train": {"fleets": [_a(11, 64, 14, "A100-80GB", 60),
+                             _a(12, 48, 21, "A100-40GB", 15, ["ecc"]),
+                             _a(13, 80, 10, "A100-80GB", 15, []),
+                             _a(15, 48, 14, "A100-40GB", 60, ["throttle"])],
+                  "accel": 10, "pos_stride": 5, "neg_stride": 480},
+        "validation": {"fleets": [_a(14, 64, 14, "A100-80GB", 60, ["ecc"])], "accel": 10,
+                       "pos_stride": 5, "neg_stride": 480},
+        "held_out": {"fleets": [_a(101, 128, 14, "H100-80GB", 30),
+                                _a(202, 64, 28, "H100-80GB", 30, []),
+                                _a(303, 96, 14, "A100-80GB", 30, ["ecc"])],
+                     "accel": 10, "pos_stride": 1, "neg_stride": 240},
+    },
+    "simulate_wear": {
+        "name": "simulator B (simulate_wear.py)",
+        "train": {"fleets": [_b(21, 64, 14, "H100-SXM", 30, age_years=1),
+                             _b(22, 48, 21, "A100-80GB", 10, ["ecc"], age_years=3),
+                             _b(23, 64, 14, "B200", 60, [], age_years=0.5),
+                             _b(25, 48, 14, "H200", 20, ["throttle"], age_years=2)],
+                  "accel": 40, "pos_stride": 5, "neg_stride": 480},
+        "validation": {"fleets": [_b(24, 48, 14, "A100-40GB", 30, ["ecc"], age_years=3)],
+                       "accel": 40, "pos_stride": 5, "neg_stride": 480},
+        "held_out": {"fleets": [_b(121, 96, 14, "H200", 15, age_years=2, loss=0.02),
+                                _b(222, 64, 21, "B200", 30, [], age_years=1),
+                                _b(323, 96, 14, "A100-80GB", 60, ["ecc"], age_years=4)],
+                     "accel": 40, "pos_stride": 1, "neg_stride": 240},
+    },
+}
+
+# The shipped model: trained on simulator A's fleets, so that simulator B
+# is the fleet it never saw.
+SHIPPED = "simulate"
+TRAINING = {"hidden": 32, "seed": 20261124, "epochs": 25, "patience": 4, "batch": 256,
+            "lr": 3e-3}
+
+
+def setting(f):
+    fam = " + ".join(f["families"]) or "no optional families"
+    extra = "".join([f", {f['age_years']:g} years in service" if "age_years" in f else "",
+                     f", {f['loss']:.0%} of scrapes lost" if "loss" in f else ""])
+    return (f"seed {f['seed']}: {f['nodes']} nodes x {f['days']} days, {f['gpu']}, "
+            f"{f['interval']} s scrapes, {fam}{extra}")
