@@ -196,3 +196,8 @@ int medic_gpu_index(const char *text)
     int index = atoi(text);
     return index <= 255 ? index : -1;
 }
+
+void medic_risk_format(double risk, char *out, size_t size)
+{
+    snprintf(out, size, risk > 0 && risk < 0.01 ? "%.2g" : "%.2f", risk);
+}

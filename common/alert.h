@@ -80,4 +80,9 @@ int medic_alert_node(const struct medic_labels *labels, const char *const *label
  * count, so HA replicas' copies match. Writes 64 hex digits and a NUL. */
 void medic_notification_dedupe_key(const struct medic_notification *n, char out[65]);
 
+/* A risk (0..1) as people read it: two decimals ("0.42"), or two
+ * significant digits below 0.01 ("0.0031"), since a calibrated risk is
+ * small for most GPUs and "0.00" would hide how small. */
+void medic_risk_format(double risk, char *out, size_t size);
+
 #endif

@@ -77,7 +77,7 @@ static void unknown(struct engine_risk_entry *e, const char *why)
     snprintf(e->note, sizeof(e->note), "risk unknown: %.200s", why);
 }
 
-/* "risk 0.830 gpu 3 (ecc_sbe_increase_15m=42 temp_rise_1h=12.5 ...)": the
+/* "risk 0.83 gpu 3 (ecc_sbe_log_increase_15m=3.7 temp_rise_1h=12.5 ...)": the
  * GPU's latest values of the RISK_NOTE_INPUTS inputs furthest from the
  * model's centre, in units of their scale (what stands out, most first). */
 #define RISK_NOTE_INPUTS 4
@@ -85,8 +85,10 @@ static void summarise(const struct feature_spec *spec, struct engine_risk_entry 
                       const char *gpu, const float *last)
 {
     e->risk = risk;
-    size_t at =
-        (size_t)snprintf(e->note, sizeof(e->note), "risk %.3f gpu %s (", risk, gpu[0] ? gpu : "-");
+    char shown_risk[24];
+    medic_risk_format(risk, shown_risk, sizeof(shown_risk));
+    size_t at = (size_t)snprintf(e->note, sizeof(e->note), "risk %s gpu %s (", shown_risk,
+                                 gpu[0] ? gpu : "-");
     size_t shown[RISK_NOTE_INPUTS], count = 0;
     for (size_t d = 0; d < spec->count; d++) {
         const struct feature *f = &spec->items[d];

@@ -156,10 +156,14 @@ static void evaluate_firing(const struct policy_context *ctx, struct policy_stat
                     snprintf(skipped + used, sizeof(skipped) - used,
                              "%spolicy %s skips alerts of unknown risk", used ? "; " : "",
                              pol->name);
-                else
+                else {
+                    char risk[24], least[24];
+                    medic_risk_format(a->risk, risk, sizeof(risk));
+                    medic_risk_format(pol->risk_at_least, least, sizeof(least));
                     snprintf(skipped + used, sizeof(skipped) - used,
-                             "%spolicy %s: risk %.2f below %.2f", used ? "; " : "", pol->name,
-                             a->risk, pol->risk_at_least);
+                             "%spolicy %s: risk %s below %s", used ? "; " : "", pol->name, risk,
+                             least);
+                }
                 continue;
             }
             if (pol->recovery_mask && !recovery_ok(pol, a, skipped, sizeof(skipped)))

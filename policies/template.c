@@ -133,7 +133,7 @@ int policy_template_render(const struct policy_template *t, const struct templat
             if (isnan(vars->risk))
                 v = "unknown";
             else {
-                snprintf(risk, sizeof(risk), "%.2f", vars->risk);
+                medic_risk_format(vars->risk, risk, sizeof(risk));
                 v = risk;
             }
             break;

@@ -188,14 +188,14 @@ static void test_model_config(void **state)
     assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC);
     medic_config_release(&c);
 
-    /* without a path, the built-in model (D=16) with its features */
+    /* without a path, the built-in model (D=18) with its features */
     path = write_file("builtin.yaml", "prometheus: { url: http://127.0.0.1:9090 }\n", 0644);
     if (medic_config_load(path, &c, &err))
         fail_msg("%s", err.msg);
     assert_null(c.model_path);
-    assert_int_equal(c.model.D, 16);
-    assert_int_equal(c.features.count, 16);
-    assert_string_equal(c.features.items[15].name, "xid_hardware_held");
+    assert_int_equal(c.model.D, 18);
+    assert_int_equal(c.features.count, 18);
+    assert_string_equal(c.features.items[17].name, "xid_hardware_held");
     assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC); /* fleet scoring on by default */
     medic_config_release(&c);
     path = write_file(
@@ -207,7 +207,7 @@ static void test_model_config(void **state)
     medic_config_release(&c);
     /* and in the embedded defaults */
     assert_int_equal(medic_config_defaults(&c), 0);
-    assert_int_equal(c.model.D, 16);
+    assert_int_equal(c.model.D, 18);
     medic_config_release(&c);
 }
 

@@ -109,6 +109,17 @@ static void test_templates(void **state)
     render("missing [{{ $labels.nope }}]", "missing []");
     render("$(reboot) `id` {{ $labels.xid }}", "$(reboot) `id` 79"); /* text, never a shell */
     render("", "");
+    /* a calibrated risk is small: two significant digits below 0.01 */
+    static const struct {
+        double risk;
+        const char *shown;
+    } risks[] = {{0.934, "0.93"},    {0.1, "0.10"},         {0.01, "0.01"},
+                 {0.0031, "0.0031"}, {0.000123, "0.00012"}, {0, "0.00"}};
+    for (size_t i = 0; i < sizeof(risks) / sizeof(risks[0]); i++) {
+        char shown[24];
+        medic_risk_format(risks[i].risk, shown, sizeof(shown));
+        assert_string_equal(shown, risks[i].shown);
+    }
     struct policy_template t;
     struct medic_error err = {0};
     int col = 0;
