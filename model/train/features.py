@@ -6,13 +6,18 @@ simulated scrapes, the way Prometheus 2.x evaluates them, so that training
 sees what medic will fetch.
 
 Why these: dcgm-exporter's raw levels carry one fleet's constants. The
-held Xid gauge keeps the last code seen until the driver reloads (a level
-says history, a change says now); ECC aggregate and remapped-row series
-are lifetime counters (their increase says now; increase() also survives a
-counter reset); SM clock and power depend on the GPU model and its load,
-so they are taken relative to the same GPU's last hour; throttle reasons
-are a bitmask, decoded. Temperatures stay in degrees: the hardware's
-slowdown points are near 85-90 C whatever the model.
+held Xid gauge keeps the last code seen until the next one (a level says
+history, a change says now, and a change to a hardware code most); ECC
+aggregate and remapped-row series are lifetime counters (their increase
+says now; increase() also survives a counter reset; bursty ones as
+ln(1 + increase)); SM clock and power depend on the GPU model and its
+load, so they are taken relative to the same GPU's last hour; throttle
+reasons are a bitmask, decoded. The GPU temperature stays in degrees (the
+hardware's slowdown points are near 85-90 C whatever the model); its rise
+is taken over the GPU's own hour and against the mean rise of its node's
+GPUs, so that neither a GPU that always runs hot nor a machine room that
+warms every GPU reads as a fault. Features over the node are evaluated
+from all of its GPUs' scrapes (evaluate_node).
 
 Evaluation follows Prometheus 2.x: an instant selector takes the latest
 sample at most 5 minutes old; a range [r] at time t takes the samples with
@@ -255,13 +260,14 @@ def evaluate_node(gpus, t):
     (seconds) from the scrapes of every GPU of one node (a list of Scrapes);
     NaN where Prometheus would have no value."""
     t = np.asarray(t, np.float64)
-    rises = [_instant(s, "GPU_TEMP", t) - _avg(s, "GPU_TEMP", t, 3600) for s in gpus]
+    temps = [_instant(s, "GPU_TEMP", t) for s in gpus]
+    rises = [temp - _avg(s, "GPU_TEMP", t, 3600) for s, temp in zip(gpus, temps)]
     node_rise = _node_mean(rises)
-    return np.stack([_gpu(s, t, rise, rise - node_rise) for s, rise in zip(gpus, rises)])
+    return np.stack([_gpu(s, t, temp, rise, rise - node_rise)
+                     for s, temp, rise in zip(gpus, temps, rises)])
 
 
-def _gpu(s, t, rise, rise_over_node):
-    temp = _instant(s, "GPU_TEMP", t)
+def _gpu(s, t, temp, rise, rise_over_node):
     on_gpu = 0.0 * temp
     power = _instant(s, "POWER_USAGE", t)
     clock = _instant(s, "SM_CLOCK", t)
@@ -269,6 +275,7 @@ def _gpu(s, t, rise, rise_over_node):
     xid = _instant(s, "XID_ERRORS", t)
     clock_max = np.maximum(_max(s, "SM_CLOCK", t, 3600), 1)
     xid_changes = _changes(s, "XID_ERRORS", t, 1800)
+    hardware_held = np.where(np.isnan(xid), np.nan, (xid >= HARDWARE_XID_MIN).astype(np.float64))
     cols = {
         "gpu_temp": temp,
         "temp_rise_1h": rise,
@@ -292,9 +299,7 @@ def _gpu(s, t, rise, rise_over_node):
         "pcie_replay_log_increase_15m":
         np.log(1 + _increase(s, "PCIE_REPLAY_COUNTER", t, 900)),
         "xid_changes_30m": xid_changes,
-        "xid_hardware_new_30m": xid_changes * np.where(np.isnan(xid), np.nan,
-                                                       xid >= HARDWARE_XID_MIN),
-        "xid_hardware_held": np.where(np.isnan(xid), np.nan,
-                                      (xid >= HARDWARE_XID_MIN).astype(np.float64)),
+        "xid_hardware_new_30m": xid_changes * hardware_held,
+        "xid_hardware_held": hardware_held,
     }
     return np.stack([cols[name] for name, _ in FEATURES], axis=1)

@@ -26,7 +26,6 @@ import evaluate  # noqa: E402
 import fault_predictor as fp  # noqa: E402
 import features  # noqa: E402
 import recipes  # noqa: E402
-import sources  # noqa: E402
 import windows  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -57,8 +56,7 @@ def fleets(spec, label):
 def describe(sim):
     spec = recipes.SIMULATORS[sim]
     sizes = "; ".join(recipes.setting(f) for f in spec["train"]["fleets"])
-    mix = windows.SIMULATORS[sim].fault_mix() if sim != "simulate" else sources.fault_mix()
-    mix = ", ".join(f"{k} {v:.0%}" for k, v in mix.items())
+    mix = ", ".join(f"{k} {v:.0%}" for k, v in windows.SIMULATORS[sim].fault_mix().items())
     return (f"SYNTHETIC data from model/train/{sim}.py, not a real fleet: 8-GPU servers, "
             f"dcgm-exporter scrapes ({sizes}); faults x{spec['train']['accel']} the cited "
             f"rate for training, fault mix {mix}; label: a hardware fault takes the GPU out "
@@ -81,20 +79,28 @@ def finish(model, center, scale, x, m, val):
     return (a, b), evaluate.best_f1_threshold(m["label"][val], m["weight"][val], s)
 
 
-def with_validation(sim, label, fleets_of="train"):
-    spec = recipes.SIMULATORS[sim]
-    x, m = fleets(spec[fleets_of], f"{label} training")
-    xv, mv = fleets(spec["validation"], f"{label} validation")
+def calibration_meta(a, b):
+    """The model file's `calibration`: the Platt scaling its last layer
+    holds, sigmoid(a * logit + b)."""
+    return json.dumps({"a": round(a, 4), "b": round(b, 4)})
+
+
+def with_validation(train, validation, label):
+    """The windows of the training fleets and then of the validation ones,
+    and the mask of the latter."""
+    x, m = fleets(train, f"{label} training")
+    xv, mv = fleets(validation, f"{label} validation")
     val = np.r_[np.zeros(len(x), bool), np.ones(len(xv), bool)]
     return np.concatenate([x, xv]), np.concatenate([m, mv]), val
 
 
-def train_simulator(sim, start=None, **override):
+def train_simulator(sim):
     """A model trained on a simulator's training fleets, stopped early,
     calibrated and given its threshold on its validation fleet."""
-    x, m, val = with_validation(sim, sim)
+    spec = recipes.SIMULATORS[sim]
+    x, m, val = with_validation(spec["train"], spec["validation"], sim)
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
-    model, center, scale, hist = train_on(x, m, val, start=start, **override)
+    model, center, scale, hist = train_on(x, m, val)
     calibration, threshold = finish(model, center, scale, x, m, val)
     return model, center, scale, hist, calibration, threshold
 
@@ -105,7 +111,7 @@ def cmd_default(args):
     fp.export(args.out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
               f"{windows.HORIZON}m", describe(recipes.SHIPPED),
               {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
-               "calibration": f"logit x {a:.4f} + {b:.4f}", "epochs": str(len(hist)),
+               "calibration": calibration_meta(a, b), "epochs": str(len(hist)),
                "recipe": "model/train/medic_train.py default"})
     log(f"wrote {args.out} in {time.time() - t0:.0f} s (operating threshold {threshold:.4f})")
 
@@ -149,26 +155,17 @@ def cmd_evaluate(args):
     # fine-tuning: the shipped model on one of the other simulator's training
     # fleets, its scaler kept, stopped early on that simulator's validation
     spec = recipes.SIMULATORS[other]
-    own = {"fleets": spec["train"]["fleets"][:1], **{k: spec["train"][k] for k in
-                                                      ("accel", "pos_stride", "neg_stride")}}
-    x, m = fleets(own, f"{other} fine-tuning")
-    xv, mv = fleets(spec["validation"], f"{other} validation")
-    val = np.r_[np.zeros(len(x), bool), np.ones(len(xv), bool)]
-    x, m = np.concatenate([x, xv]), np.concatenate([m, mv])
+    own = dict(spec["train"], fleets=spec["train"]["fleets"][:1])
+    x, m, val = with_validation(own, spec["validation"], f"{other} fine-tuning")
     start = (copy.deepcopy(model), center, scale)
     t_model = train_on(x, m, val, start=start, epochs=8, lr=1e-3)[0]
-    finish(t_model, center, scale, x, m, val)
-    tuned = (f"one fleet of {report._name(other)} ({recipes.setting(own['fleets'][0])})",
+    finish(t_model, center, scale, x, m, val)  # calibrated again on that validation fleet
+    tuned = (f"one fleet of {report.named(other)} ({recipes.setting(own['fleets'][0])})",
              runs_of(shipped, t_model, center, scale, only=other)[0])
-    a, b = parse_calibration(meta)
-    report.write(args.report, args.plot, args.model, meta, runs, tuned, (a, b))
+    calibration = json.loads(meta.get("calibration", '{"a": 1, "b": 0}'))
+    report.write(args.report, args.plot, args.model, meta, runs, tuned,
+                 (calibration["a"], calibration["b"]))
     log(f"wrote {args.report} and {args.plot}")
-
-
-def parse_calibration(meta):
-    """(a, b) of the model file's `calibration` ("logit x A + B")."""
-    parts = meta.get("calibration", "logit x 1 + 0").split()
-    return float(parts[2]), float(parts[4])
 
 
 def cmd_retrain(args):
@@ -195,7 +192,7 @@ def cmd_retrain(args):
               f"retrained on {len(x)} windows from medic model dataset: "
               + ", ".join(os.path.basename(p) for p in args.dataset),
               {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
-               "calibration": f"logit x {a:.4f} + {b:.4f}", "epochs": str(len(hist))})
+               "calibration": calibration_meta(a, b), "epochs": str(len(hist))})
     log(f"wrote {args.out} (operating threshold {threshold:.4f})")
 
 

@@ -85,7 +85,7 @@ def reliability(m, risk, edges=(0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0001)):
     return rows, brier, np.average((base - y) ** 2, weights=w)
 
 
-def _name(sim):
+def named(sim):
     return recipes.SIMULATORS[sim]["name"]
 
 
@@ -174,7 +174,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         "Prometheus by `tests/integration/test_features.py`).\n")
 
     out("## Summary\n")
-    out(f"The shipped model was trained on {_name(shipped)}. On {_name(other)}, which it "
+    out(f"The shipped model was trained on {named(shipped)}. On {named(other)}, which it "
         f"never saw, it ranks windows with a PR-AUC of {u[LSTM]['ap']:.3f} against "
         f"{u[RULE]['ap']:.3f} for the hand-written rule score and {u[THRESHOLDS]['ap']:.3f} "
         f"for the static thresholds, and at a 1% false-positive rate it recalls "
@@ -215,14 +215,14 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         "from the first such window to the fault.\n")
     for run in runs:
         kind = "never seen" if run["trained"] != run["tested"] else "the same simulator"
-        out(f"### Trained on {_name(run['trained'])}, tested on {_name(run['tested'])} "
+        out(f"### Trained on {named(run['trained'])}, tested on {named(run['tested'])} "
             f"({kind})\n")
         _run_table(out, run)
 
     out("## Per fault class, on the simulator each model did not train on (1% FPR)\n")
     for run in runs:
         if run["trained"] != run["tested"]:
-            out(f"Trained on {_name(run['trained'])}, tested on {_name(run['tested'])}:\n")
+            out(f"Trained on {named(run['trained'])}, tested on {named(run['tested'])}:\n")
             _classes(out, run)
     out("Faults that strike with nothing in the telemetry beforehand (the `unseen` class: "
         "NICs, cables, boards; and the share of each class a simulator makes sudden) "
@@ -240,7 +240,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
     for run in (own, unseen):
         rows, brier, base = reliability(run["m"], run["detectors"][LSTM])
         verdict = ("better than" if brier < base else "no better than")
-        out(f"{_name(run['tested'])}: Brier score {brier:.6f}, {verdict} always answering the "
+        out(f"{named(run['tested'])}: Brier score {brier:.6f}, {verdict} always answering the "
             f"base rate ({base:.6f}).\n")
         out("| risk | share of windows | mean risk | observed rate of faults within the hour |")
         out("|---|---|---|---|")
@@ -260,12 +260,12 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
     out("## What a fleet's own data changes\n")
     out(f"The shipped model fine-tuned on {desc} (`medic model dataset` and `medic_train.py "
         "retrain` do the same on a real fleet), tested on the same held-out fleets of "
-        f"{_name(other)} as above:\n")
+        f"{named(other)} as above:\n")
     _run_table(out, trun)
 
     out("## Settings\n")
     for sim, spec in recipes.SIMULATORS.items():
-        out(f"{_name(sim)}, faults {spec['train']['accel']}x the cited rate "
+        out(f"{named(sim)}, faults {spec['train']['accel']}x the cited rate "
             f"({spec['held_out']['accel']}x in the held-out fleets):\n")
         out("- training: " + "; ".join(recipes.setting(f) for f in spec["train"]["fleets"]))
         out("- validation: " + "; ".join(recipes.setting(f)
@@ -334,7 +334,7 @@ def _plot(path, own, unseen):
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper right")
-        ax.set_title(f"shipped model on {_name(run['tested'])}", fontsize=9)
+        ax.set_title(f"shipped model on {named(run['tested'])}", fontsize=9)
     axes[0].set_ylabel("precision (windows as sampled)")
     fig.tight_layout()
     fig.savefig(path)

@@ -277,11 +277,18 @@ def scrape_node(rng, state, down, reloads, setting):
     return out
 
 
+def fault_mix():
+    """The shares of the fault classes: sources.fault_mix (the source
+    documents' memory and power supply shares, the rest as the InfiniteHBD
+    trace splits it)."""
+    return sources.fault_mix()
+
+
 def simulate_fleet(setting, nodes, days, accel, mix=None):
     """Yields (node, [features.Scrapes per GPU], faults, down) for each node
     of a fleet; setting: seed, gpu (a GPU_MODELS key), interval (seconds),
     families (the features.OPTIONAL families exported)."""
-    mix = mix or sources.fault_mix()
+    mix = mix or fault_mix()
     rng = np.random.default_rng(setting["seed"])
     minutes = int(days * 1440)
     for n in range(nodes):
