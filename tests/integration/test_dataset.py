@@ -42,9 +42,9 @@ def value(metric, node, gpu, t):
                   "DCGM_FI_DEV_POWER_USAGE": 300 + 20 * math.sin(t / 300 + n),
                   "DCGM_FI_DEV_SM_CLOCK": 1410 - 5 * gpu - 300 * hot * (t % 600 < 120),
                   "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": 64 if hot and t % 600 < 120 else 4,
-                  "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": 40 + (t // 120) % 100000 * hot,
+                  "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": 40 + (t // 10) % 1000000 * hot,
                   "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": 0,
-                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (t // 1200) % 100000 * hot,
+                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (t // 600) % 100000 * hot,
                   "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
                   "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 0,
                   "DCGM_FI_DEV_XID_ERRORS": 0}[metric], 3)
