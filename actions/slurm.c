@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "slurm.h"
+#include "slurm_text.h"
 #include "run.h"
 #include "utf8.h"
 #include "timeutil.h"
@@ -58,37 +59,6 @@ int slurm_scontrol(const struct slurm_options *o, const char *const *args, char 
     return rc;
 }
 
-/* The value of key= in `scontrol show node -o` output. Reason (which
- * holds spaces, and whatever text a person gave) runs to the end of the
- * stamp Slurm appends to it, " [user@time]"; medic's own reasons hold no
- * brackets (see clean_char), so the first "]" that ends a field is that
- * stamp's, whatever the text says (a "Comment=" in it included). */
-static void field_value(const char *text, const char *key, char *out, size_t size)
-{
-    char pattern[64];
-    snprintf(pattern, sizeof(pattern), " %s=", key);
-    const char *p = strstr(text, pattern);
-    if (!p && strncmp(text, pattern + 1, strlen(pattern) - 1) == 0)
-        p = text - 1;
-    out[0] = '\0';
-    if (!p)
-        return;
-    p += strlen(pattern);
-    const char *end = p;
-    if (strcmp(key, "Reason") == 0) {
-        end = p + strlen(p);
-        for (const char *b = strchr(p, ']'); b; b = strchr(b + 1, ']'))
-            if (b[1] == '\0' || b[1] == ' ' || b[1] == '\n') {
-                end = b + 1;
-                break;
-            }
-    } else {
-        while (*end && *end != ' ' && *end != '\n')
-            end++;
-    }
-    snprintf(out, size, "%.*s", (int)(end - p), p);
-}
-
 int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
                     char *reason, size_t reason_size, char *detail, size_t size)
 {
@@ -100,8 +70,8 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
         return -1;
     }
-    field_value(out, "State", state, state_size);
-    field_value(out, "Reason", reason, reason_size);
+    slurm_field(out, strlen(out), "State", state, state_size);
+    slurm_field(out, strlen(out), "Reason", reason, reason_size);
     if (!state[0]) {
         snprintf(detail, size, "scontrol show node %s: no State in its answer", node);
         return -1;

@@ -3,6 +3,7 @@
  * and GPU counts, for `medic inventory import` and `medic inventory
  * check`. */
 #include "slurm.h"
+#include "slurm_text.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -106,24 +107,28 @@ int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
     return rc;
 }
 
-/* The first " KEY=" value of a line of `scontrol -o show nodes` (up to a
- * blank); "" when the line has none. Fields before Reason= are Slurm's own,
- * so the first occurrence is the field, not a person's text. */
-static void field(const char *line, size_t len, const char *key, char *out, size_t size)
+void slurm_field(const char *line, size_t len, const char *key, char *out, size_t size)
 {
-    char pattern[40];
-    snprintf(pattern, sizeof(pattern), " %s=", key);
-    size_t plen = strlen(pattern);
+    size_t klen = strlen(key);
+    const char *end = line + len;
     out[0] = '\0';
-    for (size_t i = 0; i + plen <= len; i++) {
-        if (memcmp(line + i, pattern + (i == 0), plen - (i == 0)) != 0)
+    for (size_t i = 0; i + klen < len; i++) {
+        if ((i > 0 && line[i - 1] != ' ') || memcmp(line + i, key, klen) != 0 ||
+            line[i + klen] != '=')
             continue;
-        const char *v = line + i + plen - (i == 0);
-        size_t n = 0;
-        while (v + n < line + len && v[n] != ' ' && n + 1 < size)
-            n++;
-        memcpy(out, v, n);
-        out[n] = '\0';
+        const char *v = line + i + klen + 1, *stop = v;
+        if (strcmp(key, "Reason") == 0) {
+            stop = end;
+            for (const char *b = v; b < end; b++)
+                if (*b == ']' && (b + 1 == end || b[1] == ' ' || b[1] == '\n')) {
+                    stop = b + 1;
+                    break;
+                }
+        } else {
+            while (stop < end && *stop != ' ' && *stop != '\n')
+                stop++;
+        }
+        snprintf(out, size, "%.*s", (int)(stop - v), v);
         return;
     }
 }
@@ -142,10 +147,10 @@ int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct
     for (const char *line = text; *line;) {
         size_t len = strcspn(line, "\n");
         char name[256], gres[512], parts[1024], state[256];
-        field(line, len, "NodeName", name, sizeof(name));
-        field(line, len, "State", state, sizeof(state));
-        field(line, len, "Gres", gres, sizeof(gres));
-        field(line, len, "Partitions", parts, sizeof(parts));
+        slurm_field(line, len, "NodeName", name, sizeof(name));
+        slurm_field(line, len, "State", state, sizeof(state));
+        slurm_field(line, len, "Gres", gres, sizeof(gres));
+        slurm_field(line, len, "Partitions", parts, sizeof(parts));
         if (name[0]) {
             struct slurm_node_info *x = &out->items[out->count++];
             x->name = strdup(name);

@@ -179,35 +179,6 @@ static int pg_write_together(struct audit_store *s, struct job *batch, struct me
  * outcome, the new one deciding) never interleave. */
 #define CHAIN_LOCK "SELECT pg_advisory_xact_lock(7308604759930986497)"
 
-/* The leader's term, checked in the batch's transaction (the lease row
- * share-locked until its commit), on the writer's connection so that it
- * goes in the round trip of the BEGIN and the chain lock. */
-static int fence(struct audit_store *s, const char *replica, int64_t epoch, struct medic_error *err)
-{
-    int rc = s->fence ? 0
-                      : db_prepare_cached(s->db,
-                                          "SELECT 1 FROM medic_lease WHERE id = 1 AND holder = ?1"
-                                          " AND epoch = ?2 AND expires_at > clock_timestamp()"
-                                          " FOR SHARE",
-                                          &s->fence, err);
-    if (rc)
-        return rc;
-    struct db_stmt *st = s->fence;
-    db_bind_text(st, 1, replica);
-    db_bind_int64(st, 2, epoch);
-    int r = db_step(st, err);
-    db_clear(st);
-    if (r < 0) {
-        medic_error_prefix(err, "cannot check the lease");
-        return r;
-    }
-    if (r == 0)
-        return medic_error_set(err, MEDIC_E_FENCED,
-                               "replica %s no longer holds the lease of epoch %lld", replica,
-                               (long long)epoch);
-    return 0;
-}
-
 /* The chain lock when the batch appends to a chain, and the leader's term
  * checked (the lease row share-locked until the commit) when it decides or
  * starts an action; a replica that does not lead has those requests
@@ -230,7 +201,7 @@ static int pg_guard(struct audit_store *s, struct job *batch, struct medic_error
     int64_t epoch = s->epoch;
     medic_mutex_unlock(&s->lock);
     struct medic_error why = {0};
-    int rc = epoch ? fence(s, replica, epoch, &why)
+    int rc = epoch ? audit_lease_fence(s->db, &s->fence, replica, epoch, &why)
                    : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
     if (rc && rc != MEDIC_E_FENCED) {
         *err = why;

@@ -92,22 +92,30 @@ int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, i
     return read_lease(c, out, err);
 }
 
-int audit_lease_fence(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
+int audit_lease_fence(struct db *d, struct db_stmt **cached, const char *replica, int64_t epoch,
+                      struct medic_error *err)
 {
-    PGresult *r = with_replica_epoch(c,
-                                     "SELECT 1 FROM medic_lease WHERE id = 1 AND holder = $1 "
-                                     "AND epoch = $2::bigint AND expires_at > clock_timestamp() "
-                                     "FOR SHARE",
-                                     replica, epoch);
-    int rc = 0;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = audit_pg_error(err, c, "cannot check the lease");
-    else if (PQntuples(r) != 1)
-        rc = medic_error_set(err, MEDIC_E_FENCED,
-                             "replica %s no longer holds the lease of epoch %lld", replica,
-                             (long long)epoch);
-    PQclear(r);
-    return rc;
+    int rc = *cached ? 0
+                     : db_prepare_cached(d,
+                                         "SELECT 1 FROM medic_lease WHERE id = 1 AND holder = ?1"
+                                         " AND epoch = ?2 AND expires_at > clock_timestamp()"
+                                         " FOR SHARE",
+                                         cached, err);
+    if (rc)
+        return rc;
+    db_bind_text(*cached, 1, replica);
+    db_bind_int64(*cached, 2, epoch);
+    int r = db_step(*cached, err);
+    db_clear(*cached);
+    if (r < 0) {
+        medic_error_prefix(err, "cannot check the lease");
+        return r;
+    }
+    if (r == 0)
+        return medic_error_set(err, MEDIC_E_FENCED,
+                               "replica %s no longer holds the lease of epoch %lld", replica,
+                               (long long)epoch);
+    return 0;
 }
 
 int audit_lease_release(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)

@@ -16,6 +16,7 @@
 #define MEDIC_AUDIT_LEASE_H
 
 #include "audit.h"
+#include "db.h"
 #include "error.h"
 
 #include <libpq-fe.h>
@@ -29,12 +30,15 @@
 int audit_lease_renew(PGconn *c, const char *replica, const char *config_hash, int64_t lease_ms,
                       struct audit_lease *out, struct medic_error *err);
 
-/* Inside an open transaction: checks that replica still holds an unexpired
+/* Inside an open transaction on d: checks that replica still holds an unexpired
  * lease of epoch, and keeps the lease row share-locked until the
  * transaction ends, so that a takeover waits for this transaction rather
  * than overtaking it. MEDIC_E_FENCED when it does not (roll back and step
- * down). */
-int audit_lease_fence(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err);
+ * down). Its statement is prepared into *cached on first use (the caller
+ * finalizes it); on the writer's connection it goes in the round trip of
+ * the transaction's BEGIN. */
+int audit_lease_fence(struct db *d, struct db_stmt **cached, const char *replica, int64_t epoch,
+                      struct medic_error *err);
 
 /* Gives the lease up (a clean shutdown), so that another replica need not
  * wait for it to expire. */

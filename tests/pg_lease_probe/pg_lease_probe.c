@@ -46,7 +46,12 @@ static void say(const char *replica, const char *event, long long epoch, const c
 static int fenced_write(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
 {
     PQclear(PQexec(c, "BEGIN"));
-    int rc = audit_lease_fence(c, replica, epoch, err);
+    struct db *d = db_over_pg(c);
+    struct db_stmt *fence = NULL;
+    int rc = d ? audit_lease_fence(d, &fence, replica, epoch, err)
+               : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    db_finalize(fence);
+    db_free(d);
     FILE *stall = rc == 0 ? fopen("stall", "r") : NULL;
     if (stall) {
         long ms = 0;
