@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,11 @@ import time
 import traceback
 
 HOST = "127.0.0.1"
+# The audit log of every `medic serve` a test starts: "sqlite" (a file in
+# its work directory), or "postgresql" (a database of its own on a
+# PostgreSQL server the suite starts): the same tests on either backend.
+AUDIT_BACKEND = os.environ.get("MEDIC_TEST_AUDIT", "sqlite")
+_suite = None  # the running Suite, which owns that PostgreSQL server
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -134,14 +138,17 @@ class Medic:
         self.scheme = "http"
         self.context = None
         self.audit_options = audit_options
+        if AUDIT_BACKEND == "postgresql" and not audit_options:
+            self.db = _suite.postgres_database(workdir, name)
         self.env = None  # the daemon's environment; None: the test's
         self.write_config(config_text)
         self.process = None
 
     def write_config(self, text):
         with open(self.config_path, "w") as f:
-            f.write(f"listen: {HOST}:{self.port}\n"
-                    f"audit: {{ path: {self.db}{self.audit_options} }}\n" + text)
+            audit = f"url: '{self.db}'" if self.db.startswith("postgresql://") else \
+                f"path: {self.db}{self.audit_options}"
+            f.write(f"listen: {HOST}:{self.port}\naudit: {{ {audit} }}\n" + text)
 
     @property
     def url(self):
@@ -278,6 +285,16 @@ class Alertmanager:
         return self.process.stop(timeout=20) if self.process else None
 
 
+def sqlite_only(why):
+    """Marks a test about the SQLite file itself (why): the pass on
+    PostgreSQL (MEDIC_TEST_AUDIT=postgresql) runs every other test of its
+    file and names this one as left to the SQLite pass."""
+    def mark(test):
+        test.sqlite_only = why
+        return test
+    return mark
+
+
 class Suite:
     """Runs test functions in order; prints 'N passed, N failed'."""
 
@@ -291,6 +308,22 @@ class Suite:
         self.cleanups = []
         self.passed = 0
         self.failed = 0
+        self.postgres = None
+        self.databases = {}
+        global _suite
+        _suite = self
+
+    def postgres_database(self, workdir, name):
+        """The PostgreSQL audit log of the medic named name in workdir (the
+        same one each time a test starts it again), on the suite's server,
+        started at the first call."""
+        key = (workdir, name)
+        if key not in self.databases:
+            if self.postgres is None:
+                from postgres_lab import PostgreSQL
+                self.postgres = PostgreSQL(self.subdir("postgres-audit")).start()
+            self.databases[key] = self.postgres.database(f"audit_{len(self.databases)}")
+        return self.databases[key]
 
     def subdir(self, name):
         path = os.path.join(self.workdir, name)
@@ -303,6 +336,9 @@ class Suite:
     def run(self, tests):
         try:
             for test in tests:
+                if AUDIT_BACKEND != "sqlite" and getattr(test, "sqlite_only", None):
+                    print(f"SQLITE PASS ONLY {test.__name__}: {test.sqlite_only}", flush=True)
+                    continue
                 start = time.monotonic()
                 try:
                     test(self)
@@ -319,6 +355,8 @@ class Suite:
                         except Exception:
                             traceback.print_exc()
         finally:
+            if self.postgres:
+                self.postgres.stop()
             if not self.args.keep and self.failed == 0:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             elif self.failed:

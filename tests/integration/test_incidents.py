@@ -14,8 +14,8 @@ import os
 import subprocess
 import time
 
-from lab import (IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock, Suite, wait_until,
-                 write_secret)
+from lab import (IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock, Suite, sqlite_only,
+                 wait_until, write_secret)
 
 TOKEN = "incident-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -352,6 +352,7 @@ def test_repeats_keep_the_incident_open(suite):
     assert "DRAIN" not in cluster.node("gpu-node-07")[0]
 
 
+@sqlite_only("the file size limit is on medic's own process, which writes the SQLite file")
 def test_outcome_kept_while_the_disk_is_full(suite):
     """The audit log cannot commit while a drain runs (a file size limit
     of one byte, as a full disk): the drain's outcome is kept, written when
