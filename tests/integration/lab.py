@@ -285,16 +285,6 @@ class Alertmanager:
         return self.process.stop(timeout=20) if self.process else None
 
 
-def sqlite_only(why):
-    """Marks a test about the SQLite file itself (why): the pass on
-    PostgreSQL (MEDIC_TEST_AUDIT=postgresql) runs every other test of its
-    file and names this one as left to the SQLite pass."""
-    def mark(test):
-        test.sqlite_only = why
-        return test
-    return mark
-
-
 class Suite:
     """Runs test functions in order; prints 'N passed, N failed'."""
 
@@ -336,9 +326,6 @@ class Suite:
     def run(self, tests):
         try:
             for test in tests:
-                if AUDIT_BACKEND != "sqlite" and getattr(test, "sqlite_only", None):
-                    print(f"SQLITE PASS ONLY {test.__name__}: {test.sqlite_only}", flush=True)
-                    continue
                 start = time.monotonic()
                 try:
                     test(self)
