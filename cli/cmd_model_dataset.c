@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic model dataset --db FILE --prometheus URL --out FILE [--model FILE]\n"
+    "usage: medic model dataset --db PATH|URL --prometheus URL --out FILE [--model FILE]\n"
     "                           [--since T] [--until T] [--actions LIST]\n"
     "                           [--horizon D] [--stride D] [--negatives N] [--quiet D]\n"
     "                           [--seed N] [--timeout D]\n"
@@ -48,7 +48,8 @@ static const char usage[] =
     "\n"
     "The file is safetensors: `windows` [N, window, features] F32, `labels` [N]\n"
     "(1 positive, 0 negative), and metadata: the model's `features`, `window`,\n"
-    "`step`, and `samples` (JSON: node, gpu, end, label, source per window).\n";
+    "`step`, and `samples` (JSON: node, gpu, end, label, source per window).\n"
+    "--db is the audit log: the SQLite file or a postgresql:// URL.\n";
 
 #define MAX_INCIDENTS 100000
 #define MAX_WINDOWS 200000 /* 240 MB of a 30 x 10 model's windows */
@@ -351,7 +352,9 @@ int medic_cmd_model_dataset(int argc, char **argv)
         rc = audit_confirmed_faults(reader, o.since, o.until, o.actions, o.action_count,
                                     add_incident, &d, &err);
     if (rc == 0) {
-        fprintf(stderr, "%zu incidents in %s\n", d.incident_count, o.db);
+        char shown[512];
+        audit_location_redacted(o.db, shown, sizeof(shown));
+        fprintf(stderr, "%zu incidents in %s\n", d.incident_count, shown);
         if (d.incidents_left_out)
             fprintf(stderr,
                     "%zu later incidents left out (at most %d): narrow --since and --until\n",

@@ -183,11 +183,11 @@ def test_crash_mid_action_is_interrupted_not_rerun(suite):
     rows = actions(medic)
     assert [a["phase"] for a in rows] == ["intent", "outcome"], rows
     assert rows[1]["result"] == "interrupted" and "not run again" in rows[1]["detail"], rows
-    # two scheduler rounds after the recovery: the engine is alive, and
-    # nothing ran again
+    # two scheduler rounds after the recovery (the default 5 s apart): the
+    # engine is alive, and nothing ran again
     ticks = medic.metric("medic_engine_ticks_total", headers=AUTH)
     wait_until("two scheduler rounds", lambda: medic.metric(
-        "medic_engine_ticks_total", headers=AUTH) >= ticks + 2, timeout=10)
+        "medic_engine_ticks_total", headers=AUTH) >= ticks + 2, timeout=20)
     assert len(actions(medic)) == 2
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)

@@ -7,7 +7,6 @@ re-sends as duplicates; an HA pair's two copies of one group are one
 notification and one duplicate."""
 
 import datetime
-import json
 import os
 import time
 

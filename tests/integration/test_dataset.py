@@ -140,6 +140,10 @@ def test_dataset_from_audit_log_and_prometheus(suite):
                 "--horizon", "30m", "--stride", "5m", "--negatives", "6", "--quiet", "1h",
                 "--seed", "7")
     assert r.returncode == 0, r.stderr
+    assert "1 incidents in " in r.stderr, r.stderr
+    if db.startswith("postgresql://"):  # the log's URL is shown without its password
+        password = db.split("://")[1].split("@")[0].split(":")[1]
+        assert "medic:***@" in r.stderr and password not in r.stderr, r.stderr
     print("  " + r.stdout.strip())
     tensors, meta = read_dataset(out_path)
     (wshape, wins), (lshape, labels) = tensors["windows"], tensors["labels"]
