@@ -373,7 +373,7 @@ def test_outcome_kept_while_the_log_cannot_commit(suite):
     resolve resumes the node and its cap slot is let go."""
     cluster, bmcs, oncall = lab(suite, "gpu-node-05")
     # a stand-in around the real scontrol that holds a drain until the
-    # test opens the gate, so that the disk fills while it runs
+    # test opens the gate, so that the log stops committing while it runs
     gate, waiting = (os.path.join(suite.workdir, n) for n in ("gate", "waiting"))
     held = os.path.join(suite.workdir, "gated-scontrol")
     with open(held, "w") as f:
