@@ -566,6 +566,17 @@ static int parse_listen(const char *address, struct sockaddr_storage *ss, struct
     return 0;
 }
 
+/* Once stopping, a new connection is closed as soon as it is accepted.
+ * (MHD_quiesce_daemon would stop the accepting, but in libmicrohttpd
+ * 0.9.75 it races its epoll workers for the listen socket's removal and
+ * aborts the process when the worker wins.) */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)addr;
+    (void)len;
+    return atomic_load(&((struct receiver_server *)cls)->stopping) ? MHD_NO : MHD_YES;
+}
+
 int receiver_server_start(const struct receiver_listen *listen,
                           const struct receiver_settings *settings,
                           const struct receiver_hooks *hooks, struct receiver_server **out,
@@ -613,8 +624,8 @@ int receiver_server_start(const struct receiver_listen *listen,
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)listen->tls_key_pem},
         {MHD_OPTION_END, 0, NULL},
     };
-    srv->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
-                                   MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(flags, port, on_accept, srv, on_request, srv, MHD_OPTION_ARRAY,
+                                   opts, MHD_OPTION_END);
     if (!srv->daemon) {
         receiver_server_free(srv);
         return medic_error_set(err, MEDIC_E_IO,
@@ -657,10 +668,9 @@ void receiver_server_stop(struct receiver_server *server, int drain_ms)
 {
     if (!server || !server->daemon)
         return;
+    /* from now on on_accept closes every new connection; the listen socket
+     * itself closes with MHD_stop_daemon */
     atomic_store(&server->stopping, 1);
-    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
     drain_until(server, medic_time_monotonic() + (int64_t)drain_ms * MEDIC_NS_PER_MS);
     /* webhooks whose commit did not come back in time (a disk that hangs):
      * answered 503 now, which Alertmanager retries, since libmicrohttpd
