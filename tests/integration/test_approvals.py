@@ -57,42 +57,84 @@ def bearer(token):
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_approve_deny_restart(suite):
-    node = "gpu-node-01"
-    cluster = SlurmCluster(suite.workdir, [node], name="slurm-approve")
-    suite.on_exit(cluster.stop)
-    cluster.start()
-    bmc = IpmiBmc(suite.workdir, node)
-    bmc.start()
-    suite.on_exit(bmc.stop)
+TOKENS = {"webhook": WEBHOOK, "read": READ, "admin": ADMIN, "alice": ALICE}
+
+
+def xid_policy(cycle_after=None):
+    """Drain on an Xid alert, power cycle cycle_after later (when given),
+    resume on its resolve."""
+    cycle = f", {{ after: {cycle_after}, action: ipmi_power_cycle }}" if cycle_after else ""
+    return ("policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+            f"    steps: [ {{ action: drain }}{cycle} ]\n"
+            "    on_resolved: [ { action: resume } ]\n")
+
+
+def lab_medic(suite, workdir, mode, policies, nodes, tokens, cluster=None, bmcs=None,
+              scontrol=None, top="", safety=""):
+    """medic in mode with the token files named in tokens (TOKENS' keys;
+    alice is an approver), nodes in its inventory (in Slurm's cluster when
+    one is given, each at its ipmi_sim BMC when bmcs are), on-call a
+    recording webhook receiver, a 200 ms tick and room for two disruptive
+    actions. Returns (medic, token files, on-call); medic is not started."""
     oncall = RecordingReceiver()
     suite.on_exit(oncall.stop)
-    workdir = suite.subdir("approve")
-    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
-             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN),
-                                 ("alice", ALICE))}
-    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
-                         "bmc-lab: { username: admin, password: secret }\n")
-    medic = Medic(suite.medic, workdir,
-                  "mode: approve\nexternal_url: https://medic.example.org\n"
-                  f"auth: {{ webhook_bearer_token_file: {files['webhook']},\n"
-                  f"        read_bearer_token_file: {files['read']},\n"
-                  f"        admin_bearer_token_file: {files['admin']},\n"
-                  f"        approvers: [ {{ name: alice, token_file: {files['alice']} }} ] }}\n"
-                  f"credentials_file: {creds}\n"
-                  f"slurm: {{ conf: {cluster.conf} }}\n"
-                  f"inventory:\n  nodes:\n    - {{ name: {node}, slurm: {{ node: {node} }}, "
-                  f"bmc: {{ address: '{bmc.address}', credentials: bmc-lab, "
-                  "workarounds: [opensesspriv] } }\n"
-                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
-                  "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps: [ { action: drain }, { after: 3s, action: ipmi_power_cycle } ]\n"
-                  "    on_resolved: [ { action: resume } ]\n")
-    medic.start()
+    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), TOKENS[name])
+             for name in tokens}
+    auth = [f"{name}_bearer_token_file: {files[name]}" for name in ("webhook", "read", "admin")
+            if name in files]
+    if "alice" in files:
+        auth.append(f"approvers: [ {{ name: alice, token_file: {files['alice']} }} ]")
+    config = f"mode: {mode}\n{top}auth: {{ " + ",\n        ".join(auth) + " }\n"
+    if bmcs:
+        creds = write_secret(os.path.join(workdir, "credentials.yaml"),
+                             "bmc-lab: { username: admin, password: secret }\n")
+        config += f"credentials_file: {creds}\n"
+    if cluster:
+        held = f", scontrol: {scontrol}" if scontrol else ""
+        config += f"slurm: {{ conf: {cluster.conf}{held} }}\n"
+    config += "inventory:\n  nodes:\n"
+    for n in nodes:
+        parts = [f"name: {n}"]
+        if cluster:
+            parts.append(f"slurm: {{ node: {n} }}")
+        if bmcs:
+            parts.append(f"bmc: {{ address: '{bmcs[n].address}', credentials: bmc-lab, "
+                         "workarounds: [opensesspriv] }")
+        config += "    - { " + ", ".join(parts) + " }\n"
+    config += (f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+               "engine: { tick_interval: 200ms }\n"
+               f"safety: {{ max_disruptive_in_flight: 2, max_disrupted_fraction: 1,{safety}\n"
+               "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n" + policies)
+    medic = Medic(suite.medic, workdir, config)
     suite.on_exit(medic.stop)
+    return medic, files, oncall
+
+
+def lab_cluster(suite, nodes, name):
+    cluster = SlurmCluster(suite.workdir, nodes, name=name)
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    return cluster
+
+
+def lab_bmcs(suite, nodes):
+    bmcs = {}
+    for n in nodes:
+        bmcs[n] = IpmiBmc(suite.workdir, n)
+        bmcs[n].start()
+        suite.on_exit(bmcs[n].stop)
+    return bmcs
+
+
+def test_approve_deny_restart(suite):
+    node = "gpu-node-01"
+    cluster = lab_cluster(suite, [node], "slurm-approve")
+    bmc = lab_bmcs(suite, [node])[node]
+    medic, files, oncall = lab_medic(
+        suite, suite.subdir("approve"), "approve", xid_policy("3s"), [node],
+        ("webhook", "read", "admin", "alice"), cluster, {node: bmc},
+        top="external_url: https://medic.example.org\n")
+    medic.start()
 
     def decisions(action, verdict):
         return [d for d in medic.audit("decisions", "--node", node)
@@ -174,35 +216,11 @@ def test_approved_after_an_operator_resumed(suite):
     medic checks the node's real state as for any step, finds it no longer
     drained, and sends nothing to the BMC."""
     node = "gpu-node-06"
-    cluster = SlurmCluster(suite.workdir, [node], name="slurm-resumed")
-    suite.on_exit(cluster.stop)
-    cluster.start()
-    bmc = IpmiBmc(suite.workdir, node)
-    bmc.start()
-    suite.on_exit(bmc.stop)
-    oncall = RecordingReceiver()
-    suite.on_exit(oncall.stop)
-    workdir = suite.subdir("resumed")
-    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
-             for name, token in (("webhook", WEBHOOK), ("admin", ADMIN))}
-    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
-                         "bmc-lab: { username: admin, password: secret }\n")
-    medic = Medic(suite.medic, workdir,
-                  f"mode: approve\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
-                  f"        admin_bearer_token_file: {files['admin']} }}\n"
-                  f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"
-                  f"inventory:\n  nodes:\n    - {{ name: {node}, slurm: {{ node: {node} }}, "
-                  f"bmc: {{ address: '{bmc.address}', credentials: bmc-lab, "
-                  "workarounds: [opensesspriv] } }\n"
-                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
-                  "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps: [ { action: drain }, { after: 2s, action: ipmi_power_cycle } ]\n"
-                  "    on_resolved: [ { action: resume } ]\n")
+    cluster = lab_cluster(suite, [node], "slurm-resumed")
+    bmc = lab_bmcs(suite, [node])[node]
+    medic = lab_medic(suite, suite.subdir("resumed"), "approve", xid_policy("2s"), [node],
+                      ("webhook", "admin"), cluster, {node: bmc})[0]
     medic.start()
-    suite.on_exit(medic.stop)
 
     def pending(action):
         return [d for d in medic.audit("decisions", "--node", node)
@@ -232,40 +250,12 @@ def test_approved_after_an_operator_resumed(suite):
 
 def test_pause(suite):
     nodes = ["gpu-node-02", "gpu-node-03"]
-    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-pause")
-    suite.on_exit(cluster.stop)
-    cluster.start()
-    bmcs = {}
-    for n in nodes:
-        bmcs[n] = IpmiBmc(suite.workdir, n)
-        bmcs[n].start()
-        suite.on_exit(bmcs[n].stop)
-    oncall = RecordingReceiver()
-    suite.on_exit(oncall.stop)
-    workdir = suite.subdir("pause")
-    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
-             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN))}
-    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
-                         "bmc-lab: { username: admin, password: secret }\n")
-    inventory = "".join(
-        f"    - {{ name: {n}, slurm: {{ node: {n} }}, bmc: {{ address: '{b.address}', "
-        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n" for n, b in bmcs.items())
-    medic = Medic(suite.medic, workdir,
-                  f"mode: live\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
-                  f"        read_bearer_token_file: {files['read']},\n"
-                  f"        admin_bearer_token_file: {files['admin']} }}\n"
-                  f"credentials_file: {creds}\nslurm: {{ conf: {cluster.conf} }}\n"
-                  f"inventory:\n  nodes:\n{inventory}"
-                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
-                  "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
-                  "          restart_grace: 1s,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps: [ { action: drain }, { after: 4s, action: ipmi_power_cycle } ]\n"
-                  "    on_resolved: [ { action: resume } ]\n")
+    cluster = lab_cluster(suite, nodes, "slurm-pause")
+    bmcs = lab_bmcs(suite, nodes)
+    medic, files, oncall = lab_medic(suite, suite.subdir("pause"), "live", xid_policy("4s"), nodes,
+                                     ("webhook", "read", "admin"), cluster, bmcs,
+                                     safety="\n          restart_grace: 1s,")
     medic.start()
-    suite.on_exit(medic.stop)
 
     def decided(node, action, verdict):
         return [d for d in medic.audit("decisions", "--node", node)
@@ -327,11 +317,7 @@ def test_pause_while_a_drain_runs(suite):
     finishes and is recorded, the node is drained; nothing new starts: a
     second node's drain is held."""
     nodes = ["gpu-node-07", "gpu-node-08"]
-    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-pause-running")
-    suite.on_exit(cluster.stop)
-    cluster.start()
-    oncall = RecordingReceiver()
-    suite.on_exit(oncall.stop)
+    cluster = lab_cluster(suite, nodes, "slurm-pause-running")
     workdir = suite.subdir("pause-running")
     gate, waiting = (os.path.join(workdir, n) for n in ("gate", "waiting"))
     held = os.path.join(workdir, "gated-scontrol")
@@ -342,22 +328,9 @@ def test_pause_while_a_drain_runs(suite):
                 f"    while [ ! -e {gate} ]; do sleep 0.05; done\n"
                 "  fi\ndone\nexec scontrol \"$@\"\n")
     os.chmod(held, 0o755)
-    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
-             for name, token in (("webhook", WEBHOOK), ("admin", ADMIN))}
-    inventory = "".join(f"    - {{ name: {n}, slurm: {{ node: {n} }} }}\n" for n in nodes)
-    medic = Medic(suite.medic, workdir,
-                  f"mode: live\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
-                  f"        admin_bearer_token_file: {files['admin']} }}\n"
-                  f"slurm: {{ conf: {cluster.conf}, scontrol: {held} }}\n"
-                  f"inventory:\n  nodes:\n{inventory}"
-                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
-                  "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n")
+    medic = lab_medic(suite, workdir, "live", xid_policy(), nodes, ("webhook", "admin"), cluster,
+                      scontrol=held)[0]
     medic.start()
-    suite.on_exit(medic.stop)
     assert medic.post("/webhook", payload(nodes[0], time.time()), headers=bearer(WEBHOOK))[0] == 200
     wait_until("the drain under way", lambda: os.path.exists(waiting), timeout=30)
     status, _, body = medic.post("/api/v1/pause", json.dumps({"reason": "stop everything"}),
@@ -382,35 +355,12 @@ def test_page_forms_in_chromium(suite):
     from lab import request, require_binary
     require_binary("chromium")
     nodes = ["gpu-node-04", "gpu-node-05"]
-    bmcs = {}
-    for n in nodes:
-        bmcs[n] = IpmiBmc(suite.workdir, n)
-        bmcs[n].start()
-        suite.on_exit(bmcs[n].stop)
-    oncall = RecordingReceiver()
-    suite.on_exit(oncall.stop)
-    workdir = suite.subdir("browser")
-    files = {name: write_secret(os.path.join(workdir, f"{name}.token"), token)
-             for name, token in (("webhook", WEBHOOK), ("read", READ), ("admin", ADMIN))}
-    creds = write_secret(os.path.join(workdir, "credentials.yaml"),
-                         "bmc-lab: { username: admin, password: secret }\n")
-    inventory = "".join(
-        f"    - {{ name: {n}, bmc: {{ address: '{b.address}', "
-        "credentials: bmc-lab, workarounds: [opensesspriv] } }\n" for n, b in bmcs.items())
-    medic = Medic(suite.medic, workdir,
-                  f"mode: approve\nauth: {{ webhook_bearer_token_file: {files['webhook']},\n"
-                  f"        read_bearer_token_file: {files['read']},\n"
-                  f"        admin_bearer_token_file: {files['admin']} }}\n"
-                  f"credentials_file: {creds}\n"
-                  f"inventory:\n  nodes:\n{inventory}"
-                  f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
-                  "engine: { tick_interval: 200ms }\n"
-                  "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: cycle\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    steps: [ { action: ipmi_power_cycle } ]\n")
+    bmcs = lab_bmcs(suite, nodes)
+    medic = lab_medic(suite, suite.subdir("browser"), "approve",
+                      "policies:\n  - name: cycle\n    match: '{alertname=\"GPUXidError\"}'\n"
+                      "    steps: [ { action: ipmi_power_cycle } ]\n", nodes,
+                      ("webhook", "read", "admin"), bmcs=bmcs)[0]
     medic.start()
-    suite.on_exit(medic.stop)
     now = time.time()
     for n in nodes:
         assert medic.post("/webhook", payload(n, now), headers=bearer(WEBHOOK))[0] == 200
