@@ -624,6 +624,31 @@ class SlurmCluster:
         self.processes = []
 
 
+
+class GatedScontrol:
+    """A test stand-in around the real scontrol that holds every drain
+    (State=DRAIN) until the test opens the gate: `path` goes in medic's
+    slurm.scontrol, wait_held() returns once a drain waits, release() lets
+    it and every later one through."""
+
+    def __init__(self, workdir):
+        self.gate, self.waiting = (os.path.join(workdir, n) for n in ("gate", "waiting"))
+        self.path = os.path.join(workdir, "gated-scontrol")
+        with open(self.path, "w") as f:
+            f.write("#!/bin/sh\nfor a in \"$@\"; do\n"
+                    f"  if [ \"$a\" = State=DRAIN ] && [ ! -e {self.gate} ]; then\n"
+                    f"    touch {self.waiting}\n"
+                    f"    while [ ! -e {self.gate} ]; do sleep 0.05; done\n"
+                    "  fi\ndone\nexec scontrol \"$@\"\n")
+        os.chmod(self.path, 0o755)
+
+    def wait_held(self, timeout=30):
+        wait_until("a drain held at the gate", lambda: os.path.exists(self.waiting),
+                   timeout=timeout)
+
+    def release(self):
+        open(self.gate, "w").close()
+
 class DcgmExporterStandin:
     """A STAND-IN for NVIDIA's DCGM exporter (no GPU here): serves
     DCGM_FI_DEV_* gauges for some nodes' GPUs in Prometheus' text format on

@@ -33,7 +33,8 @@ import os
 import subprocess
 import time
 
-from lab import IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until, write_secret
+from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until,
+                 write_secret)
 
 WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
 
@@ -319,24 +320,16 @@ def test_pause_while_a_drain_runs(suite):
     nodes = ["gpu-node-07", "gpu-node-08"]
     cluster = lab_cluster(suite, nodes, "slurm-pause-running")
     workdir = suite.subdir("pause-running")
-    gate, waiting = (os.path.join(workdir, n) for n in ("gate", "waiting"))
-    held = os.path.join(workdir, "gated-scontrol")
-    with open(held, "w") as f:
-        f.write("#!/bin/sh\nfor a in \"$@\"; do\n"
-                f"  if [ \"$a\" = State=DRAIN ] && [ ! -e {gate} ]; then\n"
-                f"    touch {waiting}\n"
-                f"    while [ ! -e {gate} ]; do sleep 0.05; done\n"
-                "  fi\ndone\nexec scontrol \"$@\"\n")
-    os.chmod(held, 0o755)
+    gated = GatedScontrol(workdir)
     medic = lab_medic(suite, workdir, "live", xid_policy(), nodes, ("webhook", "admin"), cluster,
-                      scontrol=held)[0]
+                      scontrol=gated.path)[0]
     medic.start()
     assert medic.post("/webhook", payload(nodes[0], time.time()), headers=bearer(WEBHOOK))[0] == 200
-    wait_until("the drain under way", lambda: os.path.exists(waiting), timeout=30)
+    gated.wait_held()
     status, _, body = medic.post("/api/v1/pause", json.dumps({"reason": "stop everything"}),
                                  headers=bearer(ADMIN))
     assert status == 200, body
-    open(gate, "w").close()
+    gated.release()
     wait_until("the drain under way finished", lambda: [
         o for o in medic.audit("actions") if o["action"] == "drain" and o["phase"] == "outcome"
         and o["result"] == "succeeded"], timeout=30)

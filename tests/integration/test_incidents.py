@@ -14,8 +14,8 @@ import os
 import subprocess
 import time
 
-from lab import (AUDIT_BACKEND, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock,
-                 Suite, wait_until, write_secret)
+from lab import (AUDIT_BACKEND, GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster,
+                 SteppedClock, Suite, wait_until, write_secret)
 
 TOKEN = "incident-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -374,21 +374,13 @@ def test_outcome_kept_while_the_log_cannot_commit(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-05")
     # a stand-in around the real scontrol that holds a drain until the
     # test opens the gate, so that the log stops committing while it runs
-    gate, waiting = (os.path.join(suite.workdir, n) for n in ("gate", "waiting"))
-    held = os.path.join(suite.workdir, "gated-scontrol")
-    with open(held, "w") as f:
-        f.write("#!/bin/sh\nfor a in \"$@\"; do\n"
-                f"  if [ \"$a\" = State=DRAIN ] && [ ! -e {gate} ]; then\n"
-                f"    touch {waiting}\n"
-                f"    while [ ! -e {gate} ]; do sleep 0.05; done\n"
-                "  fi\ndone\nexec scontrol \"$@\"\n")
-    os.chmod(held, 0o755)
-    medic = start_medic(suite, "full", cluster.conf, bmcs, oncall, scontrol=held)
+    gated = GatedScontrol(suite.workdir)
+    medic = start_medic(suite, "full", cluster.conf, bmcs, oncall, scontrol=gated.path)
     started = time.time()
     assert medic.post("/webhook", payload("gpu-node-05", started), headers=AUTH)[0] == 200
-    wait_until("the drain to start", lambda: os.path.exists(waiting), timeout=30)
+    gated.wait_held()
     unblock = block_audit_log(suite, medic)
-    open(gate, "w").close()
+    gated.release()
     wait_until("Slurm to drain the node", lambda: "DRAIN" in cluster.node("gpu-node-05")[0],
                timeout=30)
     wait_until("medic to keep the outcome it cannot write",
