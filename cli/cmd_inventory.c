@@ -15,8 +15,9 @@
 
 static const char usage[] =
     "usage: medic inventory import --slurm [--slurm-conf FILE] [--scontrol PATH]\n"
-    "                              [--from FILE] [--bmc TEMPLATE] [--bmc-credentials NAME]\n"
-    "                              [--agent TEMPLATE] [--agent-credentials NAME] [--out FILE]\n"
+    "                              [--from FILE] [--bmc TEMPLATE]\n"
+    "                              [--bmc-credentials NAME] [--agent TEMPLATE]\n"
+    "                              [--agent-credentials NAME] [--out FILE]\n"
     "       medic inventory check --config FILE [--slurm-conf FILE] [--scontrol PATH]\n"
     "                             [--from FILE]\n"
     "\n"

@@ -17,7 +17,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic predict [--model FILE] (--csv FILE | --prometheus URL --node N [--gpu G])\n"
+    "usage: medic predict [--model FILE]\n"
+    "                     (--csv FILE | --prometheus URL --node N [--gpu G])\n"
     "                     [--at TIME] [--format table|json] [--window-csv FILE]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"

@@ -4,6 +4,8 @@
 command `medic --help` lists, plus medic(1) and medic.yaml(5); groff renders
 each without a warning; every option a command's --help names is on its
 page, and every key of `medic check config --reference` on medic.yaml(5).
+Every --help (of medic, each command and each subcommand its usage names)
+fits an 80-column terminal.
 
 usage: check_man.py MEDIC"""
 
@@ -33,11 +35,20 @@ def main():
         commands = re.findall(r"^  (\S+)\s{2,}", top.split("Commands:")[1], re.M)
         pages = sorted(os.listdir(os.path.join(out, "man1")))
         assert pages == sorted(["medic.1"] + [f"medic-{c}.1" for c in commands]), pages
+        widths = 0
         for cmd in [""] + commands:
             name = f"medic-{cmd}.1" if cmd else "medic.1"
             text = " ".join(render(os.path.join(out, "man1", name)).split())
             helped = subprocess.run([medic, *([cmd] if cmd else []), "--help"],
                                     capture_output=True, text=True).stdout
+            subs = set(re.findall(rf"^(?:usage:)? +medic {cmd} ([a-z][a-z-]*)", helped, re.M)) \
+                if cmd else set()
+            for sub in [None, *sorted(subs)]:
+                shown = helped if sub is None else subprocess.run(
+                    [medic, cmd, sub, "--help"], capture_output=True, text=True).stdout
+                wide = [line for line in shown.split("\n") if len(line) > 80]
+                assert not wide, f"medic {cmd} {sub or ''} --help is wider than 80 columns: {wide}"
+                widths += 1
             for option in set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", helped)):
                 assert option in text, f"{name}: {option} from --help is not on the page"
             if cmd:
@@ -50,7 +61,8 @@ def main():
         for key in keys:
             assert key in yaml, f"medic.yaml(5) lacks {key}"
         print(f"{len(pages)} pages of section 1 and medic.yaml(5) ({len(keys)} keys) render "
-              "without a warning and name every option of --help")
+              f"without a warning and name every option of --help; {widths} --help texts fit "
+              "80 columns")
 
 
 if __name__ == "__main__":
