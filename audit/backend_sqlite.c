@@ -11,8 +11,10 @@
 #include "timeutil.h"
 #include "wal_gather.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 {
@@ -139,6 +141,11 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
     sqlite3 *lite = NULL;
     int opened = sqlite3_open_v2(path, &lite, SQLITE_OPEN_READONLY, NULL);
     *conn = lite;
+    if (opened != SQLITE_OK && access(path, F_OK) != 0 && errno == ENOENT)
+        return medic_error_set(err, MEDIC_E_STORE,
+                               "no audit database at '%s' (medic serve creates it at its "
+                               "audit.path; --db names another file or a postgresql:// URL)",
+                               path);
     if (opened != SQLITE_OK)
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
                                lite ? sqlite3_errmsg(lite) : "out of memory");

@@ -208,6 +208,23 @@ static void test_newer_schema_refused(void **state)
     exec_rw("PRAGMA user_version = 1");
 }
 
+/* A reader pointed at a file that is not there says so and what to do,
+ * and creates nothing (the database is opened read-only). */
+static void test_reader_of_a_missing_file(void **state)
+{
+    (void)state;
+    char missing[160];
+    snprintf(missing, sizeof(missing), "%s.missing", db_path);
+    unlink(missing);
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    assert_int_equal(audit_reader_open(missing, &r, &err), MEDIC_E_STORE);
+    assert_null(r);
+    assert_non_null(strstr(err.msg, "no audit database at"));
+    assert_non_null(strstr(err.msg, "--db names another"));
+    assert_int_equal(access(missing, F_OK), -1);
+}
+
 struct pending_seen {
     int64_t ids[8], first_alerts[8];
     size_t count;
@@ -863,6 +880,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_schema_and_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_of_a_missing_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_pending_since_schema_7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chain_and_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_concurrent, setup, teardown),
