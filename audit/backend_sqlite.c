@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
@@ -22,6 +23,30 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
     (void)name;
     ((struct audit_store *)arg)->wal_frames = frames;
     return SQLITE_OK;
+}
+
+/* Why SQLite could not open or create path, in the words an operator acts
+ * on: the directory that is missing or not writable, else SQLite's own. */
+static const char *why_not_opened(const char *path, sqlite3 *lite, char *buf, size_t n)
+{
+    char dir[256];
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (size_t)(slash - path) : 1;
+    if (len == 0)
+        len = 1; /* the root directory */
+    if (len >= sizeof(dir))
+        return lite ? sqlite3_errmsg(lite) : "out of memory";
+    memcpy(dir, slash ? path : ".", len);
+    dir[len] = '\0';
+    int w;
+    if (access(dir, F_OK) != 0)
+        w = snprintf(buf, n, "its directory '%s' does not exist (create it, or set audit.path)",
+                     dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        w = snprintf(buf, n, "its directory '%s' is not writable by this user", dir);
+    else
+        return lite ? sqlite3_errmsg(lite) : "out of memory";
+    return w > 0 && (size_t)w < n ? buf : "its directory cannot be used";
 }
 
 static int lite_open(struct audit_store *s, const char *path, struct medic_error *err)
@@ -33,9 +58,11 @@ static int lite_open(struct audit_store *s, const char *path, struct medic_error
     int opened = sqlite3_open_v2(
         path, &lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
     s->conn = lite;
-    if (opened != SQLITE_OK)
+    if (opened != SQLITE_OK) {
+        char why[320];
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
-                               lite ? sqlite3_errmsg(lite) : "out of memory");
+                               why_not_opened(path, lite, why, sizeof(why)));
+    }
     sqlite3_busy_timeout(lite, s->options.busy_timeout_ms);
     char pragmas[200];
     snprintf(pragmas, sizeof(pragmas),

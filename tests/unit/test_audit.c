@@ -208,6 +208,18 @@ static void test_newer_schema_refused(void **state)
     exec_rw("PRAGMA user_version = 1");
 }
 
+/* A log whose directory is missing names the directory and what to do. */
+static void test_store_in_a_missing_directory(void **state)
+{
+    (void)state;
+    char path[200];
+    snprintf(path, sizeof(path), "%s.nodir/medic.db", db_path);
+    struct audit_store *s = NULL;
+    struct medic_error err = {0};
+    assert_int_equal(audit_store_open(path, NULL, &s, &err), MEDIC_E_STORE);
+    assert_non_null(strstr(err.msg, ".nodir' does not exist (create it, or set audit.path)"));
+}
+
 /* A reader pointed at a file that is not there says so and what to do,
  * and creates nothing (the database is opened read-only). */
 static void test_reader_of_a_missing_file(void **state)
@@ -881,6 +893,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_schema_and_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_of_a_missing_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_in_a_missing_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_pending_since_schema_7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chain_and_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_concurrent, setup, teardown),
