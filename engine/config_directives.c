@@ -192,9 +192,12 @@ static const struct directive directives[] = {
      "or `off`: each alert's round then fetches its GPUs' whole windows itself",
      load_fleet_interval},
     {"slurm", "conf", D_PATH, AT(slurm_conf), 0, 0, NULL, NULL, "Slurm's default",
-     "`SLURM_CONF` for scontrol", NULL},
+     "`SLURM_CONF` for scontrol; `medic check config` warns when it cannot be read on its host",
+     NULL},
     {"slurm", "scontrol", D_STRING, AT(scontrol), 0, 0, NULL, NULL, "`scontrol`",
-     "the program for drain and resume", NULL},
+     "the program for drain and resume; `medic check config` warns about a path that cannot be "
+     "run on its host",
+     NULL},
     {NULL, "notifiers", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
      "`NAME: { type, url, from, to, routing_key, credentials }`; type is `webhook`, `slack`, "
      "`pagerduty` or `smtp` ([actions.md](actions.md)); a secret `url` or `routing_key` may "

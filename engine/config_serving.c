@@ -2,9 +2,11 @@
 #include "config.h"
 #include "timeutil.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int fail_serving(const struct medic_config *config, int line, int col,
                         struct medic_error *err, const char *msg)
@@ -93,6 +95,17 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
                   "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");
+    /* paths on this host: a typo here fails every drain and resume later */
+    if (config->slurm_conf && access(config->slurm_conf, R_OK) != 0)
+        warn(out,
+             "slurm.conf '%s' cannot be read on this host (%s): where medic serve runs "
+             "without it, every drain and resume fails",
+             config->slurm_conf, strerror(errno));
+    if (config->scontrol && strchr(config->scontrol, '/') && access(config->scontrol, X_OK) != 0)
+        warn(out,
+             "slurm.scontrol '%s' cannot be run on this host (%s): where medic serve runs "
+             "without it, every drain and resume fails",
+             config->scontrol, strerror(errno));
     size_t inventory = config->inventory.count;
     if (disruptive && inventory && s->max_disrupted_fraction * (double)inventory < 1.0 - 1e-9)
         warn(out,

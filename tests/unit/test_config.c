@@ -367,6 +367,33 @@ static void test_directive_table(void **state)
         }
     assert_int_equal(uncovered, 1);
     medic_config_release(&c);
+    /* slurm.conf and scontrol that are not on this host are said; those
+     * that are, are not */
+    const char *slurm_conf = write_file("slurm.conf", "ClusterName=x\n", 0644);
+    char text[600];
+    snprintf(text, sizeof(text), "slurm: { conf: %s.gone, scontrol: /nonexistent/scontrol }\n",
+             slurm_conf);
+    path = write_file("warn_slurm.yaml", text, 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    int conf_said = 0, scontrol_said = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        conf_said += strstr(w.items[i], ".gone' cannot be read on this host (No such file") != NULL;
+        scontrol_said += strstr(w.items[i], "slurm.scontrol '/nonexistent/scontrol' cannot be "
+                                            "run on this host") != NULL;
+    }
+    assert_int_equal(conf_said, 1);
+    assert_int_equal(scontrol_said, 1);
+    medic_config_release(&c);
+    snprintf(text, sizeof(text), "slurm: { conf: %s, scontrol: /bin/true }\n", slurm_conf);
+    path = write_file("warn_slurm.yaml", text, 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    for (size_t i = 0; i < w.count; i++)
+        assert_null(strstr(w.items[i], "on this host"));
+    medic_config_release(&c);
     /* a ladder that power-cycles and then disrupts again without looking
      * at the node, and one that resumes with its health check turned off,
      * are said; a reset-first ladder with a verify is not */
