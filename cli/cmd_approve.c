@@ -91,8 +91,10 @@ static int send_request(const char *command, const char *method, const char *url
     }
     int exit_code = 1;
     if (res != CURLE_OK) {
-        fprintf(stderr, "%s: cannot reach medic at %s: %s\n", command, url,
-                curl_easy_strerror(res));
+        fprintf(stderr,
+                "%s: cannot reach medic at %s: %s (is medic serve listening there? --url names "
+                "its listen address)\n",
+                command, url, curl_easy_strerror(res));
     } else {
         cJSON *root = cJSON_ParseWithLength(got.data ? got.data : "", got.len);
         const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");

@@ -33,8 +33,8 @@ import os
 import subprocess
 import time
 
-from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, wait_until,
-                 write_secret)
+from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, free_port,
+                 wait_until, write_secret)
 
 WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
 
@@ -209,6 +209,13 @@ def test_approve_deny_restart(suite):
     assert medic.post("/webhook", payload(node, started, "resolved"),
                       headers=bearer(WEBHOOK))[0] == 200
     wait_until("the resume", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
+    # pointed at a port nobody listens on, the command says where it looked
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    out = subprocess.run([suite.medic, "approve", str(drain_id), "--url", nowhere,
+                          "--token-file", files["alice"]], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1 and f"cannot reach medic at {nowhere}" in out.stderr and \
+        "is medic serve listening there?" in out.stderr, out.stderr
 
 
 def test_approved_after_an_operator_resumed(suite):
