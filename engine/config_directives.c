@@ -165,7 +165,8 @@ static const struct directive directives[] = {
      NULL},
     {NULL, "credentials_file", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
      "secrets for BMCs, agents and notifiers ([actions.md](actions.md)); refused unless mode "
-     "0600 or 0400",
+     "0600 or 0400; `medic check config` warns when the inventory has a BMC or agent "
+     "credentials and none is set",
      load_credentials_file},
     {NULL, "inventory", D_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL, config__load_inventory},
     {"inventory", "node_labels", D_DOC, 0, 0, 0, NULL, NULL, "`[node, Hostname, instance]`",

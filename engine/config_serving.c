@@ -95,6 +95,29 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
                   "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");
+    /* secrets named and nowhere to read them: every action on them fails
+     * (the file may rightly be absent where only replay or dry-run runs) */
+    if (!config->credentials_file) {
+        const char *bmc = NULL, *agent = NULL;
+        for (size_t k = 0; k < config->inventory.count; k++) {
+            const struct inventory_node *n = &config->inventory.nodes[k];
+            if (n->has_bmc && !bmc)
+                bmc = n->name;
+            if (n->agent_url && n->agent_credentials && !agent)
+                agent = n->name;
+        }
+        if (bmc)
+            warn(out,
+                 "inventory nodes have a bmc (node '%s' among them) and no credentials_file is "
+                 "set: every power cycle and power check fails for want of a username and "
+                 "password",
+                 bmc);
+        if (agent)
+            warn(out,
+                 "inventory nodes name agent credentials (node '%s' among them) and no "
+                 "credentials_file is set: every call to their agents fails",
+                 agent);
+    }
     /* paths on this host: a typo here fails every drain and resume later */
     if (config->slurm_conf && access(config->slurm_conf, R_OK) != 0)
         warn(out,

@@ -367,6 +367,25 @@ static void test_directive_table(void **state)
         }
     assert_int_equal(uncovered, 1);
     medic_config_release(&c);
+    /* a BMC and an agent's credentials named with no credentials file to
+     * read them from are said */
+    path = write_file("warn_secrets.yaml",
+                      "inventory: { nodes: [ { name: n1 }, { name: n2, bmc: { address: "
+                      "10.0.0.2, credentials: bmc-lab }, agent: { url: 'http://n2:9797', "
+                      "credentials: agent-lab } } ] }\n",
+                      0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    int bmc_said = 0, agent_said = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        bmc_said += strstr(w.items[i], "have a bmc (node 'n2' among them) and no "
+                                       "credentials_file") != NULL;
+        agent_said += strstr(w.items[i], "name agent credentials (node 'n2' among them)") != NULL;
+    }
+    assert_int_equal(bmc_said, 1);
+    assert_int_equal(agent_said, 1);
+    medic_config_release(&c);
     /* slurm.conf and scontrol that are not on this host are said; those
      * that are, are not */
     const char *slurm_conf = write_file("slurm.conf", "ClusterName=x\n", 0644);
