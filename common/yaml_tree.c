@@ -2,17 +2,48 @@
 #include "yaml_tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
+
+static int read_whole(FILE *f, const char *path, size_t max, char **out, size_t *len,
+                      struct medic_error *err);
 
 int medic_read_file(const char *path, size_t max, char **out, size_t *len, struct medic_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return medic_error_set(err, MEDIC_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    return read_whole(f, path, max, out, len, err);
+}
+
+int medic_read_config_file(const char *path, size_t max, char **out, size_t *len,
+                           struct medic_error *err)
+{
+    /* O_NONBLOCK: opening a FIFO with no writer must not wait either */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return medic_error_set(err, MEDIC_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return medic_error_set(err, MEDIC_E_IO, "'%s' is not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    return read_whole(f, path, max, out, len, err);
+}
+
+static int read_whole(FILE *f, const char *path, size_t max, char **out, size_t *len,
+                      struct medic_error *err)
+{
     char *data = malloc(max + 1);
     if (!data) {
         fclose(f);
@@ -267,7 +298,7 @@ int yaml_tree_load(const char *path, struct yaml_tree *out, struct medic_error *
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = medic_read_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
+    int rc = medic_read_config_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
     if (rc)
         return rc;
     rc = yaml_tree_parse(path, text, len, out, err);

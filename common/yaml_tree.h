@@ -36,7 +36,7 @@ struct yaml_tree {
  * MEDIC_E_INVALID or MEDIC_E_LIMIT with "FILE:LINE:COL: message" in err. */
 int yaml_tree_parse(const char *file, const char *text, size_t len, struct yaml_tree *out,
                     struct medic_error *err);
-/* Reads and parses a file (capped at YAML_TREE_MAX_BYTES). */
+/* Reads and parses a regular file (capped at YAML_TREE_MAX_BYTES). */
 int yaml_tree_load(const char *path, struct yaml_tree *out, struct medic_error *err);
 void yaml_tree_release(struct yaml_tree *tree);
 
@@ -46,5 +46,11 @@ const struct yaml_tree_node *yaml_tree_get(const struct yaml_tree_node *map, con
 /* Reads a whole file of at most max bytes into a NUL-terminated buffer
  * (caller frees). */
 int medic_read_file(const char *path, size_t max, char **out, size_t *len, struct medic_error *err);
+
+/* The same for a file a configuration names (a policy file, a secret, a
+ * certificate, a model): refused unless it is a regular file, so that a
+ * FIFO or a device named by mistake cannot hold a load or a reload. */
+int medic_read_config_file(const char *path, size_t max, char **out, size_t *len,
+                           struct medic_error *err);
 
 #endif

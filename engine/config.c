@@ -170,8 +170,9 @@ static int load_policies(struct loader *l, const struct yaml_tree_node *root)
         rc = yaml_fields_string(&l->f, files->items[i], "policy_files", &name);
         if (rc == 0 && !(path = config__resolve_path(l->f.file, name)))
             rc = medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-        if (rc == 0)
-            rc = config__load_yaml(l, path, &tree, l->f.err);
+        struct medic_error read_err = {0};
+        if (rc == 0 && config__load_yaml(l, path, &tree, &read_err))
+            rc = yaml_fields_fail(&l->f, files->items[i], "policy_files: %s", read_err.msg);
         if (rc == 0 && tree.root && tree.root->kind != YAML_TREE_MAPPING)
             rc = medic_error_set(l->f.err, MEDIC_E_INVALID,
                                  "%s:1:1: a policy file is a mapping with a policies list", path);
@@ -219,7 +220,7 @@ int config__load_yaml(struct loader *l, const char *path, struct yaml_tree *out,
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = medic_read_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
+    int rc = medic_read_config_file(path, YAML_TREE_MAX_BYTES, &text, &len, err);
     if (rc == 0)
         rc = yaml_tree_parse(path, text, len, out, err);
     if (rc == 0 && l->files) {

@@ -47,7 +47,7 @@ static int read_secret_at(struct loader *l, const struct yaml_tree_node *n, cons
     struct medic_error ferr;
     char *data;
     size_t len;
-    if (medic_read_file(path, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
+    if (medic_read_config_file(path, CONFIG_MAX_SECRET_BYTES, &data, &len, &ferr))
         return yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
     while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
         data[--len] = '\0';
@@ -70,7 +70,7 @@ int config__load_pem(struct loader *l, const struct yaml_tree_node *n, const cha
     size_t len;
     if (!path)
         return medic_error_set(l->f.err, MEDIC_E_NOMEM, "out of memory");
-    if (medic_read_file(path, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
+    if (medic_read_config_file(path, CONFIG_MAX_PEM_BYTES, &data, &len, &ferr))
         rc = yaml_fields_fail(&l->f, n, "%s: %s", key, ferr.msg);
     else if (!strstr(data, "-----BEGIN "))
         rc = yaml_fields_fail(&l->f, n, "%s: '%s' is not a PEM file", key, path);

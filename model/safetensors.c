@@ -205,7 +205,7 @@ int safetensors_load(const char *path, struct safetensors *out, struct medic_err
 {
     char *bytes;
     size_t len;
-    int rc = medic_read_file(path, SAFETENSORS_MAX_FILE, &bytes, &len, err);
+    int rc = medic_read_config_file(path, SAFETENSORS_MAX_FILE, &bytes, &len, err);
     if (rc)
         return rc;
     rc = safetensors_parse((unsigned char *)bytes, len, out, err);

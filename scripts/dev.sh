@@ -49,19 +49,23 @@ run_ctest() { # preset
   ctest --preset "$1" -j 2
 }
 
-fuzz() { # seconds per target
+fuzz() { # seconds per target; fails when any target finds a crash or leak
   build fuzz
-  local corpus target
-  for target in webhook policy model prometheus requests health slurm; do
+  local corpus target failed=0
+  for target in webhook policy model prometheus requests health slurm config; do
     corpus=$(mktemp -d)
     cp "tests/fuzz/corpus/$target"/* "$corpus/"
     say "fuzzing the $target parser for $1 s"
     # libFuzzer prints a line per new input: keep the end (a crash's report)
     # a crashing input lands under build/fuzz, never in the source tree
+    # (called from `fuzz || status=1`, where set -e does not hold: each
+    # target's status is kept by hand)
     "build/fuzz/tests/fuzz_$target" -max_total_time="$1" -max_len=65536 -print_final_stats=1 \
-      -close_fd_mask=3 -artifact_prefix="build/fuzz/$target-" "$corpus" 2>&1 | tail -n 40
+      -close_fd_mask=3 -artifact_prefix="build/fuzz/$target-" "$corpus" 2>&1 | tail -n 40 ||
+      { failed=1; say "the $target fuzzer failed: its input is under build/fuzz/$target-*"; }
     rm -rf "$corpus"
   done
+  return "$failed"
 }
 
 cmd=${1:-}

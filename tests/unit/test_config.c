@@ -303,6 +303,25 @@ static void test_directive_table(void **state)
     medic_buf_release(&b);
     expect_error("audit: { path: x, max_pendin: 3 }\n", "1:19: unknown key 'max_pendin' in audit");
     expect_error("engine: { tick_interval: 2h }\n", "1:26: tick_interval: between 10ms and 1h");
+    /* a policy file that cannot be read is named at the line that names it */
+    expect_error("policy_files: [ missing-policies.yaml ]\n", "1:17: policy_files: cannot open '");
+    expect_error("policy_files: [ /dev/zero ]\n",
+                 "1:17: policy_files: '/dev/zero' is not a regular file");
+    /* a FIFO named by mistake (no writer) is refused at once, not waited on */
+    char fifo[128], ftext[256], fwant[256];
+    snprintf(fifo, sizeof(fifo), "%s/named-pipe", dir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    static const char *const named[][3] = {
+        {"policy_files: [ ", " ]\n", "1:17: policy_files"},
+        {"credentials_file: ", "\n", "1:19: credentials_file"},
+        {"auth: { webhook_bearer_token_file: ", " }\n", "1:36: webhook_bearer_token_file"}};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        snprintf(ftext, sizeof(ftext), "%s%s%s", named[i][0], fifo, named[i][1]);
+        snprintf(fwant, sizeof(fwant), "%s: '%s' is not a regular file", named[i][2], fifo);
+        expect_error(ftext, fwant);
+    }
+    unlink(fifo);
     expect_error("model: { fleet_interval: 10ms }\n", "1:26: fleet_interval: at least 1s, or off");
     const char *path = write_file("warn.yaml",
                                   "policies: [ { name: d, match: '{a=\"b\"}', steps: [ { action: "
