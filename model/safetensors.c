@@ -114,8 +114,8 @@ int safetensors_parse(unsigned char *bytes, size_t size, struct safetensors *out
         n = n << 8 | bytes[i];
     if (n > SAFETENSORS_MAX_HEADER || n > size - 8 || n < 2) {
         rc = medic_error_set(err, MEDIC_E_INVALID,
-                             "header length %llu does not fit the file (%zu bytes) or the 1 MiB "
-                             "cap",
+                             "not a safetensors file: its header length %llu does not fit the "
+                             "file (%zu bytes) or the 1 MiB cap",
                              (unsigned long long)n, size);
         goto out;
     }
