@@ -200,8 +200,7 @@ def node_truth(rng, T, faults, gpu_model):
     remap_rate = np.full((GPUS, T), 1 / (200 * 1440))
     dbe_rate = np.full((GPUS, T), 1 / (500 * 1440))
     replay_rate = np.exp(rng.normal(np.log(1 / 2880), 1.2, (GPUS, 1))) * np.ones((GPUS, T))
-    xid_rate = {74: np.full((GPUS, T), 1 / (300 * 1440)), 119: np.zeros((GPUS, T)),
-                79: np.zeros((GPUS, T))}
+    xid_rate = {74: np.full((GPUS, T), 1 / (300 * 1440)), 119: np.zeros((GPUS, T))}
     xid = np.zeros((GPUS, T))
     ends = np.nonzero(np.abs(np.diff(u.mean(axis=0))) > 0.3)[0]
     for e in ends[rng.random(len(ends)) < 0.1]:
