@@ -17,53 +17,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void settings_free(struct settings_copy *c)
-{
-    if (!c)
-        return;
-    for (size_t i = 0; i < sizeof(c->strings) / sizeof(c->strings[0]); i++)
-        free(c->strings[i]);
-    free(c);
-}
-
-static struct settings_copy *settings_dup(const struct receiver_settings *s)
-{
-    struct settings_copy *c = calloc(1, sizeof(*c));
-    if (!c)
-        return NULL;
-    c->s = *s;
-    const char **fields[9] = {&c->s.webhook_auth.bearer_token,   &c->s.webhook_auth.basic_username,
-                              &c->s.webhook_auth.basic_password, &c->s.read_auth.bearer_token,
-                              &c->s.read_auth.basic_username,    &c->s.read_auth.basic_password,
-                              &c->s.admin_auth.bearer_token,     &c->s.admin_auth.basic_username,
-                              &c->s.admin_auth.basic_password};
-    for (int i = 0; i < 9; i++) {
-        if (!*fields[i])
-            continue;
-        c->strings[i] = strdup(*fields[i]);
-        if (!c->strings[i]) {
-            settings_free(c);
-            return NULL;
-        }
-        *fields[i] = c->strings[i];
-    }
-    if (s->approver_count > RECEIVER_MAX_APPROVERS) {
-        settings_free(c);
-        return NULL;
-    }
-    for (size_t i = 0; i < s->approver_count; i++) {
-        c->strings[9 + 2 * i] = strdup(s->approvers[i].name);
-        c->strings[10 + 2 * i] = strdup(s->approvers[i].token);
-        if (!c->strings[9 + 2 * i] || !c->strings[10 + 2 * i]) {
-            settings_free(c);
-            return NULL;
-        }
-        c->approvers[i] = (struct receiver_approver){c->strings[9 + 2 * i], c->strings[10 + 2 * i]};
-    }
-    c->s.approvers = c->approvers;
-    return c;
-}
-
 /* A webhook's time from its first byte to its answer, into the histogram. */
 static void observe_webhook(struct receiver_server *srv, const struct request *req)
 {
@@ -592,7 +545,7 @@ int receiver_server_start(const struct receiver_listen *listen,
     srv->hooks = *hooks;
     medic_rwlock_init(&srv->settings_lock, MEDIC_LOCK_RECEIVER_SETTINGS);
     medic_mutex_init(&srv->waiting_lock, MEDIC_LOCK_RECEIVER_WAITING);
-    srv->settings = settings_dup(settings);
+    srv->settings = receiver__settings_dup(settings);
     if (!srv->settings) {
         receiver_server_free(srv);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
@@ -644,19 +597,6 @@ int receiver_server_port(struct receiver_server *server)
     return server->port;
 }
 
-int receiver_server_update(struct receiver_server *server, const struct receiver_settings *settings)
-{
-    struct settings_copy *copy = settings_dup(settings);
-    if (!copy)
-        return MEDIC_E_NOMEM;
-    medic_rwlock_wrlock(&server->settings_lock);
-    struct settings_copy *old = server->settings;
-    server->settings = copy;
-    medic_rwlock_unlock(&server->settings_lock);
-    settings_free(old);
-    return 0;
-}
-
 /* Waits until no request is in flight or deadline (monotonic) passes. */
 static void drain_until(struct receiver_server *server, int64_t deadline)
 {
@@ -703,7 +643,7 @@ void receiver_server_free(struct receiver_server *server)
         return;
     receiver_server_stop(server, 0);
     receiver__deadlines_stop(server->deadlines);
-    settings_free(server->settings);
+    receiver__settings_free(server->settings);
     medic_rwlock_destroy(&server->settings_lock);
     medic_mutex_destroy(&server->waiting_lock);
     free(server);

@@ -39,6 +39,10 @@ struct settings_copy {
     char *strings[9 + 2 * RECEIVER_MAX_APPROVERS];
     struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
 };
+/* An owned copy of s (settings.c); NULL when out of memory or with more
+ * approvers than RECEIVER_MAX_APPROVERS. */
+struct settings_copy *receiver__settings_dup(const struct receiver_settings *s);
+void receiver__settings_free(struct settings_copy *c);
 
 #define WEBHOOK_BUCKETS 12
 extern const double receiver__webhook_buckets[WEBHOOK_BUCKETS];
