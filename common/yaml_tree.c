@@ -10,8 +10,32 @@
 #include <unistd.h>
 #include <yaml.h>
 
+/* Reads all of f (closed here) into a NUL-terminated buffer of at most
+ * max bytes. */
 static int read_whole(FILE *f, const char *path, size_t max, char **out, size_t *len,
-                      struct medic_error *err);
+                      struct medic_error *err)
+{
+    char *data = malloc(max + 1);
+    if (!data) {
+        fclose(f);
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    }
+    size_t n = fread(data, 1, max + 1, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(data);
+        return medic_error_set(err, MEDIC_E_IO, "cannot read '%s'", path);
+    }
+    if (n > max) {
+        free(data);
+        return medic_error_set(err, MEDIC_E_LIMIT, "'%s' is larger than %zu bytes", path, max);
+    }
+    data[n] = '\0';
+    *out = data;
+    *len = n;
+    return 0;
+}
 
 int medic_read_file(const char *path, size_t max, char **out, size_t *len, struct medic_error *err)
 {
@@ -39,31 +63,6 @@ int medic_read_config_file(const char *path, size_t max, char **out, size_t *len
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     return read_whole(f, path, max, out, len, err);
-}
-
-static int read_whole(FILE *f, const char *path, size_t max, char **out, size_t *len,
-                      struct medic_error *err)
-{
-    char *data = malloc(max + 1);
-    if (!data) {
-        fclose(f);
-        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    }
-    size_t n = fread(data, 1, max + 1, f);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(data);
-        return medic_error_set(err, MEDIC_E_IO, "cannot read '%s'", path);
-    }
-    if (n > max) {
-        free(data);
-        return medic_error_set(err, MEDIC_E_LIMIT, "'%s' is larger than %zu bytes", path, max);
-    }
-    data[n] = '\0';
-    *out = data;
-    *len = n;
-    return 0;
 }
 
 struct builder {

@@ -624,7 +624,6 @@ class SlurmCluster:
         self.processes = []
 
 
-
 class GatedScontrol:
     """A test stand-in around the real scontrol that holds every drain
     (State=DRAIN) until the test opens the gate: `path` goes in medic's
@@ -648,6 +647,7 @@ class GatedScontrol:
 
     def release(self):
         open(self.gate, "w").close()
+
 
 class DcgmExporterStandin:
     """A STAND-IN for NVIDIA's DCGM exporter (no GPU here): serves
