@@ -313,7 +313,9 @@ static const struct directive directives[] = {
      "1 to 16 steps `{ after: DURATION, action: NAME, PARAMETERS }`, each later than the one "
      "before; actions and their parameters: `medic policy actions`. `if_failed: true` on a "
      "step: it runs only when the step before it (an awaited one) did not succeed, and is "
-     "recorded as not needed otherwise (`gpu_reset`, then `ipmi_power_cycle` if it failed)",
+     "recorded as not needed otherwise (`gpu_reset`, then `ipmi_power_cycle` if it failed). "
+     "`approval: required|none` on a disruptive step overrides its policy's `approval` (drain "
+     "unattended, power-cycle after a person's yes)",
      NULL},
     {"policies[]", "verify_before_resume", D_DOC, 0, 0, 0, NULL, NULL, "`true`",
      "a resume of a node the incident disrupted waits for a health check (`verify`) to pass; "
@@ -329,8 +331,9 @@ static const struct directive directives[] = {
      "this policy only ever decides `dry_run`, even in live mode", NULL},
     {"policies[]", "approval", D_DOC, 0, 0, 0, NULL, NULL, "as `mode` says",
      "`required`: a person approves each disruptive step first, also in `mode: live`; `none`: "
-     "never asked, also in `mode: approve` (dry-run never asks). A step waiting is decided "
-     "`pending`",
+     "never asked, also in `mode: approve` (dry-run never asks); a step's own `approval` "
+     "overrides it. A step waiting is decided `pending`; an approval runs exactly the action "
+     "offered, or nothing",
      NULL},
     {"policies[]", "approval_timeout", D_DOC, 0, 0, 0, NULL, NULL, "`30m`",
      "a pending step not approved this long after it was decided expires, and never runs late",

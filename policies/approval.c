@@ -3,16 +3,74 @@
  * approval: required): the step waits in state pending until it is
  * approved (every guard checked again), denied, withdrawn or expired. */
 #include "engine_internal.h"
+#include "buf.h"
 #include "timeutil.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
 
-int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol)
+int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol,
+                           const struct policy_step *step)
 {
-    if (!ctx->live || pol->dry_run || pol->approval == POLICY_APPROVAL_NONE)
+    int approval = step && step->approval != POLICY_APPROVAL_MODE ? step->approval : pol->approval;
+    if (!ctx->live || pol->dry_run || approval == POLICY_APPROVAL_NONE)
         return 0;
-    return pol->approval == POLICY_APPROVAL_REQUIRED || ctx->approve;
+    return approval == POLICY_APPROVAL_REQUIRED || ctx->approve;
+}
+
+char *policy__offer_text(const struct medic_action *a)
+{
+    struct medic_buf b;
+    medic_buf_init(&b, 0);
+    if (medic_buf_printf(&b, "%s ", medic_action_name(a->kind)) ||
+        medic_action_params_json(a, &b)) {
+        medic_buf_release(&b);
+        return NULL;
+    }
+    return b.data; /* the caller owns it */
+}
+
+int policy__offered_action(const struct policy_step *step, const struct incident *in,
+                           struct policy_decision *d)
+{
+    int rc = policy__build_action(step, in, d);
+    if (rc == 0 && in->quarantining)
+        rc = policy__quarantine_drain(in, &d->action);
+    return rc;
+}
+
+static void forget_approved(struct incident *in)
+{
+    free(in->approved_offer);
+    in->approved_offer = NULL;
+    in->approved_by[0] = in->approved_reason[0] = '\0';
+    in->approved_until = 0;
+    policy__touch_incident(in);
+}
+
+int policy__take_approved(const struct policy_context *ctx, struct policy_state *st,
+                          const struct policy *pol, struct incident *in, struct policy_decision *d,
+                          const struct policy_step *step, int index, int64_t now,
+                          struct policy_decisions *out)
+{
+    if (!in->approved_offer)
+        return 0;
+    char *offer = policy__offer_text(&d->action);
+    int same = offer && strcmp(offer, in->approved_offer) == 0 && now < in->approved_until;
+    free(offer);
+    if (!same) { /* expired, or no longer the step approved: a person is asked again */
+        forget_approved(in);
+        return 0;
+    }
+    char prefix[400];
+    snprintf(prefix, sizeof(prefix),
+             "approved by %.100s (%.150s), held until the guard cleared: ", in->approved_by,
+             in->approved_reason);
+    forget_approved(in);
+    policy__take_step(ctx, st, pol, in, d, step, index, 0, prefix, now, out);
+    return 1;
 }
 
 /* The step, every guard passed, waits for a person: decided pending, the
@@ -29,13 +87,17 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
     in->pending_until = now + pol->approval_timeout;
     in->pending_decision = 0;
     in->pending_from = in->state;
+    free(in->pending_offer);
+    if (!(in->pending_offer = policy__offer_text(&d->action)))
+        out->failed = MEDIC_E_NOMEM;
     medic_time_format(in->pending_until, until, sizeof(until));
     d->verdict = VERDICT_PENDING;
     snprintf(d->reason, sizeof(d->reason),
-             "policy %s step %d waits for a person's approval until %s (approval_timeout %s): "
-             "approved, and with every guard still holding then, medic runs %s on node '%s'; "
-             "denied, expired or withdrawn (the alerts resolve), it never runs",
-             pol->name, index + 1, until, timeout, medic_action_name(d->action.kind), in->node);
+             "policy %.64s step %d waits for a person's approval until %s (approval_timeout %s): "
+             "approved with every guard still holding, medic runs exactly %.90s on node "
+             "'%.64s'; denied, expired or withdrawn, it never runs",
+             pol->name, index + 1, until, timeout,
+             in->pending_offer ? in->pending_offer : medic_action_name(d->action.kind), in->node);
     policy__incident_change(in, INCIDENT_PENDING, policy__decision_index(out, d), now, out,
                             "step %d (%s) waits for approval until %s", index + 1,
                             medic_action_name(d->action.kind), until);
@@ -60,6 +122,8 @@ static void end_pending(const struct policy *pol, struct incident *in, int64_t n
 {
     struct policy_decision *d = policy__incident_decision(out, in, now);
     in->pending = 0;
+    free(in->pending_offer);
+    in->pending_offer = NULL;
     policy__touch_incident(in);
     if (!d)
         return;
@@ -67,7 +131,7 @@ static void end_pending(const struct policy *pol, struct incident *in, int64_t n
     d->disruptive = 1;
     d->verdict = VERDICT_SUPPRESSED;
     if (pol && in->pending_step < pol->step_count &&
-        policy__build_action(&pol->steps[in->pending_step], in, d))
+        policy__offered_action(&pol->steps[in->pending_step], in, d))
         out->failed = MEDIC_E_NOMEM;
     snprintf(d->reason, sizeof(d->reason), "%s", why);
     if (!in->halted) {
@@ -127,21 +191,67 @@ int policy__answer_pending(const struct policy_context *ctx, struct policy_state
     }
     const struct policy_step *step = &pol->steps[in->pending_step];
     struct policy_decision *d = policy__incident_decision(out, in, now);
-    in->pending = 0;
-    policy__touch_incident(in);
     if (!d)
         return out->failed;
     d->step = (int)in->pending_step;
     d->disruptive = 1;
-    if (policy__build_action(step, in, d))
+    char *offer = NULL;
+    if (policy__offered_action(step, in, d) || !(offer = policy__offer_text(&d->action)))
         return out->failed = MEDIC_E_NOMEM;
+    in->pending = 0;
+    policy__touch_incident(in);
+    enum policy_incident_state from = in->pending_from;
+    if (!in->pending_offer || strcmp(offer, in->pending_offer) != 0) {
+        /* what the person saw is not what would run (a reload changed the
+         * step): nothing runs; the step as it is now is offered again */
+        d->verdict = VERDICT_SUPPRESSED;
+        snprintf(d->reason, sizeof(d->reason),
+                 "step %zu approved by %.64s, but not run: it changed since it was offered "
+                 "(offered: %.120s; now: %.120s); the step as configured now is offered again",
+                 in->pending_step + 1, a->by,
+                 in->pending_offer ? in->pending_offer : "not recorded", offer);
+        free(offer);
+        free(in->pending_offer);
+        in->pending_offer = NULL;
+        in->next_step = in->pending_step;
+        policy__incident_change(in, from, policy__decision_index(out, d), now, out,
+                                "step %zu changed since it was offered: offered again",
+                                in->pending_step + 1);
+        return 0;
+    }
+    free(offer);
     char guard[sizeof(d->reason)] = "";
     int transient = 0;
     /* every guard again, as at any step: the caps, a storm, a window, the
      * cooldown and budget, a stricter power limit in force */
-    enum policy_incident_state from = in->pending_from;
     in->state = from; /* the guards see the incident as it was */
     policy__check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
+    if (guard[0] && transient) {
+        /* held, not dropped (invariant 11): the approved action runs once
+         * the guard clears, while the approval holds */
+        char until[40];
+        free(in->approved_offer);
+        in->approved_offer = in->pending_offer;
+        in->pending_offer = NULL;
+        snprintf(in->approved_by, sizeof(in->approved_by), "%s", a->by);
+        snprintf(in->approved_reason, sizeof(in->approved_reason), "%s", reason);
+        in->approved_until = now + pol->approval_timeout;
+        medic_time_format(in->approved_until, until, sizeof(until));
+        in->held = 1;
+        in->next_step = in->pending_step;
+        snprintf(in->held_by, sizeof(in->held_by), "%.*s", (int)sizeof(in->held_by) - 1, guard);
+        in->state = INCIDENT_PENDING;
+        d->verdict = VERDICT_SUPPRESSED;
+        snprintf(d->reason, sizeof(d->reason),
+                 "held: step %zu approved by %.64s (%.80s), but %.200s; it runs when that "
+                 "clears, while the approval holds (until %s), without asking again",
+                 in->pending_step + 1, a->by, reason, guard, until);
+        policy__incident_change(in, from, policy__decision_index(out, d), now, out,
+                                "step %zu approved, held: %.300s", in->pending_step + 1, guard);
+        return 0;
+    }
+    free(in->pending_offer);
+    in->pending_offer = NULL;
     if (guard[0]) {
         d->verdict = VERDICT_SUPPRESSED;
         snprintf(d->reason, sizeof(d->reason),

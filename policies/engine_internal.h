@@ -84,6 +84,17 @@ struct incident {
     int64_t pending_until;
     int64_t pending_decision;
     enum policy_incident_state pending_from;
+    /* the exact action offered to the person ("KIND PARAMS_JSON", owned;
+     * NULL in rows of an earlier medic): an approval runs that action or
+     * nothing */
+    char *pending_offer;
+    /* an approval that met a guard that clears by itself: the action it
+     * approved (owned; NULL: none) runs once the guard clears, while
+     * approved_until has not passed, without asking again */
+    char *approved_offer;
+    char approved_by[128];
+    char approved_reason[200];
+    int64_t approved_until;
     int drained;          /* holds its node's drain (medic's drain succeeded) */
     char drained_as[300]; /* Slurm's reason as medic's last drain of the node left it ("": unknown)
                            */
@@ -325,7 +336,8 @@ int policy__incident_fresh(const struct incident *in, int64_t grace, int64_t now
 /* Approval (ladder.c): whether pol's disruptive steps wait for a person;
  * a pending step withdrawn (the incident closes), expired (now past its
  * time), or answered. */
-int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol);
+int policy__needs_approval(const struct policy_context *ctx, const struct policy *pol,
+                           const struct policy_step *step);
 void policy__withdraw_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
                               struct policy_decisions *out, const char *because);
 void policy__expire_pending(const struct policy_context *ctx, struct incident *in, int64_t now,
@@ -333,6 +345,23 @@ void policy__expire_pending(const struct policy_context *ctx, struct incident *i
 int policy__answer_pending(const struct policy_context *ctx, struct policy_state *st,
                            struct incident *in, const struct policy_approval *a, int64_t now,
                            struct policy_decisions *out);
+/* The action of step for in as it would be offered now (into d): the
+ * step's, or the drain that quarantines the node when in is quarantining. */
+int policy__offered_action(const struct policy_step *step, const struct incident *in,
+                           struct policy_decision *d);
+/* The action as text that names it exactly ("KIND PARAMS_JSON"); NULL
+ * when memory ran out. The caller frees it. */
+char *policy__offer_text(const struct medic_action *a);
+/* An approval held by a guard (approved_offer) that matches d's action:
+ * the step runs now without asking again (returns 1, d taken); an expired
+ * one is forgotten (returns 0). */
+int policy__take_approved(const struct policy_context *ctx, struct policy_state *st,
+                          const struct policy *pol, struct incident *in, struct policy_decision *d,
+                          const struct policy_step *step, int index, int64_t now,
+                          struct policy_decisions *out);
+/* Turns d's action into the drain that quarantines in's node (Slurm's
+ * reason says so). Returns 0 or MEDIC_E_NOMEM. */
+int policy__quarantine_drain(const struct incident *in, struct medic_action *a);
 int policy__strictest_limit(const struct policy_state *st, const char *node,
                             const struct incident *except);
 /* Incidents other than except that hold node's drain (or a power limit). */

@@ -46,6 +46,8 @@ void policy__incident_free(struct incident *in)
     free(in->members);
     policy__labels_free(&in->labels);
     policy__labels_free(&in->annotations);
+    free(in->pending_offer);
+    free(in->approved_offer);
     free(in);
 }
 

@@ -333,8 +333,9 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
     }
     if (pol && !on_resolved && d->disruptive && policy__repeat_offender(ctx, st, in, d, now, out))
         return;
-    if (pol && !on_resolved && d->disruptive && policy__needs_approval(ctx, pol)) {
-        policy__await_approval(ctx, pol, in, d, index, now, out);
+    if (pol && !on_resolved && d->disruptive && policy__needs_approval(ctx, pol, step)) {
+        if (!policy__take_approved(ctx, st, pol, in, d, step, index, now, out))
+            policy__await_approval(ctx, pol, in, d, index, now, out);
         return;
     }
     policy__take_step(ctx, st, pol, in, d, step, index, on_resolved, "", now, out);

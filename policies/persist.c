@@ -109,6 +109,17 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         medic_buf_puts(b, ",");
         json_decision(b, "pending_decision", in->pending_decision, refs);
         json_text(b, "pending_from", policy_incident_state_name(in->pending_from));
+        if (in->pending_offer)
+            json_text(b, "pending_offer", in->pending_offer);
+    }
+    if (in->approved_offer) { /* an approval a guard holds */
+        medic_buf_puts(b, ",\"approved\":{\"offer\":");
+        medic_buf_json_string(b, in->approved_offer);
+        json_text(b, "by", in->approved_by);
+        json_text(b, "reason", in->approved_reason);
+        medic_buf_puts(b, ",");
+        json_time(b, "until", in->approved_until);
+        medic_buf_puts(b, "}");
     }
     json_text(b, "closing_cause", in->closing_cause);
     if (in->last_failed || in->quarantining || in->quarantine_why[0]) {
@@ -468,6 +479,20 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         in->pending_decision = time_field(l, e, "pending_decision");
         int from = state_field(l, e, "pending_from");
         in->pending_from = from >= 0 ? (enum policy_incident_state)from : INCIDENT_OPEN;
+        /* absent from rows of a medic that did not record the offer: an
+         * approval of such a step offers it again */
+        const cJSON *offer = cJSON_GetObjectItemCaseSensitive(e, "pending_offer");
+        if (cJSON_IsString(offer) && !(in->pending_offer = strdup(offer->valuestring)))
+            return load_fail(l, MEDIC_E_NOMEM, "out of memory");
+    }
+    const cJSON *approved = cJSON_GetObjectItemCaseSensitive(e, "approved");
+    if (cJSON_IsObject(approved)) {
+        const char *offer = text_field(l, approved, "offer");
+        copy_field(l, approved, "by", in->approved_by, sizeof(in->approved_by));
+        copy_field(l, approved, "reason", in->approved_reason, sizeof(in->approved_reason));
+        in->approved_until = time_field(l, approved, "until");
+        if (!l->failed && !(in->approved_offer = strdup(offer)))
+            return load_fail(l, MEDIC_E_NOMEM, "out of memory");
     }
     in->opened_at = time_field(l, e, "opened_at");
     in->fresh_after = time_field(l, e, "fresh_after");

@@ -140,6 +140,25 @@ static int parse_param(struct parser *p, const struct yaml_tree_node *v,
     return MEDIC_E_INVALID;
 }
 
+/* approval: required | none, of a policy or of one step (which
+ * overrides its policy's) */
+static int parse_approval(struct parser *p, const struct yaml_tree_node *v, int *out)
+{
+    int rc = yaml_fields_scalar(&p->f, v, "approval");
+    if (rc)
+        return rc;
+    if (strcmp(v->value, "required") == 0)
+        *out = POLICY_APPROVAL_REQUIRED;
+    else if (strcmp(v->value, "none") == 0)
+        *out = POLICY_APPROVAL_NONE;
+    else
+        return yaml_fields_fail(&p->f, v,
+                                "approval: 'required' (a person approves each disruptive "
+                                "step, whatever the mode) or 'none' (never asked, also in "
+                                "approve mode)");
+    return 0;
+}
+
 static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_resolved,
                       struct policy_step *s)
 {
@@ -181,6 +200,16 @@ static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_r
                 return yaml_fields_fail(&p->f, n->items[i],
                                         "if_failed: not a parameter of %s in on_resolved", name);
             if ((rc = yaml_fields_bool(&p->f, n->items[i], "if_failed", &s->if_failed)))
+                return rc;
+            continue;
+        }
+        if (strcmp(key, "approval") == 0) {
+            if (on_resolved || !medic_action_disruptive(s->action.kind))
+                return yaml_fields_fail(&p->f, n->items[i],
+                                        "approval: only a disruptive step (drain, power_limit, "
+                                        "ipmi_power_cycle, gpu_reset) waits for a person, not %s%s",
+                                        name, on_resolved ? " in on_resolved" : "");
+            if ((rc = parse_approval(p, n->items[i], &s->approval)))
                 return rc;
             continue;
         }
@@ -406,19 +435,8 @@ static int parse_policy(struct parser *p, const struct yaml_tree_node *n, struct
     if ((v = yaml_tree_get(n, "verify_before_resume")) &&
         (rc = yaml_fields_bool(&p->f, v, "verify_before_resume", &pol->verify_before_resume)))
         return rc;
-    if ((v = yaml_tree_get(n, "approval"))) {
-        if ((rc = yaml_fields_scalar(&p->f, v, "approval")))
-            return rc;
-        if (strcmp(v->value, "required") == 0)
-            pol->approval = POLICY_APPROVAL_REQUIRED;
-        else if (strcmp(v->value, "none") == 0)
-            pol->approval = POLICY_APPROVAL_NONE;
-        else
-            return yaml_fields_fail(&p->f, v,
-                                    "approval: 'required' (a person approves each disruptive "
-                                    "step, whatever the mode) or 'none' (never asked, also in "
-                                    "approve mode)");
-    }
+    if ((v = yaml_tree_get(n, "approval")) && (rc = parse_approval(p, v, &pol->approval)))
+        return rc;
     if ((v = yaml_tree_get(n, "approval_timeout"))) {
         if ((rc = yaml_fields_duration(&p->f, v, "approval_timeout", &pol->approval_timeout)))
             return rc;

@@ -164,6 +164,14 @@ int policy__verify_first(const struct policy_context *ctx, struct policy_state *
     return live;
 }
 
+/* "st", "nd", "rd" or "th", as English writes 1st, 2nd, 3rd, 11th. */
+static const char *ordinal_suffix(size_t n)
+{
+    if (n % 100 >= 11 && n % 100 <= 13)
+        return "th";
+    return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
 int policy__repeat_offender(const struct policy_context *ctx, struct policy_state *st,
                             struct incident *in, struct policy_decision *d, int64_t now,
                             struct policy_decisions *out)
@@ -182,10 +190,11 @@ int policy__repeat_offender(const struct policy_context *ctx, struct policy_stat
         return 0;
     char w[32];
     medic_duration_format(s->quarantine_window, w, sizeof(w));
+    size_t nth = count + !counted;
     snprintf(in->quarantine_why, sizeof(in->quarantine_why),
-             "a repeat offender: incident %lld is the node's %zuth with repairs (drain, power "
+             "a repeat offender: incident %lld is the node's %zu%s with repairs (drain, power "
              "cycle, GPU reset) within %s (safety.quarantine: %zu)",
-             (long long)in->id, count + !counted, w, s->quarantine_incidents);
+             (long long)in->id, nth, ordinal_suffix(nth), w, s->quarantine_incidents);
     policy__touch_incident(in);
     if (n && n->drained_by_medic) { /* drained already: quarantined now */
         d->verdict = VERDICT_SUPPRESSED;
@@ -194,17 +203,22 @@ int policy__repeat_offender(const struct policy_context *ctx, struct policy_stat
         policy__quarantine(ctx, st, in, now, out, in->quarantine_why);
         return 1;
     }
-    /* the step becomes the drain that keeps the node for a person, and
-     * Slurm's reason says why */
-    char reason[200];
-    snprintf(reason, sizeof(reason), "medic quarantine: repeat offender (medic policy %s)",
-             in->policy);
-    medic_action_release(&d->action);
-    medic_action_init(&d->action, MEDIC_ACTION_DRAIN);
-    if (medic_action_set_text(&d->action, "reason", reason, strlen(reason)))
+    /* the step becomes the drain that keeps the node for a person */
+    if (policy__quarantine_drain(in, &d->action))
         out->failed = MEDIC_E_NOMEM;
     in->quarantining = 1;
     return 0;
+}
+
+int policy__quarantine_drain(const struct incident *in, struct medic_action *a)
+{
+    /* Slurm's reason says why */
+    char reason[200];
+    snprintf(reason, sizeof(reason), "medic quarantine: repeat offender (medic policy %s)",
+             in->policy);
+    medic_action_release(a);
+    medic_action_init(a, MEDIC_ACTION_DRAIN);
+    return medic_action_set_text(a, "reason", reason, strlen(reason));
 }
 
 int policy__repair_outcome(const struct policy_context *ctx, struct policy_state *st,

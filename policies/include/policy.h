@@ -24,6 +24,8 @@ struct policy_step {
     struct policy_template text; /* the action's MEDIC_PARAM_TEXT parameter */
     int has_text;
     int if_failed; /* runs only when the step before it did not succeed; skipped otherwise */
+    /* POLICY_APPROVAL_MODE: as its policy says; required or none override it */
+    int approval;
     int line, col;
 };
 

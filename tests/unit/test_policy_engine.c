@@ -723,7 +723,9 @@ static void test_approval_runs_the_step_once(void **state)
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 2);
     expect(last(&w, 1), "gpu-node-01", "drain", VERDICT_PENDING, "waits for a person's approval");
-    assert_non_null(strstr(last(&w, 1)->reason, "medic runs drain on node 'gpu-node-01'"));
+    assert_non_null(
+        strstr(last(&w, 1)->reason, "medic runs exactly drain {\"reason\":\"Xid 79 on GPU 0"));
+    assert_non_null(strstr(last(&w, 1)->reason, "on node 'gpu-node-01'"));
     /* on-call hears, with the page to answer on */
     expect(last(&w, 0), "gpu-node-01", "-", VERDICT_SUPPRESSED, "waits for your approval");
     assert_non_null(strstr(last(&w, 0)->reason, "https://medic.example.org/nodes/gpu-node-01"));
@@ -793,7 +795,8 @@ static void test_denied_expired_withdrawn(void **state)
 }
 
 /* At approval every guard runs again: a storm that began meanwhile
- * refuses the step with its reason; per policy, approval: none runs in
+ * holds the approved step with its reason (it runs once the storm has
+ * passed, not asked again); per policy, approval: none runs in
  * approve mode at once and approval: required waits in live mode; dry-run
  * never asks. */
 static void test_approval_guards_and_policies(void **state)
@@ -836,9 +839,31 @@ static void test_approval_guards_and_policies(void **state)
     assert_true(policy_storm_active(w.state));
     size_t made = 0;
     assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 2 * MIN, &made), 0);
-    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "approved by alice");
-    assert_non_null(strstr(last(&w, 0)->reason, "refused now"));
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED,
+           "held: step 1 approved by alice");
     assert_non_null(strstr(last(&w, 0)->reason, "storm"));
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "open");
+    /* nothing runs while the storm lasts, also after a restart */
+    assert_int_equal(tick(&w, T0 + 3 * MIN), 0);
+    restart(&w, T0 + 3 * MIN);
+    evaluate(&w, &x, MEDIC_STATUS_FIRING, T0 + 3 * MIN); /* seen again after the restart */
+    for (int i = 0; i < 3; i++)
+        evaluate(&w, &noise[i], MEDIC_STATUS_RESOLVED, T0 + 4 * MIN);
+    /* the storm passes: the approved drain runs, nobody is asked again */
+    size_t n = tick(&w, T0 + 10 * MIN); /* the approval holds until 12m */
+    int drained = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        if (d->verdict == VERDICT_PENDING)
+            fail_msg("pending: %s %s", d->node, d->reason);
+        if (d->has_action && d->action.kind == MEDIC_ACTION_DRAIN &&
+            d->verdict == VERDICT_EXECUTE) {
+            assert_non_null(strstr(d->reason, "approved by alice"));
+            assert_non_null(strstr(d->reason, "held until the guard cleared"));
+            drained++;
+        }
+    }
+    assert_int_equal(drained, 1);
     world_release(&w);
     /* dry-run: the step is decided dry_run, nobody is asked */
     world_init(&w, policies, NULL, 40, 0);
@@ -849,8 +874,9 @@ static void test_approval_guards_and_policies(void **state)
 }
 
 /* Over the caps at approval time: a step that was within them when it
- * became pending is refused with the caps' reason when the fleet filled
- * meanwhile, not run. */
+ * became pending is held with the caps' reason when the fleet filled
+ * meanwhile, and runs once a slot frees while the approval holds; an
+ * approval whose time ran out before that is asked again, never run late. */
 static void test_approval_refused_over_the_caps(void **state)
 {
     (void)state;
@@ -870,8 +896,44 @@ static void test_approval_refused_over_the_caps(void **state)
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "approved by alice");
     /* node-01's drain in flight fills max_disruptive_in_flight 1 */
     assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 2 * MIN, &made), 0);
-    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "refused now");
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "held: step 1 approved");
     assert_non_null(strstr(last(&w, 0)->reason, "max_disruptive_in_flight"));
+    assert_int_equal(tick(&w, T0 + 3 * MIN), 0); /* still full: nothing */
+    /* node-01's drain fails: its slot frees, node-02's approved drain runs */
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_FAILED, T0 + 4 * MIN);
+    size_t n = tick(&w, T0 + 5 * MIN);
+    assert_true(n >= 1);
+    int ran = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(last(&w, i)->node, "gpu-node-02") == 0) {
+            expect(last(&w, i), "gpu-node-02", "drain", VERDICT_EXECUTE,
+                   "approved by alice (checked the node), held until the guard cleared");
+            ran++;
+        }
+    assert_int_equal(ran, 1);
+    world_release(&w);
+
+    /* the approval runs out while the slot is taken: asked again */
+    world_init(&w, base_policies,
+               "safety: { max_disruptive_in_flight: 1, storm: { max_alerting_nodes: 20,"
+               " notifier: oncall } }\n",
+               40, 1);
+    w.ctx.approve = 1;
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    answer(&w, "gpu-node-01", 1, "alice", T0 + MIN, &made);
+    answer(&w, "gpu-node-02", 1, "alice", T0 + 2 * MIN, &made);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "until 2026-11-22T08:32:00");
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_FAILED, T0 + 33 * MIN);
+    n = tick(&w, T0 + 34 * MIN);
+    ran = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(last(&w, i)->node, "gpu-node-02") == 0 && last(&w, i)->has_action &&
+            last(&w, i)->action.kind == MEDIC_ACTION_DRAIN) {
+            expect(last(&w, i), "gpu-node-02", "drain", VERDICT_PENDING, NULL);
+            ran++;
+        }
+    assert_int_equal(ran, 1);
     world_release(&w);
 }
 
@@ -998,8 +1060,9 @@ static void test_pause_holds_disruption_never_undo(void **state)
     world_release(&w);
 }
 
-/* Approve mode: an approval that comes while paused is refused with the
- * pause's reason; nothing becomes pending while paused. */
+/* Approve mode: an approval that comes while paused is held with the
+ * pause's reason and runs once the pause ends; nothing becomes pending
+ * while paused. */
 static void test_pause_refuses_approvals(void **state)
 {
     (void)state;
@@ -1013,9 +1076,27 @@ static void test_pause_refuses_approvals(void **state)
     pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + MIN, 0);
     size_t made = 0;
     assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 2 * MIN, &made), 0);
-    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "paused by ops");
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "held: step 1 approved");
+    assert_non_null(strstr(last(&w, 0)->reason, "paused by ops"));
     assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 3 * MIN), 1);
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "held: paused by ops");
+    pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 4 * MIN, 0);
+    size_t n = tick(&w, T0 + 4 * MIN);
+    int ran = 0, offered = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        if (!d->has_action || d->action.kind != MEDIC_ACTION_DRAIN)
+            continue;
+        if (strcmp(d->node, "gpu-node-01") == 0) {
+            expect(d, "gpu-node-01", "drain", VERDICT_EXECUTE, "approved by alice");
+            ran++;
+        } else {
+            expect(d, "gpu-node-02", "drain", VERDICT_PENDING, NULL); /* now offered */
+            offered++;
+        }
+    }
+    assert_int_equal(ran, 1);
+    assert_int_equal(offered, 1);
     world_release(&w);
 }
 
@@ -1680,6 +1761,128 @@ static void test_reload_withdraws_a_pending_step(void **state)
     w.ctx.policies = &w.policies;
     policy_set_release(&other);
     world_release(&w);
+}
+
+/* What runs is what the person approved: at a repeat offender the step
+ * becomes the quarantine drain; the pending decision and its approval are
+ * that drain, never the power cycle the policy's step names. */
+static void test_approved_quarantine_drain_runs_as_offered(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w,
+               "policies:\n"
+               "  - name: cycle\n"
+               "    match: '{alertname=\"GPUXidError\"}'\n"
+               "    steps: [ { action: ipmi_power_cycle } ]\n",
+               "safety: { quarantine: { incidents: 2, window: 1h } }\n", 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    size_t made = 0;
+    make_alert(&a, "GPUXidError", "gpu-node-03", "1", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    answer(&w, "gpu-node-03", 1, "alice", T0 + MIN, &made);
+    expect(last(&w, 0), "gpu-node-03", "ipmi_power_cycle", VERDICT_EXECUTE, "approved by alice");
+    succeed(&w, T0 + 2 * MIN);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
+    /* the node's second incident within 1h: a repeat offender */
+    make_alert(&b, "GPUXidError", "gpu-node-03", "1", "79", T0 + 10 * MIN, NAN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 10 * MIN);
+    expect(last(&w, 1), "gpu-node-03", "drain", VERDICT_PENDING, "medic quarantine");
+    restart(&w, T0 + 11 * MIN); /* the offer survives a restart */
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 11 * MIN);
+    assert_int_equal(answer(&w, "gpu-node-03", 1, "alice", T0 + 12 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_EXECUTE, "approved by alice");
+    assert_non_null(strstr(params_of(last(&w, 0)), "medic quarantine: repeat offender"));
+    outcome(&w, "gpu-node-03", MEDIC_OUTCOME_SUCCEEDED, T0 + 13 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "quarantined");
+    world_release(&w);
+}
+
+/* A reload that changes the step a person is asked about: the approval
+ * runs nothing (the person approved a drain, not a power cycle), says so,
+ * and the step as configured now is offered again. */
+static void test_approval_after_reload_runs_nothing_changed(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a;
+    size_t made = 0;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 1), "gpu-node-01", "drain", VERDICT_PENDING, NULL);
+    struct policy_set other;
+    parse_set("policies:\n"
+              "  - name: drain-on-xid\n"
+              "    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: ipmi_power_cycle } ]\n"
+              "    on_resolved: [ { action: resume } ]\n",
+              &other);
+    w.ctx.policies = &other;
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + MIN, &made), 0);
+    assert_int_equal(made, 1);
+    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_SUPPRESSED,
+           "changed since it was offered (offered: drain ");
+    assert_non_null(strstr(last(&w, 0)->reason, "now: ipmi_power_cycle"));
+    size_t n = tick(&w, T0 + 2 * MIN);
+    int offered = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_decision *d = last(&w, i);
+        assert_false(d->verdict == VERDICT_EXECUTE && d->disruptive);
+        offered += d->verdict == VERDICT_PENDING && d->action.kind == MEDIC_ACTION_IPMI_POWER_CYCLE;
+    }
+    assert_int_equal(offered, 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    w.ctx.policies = &w.policies;
+    policy_set_release(&other);
+    world_release(&w);
+}
+
+/* A step's own approval overrides its policy's: in live mode the drain
+ * runs unattended and the power cycle of the same incident waits for a
+ * person; in approve mode a step with approval: none runs at once. */
+static void test_approval_per_step(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain, approval: none }\n"
+                                   "      - { after: 10m, action: ipmi_power_cycle, approval: "
+                                   "required }\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    for (int approve = 0; approve <= 1; approve++) {
+        struct world w;
+        world_init(&w, policies, NULL, 40, 1);
+        w.ctx.approve = approve;
+        struct test_alert a;
+        make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+        assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
+        expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, "step 1");
+        succeed(&w, T0 + MIN);
+        assert_int_equal(tick(&w, T0 + 10 * MIN), 2);
+        expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+        world_release(&w);
+    }
+    /* approval on a step that never disrupts is an error at its place */
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    struct policy_set set;
+    static const char bad[] =
+        "policies:\n"
+        "  - name: x\n"
+        "    match: '{alertname=\"A\"}'\n"
+        "    steps: [ { action: notify, notifier: oncall, approval: none } ]\n";
+    assert_int_equal(yaml_tree_parse("p.yaml", bad, strlen(bad), &tree, &err), 0);
+    assert_int_not_equal(policy_set_parse("p.yaml", yaml_tree_get(tree.root, "policies"), NULL,
+                                          notifiers, 1, &set, &err),
+                         0);
+    assert_non_null(strstr(err.msg, "p.yaml:4:"));
+    assert_non_null(strstr(err.msg, "approval: only a disruptive step"));
+    yaml_tree_release(&tree);
 }
 
 /* The same drain-then-cycle policy under any name, for renames. */
@@ -2440,7 +2643,7 @@ static void test_repeat_offender_quarantined(void **state)
     }
     expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
     assert_non_null(
-        strstr(last(&w, 0)->reason, "3th with repairs (drain, power cycle, GPU reset) within 7d"));
+        strstr(last(&w, 0)->reason, "3rd with repairs (drain, power cycle, GPU reset) within 7d"));
     outcome(&w, "gpu-node-09", MEDIC_OUTCOME_SUCCEEDED, T0 + 120 * MIN + 1);
     assert_string_equal(incident_state(&w, "gpu-node-09"), "quarantined");
     assert_non_null(strstr(last(&w, 0)->reason, "3 incident(s) with repairs"));
@@ -2626,6 +2829,9 @@ int main(void)
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
         cmocka_unit_test(test_reload_withdraws_a_pending_step),
+        cmocka_unit_test(test_approved_quarantine_drain_runs_as_offered),
+        cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
+        cmocka_unit_test(test_approval_per_step),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
         cmocka_unit_test(test_reload_never_strands_through_a_rename),
         cmocka_unit_test(test_reload_follows_a_renamed_node),
