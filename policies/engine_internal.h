@@ -125,6 +125,10 @@ struct action_record {
     char policy[65];
     int64_t time;
     int64_t incident; /* the incident that acted */
+    /* the failure it was for: its incident's opened_at (the first alert's
+     * startsAt), the same for every policy that took that alert; 0 in rows
+     * of an earlier medic (then the incident tells episodes apart) */
+    int64_t episode;
     int repair;       /* it took the node out of service (drain, power cycle, GPU reset) */
 };
 

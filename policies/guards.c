@@ -169,6 +169,7 @@ void policy__record_action(const struct policy_context *ctx, struct policy_state
     snprintf(r->policy, sizeof(r->policy), "%s", pol->name);
     r->time = now;
     r->incident = in->id;
+    r->episode = in->opened_at;
     r->repair = kind != MEDIC_ACTION_POWER_LIMIT;
     n->history_count++;
 }

@@ -511,6 +511,18 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
     }
     if (in->awaiting) /* undone once the action in flight has its outcome */
         return;
+    const struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 0) : NULL;
+    if (n && n->quarantined && (in->drained || in->limit_watts)) {
+        /* quarantine is the node's, not one incident's: what this one
+         * holds stays until a person releases the node */
+        char why_held[400];
+        snprintf(why_held, sizeof(why_held),
+                 "%.200s; the node is quarantined, so what policy %.64s holds on it stays until "
+                 "a person releases it",
+                 in->closing_cause, in->policy);
+        policy__quarantine(ctx, st, in, now, out, why_held);
+        return;
+    }
     const struct policy *pol = policy__incident_policy(ctx, in);
     if (pol && in->acted && policy__verify_first(ctx, st, pol, in, now, out))
         return; /* the undo goes on once the node passed */

@@ -178,6 +178,10 @@ static void save_node(struct medic_buf *b, const struct node_state *n)
         json_time(b, "time", r->time);
         medic_buf_puts(b, ",");
         json_time(b, "incident", r->incident);
+        if (r->episode) {
+            medic_buf_puts(b, ",");
+            json_time(b, "episode", r->episode);
+        }
         medic_buf_puts(b, r->repair ? "}" : ",\"repair\":0}");
     }
     medic_buf_puts(b, "]}");
@@ -574,6 +578,9 @@ static int load_node(struct loader *l, struct policy_state *st, const cJSON *e)
         snprintf(r->policy, sizeof(r->policy), "%s", text_field(l, h, "policy"));
         r->time = time_field(l, h, "time");
         r->incident = time_field(l, h, "incident");
+        /* absent in rows written before episodes were kept */
+        if (cJSON_GetObjectItemCaseSensitive(h, "episode"))
+            r->episode = time_field(l, h, "episode");
         /* absent: a repair (rows written before power limits were told apart) */
         const cJSON *repair = cJSON_GetObjectItemCaseSensitive(h, "repair");
         r->repair = !cJSON_IsNumber(repair) || repair->valueint != 0;

@@ -33,11 +33,13 @@ int policy__skip_fallback(const struct policy *pol, struct incident *in, size_t 
     return 1;
 }
 
-/* Distinct incidents of the node's recent repairs (drains, power cycles,
- * GPU resets: not power limits) within window, in ids (up to max); returns
- * how many, and the repairs in *actions. */
+/* Distinct failures (alert episodes) of the node's recent repairs
+ * (drains, power cycles, GPU resets: not power limits) within window: two
+ * policies that took one alert are one failure. The first incident of each
+ * into ids (up to max), its episode into keys; returns how many, and the
+ * repairs in *actions. */
 static size_t recent_incidents(const struct node_state *n, int64_t now, int64_t window,
-                               int64_t *ids, size_t max, size_t *actions)
+                               int64_t *ids, int64_t *keys, size_t max, size_t *actions)
 {
     size_t count = 0;
     *actions = 0;
@@ -46,12 +48,16 @@ static size_t recent_incidents(const struct node_state *n, int64_t now, int64_t 
         if (now - r->time >= window || !r->repair)
             continue;
         ++*actions;
+        /* rows of an earlier medic have no episode: their incident is one */
+        int64_t key = r->episode ? r->episode : -r->incident;
         size_t k = 0;
-        while (k < count && k < max && ids[k] != r->incident)
+        while (k < count && k < max && keys[k] != key && ids[k] != r->incident)
             k++;
         if (k == count) {
-            if (count < max)
+            if (count < max) {
                 ids[count] = r->incident;
+                keys[count] = key;
+            }
             count++;
         }
     }
@@ -66,9 +72,9 @@ static void history_text(const struct policy_context *ctx, const struct policy_s
     const struct policy_safety *s = &ctx->policies->safety;
     int64_t window = s->quarantine_window > 0 ? s->quarantine_window : 7 * 86400 * MEDIC_NS_PER_SEC;
     struct node_state *n = policy__node_get((struct policy_state *)st, in->node, 0);
-    int64_t ids[16];
+    int64_t ids[16], keys[16];
     size_t actions = 0;
-    size_t count = recent_incidents(n, now, window, ids, 16, &actions);
+    size_t count = recent_incidents(n, now, window, ids, keys, 16, &actions);
     char w[32], list[200] = "";
     medic_duration_format(window, w, sizeof(w));
     for (size_t i = 0; i < count && i < 16; i++) {
@@ -79,7 +85,7 @@ static void history_text(const struct policy_context *ctx, const struct policy_s
     const char *gpu = medic_labels_get(&labels, "gpu");
     const char *uuid = medic_labels_get(&labels, "UUID");
     snprintf(out, size,
-             "%zu incident(s) with repairs (drain, power cycle, GPU reset) within %s%s%s%s, %zu "
+             "%zu failure(s) with repairs (drain, power cycle, GPU reset) within %s%s%s%s, %zu "
              "repair action(s); "
              "this incident's alert: %s%s%s%s%s%s",
              count, w, count ? " (ids " : "", list, count ? ")" : "", actions, in->alertname,
@@ -100,6 +106,7 @@ void policy__quarantine(const struct policy_context *ctx, struct policy_state *s
     snprintf(in->halted_by, sizeof(in->halted_by), "the node is quarantined");
     snprintf(in->quarantine_why, sizeof(in->quarantine_why), "%s", because);
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
+    int already = n && n->quarantined; /* another incident quarantined the node: told then */
     if (n && !n->quarantined) {
         int was = policy__node_disrupted(n);
         n->quarantined = 1;
@@ -108,6 +115,8 @@ void policy__quarantine(const struct policy_context *ctx, struct policy_state *s
         policy__node_recount(st, n, was);
     }
     policy__incident_change(in, INCIDENT_QUARANTINED, -1, now, out, "quarantined: %s", because);
+    if (already)
+        return;
     char history[600], message[2048];
     history_text(ctx, st, in, now, history, sizeof(history));
     snprintf(message, sizeof(message),
@@ -180,20 +189,21 @@ int policy__repeat_offender(const struct policy_context *ctx, struct policy_stat
     if (!s->quarantine_incidents || !in->in_inventory || in->quarantining)
         return 0;
     struct node_state *n = policy__node_get(st, in->node, 0);
-    int64_t ids[64];
+    int64_t ids[64], keys[64];
     size_t actions = 0;
-    size_t count = recent_incidents(n, now, s->quarantine_window, ids, 64, &actions);
-    int counted = 0; /* this incident acted already */
+    size_t count = recent_incidents(n, now, s->quarantine_window, ids, keys, 64, &actions);
+    int counted = 0; /* this failure was repaired already (by this or another policy) */
     for (size_t i = 0; i < count && i < 64; i++)
-        counted |= ids[i] == in->id;
+        counted |= ids[i] == in->id || keys[i] == in->opened_at;
     if (count + !counted < s->quarantine_incidents)
         return 0;
     char w[32];
     medic_duration_format(s->quarantine_window, w, sizeof(w));
     size_t nth = count + !counted;
     snprintf(in->quarantine_why, sizeof(in->quarantine_why),
-             "a repeat offender: incident %lld is the node's %zu%s with repairs (drain, power "
-             "cycle, GPU reset) within %s (safety.quarantine: %zu)",
+             "a repeat offender: incident %lld is the node's %zu%s failure with repairs (drain, "
+             "power cycle, GPU reset) within %s, however many policies took each "
+             "(safety.quarantine: %zu)",
              (long long)in->id, nth, ordinal_suffix(nth), w, s->quarantine_incidents);
     policy__touch_incident(in);
     if (n && n->drained_by_medic) { /* drained already: quarantined now */

@@ -223,7 +223,7 @@ def test_repeat_offender_quarantined_and_released(suite):
     assert "medic quarantine" in cluster.node("gpu-node-24")[1], cluster.node("gpu-node-24")
     message = wait_until("on-call told", lambda: told(oncall, "medic quarantined node"),
                          timeout=30)
-    assert b"3 incident(s) with repairs" in message[0]["body"], message
+    assert b"3 failure(s) with repairs" in message[0]["body"], message
     # the API refuses a release without a reason, and of a node not quarantined
     status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release", "{}", headers=AUTH)
     assert status == 400 and b"reason" in body, body

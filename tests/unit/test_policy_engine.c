@@ -2594,6 +2594,100 @@ static void test_failed_verify_quarantines_until_released(void **state)
     world_release(&w);
 }
 
+/* Two policies on one alert (drain unattended, power-cycle and verify):
+ * one failure, however many policies took it. */
+static const char split_policies[] =
+    "policies:\n"
+    "  - name: xid79-drain\n"
+    "    match: '{alertname=\"GPUXidError\"}'\n"
+    "    continue: true\n"
+    "    steps: [ { action: drain } ]\n"
+    "    on_resolved: [ { action: resume } ]\n"
+    "  - name: xid79-cycle\n"
+    "    match: '{alertname=\"GPUXidError\"}'\n"
+    "    steps:\n"
+    "      - { after: 10m, action: ipmi_power_cycle }\n"
+    "      - { after: 11m, action: verify, within: 5m }\n"
+    "    on_resolved: [ { action: resume } ]\n";
+
+/* Quarantine is a state of the node: when one policy's incident
+ * quarantined it, another policy's resolve never resumes it; that
+ * incident's drain stays until a person releases the node, and the release
+ * gives it back once. */
+static void test_quarantine_is_the_nodes(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, split_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "3", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, "policy xid79-drain");
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 10 * MIN + 1);
+    tick(&w, T0 + 11 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "verify", VERDICT_EXECUTE, NULL);
+    outcome(&w, "gpu-node-02", MEDIC_OUTCOME_FAILED, T0 + 16 * MIN);
+    assert_int_equal(policy_quarantined_nodes(w.state), 1);
+    /* the resolve: neither incident resumes the node */
+    size_t from = w.out.count;
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    tick(&w, T0 + 21 * MIN);
+    succeed(&w, T0 + 22 * MIN); /* whatever was awaited */
+    tick(&w, T0 + 23 * MIN);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "resume", VERDICT_EXECUTE), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "verify", VERDICT_EXECUTE), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-02"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    restart(&w, T0 + 24 * MIN);
+    assert_int_equal(tick(&w, T0 + 48 * 60 * MIN), 0);
+    /* released: one resume, and every incident ends released */
+    char why[300];
+    struct policy_release r = {"gpu-node-02", "alice", "GPU 3 replaced"};
+    from = w.out.count;
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 49 * 60 * MIN, &w.out, why,
+                                    sizeof(why)),
+                     0);
+    check_rows(&w);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "resume", VERDICT_EXECUTE), 1);
+    succeed(&w, T0 + 49 * 60 * MIN + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_open_incidents(w.state), 0);
+    world_release(&w);
+}
+
+/* Repeat offenders count the node's failures: one alert that two policies
+ * took is one, so safety.quarantine { incidents: 2 } quarantines at the
+ * second real failure, not at the first. */
+static void test_repeat_offender_counts_failures(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, split_policies, "safety: { quarantine: { incidents: 2, window: 7d } }\n", 40,
+               1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-05", "3", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    expect(last(&w, 0), "gpu-node-05", "ipmi_power_cycle", VERDICT_EXECUTE, "step 1");
+    succeed(&w, T0 + 10 * MIN + 1);
+    tick(&w, T0 + 11 * MIN);
+    succeed(&w, T0 + 12 * MIN); /* verified */
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    for (int i = 0; i < 4; i++)
+        succeed(&w, T0 + 21 * MIN + i);
+    assert_int_equal(policy_quarantined_nodes(w.state), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* the second failure: a repeat offender */
+    make_alert(&b, "GPUXidError", "gpu-node-05", "3", "79", T0 + 60 * MIN, NAN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 60 * MIN);
+    expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, "node's 2nd failure");
+    world_release(&w);
+}
+
 /* Verify before return: a resolve does not resume a disrupted node until
  * it passes; a node that comes back with a GPU missing is quarantined. */
 static void test_resume_waits_for_a_health_check(void **state)
@@ -2643,10 +2737,10 @@ static void test_repeat_offender_quarantined(void **state)
     }
     expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
     assert_non_null(
-        strstr(last(&w, 0)->reason, "3rd with repairs (drain, power cycle, GPU reset) within 7d"));
+        strstr(last(&w, 0)->reason, "3rd failure with repairs (drain, power cycle, GPU reset) within 7d"));
     outcome(&w, "gpu-node-09", MEDIC_OUTCOME_SUCCEEDED, T0 + 120 * MIN + 1);
     assert_string_equal(incident_state(&w, "gpu-node-09"), "quarantined");
-    assert_non_null(strstr(last(&w, 0)->reason, "3 incident(s) with repairs"));
+    assert_non_null(strstr(last(&w, 0)->reason, "3 failure(s) with repairs"));
     /* its resolve does not resume it */
     assert_int_equal(evaluate(&w, &a[2], MEDIC_STATUS_RESOLVED, T0 + 130 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
@@ -2832,6 +2926,8 @@ int main(void)
         cmocka_unit_test(test_approved_quarantine_drain_runs_as_offered),
         cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
         cmocka_unit_test(test_approval_per_step),
+        cmocka_unit_test(test_quarantine_is_the_nodes),
+        cmocka_unit_test(test_repeat_offender_counts_failures),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
         cmocka_unit_test(test_reload_never_strands_through_a_rename),
         cmocka_unit_test(test_reload_follows_a_renamed_node),
