@@ -131,8 +131,8 @@ enum medic_outcome slurm_drain(const struct slurm_options *o, const char *node, 
         return strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_FAILED;
     if (drained(state) && !strstr(current, SLURM_MEDIC_MARK)) {
         snprintf(detail, size,
-                 "already drained by an operator (State=%s Reason=%s); left as it is, and "
-                 "medic will not resume it",
+                 MEDIC_DRAIN_FOUND_PREFIX " (State=%s Reason=%s): an operator's drain, left as "
+                                          "it is; medic will not resume it",
                  state, current);
         return MEDIC_OUTCOME_SUCCEEDED;
     }
@@ -176,16 +176,20 @@ enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
                  "drained again by someone else since medic's drain (Reason=%s; medic's drain "
                  "left Reason=%s): medic resumes only its own drains, left as it is",
                  current, drained_as);
-        return MEDIC_OUTCOME_FAILED;
+        return MEDIC_OUTCOME_REFUSED; /* medic's drain is gone: not medic's to undo */
     }
     if (!strstr(current, SLURM_MEDIC_MARK)) {
         snprintf(detail, size,
                  "drained by someone else (Reason=%s): medic resumes only its own drains", current);
-        return MEDIC_OUTCOME_FAILED;
+        return MEDIC_OUTCOME_REFUSED;
     }
     char node_arg[300];
     snprintf(node_arg, sizeof(node_arg), "NodeName=%s", node);
     const char *args[] = {"update", node_arg, "State=RESUME", NULL};
+    /* fenced like a drain: a leader that lost its lease never returns a
+     * node to service behind the new leader's back */
+    if (action_fenced(o->fence, detail, size))
+        return MEDIC_OUTCOME_REFUSED;
     int rc = slurm_scontrol(o, args, out, sizeof(out));
     if (rc != 0) {
         snprintf(detail, size, "scontrol update %s State=RESUME: %s", node,

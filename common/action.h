@@ -102,6 +102,10 @@ enum medic_param_type {
  * still shows exactly R. */
 #define MEDIC_DRAIN_DETAIL_PREFIX "drained: "
 #define MEDIC_DRAIN_DETAIL_REASON " Reason=\""
+/* The detail of a drain that found the node drained by someone else and
+ * left it: it succeeded, but the drain is not medic's (never resumed by
+ * medic, never counted as medic's disruption). */
+#define MEDIC_DRAIN_FOUND_PREFIX "already drained by someone else"
 
 /* X(KIND, key, type, field, required, min, max, doc); field is the member
  * of struct medic_action that holds it; min and max bound an integer. */

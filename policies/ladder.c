@@ -154,6 +154,9 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
     switch (kind) {
     case MEDIC_ACTION_DRAIN: {
         char reason[sizeof(in->drained_as)];
+        if (detail &&
+            strncmp(detail, MEDIC_DRAIN_FOUND_PREFIX, strlen(MEDIC_DRAIN_FOUND_PREFIX)) == 0)
+            break; /* an operator's drain: medic holds nothing, and never undoes it */
         n->drained_by_medic = 1;
         in->drained = 1;
         drained_as(detail, reason, sizeof(reason));
@@ -407,8 +410,14 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         policy__node_recount(st, n, was);
     }
     policy__record_action(ctx, st, pol, in, kind, now);
+    /* after the ladder's drain, also one that found an operator's drain
+     * (medic holds nothing then, but the node must still be drained) */
+    int drained_before = in->drained;
+    for (int k = 0; pol && k < index && (size_t)k < pol->step_count; k++)
+        drained_before |=
+            pol->steps[k].action.kind == MEDIC_ACTION_DRAIN && !pol->steps[k].if_failed;
     d->require_drained =
-        (kind == MEDIC_ACTION_IPMI_POWER_CYCLE || kind == MEDIC_ACTION_GPU_RESET) && in->drained;
+        (kind == MEDIC_ACTION_IPMI_POWER_CYCLE || kind == MEDIC_ACTION_GPU_RESET) && drained_before;
     in->awaiting = 1;
     in->awaiting_decision = 0;
     in->awaiting_kind = kind;
@@ -554,6 +563,21 @@ void policy__undo(const struct policy_context *ctx, struct policy_state *st, str
     policy__incident_final(st, in, in->closing_as, now, out, in->closing_cause);
 }
 
+/* medic's drain of in's node is not there any more (someone else's
+ * reason replaced it): when no other incident holds it, the node no
+ * longer counts as drained by medic. */
+static void let_go_of_drain(struct policy_state *st, struct incident *in)
+{
+    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 0) : NULL;
+    in->drained = 0;
+    if (!n || !n->drained_by_medic || policy__holders(st, in->node, in, HOLD_DRAIN) > 0)
+        return;
+    int was = policy__node_disrupted(n);
+    n->drained_by_medic = 0;
+    policy__touch_node(st, n);
+    policy__node_recount(st, n, was);
+}
+
 /* The outcome of undo action i. */
 static void undo_outcome(const struct policy_context *ctx, struct policy_state *st,
                          struct incident *in, int i, enum medic_outcome outcome, const char *detail,
@@ -563,9 +587,19 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     enum medic_action_kind kind = in->undo[i].kind;
     memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
     in->undo_count--;
+    /* a resume that was tried and may not have happened leaves medic's
+     * drain where it was: the node is held for a person (never counted as
+     * disrupted for ever with no way out); one refused because the drain
+     * is someone else's now lets go of it */
+    int still_drained = kind == MEDIC_ACTION_RESUME && outcome != MEDIC_OUTCOME_SUCCEEDED &&
+                        outcome != MEDIC_OUTCOME_REFUSED;
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, 0, 1, detail);
+    } else if (still_drained) {
+        in->drained = 1;
     } else {
+        if (kind == MEDIC_ACTION_RESUME)
+            let_go_of_drain(st, in);
         char message[2048];
         snprintf(message, sizeof(message),
                  "medic could not undo what it did on node '%s' for incident %lld (policy %s): "
@@ -578,6 +612,15 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
         char cause[1400];
         snprintf(cause, sizeof(cause), "%s; %s %s%s%s", in->closing_cause, medic_action_name(kind),
                  medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+        if (in->drained) {
+            char why[400];
+            snprintf(why, sizeof(why),
+                     "medic's resume %.16s (%.200s): the node may still carry medic's drain; "
+                     "held for a person, who releases it once checked (medic resumes it then)",
+                     medic_outcome_name(outcome), detail ? detail : "");
+            policy__quarantine(ctx, st, in, now, out, why);
+            return;
+        }
         policy__incident_final(st, in, in->closing_as, now, out, cause);
     }
 }

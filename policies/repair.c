@@ -238,9 +238,14 @@ int policy__repair_outcome(const struct policy_context *ctx, struct policy_state
 {
     int ok = outcome == MEDIC_OUTCOME_SUCCEEDED;
     if (in->quarantining) {
+        /* a drain that found the node drained already says whose drain it is */
+        int found = ok && kind == MEDIC_ACTION_DRAIN && !in->drained;
         char why[sizeof(in->quarantine_why)];
         snprintf(why, sizeof(why), "%.180s%s%.200s", in->quarantine_why,
-                 ok ? "" : "; its drain: ", ok ? "" : cause);
+                 found ? "; the node was drained already, not by medic: "
+                 : ok  ? ""
+                       : "; its drain: ",
+                 ok && !found ? "" : cause);
         policy__quarantine(ctx, st, in, now, out, why);
         return 1;
     }

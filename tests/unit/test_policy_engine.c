@@ -2596,19 +2596,18 @@ static void test_failed_verify_quarantines_until_released(void **state)
 
 /* Two policies on one alert (drain unattended, power-cycle and verify):
  * one failure, however many policies took it. */
-static const char split_policies[] =
-    "policies:\n"
-    "  - name: xid79-drain\n"
-    "    match: '{alertname=\"GPUXidError\"}'\n"
-    "    continue: true\n"
-    "    steps: [ { action: drain } ]\n"
-    "    on_resolved: [ { action: resume } ]\n"
-    "  - name: xid79-cycle\n"
-    "    match: '{alertname=\"GPUXidError\"}'\n"
-    "    steps:\n"
-    "      - { after: 10m, action: ipmi_power_cycle }\n"
-    "      - { after: 11m, action: verify, within: 5m }\n"
-    "    on_resolved: [ { action: resume } ]\n";
+static const char split_policies[] = "policies:\n"
+                                     "  - name: xid79-drain\n"
+                                     "    match: '{alertname=\"GPUXidError\"}'\n"
+                                     "    continue: true\n"
+                                     "    steps: [ { action: drain } ]\n"
+                                     "    on_resolved: [ { action: resume } ]\n"
+                                     "  - name: xid79-cycle\n"
+                                     "    match: '{alertname=\"GPUXidError\"}'\n"
+                                     "    steps:\n"
+                                     "      - { after: 10m, action: ipmi_power_cycle }\n"
+                                     "      - { after: 11m, action: verify, within: 5m }\n"
+                                     "    on_resolved: [ { action: resume } ]\n";
 
 /* Quarantine is a state of the node: when one policy's incident
  * quarantined it, another policy's resolve never resumes it; that
@@ -2647,9 +2646,8 @@ static void test_quarantine_is_the_nodes(void **state)
     char why[300];
     struct policy_release r = {"gpu-node-02", "alice", "GPU 3 replaced"};
     from = w.out.count;
-    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 49 * 60 * MIN, &w.out, why,
-                                    sizeof(why)),
-                     0);
+    assert_int_equal(
+        policy_release(&w.ctx, w.state, &r, T0 + 49 * 60 * MIN, &w.out, why, sizeof(why)), 0);
     check_rows(&w);
     assert_int_equal(count_action(&w, from, "gpu-node-02", "resume", VERDICT_EXECUTE), 1);
     succeed(&w, T0 + 49 * 60 * MIN + 1);
@@ -2665,8 +2663,7 @@ static void test_repeat_offender_counts_failures(void **state)
 {
     (void)state;
     struct world w;
-    world_init(&w, split_policies, "safety: { quarantine: { incidents: 2, window: 7d } }\n", 40,
-               1);
+    world_init(&w, split_policies, "safety: { quarantine: { incidents: 2, window: 7d } }\n", 40, 1);
     struct test_alert a, b;
     make_alert(&a, "GPUXidError", "gpu-node-05", "3", "79", T0, NAN);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
@@ -2685,6 +2682,119 @@ static void test_repeat_offender_counts_failures(void **state)
     make_alert(&b, "GPUXidError", "gpu-node-05", "3", "79", T0 + 60 * MIN, NAN);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 60 * MIN);
     expect(last(&w, 0), "gpu-node-05", "drain", VERDICT_EXECUTE, "node's 2nd failure");
+    world_release(&w);
+}
+
+/* The awaited action of the last awaited decision on node ends with o and
+ * detail, as the runner reports it. */
+static void outcome_with(struct world *w, const char *node, enum medic_outcome o,
+                         const char *detail, int64_t now)
+{
+    int64_t incident = 0;
+    for (size_t i = w->out.count; i-- > 0 && !incident;)
+        if (w->out.items[i].awaited && strcmp(w->out.items[i].node, node) == 0)
+            incident = w->out.items[i].incident;
+    assert_true(incident > 0);
+    struct policy_outcome x = {incident, 0, o, detail};
+    assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
+    check_rows(w);
+}
+
+#define OPERATORS_DRAIN                                                                            \
+    MEDIC_DRAIN_FOUND_PREFIX " (State=IDLE+DRAIN Reason=bad DIMM [ops@2026-11-22T07:00:00]): an "  \
+                             "operator's drain, left as it is"
+
+/* What medic records as its disruption is what it did: a drain that found
+ * an operator's drain holds nothing (no resume, not counted against the
+ * caps), a quarantine on such a node says whose drain it is, and once the
+ * operator resumed the node the next repeat offence drains it for real
+ * instead of being "quarantined at once" on a drain medic never made. */
+static void test_operators_drain_is_not_medics(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, "safety: { quarantine: { incidents: 2, window: 7d } }\n",
+               40, 1);
+    struct test_alert a, b, c;
+    char why[300];
+    make_alert(&a, "GPUXidError", "gpu-node-07", "1", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-07", "drain", VERDICT_EXECUTE, NULL);
+    outcome_with(&w, "gpu-node-07", MEDIC_OUTCOME_SUCCEEDED, OPERATORS_DRAIN, T0 + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    size_t from = w.out.count;
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
+    assert_int_equal(count_action(&w, from, "gpu-node-07", "resume", VERDICT_EXECUTE), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-07", "verify", VERDICT_EXECUTE), 0);
+    /* the second failure: the quarantine drain finds the operator's drain */
+    make_alert(&b, "GPUXidError", "gpu-node-07", "1", "79", T0 + 60 * MIN, NAN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 60 * MIN);
+    expect(last(&w, 0), "gpu-node-07", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
+    outcome_with(&w, "gpu-node-07", MEDIC_OUTCOME_SUCCEEDED, OPERATORS_DRAIN, T0 + 60 * MIN + 1);
+    assert_string_equal(incident_state(&w, "gpu-node-07"), "quarantined");
+    assert_non_null(strstr(last(&w, 0)->reason, "drained already, not by medic"));
+    assert_non_null(strstr(last(&w, 0)->reason, "bad DIMM"));
+    /* the release has nothing of medic's to undo */
+    struct policy_release r = {"gpu-node-07", "alice", "checked"};
+    from = w.out.count;
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 70 * MIN, &w.out, why, sizeof(why)),
+                     0);
+    check_rows(&w);
+    assert_int_equal(count_action(&w, from, "gpu-node-07", "resume", VERDICT_EXECUTE), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* the operator resumed the node; a third failure: medic drains it */
+    make_alert(&c, "GPUXidError", "gpu-node-07", "1", "79", T0 + 80 * MIN, NAN);
+    evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + 80 * MIN);
+    expect(last(&w, 0), "gpu-node-07", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
+    outcome_with(&w, "gpu-node-07", MEDIC_OUTCOME_SUCCEEDED,
+                 MEDIC_DRAIN_DETAIL_PREFIX "State=IDLE+DRAIN" MEDIC_DRAIN_DETAIL_REASON
+                                           "medic quarantine [root@2026-11-22T09:20:00]\"",
+                 T0 + 80 * MIN + 1);
+    assert_string_equal(incident_state(&w, "gpu-node-07"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    world_release(&w);
+}
+
+/* A resume that was tried and failed (slurmctld away) leaves medic's drain
+ * in place: the node is held for a person, counted, and a release resumes
+ * it; a resume refused because a person drained the node again lets go of
+ * medic's drain (the caps no longer count it). */
+static void test_failed_resume_holds_refused_lets_go(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a, b;
+    char why[300];
+    make_alert(&a, "GPUXidError", "gpu-node-08", "1", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
+    passes_verify(&w, "gpu-node-08", T0 + 10 * MIN + 1);
+    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, NULL);
+    outcome_with(&w, "gpu-node-08", MEDIC_OUTCOME_FAILED,
+                 "scontrol: Unable to contact slurm controller", T0 + 11 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-08"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    struct policy_release r = {"gpu-node-08", "alice", "slurmctld is back"};
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 20 * MIN, &w.out, why, sizeof(why)),
+                     0);
+    check_rows(&w);
+    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, "released by alice");
+    succeed(&w, T0 + 20 * MIN + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* refused: someone else's drain now */
+    make_alert(&b, "GPUXidError", "gpu-node-08", "1", "79", T0 + 60 * MIN, NAN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 60 * MIN);
+    succeed(&w, T0 + 60 * MIN + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 70 * MIN);
+    passes_verify(&w, "gpu-node-08", T0 + 70 * MIN + 1);
+    outcome_with(&w, "gpu-node-08", MEDIC_OUTCOME_REFUSED,
+                 "drained again by someone else since medic's drain", T0 + 71 * MIN);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_quarantined_nodes(w.state), 0);
+    assert_int_equal(policy_open_incidents(w.state), 0);
     world_release(&w);
 }
 
@@ -2736,8 +2846,8 @@ static void test_repeat_offender_quarantined(void **state)
         }
     }
     expect(last(&w, 0), "gpu-node-09", "drain", VERDICT_EXECUTE, "quarantined once it is drained");
-    assert_non_null(
-        strstr(last(&w, 0)->reason, "3rd failure with repairs (drain, power cycle, GPU reset) within 7d"));
+    assert_non_null(strstr(last(&w, 0)->reason,
+                           "3rd failure with repairs (drain, power cycle, GPU reset) within 7d"));
     outcome(&w, "gpu-node-09", MEDIC_OUTCOME_SUCCEEDED, T0 + 120 * MIN + 1);
     assert_string_equal(incident_state(&w, "gpu-node-09"), "quarantined");
     assert_non_null(strstr(last(&w, 0)->reason, "3 failure(s) with repairs"));
@@ -2928,6 +3038,8 @@ int main(void)
         cmocka_unit_test(test_approval_per_step),
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
+        cmocka_unit_test(test_operators_drain_is_not_medics),
+        cmocka_unit_test(test_failed_resume_holds_refused_lets_go),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
         cmocka_unit_test(test_reload_never_strands_through_a_rename),
         cmocka_unit_test(test_reload_follows_a_renamed_node),
