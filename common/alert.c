@@ -2,6 +2,7 @@
 #include "alert.h"
 #include "error.h"
 #include "sha256.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,14 @@ int medic_alert_node(const struct medic_labels *labels, const char *const *label
             if (colon && colon == strchr(v, ':') && colon[1] &&
                 strspn(colon + 1, "0123456789") == strlen(colon + 1))
                 len = (size_t)(colon - v);
+        }
+        if (len > MEDIC_NODE_NAME_MAX || len >= out_size) {
+            /* never a prefix of the label: it could name another node */
+            size_t cut = sizeof(MEDIC_NODE_NAME_CUT) - 1;
+            size_t keep = out_size > cut + 1 ? out_size - cut - 1 : 0;
+            keep = medic_utf8_boundary(start, keep < len ? keep : len);
+            snprintf(out, out_size, "%.*s%s", (int)keep, start, keep ? MEDIC_NODE_NAME_CUT : "");
+            return MEDIC_E_LIMIT;
         }
         snprintf(out, out_size, "%.*s", (int)len, start);
         return 0;

@@ -70,9 +70,16 @@ const char *medic_alert_status_name(enum medic_alert_status status);
 
 /* The node an alert is about: the first of label_names present, with a
  * trailing :port (or the brackets of [v6]:port) removed, written into out.
- * Returns 0, or MEDIC_E_NOTFOUND when no label is present. */
+ * Returns 0, MEDIC_E_NOTFOUND when no label is present, or MEDIC_E_LIMIT
+ * (below). out_size is at least MEDIC_NODE_NAME_MAX + 1. */
 int medic_alert_node(const struct medic_labels *labels, const char *const *label_names,
                      size_t label_count, char *out, size_t out_size);
+/* The longest node name or alias, in bytes: the inventory refuses longer
+ * ones, and an alert whose node label is longer (port stripped) names no
+ * node: medic_alert_node returns MEDIC_E_LIMIT, with out holding the
+ * label's start and MEDIC_NODE_NAME_CUT, for the decision to say so. */
+#define MEDIC_NODE_NAME_MAX 127
+#define MEDIC_NODE_NAME_CUT " [cut: over 127 bytes, no node has such a name]"
 
 /* The identity used to recognise a repeated notification: SHA-256 over the
  * group key and, for every alert in fingerprint order, its fingerprint,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "inventory.h"
+#include "alert.h"
 #include "hostlist.h"
 #include "yaml_fields.h"
 
@@ -231,6 +232,17 @@ static int build_index(struct yaml_fields *f, struct inventory *inv)
         for (size_t a = 0; a < inv->nodes[i].alias_count; a++)
             e[k++] = (struct inventory_entry){inv->nodes[i].aliases[a], i};
     }
+    /* one bound for names and aliases, the alert's lookup's too: a longer
+     * label is never cut to match another node */
+    for (size_t i = 0; i < k; i++)
+        if (strlen(e[i].name) > MEDIC_NODE_NAME_MAX) {
+            struct yaml_tree_node at = {.line = inv->nodes[e[i].node].line,
+                                        .col = inv->nodes[e[i].node].col};
+            return yaml_fields_fail(f, &at,
+                                    "'%.40s...' is %zu bytes: node names and aliases are at most "
+                                    "%d bytes",
+                                    e[i].name, strlen(e[i].name), MEDIC_NODE_NAME_MAX);
+        }
     qsort(e, total, sizeof(*e), compare_entries);
     inv->index->count = total;
     for (size_t i = 1; i < total; i++)

@@ -267,6 +267,21 @@ static void test_alert_node(void **state)
     struct medic_labels lb = {bare6, 1};
     assert_int_equal(medic_alert_node(&lb, by_instance, 2, out, sizeof(out)), 0);
     assert_string_equal(out, "fe80::1");
+    /* the bound: 127 bytes name a node, 128 name none (never cut to a
+     * prefix that could be another node's name); the port is not counted */
+    char name[160], port[170], big[MEDIC_NODE_NAME_MAX + 1];
+    memset(name, 'n', MEDIC_NODE_NAME_MAX);
+    name[MEDIC_NODE_NAME_MAX] = '\0';
+    snprintf(port, sizeof(port), "%s:9400", name);
+    struct medic_label longest[] = {{"instance", port}};
+    struct medic_labels ll = {longest, 1};
+    assert_int_equal(medic_alert_node(&ll, by_instance, 2, big, sizeof(big)), 0);
+    assert_string_equal(big, name);
+    strcat(name, "b");
+    longest[0].value = name;
+    assert_int_equal(medic_alert_node(&ll, by_instance, 2, big, sizeof(big)), MEDIC_E_LIMIT);
+    assert_non_null(strstr(big, MEDIC_NODE_NAME_CUT));
+    assert_true(strlen(big) <= MEDIC_NODE_NAME_MAX);
 }
 
 static void test_sha256(void **state)

@@ -218,7 +218,7 @@ struct test_alert {
     struct medic_labels labels;
     struct medic_labels annotations;
     struct policy_alert alert;
-    char fingerprint[128];
+    char fingerprint[300];
 };
 
 static void make_alert(struct test_alert *t, const char *alertname, const char *instance,
@@ -1885,6 +1885,39 @@ static void test_approval_per_step(void **state)
     yaml_tree_release(&tree);
 }
 
+/* Node names have one bound: the inventory refuses a name or alias over
+ * MEDIC_NODE_NAME_MAX bytes, and an alert whose node label is longer names
+ * no node (it says so), never the node whose name is its first 127 bytes. */
+static void test_long_node_label_names_no_node(void **state)
+{
+    (void)state;
+    char a_name[MEDIC_NODE_NAME_MAX + 1], b_label[MEDIC_NODE_NAME_MAX + 8], inv[1024];
+    memset(a_name, 'a', MEDIC_NODE_NAME_MAX);
+    a_name[MEDIC_NODE_NAME_MAX] = '\0';
+    snprintf(b_label, sizeof(b_label), "%s-node-b", a_name);
+    snprintf(inv, sizeof(inv), "nodes:\n  - { name: %s }\n", a_name);
+    struct world w;
+    world_init_inventory(&w, drain_resume_policies, NULL, inv, 1);
+    struct test_alert b;
+    make_alert(&b, "GPUXidError", b_label, "0", "79", T0, 0.9);
+    assert_int_equal(evaluate(&w, &b, MEDIC_STATUS_FIRING, T0), 1);
+    assert_false(last(&w, 0)->in_inventory);
+    assert_false(last(&w, 0)->verdict == VERDICT_EXECUTE);
+    assert_non_null(strstr(last(&w, 0)->reason, "over 127 bytes"));
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+    /* the inventory's bound */
+    snprintf(inv, sizeof(inv), "nodes:\n  - { name: x, aliases: [%s] }\n", b_label);
+    struct yaml_tree tree;
+    struct inventory inventory;
+    struct medic_error err = {0};
+    assert_int_equal(yaml_tree_parse("inv.yaml", inv, strlen(inv), &tree, &err), 0);
+    assert_int_not_equal(inventory_parse("inv.yaml", tree.root, &inventory, &err), 0);
+    assert_non_null(strstr(err.msg, "inv.yaml:2:"));
+    assert_non_null(strstr(err.msg, "at most 127 bytes"));
+    yaml_tree_release(&tree);
+}
+
 /* The same drain-then-cycle policy under any name, for renames. */
 #define XID_POLICY(NAME)                                                                           \
     "policies:\n"                                                                                  \
@@ -3036,6 +3069,7 @@ int main(void)
         cmocka_unit_test(test_approved_quarantine_drain_runs_as_offered),
         cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
         cmocka_unit_test(test_approval_per_step),
+        cmocka_unit_test(test_long_node_label_names_no_node),
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
         cmocka_unit_test(test_operators_drain_is_not_medics),
