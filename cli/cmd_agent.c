@@ -85,7 +85,7 @@ static const char usage[] =
     "./medic-agent.state) so a restore works after the agent restarts.\n"
     "\n"
     "Options:\n"
-    "  --listen ADDR:PORT   default 0.0.0.0:9800\n"
+    "  --listen ADDR:PORT   default 0.0.0.0:" MEDIC_AGENT_PORT "\n"
     "  --token-file FILE    the bearer token (required)\n"
     "  --state FILE         remembered limits\n"
     "  --nvml LIBRARY       the NVML library to load\n"
@@ -115,7 +115,8 @@ static char *read_secret_file(const char *path, const char *what)
 
 int medic_cmd_agent(int argc, char **argv)
 {
-    struct agent_options o = {.listen = "0.0.0.0:9800", .state_file = "./medic-agent.state"};
+    struct agent_options o = {.listen = "0.0.0.0:" MEDIC_AGENT_PORT,
+                              .state_file = "./medic-agent.state"};
     const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
     const struct cli_option options[] = {
         CLI_OPT_STRING("listen", &o.listen),         CLI_OPT_STRING("token-file", &token_file),

@@ -2,6 +2,7 @@
 /* medic inventory import --slurm: an inventory written from Slurm's own
  * list of nodes, like nodes in one entry each named by a hostlist; medic
  * inventory check: the inventory's nodes that Slurm does not know. */
+#include "agent.h"
 #include "commands.h"
 #include "config.h"
 #include "options.h"
@@ -27,7 +28,7 @@ static const char usage[] =
     "Slurm hostlist (gpu-[0001-1200]), with their GPUs from Gres, their\n"
     "partitions as the label partition (for safety.group_caps), the Slurm node\n"
     "as {{ node }}, and, with --bmc and --agent, templates such as\n"
-    "'{{ node }}-bmc:623' and 'http://{{ node }}:9797' for the BMC and agent.\n"
+    "'{{ node }}-bmc:623' and 'http://{{ node }}:" MEDIC_AGENT_PORT "' for the BMC and agent.\n"
     "The file is commented; review it, then point inventory.file at it.\n"
     "\n"
     "check lists the nodes of a configuration's inventory whose Slurm node\n"

@@ -73,15 +73,67 @@ int engine_api_dry_run(void *ctx, const char *body, size_t len, struct medic_buf
     return code;
 }
 
+/* One waiting step as JSON: its decision id (what /api/v1/approvals/ID
+ * and `medic approve ID` name), node, policy, step, the exact action and
+ * parameters an approval runs, and until when it waits. */
+static int waiting_step(void *arg, const struct policy_pending_step *p)
+{
+    struct medic_buf *out = arg;
+    char until[40];
+    medic_time_format(p->until, until, sizeof(until));
+    const char *space = p->offer ? strchr(p->offer, ' ') : NULL;
+    medic_buf_printf(out, "%s{\"id\":%lld,\"incident\":%lld,\"node\":", out->len > 1 ? "," : "",
+                     (long long)p->decision_id, (long long)p->incident);
+    medic_buf_json_string(out, p->node);
+    medic_buf_puts(out, ",\"policy\":");
+    medic_buf_json_string(out, p->policy);
+    medic_buf_printf(out, ",\"step\":%zu,\"action\":", p->step + 1);
+    if (space)
+        medic_buf_printf(out, "\"%.*s\",\"params\":%s", (int)(space - p->offer), p->offer,
+                         space + 1);
+    else
+        medic_buf_puts(out, "null,\"params\":null");
+    medic_buf_printf(out, ",\"until\":\"%s\"}", until);
+    return 0;
+}
+
+static int list_waiting(void *arg, struct policy_state *st)
+{
+    return policy_pending_steps(st, waiting_step, arg);
+}
+
+/* GET /api/v1/approvals: the steps waiting for a person now (the engine's
+ * state; on a replica that does not lead, as last committed). */
+static int waiting_steps(struct engine *e, struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct medic_buf items;
+    medic_buf_init(&items, 0);
+    medic_buf_puts(&items, "[");
+    int rc = engine_with_state(e, list_waiting, &items, &err);
+    medic_buf_puts(&items, "]");
+    if (rc || items.error) {
+        medic_buf_release(&items);
+        return error_answer(out, 503, err.msg[0] ? err.msg : "out of memory");
+    }
+    medic_buf_printf(out, "{\"status\":\"success\",\"data\":%s}\n", items.data);
+    medic_buf_release(&items);
+    return 200;
+}
+
 int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf *out)
 {
     struct engine *e = ctx;
     struct medic_error err = {0};
-    int kind = audit_kind_parse(q->kind);
+    if (strcmp(q->kind, "approvals") == 0)
+        return waiting_steps(e, out);
+    /* the people's past answers: /api/v1/answers (medic audit approvals) */
+    int kind = audit_kind_parse(strcmp(q->kind, "answers") == 0 ? "approvals" : q->kind);
     if (kind < 0)
         return error_answer(out, 404,
                             "no such endpoint; use /api/v1/decisions, notifications, alerts, "
-                            "actions, incidents, changes, approvals or pauses");
+                            "actions, incidents, changes, approvals (the steps waiting), answers "
+                            "(the people's past answers) or pauses");
     struct audit_filter f;
     audit_filter_init(&f);
     f.node = q->node;
@@ -185,9 +237,12 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
                        const char *who, const char *remote_addr, struct medic_buf *out)
 {
     struct engine *e = ctx;
-    char *end;
-    long long id = strtoll(id_text, &end, 10);
-    if (*end || id <= 0 || end == id_text)
+    /* a plain decimal id: no sign, space, leading zero or overflow */
+    size_t digits = strspn(id_text, "0123456789");
+    long long id = digits && digits <= 18 && !id_text[digits] && id_text[0] != '0'
+                       ? strtoll(id_text, NULL, 10)
+                       : 0;
+    if (id <= 0)
         return error_answer(out, 400,
                             "an answer goes to /api/v1/approvals/ID, ID the pending decision's id "
                             "(the page and `medic audit decisions --verdict pending` show it)");

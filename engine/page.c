@@ -203,6 +203,7 @@ struct pending_list {
     struct {
         int64_t incident, decision_id, until;
         char node[128], policy[65];
+        char offer[400]; /* the exact action an approval runs */
         size_t step;
     } items[PAGE_PENDING];
     size_t count, more;
@@ -221,6 +222,9 @@ static int collect_pending(void *arg, const struct policy_pending_step *p)
     l->items[l->count].step = p->step;
     snprintf(l->items[l->count].node, sizeof(l->items[l->count].node), "%s", p->node);
     snprintf(l->items[l->count].policy, sizeof(l->items[l->count].policy), "%s", p->policy);
+    medic_text_fit(l->items[l->count].offer, sizeof(l->items[l->count].offer),
+                   p->offer ? p->offer : "(not recorded: approving offers it again)",
+                   strlen(p->offer ? p->offer : "(not recorded: approving offers it again)"));
     l->count++;
     return 0;
 }
@@ -231,14 +235,16 @@ static void pending_section(struct medic_buf *out, const struct pending_list *l)
     if (l->count == 0)
         return;
     medic_buf_puts(out, "<h2>Waiting for approval</h2>\n<table><thead><tr><th>node</th>"
-                        "<th>policy</th><th>step</th><th>incident</th><th>waits until</th>"
-                        "<th></th></tr></thead><tbody>\n");
+                        "<th>action (what an approval runs)</th><th>policy</th><th>step</th>"
+                        "<th>incident</th><th>waits until</th><th></th></tr></thead><tbody>\n");
     for (size_t i = 0; i < l->count; i++) {
         char until[40];
         medic_time_format(l->items[i].until, until, sizeof(until));
         medic_buf_puts(out, "<tr><td>");
         node_link(out, l->items[i].node);
-        medic_buf_puts(out, "</td><td>");
+        medic_buf_puts(out, "</td><td><code>");
+        medic_html_text(out, l->items[i].offer);
+        medic_buf_puts(out, "</code></td><td>");
         medic_html_text(out, l->items[i].policy);
         medic_buf_printf(out, "</td><td>%zu</td><td>%lld</td><td class=\"nowrap\">%s</td><td>",
                          l->items[i].step + 1, (long long)l->items[i].incident, until);

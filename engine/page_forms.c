@@ -31,6 +31,7 @@ static void form_token(struct medic_buf *out, const char *authorization, const c
 struct pending_view {
     int64_t decision_id, incident, until;
     char node[128], policy[65];
+    char offer[MEDIC_ACTION_TEXT_MAX + 200]; /* the exact action an approval runs */
     size_t step;
     int found;
 };
@@ -46,6 +47,7 @@ static int find_step(void *arg, const struct policy_pending_step *p)
     v->step = p->step;
     snprintf(v->node, sizeof(v->node), "%s", p->node);
     snprintf(v->policy, sizeof(v->policy), "%s", p->policy);
+    snprintf(v->offer, sizeof(v->offer), "%s", p->offer ? p->offer : "");
     return 1;
 }
 
@@ -55,37 +57,39 @@ static int look_up(void *arg, struct policy_state *st)
     return 0;
 }
 
-/* GET /approvals/ID. */
-int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
-                          struct medic_buf *out)
+/* The page of one waiting step, with its forms. */
+static int approval_form(const struct pending_view *v, const char *authorization,
+                         struct medic_buf *out)
 {
-    struct medic_error err = {0};
-    struct pending_view v = {.decision_id = id};
-    if (engine_with_state(e, look_up, &v, &err))
-        return 503;
     char path[64], until[40];
-    snprintf(path, sizeof(path), "/approvals/%lld", (long long)id);
+    long long id = (long long)v->decision_id;
+    snprintf(path, sizeof(path), "/approvals/%lld", id);
     engine__page_start(out, "approval - medic");
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p>");
-    if (!v.found) {
+    if (!v->found) {
         medic_buf_printf(out,
                          "<h1>Decision %lld waits for nobody</h1><p>It was never pending, was "
                          "answered already, withdrawn (its alerts resolved) or expired.</p>"
                          "</body></html>\n",
-                         (long long)id);
+                         id);
         return 404;
     }
-    medic_time_format(v.until, until, sizeof(until));
-    medic_buf_printf(out, "<h1>Step %zu of policy ", v.step + 1);
-    medic_html_text(out, v.policy);
+    medic_time_format(v->until, until, sizeof(until));
+    medic_buf_printf(out, "<h1>Step %zu of policy ", v->step + 1);
+    medic_html_text(out, v->policy);
     medic_buf_puts(out, " on node ");
-    medic_html_text(out, v.node);
-    medic_buf_printf(out,
-                     "</h1><p>Incident %lld, pending decision %lld, waiting until %s. Approved, it "
-                     "runs if every guard still holds then; denied, it never runs.</p>",
-                     (long long)v.incident, (long long)id, until);
+    medic_html_text(out, v->node);
+    medic_buf_printf(out, "</h1><p>Incident %lld, pending decision %lld, waiting until %s.</p>",
+                     (long long)v->incident, id, until);
+    medic_buf_puts(out, "<p>Approved, medic runs exactly <code>");
+    medic_html_text(out, v->offer[0] ? v->offer : "(not recorded: an approval offers it again)");
+    medic_buf_puts(out, "</code> on node ");
+    medic_html_text(out, v->node);
+    medic_buf_puts(out, " if every guard still holds then (a guard that clears by itself holds "
+                        "it until it clears), or nothing if the step changed since; denied, it "
+                        "never runs.</p>");
     medic_buf_puts(out, "<p><a href=\"/nodes/");
-    medic_html_path_segment(out, v.node);
+    medic_html_path_segment(out, v->node);
     medic_buf_puts(out, "\">the node's timeline</a></p>");
     medic_buf_printf(out, "<form method=\"post\" action=\"%s\">", path);
     form_token(out, authorization, path);
@@ -99,6 +103,20 @@ int engine__approval_page(struct engine *e, int64_t id, const char *authorizatio
                         "required></label> <button type=\"submit\">deny</button></form>"
                         "</body></html>\n");
     return 200;
+}
+
+/* GET /approvals/ID. */
+int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
+                          struct medic_buf *out)
+{
+    struct medic_error err = {0};
+    struct pending_view *v = calloc(1, sizeof(*v)); /* its offer is up to 16 KiB */
+    if (!v)
+        return 503;
+    v->decision_id = id;
+    int code = engine_with_state(e, look_up, v, &err) ? 503 : approval_form(v, authorization, out);
+    free(v);
+    return code;
 }
 
 static int read_pause(void *arg, struct policy_state *st)

@@ -29,14 +29,20 @@ int engine_parse_answer(const char *body, size_t len, struct engine_answer *out,
     if (len > ENGINE_REQUEST_MAX_BYTES)
         return fail(why, size, "the body is over 16 KiB");
     cJSON *root = cJSON_ParseWithLength(body, len);
+    /* {"approve": true|false} as the contract says; {"decision":
+     * "approve"|"deny"} as the page's forms and earlier clients send */
     const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "decision");
+    const cJSON *yes = cJSON_GetObjectItemCaseSensitive(root, "approve");
     const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
     int approve = cJSON_IsString(answer) && strcmp(answer->valuestring, "approve") == 0;
     int deny = cJSON_IsString(answer) && strcmp(answer->valuestring, "deny") == 0;
+    if (cJSON_IsBool(yes) && !answer) {
+        approve = cJSON_IsTrue(yes);
+        deny = !approve;
+    }
     int rc = 0;
-    if (!cJSON_IsObject(root) || (!approve && !deny))
-        rc = fail(why, size,
-                  "the body is {\"decision\": \"approve\" or \"deny\", \"reason\": \"...\"}");
+    if (!cJSON_IsObject(root) || (!approve && !deny) || (answer && yes))
+        rc = fail(why, size, "the body is {\"approve\": true or false, \"reason\": \"...\"}");
     else if (reason && !cJSON_IsString(reason))
         rc = fail(why, size, "reason is text");
     else if (deny && (!reason || !reason->valuestring[0]))
@@ -50,6 +56,15 @@ int engine_parse_answer(const char *body, size_t len, struct engine_answer *out,
     }
     cJSON_Delete(root);
     return rc;
+}
+
+/* An RFC 3339 time too far ahead to be read (the year 9999): refused
+ * with the bound, not as malformed. */
+static int far_date(const cJSON *u)
+{
+    const char *v = cJSON_IsString(u) ? u->valuestring : "";
+    return strlen(v) >= 10 && strspn(v, "0123456789") == 4 && v[4] == '-' && v[7] == '-' &&
+           strncmp(v, "2100", 4) >= 0;
 }
 
 int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
@@ -79,7 +94,14 @@ int engine_parse_pause(const char *body, size_t len, int pause, int64_t now,
     else if (u && (!cJSON_IsString(u) ||
                    (medic_time_parse_rfc3339(u->valuestring, strlen(u->valuestring), &at) &&
                     medic_duration_parse(u->valuestring, &d))))
-        rc = fail(why, size, "until takes an RFC 3339 time or a duration from now (90m, 2h)");
+        rc = fail(why, size,
+                  far_date(u) ? "until: at most 30 days ahead (a longer hold is a maintenance "
+                                "window in the configuration)"
+                              : "until takes an RFC 3339 time or a duration from now (90m, 2h)");
+    else if (u && at == MEDIC_TIME_UNSET && d <= 0)
+        rc = fail(why, size,
+                  "until: a time after now or a duration above zero; leave it out for a pause "
+                  "that lasts until `medic unpause`");
     else if (u &&
              (at != MEDIC_TIME_UNSET ? at > now && at - now > PAUSE_LONGEST : d > PAUSE_LONGEST))
         rc = fail(why, size,

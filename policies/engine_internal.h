@@ -129,7 +129,7 @@ struct action_record {
      * startsAt), the same for every policy that took that alert; 0 in rows
      * of an earlier medic (then the incident tells episodes apart) */
     int64_t episode;
-    int repair;       /* it took the node out of service (drain, power cycle, GPU reset) */
+    int repair; /* it took the node out of service (drain, power cycle, GPU reset) */
 };
 
 struct node_state {

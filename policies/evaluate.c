@@ -468,8 +468,9 @@ int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, vo
         const struct incident *in = st->incidents[i];
         if (in->final || !in->pending)
             continue;
-        struct policy_pending_step p = {in->id,   in->pending_decision, in->pending_until,
-                                        in->node, in->policy,           in->pending_step};
+        struct policy_pending_step p = {in->id,           in->pending_decision, in->pending_until,
+                                        in->node,         in->policy,           in->pending_step,
+                                        in->pending_offer};
         int rc = fn(arg, &p);
         if (rc)
             return rc;

@@ -129,8 +129,10 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
         medic_rwlock_unlock(&srv->settings_lock);
         return 1;
     }
-    /* the people who may act from the page may read it too */
-    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM || h == H_PAGE;
+    /* the people who may act (the admin, the approvers) may read whatever
+     * the read credential may: the page, the API, the metrics */
+    int reads = h == H_PAGE || h == H_API_QUERY || h == H_METRICS || h == H_DRY_RUN;
+    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM || reads;
     /* a browser asks its user only for basic auth: the page offers it
      * first where it is set, beside a bearer token */
     int page = h == H_PAGE || h == H_PAGE_FORM;
@@ -148,11 +150,11 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
             }
     }
     const struct receiver_auth *admin = &srv->settings->s.admin_auth;
-    if ((auth->basic_username || (h == H_PAGE && admin->basic_username)) && authorization &&
+    if ((auth->basic_username || (reads && admin->basic_username)) && authorization &&
         strncasecmp(authorization, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(conn, &pass);
     ok = receiver_auth_check(auth, authorization, user, pass);
-    if (!ok && h == H_PAGE && receiver_auth_required(admin))
+    if (!ok && reads && receiver_auth_required(admin))
         ok = receiver_auth_check(admin, authorization, user, pass);
     medic_rwlock_unlock(&srv->settings_lock);
     if (user)

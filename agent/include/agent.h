@@ -10,6 +10,10 @@
 
 #include "error.h"
 
+/* The port medic agent listens on unless told otherwise: its unit's, the
+ * inventory examples' and the docs' (a test reads them all). */
+#define MEDIC_AGENT_PORT "9800"
+
 struct agent_options {
     const char *listen;                     /* host:port */
     const char *token;                      /* the bearer token (required) */

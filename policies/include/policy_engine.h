@@ -259,6 +259,10 @@ struct policy_pending_step {
     int64_t incident, decision_id, until; /* decision_id 0 until committed */
     const char *node, *policy;
     size_t step; /* from 0 */
+    /* the exact action an approval runs: its name, a space and its
+     * parameters as JSON ("drain {\"reason\":...}"); NULL when a medic
+     * that did not record it offered the step (an approval offers it again) */
+    const char *offer;
 };
 typedef int (*policy_pending_fn)(void *arg, const struct policy_pending_step *p);
 int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, void *arg);

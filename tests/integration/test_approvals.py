@@ -168,7 +168,22 @@ def test_approve_deny_restart(suite):
     assert answer(drain_id, {"decision": "deny"}, ADMIN)[0] == 400
     status, got = answer(drain_id + 1000, {"decision": "approve"}, ADMIN)
     assert status == 409 and "not a step waiting" in got["error"], got
+    assert answer(drain_id, {"approve": False}, ADMIN)[0] == 400  # the contract's body, no reason
+    for odd in ("+1", "%201", "99999999999999999999", f"0{drain_id}", f"{drain_id}%20"):
+        status, _, raw = medic.post(f"/api/v1/approvals/{odd}", json.dumps({"approve": True}),
+                                    headers=bearer(ADMIN))
+        assert status == 400 and b"ID the pending decision's id" in raw, (odd, status, raw)
     assert decisions("drain", "execute") == [] and decisions("drain", "suppressed") == []
+    # the steps waiting, with the exact action an approval runs, for the
+    # approvers, the admin and the readers
+    for token in (ALICE, ADMIN, READ):
+        status, _, raw = medic.get("/api/v1/approvals", headers=bearer(token))
+        assert status == 200, (token, status, raw)
+        waiting = json.loads(raw)["data"]
+        assert [(w["id"], w["node"], w["action"], w["step"]) for w in waiting] == [
+            (drain_id, node, "drain", 1)], waiting
+        assert waiting[0]["params"]["reason"] == "GPUXidError on gpu-node-01 (medic policy xid)"
+    assert medic.get("/api/v1/approvals", headers=bearer(WEBHOOK))[0] == 401
     # alice approves from the command line: the drain runs, once
     out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log")
     assert out.returncode == 0 and "approved by alice (checked the Xid log)" in out.stdout, \
@@ -197,6 +212,8 @@ def test_approve_deny_restart(suite):
     assert bmc.log() == [] and decisions("ipmi_power_cycle", "execute") == []
     # the answers are in the audit log (who, why, what came of it), and the
     # chains hold
+    status, _, raw = medic.get("/api/v1/answers", headers=bearer(READ))
+    assert status == 200 and len(json.loads(raw)["data"]) == 2, raw
     answers = medic.audit("approvals", "--node", node)
     assert [(a["answer"], a["by"]) for a in reversed(answers)] == [
         ("approve", "alice"), ("deny", "admin")], answers

@@ -247,6 +247,13 @@ def test_read_and_admin_credentials(suite):
     assert status == 200, body
     wrong = {"Authorization": "Basic b3BzOmFkbWlucHg="}  # ops:adminpx
     assert medic.post("/-/reload", "", headers=wrong, content_type=None)[0] == 401
+    # the admin may read whatever the read credential may
+    for path in ("/api/v1/decisions", "/api/v1/approvals", "/metrics"):
+        assert medic.get(path, headers=ops)[0] == 200, path
+        assert medic.get(path, headers=wrong)[0] == 401, path
+    assert medic.post("/api/v1/dry-run", payload(), headers=ops)[0] == 200
+    # the admin's credential is not the webhook's
+    assert medic.post("/webhook", payload(), headers=ops)[0] == 401
 
 
 def test_reload_keeps_running_config_when_invalid(suite):

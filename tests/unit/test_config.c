@@ -390,7 +390,7 @@ static void test_directive_table(void **state)
      * read them from are said */
     path = write_file("warn_secrets.yaml",
                       "inventory: { nodes: [ { name: n1 }, { name: n2, bmc: { address: "
-                      "10.0.0.2, credentials: bmc-lab }, agent: { url: 'http://n2:9797', "
+                      "10.0.0.2, credentials: bmc-lab }, agent: { url: 'http://n2:9800', "
                       "credentials: agent-lab } } ] }\n",
                       0644);
     if (medic_config_load(path, &c, &err))
@@ -541,7 +541,7 @@ static void test_directive_table(void **state)
                       "  { name: 'gpu-[0001-0003]', aliases: ['{{ node }}.example.org'],\n"
                       "    bmc: { address: '{{ node }}-bmc:623', credentials: bmc }, slurm: { "
                       "node: '{{ node }}' },\n"
-                      "    agent: { url: 'http://{{ node }}:9797' }, gpus: 8, labels: { rack: r1 } "
+                      "    agent: { url: 'http://{{ node }}:9800' }, gpus: 8, labels: { rack: r1 } "
                       "},\n"
                       "  { name: login01 } ] }\n",
                       0644);
@@ -553,7 +553,7 @@ static void test_directive_table(void **state)
     assert_string_equal(n2->name, "gpu-0002");
     assert_string_equal(n2->bmc.address, "gpu-0002-bmc:623");
     assert_string_equal(n2->slurm_node, "gpu-0002");
-    assert_string_equal(n2->agent_url, "http://gpu-0002:9797");
+    assert_string_equal(n2->agent_url, "http://gpu-0002:9800");
     assert_string_equal(inventory_node_label(n2, "rack"), "r1");
     assert_int_equal(n2->gpus, 8);
     assert_string_equal(c.inventory.nodes[3].name, "login01");

@@ -5,6 +5,7 @@
  * that says so; no alert is dropped silently. */
 #include "config.h"
 #include "engine_evaluate.h"
+#include "engine_requests.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -76,10 +77,50 @@ static void test_undecided_alert_is_recorded(void **state)
     medic_config_release(&config);
 }
 
+/* A person's request bodies: the contract's {"approve": bool}, the forms'
+ * {"decision": ...}; a pause's until must end it some time from now and
+ * within 30 days, and says which bound a far date breaks. */
+static void test_request_bodies(void **state)
+{
+    (void)state;
+    struct engine_answer a;
+    struct engine_pause p;
+    char why[300];
+    int64_t now = INT64_C(1795334400) * MEDIC_NS_PER_SEC;
+#define ANSWER(body) engine_parse_answer(body, strlen(body), &a, why, sizeof(why))
+#define PAUSE(body) engine_parse_pause(body, strlen(body), 1, now, &p, why, sizeof(why))
+    assert_int_equal(ANSWER("{\"approve\": true, \"reason\": \"ok to drain\"}"), 0);
+    assert_int_equal(a.approve, 1);
+    assert_string_equal(a.reason, "ok to drain");
+    assert_int_equal(ANSWER("{\"approve\": false, \"reason\": \"vendor on the phone\"}"), 0);
+    assert_int_equal(a.approve, 0);
+    assert_int_equal(ANSWER("{\"approve\": false}"), MEDIC_E_INVALID); /* a denial says why */
+    assert_int_equal(ANSWER("{\"decision\": \"approve\"}"), 0);
+    assert_int_equal(a.approve, 1);
+    assert_int_equal(ANSWER("{\"approve\": \"yes\"}"), MEDIC_E_INVALID);
+    assert_int_equal(ANSWER("{\"approve\": true, \"decision\": \"deny\"}"), MEDIC_E_INVALID);
+    assert_int_equal(PAUSE("{\"reason\": \"r\", \"until\": \"2h\"}"), 0);
+    assert_true(p.until == now + 2 * 3600 * MEDIC_NS_PER_SEC);
+    assert_int_equal(PAUSE("{\"reason\": \"r\"}"), 0);
+    assert_true(p.until == MEDIC_TIME_UNSET); /* until unpaused, as asked */
+    assert_int_equal(PAUSE("{\"reason\": \"r\", \"until\": \"0s\"}"), MEDIC_E_INVALID);
+    assert_non_null(strstr(why, "above zero"));
+    assert_int_equal(PAUSE("{\"reason\": \"r\", \"until\": \"0001-01-01T00:00:00Z\"}"),
+                     MEDIC_E_INVALID);
+    assert_int_equal(PAUSE("{\"reason\": \"r\", \"until\": \"9999-12-31T23:59:59Z\"}"),
+                     MEDIC_E_INVALID);
+    assert_non_null(strstr(why, "at most 30 days ahead"));
+    assert_int_equal(PAUSE("{\"reason\": \"r\", \"until\": \"31d\"}"), MEDIC_E_INVALID);
+    assert_non_null(strstr(why, "at most 30 days ahead"));
+#undef ANSWER
+#undef PAUSE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_undecided_alert_is_recorded),
+        cmocka_unit_test(test_request_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
