@@ -390,6 +390,7 @@ static int approval_row(struct db_stmt *st, void *ctx)
         .approve = answer && strcmp(answer, "approve") == 0,
         .by = db_column_text(st, 4),
         .reason = db_column_text(st, 5),
+        .undo = db_column_int64(st, 6) != 0,
     };
     return c->fn(c->arg, &a);
 }
@@ -398,10 +399,11 @@ int audit_pending_approvals(struct audit_reader *reader, audit_approval_fn fn, v
                             struct medic_error *err)
 {
     struct approval_ctx c = {fn, arg};
-    return query_rows(reader,
-                      "SELECT id, decision_id, created_at, answer, by_name, reason FROM approvals"
-                      " WHERE evaluated_at IS NULL ORDER BY id",
-                      approval_row, &c, err);
+    return query_rows(
+        reader,
+        "SELECT id, decision_id, created_at, answer, by_name, reason, undo FROM approvals"
+        " WHERE evaluated_at IS NULL ORDER BY id",
+        approval_row, &c, err);
 }
 
 static int approval_result_row(struct db_stmt *st, void *ctx)

@@ -42,7 +42,8 @@ const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES] = {
     "  remote_addr TEXT,"                                                                          \
     "  evaluated_at BIGINT,"                                                                       \
     "  result TEXT,"                                                                               \
-    "  result_decision_id BIGINT REFERENCES decisions(id));"                                       \
+    "  result_decision_id BIGINT REFERENCES decisions(id),"                                        \
+    "  undo BIGINT NOT NULL DEFAULT 0);"                                                           \
     "CREATE INDEX approvals_pending ON approvals(id) WHERE evaluated_at IS NULL;"                  \
     "CREATE INDEX approvals_by_decision ON approvals(decision_id);"                                \
     "CREATE TABLE pause_requests ("                                                                \
@@ -262,6 +263,7 @@ static const char *const pg_upgrades[] = {
           " ADD CONSTRAINT decisions_verdict_check CHECK (verdict IN"
           " ('execute','dry_run','suppressed','no_match','error','pending'));" APPROVALS_TABLE,
     [9] = RELEASES_TABLE,
+    [10] = "ALTER TABLE approvals ADD COLUMN IF NOT EXISTS undo BIGINT NOT NULL DEFAULT 0",
 };
 
 /* The schema's version, read under the lock the caller holds. */

@@ -60,7 +60,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LAST_CHANGE_HASH] = "SELECT hash FROM incident_changes ORDER BY id DESC LIMIT 1",
     [ST_SET_CHANGE_HASH] = "UPDATE incident_changes SET hash = ?2 WHERE id = ?1",
     [ST_INSERT_APPROVAL] = "INSERT INTO approvals (created_at, decision_id, answer, by_name,"
-                           " reason, remote_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)%s",
+                           " reason, remote_addr, undo) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)%s",
     [ST_MARK_APPROVAL] = "UPDATE approvals SET evaluated_at = ?2, result = ?3,"
                          " result_decision_id = ?4 WHERE id = ?1 AND evaluated_at IS NULL",
     [ST_INSERT_PAUSE] = "INSERT INTO pause_requests (created_at, request, by_name, reason, until,"
@@ -533,6 +533,7 @@ static int write_person(struct audit_store *s, struct job *job)
         audit__bind_text(st, 4, in->by);
         audit__bind_text(st, 5, in->reason);
         audit__bind_text(st, 6, in->remote_addr);
+        db_bind_int64(st, 7, in->undo ? 1 : 0);
     }
     return step_insert(s, st, &job->id, &job->err, "storing a person's request");
 }

@@ -9,6 +9,7 @@ static int widen_verdicts(sqlite3 *db, struct medic_error *err);
 static int widen_results(sqlite3 *db, struct medic_error *err);
 static int widen_encodings(sqlite3 *db, struct medic_error *err);
 static int verdict_pending(sqlite3 *db, struct medic_error *err);
+static int approvals_undo(sqlite3 *db, struct medic_error *err);
 
 /* Each entry moves the schema from version i to i + 1: its SQL, then its
  * function when it has one. Never edit an entry that has shipped: add a
@@ -223,6 +224,9 @@ static const struct migration {
      "CREATE INDEX IF NOT EXISTS release_requests_pending ON release_requests(id)"
      "  WHERE evaluated_at IS NULL;",
      NULL},
+    /* 11: a denial may ask medic to undo what the incident holds (deny
+     * --undo); without it a denied step holds the node for a person */
+    {"", approvals_undo},
 };
 
 const char audit_decision_hashed_columns[] =
@@ -305,6 +309,23 @@ static int verdict_pending(sqlite3 *db, struct medic_error *err)
 {
     return edit_table_sql(db, "decisions", "'no_match','error')", "'no_match','error','pending')",
                           err);
+}
+
+/* Adds approvals.undo, once (a log a test or an older medic brought back
+ * to an earlier version may have it already). */
+static int approvals_undo(sqlite3 *db, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(
+            db, "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'undo'", -1, &st,
+            NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        found = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return found
+               ? 0
+               : exec(db, "ALTER TABLE approvals ADD COLUMN undo INTEGER NOT NULL DEFAULT 0", err);
 }
 
 int audit_schema_migrate(sqlite3 *db, struct medic_error *err)

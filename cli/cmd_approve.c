@@ -19,22 +19,29 @@
 
 static const char usage_approve[] =
     "usage: medic approve ID [--reason TEXT] [--url URL] [--token-file FILE]\n"
-    "       medic deny ID --reason TEXT [--url URL] [--token-file FILE]\n"
+    "       medic deny ID --reason TEXT [--undo] [--url URL] [--token-file FILE]\n"
     "\n"
     "Answers the step that decision ID left waiting for approval (verdict\n"
-    "pending; the on-call page and `medic audit decisions --verdict pending`\n"
-    "show the ids). Approved, the step runs if every guard still holds now;\n"
-    "denied, it never runs. The daemon records who answered (the approver the\n"
-    "token names in auth.approvers, or the admin credential), when and why,\n"
-    "and prints what came of it.\n"
+    "pending; the on-call page, GET /api/v1/approvals and `medic audit decisions\n"
+    "--verdict pending` show the ids and the exact action). Approved, that\n"
+    "action runs if every guard still holds now; a guard that clears by itself\n"
+    "(a pause, a storm, the caps) holds it until it clears. Denied, it never\n"
+    "runs, and a node medic holds drained or limited stays so for a person\n"
+    "(quarantined until `medic node release`), unless --undo asks medic to give\n"
+    "it back now. The daemon records who answered (the approver the token\n"
+    "names in auth.approvers, or the admin credential), when and why, and\n"
+    "prints what came of it.\n"
     "\n"
     "  --reason TEXT      why (required to deny; at most 500 bytes)\n"
+    "  --undo             with deny: medic undoes what the incident holds now\n"
     "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
     "  --token-file FILE  the bearer token to send (an approver's, or the admin\n"
     "                     one); default $MEDIC_TOKEN_FILE\n"
     "\n"
     "Exit status: 0 approved and run, or denied; 1 refused (not pending, expired,\n"
-    "a guard says no, wrong credentials) or the daemon unreachable; 2 bad usage.\n";
+    "changed since it was offered, a guard says no, wrong credentials) or the\n"
+    "daemon unreachable; 2 bad usage; 3 approved and held by a guard that clears\n"
+    "by itself (it runs then, without asking again).\n";
 
 static size_t collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -106,7 +113,9 @@ static int send_request(const char *command, const char *method, const char *url
             if (cJSON_IsNumber(decision) && decision->valuedouble > 0)
                 printf("decision %.0f: ", decision->valuedouble);
             printf("%s\n", cJSON_IsString(result) ? result->valuestring : "(no result)");
-            exit_code = 0;
+            /* "suppressed: held: ...": approved, waiting for a guard */
+            exit_code =
+                cJSON_IsString(result) && strstr(result->valuestring, ": held: step ") ? 3 : 0;
         } else {
             fprintf(stderr, "%s: medic answered %ld: %s\n", command, status,
                     cJSON_IsString(error)    ? error->valuestring
@@ -128,14 +137,16 @@ static int send_request(const char *command, const char *method, const char *url
     return exit_code;
 }
 
-/* POSTs {"decision": decision (when not NULL), "reason": reason (when not
- * NULL)} to path. */
-static int post_body(const char *command, const char *url, const char *path, const char *decision,
+/* POSTs {"approve": bool (approve 1 or 0; -1: none), "undo": true (when
+ * undo), "reason": reason (when not NULL)} to path. */
+static int post_body(const char *command, const char *url, const char *path, int approve, int undo,
                      const char *reason, const char *token_file)
 {
     cJSON *body = cJSON_CreateObject();
-    if (decision)
-        cJSON_AddStringToObject(body, "decision", decision);
+    if (approve >= 0)
+        cJSON_AddBoolToObject(body, "approve", approve);
+    if (undo)
+        cJSON_AddTrueToObject(body, "undo");
     if (reason)
         cJSON_AddStringToObject(body, "reason", reason);
     char *json = cJSON_PrintUnformatted(body);
@@ -148,9 +159,10 @@ static int post_body(const char *command, const char *url, const char *path, con
 static int answer(const char *command, int approve, int argc, char **argv)
 {
     const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
-    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
-                                         CLI_OPT_STRING("url", &url),
-                                         CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+    int undo = 0;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("reason", &reason), CLI_OPT_STRING("url", &url),
+        CLI_OPT_STRING("token-file", &token_file), CLI_OPT_FLAG("undo", &undo), CLI_OPT_END};
     int rest = 0;
     int rc = cli_parse(command, usage_approve, argc, argv, 1, options, &rest);
     if (rc)
@@ -168,9 +180,13 @@ static int answer(const char *command, int approve, int argc, char **argv)
         fprintf(stderr, "%s: a denial needs --reason: on-call reads it\n", command);
         return 2;
     }
+    if (approve && undo) {
+        fprintf(stderr, "%s: --undo goes with medic deny\n", command);
+        return 2;
+    }
     char path[64];
     snprintf(path, sizeof(path), "/api/v1/approvals/%s", id);
-    return post_body(command, url, path, approve ? "approve" : "deny", reason, token_file);
+    return post_body(command, url, path, approve, undo, reason, token_file);
 }
 
 static const char usage_pause[] =
@@ -310,5 +326,5 @@ int medic_cmd_node(int argc, char **argv)
     }
     char path[200];
     snprintf(path, sizeof(path), "/api/v1/nodes/%s/release", node);
-    return post_body(command, url, path, NULL, reason, token_file);
+    return post_body(command, url, path, -1, 0, reason, token_file);
 }

@@ -389,7 +389,7 @@ static int run_test(const struct medic_config *config, const char *name,
         if (e->answer >= 0) {
             policy_tick(&ctx, st, now, &out);
             settle(&ctx, st, events, event_count, i, now, &out);
-            struct policy_approval a = {0, 0, e->node, e->answer, e->by, e->reason};
+            struct policy_approval a = {0, 0, e->node, e->answer, e->by, e->reason, 0};
             char why[400];
             if (policy_approve(&ctx, st, &a, now, &out, why, sizeof(why)) == MEDIC_E_NOTFOUND &&
                 !unanswered[0]) {

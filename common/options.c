@@ -96,6 +96,9 @@ static int take(const char *command, const struct cli_option *o, const char *arg
     case CLI_CALLBACK:
         bad = o->parse(arg, o->value) != 0;
         break;
+    case CLI_FLAG:
+        *(int *)o->value = 1;
+        return 0;
     }
     if (bad)
         fprintf(stderr, "medic %s: --%s wants %s, not '%s'\n", command, o->name,
@@ -109,7 +112,9 @@ int cli_parse(const char *command, const char *usage, int argc, char **argv, int
     struct option longs[CLI_MAX_OPTIONS + 2];
     size_t n = 0;
     for (; options[n].name && n < CLI_MAX_OPTIONS; n++)
-        longs[n] = (struct option){options[n].name, required_argument, NULL, (int)(n + 1000)};
+        longs[n] = (struct option){options[n].name,
+                                   options[n].type == CLI_FLAG ? no_argument : required_argument,
+                                   NULL, (int)(n + 1000)};
     longs[n++] = (struct option){"help", no_argument, NULL, 'h'};
     longs[n] = (struct option){NULL, 0, NULL, 0};
     int64_t now = medic_time_now();

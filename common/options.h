@@ -20,6 +20,7 @@ enum cli_option_type {
     CLI_TIME_BOUND, /* int64_t ns: RFC 3339, or a duration ago (90m, 2h, 7d) */
     CLI_FORMAT,     /* int: MEDIC_FORMAT_TABLE or _JSON; _CSV too when max is 1 */
     CLI_CALLBACK,   /* parse(arg, value): 0, or non-zero when arg is not what it wants */
+    CLI_FLAG,       /* int: set to 1 when given; takes no argument */
 };
 
 struct cli_option {
@@ -67,6 +68,10 @@ struct cli_option {
 #define CLI_OPT_CALLBACK(name, value, fn, wants)                                                   \
     {                                                                                              \
         (name), CLI_CALLBACK, (value), 0, 0, (wants), (fn)                                         \
+    }
+#define CLI_OPT_FLAG(name, value)                                                                  \
+    {                                                                                              \
+        (name), CLI_FLAG, (value), 0, 0, NULL, NULL                                                \
     }
 #define CLI_OPT_END                                                                                \
     {                                                                                              \

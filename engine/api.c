@@ -264,8 +264,8 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
                  id);
         return error_answer(out, 409, why);
     }
-    struct audit_approval_in in = {medic_time_now(),      id,         approve, who,
-                                   text[0] ? text : NULL, remote_addr};
+    struct audit_approval_in in = {medic_time_now(),      id,          approve,    who,
+                                   text[0] ? text : NULL, remote_addr, parsed.undo};
     int64_t approval = 0;
     if (audit_record_approval(e->store, &in, &approval, &err))
         return error_answer(out, 503, err.msg);

@@ -23,7 +23,8 @@ struct people_round {
     struct person_request {
         int64_t id, decision_id, until;
         enum { PERSON_PAUSE, PERSON_ANSWER, PERSON_RELEASE } kind;
-        int yes; /* pause (else unpause); approve (else deny) */
+        int yes;  /* pause (else unpause); approve (else deny) */
+        int undo; /* a denial that asks medic to undo what the incident holds */
         char by[128], reason[512], node[128];
     } items[3 * PEOPLE_PER_ROUND];
     size_t count, pause_reads, answer_reads, release_reads;

@@ -100,8 +100,10 @@ static int approval_form(const struct pending_view *v, const char *authorization
     form_token(out, authorization, path);
     medic_buf_puts(out, "<input type=\"hidden\" name=\"decision\" value=\"deny\">"
                         "<label>reason <input name=\"reason\" maxlength=\"500\" size=\"60\" "
-                        "required></label> <button type=\"submit\">deny</button></form>"
-                        "</body></html>\n");
+                        "required></label> <label><input type=\"checkbox\" name=\"undo\" "
+                        "value=\"yes\"> and give the node back now (otherwise it stays as "
+                        "medic holds it, for a person to release)</label> "
+                        "<button type=\"submit\">deny</button></form></body></html>\n");
     return 200;
 }
 
@@ -271,6 +273,8 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
         cJSON_AddStringToObject(json, "reason", form.reason);
     if (form.until[0])
         cJSON_AddStringToObject(json, "until", form.until);
+    if (strcmp(form.undo, "yes") == 0)
+        cJSON_AddTrueToObject(json, "undo");
     char *text = cJSON_PrintUnformatted(json);
     cJSON_Delete(json);
     if (!text)

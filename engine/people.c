@@ -39,6 +39,7 @@ static int read_answer(void *arg, const struct audit_pending_approval *q)
         return 1;
     x->kind = PERSON_ANSWER;
     x->yes = q->approve;
+    x->undo = q->undo;
     x->decision_id = q->decision_id;
     return 0;
 }
@@ -88,7 +89,7 @@ int people_apply(struct people_round *p, const struct policy_context *ctx, struc
             rc = policy_pause(ctx, st, &q, now, out, why, sizeof(why));
             m = &p->pauses[p->pause_count++];
         } else if (x->kind == PERSON_ANSWER) {
-            struct policy_approval q = {x->decision_id, 0, NULL, x->yes, x->by, x->reason};
+            struct policy_approval q = {x->decision_id, 0, NULL, x->yes, x->by, x->reason, x->undo};
             rc = policy_approve(ctx, st, &q, now, out, why, sizeof(why));
             m = &p->approvals[p->approval_count++];
         } else {

@@ -34,6 +34,7 @@ int engine_parse_answer(const char *body, size_t len, struct engine_answer *out,
     const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "decision");
     const cJSON *yes = cJSON_GetObjectItemCaseSensitive(root, "approve");
     const cJSON *reason = cJSON_GetObjectItemCaseSensitive(root, "reason");
+    const cJSON *undo = cJSON_GetObjectItemCaseSensitive(root, "undo");
     int approve = cJSON_IsString(answer) && strcmp(answer->valuestring, "approve") == 0;
     int deny = cJSON_IsString(answer) && strcmp(answer->valuestring, "deny") == 0;
     if (cJSON_IsBool(yes) && !answer) {
@@ -45,12 +46,17 @@ int engine_parse_answer(const char *body, size_t len, struct engine_answer *out,
         rc = fail(why, size, "the body is {\"approve\": true or false, \"reason\": \"...\"}");
     else if (reason && !cJSON_IsString(reason))
         rc = fail(why, size, "reason is text");
+    else if (undo && (!cJSON_IsBool(undo) || (approve && cJSON_IsTrue(undo))))
+        rc = fail(why, size,
+                  "undo: true goes with a denial (medic undoes what the incident holds; "
+                  "without it the node is held for a person)");
     else if (deny && (!reason || !reason->valuestring[0]))
         rc = fail(why, size, "a denial needs a reason: on-call reads it");
     else if (reason && strlen(reason->valuestring) > REASON_MAX)
         rc = fail(why, size, "reason: at most 500 bytes");
     if (rc == 0) {
         out->approve = approve;
+        out->undo = cJSON_IsTrue(undo);
         if (reason)
             snprintf(out->reason, sizeof(out->reason), "%s", reason->valuestring);
     }
@@ -200,7 +206,8 @@ int engine_parse_form(const char *body, size_t len, struct engine_form *out, cha
         } fields[] = {{"csrf", out->csrf, sizeof(out->csrf)},
                       {"decision", out->decision, sizeof(out->decision)},
                       {"reason", out->reason, sizeof(out->reason)},
-                      {"until", out->until, sizeof(out->until)}};
+                      {"until", out->until, sizeof(out->until)},
+                      {"undo", out->undo, sizeof(out->undo)}};
         int known = 0;
         for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]) && !known; f++) {
             if (key_len != strlen(fields[f].name) ||

@@ -169,6 +169,34 @@ void policy__expire_pending(const struct policy_context *ctx, struct incident *i
     end_pending(pol, in, now, out, why);
 }
 
+/* After a denial: the node medic holds drained or limited stays so for a
+ * person (quarantined: the person repairs it and releases it), unless the
+ * person asked medic to undo what the incident holds; then that is undone
+ * now and the incident stays open (its ladder stopped) until its alerts go. */
+static void deny_holds(const struct policy_context *ctx, struct policy_state *st,
+                       struct incident *in, const struct policy_approval *a, int64_t now,
+                       struct policy_decisions *out, const char *why)
+{
+    const struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 0) : NULL;
+    if (a->undo) {
+        size_t before = out->count;
+        policy__undo_holds(ctx, st, in, now, out);
+        for (size_t k = before; k < out->count; k++)
+            if (out->items[k].incident == in->id)
+                snprintf(out->items[k].reason, sizeof(out->items[k].reason),
+                         "%.400s: medic gives the node back", why);
+        return;
+    }
+    if (!(in->drained || in->limit_watts || (n && (n->drained_by_medic || n->limited_by_medic))))
+        return; /* medic holds nothing there: the node is in service */
+    char held[400];
+    snprintf(held, sizeof(held),
+             "%.250s; held for a person: the node stays as medic holds it until released "
+             "(medic node release), or deny with --undo for medic to give it back",
+             why);
+    policy__quarantine(ctx, st, in, now, out, held);
+}
+
 int policy__answer_pending(const struct policy_context *ctx, struct policy_state *st,
                            struct incident *in, const struct policy_approval *a, int64_t now,
                            struct policy_decisions *out)
@@ -177,9 +205,10 @@ int policy__answer_pending(const struct policy_context *ctx, struct policy_state
     char why[480];
     const char *reason = a->reason && a->reason[0] ? a->reason : "no reason given";
     if (!a->approve) {
-        snprintf(why, sizeof(why), "step %zu denied by %s: %s", in->pending_step + 1, a->by,
-                 reason);
+        snprintf(why, sizeof(why), "step %zu denied by %.100s: %.300s%s", in->pending_step + 1,
+                 a->by, reason, a->undo ? "; medic undoes what the incident holds, as asked" : "");
         end_pending(pol, in, now, out, why);
+        deny_holds(ctx, st, in, a, now, out, why);
         return 0;
     }
     if (!pol || in->pending_step >= pol->step_count) {

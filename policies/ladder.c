@@ -621,6 +621,11 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
             policy__quarantine(ctx, st, in, now, out, why);
             return;
         }
+        if (!in->closing) { /* undone at a person's word (deny --undo): open until its alerts go */
+            policy__incident_change(in, INCIDENT_OPEN, -1, now, out, "undone as asked: %s %s",
+                                    medic_action_name(kind), medic_outcome_name(outcome));
+            return;
+        }
         policy__incident_final(st, in, in->closing_as, now, out, cause);
     }
 }

@@ -126,6 +126,7 @@ struct audit_reader;
 struct audit_pending_approval {
     int64_t id, decision_id, created_at;
     int approve;
+    int undo; /* a denial that asks medic to undo what the incident holds */
     const char *by, *reason;
 };
 typedef int (*audit_approval_fn)(void *arg, const struct audit_pending_approval *a);
@@ -227,6 +228,7 @@ struct audit_approval_in {
     const char *by;      /* who: the credential's name */
     const char *reason;  /* may be NULL */
     const char *remote_addr;
+    int undo; /* a denial that asks medic to undo what the incident holds */
 };
 int audit_record_approval(struct audit_store *store, const struct audit_approval_in *in,
                           int64_t *out_id, struct medic_error *err);

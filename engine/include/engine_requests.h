@@ -17,6 +17,7 @@
  * reason. 0, or MEDIC_E_INVALID with what it should have been in why. */
 struct engine_answer {
     int approve;
+    int undo; /* a denial with "undo": true: medic undoes what the incident holds */
     char reason[512];
 };
 int engine_parse_answer(const char *body, size_t len, struct engine_answer *out, char *why,
@@ -49,6 +50,7 @@ struct engine_form {
     char decision[16];
     char reason[512];
     char until[64];
+    char undo[8]; /* "yes": the deny form's undo box was ticked */
 };
 int engine_parse_form(const char *body, size_t len, struct engine_form *out, char *why,
                       size_t size);

@@ -230,6 +230,10 @@ struct policy_approval {
     int approve; /* 1 approve, 0 deny */
     const char *by;
     const char *reason; /* free text; may be NULL */
+    /* a denial: 1 undoes what the incident holds (resume, restore) now; 0
+     * holds the node for a person (quarantined until released) when medic
+     * holds it drained or limited */
+    int undo;
 };
 
 /* A person's pause of every disruptive step, fleet-wide (pause 1), or its

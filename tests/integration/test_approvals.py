@@ -8,11 +8,18 @@ drain waits for a person (verdict pending, on-call told with the node's
 page), runs once approved with `medic approve` under an approver's own
 token (the audit log names her), and not again; the power cycle after it
 waits too, survives a restart of medic while it waits, and a denial
-through the API with the admin token means no power-off at the BMC. The
+through the API with the admin token means no power-off at the BMC and
+holds the drained node for a person: its resolve does not resume it, a
+release does. GET /api/v1/approvals lists the waiting step with the exact
+action an approval runs, for approvers, the admin and readers; ids that
+are not plain decimals are refused. The
 read-only token cannot answer; an unknown or answered id, a body that is
 not an answer, and a denial without a reason are refused and change
 nothing. A power cycle approved after an operator resumed its node by
 hand is refused by the node's real state: nothing reaches the BMC.
+
+Live mode with a step's own approval: the drain runs unattended, the power
+cycle waits for a person; `medic deny --undo` resumes the node at once.
 
 The pause (`medic pause`, live mode): a new alert's drain and a drained
 node's power cycle are held with who paused and why, while a resolve still
@@ -222,9 +229,21 @@ def test_approve_deny_restart(suite):
     verify = subprocess.run([suite.medic, "audit", "verify", "--db", medic.db],
                             capture_output=True, text=True, timeout=30)
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    # the resolve resumes what the approved drain took
+    # the denial holds the node for a person: the resolve does not resume it
+    held = wait_until("the node held", lambda: medic.audit("quarantined"), timeout=30)
+    assert held[0]["node"] == node and "denied by admin" in json.dumps(held), held
+    ticks = medic.metric("medic_engine_ticks_total", headers=bearer(READ))
     assert medic.post("/webhook", payload(node, started, "resolved"),
                       headers=bearer(WEBHOOK))[0] == 200
+    wait_until("ten more rounds", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=bearer(READ)) > ticks + 10, timeout=30)
+    assert "DRAIN" in cluster.node(node)[0]
+    assert decisions("resume", "execute") == [] and decisions("verify", "execute") == []
+    # the person releases it: resumed
+    out = subprocess.run([suite.medic, "node", "release", node, "--reason", "rebooted by hand",
+                          "--url", medic.url, "--token-file", files["admin"]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
     wait_until("the resume", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
     # pointed at a port nobody listens on, the command says where it looked
     nowhere = f"http://127.0.0.1:{free_port()}"
@@ -233,6 +252,41 @@ def test_approve_deny_restart(suite):
                          timeout=60)
     assert out.returncode == 1 and f"cannot reach medic at {nowhere}" in out.stderr and \
         "is medic serve listening there?" in out.stderr, out.stderr
+
+
+def test_per_step_approval_and_deny_undo(suite):
+    """In live mode, one ladder drains unattended and waits for a person
+    before the power cycle (a step's own approval); the person denies with
+    --undo: medic resumes the node now, and the BMC never hears of it."""
+    node = "gpu-node-07"
+    cluster = lab_cluster(suite, [node], "slurm-undo")
+    bmc = lab_bmcs(suite, [node])[node]
+    policy = ("policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps:\n      - { action: drain, approval: none }\n"
+              "      - { after: 2s, action: ipmi_power_cycle, approval: required }\n"
+              "    on_resolved: [ { action: resume } ]\n")
+    medic, files, _ = lab_medic(suite, suite.subdir("undo"), "live", policy, [node],
+                                ("webhook", "read", "admin"), cluster, {node: bmc})
+    medic.start()
+    started = time.time()
+    assert medic.post("/webhook", payload(node, started), headers=bearer(WEBHOOK))[0] == 200
+    wait_until("drained unattended", lambda: "DRAIN" in cluster.node(node)[0], timeout=30)
+    cycle = wait_until("the power cycle pending", lambda: [
+        d for d in medic.audit("decisions", "--node", node)
+        if d["action"] == "ipmi_power_cycle" and d["verdict"] == "pending"], timeout=30)
+    out = subprocess.run([suite.medic, "deny", str(cycle[0]["id"]), "--reason",
+                          "not this node, it is being reflashed", "--undo", "--url", medic.url,
+                          "--token-file", files["admin"]], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "medic undoes what the incident holds" in out.stdout, \
+        out.stdout + out.stderr
+    wait_until("resumed at once", lambda: "DRAIN" not in cluster.node(node)[0], timeout=30)
+    assert medic.audit("quarantined") == []
+    assert bmc.log() == []
+    # the approve flag and --undo do not go together
+    bad = subprocess.run([suite.medic, "approve", "1", "--undo", "--url", medic.url],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--undo goes with medic deny" in bad.stderr, bad.stderr
 
 
 def test_approved_after_an_operator_resumed(suite):
@@ -447,5 +501,6 @@ def request_delete(medic, path, token):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_approve_deny_restart, test_approved_after_an_operator_resumed,
+    Suite(__doc__).run([test_approve_deny_restart, test_per_step_approval_and_deny_undo,
+                        test_approved_after_an_operator_resumed,
                         test_pause, test_pause_while_a_drain_runs, test_page_forms_in_chromium])

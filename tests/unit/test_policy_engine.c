@@ -365,6 +365,18 @@ static void passes_verify(struct world *w, const char *node, int64_t now)
     assert_int_equal(outcome(w, node, MEDIC_OUTCOME_SUCCEEDED, now) > 0, 1);
 }
 
+static size_t count_action(struct world *w, size_t from, const char *node, const char *action,
+                           enum policy_verdict verdict)
+{
+    size_t n = 0;
+    for (size_t i = from; i < w->out.count; i++) {
+        const struct policy_decision *d = &w->out.items[i];
+        n += d->has_action && strcmp(d->node, node) == 0 &&
+             strcmp(medic_action_name(d->action.kind), action) == 0 && d->verdict == verdict;
+    }
+    return n;
+}
+
 static const char drain_resume_policies[] = "policies:\n"
                                             "  - name: drain-on-xid\n"
                                             "    match: '{alertname=\"GPUXidError\"}'\n"
@@ -696,12 +708,13 @@ static void test_restart_grace_resolve_and_stale(void **state)
 }
 
 /* A person's answer to the pending step on node (by node, as `medic
- * policy test` names it); its result. */
+ * policy test` names it); its result. approve: 1 approve, 0 deny, -1 deny
+ * and undo what the incident holds. */
 static int answer(struct world *w, const char *node, int approve, const char *by, int64_t now,
                   size_t *made)
 {
     size_t before = w->out.count;
-    struct policy_approval a = {0, 0, node, approve, by, "checked the node"};
+    struct policy_approval a = {0, 0, node, approve > 0, by, "checked the node", approve < 0};
     char why[400];
     int rc = policy_approve(&w->ctx, w->state, &a, now, &w->out, why, sizeof(why));
     check_rows(w);
@@ -791,6 +804,63 @@ static void test_denied_expired_withdrawn(void **state)
     assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 31 * MIN, &made), MEDIC_E_NOTFOUND);
     assert_int_equal(tick(&w, T0 + 60 * MIN), 0);
     assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
+/* A denial holds the node for a person: the drained node stays drained
+ * when its alert resolves (no verify, no resume) until a person releases
+ * it; a denial with undo gives it back at once, and the incident ends when
+ * its alert goes. */
+static void test_denial_holds_the_node(void **state)
+{
+    (void)state;
+    struct world w;
+    char why[300];
+    size_t made = 0;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain, approval: none }\n"
+                                   "      - { after: 10m, action: ipmi_power_cycle }\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    world_init(&w, policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-03", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1); /* both drained, unattended */
+    tick(&w, T0 + 10 * MIN);
+    expect(last(&w, 1), "gpu-node-03", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+    /* gpu-node-02: denied ("rebooting it by hand"): held for a person */
+    assert_int_equal(answer(&w, "gpu-node-02", 0, "bob", T0 + 11 * MIN, &made), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-02"), "quarantined");
+    size_t from = w.out.count;
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    succeed(&w, T0 + 21 * MIN);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "resume", VERDICT_EXECUTE), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "verify", VERDICT_EXECUTE), 0);
+    assert_int_equal(policy_quarantined_nodes(w.state), 1);
+    struct policy_release r = {"gpu-node-02", "bob", "rebooted with the vendor"};
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 30 * MIN, &w.out, why, sizeof(why)),
+                     0);
+    check_rows(&w);
+    expect(last(&w, 0), "gpu-node-02", "resume", VERDICT_EXECUTE, "released by bob");
+    /* gpu-node-03: denied with undo: resumed now, the ladder stopped */
+    from = w.out.count;
+    assert_int_equal(answer(&w, "gpu-node-03", -1, "carol", T0 + 32 * MIN, &made), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-03", "resume", VERDICT_EXECUTE), 1);
+    succeed(&w, T0 + 32 * MIN + 1); /* both resumes */
+    assert_string_equal(incident_state(&w, "gpu-node-03"), "open");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    from = w.out.count;
+    tick(&w, T0 + 40 * MIN);
+    assert_int_equal(count_action(&w, from, "gpu-node-03", "drain", VERDICT_EXECUTE), 0);
+    evaluate(&w, &b, MEDIC_STATUS_RESOLVED, T0 + 41 * MIN);
+    succeed(&w, T0 + 42 * MIN);
+    assert_int_equal(policy_open_incidents(w.state), 0);
     world_release(&w);
 }
 
@@ -959,14 +1029,14 @@ static void test_pending_survives_restart(void **state)
     policy_resolve_decisions(w.state, &round, ids);
     check_rows(&w);
     restart(&w, T0 + 5 * MIN);
-    struct policy_approval by_id = {43, 0, NULL, 1, "carol", NULL};
+    struct policy_approval by_id = {43, 0, NULL, 1, "carol", NULL, 0};
     char why[400];
     size_t before = w.out.count;
     assert_int_equal(
         policy_approve(&w.ctx, w.state, &by_id, T0 + 6 * MIN, &w.out, why, sizeof(why)), 0);
     assert_int_equal(w.out.count, before + 1);
     expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, "approved by carol (no reason");
-    struct policy_approval unknown = {7, 0, NULL, 1, "carol", NULL};
+    struct policy_approval unknown = {7, 0, NULL, 1, "carol", NULL, 0};
     assert_int_equal(
         policy_approve(&w.ctx, w.state, &unknown, T0 + 6 * MIN, &w.out, why, sizeof(why)),
         MEDIC_E_NOTFOUND);
@@ -2518,18 +2588,6 @@ static const char repair_policies[] =
     "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
     "    steps: [ { action: drain } ]\n";
 
-static size_t count_action(struct world *w, size_t from, const char *node, const char *action,
-                           enum policy_verdict verdict)
-{
-    size_t n = 0;
-    for (size_t i = from; i < w->out.count; i++) {
-        const struct policy_decision *d = &w->out.items[i];
-        n += d->has_action && strcmp(d->node, node) == 0 &&
-             strcmp(medic_action_name(d->action.kind), action) == 0 && d->verdict == verdict;
-    }
-    return n;
-}
-
 /* A reset that fails leads to exactly one power cycle; one that succeeds
  * skips the fallback; the reset names the alert's GPU. */
 static void test_reset_fails_then_one_power_cycle(void **state)
@@ -3069,6 +3127,7 @@ int main(void)
         cmocka_unit_test(test_approved_quarantine_drain_runs_as_offered),
         cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
         cmocka_unit_test(test_approval_per_step),
+        cmocka_unit_test(test_denial_holds_the_node),
         cmocka_unit_test(test_long_node_label_names_no_node),
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
