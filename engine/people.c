@@ -99,10 +99,14 @@ int people_apply(struct people_round *p, const struct policy_context *ctx, struc
         }
         if (rc && rc != MEDIC_E_NOTFOUND && rc != MEDIC_E_INVALID)
             return rc;
-        /* what came of it: its last decision, or why it was refused */
+        /* what came of it: its last decision (an answer's first: the step
+         * run, held or denied, not on-call's notice after it), or why it
+         * was refused */
         char *text = p->results[i];
         m->id = x->id;
-        m->decision = out->count > from ? (long)(out->count - 1) : -1;
+        m->decision = out->count <= from         ? -1
+                      : x->kind == PERSON_ANSWER ? (long)from
+                                                 : (long)(out->count - 1);
         if (rc)
             snprintf(text, sizeof(p->results[i]), "refused: %s", why);
         else if (m->decision >= 0)
