@@ -276,7 +276,8 @@ static const struct directive directives[] = {
      "(`Flags=MAINT`, state `MAINT`) is in maintenance for medic too, its disruptive steps held "
      "as in a window; Slurm is asked every 30 s on a thread of its own (`scontrol -o show "
      "nodes`), a failed read keeps the last list, and `medic_slurm_maintenance_nodes` counts "
-     "them",
+     "them. It fails closed: before the first read, or once the last success is over 90 s old, "
+     "every disruptive step on a node with a Slurm node is held (and Slurm asked every 5 s)",
      NULL},
     {"safety", "held_notice", D_DOC, 0, 0, 0, NULL, NULL, "`15m`",
      "on-call hears of disruptive steps a fleet or group cap, a maintenance window, a cooldown "

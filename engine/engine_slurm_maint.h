@@ -3,7 +3,11 @@
  * thread asks Slurm every 30 s which nodes are in a maintenance
  * reservation (`scontrol -o show nodes`, state MAINT), and the policy
  * engine holds disruptive steps on them as in a maintenance window,
- * without waiting on Slurm itself. Private to engine/. */
+ * without waiting on Slurm itself. Until the first read succeeds, or once
+ * the last success is older than ENGINE_SLURM_MAINT_STALE (slurmctld
+ * unreachable), every disruptive step on a node with a Slurm node is held
+ * too: not knowing is never taken as "not in maintenance". Private to
+ * engine/. */
 #ifndef MEDIC_ENGINE_SLURM_MAINT_H
 #define MEDIC_ENGINE_SLURM_MAINT_H
 
@@ -11,6 +15,11 @@
 #include "policy_engine.h"
 
 #define ENGINE_SLURM_MAINT_INTERVAL (30 * MEDIC_NS_PER_SEC)
+/* while the list is unknown, Slurm is asked again this often */
+#define ENGINE_SLURM_MAINT_RETRY (5 * MEDIC_NS_PER_SEC)
+/* a list older than this is unknown: disruptive steps on Slurm nodes are
+ * held (fail closed), as before the first read */
+#define ENGINE_SLURM_MAINT_STALE (3 * ENGINE_SLURM_MAINT_INTERVAL)
 
 struct engine_slurm_maint;
 

@@ -130,6 +130,14 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                          "# TYPE medic_slurm_maintenance_nodes gauge\n"
                          "medic_slurm_maintenance_nodes %ld\n",
                          maint);
+    if (s->maintenance_from_slurm)
+        medic_buf_printf(b,
+                         "# HELP medic_slurm_maintenance_known Whether medic knows which nodes "
+                         "Slurm has in a maintenance reservation (1); 0 before the first read or "
+                         "when the last is over 90s old: disruptive steps on Slurm nodes wait.\n"
+                         "# TYPE medic_slurm_maintenance_known gauge\n"
+                         "medic_slurm_maintenance_known %d\n",
+                         maint >= 0);
     medic_config_unref(config);
 }
 

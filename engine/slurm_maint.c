@@ -17,8 +17,9 @@ struct engine_slurm_maint {
     int stopping;
     char **names; /* sorted: the Slurm nodes in maintenance at the last read */
     size_t count;
-    int failing; /* the last read failed: said once, until one works */
-    int read;    /* a read succeeded since maintenance_from_slurm was last turned on */
+    int failing;     /* the last read failed: said once, until one works */
+    int read;        /* a read succeeded since maintenance_from_slurm was last turned on */
+    int64_t read_at; /* when (monotonic) the last read succeeded */
 };
 
 static int compare(const void *a, const void *b)
@@ -69,6 +70,7 @@ static void read_slurm(struct engine_slurm_maint *m, const struct medic_config *
     m->names = names;
     m->count = count;
     m->read = 1;
+    m->read_at = medic_time_monotonic();
     medic_mutex_unlock(&m->lock);
     release(old, old_count);
 }
@@ -94,7 +96,13 @@ static void *maint_main(void *arg)
             release(old, old_count);
         }
         medic_config_unref(c);
-        struct timespec until = medic_time_deadline_in(ENGINE_SLURM_MAINT_INTERVAL);
+        /* while the list is unknown (never read, or the last read failed)
+         * disruptive steps on Slurm nodes wait: ask again sooner */
+        medic_mutex_lock(&m->lock);
+        int64_t wait =
+            m->failing || !m->read ? ENGINE_SLURM_MAINT_RETRY : ENGINE_SLURM_MAINT_INTERVAL;
+        medic_mutex_unlock(&m->lock);
+        struct timespec until = medic_time_deadline_in(wait);
         medic_mutex_lock(&m->lock);
         while (!m->stopping && medic_cond_timedwait(&m->cond, &m->lock, &until) == 0)
             ;
@@ -136,13 +144,17 @@ void engine_slurm_maint_stop(struct engine_slurm_maint *m)
     free(m);
 }
 
-static int in_maintenance(void *arg, const char *slurm_node)
+static int in_maintenance(void *arg, const char *slurm_node, int64_t *read_at)
 {
     struct engine_slurm_maint *m = arg;
     medic_mutex_lock(&m->lock);
+    int known = m->read && medic_time_monotonic() - m->read_at <= ENGINE_SLURM_MAINT_STALE;
     int found = m->count && bsearch(&slurm_node, m->names, m->count, sizeof(*m->names), compare);
+    /* the wall-clock time of the last read, for the reason */
+    *read_at =
+        m->read ? medic_time_now() - (medic_time_monotonic() - m->read_at) : MEDIC_TIME_UNSET;
     medic_mutex_unlock(&m->lock);
-    return found;
+    return known ? found : -1; /* unknown: held, never taken as "not in maintenance" */
 }
 
 long engine_slurm_maint_count(struct engine_slurm_maint *m)
@@ -150,7 +162,9 @@ long engine_slurm_maint_count(struct engine_slurm_maint *m)
     if (!m)
         return -1;
     medic_mutex_lock(&m->lock);
-    long n = m->read ? (long)m->count : -1;
+    long n = m->read && medic_time_monotonic() - m->read_at <= ENGINE_SLURM_MAINT_STALE
+                 ? (long)m->count
+                 : -1;
     medic_mutex_unlock(&m->lock);
     return n;
 }

@@ -254,7 +254,20 @@ int policy__answer_pending(const struct policy_context *ctx, struct policy_state
     /* every guard again, as at any step: the caps, a storm, a window, the
      * cooldown and budget, a stricter power limit in force */
     in->state = from; /* the guards see the incident as it was */
-    policy__check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
+    if (!in->halted && !policy__incident_fresh(in, ctx->policies->safety.restart_grace, now)) {
+        /* right after a restart, as any disruptive step: the alert is seen
+         * again first (a resolve sent while medic was down may be on its
+         * way), or safety.restart_grace passes */
+        char grace[32];
+        medic_duration_format(ctx->policies->safety.restart_grace, grace, sizeof(grace));
+        snprintf(guard, sizeof(guard),
+                 "medic restarted and no alert of the incident was seen again yet (it waits for "
+                 "one, or for safety.restart_grace %s)",
+                 grace);
+        transient = 1;
+    } else {
+        policy__check_disruptive(ctx, st, pol, in, d, now, guard, sizeof(guard), &transient);
+    }
     if (guard[0] && transient) {
         /* held, not dropped (invariant 11): the approved action runs once
          * the guard clears, while the approval holds */

@@ -57,11 +57,26 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
         return 1;
     const struct inventory_node *inode =
         ctx->slurm_maint && ctx->inventory ? inventory_find(ctx->inventory, in->node) : NULL;
-    if (inode && inode->slurm_node && ctx->slurm_maint(ctx->slurm_maint_arg, inode->slurm_node)) {
+    int64_t read_at = MEDIC_TIME_UNSET;
+    int maint = inode && inode->slurm_node
+                    ? ctx->slurm_maint(ctx->slurm_maint_arg, inode->slurm_node, &read_at)
+                    : 0;
+    if (maint > 0) {
         snprintf(reason, size,
                  "node '%s' is in a Slurm maintenance reservation (its state says MAINT: "
                  "safety.maintenance_from_slurm)",
                  in->node);
+        return 1;
+    }
+    if (maint < 0) { /* fail closed: not knowing is not "not in maintenance" */
+        char when[40] = "never";
+        if (read_at != MEDIC_TIME_UNSET)
+            medic_time_format(read_at, when, sizeof(when));
+        snprintf(reason, size,
+                 "Slurm's maintenance reservations are not known (last read: %s; is slurmctld "
+                 "reachable?): disruptive steps on Slurm nodes wait until medic reads them "
+                 "(safety.maintenance_from_slurm)",
+                 when);
         return 1;
     }
     if (st->pause.on) {

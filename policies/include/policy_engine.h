@@ -74,8 +74,10 @@ struct policy_context {
     const char *external_url; /* medic as on-call reaches it, for links; NULL: none */
     int approve; /* approve mode: disruptive steps wait for a person (policy approval) */
     /* whether Slurm has slurm_node in a maintenance reservation now
-     * (safety.maintenance_from_slurm); NULL: not asked */
-    int (*slurm_maint)(void *arg, const char *slurm_node);
+     * (safety.maintenance_from_slurm): 1 yes, 0 no, -1 not known (never
+     * read, or the last read too old; *read_at: when it was, wall clock,
+     * MEDIC_TIME_UNSET never); NULL: not asked */
+    int (*slurm_maint)(void *arg, const char *slurm_node, int64_t *read_at);
     void *slurm_maint_arg;
 };
 

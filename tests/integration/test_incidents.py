@@ -182,6 +182,38 @@ def test_slurm_maintenance_reservation_holds_a_drain(suite):
     assert "DRAIN" not in cluster.node("gpu-node-60")[0]
 
 
+def test_slurm_maintenance_unknown_holds(suite):
+    """safety.maintenance_from_slurm fails closed: while medic cannot read
+    Slurm's reservations (an scontrol that cannot reach slurmctld), a drain
+    is held with the reason and nothing reaches Slurm; once the read works,
+    the held drain runs."""
+    node = "gpu-node-62"
+    cluster, bmcs, oncall = lab(suite, node)
+    gate = os.path.join(suite.workdir, "slurmctld-away")
+    open(gate, "w").close()
+    scontrol = os.path.join(suite.workdir, "away-scontrol")
+    with open(scontrol, "w") as f:
+        f.write(f"#!/bin/sh\nif [ -e {gate} ]; then case \" $* \" in *\" show \"*)\n"
+                "  echo 'slurm_load_node error: Unable to contact slurm controller' >&2; exit 1;;\n"
+                "esac; fi\nexec /usr/bin/scontrol \"$@\"\n")
+    os.chmod(scontrol, 0o755)
+    medic = start_medic(suite, "slurm-maint-unknown", cluster.conf, bmcs, oncall,
+                        scontrol=scontrol, safety="maintenance_from_slurm: true,",
+                        xid_steps="      - { action: drain }\n")
+    assert medic.post("/webhook", payload(node, time.time()), headers=AUTH)[0] == 200
+    held = wait_until("the held drain", lambda: [
+        d for d in medic.audit("decisions", "--node", node) if d["verdict"] == "suppressed"],
+        timeout=30)
+    assert "Slurm's maintenance reservations are not known" in held[0]["reason"], held
+    assert medic.metric("medic_slurm_maintenance_known", headers=AUTH) == 0
+    assert outcomes(medic, "drain") == [] and "DRAIN" not in cluster.node(node)[0]
+    os.unlink(gate)  # slurmctld reachable again: the reader's retry sees it
+    drained = wait_until("the drain once Slurm is read", lambda: [
+        o for o in outcomes(medic, "drain") if o["result"] == "succeeded"], timeout=30)
+    assert drained[0]["node"] == node and "DRAIN" in cluster.node(node)[0]
+    assert medic.metric("medic_slurm_maintenance_known", headers=AUTH) == 1
+
+
 def test_failed_drain_stops_the_ladder(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-01")
     # the stand-in for an scontrol that cannot reach slurmctld: exits 1
@@ -551,6 +583,7 @@ def test_wall_clock_steps_undo_nothing(suite):
 if __name__ == "__main__":
     Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack,
                         test_slurm_maintenance_reservation_holds_a_drain,
+                        test_slurm_maintenance_unknown_holds,
                         test_failed_drain_stops_the_ladder,
                         test_operator_resume_is_not_power_cycled,
                         test_eight_gpus_one_incident,

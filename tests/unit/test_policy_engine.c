@@ -807,6 +807,36 @@ static void test_denied_expired_withdrawn(void **state)
     world_release(&w);
 }
 
+/* An approval right after a restart waits like any disruptive step for
+ * the alert to be seen again (or restart_grace): Alertmanager's retried
+ * resolve then withdraws it instead of a needless drain; an alert seen
+ * again lets the approved drain run without asking again. */
+static void test_approval_after_restart_waits_for_the_alert(void **state)
+{
+    (void)state;
+    struct world w;
+    size_t made = 0;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    restart(&w, T0 + 2 * MIN);
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 2 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED, "held: step 1 approved");
+    assert_non_null(strstr(last(&w, 0)->reason, "medic restarted"));
+    assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 2 * MIN, &made), 0);
+    size_t from = w.out.count;
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 2 * MIN + 1); /* the retried resolve */
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 2 * MIN + 1);   /* seen again */
+    tick(&w, T0 + 2 * MIN + 2);
+    assert_int_equal(count_action(&w, from, "gpu-node-01", "drain", VERDICT_EXECUTE), 0);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "drain", VERDICT_EXECUTE), 1);
+    world_release(&w);
+}
+
 /* A denial holds the node for a person: the drained node stays drained
  * when its alert resolves (no verify, no resume) until a person releases
  * it; a denial with undo gives it back at once, and the incident ends when
@@ -1029,6 +1059,7 @@ static void test_pending_survives_restart(void **state)
     policy_resolve_decisions(w.state, &round, ids);
     check_rows(&w);
     restart(&w, T0 + 5 * MIN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 5 * MIN); /* seen again since the restart */
     struct policy_approval by_id = {43, 0, NULL, 1, "carol", NULL, 0};
     char why[400];
     size_t before = w.out.count;
@@ -1986,6 +2017,48 @@ static void test_long_node_label_names_no_node(void **state)
     assert_non_null(strstr(err.msg, "inv.yaml:2:"));
     assert_non_null(strstr(err.msg, "at most 127 bytes"));
     yaml_tree_release(&tree);
+}
+
+/* A stand-in for the engine's reader of Slurm's maintenance reservations:
+ * *arg is what it answers (1 in maintenance, 0 not, -1 not known). */
+static int fake_slurm_maint(void *arg, const char *slurm_node, int64_t *read_at)
+{
+    (void)slurm_node;
+    *read_at = MEDIC_TIME_UNSET;
+    return *(int *)arg;
+}
+
+/* safety.maintenance_from_slurm fails closed: while Slurm's reservations
+ * are not known (never read, or slurmctld unreachable for long), a
+ * disruptive step on a Slurm node is held with the reason, and decided
+ * once they are; a node without a Slurm node is not held by it. */
+static void test_slurm_maintenance_unknown_holds(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init_inventory(&w, drain_resume_policies, "safety: { max_disrupted_fraction: 1 }\n",
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+                         "  - { name: gpu-node-02 }\n",
+                         1);
+    int answer = -1;
+    w.ctx.slurm_maint = fake_slurm_maint;
+    w.ctx.slurm_maint_arg = &answer;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_SUPPRESSED,
+           "Slurm's maintenance reservations are not known");
+    assert_non_null(strstr(last(&w, 0)->reason, "held:"));
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    assert_int_equal(tick(&w, T0 + MIN), 0); /* still not known: nothing */
+    answer = 1;                              /* read: in maintenance */
+    assert_int_equal(tick(&w, T0 + 2 * MIN), 0);
+    answer = 0; /* the reservation ended */
+    assert_int_equal(tick(&w, T0 + 3 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
 }
 
 /* The same drain-then-cycle policy under any name, for renames. */
@@ -3127,7 +3200,9 @@ int main(void)
         cmocka_unit_test(test_approved_quarantine_drain_runs_as_offered),
         cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
         cmocka_unit_test(test_approval_per_step),
+        cmocka_unit_test(test_slurm_maintenance_unknown_holds),
         cmocka_unit_test(test_denial_holds_the_node),
+        cmocka_unit_test(test_approval_after_restart_waits_for_the_alert),
         cmocka_unit_test(test_long_node_label_names_no_node),
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
