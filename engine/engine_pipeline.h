@@ -62,6 +62,8 @@ struct engine_pipeline_stats {
     unsigned long long clock_steps; /* steps of the wall clock seen (1 s or more) */
     int64_t wall_clock_lead;        /* the wall clock less the engine's clock, ns */
     int disrupted_nodes, quarantined_nodes, open_incidents, storm, paused;
+    int pending_approvals;      /* steps waiting for a person */
+    int64_t pending_oldest_age; /* how long the oldest has waited, ns; 0 when none */
 };
 void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out);
 

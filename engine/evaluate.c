@@ -15,6 +15,7 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->external_url = config->external_url;
     out->slurm_maint = NULL; /* engine_slurm_maint_context sets it where a reader runs */
     out->slurm_maint_arg = NULL;
+    out->decision_ids = 0; /* the daemon's rounds set it: they record decisions by id */
 }
 
 /* The policy engine could not make every decision for alert a (NULL: the

@@ -103,10 +103,20 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "# HELP medic_paused 1 while a person's pause holds every disruptive step "
                      "(medic pause).\n"
                      "# TYPE medic_paused gauge\n"
-                     "medic_paused %d\n",
+                     "medic_paused %d\n"
+                     "# HELP medic_pending_approvals Disruptive steps waiting for a person's "
+                     "approval (medic approve / deny).\n"
+                     "# TYPE medic_pending_approvals gauge\n"
+                     "medic_pending_approvals %d\n"
+                     "# HELP medic_pending_approval_oldest_seconds How long the step waiting "
+                     "longest for approval has waited (0 when none waits): alert on it well "
+                     "before approval_timeout, when the step expires.\n"
+                     "# TYPE medic_pending_approval_oldest_seconds gauge\n"
+                     "medic_pending_approval_oldest_seconds %.3f\n",
                      st.rounds_failed, st.ticks, st.evaluated, st.clock_steps,
                      (double)st.wall_clock_lead / 1e9, st.disrupted_nodes, st.quarantined_nodes,
-                     st.open_incidents, st.storm, st.paused);
+                     st.open_incidents, st.storm, st.paused, st.pending_approvals,
+                     (double)st.pending_oldest_age / 1e9);
     /* the fleet caps the disruptions are held to, as configured now */
     const struct medic_config *config = config_slot_acquire(engine->configs);
     const struct policy_safety *s = &config->policies.safety;

@@ -58,6 +58,8 @@ struct engine_pipeline {
     atomic_int open_incidents;
     atomic_int storm;
     atomic_int paused;
+    atomic_int pending_approvals;
+    _Atomic int64_t pending_oldest; /* engine clock; MEDIC_TIME_UNSET: none */
 };
 
 /* What a round collects while evaluating pending notifications. */
@@ -380,6 +382,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     engine_slurm_maint_context(e->maint, &r.ctx); /* nodes in a Slurm maintenance reservation */
+    r.ctx.decision_ids = 1;                       /* the round binds and resolves decision ids */
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
     engine_health_begin(&r.health, config);
@@ -409,6 +412,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     e->storm = policy_storm_active(e->state);
     struct policy_pause_state pause;
     e->paused = policy_paused(e->state, &pause);
+    int64_t oldest;
+    e->pending_approvals = (int)policy_pending_approvals(e->state, &oldest);
+    e->pending_oldest = oldest;
     engine_risk_end(&r.risk);
     engine_health_end(&r.health);
     /* the changed rows are serialised here, on the engine's thread: the
@@ -676,6 +682,11 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     out->open_incidents = atomic_load(&e->open_incidents);
     out->storm = atomic_load(&e->storm);
     out->paused = atomic_load(&e->paused);
+    out->pending_approvals = atomic_load(&e->pending_approvals);
+    int64_t oldest = atomic_load(&e->pending_oldest);
+    out->pending_oldest_age = out->pending_approvals && oldest != MEDIC_TIME_UNSET
+                                  ? medic_steady_clock_now(&e->clock) - oldest
+                                  : 0;
 }
 
 int64_t engine_pipeline_now(const struct engine_pipeline *e)

@@ -85,6 +85,7 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
     in->pending = 1;
     in->pending_step = (size_t)index;
     in->pending_until = now + pol->approval_timeout;
+    in->pending_since = now;
     in->pending_decision = 0;
     in->pending_from = in->state;
     free(in->pending_offer);
@@ -101,16 +102,52 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
     policy__incident_change(in, INCIDENT_PENDING, policy__decision_index(out, d), now, out,
                             "step %d (%s) waits for approval until %s", index + 1,
                             medic_action_name(d->action.kind), until);
-    /* on-call hears of it, with where to answer */
-    char message[600];
+    /* on-call hears of it, with where to answer: once the decision has
+     * its id when the caller gives ids (the next tick), else now */
+    in->pending_told = 0;
+    if (!ctx->decision_ids)
+        policy__tell_pending(ctx, pol, in, now, out);
+}
+
+void policy__tell_pending(const struct policy_context *ctx, const struct policy *pol,
+                          struct incident *in, int64_t now, struct policy_decisions *out)
+{
+    char until[40], id[32] = "ID", why[240] = "", next[160] = "the ladder ends there";
+    medic_time_format(in->pending_until, until, sizeof(until));
+    if (in->pending_decision > 0)
+        snprintf(id, sizeof(id), "%lld", (long long)in->pending_decision);
+    /* why: the alert and its labels (GPU, Xid), the node's name aside */
+    for (size_t i = 0; i < in->labels.count; i++) {
+        const struct medic_label *l = &in->labels.items[i];
+        if (strcmp(l->name, "alertname") == 0 || strcmp(l->name, "instance") == 0)
+            continue;
+        size_t at = strlen(why);
+        snprintf(why + at, sizeof(why) - at, "%s%s=%s", at ? ", " : "", l->name, l->value);
+    }
+    if (pol && in->pending_step + 1 < pol->step_count) {
+        char after[32];
+        medic_duration_format(pol->steps[in->pending_step + 1].after, after, sizeof(after));
+        snprintf(next, sizeof(next), "then step %zu: %s, %s after the alert started",
+                 in->pending_step + 2,
+                 medic_action_name(pol->steps[in->pending_step + 1].action.kind), after);
+    }
+    const char *url = ctx->external_url;
+    char message[1400];
     snprintf(message, sizeof(message),
-             "%s on node '%s' (policy %s step %d, incident %lld) waits for your approval until "
-             "%s: approve or deny it on %s%s%s, or with `medic approve ID` / `medic deny ID "
-             "--reason ...` (ID: the pending decision, `medic audit decisions --verdict "
-             "pending`)",
-             medic_action_name(d->action.kind), in->node, pol->name, index + 1, (long long)in->id,
-             until, ctx->external_url ? ctx->external_url : "the on-call page",
-             ctx->external_url ? "/nodes/" : "", ctx->external_url ? in->node : "");
+             "waits for your approval until %s: %.500s on node '%s' (policy %s step %zu, "
+             "incident %lld), for %s (%s). Approved, medic runs exactly that; %s. Answer with "
+             "`medic approve %s --reason TEXT` or `medic deny %s --reason TEXT [--undo]`%s%s%s%s",
+             until, in->pending_offer ? in->pending_offer : "the step", in->node, in->policy,
+             in->pending_step + 1, (long long)in->id, in->alertname, why[0] ? why : "no labels",
+             next, id, id, url ? ", or on " : "", url ? url : "",
+             !url                       ? ""
+             : in->pending_decision > 0 ? "/approvals/"
+                                        : "/nodes/",
+             !url                       ? ""
+             : in->pending_decision > 0 ? id
+                                        : in->node);
+    in->pending_told = 1;
+    policy__touch_incident(in);
     policy__tell_oncall(ctx, in, now, out, message);
 }
 

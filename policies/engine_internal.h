@@ -88,6 +88,8 @@ struct incident {
      * NULL in rows of an earlier medic): an approval runs that action or
      * nothing */
     char *pending_offer;
+    int pending_told;      /* on-call was told, with the pending decision's id when known */
+    int64_t pending_since; /* when it was offered */
     /* an approval that met a guard that clears by itself: the action it
      * approved (owned; NULL: none) runs once the guard clears, while
      * approved_until has not passed, without asking again */
@@ -448,6 +450,10 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
                        const struct policy_step *step, int index, int on_resolved,
                        const char *prefix, int64_t now, struct policy_decisions *out);
 /* approval.c: the step waits for a person (state pending). */
+/* On-call hears of in's pending step: the exact action, why, what comes
+ * next, the decision's id and where to answer. */
+void policy__tell_pending(const struct policy_context *ctx, const struct policy *pol,
+                          struct incident *in, int64_t now, struct policy_decisions *out);
 void policy__await_approval(const struct policy_context *ctx, const struct policy *pol,
                             struct incident *in, struct policy_decision *d, int index, int64_t now,
                             struct policy_decisions *out);

@@ -342,7 +342,10 @@ static int64_t tick_due(const struct policy_context *ctx, const struct policy *p
         return INT64_MAX; /* a tick skips them (a quarantined one waits for a person) */
     if (!pol)
         return INT64_MIN;
-    /* while a person is asked, no later step comes due: only the expiry */
+    /* while a person is asked, no later step comes due: only the expiry,
+     * and on-call's notice once the decision has its id */
+    if (in->pending && !in->pending_told && in->pending_decision > 0)
+        return INT64_MIN;
     int64_t due = in->pending ? in->pending_until : INT64_MAX;
     if (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
         in->state != INCIDENT_UNDOING && in->member_count > 0 && in->next_step < pol->step_count) {
@@ -420,6 +423,9 @@ int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64
                 expire_alerts(ctx, st, in, now, out);
             if (pol && !in->closing)
                 policy__expire_pending(ctx, in, now, out);
+            /* a pending step's notice, once its decision has an id */
+            if (pol && !in->closing && in->pending && !in->pending_told && in->pending_decision > 0)
+                policy__tell_pending(ctx, pol, in, now, out);
             if (pol && !in->closing)
                 policy__run_due_steps(ctx, st, pol, in, now, out);
         }
@@ -476,6 +482,21 @@ int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, vo
             return rc;
     }
     return 0;
+}
+
+size_t policy_pending_approvals(const struct policy_state *st, int64_t *oldest)
+{
+    size_t n = 0;
+    *oldest = MEDIC_TIME_UNSET;
+    for (size_t i = 0; i < st->incident_count; i++) {
+        const struct incident *in = st->incidents[i];
+        if (in->final || !in->pending)
+            continue;
+        n++;
+        if (*oldest == MEDIC_TIME_UNSET || in->pending_since < *oldest)
+            *oldest = in->pending_since;
+    }
+    return n;
 }
 
 int64_t policy_pending_incident(const struct policy_state *st, int64_t decision_id, int64_t *until)

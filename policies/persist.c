@@ -111,6 +111,8 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         json_text(b, "pending_from", policy_incident_state_name(in->pending_from));
         if (in->pending_offer)
             json_text(b, "pending_offer", in->pending_offer);
+        medic_buf_printf(b, ",\"pending_told\":%d,", in->pending_told);
+        json_time(b, "pending_since", in->pending_since);
     }
     if (in->approved_offer) { /* an approval a guard holds */
         medic_buf_puts(b, ",\"approved\":{\"offer\":");
@@ -485,6 +487,12 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         in->pending_from = from >= 0 ? (enum policy_incident_state)from : INCIDENT_OPEN;
         /* absent from rows of a medic that did not record the offer: an
          * approval of such a step offers it again */
+        /* absent from rows of a medic that told on-call at once */
+        in->pending_since = cJSON_GetObjectItemCaseSensitive(e, "pending_since")
+                                ? time_field(l, e, "pending_since")
+                                : in->pending_until - POLICY_DEFAULT_APPROVAL_TIMEOUT;
+        const cJSON *told = cJSON_GetObjectItemCaseSensitive(e, "pending_told");
+        in->pending_told = !cJSON_IsNumber(told) || told->valueint != 0;
         const cJSON *offer = cJSON_GetObjectItemCaseSensitive(e, "pending_offer");
         if (cJSON_IsString(offer) && !(in->pending_offer = strdup(offer->valuestring)))
             return load_fail(l, MEDIC_E_NOMEM, "out of memory");

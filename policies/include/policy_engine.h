@@ -79,6 +79,12 @@ struct policy_context {
      * MEDIC_TIME_UNSET never); NULL: not asked */
     int (*slurm_maint)(void *arg, const char *slurm_node, int64_t *read_at);
     void *slurm_maint_arg;
+    /* the caller gives decisions their audit ids (policy_bind_decisions,
+     * policy_resolve_decisions), as medic serve does: on-call's notice of
+     * a step waiting for approval waits for its id (the next tick), so
+     * that it can name `medic approve ID` and the step's page. 0 (dry
+     * runs, replays, policy tests): the notice goes at once, without. */
+    int decision_ids;
 };
 
 /* error: the engine could not decide (out of memory, or over the
@@ -272,6 +278,9 @@ struct policy_pending_step {
 };
 typedef int (*policy_pending_fn)(void *arg, const struct policy_pending_step *p);
 int policy_pending_steps(const struct policy_state *st, policy_pending_fn fn, void *arg);
+/* How many steps wait for a person, and when the one waiting longest was
+ * offered (*oldest; MEDIC_TIME_UNSET when none waits), for /metrics. */
+size_t policy_pending_approvals(const struct policy_state *st, int64_t *oldest);
 
 /* The incident whose step decision_id left pending and that still waits
  * (until *until, ns); 0 when none does. */

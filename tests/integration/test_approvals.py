@@ -165,7 +165,11 @@ def test_approve_deny_restart(suite):
     told = wait_until("on-call told", lambda: [r for r in oncall.received("/hook")
                                                if b"waits for your approval" in r["body"]],
                       timeout=30)
-    assert b"https://medic.example.org/nodes/gpu-node-01" in told[0]["body"], told[0]["body"]
+    # the notice names the pending decision, the command and the step's page
+    body = told[0]["body"]
+    assert f"https://medic.example.org/approvals/{drain_id}".encode() in body, body
+    assert f"medic approve {drain_id} --reason TEXT".encode() in body, body
+    assert b"drain {\\\"reason\\\":\\\"GPUXidError on gpu-node-01 (medic policy xid)" in body, body
     assert "DRAIN" not in cluster.node(node)[0]  # nothing runs before a person says so
     # refused, and nothing changes: the read token, a body that is no
     # answer, a denial without a reason, an id that is not pending
@@ -191,6 +195,8 @@ def test_approve_deny_restart(suite):
             (drain_id, node, "drain", 1)], waiting
         assert waiting[0]["params"]["reason"] == "GPUXidError on gpu-node-01 (medic policy xid)"
     assert medic.get("/api/v1/approvals", headers=bearer(WEBHOOK))[0] == 401
+    assert medic.metric("medic_pending_approvals", headers=bearer(READ)) == 1
+    assert medic.metric("medic_pending_approval_oldest_seconds", headers=bearer(READ)) > 0
     # alice approves from the command line: the drain runs, once
     out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log")
     assert out.returncode == 0 and "approved by alice (checked the Xid log)" in out.stdout, \

@@ -196,8 +196,8 @@ static void world_init_inventory(struct world *w, const char *policies_yaml,
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL, 0,
-                                     NULL,         NULL};
+    w->ctx = (struct policy_context){
+        &w->policies, &w->inventory, node_labels, 3, live, NULL, 0, NULL, NULL, 0};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
@@ -1073,6 +1073,28 @@ static void test_pending_survives_restart(void **state)
         MEDIC_E_NOTFOUND);
     assert_non_null(strstr(why, "decision 7"));
     check_rows(&w);
+    /* as medic serve runs it, on-call's notice waits for the pending
+     * decision's id, then names it and the step's page */
+    w.ctx.decision_ids = 1;
+    w.ctx.external_url = "https://medic.example.org";
+    struct test_alert c;
+    make_alert(&c, "GPUXidError", "gpu-node-03", "5", "79", T0 + 6 * MIN, 0.9);
+    before = w.out.count;
+    assert_int_equal(evaluate(&w, &c, MEDIC_STATUS_FIRING, T0 + 6 * MIN), 1); /* no notice yet */
+    expect(last(&w, 0), "gpu-node-03", "drain", VERDICT_PENDING, NULL);
+    struct policy_decisions one = {&w.out.items[before], 1, 1, 0, 0, NULL, 0, 0};
+    int64_t id77 = 77;
+    policy_bind_decisions(w.state, &one);
+    policy_resolve_decisions(w.state, &one, &id77);
+    check_rows(&w);
+    assert_int_equal(tick(&w, T0 + 6 * MIN + 1), 1);
+    expect(last(&w, 0), "gpu-node-03", NULL, VERDICT_SUPPRESSED, "waits for your approval");
+    assert_non_null(strstr(last(&w, 0)->reason, "`medic approve 77 --reason TEXT`"));
+    assert_non_null(strstr(last(&w, 0)->reason, "https://medic.example.org/approvals/77"));
+    assert_non_null(strstr(last(&w, 0)->reason, "drain {\"reason\":\"Xid 79 on GPU 5"));
+    assert_non_null(strstr(last(&w, 0)->reason, "then step 2: ipmi_power_cycle, 10m after"));
+    assert_int_equal(tick(&w, T0 + 6 * MIN + 2), 0); /* told once */
+    w.ctx.decision_ids = 0;
     assert_int_equal(tick(&w, T0 + 30 * MIN - 1), 0);
     size_t n = tick(&w, T0 + 30 * MIN), expired = 0;
     for (size_t i = 0; i < n; i++) {
