@@ -229,15 +229,21 @@ static int collect_pending(void *arg, const struct policy_pending_step *p)
     return 0;
 }
 
-/* The steps waiting for a person, each with the page to answer it on. */
-static void pending_section(struct medic_buf *out, const struct pending_list *l)
+/* The steps waiting for a person (of node only, when not NULL), each with
+ * the page to answer it on. */
+static void pending_section(struct medic_buf *out, const struct pending_list *l, const char *node)
 {
-    if (l->count == 0)
+    size_t shown = 0;
+    for (size_t i = 0; i < l->count; i++)
+        shown += !node || strcmp(l->items[i].node, node) == 0;
+    if (shown == 0)
         return;
     medic_buf_puts(out, "<h2>Waiting for approval</h2>\n<table><thead><tr><th>node</th>"
                         "<th>action (what an approval runs)</th><th>policy</th><th>step</th>"
                         "<th>incident</th><th>waits until</th><th></th></tr></thead><tbody>\n");
     for (size_t i = 0; i < l->count; i++) {
+        if (node && strcmp(l->items[i].node, node) != 0)
+            continue;
         char until[40];
         medic_time_format(l->items[i].until, until, sizeof(until));
         medic_buf_puts(out, "<tr><td>");
@@ -327,7 +333,7 @@ static int front_page(struct engine *e, const struct medic_config *config,
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
     summary(out, e, config, &st, &pause);
-    pending_section(out, pending);
+    pending_section(out, pending, NULL);
     free(pending);
     medic_buf_printf(out,
                      "<h2>Open incidents (the first %d, in the order medic serves them)</h2>\n",
@@ -348,11 +354,17 @@ static int node_page(struct engine *e, const struct medic_config *config,
                      struct medic_error *err)
 {
     struct medic_table incidents, timeline;
-    if (open_incidents(e, config, node, &incidents, NULL, NULL, NULL, err))
+    struct pending_list *pending = calloc(1, sizeof(*pending));
+    if (!pending)
         return 503;
+    if (open_incidents(e, config, node, &incidents, NULL, NULL, pending, err)) {
+        free(pending);
+        return 503;
+    }
     if (audit_timeline(reader, node, MEDIC_TIME_UNSET, MEDIC_TIME_UNSET, PAGE_TIMELINE, &timeline,
                        err)) {
         medic_table_release(&incidents);
+        free(pending);
         return 503;
     }
     char title[200];
@@ -360,7 +372,10 @@ static int node_page(struct engine *e, const struct medic_config *config,
     page_start(out, title, PAGE_REFRESH);
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>");
     medic_html_text(out, node);
-    medic_buf_puts(out, "</h1>\n<h2>Open incidents</h2>\n");
+    medic_buf_puts(out, "</h1>\n");
+    pending_section(out, pending, node); /* what waits for a person here, first */
+    free(pending);
+    medic_buf_puts(out, "<h2>Open incidents</h2>\n");
     html_table(out, &incidents, incident_columns, COUNT(incident_columns), PAGE_INCIDENTS,
                "No open incident on this node.");
     engine__page_gpus(out, config, node);

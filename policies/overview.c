@@ -27,6 +27,21 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
                  in->node, in->quarantine_why);
     else if (in->state == INCIDENT_FAILED)
         snprintf(what, size, "stopped: needs a person");
+    else if (in->pending) {
+        /* the step that waits, not the one after it */
+        if (in->pending_decision > 0)
+            snprintf(what, size,
+                     "step %zu waits for approval (/approvals/%lld, medic approve %lld): %.200s",
+                     in->pending_step + 1, (long long)in->pending_decision,
+                     (long long)in->pending_decision,
+                     in->pending_offer ? in->pending_offer : "the step");
+        else
+            snprintf(what, size, "step %zu waits for approval: %.200s", in->pending_step + 1,
+                     in->pending_offer ? in->pending_offer : "the step");
+        medic_time_format(in->pending_until, due, due_size);
+    } else if (in->approved_offer && in->held)
+        snprintf(what, size, "step %zu approved by %s, held: %s", in->next_step + 1,
+                 in->approved_by, in->held_by);
     else if (in->halted)
         snprintf(what, size, "no further disruptive step: %s", in->halted_by);
     else if (in->held && pol && in->next_step < pol->step_count)

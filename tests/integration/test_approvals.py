@@ -197,6 +197,11 @@ def test_approve_deny_restart(suite):
     assert medic.get("/api/v1/approvals", headers=bearer(WEBHOOK))[0] == 401
     assert medic.metric("medic_pending_approvals", headers=bearer(READ)) == 1
     assert medic.metric("medic_pending_approval_oldest_seconds", headers=bearer(READ)) > 0
+    # the node's page shows the step that waits, what it runs and where to answer
+    status, _, page = medic.get(f"/nodes/{node}", headers=bearer(READ))
+    assert status == 200 and b"Waiting for approval" in page, page
+    assert f'href="/approvals/{drain_id}"'.encode() in page and b"drain {" in page, page
+    assert f"step 1 waits for approval (/approvals/{drain_id}".encode() in page, page
     # alice approves from the command line: the drain runs, once
     out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log")
     assert out.returncode == 0 and "approved by alice (checked the Xid log)" in out.stdout, \
