@@ -106,6 +106,11 @@ enum medic_param_type {
  * left it: it succeeded, but the drain is not medic's (never resumed by
  * medic, never counted as medic's disruption). */
 #define MEDIC_DRAIN_FOUND_PREFIX "already drained by someone else"
+/* The detail of a disruptive action refused before its first command
+ * because a guard that clears by itself came on after it was decided (a
+ * person's pause, a storm): the step is held and decided again once the
+ * guard clears, not dropped. */
+#define MEDIC_HELD_PREFIX "held before it started: "
 
 /* X(KIND, key, type, field, required, min, max, doc); field is the member
  * of struct medic_action that holds it; min and max bound an integer. */

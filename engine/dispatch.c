@@ -16,6 +16,9 @@
 #include <string.h>
 
 #define ACTION_THREADS 4
+/* notifications have workers of their own: a slow notifier never delays a
+ * repair or a resume */
+#define NOTIFY_THREADS 4
 /* verifications wait between their checks for up to their `within`: a
  * pool of their own, so that they never hold back a drain or a power cycle */
 #define VERIFY_THREADS 16
@@ -26,6 +29,7 @@ struct engine_dispatch {
     struct config_slot *configs;
     struct executor *executor;
     struct executor *verifier;         /* verify steps: they wait between their checks */
+    struct executor *notifier;         /* notifications */
     _Atomic long kept;                 /* outcomes waiting for the store to commit again */
     struct action_fence fence;         /* the lease, checked right before a disruptive command */
     struct medic_mutex pipeline_lock;  /* held while waking: it may be stopping */
@@ -169,6 +173,20 @@ static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, ch
                                    size_t size)
 {
     struct engine_dispatch *d = ctx;
+    if (medic_action_disruptive(job->action.kind)) {
+        /* a job queued before a pause (or a storm) began: nothing is sent,
+         * and the engine holds the step until that clears */
+        struct engine_pipeline_stats st = {0};
+        medic_mutex_lock(&d->pipeline_lock);
+        if (d->pipeline)
+            engine_pipeline_stats(d->pipeline, &st);
+        medic_mutex_unlock(&d->pipeline_lock);
+        if (st.paused || st.storm) {
+            snprintf(detail, size, MEDIC_HELD_PREFIX "%s after it was decided; nothing was sent",
+                     st.paused ? "a person paused medic" : "a storm began");
+            return MEDIC_OUTCOME_REFUSED;
+        }
+    }
     /* a reference for the action's whole run: a reload meanwhile never
      * pulls the inventory or the credentials from under it */
     const struct medic_config *c = config_slot_acquire(d->configs);
@@ -194,8 +212,10 @@ static void job_from(struct executor_job *job, int64_t decision_id, const char *
  * intent and a failed outcome so that the decision stays visible. */
 static void submit(struct engine_dispatch *d, struct executor_job *job)
 {
-    int rc =
-        executor_submit(job->action.kind == MEDIC_ACTION_VERIFY ? d->verifier : d->executor, job);
+    struct executor *pool = job->action.kind == MEDIC_ACTION_VERIFY   ? d->verifier
+                            : job->action.kind == MEDIC_ACTION_NOTIFY ? d->notifier
+                                                                      : d->executor;
+    int rc = executor_submit(pool, job);
     if (rc == 0)
         return;
     struct medic_error err = {0};
@@ -409,6 +429,11 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
     if (rc == 0 &&
         (rc = executor_start(VERIFY_THREADS, ACTION_QUEUE, &hooks, &d->verifier, err)) != 0)
         executor_stop(d->executor);
+    if (rc == 0 &&
+        (rc = executor_start(NOTIFY_THREADS, ACTION_QUEUE, &hooks, &d->notifier, err)) != 0) {
+        executor_stop(d->verifier);
+        executor_stop(d->executor);
+    }
     if (rc) {
         medic_mutex_destroy(&d->pipeline_lock);
         free(d);
@@ -443,13 +468,16 @@ int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path, stru
 
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *b)
 {
-    struct executor_stats s, v;
+    struct executor_stats s, v, n;
     executor_stats(d->executor, &s);
     executor_stats(d->verifier, &v);
+    executor_stats(d->notifier, &n);
     for (int k = 0; k < MEDIC_ACTION_KIND_COUNT; k++)
         for (int o = 0; o < MEDIC_OUTCOME_COUNT; o++)
-            s.results[k][o] += v.results[k][o];
-    s.rejected += v.rejected;
+            s.results[k][o] += v.results[k][o] + n.results[k][o];
+    s.rejected += v.rejected + n.rejected;
+    s.queued += n.queued;
+    s.in_flight += n.in_flight;
     medic_buf_printf(b,
                      "# HELP medic_actions_queued Actions waiting for a worker.\n"
                      "# TYPE medic_actions_queued gauge\n"
@@ -486,6 +514,7 @@ void engine_dispatch_stop(struct engine_dispatch *d)
     if (!d)
         return;
     executor_stop(d->verifier);
+    executor_stop(d->notifier);
     executor_stop(d->executor);
     medic_mutex_destroy(&d->pipeline_lock);
     free(d);

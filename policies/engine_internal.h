@@ -390,6 +390,9 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
 void policy__record_action(const struct policy_context *ctx, struct policy_state *st,
                            const struct policy *pol, const struct incident *in,
                            enum medic_action_kind kind, int64_t now);
+/* The action in recorded last never started: forgotten by the cooldown,
+ * the budget and the repeat-offender count. */
+void policy__forget_action(struct policy_state *st, const struct incident *in);
 /* The held steps' notice (held.c), when one is due. */
 void policy__held_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                          struct policy_decisions *out);

@@ -189,6 +189,19 @@ void policy__record_action(const struct policy_context *ctx, struct policy_state
     n->history_count++;
 }
 
+void policy__forget_action(struct policy_state *st, const struct incident *in)
+{
+    struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 0) : NULL;
+    for (size_t i = n ? n->history_count : 0; i-- > 0;)
+        if (n->history[i].incident == in->id) {
+            memmove(&n->history[i], &n->history[i + 1],
+                    (n->history_count - i - 1) * sizeof(n->history[0]));
+            n->history_count--;
+            policy__touch_node(st, n);
+            return;
+        }
+}
+
 static void storm_notice(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                          int starting, struct policy_decisions *out)
 {

@@ -630,6 +630,56 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     }
 }
 
+/* A disruptive step refused before its first command because a pause or
+ * a storm came on after it was decided (MEDIC_HELD_PREFIX): held, not
+ * dropped (invariant 11). The step is decided again once the guard clears,
+ * while its alert is fresh; one a person approved runs then without asking
+ * again. Returns 1 when it took the outcome. */
+static int held_before_start(const struct policy_context *ctx, struct policy_state *st,
+                             const struct policy *pol, struct incident *in,
+                             enum medic_action_kind kind, enum medic_outcome outcome,
+                             const char *detail, int64_t now, struct policy_decisions *out)
+{
+    if (outcome != MEDIC_OUTCOME_REFUSED || !detail ||
+        strncmp(detail, MEDIC_HELD_PREFIX, strlen(MEDIC_HELD_PREFIX)) != 0 || !pol || in->closing ||
+        in->quarantining || kind == MEDIC_ACTION_VERIFY || in->next_step == 0 ||
+        in->next_step > pol->step_count)
+        return 0;
+    size_t index = in->next_step - 1; /* the step awaited: none was decided since */
+    const struct policy_step *step = &pol->steps[index];
+    if (step->action.kind != kind)
+        return 0;
+    if (policy__needs_approval(ctx, pol, step)) {
+        /* the person approved this very action: it runs once the guard
+         * clears, as an approval a guard held at the answer */
+        struct policy_decision d;
+        memset(&d, 0, sizeof(d));
+        char *offer = policy__offered_action(step, in, &d) ? NULL : policy__offer_text(&d.action);
+        medic_action_release(&d.action);
+        if (offer) {
+            free(in->approved_offer);
+            in->approved_offer = offer;
+            snprintf(in->approved_by, sizeof(in->approved_by), "the person who approved it");
+            snprintf(in->approved_reason, sizeof(in->approved_reason),
+                     "approved before it was held");
+            in->approved_until = now + pol->approval_timeout;
+        }
+    }
+    in->held = 1;
+    in->next_step = index;
+    snprintf(in->held_by, sizeof(in->held_by), "%.*s", (int)sizeof(in->held_by) - 1,
+             detail + strlen(MEDIC_HELD_PREFIX));
+    /* the action that did not start holds nothing it did not hold before */
+    policy__forget_action(st, in);
+    enum policy_incident_state back = in->drained       ? INCIDENT_DRAINED
+                                      : in->limit_watts ? INCIDENT_LIMITED
+                                                        : INCIDENT_OPEN;
+    policy__incident_change(in, back, -1, now, out,
+                            "step %zu (%s) %.300s: decided again when that clears", index + 1,
+                            medic_action_name(kind), detail);
+    return 1;
+}
+
 void policy__apply_outcome(const struct policy_context *ctx, struct policy_state *st,
                            struct incident *in, int64_t decision_id, enum medic_outcome outcome,
                            const char *detail, int64_t now, struct policy_decisions *out)
@@ -656,6 +706,8 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
     const struct policy *pol = policy__incident_policy(ctx, in);
+    if (held_before_start(ctx, st, pol, in, kind, outcome, detail, now, out))
+        return;
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, in->awaiting_watts, 0, detail);
         in->last_failed = 0;

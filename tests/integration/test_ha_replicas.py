@@ -672,8 +672,8 @@ def test_replica_with_another_configuration(suite):
 
 def test_recovered_undo_reaches_its_incident(suite):
     """A resume decided but still queued when the leader is killed (its four
-    action workers busy sending notifications to an endpoint that takes
-    30 s) is run by the next start. That start is held while its engine
+    action workers busy with drains of four other nodes that a stand-in
+    around the real scontrol holds) is run by the next start. That start is held while its engine
     reads the stored state (the test locks the state's table in PostgreSQL
     for 5 s): the window in which an outcome of the recovery could finish
     before the engine was wired to hear it. By then the alert is older than
@@ -683,27 +683,36 @@ def test_recovered_undo_reaches_its_incident(suite):
     pg = PostgreSQL(suite.subdir("undo")).start()
     suite.on_exit(pg.stop)
     url = pg.database("undo")
-    cluster = SlurmCluster(suite.workdir, ["gpu-node-01"], name="slurm-undo")
+    nodes = [f"gpu-node-0{i}" for i in range(1, 6)]
+    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-undo")
     suite.on_exit(cluster.stop)
     cluster.start()
-    oncall, slow = RecordingReceiver(), RecordingReceiver(delay=30)
+    oncall = RecordingReceiver()
     suite.on_exit(oncall.stop)
-    suite.on_exit(slow.stop)
     workdir = suite.subdir("undo-config")
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    # the stand-in: a drain of gpu-node-02..05 waits (a minute at most)
+    # while no gate file exists, each leaving a mark that it waits
+    gate = os.path.join(workdir, "gate")
+    held = os.path.join(workdir, "held-scontrol")
+    with open(held, "w") as f:
+        f.write("#!/bin/sh\ncase \" $* \" in *\" NodeName=gpu-node-0[2-5] \"*\" State=DRAIN \"*)\n"
+                f"  touch {workdir}/waiting-$$; n=0\n"
+                f"  while [ ! -e {gate} ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done;;\n"
+                "esac\nexec scontrol \"$@\"\n")
+    os.chmod(held, 0o755)
+    suite.on_exit(lambda: open(gate, "w").close())
+    inventory = "".join(f"    - {{ name: {n}, slurm: {{ node: {n} }} }}\n" for n in nodes)
     config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
-              f"slurm: {{ conf: {cluster.conf} }}\n"
-              "inventory:\n  nodes:\n    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+              f"slurm: {{ conf: {cluster.conf}, scontrol: {held} }}\n"
+              f"inventory:\n  nodes:\n{inventory}"
               f"notifiers:\n  oncall: {{ type: webhook, url: '{oncall.url}/hook' }}\n"
-              f"  slow: {{ type: webhook, url: '{slow.url}/hook' }}\n"
               "engine: { tick_interval: 200ms }\n"
-              "safety: { max_disruptive_in_flight: 2, max_disrupted_fraction: 1,\n"
+              "safety: { max_disruptive_in_flight: 5, max_disrupted_fraction: 1,\n"
               "          storm: { max_alerting_nodes: 20, notifier: oncall },\n"
               "          max_alert_age: 6s }\n"
               "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-              "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n"
-              "  - name: canary\n    match: '{alertname=\"Canary\"}'\n"
-              "    steps: [ { action: notify, notifier: slow } ]\n")
+              "    steps: [ { action: drain } ]\n    on_resolved: [ { action: resume } ]\n")
     medic = Replica(suite, url, "undo-a", config)
     medic.start()
     suite.on_exit(medic.stop)
@@ -723,11 +732,10 @@ def test_recovered_undo_reaches_its_incident(suite):
     assert medic.webhook(fired)[0] == 200
     wait_until("the drain", lambda: [o for o in actions("drain", "outcome")
                                      if o["result"] == "succeeded"], timeout=30)
-    for i in range(4):  # every action worker waits on the slow endpoint
-        canary = payload(f"canary-{i}").replace("GPUXidError", "Canary")
-        assert medic.webhook(canary)[0] == 200
-    wait_until("four notifications under way", lambda: len(actions("notify", "intent")) == 4,
-               timeout=30)
+    for n in nodes[1:]:  # every action worker waits on a held drain
+        assert medic.webhook(payload(n))[0] == 200
+    wait_until("four drains held", lambda: len(
+        [f for f in os.listdir(workdir) if f.startswith("waiting-")]) == 4, timeout=30)
     resolved = json.loads(fired)
     resolved["status"] = resolved["alerts"][0]["status"] = "resolved"
     resolved["alerts"][0]["endsAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

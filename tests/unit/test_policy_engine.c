@@ -377,6 +377,33 @@ static size_t count_action(struct world *w, size_t from, const char *node, const
     return n;
 }
 
+/* The awaited action of the last awaited decision on node ends with o and
+ * detail, as the runner reports it. */
+static void outcome_with(struct world *w, const char *node, enum medic_outcome o,
+                         const char *detail, int64_t now)
+{
+    int64_t incident = 0;
+    for (size_t i = w->out.count; i-- > 0 && !incident;)
+        if (w->out.items[i].awaited && strcmp(w->out.items[i].node, node) == 0)
+            incident = w->out.items[i].incident;
+    assert_true(incident > 0);
+    struct policy_outcome x = {incident, 0, o, detail};
+    assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
+    check_rows(w);
+}
+
+static size_t pause_fleet(struct world *w, int pause, const char *by, int64_t until, int64_t now,
+                          int expect_rc)
+{
+    size_t before = w->out.count;
+    struct policy_pause p = {pause, by, "rack 12 maintenance", until};
+    char why[200];
+    assert_int_equal(policy_pause(&w->ctx, w->state, &p, now, &w->out, why, sizeof(why)),
+                     expect_rc);
+    check_rows(w);
+    return w->out.count - before;
+}
+
 static const char drain_resume_policies[] = "policies:\n"
                                             "  - name: drain-on-xid\n"
                                             "    match: '{alertname=\"GPUXidError\"}'\n"
@@ -837,6 +864,51 @@ static void test_approval_after_restart_waits_for_the_alert(void **state)
     world_release(&w);
 }
 
+/* A drain decided before a pause began, still queued when it did, is
+ * refused by its runner before its first command (MEDIC_HELD_PREFIX): the
+ * step is held, not dropped, and decided again once the pause ends; an
+ * approved one runs then without asking again. */
+static void test_queued_step_held_by_a_later_pause(void **state)
+{
+    (void)state;
+    struct world w;
+    size_t made = 0;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + 1, 0);
+    outcome_with(&w, "gpu-node-01", MEDIC_OUTCOME_REFUSED,
+                 MEDIC_HELD_PREFIX "a person paused medic after it was decided; nothing was sent",
+                 T0 + 2);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "open");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(tick(&w, T0 + MIN), 0); /* still paused */
+    /* approve mode: an approved drain held the same way */
+    w.ctx.approve = 1;
+    pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 2 * MIN, 0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 2 * MIN);
+    size_t from = w.out.count;
+    tick(&w, T0 + 2 * MIN);
+    /* node-01's drain decided again: it was decided in live mode, approve
+     * mode now asks */
+    assert_int_equal(count_action(&w, from, "gpu-node-01", "drain", VERDICT_PENDING), 1);
+    assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 3 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, "approved by alice");
+    pause_fleet(&w, 1, "ops", MEDIC_TIME_UNSET, T0 + 3 * MIN + 1, 0);
+    outcome_with(&w, "gpu-node-02", MEDIC_OUTCOME_REFUSED,
+                 MEDIC_HELD_PREFIX "a person paused medic after it was decided; nothing was sent",
+                 T0 + 3 * MIN + 2);
+    pause_fleet(&w, 0, "ops", MEDIC_TIME_UNSET, T0 + 4 * MIN, 0);
+    from = w.out.count;
+    tick(&w, T0 + 4 * MIN);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "drain", VERDICT_EXECUTE), 1);
+    assert_int_equal(count_action(&w, from, "gpu-node-02", "drain", VERDICT_PENDING), 0);
+    world_release(&w);
+}
+
 /* A denial holds the node for a person: the drained node stays drained
  * when its alert resolves (no verify, no resume) until a person releases
  * it; a denial with undo gives it back at once, and the incident ends when
@@ -1107,18 +1179,6 @@ static void test_pending_survives_restart(void **state)
     }
     assert_int_equal(expired, 1);
     world_release(&w);
-}
-
-static size_t pause_fleet(struct world *w, int pause, const char *by, int64_t until, int64_t now,
-                          int expect_rc)
-{
-    size_t before = w->out.count;
-    struct policy_pause p = {pause, by, "rack 12 maintenance", until};
-    char why[200];
-    assert_int_equal(policy_pause(&w->ctx, w->state, &p, now, &w->out, why, sizeof(why)),
-                     expect_rc);
-    check_rows(w);
-    return w->out.count - before;
 }
 
 /* A pause holds every disruptive step fleet-wide with its reason, never an
@@ -2871,21 +2931,6 @@ static void test_repeat_offender_counts_failures(void **state)
     world_release(&w);
 }
 
-/* The awaited action of the last awaited decision on node ends with o and
- * detail, as the runner reports it. */
-static void outcome_with(struct world *w, const char *node, enum medic_outcome o,
-                         const char *detail, int64_t now)
-{
-    int64_t incident = 0;
-    for (size_t i = w->out.count; i-- > 0 && !incident;)
-        if (w->out.items[i].awaited && strcmp(w->out.items[i].node, node) == 0)
-            incident = w->out.items[i].incident;
-    assert_true(incident > 0);
-    struct policy_outcome x = {incident, 0, o, detail};
-    assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
-    check_rows(w);
-}
-
 #define OPERATORS_DRAIN                                                                            \
     MEDIC_DRAIN_FOUND_PREFIX " (State=IDLE+DRAIN Reason=bad DIMM [ops@2026-11-22T07:00:00]): an "  \
                              "operator's drain, left as it is"
@@ -3224,6 +3269,7 @@ int main(void)
         cmocka_unit_test(test_approval_per_step),
         cmocka_unit_test(test_slurm_maintenance_unknown_holds),
         cmocka_unit_test(test_denial_holds_the_node),
+        cmocka_unit_test(test_queued_step_held_by_a_later_pause),
         cmocka_unit_test(test_approval_after_restart_waits_for_the_alert),
         cmocka_unit_test(test_long_node_label_names_no_node),
         cmocka_unit_test(test_quarantine_is_the_nodes),
