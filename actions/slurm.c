@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -76,6 +77,40 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
         snprintf(detail, size, "scontrol show node %s: no State in its answer", node);
         return -1;
     }
+    return 0;
+}
+
+int64_t slurm_time_parse(const char *text)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || *end)
+        return -1;
+    tm.tm_isdst = -1; /* Slurm prints the host's local time */
+    time_t t = mktime(&tm);
+    return t == (time_t)-1 ? -1 : (int64_t)t * MEDIC_NS_PER_SEC;
+}
+
+int slurm_node_started(const struct slurm_options *o, const char *node, int64_t *started,
+                       char *detail, size_t size)
+{
+    char out[8192], boot[64], slurmd[64];
+    const char *args[] = {"show", "node", "-o", node, NULL};
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
+    if (rc != 0) {
+        snprintf(detail, size, "scontrol show node %s: %s", node,
+                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+        return -1;
+    }
+    slurm_field(out, strlen(out), "BootTime", boot, sizeof(boot));
+    slurm_field(out, strlen(out), "SlurmdStartTime", slurmd, sizeof(slurmd));
+    int64_t b = slurm_time_parse(boot), s = slurm_time_parse(slurmd);
+    *started = b > s ? b : s;
+    if (*started < 0)
+        *started = 0;
+    snprintf(detail, size, "BootTime=%s SlurmdStartTime=%s", boot[0] ? boot : "none",
+             slurmd[0] ? slurmd : "none");
     return 0;
 }
 

@@ -11,8 +11,8 @@
 int medic_cmd_version(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        puts("usage: medic version\n\nPrints medic's version and the versions of the libraries "
-             "it runs with.");
+        puts("usage: medic version\n\nPrints medic's version, the audit log's schema version it "
+             "writes, and the versions of the libraries it runs with.");
         return 0;
     }
     if (argc > 1) {
@@ -20,6 +20,7 @@ int medic_cmd_version(int argc, char **argv)
         return 2;
     }
     printf("medic %s\n", medic_version);
+    printf("  audit schema:   %d\n", audit_schema_version());
     printf("  compiler:       %s\n", __VERSION__);
     struct medic_buf libs;
     medic_buf_init(&libs, 0);

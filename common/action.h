@@ -31,7 +31,8 @@
       "refused while processes compute on it, confirmed back before it succeeds")                  \
     X(VERIFY, "verify", 0,                                                                         \
       "waits until the node is healthy (its agent's GPU health, Slurm answering, the BMC's "       \
-      "power on); a node that does not pass within the time is quarantined")
+      "power on) and, after a power cycle, shows that it booted since; a node that does not "      \
+      "pass within the time is quarantined")
 
 enum medic_action_kind {
 #define MEDIC_ACTION_ENUM(id, name, disruptive, doc) MEDIC_ACTION_##id,
@@ -80,6 +81,9 @@ struct medic_action {
         } gpu_reset;
         struct {
             int within; /* seconds */
+            /* after a power cycle: the node must show a boot after this
+             * time (RFC 3339, UTC), else the verify fails; NULL: none asked */
+            char *booted_after;
         } verify;
     } u;
 };
@@ -137,7 +141,11 @@ enum medic_param_type {
     X(GPU_RESET, "uuid", MEDIC_PARAM_RECORD, u.gpu_reset.uuid, 0, 0, 0,                            \
       "set by medic, not by a policy: the alert's `UUID` label; the agent resets only that GPU")   \
     X(VERIFY, "within", MEDIC_PARAM_SECONDS, u.verify.within, 0, 10, 86400,                        \
-      "how long the node has to pass (default 10m, 10s to 24h)")
+      "how long the node has to pass (default 10m, 10s to 24h)")                                   \
+    X(VERIFY, "booted_after", MEDIC_PARAM_RECORD, u.verify.booted_after, 0, 0, 0,                  \
+      "set by medic, not by a policy: after a power cycle, when it was sent (RFC 3339); the "      \
+      "node passes only with evidence that it booted since (Slurm's SlurmdStartTime or "           \
+      "BootTime later than that)")
 
 struct medic_action_param {
     enum medic_action_kind kind;

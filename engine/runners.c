@@ -247,9 +247,42 @@ static enum medic_outcome run_gpu_reset(const struct medic_config *c,
     return agent_gpu_reset(n->agent_url, cred->token, index, uuid, 150000, detail, size);
 }
 
+/* Evidence of the repair after a power cycle at booted_after (RFC 3339):
+ * Slurm says the node booted (or its slurmd started) in a later second.
+ * 1 seen, 0 not (detail says what was read). No source of evidence is no
+ * evidence: never a pass. */
+static int booted_since(const struct medic_config *c, const struct inventory_node *n,
+                        const char *booted_after, char *detail, size_t size)
+{
+    int64_t after = 0, started = 0;
+    if (medic_time_parse_rfc3339(booted_after, strlen(booted_after), &after)) {
+        snprintf(detail, size, "boot: the power cycle's time '%s' cannot be read", booted_after);
+        return 0;
+    }
+    if (!n->slurm_node) {
+        snprintf(detail, size,
+                 "boot: no evidence that the node booted after the power cycle at %s (the "
+                 "inventory gives it no slurm node to ask)",
+                 booted_after);
+        return 0;
+    }
+    struct slurm_options so;
+    char read[300];
+    slurm_options_from(c, &so);
+    if (slurm_node_started(&so, n->slurm_node, &started, read, sizeof(read))) {
+        snprintf(detail, size, "boot: %s", read);
+        return 0;
+    }
+    /* Slurm's times have whole seconds: a later second than the cycle's */
+    int seen = started / MEDIC_NS_PER_SEC > after / MEDIC_NS_PER_SEC;
+    snprintf(detail, size, "boot: %s the power cycle at %s (%s)", seen ? "after" : "none since",
+             booted_after, read);
+    return seen;
+}
+
 /* One look at the node: 1 healthy, 0 not yet (detail says what). */
-static int verify_round(const struct medic_config *c, const struct inventory_node *n, char *detail,
-                        size_t size)
+static int verify_round(const struct medic_config *c, const struct inventory_node *n,
+                        const char *booted_after, char *detail, size_t size)
 {
     char part[600];
     int healthy = 1;
@@ -292,7 +325,11 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
                  : power == 0 ? "power off"
                               : part);
     }
-    if (!n->agent_url && !(n->slurm_node && h->slurm) && !(n->has_bmc && h->bmc))
+    if (booted_after) {
+        healthy &= booted_since(c, n, booted_after, part, sizeof(part));
+        size_t at = strlen(detail);
+        snprintf(detail + at, size - at, "%s%s", at ? "; " : "", part);
+    } else if (!n->agent_url && !(n->slurm_node && h->slurm) && !(n->has_bmc && h->bmc))
         snprintf(detail, size,
                  "nothing to check: the inventory gives node '%s' no agent, slurm "
                  "node or bmc (or safety.health turns their checks off)",
@@ -315,7 +352,7 @@ static enum medic_outcome run_verify(const struct engine_run_context *rc,
     for (;;) {
         char seen[1200];
         checks++;
-        if (verify_round(rc->config, n, seen, sizeof(seen))) {
+        if (verify_round(rc->config, n, job->action.u.verify.booted_after, seen, sizeof(seen))) {
             snprintf(detail, size, "healthy after %lld check(s): %s", (long long)checks, seen);
             return MEDIC_OUTCOME_SUCCEEDED;
         }

@@ -403,6 +403,8 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         return;
     }
     d->awaited = 1;
+    if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE)
+        in->cycled_at = now; /* the command leaves after this: a boot must come later */
     struct node_state *n = policy__node_get(st, in->node, 1);
     if (n) {
         int was = policy__node_disrupted(n);
@@ -434,6 +436,12 @@ void policy__take_verify(struct incident *in, struct policy_decision *d, int liv
         policy__incident_change(in, INCIDENT_VERIFIED, policy__decision_index(out, d), now, out,
                                 "%s decided in dry-run", which);
         return;
+    }
+    if (in->cycled_at) { /* evidence of the repair: a boot after the power cycle */
+        char when[40];
+        medic_time_format(in->cycled_at, when, sizeof(when));
+        if (medic_action_set_text(&d->action, "booted_after", when, strlen(when)))
+            out->failed = MEDIC_E_NOMEM;
     }
     d->awaited = 1;
     in->awaiting = 1;

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "fence.h"
 #include <stddef.h>
+#include <stdint.h>
 
 /* What medic's drain reasons contain (the policy engine appends it). */
 #define SLURM_MEDIC_MARK "(medic policy "
@@ -80,5 +81,15 @@ enum medic_outcome slurm_check_drained(const struct slurm_options *o, const char
  * none). 0, or -1 with detail. */
 int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
                     char *reason, size_t reason_size, char *detail, size_t size);
+
+/* When the node last booted, as Slurm says: the later of its BootTime
+ * (the kernel's) and SlurmdStartTime (slurmd's), read on this host's local
+ * clock as Slurm prints them, into *started (ns since the epoch; 0 when
+ * Slurm gives neither). 0, or -1 with detail. */
+int slurm_node_started(const struct slurm_options *o, const char *node, int64_t *started,
+                       char *detail, size_t size);
+/* Slurm's "2026-11-27T10:01:03" (local time) as ns since the epoch; -1
+ * when it is not such a time (Slurm writes "None" or "Unknown"). */
+int64_t slurm_time_parse(const char *text);
 
 #endif

@@ -10,6 +10,7 @@ binary is a failure."""
 import argparse
 import http.client
 import json
+import re
 import os
 import shutil
 import signal
@@ -26,6 +27,13 @@ HOST = "127.0.0.1"
 # PostgreSQL server the suite starts): the same tests on either backend.
 AUDIT_BACKEND = os.environ.get("MEDIC_TEST_AUDIT", "sqlite")
 _suite = None  # the running Suite, which owns that PostgreSQL server
+
+
+def schema_version(medic):
+    """The audit log's schema version the medic binary writes (`medic
+    version` says it), as PostgreSQL's medic_schema holds it: text."""
+    out = subprocess.run([medic, "version"], capture_output=True, text=True, timeout=30).stdout
+    return re.search(r"audit schema:\s+(\d+)", out).group(1)
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -474,7 +482,9 @@ set)
     p=$1; v=$2; shift 2
     echo "$(date +%s.%N) set $p $v" >>"$dir/power.log"
     case $p in
-      power) echo "$v" >"$dir/power" ;;
+      power) echo "$v" >"$dir/power"
+             # the node itself goes down and boots (IpmiBmc.boots)
+             if [ -x "$dir/on-power" ]; then "$dir/on-power" "$v" >>"$dir/on-power.log" 2>&1; fi ;;
       identify) [ $# -ge 1 ] && shift ;;
     esac
   done ;;
@@ -512,6 +522,15 @@ exit 0
                     "mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n"
                     "mc_enable 0x20\n")
         self.process = None
+
+    def boots(self, cluster, node):
+        """Makes this BMC's power the node's: powered off, its slurmd in the
+        cluster stops; powered on, it starts again (a boot Slurm sees)."""
+        script = cluster.node_power()
+        with open(os.path.join(self.dir, "on-power"), "w") as f:
+            f.write(f"#!/bin/sh\nexec {script} {node} \"$1\"\n")
+        os.chmod(os.path.join(self.dir, "on-power"), 0o755)
+        return self
 
     @property
     def address(self):
@@ -622,6 +641,34 @@ class SlurmCluster:
         for p in reversed(self.processes):
             p.stop(timeout=25)
         self.processes = []
+        # the slurmd a simulated boot started (node_power) is no child of ours
+        for n in self.nodes:
+            try:
+                with open(os.path.join(self.dir, "run", f"slurmd-{n}.pid")) as f:
+                    os.kill(int(f.read().strip()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+    def node_power(self):
+        """A script `SCRIPT NODE 0|1` that powers a node off (its slurmd
+        stops, as the machine would) or on (its slurmd starts again, as at
+        a boot: Slurm's SlurmdStartTime moves on). For IpmiBmc.boots."""
+        path = os.path.join(self.dir, "node-power.sh")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nnode=$1; pid={self.dir}/run/slurmd-$node.pid\n"
+                    "if [ \"$2\" = 0 ]; then\n"
+                    "  p=$(cat \"$pid\" 2>/dev/null) || exit 0\n"
+                    "  kill -9 \"$p\" 2>/dev/null; rm -f \"$pid\"; exit 0\nfi\n"
+                    "[ -e \"$pid\" ] && kill -0 \"$(cat \"$pid\")\" 2>/dev/null && exit 0\n"
+                    f"SLURM_CONF={self.conf} setsid slurmd -N \"$node\" -f {self.conf} "
+                    "</dev/null >/dev/null 2>&1 &\nexit 0\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def slurmd_started(self, name):
+        """The node's SlurmdStartTime, as Slurm prints it (local time)."""
+        out = self.scontrol("show", "node", "-o", name).stdout
+        return out.split(" SlurmdStartTime=")[1].split()[0] if " SlurmdStartTime=" in out else ""
 
 
 class GatedScontrol:

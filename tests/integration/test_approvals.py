@@ -125,10 +125,12 @@ def lab_cluster(suite, nodes, name):
     return cluster
 
 
-def lab_bmcs(suite, nodes):
+def lab_bmcs(suite, nodes, cluster=None):
     bmcs = {}
     for n in nodes:
         bmcs[n] = IpmiBmc(suite.workdir, n)
+        if cluster:
+            bmcs[n].boots(cluster, n)
         bmcs[n].start()
         suite.on_exit(bmcs[n].stop)
     return bmcs

@@ -77,7 +77,7 @@ def lab(suite, *nodes):
     cluster.start()
     bmcs = {}
     for n in nodes:
-        b = IpmiBmc(suite.workdir, n)
+        b = IpmiBmc(suite.workdir, n).boots(cluster, n)  # a power cycle reboots the node
         b.start()
         suite.on_exit(b.stop)
         bmcs[n] = b

@@ -355,8 +355,49 @@ def test_restart_while_verifying_looks_again(suite):
     assert medic.audit("quarantined") == []
 
 
+def test_power_cycle_verified_by_a_boot(suite):
+    """The verify after a power cycle passes on evidence that the repair
+    happened: the BMC's power cycle really restarts the node's slurmd, and
+    Slurm's SlurmdStartTime, later than the cycle, is in the verify's
+    detail. A node whose BMC cycles power but that never boots (its slurmd
+    goes on as before, as when the BMC lies or the cycle never reached the
+    machine) fails its verify though Slurm, the agent and the BMC all look
+    fine: it is quarantined, not resumed."""
+    nodes = ["gpu-node-28", "gpu-node-29"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    os.unlink(os.path.join(bmcs["gpu-node-29"].dir, "on-power"))  # it never boots
+    agents = agents_for(suite, nodes)
+    policies = ("  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+                "    steps:\n      - { action: drain }\n"
+                "      - { after: 1s, action: ipmi_power_cycle }\n"
+                "      - { after: 2s, action: verify, within: 20s }\n"
+                "    on_resolved: [ { action: resume } ]\n")
+    before = {n: cluster.slurmd_started(n) for n in nodes}
+    medic = start_medic(suite, "boot", cluster, bmcs, agents, oncall, policies)
+    t0 = time.time()
+    for n in nodes:
+        assert medic.post("/webhook", payload(n, t0, "2", agents[n].uuid(2)),
+                          headers=AUTH)[0] == 200
+    wait_state(medic, "gpu-node-28", "verified")
+    passed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-28"][0]
+    assert passed["result"] == "succeeded" and "boot: after the power cycle" in \
+        passed["detail"], passed
+    assert cluster.slurmd_started("gpu-node-28") > before["gpu-node-28"]
+    assert f"SlurmdStartTime={cluster.slurmd_started('gpu-node-28')}" in passed["detail"]
+    # the node that never booted: every other check passes, the verify fails
+    wait_state(medic, "gpu-node-29", "quarantined")
+    failed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-29"][0]
+    assert failed["result"] == "failed" and "boot: none since the power cycle" in \
+        failed["detail"], failed
+    assert "8 GPU(s) visible" in failed["detail"] and "bmc: power on" in failed["detail"], failed
+    assert cluster.slurmd_started("gpu-node-29") == before["gpu-node-29"]
+    assert bmcs["gpu-node-29"].log().count(["set", "power", "0"]) == 1
+    assert "DRAIN" in cluster.node("gpu-node-29")[0]
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_restart_while_verifying_looks_again,
+    Suite(__doc__).run([test_power_cycle_verified_by_a_boot,
+                        test_restart_while_verifying_looks_again,
                         test_recovery_action_picks_the_policy,
                         test_health_criteria_decide_what_passes,
                         test_failed_reset_then_one_power_cycle,

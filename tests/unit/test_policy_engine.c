@@ -3029,6 +3029,38 @@ static void test_failed_resume_holds_refused_lets_go(void **state)
     world_release(&w);
 }
 
+/* A verify after a power cycle asks for evidence of the repair: a boot
+ * after the time the cycle was decided (booted_after), also the verify
+ * before the resume; a verify after a drain alone asks for none. */
+static void test_verify_after_a_cycle_asks_for_a_boot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, split_policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "3", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + 10 * MIN + 5);
+    restart(&w, T0 + 10 * MIN + 6); /* kept across a restart */
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 10 * MIN + 6);
+    tick(&w, T0 + 11 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "verify", VERDICT_EXECUTE, NULL);
+    assert_non_null(
+        strstr(params_of(last(&w, 0)), "\"booted_after\":\"2026-11-22T08:10:00.000Z\""));
+    world_release(&w);
+    /* a drain and its verify: nothing was rebooted, no boot asked */
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-02", "verify", VERDICT_EXECUTE, NULL);
+    assert_null(strstr(params_of(last(&w, 0)), "booted_after"));
+    world_release(&w);
+}
+
 /* Verify before return: a resolve does not resume a disrupted node until
  * it passes; a node that comes back with a GPU missing is quarantined. */
 static void test_resume_waits_for_a_health_check(void **state)
@@ -3274,6 +3306,7 @@ int main(void)
         cmocka_unit_test(test_long_node_label_names_no_node),
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
+        cmocka_unit_test(test_verify_after_a_cycle_asks_for_a_boot),
         cmocka_unit_test(test_operators_drain_is_not_medics),
         cmocka_unit_test(test_failed_resume_holds_refused_lets_go),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),

@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -24,6 +26,26 @@ static void test_gres(void **state)
     assert_int_equal(slurm_gres_gpus("shard:8"), 0);
     assert_int_equal(slurm_gres_gpus(""), 0);
     assert_int_equal(slurm_gres_gpus("gpu:"), 0);
+}
+
+/* Slurm's times (BootTime, SlurmdStartTime) are the host's local time,
+ * whole seconds; "None" and "Unknown" are no time. */
+static void test_time_parse(void **state)
+{
+    (void)state;
+    setenv("TZ", "Europe/Berlin", 1);
+    tzset();
+    /* 10:01:03 in Berlin in November is 09:01:03 UTC */
+    assert_true(slurm_time_parse("2026-11-27T10:01:03") ==
+                INT64_C(1795770063) * INT64_C(1000000000));
+    assert_true(slurm_time_parse("2026-11-27T10:01:04") - slurm_time_parse("2026-11-27T10:01:03") ==
+                INT64_C(1000000000));
+    assert_true(slurm_time_parse("None") == -1);
+    assert_true(slurm_time_parse("Unknown") == -1);
+    assert_true(slurm_time_parse("2026-11-27T10:01:03Z") == -1);
+    assert_true(slurm_time_parse("") == -1);
+    unsetenv("TZ");
+    tzset();
 }
 
 static void test_parse(void **state)
@@ -52,6 +74,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres),
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_time_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
