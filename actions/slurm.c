@@ -60,17 +60,27 @@ int slurm_scontrol(const struct slurm_options *o, const char *const *args, char 
     return rc;
 }
 
-int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
-                    char *reason, size_t reason_size, char *detail, size_t size)
+/* The node's one line (`scontrol show node -o NODE`) into out: 0, or -1
+ * with detail. */
+static int show_node(const struct slurm_options *o, const char *node, char *out, size_t out_size,
+                     char *detail, size_t size)
 {
-    char out[8192];
     const char *args[] = {"show", "node", "-o", node, NULL};
-    int rc = slurm_scontrol(o, args, out, sizeof(out));
+    int rc = slurm_scontrol(o, args, out, out_size);
     if (rc != 0) {
         snprintf(detail, size, "scontrol show node %s: %s", node,
                  rc == -2 ? "timed out" : (out[0] ? out : "failed"));
         return -1;
     }
+    return 0;
+}
+
+int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,
+                    char *reason, size_t reason_size, char *detail, size_t size)
+{
+    char out[8192];
+    if (show_node(o, node, out, sizeof(out), detail, size))
+        return -1;
     slurm_field(out, strlen(out), "State", state, state_size);
     slurm_field(out, strlen(out), "Reason", reason, reason_size);
     if (!state[0]) {
@@ -96,13 +106,8 @@ int slurm_node_started(const struct slurm_options *o, const char *node, int64_t 
                        char *detail, size_t size)
 {
     char out[8192], boot[64], slurmd[64];
-    const char *args[] = {"show", "node", "-o", node, NULL};
-    int rc = slurm_scontrol(o, args, out, sizeof(out));
-    if (rc != 0) {
-        snprintf(detail, size, "scontrol show node %s: %s", node,
-                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+    if (show_node(o, node, out, sizeof(out), detail, size))
         return -1;
-    }
     slurm_field(out, strlen(out), "BootTime", boot, sizeof(boot));
     slurm_field(out, strlen(out), "SlurmdStartTime", slurmd, sizeof(slurmd));
     int64_t b = slurm_time_parse(boot), s = slurm_time_parse(slurmd);

@@ -268,8 +268,10 @@ static size_t succeed(struct world *w, int64_t now)
     return w->out.count - before;
 }
 
-/* The awaited action of the last awaited decision on node ends with o. */
-static size_t outcome(struct world *w, const char *node, enum medic_outcome o, int64_t now)
+/* The awaited action of the last awaited decision on node ends with o and
+ * detail, as the runner reports it; the decisions it led to. */
+static size_t outcome_with(struct world *w, const char *node, enum medic_outcome o,
+                           const char *detail, int64_t now)
 {
     int64_t incident = 0;
     for (size_t i = w->out.count; i-- > 0 && !incident;)
@@ -277,10 +279,15 @@ static size_t outcome(struct world *w, const char *node, enum medic_outcome o, i
             incident = w->out.items[i].incident;
     assert_true(incident > 0);
     size_t before = w->out.count;
-    struct policy_outcome x = {incident, 0, o, "as the test says"};
+    struct policy_outcome x = {incident, 0, o, detail};
     assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
     check_rows(w);
     return w->out.count - before;
+}
+
+static size_t outcome(struct world *w, const char *node, enum medic_outcome o, int64_t now)
+{
+    return outcome_with(w, node, o, "as the test says", now);
 }
 
 /* The state of node's latest incident, from the changes recorded. */
@@ -375,21 +382,6 @@ static size_t count_action(struct world *w, size_t from, const char *node, const
              strcmp(medic_action_name(d->action.kind), action) == 0 && d->verdict == verdict;
     }
     return n;
-}
-
-/* The awaited action of the last awaited decision on node ends with o and
- * detail, as the runner reports it. */
-static void outcome_with(struct world *w, const char *node, enum medic_outcome o,
-                         const char *detail, int64_t now)
-{
-    int64_t incident = 0;
-    for (size_t i = w->out.count; i-- > 0 && !incident;)
-        if (w->out.items[i].awaited && strcmp(w->out.items[i].node, node) == 0)
-            incident = w->out.items[i].incident;
-    assert_true(incident > 0);
-    struct policy_outcome x = {incident, 0, o, detail};
-    assert_int_equal(policy_outcome(&w->ctx, w->state, &x, now, &w->out), 0);
-    check_rows(w);
 }
 
 static size_t pause_fleet(struct world *w, int pause, const char *by, int64_t until, int64_t now,
