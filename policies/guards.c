@@ -56,7 +56,9 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
     if (in_maintenance(s, in->node, now, reason, size))
         return 1;
     const struct inventory_node *inode =
-        ctx->slurm_maint && ctx->inventory ? inventory_find(ctx->inventory, in->node) : NULL;
+        ctx->slurm_maint && s->maintenance_from_slurm && ctx->inventory
+            ? inventory_find(ctx->inventory, in->node)
+            : NULL;
     int64_t read_at = MEDIC_TIME_UNSET;
     int maint = inode && inode->slurm_node
                     ? ctx->slurm_maint(ctx->slurm_maint_arg, inode->slurm_node, &read_at)

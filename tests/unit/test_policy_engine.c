@@ -2110,7 +2110,8 @@ static void test_slurm_maintenance_unknown_holds(void **state)
 {
     (void)state;
     struct world w;
-    world_init_inventory(&w, drain_resume_policies, "safety: { max_disrupted_fraction: 1 }\n",
+    world_init_inventory(&w, drain_resume_policies,
+                         "safety: { max_disrupted_fraction: 1, maintenance_from_slurm: true }\n",
                          "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
                          "  - { name: gpu-node-02 }\n",
                          1);
@@ -2131,6 +2132,15 @@ static void test_slurm_maintenance_unknown_holds(void **state)
     assert_int_equal(tick(&w, T0 + 2 * MIN), 0);
     answer = 0; /* the reservation ended */
     assert_int_equal(tick(&w, T0 + 3 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+    /* without safety.maintenance_from_slurm nothing is asked of Slurm */
+    world_init_inventory(&w, drain_resume_policies, "safety: { max_disrupted_fraction: 1 }\n",
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n", 1);
+    answer = -1;
+    w.ctx.slurm_maint = fake_slurm_maint;
+    w.ctx.slurm_maint_arg = &answer;
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
     world_release(&w);
 }
