@@ -11,7 +11,7 @@
 int medic_cmd_version(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        puts("usage: medic version\n\nPrints medic's version, the audit log's schema version it "
+        puts("usage: medic version\n\nPrints medic's version, the audit log's schema version it\n"
              "writes, and the versions of the libraries it runs with.");
         return 0;
     }

@@ -130,8 +130,11 @@ static const struct directive directives[] = {
     {"auth", "read_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
      "as `read_bearer_token_file`, with basic auth", NULL},
     {"auth", "admin_bearer_token_file", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
-     "guards `POST /-/reload` and `POST /api/v1/approvals/ID`; in live and approve mode, when no "
-     "admin credentials are set, the webhook's guard them",
+     "guards `POST /-/reload` and the people's requests (`POST /api/v1/approvals/ID`, the pause, "
+     "a release, the page's forms), and reads what the read credentials may; in live and "
+     "approve mode, when no admin credentials are set, the webhook's guard the reload only: a "
+     "person's request always needs an admin credential of its own or an approver's token, "
+     "never the webhook's and never none",
      NULL},
     {"auth", "admin_basic_auth", D_DOC, 0, 0, 0, NULL, NULL, "none (live: the webhook's)",
      "as `admin_bearer_token_file`, with basic auth", NULL},

@@ -89,9 +89,30 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
                  i + 1, m->nodes_text);
     }
     if (config->mode == MEDIC_MODE_APPROVE && disruptive && config->approver_count == 0)
-        warn(out, "mode: approve and no auth.approvers: only the admin credential (the webhook's "
-                  "when none is set) can answer pending steps, and the audit log cannot tell "
-                  "people apart; give each person a token in auth.approvers");
+        warn(out, "mode: approve and no auth.approvers: only an admin credential of its own can "
+                  "answer pending steps (the webhook's never does), and the audit log cannot "
+                  "tell people apart; give each person a token in auth.approvers");
+    /* one secret in two classes: whoever holds it does both */
+    struct named_token {
+        const char *what, *token;
+    } tokens[3 + MEDIC_MAX_APPROVERS] = {{"the webhook's", config->webhook_auth.bearer_token},
+                                         {"the read API's", config->read_auth.bearer_token},
+                                         {"the admin's", config->admin_auth.bearer_token}};
+    size_t ntokens = 3;
+    for (size_t i = 0; i < config->approver_count && i < MEDIC_MAX_APPROVERS; i++)
+        tokens[ntokens++] = (struct named_token){"an approver's", config->approvers[i].token};
+    int said = 0;
+    for (size_t i = 0; i < ntokens && !said; i++)
+        for (size_t k = i + 1; k < ntokens && !said; k++)
+            if (tokens[i].token && tokens[k].token &&
+                strcmp(tokens[i].token, tokens[k].token) == 0 && (i < 3 || k < 3)) {
+                warn(out,
+                     "auth: %s bearer token is also %s: whoever holds it does both (the "
+                     "credential that fires alerts must not approve or pause); give each its own "
+                     "token file",
+                     tokens[i].what, tokens[k].what);
+                said = 1;
+            }
     if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
                   "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");

@@ -128,6 +128,7 @@ static void settings_from_config(const struct medic_config *c, struct receiver_s
     copy_auth(&c->webhook_auth, &s->webhook_auth);
     copy_auth(medic_config_read_auth(c), &s->read_auth);
     copy_auth(medic_config_admin_auth(c), &s->admin_auth);
+    s->admin_is_a_person = c->admin_auth.bearer_token || c->admin_auth.basic_username;
     for (size_t i = 0; i < c->approver_count && i < RECEIVER_MAX_APPROVERS; i++)
         approvers[i] = (struct receiver_approver){c->approvers[i].name, c->approvers[i].token};
     s->approvers = approvers;

@@ -125,7 +125,12 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     int ok;
     medic_rwlock_rdlock(&srv->settings_lock);
     const struct receiver_auth *auth = receiver__auth_for(&srv->settings->s, h);
-    if (!auth || !receiver_auth_required(auth)) {
+    /* a person's request (an answer, a pause, a release) always comes with
+     * a credential that names a person: an approver's token, or an admin
+     * credential of its own; never none, never the webhook's */
+    int people = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM;
+    int admin_may = !people || srv->settings->s.admin_is_a_person;
+    if (!people && (!auth || !receiver_auth_required(auth))) {
         medic_rwlock_unlock(&srv->settings_lock);
         return 1;
     }
@@ -153,7 +158,8 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     if ((auth->basic_username || (reads && admin->basic_username)) && authorization &&
         strncasecmp(authorization, "Basic ", 6) == 0)
         user = MHD_basic_auth_get_username_password(conn, &pass);
-    ok = receiver_auth_check(auth, authorization, user, pass);
+    ok = admin_may && receiver_auth_required(auth) &&
+         receiver_auth_check(auth, authorization, user, pass);
     if (!ok && reads && receiver_auth_required(admin))
         ok = receiver_auth_check(admin, authorization, user, pass);
     medic_rwlock_unlock(&srv->settings_lock);

@@ -91,6 +91,11 @@ struct receiver_settings {
     struct receiver_auth webhook_auth;
     struct receiver_auth read_auth;
     struct receiver_auth admin_auth; /* also answers approvals, as "admin" or its user */
+    /* admin_auth is an admin credential of its own (not the webhook's, as
+     * live mode lends it for a reload): only then may it make people's
+     * requests (answers, pauses, releases), which otherwise need an
+     * approver's token: the credential that fires alerts never approves */
+    int admin_is_a_person;
     const struct receiver_approver *approvers;
     size_t approver_count;
 };

@@ -606,6 +606,18 @@ static void test_secret_file_mode(void **state)
     assert_int_equal(medic_config_load(path, &c, &err), 0);
     assert_string_equal(c.webhook_auth.bearer_token, "tok");
     medic_config_release(&c);
+    /* one secret for the webhook and the admin: check config says so */
+    static struct medic_config_warnings w;
+    const char *same = write_file("same.token", "tok", 0600);
+    snprintf(text, sizeof(text),
+             "auth: { webhook_bearer_token_file: %s, admin_bearer_token_file: %s }\n", token,
+             same);
+    path = write_file("same.yaml", text, 0644);
+    assert_int_equal(medic_config_load(path, &c, &err), 0);
+    medic_config_warn(&c, &w);
+    assert_int_equal(w.count, 2); /* and: no policy */
+    assert_non_null(strstr(w.items[1], "the webhook's bearer token is also the admin's"));
+    medic_config_release(&c);
 }
 
 /* The configuration's hash covers the files it names: a policy file or
