@@ -139,10 +139,18 @@ static void record_outcome(struct engine_dispatch *d, const struct executor_job 
                                  .result = medic_outcome_name(outcome),
                                  .duration_ms = duration_ms,
                                  .detail = detail && *detail ? detail : NULL};
-    if (record_outcome_row(d, &in) == 0) /* the incident waits for it */
+    if (record_outcome_row(d, &in) == 0) { /* the incident waits for it */
         hand_over(d, job->decision_id, outcome, detail);
-    medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
-                   job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);
+        medic_log_info("action finished", "action", medic_action_name(job->action.kind), "node",
+                       job->node, "result", medic_outcome_name(outcome), "detail", detail, NULL);
+        return;
+    }
+    /* the log says what the audit log will not: this outcome is not the
+     * record (another leader recorded the action, or medic stops) */
+    medic_log_error("action finished, but its outcome is not in the audit log (another replica "
+                    "leads and recorded it, or medic stops): the audit log's word stands",
+                    "action", medic_action_name(job->action.kind), "node", job->node,
+                    "result_unrecorded", medic_outcome_name(outcome), "detail", detail, NULL);
 }
 
 static void hook_outcome(void *ctx, const struct executor_job *job, int64_t intent_id,

@@ -103,10 +103,11 @@ struct incident {
     int limit_watts;      /* holds a power limit of this many watts; 0: none */
     int64_t fresh_after;  /* disruptive steps wait for an alert seen at or after this */
     int last_failed;      /* the last awaited step did not succeed (if_failed steps run) */
-    /* when its last power cycle was decided (0: none): a verify after it
-     * needs evidence that the node booted since */
+    /* when its last power cycle that succeeded was decided (0: none): a
+     * verify after it needs evidence that the node booted since */
     int64_t cycled_at;
-    int quarantining;     /* its node is quarantined once the drain in flight ends */
+    int64_t awaiting_since; /* when the awaited action was decided (0: unknown) */
+    int quarantining;       /* its node is quarantined once the drain in flight ends */
     char quarantine_why[400];
     char alertname[128]; /* of the alert that opened it */
     struct label_copy labels, annotations;

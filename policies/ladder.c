@@ -403,8 +403,7 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         return;
     }
     d->awaited = 1;
-    if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE)
-        in->cycled_at = now; /* the command leaves after this: a boot must come later */
+    in->awaiting_since = now; /* the command leaves after this */
     struct node_state *n = policy__node_get(st, in->node, 1);
     if (n) {
         int was = policy__node_disrupted(n);
@@ -719,6 +718,8 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, in->awaiting_watts, 0, detail);
         in->last_failed = 0;
+        if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE) /* a boot must come after it was sent */
+            in->cycled_at = in->awaiting_since ? in->awaiting_since : now;
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
     }
     if (policy__repair_outcome(ctx, st, pol, in, kind, outcome, cause, now, out)) {

@@ -3053,6 +3053,22 @@ static void test_verify_after_a_cycle_asks_for_a_boot(void **state)
     assert_non_null(
         strstr(params_of(last(&w, 0)), "\"booted_after\":\"2026-11-22T08:10:00.000Z\""));
     world_release(&w);
+    /* a power cycle that never happened (interrupted by a takeover): the
+     * verify before the resume asks for no boot */
+    world_init(&w, split_policies, NULL, 40, 1);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    outcome(&w, "gpu-node-02", MEDIC_OUTCOME_INTERRUPTED, T0 + 10 * MIN + 5);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 20 * MIN);
+    size_t verifies = 0;
+    for (size_t i = 0; i < w.out.count; i++)
+        if (w.out.items[i].has_action && w.out.items[i].action.kind == MEDIC_ACTION_VERIFY) {
+            assert_null(strstr(params_of(&w.out.items[i]), "booted_after"));
+            verifies++;
+        }
+    assert_int_equal(verifies, 1);
+    world_release(&w);
     /* a drain and its verify: nothing was rebooted, no boot asked */
     world_init(&w, drain_resume_policies, NULL, 40, 1);
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
