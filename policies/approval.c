@@ -132,11 +132,12 @@ void policy__tell_pending(const struct policy_context *ctx, const struct policy 
                  medic_action_name(pol->steps[in->pending_step + 1].action.kind), after);
     }
     const char *url = ctx->external_url;
-    char message[1400];
+    char message[2600];
     snprintf(message, sizeof(message),
-             "waits for your approval until %s: %.500s on node '%s' (policy %s step %zu, "
-             "incident %lld), for %s (%s). Approved, medic runs exactly that; %s. Answer with "
-             "`medic approve %s --reason TEXT` or `medic deny %s --reason TEXT [--undo]`%s%s%s%s",
+             "waits for your approval until %s: %.500s on node '%.128s' (policy %.64s step %zu, "
+             "incident %lld), for %.128s (%.240s). Approved, medic runs exactly that; %.160s. "
+             "Answer with `medic approve %s --reason TEXT` or `medic deny %s --reason TEXT "
+             "[--undo]`%s%.300s%s%.128s",
              until, in->pending_offer ? in->pending_offer : "the step", in->node, in->policy,
              in->pending_step + 1, (long long)in->id, in->alertname, why[0] ? why : "no labels",
              next, id, id, url ? ", or on " : "", url ? url : "",
