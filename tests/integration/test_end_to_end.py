@@ -33,7 +33,7 @@ def test_fault_to_drain_cycle_and_resume(suite):
     cluster = SlurmCluster(suite.workdir, [NODE, "gpu-node-02"])
     suite.on_exit(cluster.stop)
     cluster.start()
-    bmc = IpmiBmc(suite.workdir, NODE)
+    bmc = IpmiBmc(suite.workdir, NODE).boots(cluster, NODE)  # a power cycle reboots it
     suite.on_exit(bmc.stop)
     bmc.start()
 
