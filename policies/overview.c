@@ -53,9 +53,24 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
         snprintf(what, size, "ladder done; on resolve: %zu step(s)", pol->on_resolved_count);
     else {
         const struct policy_step *step = &pol->steps[in->next_step];
-        snprintf(what, size, "step %zu: %s", in->next_step + 1,
-                 medic_action_name(step->action.kind));
-        medic_time_format(in->opened_at + step->after, due, due_size);
+        int64_t grace = ctx->policies->safety.restart_grace;
+        int64_t due_at = in->opened_at + step->after;
+        if (medic_action_disruptive(step->action.kind) &&
+            !policy__incident_fresh(in, grace, in->fresh_after) &&
+            in->fresh_after + grace > due_at) {
+            /* after a restart: the alert seen again, or restart_grace */
+            char until[40];
+            medic_time_format(in->fresh_after + grace, until, sizeof(until));
+            snprintf(what, size,
+                     "step %zu: %s; medic restarted: it waits for its alert to be seen again, "
+                     "or until %s (safety.restart_grace)",
+                     in->next_step + 1, medic_action_name(step->action.kind), until);
+            due_at = in->fresh_after + grace;
+        } else {
+            snprintf(what, size, "step %zu: %s", in->next_step + 1,
+                     medic_action_name(step->action.kind));
+        }
+        medic_time_format(due_at, due, due_size);
     }
 }
 

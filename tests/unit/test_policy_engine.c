@@ -686,6 +686,20 @@ static void test_restart_waits_for_a_fresh_alert(void **state)
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 14 * MIN), 1);
     expect(last(&w, 0), "gpu-node-05", "ipmi_power_cycle", VERDICT_EXECUTE, NULL);
     assert_null(strstr(last(&w, 0)->reason, "restart_grace"));
+    /* what the page shows of node-06: its step waits for the alert, or
+     * for the grace's end */
+    struct medic_table t;
+    assert_int_equal(policy_open_incidents_table(&w.ctx, w.state, "gpu-node-06", 10, &t), 0);
+    assert_int_equal(t.nrows, 1);
+    int shown = 0;
+    for (size_t c = 0; c < t.ncols; c++)
+        if (strcmp(t.names[c], "next_step") == 0) {
+            assert_non_null(strstr(t.cells[c], "medic restarted: it waits for its alert"));
+            assert_non_null(strstr(t.cells[c], "until 2026-11-22T08:17:00"));
+            shown = 1;
+        }
+    assert_true(shown);
+    medic_table_release(&t);
     /* node-06's alert is not re-sent: at the grace's end the step is
      * decided from the stored state, and says so */
     assert_int_equal(tick(&w, T0 + 17 * MIN - 1), 0);
