@@ -57,18 +57,33 @@ int policy_pause(const struct policy_context *ctx, struct policy_state *st,
         return MEDIC_E_INVALID;
     }
     int again = st->pause.on;
-    st->pause.on = 1;
-    snprintf(st->pause.by, sizeof(st->pause.by), "%s", p->by);
-    snprintf(st->pause.reason, sizeof(st->pause.reason), "%s",
-             p->reason && p->reason[0] ? p->reason : "no reason given");
-    if (!again)
-        st->pause.since = now;
-    st->pause.until = p->until;
+    const char *reason = p->reason && p->reason[0] ? p->reason : "no reason given";
+    if (again && strcmp(st->pause.by, p->by) != 0) {
+        /* two people's pauses: both are kept, and the later end wins (a
+         * shorter one never cuts another's short) */
+        char by[sizeof(st->pause.by)], text[sizeof(st->pause.reason)];
+        snprintf(by, sizeof(by), "%.60s, %.60s", st->pause.by, p->by);
+        snprintf(text, sizeof(text), "%.180s; and by %.60s: %.130s", st->pause.reason, p->by,
+                 reason);
+        snprintf(st->pause.by, sizeof(st->pause.by), "%s", by);
+        snprintf(st->pause.reason, sizeof(st->pause.reason), "%s", text);
+        if (st->pause.until != MEDIC_TIME_UNSET &&
+            (p->until == MEDIC_TIME_UNSET || p->until > st->pause.until))
+            st->pause.until = p->until;
+    } else { /* a first pause, or its own person's renewal: as asked now */
+        st->pause.on = 1;
+        snprintf(st->pause.by, sizeof(st->pause.by), "%s", p->by);
+        snprintf(st->pause.reason, sizeof(st->pause.reason), "%s", reason);
+        if (!again)
+            st->pause.since = now;
+        st->pause.until = p->until;
+    }
     policy__touch_engine(st);
     char until[48] = "until unpaused", message[1100];
-    if (p->until != MEDIC_TIME_UNSET) {
+    if (st->pause.until != MEDIC_TIME_UNSET) {
         char t[40];
-        snprintf(until, sizeof(until), "until %s", medic_time_format(p->until, t, sizeof(t)));
+        snprintf(until, sizeof(until), "until %s",
+                 medic_time_format(st->pause.until, t, sizeof(t)));
     }
     snprintf(message, sizeof(message),
              "medic %s by %s (%s): every disruptive step is held fleet-wide %s; resume and "

@@ -1228,8 +1228,16 @@ static void test_pause_holds_disruption_never_undo(void **state)
     struct policy_pause_state ps;
     assert_int_equal(policy_paused(w.state, &ps), 1);
     assert_string_equal(ps.by, "ops");
+    /* its own person sets its end */
     assert_int_equal(pause_fleet(&w, 1, "ops", T0 + 15 * MIN, T0 + 13 * MIN, 0), 1);
     expect(last(&w, 0), "", "notify", VERDICT_EXECUTE, "pause renewed");
+    /* another person's shorter pause never cuts it short: both are kept,
+     * the later end wins */
+    assert_int_equal(pause_fleet(&w, 1, "dave", T0 + 14 * MIN, T0 + 13 * MIN, 0), 1);
+    expect(last(&w, 0), "", "notify", VERDICT_EXECUTE, "pause renewed by ops, dave");
+    assert_non_null(strstr(last(&w, 0)->reason, "until 2026-11-22T08:15:00"));
+    assert_int_equal(tick(&w, T0 + 14 * MIN + 1), 0);
+    assert_int_equal(policy_paused(w.state, &ps), 1);
     /* its time runs out: on-call told, the held drain decided again */
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 14 * MIN); /* seen again after the restart */
     n = tick(&w, T0 + 15 * MIN);
