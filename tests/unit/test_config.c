@@ -610,8 +610,7 @@ static void test_secret_file_mode(void **state)
     static struct medic_config_warnings w;
     const char *same = write_file("same.token", "tok", 0600);
     snprintf(text, sizeof(text),
-             "auth: { webhook_bearer_token_file: %s, admin_bearer_token_file: %s }\n", token,
-             same);
+             "auth: { webhook_bearer_token_file: %s, admin_bearer_token_file: %s }\n", token, same);
     path = write_file("same.yaml", text, 0644);
     assert_int_equal(medic_config_load(path, &c, &err), 0);
     medic_config_warn(&c, &w);
