@@ -24,7 +24,7 @@
 static void form_token(struct medic_buf *out, const char *authorization, const char *path)
 {
     char token[33];
-    engine_form_token(authorization, path, token);
+    engine_form_token(authorization, path, medic_time_now(), token);
     medic_buf_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", token);
 }
 
@@ -259,9 +259,7 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
                            "the form came from another site: nothing was done");
     if (engine_parse_form(body, len, &form, why, sizeof(why)))
         return result_page(out, 400, "Refused", why);
-    char token[33];
-    engine_form_token(authorization, path, token);
-    if (!form.csrf[0] || !receiver_secure_equals(form.csrf, strlen(form.csrf), token))
+    if (!form.csrf[0] || !engine_form_token_valid(authorization, path, form.csrf, medic_time_now()))
         return result_page(out, 403, "Refused",
                            "the form's token does not match (load the page again): nothing "
                            "was done");

@@ -7,8 +7,11 @@
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* A reason is a few lines on-call reads. */
 #define REASON_MAX 500
@@ -226,15 +229,64 @@ int engine_parse_form(const char *body, size_t len, struct engine_form *out, cha
     return 0;
 }
 
-void engine_form_token(const char *authorization, const char *path, char out[33])
+/* The daemon's form secret: drawn once, at random, never stored. */
+static char form_secret[65];
+static pthread_once_t form_secret_once = PTHREAD_ONCE_INIT;
+
+static void draw_form_secret(void)
 {
+    unsigned char bytes[32];
+    size_t got = 0;
+    while (got < sizeof(bytes)) {
+        ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+        if (n <= 0 && errno != EINTR)
+            MEDIC_BUG("getrandom failed: no secret for the page's forms");
+        if (n > 0)
+            got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof(bytes); i++)
+        snprintf(form_secret + 2 * i, 3, "%02x", bytes[i]);
+}
+
+/* The token of one hour's window (tokens last the window they were made
+ * in and the next). */
+static void token_for(const char *authorization, const char *path, int64_t window, char out[33])
+{
+    pthread_once(&form_secret_once, draw_form_secret);
     struct medic_sha256 *h = medic_sha256_new();
-    char hex[MEDIC_SHA256_HEX_LEN + 1] = "";
+    char hex[MEDIC_SHA256_HEX_LEN + 1] = "", w[32];
+    snprintf(w, sizeof(w), "%lld", (long long)window);
     if (h) {
         medic_sha256_field(h, "medic on-call page form");
+        medic_sha256_field(h, form_secret);
+        medic_sha256_field(h, w);
         medic_sha256_field(h, authorization ? authorization : "");
         medic_sha256_field(h, path);
         medic_sha256_finish(h, hex);
     }
     snprintf(out, 33, "%.32s", hex);
+}
+
+#define FORM_WINDOW (ENGINE_FORM_TOKEN_LIFE / 2)
+
+void engine_form_token(const char *authorization, const char *path, int64_t now, char out[33])
+{
+    token_for(authorization, path, now / FORM_WINDOW, out);
+}
+
+int engine_form_token_valid(const char *authorization, const char *path, const char *token,
+                            int64_t now)
+{
+    if (strlen(token) != 32) /* its length is no secret */
+        return 0;
+    int ok = 0;
+    for (int64_t back = 0; back < 2; back++) {
+        char want[33];
+        token_for(authorization, path, now / FORM_WINDOW - back, want);
+        unsigned diff = 0; /* every byte compared, whatever matched before */
+        for (size_t i = 0; i < 32; i++)
+            diff |= (unsigned)(token[i] ^ want[i]);
+        ok |= diff == 0;
+    }
+    return ok;
 }

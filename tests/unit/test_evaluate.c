@@ -6,6 +6,7 @@
 #include "config.h"
 #include "engine_evaluate.h"
 #include "engine_requests.h"
+#include "sha256.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -114,6 +115,28 @@ static void test_request_bodies(void **state)
     assert_non_null(strstr(why, "at most 30 days ahead"));
 #undef ANSWER
 #undef PAUSE
+    /* the forms' anti-forgery token: bound to the credential and the path,
+     * keyed by the daemon's own secret, good for one to two hours */
+    char token[33];
+    int64_t hour = 3600 * MEDIC_NS_PER_SEC;
+    engine_form_token("Bearer alice-token", "/approvals/7", now, token);
+    assert_int_equal(strlen(token), 32);
+    assert_true(engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now));
+    assert_true(engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now + hour));
+    assert_false(
+        engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now + 2 * hour + 1));
+    assert_false(engine_form_token_valid("Bearer bob-token", "/approvals/7", token, now));
+    assert_false(engine_form_token_valid("Bearer alice-token", "/approvals/8", token, now));
+    assert_false(engine_form_token_valid("Bearer alice-token", "/approvals/7", "", now));
+    /* with no secret, the token was SHA-256 of the header and the path, and
+     * anyone who saw it could try passwords offline: it is not that */
+    struct medic_sha256 *h = medic_sha256_new();
+    char bare[MEDIC_SHA256_HEX_LEN + 1];
+    medic_sha256_field(h, "medic on-call page form");
+    medic_sha256_field(h, "Bearer alice-token");
+    medic_sha256_field(h, "/approvals/7");
+    medic_sha256_finish(h, bare);
+    assert_memory_not_equal(bare, token, 32);
 }
 
 int main(void)
