@@ -300,6 +300,20 @@ int engine_api_release(void *ctx, const char *node, const char *body, size_t len
     struct engine_release parsed;
     if (engine_parse_release(node, body, len, &parsed, why, sizeof(why)))
         return error_answer(out, 400, why);
+    /* a name the inventory does not know is the caller's mistake: 400 */
+    const struct medic_config *config = config_slot_acquire(e->configs);
+    const struct inventory_node *known = inventory_find(&config->inventory, parsed.node);
+    char name[sizeof(parsed.node)];
+    snprintf(name, sizeof(name), "%s", known ? known->name : parsed.node);
+    snprintf(parsed.node, sizeof(parsed.node), "%s", name);
+    medic_config_unref(config);
+    if (!known) {
+        snprintf(why, sizeof(why),
+                 "node '%s' is not in the inventory: a release names an inventory node (by "
+                 "name or alias)",
+                 parsed.node);
+        return error_answer(out, 400, why);
+    }
     struct medic_error err = {0};
     struct quarantine_lookup l = {parsed.node, 0};
     if (engine_with_state(e, find_quarantined, &l, &err))

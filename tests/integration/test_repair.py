@@ -229,7 +229,7 @@ def test_repeat_offender_quarantined_and_released(suite):
     assert status == 400 and b"reason" in body, body
     status, _, body = medic.post("/api/v1/nodes/gpu-node-99/release",
                                  json.dumps({"reason": "x"}), headers=AUTH)
-    assert status == 409 and b"not quarantined" in body, body
+    assert status == 400 and b"not in the inventory" in body, body
     status, _, body = medic.post("/api/v1/nodes/gpu-node-24/release",
                                  json.dumps({"reason": "x"}))
     assert status == 401, body
