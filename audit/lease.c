@@ -3,6 +3,7 @@
 #include "db.h"
 #include "postgres.h"
 #include "schema.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,23 @@ int audit_lease_client_renew(struct audit_lease_client *c, const char *config_ha
                        before.config_hash[0] && strcmp(before.config_hash, config_hash) != 0;
     c->held = out->ours;
     return 0;
+}
+
+int audit_lease_client_clock(struct audit_lease_client *c, int64_t *offset, struct medic_error *err)
+{
+    int rc = client_conn(c, err);
+    if (rc)
+        return rc;
+    int64_t before = medic_time_now();
+    PGresult *r =
+        PQexec(c->conn, "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint");
+    int64_t after = medic_time_now();
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        rc = audit_pg_error(err, c->conn, "cannot read the database's clock");
+    else
+        *offset = before + (after - before) / 2 - strtoll(PQgetvalue(r, 0, 0), NULL, 10) * 1000;
+    PQclear(r);
+    return rc;
 }
 
 int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch, struct medic_error *err)

@@ -12,11 +12,17 @@
 
 #include "audit.h"
 #include "buf.h"
+#include "timeutil.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct engine_leader;
+
+/* A replica whose wall clock is further than this from the database's
+ * neither takes nor keeps the lease (it would judge alerts' ages wrongly
+ * and date its rows so). */
+#define ENGINE_LEADER_MAX_CLOCK_OFFSET (10 * MEDIC_NS_PER_SEC)
 
 struct engine_leader_hooks {
     void *arg;

@@ -37,6 +37,11 @@ struct engine_leader {
      * take the lease when it expires (unless an operator forces it) */
     int config_differs;
     char holder_config[65];
+    /* this host's wall clock less the database's, at the last look; a
+     * replica off by more than ENGINE_LEADER_MAX_CLOCK_OFFSET neither leads
+     * nor decides */
+    int64_t clock_offset;
+    int clock_off; /* said once in the log, until it is right again */
     uint64_t renewals, failures, gains, losses;
     uint64_t buckets[LEASE_BUCKETS];
     double seconds_sum;
@@ -135,9 +140,44 @@ static void compare_config(struct engine_leader *l, const struct audit_lease *le
 /* One renewal, and what it means for this replica's part. Returns 1 when
  * this replica just began leading: starting the engine took part of the
  * lease, so the next renewal comes at once. */
+/* Whether this host's clock agrees with the database's within the bound.
+ * A replica whose clock is off would take fresh alerts for stale ones (or
+ * stale ones for fresh) and date its rows wrongly: it does not lead. A
+ * database that cannot say keeps the last answer. */
+static int clock_agrees(struct engine_leader *l)
+{
+    struct medic_error err = {0};
+    int64_t offset = 0;
+    if (audit_lease_client_clock(l->client, &offset, &err))
+        return !l->clock_off;
+    medic_mutex_lock(&l->lock);
+    l->clock_offset = offset;
+    medic_mutex_unlock(&l->lock);
+    int off = offset > ENGINE_LEADER_MAX_CLOCK_OFFSET || offset < -ENGINE_LEADER_MAX_CLOCK_OFFSET;
+    char seconds[32];
+    snprintf(seconds, sizeof(seconds), "%.3f", (double)offset / 1e9);
+    if (off && !l->clock_off)
+        medic_log_error("this replica's wall clock is off from the database's: it neither leads "
+                        "nor decides until it agrees (fix the host's time sync)",
+                        "replica", l->replica, "offset_seconds", seconds, NULL);
+    else if (!off && l->clock_off)
+        medic_log_info("this replica's wall clock agrees with the database's again", "replica",
+                       l->replica, "offset_seconds", seconds, NULL);
+    l->clock_off = off;
+    return !off;
+}
+
 static int renew(struct engine_leader *l)
 {
     struct medic_error err = {0};
+    if (!clock_agrees(l)) {
+        if (l->leading) {
+            int64_t epoch = l->epoch;
+            step_down(l, "its wall clock is off from the database's");
+            audit_lease_client_release(l->client, epoch, &err); /* another may lead at once */
+        }
+        return 0;
+    }
     int64_t sent = medic_time_monotonic();
     char config[65];
     config_hash_now(l, config);
@@ -307,8 +347,13 @@ void engine_leader_metrics(struct engine_leader *l, struct medic_buf *b)
     medic_buf_printf(b,
                      "medic_ha_lease_renew_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
                      "medic_ha_lease_renew_duration_seconds_sum %.6f\n"
-                     "medic_ha_lease_renew_duration_seconds_count %llu\n",
+                     "medic_ha_lease_renew_duration_seconds_count %llu\n"
+                     "# HELP medic_ha_clock_offset_seconds This host's wall clock less the "
+                     "database's, at the last look; beyond 10 s either way the replica neither "
+                     "leads nor decides.\n"
+                     "# TYPE medic_ha_clock_offset_seconds gauge\n"
+                     "medic_ha_clock_offset_seconds %.3f\n",
                      (unsigned long long)l->renewals, l->seconds_sum,
-                     (unsigned long long)l->renewals);
+                     (unsigned long long)l->renewals, (double)l->clock_offset / 1e9);
     medic_mutex_unlock(&l->lock);
 }

@@ -348,6 +348,12 @@ void audit_lease_client_free(struct audit_lease_client *c);
  * config_hash beside it. out says who holds it now. */
 int audit_lease_client_renew(struct audit_lease_client *c, const char *config_hash,
                              int64_t lease_ms, struct audit_lease *out, struct medic_error *err);
+/* How far this host's wall clock is ahead of the database's (ns; negative
+ * when behind), read on the lease's connection: the database's
+ * clock_timestamp() against the midpoint of the local clock around the
+ * query (its round trip bounds the error). */
+int audit_lease_client_clock(struct audit_lease_client *c, int64_t *offset,
+                             struct medic_error *err);
 /* Gives the lease of epoch up, so that another replica need not wait. */
 int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch,
                                struct medic_error *err);

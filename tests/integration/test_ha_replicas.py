@@ -32,6 +32,8 @@ deadlines:
 - a resume queued when the leader was killed is run by the next start
   while its engine is held reading the state (a table lock): its outcome
   reaches the incident, which recovers;
+- a replica whose wall clock is 40 minutes off the database's never
+  leads, says so, and leads once its clock is right;
 - `medic audit verify` on the log after each."""
 
 import calendar
@@ -43,8 +45,8 @@ import subprocess
 import threading
 import time
 
-from lab import (HOST, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, request,
-                 schema_version, wait_until, write_secret)
+from lab import (HOST, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock, Suite,
+                 request, schema_version, wait_until, write_secret)
 from postgres_lab import PostgreSQL
 
 TOKEN = "ha-token"
@@ -674,6 +676,45 @@ def test_replica_with_another_configuration(suite):
     assert other.metric("medic_ha_config_matches_leader", AUTH) == 1
 
 
+def test_replica_with_a_wrong_clock_does_not_lead(suite):
+    """A replica started with its wall clock 40 minutes ahead (the clock
+    stand-in) compares it with the database's: it says how far off it is
+    (log, medic_ha_clock_offset_seconds) and never takes the lease, also
+    once the replica that led stops, for it would take every fresh alert
+    for a stale one. Once its clock is right again it leads."""
+    pg = PostgreSQL(suite.subdir("clock")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("clock")
+    workdir = suite.subdir("clock-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    config = f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+    clock = SteppedClock(suite.subdir("clock-shift"))
+    clock.set(2400)
+    fast = Replica(suite, url, "clock-fast", config)
+    fast.env = clock.env()
+    fast.start()
+    suite.on_exit(fast.stop)
+    wait_until("the offset seen", lambda: abs(fast.metric(
+        "medic_ha_clock_offset_seconds", AUTH) - 2400) < 5, timeout=LEASE + 5)
+    good = Replica(suite, url, "clock-good", config)
+    good.start()
+    suite.on_exit(good.stop)
+    wait_until("the replica with the right clock leads", good.leads, timeout=LEASE + 3)
+    assert not fast.leads()
+    good.stop()
+    stopped = time.monotonic()
+    # three leases pass: the fast replica, alive (it answers, its offset
+    # is read afresh), still does not lead
+    while time.monotonic() < stopped + 3 * LEASE:
+        assert not fast.leads()
+        assert abs(fast.metric("medic_ha_clock_offset_seconds", AUTH) - 2400) < 5
+        time.sleep(0.2)
+    said = [line for _, line in log_lines(fast) if "wall clock is off from the database" in line]
+    assert len(said) == 1 and "offset_seconds=24" in said[0], said
+    clock.set(0)  # time sync fixed the host
+    wait_until("the replica leads once its clock is right", fast.leads, timeout=3 * LEASE + 5)
+
+
 def test_recovered_undo_reaches_its_incident(suite):
     """A resume decided but still queued when the leader is killed (its four
     action workers busy with drains of four other nodes that a stand-in
@@ -780,5 +821,6 @@ if __name__ == "__main__":
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
                         test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
                         test_replica_with_another_configuration,
+                        test_replica_with_a_wrong_clock_does_not_lead,
                         test_recovered_undo_reaches_its_incident, test_takeover_with_work_waiting,
                         test_approval_on_another_replica])
