@@ -319,7 +319,9 @@ static const struct directive directives[] = {
      "step: it runs only when the step before it (an awaited one) did not succeed, and is "
      "recorded as not needed otherwise (`gpu_reset`, then `ipmi_power_cycle` if it failed). "
      "`approval: required|none` on a disruptive step overrides its policy's `approval` (drain "
-     "unattended, power-cycle after a person's yes)",
+     "unattended, power-cycle after a person's yes). `after_from: previous` on a step: its "
+     "`after` counts from when the step before it ended (its outcome), not from the alert's "
+     "start",
      NULL},
     {"policies[]", "verify_before_resume", D_DOC, 0, 0, 0, NULL, NULL, "`true`",
      "a resume of a node the incident disrupted waits for a health check (`verify`) to pass; "

@@ -127,9 +127,10 @@ void policy__tell_pending(const struct policy_context *ctx, const struct policy 
     if (pol && in->pending_step + 1 < pol->step_count) {
         char after[32];
         medic_duration_format(pol->steps[in->pending_step + 1].after, after, sizeof(after));
-        snprintf(next, sizeof(next), "then step %zu: %s, %s after the alert started",
-                 in->pending_step + 2,
-                 medic_action_name(pol->steps[in->pending_step + 1].action.kind), after);
+        snprintf(next, sizeof(next), "then step %zu: %s, %s after %s", in->pending_step + 2,
+                 medic_action_name(pol->steps[in->pending_step + 1].action.kind), after,
+                 pol->steps[in->pending_step + 1].after_previous ? "this step ends"
+                                                                 : "the alert started");
     }
     const char *url = ctx->external_url;
     char message[2600];

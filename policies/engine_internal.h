@@ -53,7 +53,11 @@ struct incident {
     char policy[65];
     enum policy_incident_state state;
     int64_t opened_at; /* the ladder's clock: its first alert's startsAt */
-    size_t next_step;  /* steps [0, next_step) are decided */
+    /* when its last ladder step ended (its outcome, or its decision when
+     * it awaited none); 0: none yet. Steps with after_from: previous count
+     * from it */
+    int64_t step_ended_at;
+    size_t next_step; /* steps [0, next_step) are decided */
     /* the action whose outcome it waits for (state draining, limiting,
      * cycling, or undoing) */
     int awaiting;
@@ -378,6 +382,10 @@ int policy__strictest_limit(const struct policy_state *st, const char *node,
 enum policy_hold { HOLD_DRAIN, HOLD_LIMIT };
 int policy__holders(const struct policy_state *st, const char *node, const struct incident *except,
                     enum policy_hold hold);
+
+/* When step of in comes due: its `after` from the alert's start, or from
+ * when the step before it ended (after_from: previous). */
+int64_t policy__step_due(const struct incident *in, const struct policy_step *step);
 
 /* follow.c: after a reload, incidents follow their node through the
  * inventory's renames and their policy through a rename (once per set) */

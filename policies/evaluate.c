@@ -349,7 +349,7 @@ static int64_t tick_due(const struct policy_context *ctx, const struct policy *p
     int64_t due = in->pending ? in->pending_until : INT64_MAX;
     if (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
         in->state != INCIDENT_UNDOING && in->member_count > 0 && in->next_step < pol->step_count) {
-        due = later(in->opened_at, pol->steps[in->next_step].after);
+        due = policy__step_due(in, &pol->steps[in->next_step]);
         /* after a restart, a disruptive step waits for its alert, or for
          * the grace to pass */
         int64_t grace = ctx->policies->safety.restart_grace;

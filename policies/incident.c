@@ -242,6 +242,13 @@ void policy__incidents_reslot(struct policy_state *st)
     }
 }
 
+int64_t policy__step_due(const struct incident *in, const struct policy_step *step)
+{
+    int64_t base = step->after_previous && in->step_ended_at ? in->step_ended_at : in->opened_at;
+    int64_t due;
+    return __builtin_add_overflow(base, step->after, &due) ? INT64_MAX : due;
+}
+
 int policy__incident_fresh(const struct incident *in, int64_t grace, int64_t now)
 {
     if (in->fresh_after == MEDIC_TIME_UNSET)

@@ -372,10 +372,17 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
                  "%spolicy %s step %d becomes a drain: %.300s; the node is quarantined once it "
                  "is drained%s",
                  prefix, pol->name, index + 1, in->quarantine_why, mode);
+    else if (step->after_previous)
+        snprintf(d->reason, sizeof(d->reason), "%spolicy %s step %d: %s after step %d ended%s",
+                 prefix, pol->name, index + 1, after, index, mode);
     else
         snprintf(d->reason, sizeof(d->reason), "%spolicy %s step %d: firing for %s or more%s",
                  prefix, pol->name, index + 1, after, mode);
     in->acted = 1;
+    if (!on_resolved) { /* its outcome, when it has one, moves this on */
+        in->step_ended_at = now;
+        policy__touch_incident(in);
+    }
     if (!in->in_inventory || kind == MEDIC_ACTION_NOTIFY)
         return;
     if (kind == MEDIC_ACTION_VERIFY) {
@@ -469,7 +476,7 @@ void policy__run_due_steps(const struct policy_context *ctx, struct policy_state
     while (!in->awaiting && !in->pending && in->state != INCIDENT_FAILED &&
            in->state != INCIDENT_UNDOING && in->state != INCIDENT_QUARANTINED &&
            in->member_count > 0 && in->next_step < pol->step_count &&
-           now - in->opened_at >= pol->steps[in->next_step].after) {
+           now >= policy__step_due(in, &pol->steps[in->next_step])) {
         const struct policy_step *step = &pol->steps[in->next_step];
         if (step->if_failed && policy__skip_fallback(pol, in, in->next_step, now, out)) {
             in->next_step++;
@@ -704,6 +711,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     policy__touch_incident(in);
     in->awaiting = 0;
     in->awaiting_decision = 0;
+    in->step_ended_at = now; /* after_from: previous counts from here */
     if (n && n->acting > 0) {
         int was = policy__node_disrupted(n);
         n->acting--;

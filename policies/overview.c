@@ -54,7 +54,7 @@ static void next_move(const struct policy_context *ctx, struct incident *in, cha
     else {
         const struct policy_step *step = &pol->steps[in->next_step];
         int64_t grace = ctx->policies->safety.restart_grace;
-        int64_t due_at = in->opened_at + step->after;
+        int64_t due_at = policy__step_due(in, step);
         if (medic_action_disruptive(step->action.kind) &&
             !policy__incident_fresh(in, grace, in->fresh_after) &&
             in->fresh_after + grace > due_at) {

@@ -128,6 +128,10 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         medic_buf_puts(b, ",");
         json_time(b, "cycled_at", in->cycled_at);
     }
+    if (in->step_ended_at) {
+        medic_buf_puts(b, ",");
+        json_time(b, "step_ended_at", in->step_ended_at);
+    }
     if (in->awaiting && in->awaiting_since) {
         medic_buf_puts(b, ",");
         json_time(b, "awaiting_since", in->awaiting_since);
@@ -516,6 +520,8 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     }
     if (cJSON_GetObjectItemCaseSensitive(e, "cycled_at")) /* absent: no power cycle, or older */
         in->cycled_at = time_field(l, e, "cycled_at");
+    if (cJSON_GetObjectItemCaseSensitive(e, "step_ended_at"))
+        in->step_ended_at = time_field(l, e, "step_ended_at");
     if (cJSON_GetObjectItemCaseSensitive(e, "awaiting_since"))
         in->awaiting_since = time_field(l, e, "awaiting_since");
     in->opened_at = time_field(l, e, "opened_at");

@@ -213,6 +213,22 @@ static int parse_step(struct parser *p, const struct yaml_tree_node *n, int on_r
                 return rc;
             continue;
         }
+        if (strcmp(key, "after_from") == 0) {
+            const struct yaml_tree_node *from = n->items[i];
+            if (on_resolved)
+                return yaml_fields_fail(&p->f, from,
+                                        "after_from: not a parameter of %s in on_resolved", name);
+            if ((rc = yaml_fields_scalar(&p->f, from, "after_from")))
+                return rc;
+            if (strcmp(from->value, "previous") == 0)
+                s->after_previous = 1;
+            else if (strcmp(from->value, "alert") != 0)
+                return yaml_fields_fail(&p->f, from,
+                                        "after_from: 'alert' (after counts from the alert's "
+                                        "start, the default) or 'previous' (from when the step "
+                                        "before it ended)");
+            continue;
+        }
         if (strcmp(key, "after") == 0) {
             if (on_resolved)
                 return yaml_fields_fail(&p->f, n->items[i],
@@ -269,8 +285,14 @@ static int parse_steps(struct parser *p, const struct yaml_tree_node *n, const c
                                     "if_failed: the step before must be drain, power_limit, "
                                     "ipmi_power_cycle, gpu_reset or verify (their outcome is "
                                     "awaited)");
-        /* on_resolved steps have no after: all of them are decided at the resolve */
-        if (!on_resolved && i > 0 && (*out)[i].after <= (*out)[i - 1].after) {
+        if (!on_resolved && i == 0 && (*out)[i].after_previous)
+            return yaml_fields_fail(&p->f, yaml_tree_get(n->items[i], "after_from"),
+                                    "after_from: previous needs a step before it; the first "
+                                    "step counts from the alert's start");
+        /* on_resolved steps have no after: all of them are decided at the
+         * resolve; a step counted from the one before comes after it anyway */
+        if (!on_resolved && i > 0 && !(*out)[i].after_previous && !(*out)[i - 1].after_previous &&
+            (*out)[i].after <= (*out)[i - 1].after) {
             /* the step that comes too early, and the time that would do */
             const struct yaml_tree_node *after = yaml_tree_get(n->items[i], "after");
             char at[32], before[32], suggest[32];

@@ -20,6 +20,11 @@
  * message, a template rendered when the step is decided. */
 struct policy_step {
     int64_t after; /* ns after the alert started; 0 for the first step */
+    /* after_from: previous: `after` counts from when the step before it
+     * ended (its outcome, or its decision when it has none to wait for),
+     * not from the alert's start; a late approval then never puts this
+     * step straight after the one before */
+    int after_previous;
     struct medic_action action;
     struct policy_template text; /* the action's MEDIC_PARAM_TEXT parameter */
     int has_text;

@@ -915,6 +915,58 @@ static void test_queued_step_held_by_a_later_pause(void **state)
     world_release(&w);
 }
 
+/* after_from: previous: a step counts from when the one before it ended.
+ * A power cycle approved late is followed by its verify 5m after the
+ * cycle's outcome, not at once (5m after the alert, long past); across a
+ * restart too. The first step cannot count from a previous one. */
+static void test_after_from_previous(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain, approval: none }\n"
+                                   "      - { after: 1m, action: ipmi_power_cycle }\n"
+                                   "      - { after: 5m, after_from: previous, action: verify }\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    size_t made = 0;
+    world_init(&w, policies, NULL, 40, 1);
+    w.ctx.approve = 1;
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + MIN);
+    expect(last(&w, 1), "gpu-node-01", "ipmi_power_cycle", VERDICT_PENDING, NULL);
+    assert_non_null(strstr(last(&w, 0)->reason, "then step 3: verify, 5m after this step ends"));
+    assert_int_equal(answer(&w, "gpu-node-01", 1, "alice", T0 + 20 * MIN, &made), 0);
+    expect(last(&w, 0), "gpu-node-01", "ipmi_power_cycle", VERDICT_EXECUTE, "approved by alice");
+    outcome(&w, "gpu-node-01", MEDIC_OUTCOME_SUCCEEDED, T0 + 21 * MIN);
+    assert_int_equal(tick(&w, T0 + 22 * MIN), 0); /* 5m after the alert is long past: not yet */
+    restart(&w, T0 + 23 * MIN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 23 * MIN);
+    assert_int_equal(tick(&w, T0 + 26 * MIN - 1), 0);
+    assert_int_equal(tick(&w, T0 + 26 * MIN), 1);
+    expect(last(&w, 0), "gpu-node-01", "verify", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+    /* the first step has nothing before it */
+    struct yaml_tree tree;
+    struct medic_error err = {0};
+    struct policy_set set;
+    static const char bad[] = "policies:\n"
+                              "  - name: x\n"
+                              "    match: '{alertname=\"A\"}'\n"
+                              "    steps: [ { action: drain, after_from: previous } ]\n";
+    assert_int_equal(yaml_tree_parse("p.yaml", bad, strlen(bad), &tree, &err), 0);
+    assert_int_not_equal(policy_set_parse("p.yaml", yaml_tree_get(tree.root, "policies"), NULL,
+                                          notifiers, 1, &set, &err),
+                         0);
+    assert_non_null(strstr(err.msg, "after_from: previous needs a step before it"));
+    yaml_tree_release(&tree);
+}
+
 /* A denial holds the node for a person: the drained node stays drained
  * when its alert resolves (no verify, no resume) until a person releases
  * it; a denial with undo gives it back at once, and the incident ends when
@@ -3341,6 +3393,7 @@ int main(void)
         cmocka_unit_test(test_approval_per_step),
         cmocka_unit_test(test_slurm_maintenance_unknown_holds),
         cmocka_unit_test(test_denial_holds_the_node),
+        cmocka_unit_test(test_after_from_previous),
         cmocka_unit_test(test_queued_step_held_by_a_later_pause),
         cmocka_unit_test(test_approval_after_restart_waits_for_the_alert),
         cmocka_unit_test(test_long_node_label_names_no_node),
