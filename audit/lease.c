@@ -194,19 +194,22 @@ int audit_lease_client_renew(struct audit_lease_client *c, const char *config_ha
     return 0;
 }
 
-int audit_lease_client_clock(struct audit_lease_client *c, int64_t *offset, struct medic_error *err)
+int audit_lease_client_clock(struct audit_lease_client *c, int64_t *db_now, int64_t *mono_at,
+                             struct medic_error *err)
 {
     int rc = client_conn(c, err);
     if (rc)
         return rc;
-    int64_t before = medic_time_now();
+    int64_t before = medic_time_monotonic();
     PGresult *r =
         PQexec(c->conn, "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint");
-    int64_t after = medic_time_now();
+    int64_t after = medic_time_monotonic();
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
         rc = audit_pg_error(err, c->conn, "cannot read the database's clock");
-    else
-        *offset = before + (after - before) / 2 - strtoll(PQgetvalue(r, 0, 0), NULL, 10) * 1000;
+    else {
+        *db_now = strtoll(PQgetvalue(r, 0, 0), NULL, 10) * 1000;
+        *mono_at = before + (after - before) / 2;
+    }
     PQclear(r);
     return rc;
 }

@@ -42,6 +42,10 @@ struct engine_leader {
      * nor decides */
     int64_t clock_offset;
     int clock_off; /* said once in the log, until it is right again */
+    /* while leading: the clock the policy engine decides on (the wall
+     * clock when this replica began leading, advanced by the monotonic
+     * clock), which a later step of the wall clock does not move */
+    int64_t led_wall, led_mono;
     uint64_t renewals, failures, gains, losses;
     uint64_t buckets[LEASE_BUCKETS];
     double seconds_sum;
@@ -88,6 +92,8 @@ static void take_up(struct engine_leader *l, int64_t epoch)
     char e[24];
     snprintf(e, sizeof(e), "%lld", (long long)epoch);
     audit_store_set_term(l->store, l->replica, epoch);
+    l->led_mono = medic_time_monotonic();
+    l->led_wall = medic_time_now();
     set_leading(l, 1, epoch);
     medic_log_info("this replica leads: it decides and acts from now", "replica", l->replica,
                    "epoch", e, NULL);
@@ -147,9 +153,15 @@ static void compare_config(struct engine_leader *l, const struct audit_lease *le
 static int clock_agrees(struct engine_leader *l)
 {
     struct medic_error err = {0};
-    int64_t offset = 0;
-    if (audit_lease_client_clock(l->client, &offset, &err))
+    int64_t db_now = 0, mono_at = 0;
+    if (audit_lease_client_clock(l->client, &db_now, &mono_at, &err))
         return !l->clock_off;
+    /* a leader's engine decides on the clock it took when it began (a
+     * step of the wall clock since does not move it); a replica that does
+     * not lead would start its engine on the wall clock */
+    int64_t local = l->leading ? l->led_wall + (mono_at - l->led_mono)
+                               : medic_time_now() - (medic_time_monotonic() - mono_at);
+    int64_t offset = local - db_now;
     medic_mutex_lock(&l->lock);
     l->clock_offset = offset;
     medic_mutex_unlock(&l->lock);

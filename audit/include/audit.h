@@ -348,11 +348,11 @@ void audit_lease_client_free(struct audit_lease_client *c);
  * config_hash beside it. out says who holds it now. */
 int audit_lease_client_renew(struct audit_lease_client *c, const char *config_hash,
                              int64_t lease_ms, struct audit_lease *out, struct medic_error *err);
-/* How far this host's wall clock is ahead of the database's (ns; negative
- * when behind), read on the lease's connection: the database's
- * clock_timestamp() against the midpoint of the local clock around the
- * query (its round trip bounds the error). */
-int audit_lease_client_clock(struct audit_lease_client *c, int64_t *offset,
+/* The database's clock (clock_timestamp(), ns since the epoch) into
+ * *db_now, read on the lease's connection, and the midpoint of the local
+ * monotonic clock around the query into *mono_at (its round trip bounds
+ * the error): the caller compares whichever local clock it keeps. */
+int audit_lease_client_clock(struct audit_lease_client *c, int64_t *db_now, int64_t *mono_at,
                              struct medic_error *err);
 /* Gives the lease of epoch up, so that another replica need not wait. */
 int audit_lease_client_release(struct audit_lease_client *c, int64_t epoch,
