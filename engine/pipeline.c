@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_pipeline.h"
+#include "pipeline_internal.h"
 #include "engine_people.h"
 #include "lock.h"
 #include "engine_evaluate.h"
@@ -24,43 +25,6 @@
 /* Decisions one round may make (256 notifications of up to 1000 alerts
  * with a few steps each fit); past it, alerts get an error decision. */
 #define ROUND_DECISIONS_LIMIT 1000000
-
-struct engine_pipeline {
-    struct audit_store *store;
-    struct engine_dispatch *dispatch;
-    struct engine_fleet *fleet;       /* its last cycle's risks serve alerts of the same window */
-    struct engine_slurm_maint *maint; /* which nodes Slurm has in maintenance */
-    struct audit_reader *reader;
-    struct config_slot *configs;
-    int64_t tick_interval;
-    int64_t poll_interval; /* a log shared with other replicas: read this often; 0: not */
-    int64_t last_poll;     /* monotonic, as last_tick */
-    pthread_t thread;
-    struct medic_mutex lock; /* guards state: changed by the engine thread, copied by dry runs */
-    struct handover in;      /* what other threads hand over, and the wake-ups */
-    struct policy_state *state;
-    int legacy_state;  /* an earlier medic's document: dropped once the rows are written */
-    int state_stale;   /* a failed round changed state and it could not be read back yet */
-    int64_t last_tick; /* monotonic: a step of the wall clock never stalls or rushes ticks */
-    atomic_ullong decisions[VERDICT_COUNT];
-    atomic_ullong rounds_failed;
-    atomic_ullong ticks;
-    atomic_ullong evaluated;
-    atomic_ullong clock_steps;
-    /* the policy engine's clock, which a step of the wall clock does not
-     * move; the wall clock's lead on it at the last look (a change of 1 s
-     * or more is a step) */
-    struct medic_steady_clock clock;
-    _Atomic int64_t wall_lead;
-    atomic_int approvals_waiting; /* an answer was recorded: read them in the next round */
-    atomic_int disrupted_nodes;
-    atomic_int quarantined_nodes;
-    atomic_int open_incidents;
-    atomic_int storm;
-    atomic_int paused;
-    atomic_int pending_approvals;
-    _Atomic int64_t pending_oldest; /* engine clock; MEDIC_TIME_UNSET: none */
-};
 
 /* What a round collects while evaluating pending notifications. */
 struct round {
@@ -666,46 +630,4 @@ void engine_pipeline_stop(struct engine_pipeline *e)
     handover_release(&e->in);
     medic_mutex_destroy(&e->lock);
     free(e);
-}
-
-void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_stats *out)
-{
-    for (int v = 0; v < VERDICT_COUNT; v++)
-        out->decisions[v] = atomic_load(&e->decisions[v]);
-    out->rounds_failed = atomic_load(&e->rounds_failed);
-    out->ticks = atomic_load(&e->ticks);
-    out->evaluated = atomic_load(&e->evaluated);
-    out->clock_steps = atomic_load(&e->clock_steps);
-    out->wall_clock_lead = atomic_load(&e->wall_lead);
-    out->disrupted_nodes = atomic_load(&e->disrupted_nodes);
-    out->quarantined_nodes = atomic_load(&e->quarantined_nodes);
-    out->open_incidents = atomic_load(&e->open_incidents);
-    out->storm = atomic_load(&e->storm);
-    out->paused = atomic_load(&e->paused);
-    out->pending_approvals = atomic_load(&e->pending_approvals);
-    int64_t oldest = atomic_load(&e->pending_oldest);
-    out->pending_oldest_age = out->pending_approvals && oldest != MEDIC_TIME_UNSET
-                                  ? medic_steady_clock_now(&e->clock) - oldest
-                                  : 0;
-}
-
-int64_t engine_pipeline_now(const struct engine_pipeline *e)
-{
-    return medic_steady_clock_now(&e->clock);
-}
-
-int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg)
-{
-    medic_mutex_lock(&e->lock);
-    int rc = fn(arg, e->state);
-    medic_mutex_unlock(&e->lock);
-    return rc;
-}
-
-int engine_pipeline_copy_state(struct engine_pipeline *e, struct policy_state **out,
-                               struct medic_error *err)
-{
-    /* the engine waits while the rows are written out, not while they
-     * are read back */
-    return policy_state_copy(e->state, &e->lock, out, err);
 }
