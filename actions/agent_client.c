@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent_client.h"
 #include "buf.h"
+#include "timeutil.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -273,6 +274,43 @@ int agent_health_recovery(const char *json, size_t len, int *codes, size_t max, 
     }
     cJSON_Delete(j);
     return 0;
+}
+
+int agent_health_after(const char *json, size_t len, int gpu, int64_t after, char *detail,
+                       size_t size)
+{
+    cJSON *j = len <= AGENT_HEALTH_MAX ? cJSON_ParseWithLength(json, len) : NULL;
+    const cJSON *when = cJSON_GetObjectItemCaseSensitive(j, "booted_at"), *g;
+    const char *what = "booted";
+    if (gpu >= 0) {
+        when = NULL;
+        what = "enumerated";
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(j, "gpus"))
+        {
+            const cJSON *index = cJSON_GetObjectItemCaseSensitive(g, "index");
+            if (cJSON_IsNumber(index) && index->valuedouble == (double)gpu)
+                when = cJSON_GetObjectItemCaseSensitive(g, "enumerated_at");
+        }
+    }
+    int64_t t = 0;
+    int seen = -1;
+    char after_text[40];
+    medic_time_format(after, after_text, sizeof(after_text));
+    char subject[32] = "the node";
+    if (gpu >= 0)
+        snprintf(subject, sizeof(subject), "GPU %d", gpu);
+    if (cJSON_IsString(when) &&
+        medic_time_parse_rfc3339(when->valuestring, strlen(when->valuestring), &t) == 0) {
+        /* the agent's times have whole seconds or finer: a later instant */
+        seen = t > after;
+        snprintf(detail, size, "%s %s at %s, %s %s", subject, what, when->valuestring,
+                 seen ? "after" : "not since", after_text);
+    } else {
+        snprintf(detail, size, "the agent does not say when %s was %s (an older agent?)", subject,
+                 what);
+    }
+    cJSON_Delete(j);
+    return seen;
 }
 
 enum medic_outcome agent_health_read(const char *url, const char *token, long timeout_ms,

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent.h"
+#include "boot.h"
 #include "lock.h"
 #include "buf.h"
 #include "log.h"
 #include "nvml.h"
 #include "reset.h"
 #include "secure.h"
+#include "timeutil.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -143,11 +145,22 @@ static void json_flag(struct medic_buf *b, const char *name, int value)
     medic_buf_printf(b, ",\"%s\":%s", name, value < 0 ? "null" : value ? "true" : "false");
 }
 
+static void json_time(struct medic_buf *b, const char *name, int64_t t)
+{
+    char when[40];
+    medic_buf_printf(b, ",\"%s\":", name);
+    if (t > 0)
+        medic_buf_json_string(b, medic_time_format(t, when, sizeof(when)));
+    else
+        medic_buf_puts(b, "null");
+}
+
 static void health_json(struct medic_buf *b, const struct nvml_gpu *g, const struct nvml_health *h,
-                        double remembered)
+                        double remembered, int64_t enumerated_at)
 {
     medic_buf_printf(b, "{\"index\":%u,\"uuid\":", g->index);
     medic_buf_json_string(b, g->uuid);
+    json_time(b, "enumerated_at", enumerated_at);
     medic_buf_puts(b, ",\"name\":");
     medic_buf_json_string(b, g->name);
     medic_buf_puts(b, ",\"recovery_action\":");
@@ -187,10 +200,19 @@ static enum MHD_Result report_health(struct agent *a, struct MHD_Connection *c)
         return reply_error(c, 500, err.msg);
     char driver[96];
     nvml_driver_version(a->nvml, driver, sizeof(driver));
+    int64_t enumerated_at = nvml_opened_at(a->nvml);
+    struct node_boot boot;
+    node_boot_read(NULL, &boot);
     struct medic_buf b;
     medic_buf_init(&b, 0);
     medic_buf_puts(&b, "{\"status\":\"success\",\"driver_version\":");
     medic_buf_json_string(&b, driver);
+    medic_buf_puts(&b, ",\"boot_id\":");
+    if (boot.id[0])
+        medic_buf_json_string(&b, boot.id);
+    else
+        medic_buf_puts(&b, "null");
+    json_time(&b, "booted_at", boot.booted_at);
     medic_buf_printf(&b, ",\"gpu_count\":%u,\"gpus\":[", count);
     for (unsigned int i = 0; i < count && i < AGENT_MAX_GPUS; i++) {
         struct nvml_gpu g;
@@ -202,7 +224,7 @@ static enum MHD_Result report_health(struct agent *a, struct MHD_Connection *c)
         if (i)
             medic_buf_puts(&b, ",");
         medic_mutex_lock(&a->lock);
-        health_json(&b, &g, &h, a->remembered[i]);
+        health_json(&b, &g, &h, a->remembered[i], enumerated_at);
         medic_mutex_unlock(&a->lock);
     }
     medic_buf_puts(&b, "]}\n");

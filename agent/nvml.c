@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "nvml.h"
+#include "timeutil.h"
 #include "action.h"
 #include "lock.h"
 
@@ -59,7 +60,8 @@ struct nvml {
     nvml_return (*field_values)(nvml_device, int, struct nvml_field_value *);
     nvml_return (*processes)(nvml_device, unsigned int *, void *);
     nvml_return (*set_persistence)(nvml_device, int);
-    int suspended; /* closed for a GPU reset (nvml_suspend): every call refused */
+    int suspended;     /* closed for a GPU reset (nvml_suspend): every call refused */
+    int64_t opened_at; /* wall clock of the last nvmlInit that succeeded */
 };
 
 static int fail(struct nvml *n, nvml_return r, const char *what, struct medic_error *err)
@@ -128,6 +130,7 @@ int nvml_open(const char *library, struct nvml **out, struct medic_error *err)
         free(n);
         return MEDIC_E_IO;
     }
+    n->opened_at = medic_time_now();
     medic_mutex_init(&n->lock, MEDIC_LOCK_NVML);
     *out = n;
     return 0;
@@ -327,8 +330,18 @@ int nvml_resume(struct nvml *n, struct medic_error *err)
 {
     medic_mutex_lock(&n->lock);
     nvml_return r = n->suspended ? n->init() : 0;
+    if (r == 0 && n->suspended)
+        n->opened_at = medic_time_now();
     if (r == 0)
         n->suspended = 0;
     medic_mutex_unlock(&n->lock);
     return r ? fail(n, r, "nvmlInit after the reset", err) : 0;
+}
+
+int64_t nvml_opened_at(struct nvml *n)
+{
+    medic_mutex_lock(&n->lock);
+    int64_t t = n->opened_at;
+    medic_mutex_unlock(&n->lock);
+    return t;
 }

@@ -8,6 +8,7 @@
 #include "error.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct nvml;
 
@@ -62,5 +63,8 @@ int nvml_set_persistence(struct nvml *n, unsigned int index, int on, struct medi
  * nvml_resume opens it again. */
 void nvml_suspend(struct nvml *n);
 int nvml_resume(struct nvml *n, struct medic_error *err);
+/* When NVML last initialised (medic_time_now's clock): every GPU it reads
+ * was enumerated by the driver at or before this, and found by it since. */
+int64_t nvml_opened_at(struct nvml *n);
 
 #endif

@@ -31,8 +31,8 @@
       "refused while processes compute on it, confirmed back before it succeeds")                  \
     X(VERIFY, "verify", 0,                                                                         \
       "waits until the node is healthy (its agent's GPU health, Slurm answering, the BMC's "       \
-      "power on) and, after a power cycle, shows that it booted since; a node that does not "      \
-      "pass within the time is quarantined")
+      "power on) and shows the repair happened: a boot since a power cycle, the GPU enumerated "   \
+      "since a GPU reset; a node that does not pass within the time is quarantined")
 
 enum medic_action_kind {
 #define MEDIC_ACTION_ENUM(id, name, disruptive, doc) MEDIC_ACTION_##id,
@@ -84,6 +84,10 @@ struct medic_action {
             /* after a power cycle: the node must show a boot after this
              * time (RFC 3339, UTC), else the verify fails; NULL: none asked */
             char *booted_after;
+            /* after a GPU reset: that GPU (the alert's `gpu` label) must
+             * have been enumerated again after reset_after (RFC 3339) */
+            char *reset_after;
+            char *reset_gpu;
         } verify;
     } u;
 };
@@ -145,7 +149,12 @@ enum medic_param_type {
     X(VERIFY, "booted_after", MEDIC_PARAM_RECORD, u.verify.booted_after, 0, 0, 0,                  \
       "set by medic, not by a policy: after a power cycle, when it was sent (RFC 3339); the "      \
       "node passes only with evidence that it booted since (Slurm's SlurmdStartTime or "           \
-      "BootTime later than that)")
+      "BootTime later than that, or the agent's boot time)")                                       \
+    X(VERIFY, "reset_after", MEDIC_PARAM_RECORD, u.verify.reset_after, 0, 0, 0,                    \
+      "set by medic, not by a policy: after a GPU reset, when it was sent (RFC 3339); the node "   \
+      "passes only when its agent says the GPU was enumerated again since")                        \
+    X(VERIFY, "reset_gpu", MEDIC_PARAM_RECORD, u.verify.reset_gpu, 0, 0, 0,                        \
+      "set by medic, not by a policy: the GPU the reset was for (the alert's `gpu` label)")
 
 struct medic_action_param {
     enum medic_action_kind kind;

@@ -247,52 +247,96 @@ static enum medic_outcome run_gpu_reset(const struct medic_config *c,
     return agent_gpu_reset(n->agent_url, cred->token, index, uuid, 150000, detail, size);
 }
 
+/* What the verify read of the agent: the health report (NULL: none). */
+struct agent_read {
+    const char *json;
+    size_t len;
+};
+
 /* Evidence of the repair after a power cycle at booted_after (RFC 3339):
- * Slurm says the node booted (or its slurmd started) in a later second.
- * 1 seen, 0 not (detail says what was read). No source of evidence is no
- * evidence: never a pass. */
+ * Slurm says the node booted (or its slurmd started) in a later second, or
+ * the agent says the node booted later. 1 seen, 0 not (detail says what
+ * was read). No source of evidence is no evidence: never a pass. */
 static int booted_since(const struct medic_config *c, const struct inventory_node *n,
-                        const char *booted_after, char *detail, size_t size)
+                        const struct agent_read *agent, const char *booted_after, char *detail,
+                        size_t size)
 {
     int64_t after = 0, started = 0;
     if (medic_time_parse_rfc3339(booted_after, strlen(booted_after), &after)) {
         snprintf(detail, size, "boot: the power cycle's time '%s' cannot be read", booted_after);
         return 0;
     }
-    if (!n->slurm_node) {
+    char read[300] = "", from_agent[300] = "";
+    int seen = 0;
+    if (n->slurm_node) {
+        struct slurm_options so;
+        slurm_options_from(c, &so);
+        /* Slurm's times have whole seconds: a later second than the cycle's */
+        seen = slurm_node_started(&so, n->slurm_node, &started, read, sizeof(read)) == 0 &&
+               started / MEDIC_NS_PER_SEC > after / MEDIC_NS_PER_SEC;
+    }
+    if (!seen && agent->json)
+        seen = agent_health_after(agent->json, agent->len, -1, after, from_agent,
+                                  sizeof(from_agent)) == 1;
+    if (!n->slurm_node && !agent->json) {
         snprintf(detail, size,
                  "boot: no evidence that the node booted after the power cycle at %s (the "
-                 "inventory gives it no slurm node to ask)",
+                 "inventory gives it no slurm node or agent to ask)",
                  booted_after);
         return 0;
     }
-    struct slurm_options so;
-    char read[300];
-    slurm_options_from(c, &so);
-    if (slurm_node_started(&so, n->slurm_node, &started, read, sizeof(read))) {
-        snprintf(detail, size, "boot: %s", read);
+    snprintf(detail, size, "boot: %s the power cycle at %s (%s%s%s)", seen ? "after" : "none since",
+             booted_after, read, read[0] && from_agent[0] ? "; agent: " : "", from_agent);
+    return seen;
+}
+
+/* Evidence of the repair after a GPU reset at reset_after: the agent says
+ * the GPU was enumerated again later. 1 seen, 0 not. */
+static int reset_since(const struct inventory_node *n, const struct agent_read *agent,
+                       const char *reset_after, const char *gpu, char *detail, size_t size)
+{
+    int64_t after = 0;
+    int index = medic_gpu_index(gpu);
+    if (medic_time_parse_rfc3339(reset_after, strlen(reset_after), &after) || index < 0) {
+        snprintf(detail, size, "reset: the GPU reset's time '%s' or GPU '%s' cannot be read",
+                 reset_after, gpu ? gpu : "");
         return 0;
     }
-    /* Slurm's times have whole seconds: a later second than the cycle's */
-    int seen = started / MEDIC_NS_PER_SEC > after / MEDIC_NS_PER_SEC;
-    snprintf(detail, size, "boot: %s the power cycle at %s (%s)", seen ? "after" : "none since",
-             booted_after, read);
+    if (!agent->json) {
+        snprintf(detail, size,
+                 "reset: no evidence that GPU %d came back after its reset at %s (%s)", index,
+                 reset_after,
+                 n->agent_url ? "the agent's report was not read" : "the node has no agent");
+        return 0;
+    }
+    char read[300];
+    int seen = agent_health_after(agent->json, agent->len, index, after, read, sizeof(read)) == 1;
+    snprintf(detail, size, "reset: %s", read);
     return seen;
 }
 
 /* One look at the node: 1 healthy, 0 not yet (detail says what). */
 static int verify_round(const struct medic_config *c, const struct inventory_node *n,
-                        const char *booted_after, char *detail, size_t size)
+                        const struct medic_action *v, char *detail, size_t size)
 {
     char part[600];
     int healthy = 1;
     const struct medic_health_criteria *h = &c->policies.safety.health;
+    struct medic_buf report;
+    struct agent_read agent = {0};
+    medic_buf_init(&report, AGENT_HEALTH_MAX);
     detail[0] = '\0';
     if (n->agent_url) {
         const struct credential *cred = engine_agent_of(c, n, n->name, part, sizeof(part));
         enum medic_outcome o =
-            cred ? agent_health(n->agent_url, cred->token, n->gpus, h, 10000, part, sizeof(part))
+            cred ? agent_health_read(n->agent_url, cred->token, 10000, &report, part, sizeof(part))
                  : MEDIC_OUTCOME_REFUSED;
+        if (o == MEDIC_OUTCOME_SUCCEEDED) {
+            agent.json = report.data ? report.data : "";
+            agent.len = report.len;
+            if (agent_health_judge(agent.json, agent.len, n->gpus, h, part, sizeof(part)) != 1)
+                o = MEDIC_OUTCOME_FAILED;
+        }
         healthy &= o == MEDIC_OUTCOME_SUCCEEDED;
         size_t at = strlen(detail);
         snprintf(detail + at, size - at, "agent: %s", part);
@@ -325,15 +369,24 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
                  : power == 0 ? "power off"
                               : part);
     }
+    const char *booted_after = v->u.verify.booted_after, *reset_after = v->u.verify.reset_after;
     if (booted_after) {
-        healthy &= booted_since(c, n, booted_after, part, sizeof(part));
+        healthy &= booted_since(c, n, &agent, booted_after, part, sizeof(part));
         size_t at = strlen(detail);
         snprintf(detail + at, size - at, "%s%s", at ? "; " : "", part);
-    } else if (!n->agent_url && !(n->slurm_node && h->slurm) && !(n->has_bmc && h->bmc))
+    }
+    if (reset_after) {
+        healthy &= reset_since(n, &agent, reset_after, v->u.verify.reset_gpu, part, sizeof(part));
+        size_t at = strlen(detail);
+        snprintf(detail + at, size - at, "%s%s", at ? "; " : "", part);
+    }
+    if (!booted_after && !reset_after && !n->agent_url && !(n->slurm_node && h->slurm) &&
+        !(n->has_bmc && h->bmc))
         snprintf(detail, size,
                  "nothing to check: the inventory gives node '%s' no agent, slurm "
                  "node or bmc (or safety.health turns their checks off)",
                  n->name);
+    medic_buf_release(&report);
     return healthy;
 }
 
@@ -352,7 +405,7 @@ static enum medic_outcome run_verify(const struct engine_run_context *rc,
     for (;;) {
         char seen[1200];
         checks++;
-        if (verify_round(rc->config, n, job->action.u.verify.booted_after, seen, sizeof(seen))) {
+        if (verify_round(rc->config, n, &job->action, seen, sizeof(seen))) {
             snprintf(detail, size, "healthy after %lld check(s): %s", (long long)checks, seen);
             return MEDIC_OUTCOME_SUCCEEDED;
         }

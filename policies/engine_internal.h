@@ -110,6 +110,10 @@ struct incident {
     /* when its last power cycle that succeeded was decided (0: none): a
      * verify after it needs evidence that the node booted since */
     int64_t cycled_at;
+    /* when its last GPU reset that succeeded was decided (0: none): a
+     * verify after it needs evidence that the alert's GPU was enumerated
+     * again since */
+    int64_t reset_at;
     int64_t awaiting_since; /* when the awaited action was decided (0: unknown) */
     int quarantining;       /* its node is quarantined once the drain in flight ends */
     char quarantine_why[400];
@@ -476,6 +480,7 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
  * drain, restore its power limit (a policy gone, a person's release). */
 void policy__undo_holds(const struct policy_context *ctx, struct policy_state *st,
                         struct incident *in, int64_t now, struct policy_decisions *out);
+int policy__verify_evidence(const struct incident *in, struct medic_action *verify);
 void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
                          struct policy_decisions *out);
 struct policy_decision *policy__incident_decision(struct policy_decisions *out,

@@ -383,12 +383,8 @@ void policy__take_verify(struct incident *in, struct policy_decision *d, int liv
                                 "%s decided in dry-run", which);
         return;
     }
-    if (in->cycled_at) { /* evidence of the repair: a boot after the power cycle */
-        char when[40];
-        medic_time_format(in->cycled_at, when, sizeof(when));
-        if (medic_action_set_text(&d->action, "booted_after", when, strlen(when)))
-            out->failed = MEDIC_E_NOMEM;
-    }
+    if (policy__verify_evidence(in, &d->action))
+        out->failed = MEDIC_E_NOMEM;
     d->awaited = 1;
     in->awaiting = 1;
     in->awaiting_decision = 0;
@@ -668,6 +664,8 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
         in->last_failed = 0;
         if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE) /* a boot must come after it was sent */
             in->cycled_at = in->awaiting_since ? in->awaiting_since : now;
+        if (kind == MEDIC_ACTION_GPU_RESET) /* and the GPU enumerated after its reset */
+            in->reset_at = in->awaiting_since ? in->awaiting_since : now;
         policy__incident_change(in, done_state(kind), -1, now, out, "%s", cause);
     }
     if (policy__repair_outcome(ctx, st, pol, in, kind, outcome, cause, now, out)) {

@@ -115,6 +115,10 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         medic_buf_puts(b, ",");
         json_time(b, "cycled_at", in->cycled_at);
     }
+    if (in->reset_at) {
+        medic_buf_puts(b, ",");
+        json_time(b, "reset_at", in->reset_at);
+    }
     if (in->step_ended_at) {
         medic_buf_puts(b, ",");
         json_time(b, "step_ended_at", in->step_ended_at);

@@ -190,6 +190,8 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     }
     if (cJSON_GetObjectItemCaseSensitive(e, "cycled_at")) /* absent: no power cycle, or older */
         in->cycled_at = time_field(l, e, "cycled_at");
+    if (cJSON_GetObjectItemCaseSensitive(e, "reset_at"))
+        in->reset_at = time_field(l, e, "reset_at");
     if (cJSON_GetObjectItemCaseSensitive(e, "step_ended_at"))
         in->step_ended_at = time_field(l, e, "step_ended_at");
     if (cJSON_GetObjectItemCaseSensitive(e, "awaiting_since"))

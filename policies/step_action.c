@@ -4,6 +4,7 @@
  * step's template. */
 #include "engine_internal.h"
 #include "buf.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,4 +68,26 @@ int policy__build_action(const struct policy_step *step, const struct incident *
     }
     medic_buf_release(&text);
     return rc;
+}
+
+/* A verify's evidence of the repair it follows: after a power cycle, a
+ * boot later than it; after a GPU reset, that GPU enumerated later than it.
+ * Returns 0 or MEDIC_E_NOMEM. */
+int policy__verify_evidence(const struct incident *in, struct medic_action *verify)
+{
+    char when[40];
+    if (in->cycled_at) {
+        medic_time_format(in->cycled_at, when, sizeof(when));
+        if (medic_action_set_text(verify, "booted_after", when, strlen(when)))
+            return MEDIC_E_NOMEM;
+    }
+    if (in->reset_at && in->reset_at > in->cycled_at) { /* a boot since enumerates every GPU */
+        struct medic_labels labels = {in->labels.items, in->labels.count};
+        const char *gpu = medic_labels_get(&labels, "gpu");
+        medic_time_format(in->reset_at, when, sizeof(when));
+        if (medic_action_set_text(verify, "reset_after", when, strlen(when)) ||
+            medic_action_set_text(verify, "reset_gpu", gpu ? gpu : "", gpu ? strlen(gpu) : 0))
+            return MEDIC_E_NOMEM;
+    }
+    return 0;
 }

@@ -8,6 +8,7 @@
 #include "action.h"
 #include "buf.h"
 #include <stddef.h>
+#include <stdint.h>
 
 /* Sets watts on gpus (gpu_count of them; 0: every GPU the agent lists). */
 enum medic_outcome agent_power_limit(const char *url, const char *token, const int *gpus,
@@ -38,6 +39,14 @@ int agent_health_judge(const char *json, size_t len, int expected_gpus,
  * report, by GPU index (codes[i]: -1 unknown; count: the GPUs reported, at
  * most max). 0, or -1 when it is not a report. */
 int agent_health_recovery(const char *json, size_t len, int *codes, size_t max, size_t *count);
+
+/* Evidence in a health report that the repair happened after `after`
+ * (medic_time_now's clock): the node booted later (its "booted_at"), or,
+ * with gpu >= 0, that GPU was enumerated later (its "enumerated_at": the
+ * agent's NVML found it in an initialisation after the reset). 1 seen, 0
+ * not, -1 the report does not say; detail says what was read. */
+int agent_health_after(const char *json, size_t len, int gpu, int64_t after, char *detail,
+                       size_t size);
 
 /* Reads GET /v1/health into out (at most AGENT_HEALTH_MAX bytes): succeeded
  * with the body, else why in detail. */

@@ -8,10 +8,12 @@
 # checks what it reports against nvidia-smi: GPU enumeration, UUIDs, power
 # limits and bounds, the health report (recovery action, persistence mode,
 # remapped rows, volatile double-bit ECC errors, compute processes), the
-# refusals (a limit outside the bounds, a GPU that is not there, a restore
-# with nothing remembered, a missing token, a reset of a GPU that is not
-# there), what a reset of GPU 0 would do (check_only: its compute
-# processes, persistence mode, the command) and a clean stop on SIGTERM.
+# evidence a verify reads after a repair (the boot id and time, when NVML
+# found each GPU), the refusals (a limit outside the bounds, a GPU that is
+# not there, a restore with nothing remembered, a missing token, a reset of
+# a GPU that is not there), what a reset of GPU 0 would do (check_only: its
+# compute processes, persistence mode, the command) and a clean stop on
+# SIGTERM.
 #
 # Reading only, by default: nothing on the GPU is changed. --set-limits also
 # sets GPU 0's power limit to its minimum through the agent, reads it back
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --set-limits) set_limits=1; shift ;;
     --reset) reset=1; shift ;;
-    -h | --help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "real-driver.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -69,6 +71,7 @@ echo "real-driver-$$-$(date +%s)" >"$token_file"
 token=$(cat "$token_file")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
+agent_started=$(date +%s)
 "$medic" agent --listen "127.0.0.1:$port" --token-file "$token_file" --state "$work/agent.state" \
     >"$out/agent.log" 2>&1 &
 agent=$!
@@ -115,6 +118,19 @@ while [ "$i" -lt "${count:-0}" ]; do
     check "GPU $i: persistence mode as nvidia-smi" $? "agent $agent_persist, nvidia-smi $smi_persist"
     i=$((i + 1))
 done
+
+# the evidence a verify reads after a repair: the node's boot (its boot id
+# and time, as the kernel says) and when NVML found each GPU (after the
+# agent started, not later than now)
+boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
+btime=$(awk '/^btime/ {print $2}' /proc/stat)
+[ "$(json "$out/health.json" 'd["boot_id"]')" = "$boot_id" ]
+check "the boot id is the kernel's" $? "agent $(json "$out/health.json" 'd["boot_id"]'), kernel $boot_id"
+[ "$(json "$out/health.json" 'int(__import__("datetime").datetime.fromisoformat(d["booted_at"].replace("Z", "+00:00")).timestamp())')" = "$btime" ]
+check "the boot time is the kernel's" $? "agent $(json "$out/health.json" 'd["booted_at"]'), btime $btime"
+enumerated=$(json "$out/health.json" "all($agent_started - 1 <= __import__('datetime').datetime.fromisoformat(g['enumerated_at'].replace('Z', '+00:00')).timestamp() <= $(date +%s) + 1 for g in d['gpus'])")
+[ "$enumerated" = True ]
+check "every GPU enumerated since the agent started" $? "$(json "$out/health.json" "[g['enumerated_at'] for g in d['gpus']]"), agent started at $agent_started"
 
 status=$(call POST /v1/gpus/0/power-limit '{"watts": 1}')
 [ "$status" = 400 ]; check "1 W is refused with GPU 0's bounds" $? "HTTP $status $(cat "$last")"

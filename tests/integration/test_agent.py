@@ -203,6 +203,11 @@ def test_gpu_reset(suite):
     agent.fault("3:recovery=1 3:dbe=4 2:missing=1")
     status, body = agent.call("GET", "/v1/health")
     assert body["gpu_count"] == 7 and body["gpus"][2]["recovery_action"] == "gpu_reset", body
+    # when NVML last found each GPU, and the node's boot: a verify's evidence
+    before = body["gpus"][2]["enumerated_at"]
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert body["boot_id"] == f.read().strip(), body
+    assert body["booted_at"] < before, body
     status, body = agent.call("POST", "/v1/gpus/3/reset", json.dumps({"uuid": agent.uuid(3)}))
     assert status == 409 and "numbered anew" in body["error"], body
     status, body = agent.call("POST", "/v1/gpus/2/reset", json.dumps({"uuid": agent.uuid(2)}))
@@ -218,6 +223,8 @@ def test_gpu_reset(suite):
     g = health["gpus"][2]
     assert g["uuid"] == agent.uuid(3) and g["recovery_action"] == "none", g
     assert g["volatile_dbe"] == 0 and g["persistence_mode"] is True, g
+    # found again by an NVML opened after the reset (RFC 3339 in UTC sorts)
+    assert g["enumerated_at"] > before, (g, before)
 
     # a reset the driver refuses: 500 with its words, persistence mode back
     agent.fault("5:reset_fails=1 5:recovery=1")

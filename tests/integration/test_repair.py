@@ -278,6 +278,10 @@ def test_recovery_action_picks_the_policy(suite):
     verified = wait_state(medic, "gpu-node-25", "verified")
     assert verified["policy"] == "reset-recommended", verified
     assert agents["gpu-node-25"].resets() == [["--gpu-reset", "-i", agents["gpu-node-25"].uuid(3)]]
+    # the verify passed on evidence of the reset: GPU 3 enumerated since
+    passed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-25"]
+    assert [o["result"] for o in passed] == ["succeeded"], passed
+    assert re.search(r"reset: GPU 3 enumerated at \S+, after ", passed[0]["detail"]), passed
     other = wait_state(medic, "gpu-node-26", "drained")
     assert other["policy"] == "for-a-person", other
     assert agents["gpu-node-26"].resets() == []

@@ -91,11 +91,35 @@ static void test_each_criterion_passes_its_own_finding(void **state)
     assert_int_equal(judge(report(8, "\"none\"", 1, 0, 1), &h, d), 0);
 }
 
+/* Evidence of a repair: a boot, or a GPU enumerated, later than the
+ * repair; an earlier or missing time is no evidence. */
+static void test_evidence_after_a_repair(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"booted_at\":\"2026-11-22T08:10:30Z\",\"gpu_count\":2,\"gpus\":["
+                               "{\"index\":0,\"enumerated_at\":\"2026-11-22T08:00:00Z\"},"
+                               "{\"index\":1,\"enumerated_at\":\"2026-11-22T08:12:00.250Z\"}]}";
+    const int64_t cycle = INT64_C(1795335000) * 1000000000; /* 2026-11-22T08:10:00Z */
+    char detail[300];
+    assert_int_equal(agent_health_after(json, strlen(json), -1, cycle, detail, sizeof(detail)), 1);
+    assert_non_null(strstr(detail, "the node booted at 2026-11-22T08:10:30Z, after"));
+    assert_int_equal(agent_health_after(json, strlen(json), 1, cycle, detail, sizeof(detail)), 1);
+    assert_non_null(strstr(detail, "GPU 1 enumerated at 2026-11-22T08:12:00.250Z, after"));
+    assert_int_equal(agent_health_after(json, strlen(json), 0, cycle, detail, sizeof(detail)), 0);
+    assert_non_null(strstr(detail, "GPU 0 enumerated at 2026-11-22T08:00:00Z, not since"));
+    /* a GPU the report does not list, a report without times */
+    assert_int_equal(agent_health_after(json, strlen(json), 5, cycle, detail, sizeof(detail)), -1);
+    assert_int_equal(agent_health_after("{}", 2, -1, cycle, detail, sizeof(detail)), -1);
+    assert_non_null(strstr(detail, "does not say"));
+    assert_int_equal(agent_health_after("not json", 8, 0, cycle, detail, sizeof(detail)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_refuse_each_finding),
         cmocka_unit_test(test_each_criterion_passes_its_own_finding),
+        cmocka_unit_test(test_evidence_after_a_repair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

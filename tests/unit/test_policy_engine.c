@@ -3153,6 +3153,54 @@ static void test_verify_after_a_cycle_asks_for_a_boot(void **state)
     world_release(&w);
 }
 
+/* A verify after a GPU reset asks for evidence that the alert's GPU was
+ * enumerated after the reset was sent; a reset that failed asks none. */
+static void test_verify_after_a_reset_asks_for_the_gpu(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid-reset\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain }\n"
+                                   "      - { after: 1m, action: gpu_reset }\n"
+                                   "      - { after: 2m, action: verify, within: 5m }\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init(&w, policies, NULL, 40, 1);
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-02", "3", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-02", "gpu_reset", VERDICT_EXECUTE, NULL);
+    succeed(&w, T0 + MIN + 5);
+    restart(&w, T0 + MIN + 6); /* kept across a restart */
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + MIN + 6);
+    tick(&w, T0 + 2 * MIN);
+    expect(last(&w, 0), "gpu-node-02", "verify", VERDICT_EXECUTE, NULL);
+    const char *params = params_of(last(&w, 0));
+    assert_non_null(strstr(params, "\"reset_after\":\"2026-11-22T08:01:00.000Z\""));
+    assert_non_null(strstr(params, "\"reset_gpu\":\"3\""));
+    assert_null(strstr(params, "booted_after"));
+    world_release(&w);
+    /* the reset failed: if_failed aside, the ladder stops; nothing to prove */
+    world_init(&w, policies, NULL, 40, 1);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    tick(&w, T0 + MIN);
+    outcome(&w, "gpu-node-02", MEDIC_OUTCOME_INTERRUPTED, T0 + MIN + 5);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 3 * MIN);
+    size_t verifies = 0;
+    for (size_t i = 0; i < w.out.count; i++)
+        if (w.out.items[i].has_action && w.out.items[i].action.kind == MEDIC_ACTION_VERIFY) {
+            assert_null(strstr(params_of(&w.out.items[i]), "reset_after"));
+            verifies++;
+        }
+    assert_int_equal(verifies, 1);
+    world_release(&w);
+}
+
 /* Verify before return: a resolve does not resume a disrupted node until
  * it passes; a node that comes back with a GPU missing is quarantined. */
 static void test_resume_waits_for_a_health_check(void **state)
@@ -3400,6 +3448,7 @@ int main(void)
         cmocka_unit_test(test_quarantine_is_the_nodes),
         cmocka_unit_test(test_repeat_offender_counts_failures),
         cmocka_unit_test(test_verify_after_a_cycle_asks_for_a_boot),
+        cmocka_unit_test(test_verify_after_a_reset_asks_for_the_gpu),
         cmocka_unit_test(test_operators_drain_is_not_medics),
         cmocka_unit_test(test_failed_resume_holds_refused_lets_go),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
