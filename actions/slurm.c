@@ -90,6 +90,27 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
     return 0;
 }
 
+int slurm_may_update(const struct slurm_options *o, char *detail, size_t size)
+{
+    char out[2048];
+    const char *args[] = {"update", "NodeName=" SLURM_PROBE_NODE, "State=RESUME", NULL};
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
+    out[strcspn(out, "\n")] = '\0';
+    int allowed = rc != 0 && strstr(out, "Invalid node name") ? 1
+                  : strstr(out, "Invalid user id") || strstr(out, "ccess denied") ||
+                          strstr(out, "ermission denied")
+                      ? 0
+                      : -1;
+    if (rc == -2)
+        snprintf(detail, size, "scontrol %s ran past %d ms", args[0], o->timeout_ms);
+    else if (rc == -1)
+        snprintf(detail, size, "cannot run %s: %s", o->scontrol, out);
+    else
+        snprintf(detail, size, "scontrol update NodeName=%s State=RESUME: %s (exit %d)",
+                 SLURM_PROBE_NODE, out[0] ? out : "no output", rc);
+    return rc < 0 ? -1 : allowed;
+}
+
 int64_t slurm_time_parse(const char *text)
 {
     struct tm tm;

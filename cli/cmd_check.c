@@ -12,6 +12,7 @@ static const char usage[] =
     "usage: medic check config FILE...\n"
     "       medic check config --reference\n"
     "       medic check policy FILE...\n"
+    "       medic check live FILE [--nodes A,B,...] [--sample N] (see --help there)\n"
     "\n"
     "Validates configuration files without starting anything: YAML syntax, every\n"
     "key and value, and the secret, certificate, inventory and policy files they\n"
@@ -21,6 +22,9 @@ static const char usage[] =
     "to the rules `medic serve` runs by (live mode needs webhook authentication and,\n"
     "with disruptive policies, safety.storm.notifier); what would be refused once\n"
     "live is printed as a warning.\n"
+    "\n"
+    "`medic check live` goes further: it reaches each node's BMC, agent and\n"
+    "Slurm node, and asks Slurm whether medic may update nodes.\n"
     "\n"
     "--reference prints every configuration key with its default, bounds and\n"
     "meaning, from the table medic reads configurations with (the table in\n"
@@ -66,6 +70,8 @@ int medic_cmd_check(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "live") == 0)
+        return medic_cmd_check_live(argc - 1, argv + 1);
     if (argc >= 3 && strcmp(argv[1], "policy") == 0)
         return check_policies(argc - 2, argv + 2);
     if (argc == 3 && strcmp(argv[1], "config") == 0 && strcmp(argv[2], "--reference") == 0) {

@@ -8,6 +8,8 @@
 int medic_cmd_serve(int argc, char **argv);
 int medic_cmd_audit(int argc, char **argv);
 int medic_cmd_check(int argc, char **argv);
+/* medic check live, argv starting at "live" */
+int medic_cmd_check_live(int argc, char **argv);
 int medic_cmd_version(int argc, char **argv);
 int medic_cmd_dry_run(int argc, char **argv);
 int medic_cmd_policy(int argc, char **argv);

@@ -20,6 +20,7 @@ static const char *const names[MEDIC_LOCK_RANKS] = {
     [MEDIC_LOCK_AUDIT_STORE] = "audit store",
     [MEDIC_LOCK_AGENT] = "agent limits",
     [MEDIC_LOCK_NVML] = "agent NVML",
+    [MEDIC_LOCK_PREFLIGHT] = "check live's next node",
 };
 
 const char *medic_lock_name(enum medic_lock_rank rank)

@@ -28,6 +28,7 @@ enum medic_lock_rank {
     MEDIC_LOCK_AUDIT_STORE,       /* the audit writer's queue and its threads' plans */
     MEDIC_LOCK_AGENT,             /* medic agent: the limits it replaced */
     MEDIC_LOCK_NVML,              /* medic agent: one NVML call at a time */
+    MEDIC_LOCK_PREFLIGHT,         /* medic check live: the next node to check */
     MEDIC_LOCK_RANKS
 };
 

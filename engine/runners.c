@@ -62,7 +62,7 @@ enum medic_outcome engine_run_notify(const struct medic_config *c, const struct 
     return r;
 }
 
-static void slurm_options_from(const struct medic_config *c, struct slurm_options *o)
+void engine_slurm_options(const struct medic_config *c, struct slurm_options *o)
 {
     slurm_options_default(o);
     o->scontrol = c->scontrol ? c->scontrol : "scontrol";
@@ -85,7 +85,7 @@ static enum medic_outcome still_drained(const struct medic_config *c,
         return MEDIC_OUTCOME_REFUSED;
     }
     struct slurm_options so;
-    slurm_options_from(c, &so);
+    engine_slurm_options(c, &so);
     enum medic_outcome check = slurm_check_drained(&so, n->slurm_node, detail, size);
     if (check == MEDIC_OUTCOME_SUCCEEDED)
         return check;
@@ -106,10 +106,8 @@ static int gpu_on_node(const struct inventory_node *n, int index, const char *no
     return 0;
 }
 
-/* The BMC of node n as FreeIPMI wants it; -1 (detail says why) when the
- * inventory or the credentials lack something. */
-static int ipmi_target_from(const struct medic_config *c, const struct inventory_node *n,
-                            struct ipmi_target *t, char *detail, size_t size)
+int engine_ipmi_target(const struct medic_config *c, const struct inventory_node *n,
+                       struct ipmi_target *t, char *detail, size_t size)
 {
     const struct credential *cred = credentials_find(&c->credentials, n->bmc.credentials);
     struct medic_error err = {0};
@@ -146,7 +144,7 @@ static enum medic_outcome run_power_cycle(const struct medic_config *c,
         snprintf(detail, size, "node '%s' is not in the inventory", job->node);
         return MEDIC_OUTCOME_REFUSED;
     }
-    if (ipmi_target_from(c, n, &t, detail, size))
+    if (engine_ipmi_target(c, n, &t, detail, size))
         return MEDIC_OUTCOME_REFUSED;
     enum medic_outcome drained = still_drained(c, job, n, "power cycle", detail, size);
     if (drained != MEDIC_OUTCOME_SUCCEEDED)
@@ -166,7 +164,7 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
         return MEDIC_OUTCOME_REFUSED;
     }
     struct slurm_options o;
-    slurm_options_from(c, &o);
+    engine_slurm_options(c, &o);
     o.fence = fence;
     if (job->action.kind == MEDIC_ACTION_DRAIN)
         return slurm_drain(&o, n->slurm_node, job->action.u.drain.reason, detail, size);
@@ -270,7 +268,7 @@ static int booted_since(const struct medic_config *c, const struct inventory_nod
     int seen = 0;
     if (n->slurm_node) {
         struct slurm_options so;
-        slurm_options_from(c, &so);
+        engine_slurm_options(c, &so);
         /* Slurm's times have whole seconds: a later second than the cycle's */
         seen = slurm_node_started(&so, n->slurm_node, &started, read, sizeof(read)) == 0 &&
                started / MEDIC_NS_PER_SEC > after / MEDIC_NS_PER_SEC;
@@ -344,7 +342,7 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
     if (n->slurm_node && h->slurm) {
         struct slurm_options so;
         char state[128], reason[300];
-        slurm_options_from(c, &so);
+        engine_slurm_options(c, &so);
         int read = slurm_read_node(&so, n->slurm_node, state, sizeof(state), reason, sizeof(reason),
                                    part, sizeof(part));
         int up = read == 0 && !strstr(state, "DOWN") && !strstr(state, "NOT_RESPONDING") &&
@@ -356,7 +354,7 @@ static int verify_round(const struct medic_config *c, const struct inventory_nod
     }
     if (n->has_bmc && h->bmc) {
         struct ipmi_target t = {0};
-        int power = ipmi_target_from(c, n, &t, part, sizeof(part)) == 0 ? -2 : -1;
+        int power = engine_ipmi_target(c, n, &t, part, sizeof(part)) == 0 ? -2 : -1;
         if (power == -2) {
             struct ipmi_options o;
             ipmi_options_default(&o);

@@ -88,6 +88,17 @@ int slurm_read_node(const struct slurm_options *o, const char *node, char *state
  * Slurm gives neither). 0, or -1 with detail. */
 int slurm_node_started(const struct slurm_options *o, const char *node, int64_t *started,
                        char *detail, size_t size);
+/* The node name slurm_may_update asks about: no Slurm node is called so. */
+#define SLURM_PROBE_NODE "medic-preflight-no-such-node"
+
+/* Whether Slurm takes node updates from whoever runs o's scontrol (root,
+ * SlurmUser, AdminLevel Operator or Admin, or a sudo wrapper), changing
+ * nothing: it resumes SLURM_PROBE_NODE, which does not exist. slurmctld
+ * checks the rights before the name, so "Invalid node name" means allowed
+ * and "Invalid user id" refused. 1 allowed, 0 refused, -1 unknown (detail
+ * says what scontrol said). */
+int slurm_may_update(const struct slurm_options *o, char *detail, size_t size);
+
 /* Slurm's "2026-11-27T10:01:03" (local time) as ns since the epoch; -1
  * when it is not such a time (Slurm writes "None" or "Unknown"). */
 int64_t slurm_time_parse(const char *text);
