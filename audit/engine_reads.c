@@ -415,6 +415,8 @@ static int approval_result_row(struct db_stmt *st, void *ctx)
     out->decision_id = db_column_int64(st, 2);
     const char *verdict = db_column_text(st, 3);
     snprintf(out->verdict, sizeof(out->verdict), "%s", verdict ? verdict : "");
+    const char *action = db_column_text(st, 4);
+    snprintf(out->action, sizeof(out->action), "%s", action ? action : "");
     return 0;
 }
 
@@ -422,11 +424,12 @@ int audit_approval_result(struct audit_reader *reader, int64_t id,
                           struct audit_approval_result *out, struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
-    return query_rows_to(reader,
-                         "SELECT a.evaluated_at, a.result, a.result_decision_id, d.verdict"
-                         " FROM approvals a LEFT JOIN decisions d ON d.id = a.result_decision_id"
-                         " WHERE a.id = ?1",
-                         id, approval_result_row, out, err);
+    return query_rows_to(
+        reader,
+        "SELECT a.evaluated_at, a.result, a.result_decision_id, d.verdict, d.action"
+        " FROM approvals a LEFT JOIN decisions d ON d.id = a.result_decision_id"
+        " WHERE a.id = ?1",
+        id, approval_result_row, out, err);
 }
 
 struct pause_ctx {
@@ -464,11 +467,12 @@ int audit_pause_result(struct audit_reader *reader, int64_t id, struct audit_app
                        struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
-    return query_rows_to(reader,
-                         "SELECT p.evaluated_at, p.result, p.result_decision_id, d.verdict"
-                         " FROM pause_requests p LEFT JOIN decisions d"
-                         " ON d.id = p.result_decision_id WHERE p.id = ?1",
-                         id, approval_result_row, out, err);
+    return query_rows_to(
+        reader,
+        "SELECT p.evaluated_at, p.result, p.result_decision_id, d.verdict, d.action"
+        " FROM pause_requests p LEFT JOIN decisions d"
+        " ON d.id = p.result_decision_id WHERE p.id = ?1",
+        id, approval_result_row, out, err);
 }
 
 struct release_ctx {
@@ -503,9 +507,10 @@ int audit_release_result(struct audit_reader *reader, int64_t id, struct audit_a
                          struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
-    return query_rows_to(reader,
-                         "SELECT r.evaluated_at, r.result, r.result_decision_id, d.verdict"
-                         " FROM release_requests r LEFT JOIN decisions d"
-                         " ON d.id = r.result_decision_id WHERE r.id = ?1",
-                         id, approval_result_row, out, err);
+    return query_rows_to(
+        reader,
+        "SELECT r.evaluated_at, r.result, r.result_decision_id, d.verdict, d.action"
+        " FROM release_requests r LEFT JOIN decisions d"
+        " ON d.id = r.result_decision_id WHERE r.id = ?1",
+        id, approval_result_row, out, err);
 }

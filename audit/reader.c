@@ -342,6 +342,16 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
         }
         medic_buf_printf(&sql, " AND c.incident = %lld", (long long)filter->incident);
     }
+    if (filter->decision > 0) {
+        if (kind != AUDIT_DECISIONS && kind != AUDIT_ACTIONS) {
+            medic_buf_release(&sql);
+            return medic_error_set(err, MEDIC_E_INVALID, "%s applies to decisions and actions",
+                                   filter->as_query ? "the query parameter decision"
+                                                    : "--decision");
+        }
+        medic_buf_printf(&sql, " AND %s = %lld", kind == AUDIT_ACTIONS ? "x.decision_id" : "d.id",
+                         (long long)filter->decision);
+    }
     if (filter->since != MEDIC_TIME_UNSET)
         medic_buf_printf(&sql, " AND %s >= %lld", spec->time_expr,
                          (long long)(filter->since / MEDIC_NS_PER_MS));

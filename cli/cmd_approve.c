@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "commands.h"
 #include "options.h"
+#include "timeutil.h"
 #include "yaml_tree.h"
 
 #include <cjson/cJSON.h>
@@ -16,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage_approve[] =
-    "usage: medic approve ID [--reason TEXT] [--url URL] [--token-file FILE]\n"
+    "usage: medic approve ID [--reason TEXT] [--wait [--wait-limit D]] [--url URL]\n"
+    "                        [--token-file FILE]\n"
     "       medic deny ID --reason TEXT [--undo] [--url URL] [--token-file FILE]\n"
     "\n"
     "Answers the step that decision ID left waiting for approval (verdict\n"
@@ -30,10 +33,14 @@ static const char usage_approve[] =
     "(quarantined until `medic node release`), unless --undo asks medic to give\n"
     "it back now. The daemon records who answered (the approver the token\n"
     "names in auth.approvers, or the admin credential), when and why, and\n"
-    "prints what came of it.\n"
+    "prints what came of it: \"approved, drain queued\" when the action was\n"
+    "handed to the executors. --wait then waits for its outcome (read with the\n"
+    "same token from GET /api/v1/actions?decision=ID) and prints it.\n"
     "\n"
     "  --reason TEXT      why (required to deny; at most 500 bytes)\n"
     "  --undo             with deny: medic undoes what the incident holds now\n"
+    "  --wait             with approve: wait for the action's outcome\n"
+    "  --wait-limit D     how long --wait waits (default 15m)\n"
     "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
     "  --token-file FILE  the bearer token to send (an approver's, or the admin\n"
     "                     one); default $MEDIC_TOKEN_FILE\n"
@@ -41,36 +48,50 @@ static const char usage_approve[] =
     "Exit status: 0 approved and run, or denied; 1 refused (not pending, expired,\n"
     "changed since it was offered, a guard says no, wrong credentials) or the\n"
     "daemon unreachable; 2 bad usage; 3 approved and held by a guard that clears\n"
-    "by itself (it runs then, without asking again).\n";
+    "by itself (it runs then, without asking again). With --wait: 0 the action\n"
+    "succeeded, 1 it failed, was refused, timed out or was interrupted, 4 it had\n"
+    "no outcome within --wait-limit.\n";
 
 static size_t collect(char *data, size_t size, size_t n, void *arg)
 {
     return medic_buf_append(arg, data, size * n) == 0 ? size * n : 0;
 }
 
-/* Sends body (NULL: none) with method to url's path with the token in
- * token_file (NULL: $MEDIC_TOKEN_FILE, else none), and prints what medic
- * answered. Returns the exit status: 0 when medic took it (200 or 202). */
-static int send_request(const char *command, const char *method, const char *url, const char *path,
-                        const char *body, const char *token_file)
+/* The token in token_file (NULL: $MEDIC_TOKEN_FILE; neither: none, *token
+ * NULL). 0, or 1 with the error printed. */
+static int read_token(const char *command, const char *token_file, char **token)
 {
+    *token = NULL;
     if (!token_file)
         token_file = getenv("MEDIC_TOKEN_FILE");
-    char *token = NULL;
-    if (token_file) {
-        struct medic_error err = {0};
-        size_t len = 0;
-        if (medic_read_file(token_file, 4096, &token, &len, &err)) {
-            fprintf(stderr, "%s: %s\n", command, err.msg);
-            return 1;
-        }
-        while (len && (token[len - 1] == '\n' || token[len - 1] == '\r'))
-            token[--len] = '\0';
+    if (!token_file)
+        return 0;
+    struct medic_error err = {0};
+    size_t len = 0;
+    if (medic_read_file(token_file, 4096, token, &len, &err)) {
+        fprintf(stderr, "%s: %s\n", command, err.msg);
+        return 1;
     }
-    struct medic_buf target, auth, got;
+    while (len && ((*token)[len - 1] == '\n' || (*token)[len - 1] == '\r'))
+        (*token)[--len] = '\0';
+    return 0;
+}
+
+static void forget_token(char *token)
+{
+    if (token)
+        memset(token, 0, strlen(token));
+    free(token);
+}
+
+/* One request to url's path: the HTTP status in *status and the answer in
+ * got; the transport's error (CURLE_OK when it answered). */
+static CURLcode http_call(const char *method, const char *url, const char *path, const char *body,
+                          const char *token, long *status, struct medic_buf *got)
+{
+    struct medic_buf target, auth;
     medic_buf_init(&target, 0);
     medic_buf_init(&auth, 0);
-    medic_buf_init(&got, 1 << 20);
     size_t base = strlen(url);
     while (base && url[base - 1] == '/')
         base--;
@@ -81,8 +102,8 @@ static int send_request(const char *command, const char *method, const char *url
         headers = curl_slist_append(headers, auth.data);
     }
     CURL *curl = curl_easy_init();
-    long status = 0;
     CURLcode res = CURLE_FAILED_INIT;
+    *status = 0;
     if (curl && headers && target.data) {
         curl_easy_setopt(curl, CURLOPT_URL, target.data);
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
@@ -90,12 +111,38 @@ static int send_request(const char *command, const char *method, const char *url
             curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &got);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, got);
         curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
         curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
         res = curl_easy_perform(curl);
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
     }
+    curl_easy_cleanup(curl);
+    curl_slist_free_all(headers);
+    medic_buf_release(&target);
+    if (auth.data)
+        memset(auth.data, 0, auth.len);
+    medic_buf_release(&auth);
+    return res;
+}
+
+/* What medic said of an answer: the decision it led to and its action. */
+struct taken {
+    long long decision;
+    char verdict[16], action[32];
+};
+
+/* Sends body (NULL: none) with method to url's path with the token, and
+ * prints what medic answered (taken, when not NULL, gets the decision).
+ * Returns the exit status: 0 when medic took it (200 or 202), 3 when an
+ * approval was held by a guard. */
+static int send_request(const char *command, const char *method, const char *url, const char *path,
+                        const char *body, const char *token, struct taken *taken)
+{
+    struct medic_buf got;
+    medic_buf_init(&got, 1 << 20);
+    long status = 0;
+    CURLcode res = http_call(method, url, path, body, token, &status, &got);
     int exit_code = 1;
     if (res != CURLE_OK) {
         fprintf(stderr,
@@ -108,11 +155,25 @@ static int send_request(const char *command, const char *method, const char *url
         const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result");
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
         const cJSON *decision = cJSON_GetObjectItemCaseSensitive(data, "decision");
+        const cJSON *verdict = cJSON_GetObjectItemCaseSensitive(data, "verdict");
+        const cJSON *action = cJSON_GetObjectItemCaseSensitive(data, "action");
         if (status == 200 || status == 202) {
+            int id = cJSON_IsNumber(decision) && decision->valuedouble > 0;
+            /* an approval that led to an action: it is queued, not done */
+            int queued = taken && status == 200 && id && cJSON_IsString(verdict) &&
+                         strcmp(verdict->valuestring, "execute") == 0 && cJSON_IsString(action) &&
+                         action->valuestring[0];
             printf("%s", status == 202 ? "recorded; " : "");
-            if (cJSON_IsNumber(decision) && decision->valuedouble > 0)
+            if (id)
                 printf("decision %.0f: ", decision->valuedouble);
+            if (queued)
+                printf("approved, %s queued: ", action->valuestring);
             printf("%s\n", cJSON_IsString(result) ? result->valuestring : "(no result)");
+            if (queued) {
+                taken->decision = (long long)decision->valuedouble;
+                snprintf(taken->verdict, sizeof(taken->verdict), "%s", verdict->valuestring);
+                snprintf(taken->action, sizeof(taken->action), "%s", action->valuestring);
+            }
             /* "suppressed: held: ...": approved, waiting for a guard */
             exit_code =
                 cJSON_IsString(result) && strstr(result->valuestring, ": held: step ") ? 3 : 0;
@@ -124,24 +185,72 @@ static int send_request(const char *command, const char *method, const char *url
         }
         cJSON_Delete(root);
     }
-    curl_easy_cleanup(curl);
-    curl_slist_free_all(headers);
-    if (token)
-        memset(token, 0, strlen(token));
-    free(token);
-    medic_buf_release(&target);
-    if (auth.data)
-        memset(auth.data, 0, auth.len);
-    medic_buf_release(&auth);
     medic_buf_release(&got);
     return exit_code;
+}
+
+/* With --wait: reads the approved action's outcome (GET
+ * /api/v1/actions?decision=ID) every second until it has one or limit
+ * passes. 0 succeeded; 1 another outcome, or medic unreachable; 4 none in
+ * time. */
+static int wait_outcome(const char *command, const char *url, const char *token,
+                        const struct taken *t, int64_t limit)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/api/v1/actions?decision=%lld&limit=10", t->decision);
+    int64_t start = medic_time_monotonic();
+    for (;;) {
+        struct medic_buf got;
+        medic_buf_init(&got, 1 << 20);
+        long status = 0;
+        CURLcode res = http_call("GET", url, path, NULL, token, &status, &got);
+        if (res != CURLE_OK || status != 200) {
+            fprintf(stderr, "%s: cannot read the outcome of decision %lld (%s): %s\n", command,
+                    t->decision, res != CURLE_OK ? curl_easy_strerror(res) : "HTTP error",
+                    got.data ? got.data : "");
+            medic_buf_release(&got);
+            return 1;
+        }
+        cJSON *root = cJSON_ParseWithLength(got.data ? got.data : "", got.len), *row;
+        int code = -1;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(root, "data"))
+        {
+            const cJSON *phase = cJSON_GetObjectItemCaseSensitive(row, "phase");
+            const cJSON *result = cJSON_GetObjectItemCaseSensitive(row, "result");
+            const cJSON *detail = cJSON_GetObjectItemCaseSensitive(row, "detail");
+            if (!cJSON_IsString(phase) || strcmp(phase->valuestring, "outcome") != 0 ||
+                !cJSON_IsString(result))
+                continue;
+            printf("decision %lld: %s %s after %.1f s: %s\n", t->decision, t->action,
+                   result->valuestring, (double)(medic_time_monotonic() - start) / 1e9,
+                   cJSON_IsString(detail) ? detail->valuestring : "");
+            code = strcmp(result->valuestring, "succeeded") == 0 ? 0 : 1;
+        }
+        cJSON_Delete(root);
+        medic_buf_release(&got);
+        if (code >= 0)
+            return code;
+        if (medic_time_monotonic() - start >= limit) {
+            fprintf(stderr,
+                    "%s: decision %lld's %s has no outcome after %lld s; it may still run: "
+                    "medic audit actions --decision %lld\n",
+                    command, t->decision, t->action, (long long)(limit / MEDIC_NS_PER_SEC),
+                    t->decision);
+            return 4;
+        }
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+    }
 }
 
 /* POSTs {"approve": bool (approve 1 or 0; -1: none), "undo": true (when
  * undo), "reason": reason (when not NULL)} to path. */
 static int post_body(const char *command, const char *url, const char *path, int approve, int undo,
-                     const char *reason, const char *token_file)
+                     const char *reason, const char *token_file, struct taken *taken)
 {
+    char *token = NULL;
+    if (read_token(command, token_file, &token))
+        return 1;
     cJSON *body = cJSON_CreateObject();
     if (approve >= 0)
         cJSON_AddBoolToObject(body, "approve", approve);
@@ -151,18 +260,24 @@ static int post_body(const char *command, const char *url, const char *path, int
         cJSON_AddStringToObject(body, "reason", reason);
     char *json = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
-    int rc = json ? send_request(command, "POST", url, path, json, token_file) : 1;
+    int rc = json ? send_request(command, "POST", url, path, json, token, taken) : 1;
     cJSON_free(json);
+    forget_token(token);
     return rc;
 }
 
 static int answer(const char *command, int approve, int argc, char **argv)
 {
     const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
-    int undo = 0;
-    const struct cli_option options[] = {
-        CLI_OPT_STRING("reason", &reason), CLI_OPT_STRING("url", &url),
-        CLI_OPT_STRING("token-file", &token_file), CLI_OPT_FLAG("undo", &undo), CLI_OPT_END};
+    int undo = 0, wait = 0;
+    int64_t wait_limit = (int64_t)15 * 60 * MEDIC_NS_PER_SEC;
+    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
+                                         CLI_OPT_STRING("url", &url),
+                                         CLI_OPT_STRING("token-file", &token_file),
+                                         CLI_OPT_FLAG("undo", &undo),
+                                         CLI_OPT_FLAG("wait", &wait),
+                                         CLI_OPT_DURATION("wait-limit", &wait_limit, 1),
+                                         CLI_OPT_END};
     int rest = 0;
     int rc = cli_parse(command, usage_approve, argc, argv, 1, options, &rest);
     if (rc)
@@ -184,9 +299,22 @@ static int answer(const char *command, int approve, int argc, char **argv)
         fprintf(stderr, "%s: --undo goes with medic deny\n", command);
         return 2;
     }
+    if (!approve && wait) {
+        fprintf(stderr, "%s: --wait goes with medic approve\n", command);
+        return 2;
+    }
     char path[64];
     snprintf(path, sizeof(path), "/api/v1/approvals/%s", id);
-    return post_body(command, url, path, approve, undo, reason, token_file);
+    struct taken taken = {0};
+    rc = post_body(command, url, path, approve, undo, reason, token_file, &taken);
+    if (rc != 0 || !wait || !taken.decision)
+        return rc;
+    char *token = NULL;
+    if (read_token(command, token_file, &token))
+        return 1;
+    rc = wait_outcome(command, url, token, &taken, wait_limit);
+    forget_token(token);
+    return rc;
 }
 
 static const char usage_pause[] =
@@ -244,8 +372,13 @@ static int pause_fleet(const char *command, int pause, int argc, char **argv)
         if (!json)
             return 1;
     }
-    rc = send_request(command, pause ? "POST" : "DELETE", url, "/api/v1/pause", json, token_file);
+    char *token = NULL;
+    rc = read_token(command, token_file, &token)
+             ? 1
+             : send_request(command, pause ? "POST" : "DELETE", url, "/api/v1/pause", json, token,
+                            NULL);
     cJSON_free(json);
+    forget_token(token);
     return rc;
 }
 
@@ -326,5 +459,5 @@ int medic_cmd_node(int argc, char **argv)
     }
     char path[200];
     snprintf(path, sizeof(path), "/api/v1/nodes/%s/release", node);
-    return post_body(command, url, path, -1, 0, reason, token_file);
+    return post_body(command, url, path, -1, 0, reason, token_file, NULL);
 }

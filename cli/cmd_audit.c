@@ -48,6 +48,7 @@ static const char usage[] =
     "                    resetting, reset, verifying, verified, failed, quarantined,\n"
     "                    undoing, recovered, expired, closed, released\n"
     "  --incident ID     one incident (incidents, changes)\n"
+    "  --decision ID     one decision (decisions), its action's rows (actions)\n"
     "  --since T         from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative\n"
     "                    (90m, 2h, 7d: that long ago)\n"
     "  --until T         before T\n"
@@ -196,7 +197,7 @@ static int parse_state(const char *arg, void *value)
     return 0;
 }
 
-static int parse_incident(const char *arg, void *value)
+static int parse_id(const char *arg, void *value)
 {
     char *end;
     long long v = strtoll(arg, &end, 10);
@@ -228,7 +229,8 @@ int medic_cmd_audit(int argc, char **argv)
                          "an incident's state (open, pending, draining, drained, limiting, "
                          "limited, cycling, cycled, resetting, reset, verifying, verified, "
                          "failed, quarantined, undoing, recovered, expired, closed, released)"),
-        CLI_OPT_CALLBACK("incident", &filter.incident, parse_incident, "an incident's number"),
+        CLI_OPT_CALLBACK("incident", &filter.incident, parse_id, "an incident's number"),
+        CLI_OPT_CALLBACK("decision", &filter.decision, parse_id, "a decision's number"),
         CLI_OPT_STRING("from", &from),
         CLI_OPT_STRING("to", &to),
         CLI_OPT_STRING("force-takeover", &force),

@@ -149,6 +149,12 @@ int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf
         if (*end || f.incident <= 0)
             return error_answer(out, 400, "incident takes an incident's number");
     }
+    if (q->decision) {
+        char *end;
+        f.decision = strtoll(q->decision, &end, 10);
+        if (*end || f.decision <= 0)
+            return error_answer(out, 400, "decision takes a decision's number");
+    }
     int64_t now = medic_time_now();
     if ((q->since && medic_time_parse_bound(q->since, now, &f.since)) ||
         (q->until && medic_time_parse_bound(q->until, now, &f.until)))
@@ -224,6 +230,8 @@ static int answer_taken(struct engine *e, const char *what, int64_t id,
                      what, (long long)id, (long long)res.decision_id);
     medic_buf_puts(out, "\"verdict\":");
     medic_buf_json_string(out, res.verdict);
+    medic_buf_puts(out, ",\"action\":");
+    medic_buf_json_string(out, res.action);
     medic_buf_puts(out, ",\"by\":");
     medic_buf_json_string(out, who);
     medic_buf_puts(out, ",\"result\":");

@@ -258,6 +258,7 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
     q.limit = ARG("limit");
     q.state = ARG("state");
     q.incident = ARG("incident");
+    q.decision = ARG("decision");
 #undef ARG
     struct medic_buf b;
     medic_buf_init(&b, (size_t)32 << 20);

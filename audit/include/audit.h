@@ -137,6 +137,7 @@ struct audit_approval_result {
     int done;
     int64_t decision_id; /* the decision it led to; 0: none */
     char verdict[16];    /* that decision's verdict ("" when none) */
+    char action[32];     /* and its action ("" when none) */
     char result[600];
 };
 int audit_approval_result(struct audit_reader *reader, int64_t id,
@@ -398,6 +399,7 @@ struct audit_filter {
     const char *status;
     const char *state; /* an incident's state */
     int64_t incident;  /* 0: any */
+    int64_t decision;  /* decisions: that one; actions: its intent and outcome; 0: any */
     int64_t since;     /* MEDIC_TIME_UNSET when open */
     int64_t until;
     long limit; /* 0: default 100 */

@@ -26,6 +26,7 @@ struct receiver_query {
     const char *kind;
     const char *node, *alertname, *policy, *verdict, *status, *since, *until, *limit;
     const char *state, *incident; /* incidents and changes */
+    const char *decision;         /* decisions and actions */
 };
 
 /* Tells the server that a notification handed to record() is durable

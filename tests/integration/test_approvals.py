@@ -37,6 +37,7 @@ the pause form holds the fleet and the unpause form ends it."""
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -204,14 +205,22 @@ def test_approve_deny_restart(suite):
     assert status == 200 and b"Waiting for approval" in page, page
     assert f'href="/approvals/{drain_id}"'.encode() in page and b"drain {" in page, page
     assert f"step 1 waits for approval (/approvals/{drain_id}".encode() in page, page
-    # alice approves from the command line: the drain runs, once
-    out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log")
-    assert out.returncode == 0 and "approved by alice (checked the Xid log)" in out.stdout, \
-        out.stdout + out.stderr
-    wait_until("the drain", lambda: [o for o in medic.audit("actions") if o["action"] == "drain"
-                                     and o["phase"] == "outcome"
-                                     and o["result"] == "succeeded"], timeout=30)
+    # alice approves from the command line and waits: the drain is queued,
+    # then runs, once, and the command prints its outcome
+    out = cli("approve", drain_id, files["alice"], "--reason", "checked the Xid log", "--wait",
+              "--wait-limit", "45s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    queued = re.search(r"decision ([0-9]+): approved, drain queued: execute: approved by alice "
+                       r"\(checked the Xid log\)", out.stdout)
+    assert queued and int(queued[1]) > drain_id, out.stdout  # the decision the approval made
+    ran = queued[1]
+    assert re.search(rf"decision {ran}: drain succeeded after [0-9.]+ s: drained: ", out.stdout), \
+        out.stdout
+    drained = [o for o in medic.audit("actions", "--decision", ran) if o["phase"] == "outcome"]
+    assert [(o["action"], o["result"]) for o in drained] == [("drain", "succeeded")], drained
     assert "DRAIN" in cluster.node(node)[0]
+    status, _, raw = medic.get(f"/api/v1/incidents?decision={ran}", headers=bearer(READ))
+    assert status == 400 and b"applies to decisions and actions" in raw, raw
     again = cli("approve", drain_id, files["alice"])
     assert again.returncode == 1 and "not a step waiting" in again.stderr, again.stderr
     assert len(decisions("drain", "execute")) == 1
