@@ -6,6 +6,7 @@
 #include "slurm_text.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@ void slurm_node_list_release(struct slurm_node_list *l)
     for (size_t i = 0; i < l->count; i++) {
         free(l->items[i].name);
         free(l->items[i].partitions);
+        free(l->items[i].state);
+        free(l->items[i].reason);
     }
     free(l->items);
     memset(l, 0, sizeof(*l));
@@ -90,15 +93,29 @@ int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
         x->name = strdup(name->valuestring);
         x->partitions = strdup(list);
         x->gpus = cJSON_IsString(gres) ? slurm_gres_gpus(gres->valuestring) : 0;
-        /* "state": ["IDLE", "MAINT"] (or a string in older releases) */
+        /* "state": ["IDLE", "MAINT"] (or a string, with "state_flags", in
+         * older releases): joined as the one-line form writes it */
+        char joined[256] = "";
         if (cJSON_IsString(state))
-            x->maint = strstr(state->valuestring, "MAINT") != NULL;
-        if (cJSON_IsArray(state))
-            cJSON_ArrayForEach(flag, state)
+            snprintf(joined, sizeof(joined), "%s", state->valuestring);
+        const cJSON *lists[] = {state, cJSON_GetObjectItemCaseSensitive(n, "state_flags")};
+        for (size_t k = 0; k < 2; k++) {
+            const cJSON *flags = cJSON_IsArray(lists[k]) ? lists[k] : NULL;
+            cJSON_ArrayForEach(flag, flags)
             {
-                x->maint |= cJSON_IsString(flag) && strcmp(flag->valuestring, "MAINT") == 0;
+                if (cJSON_IsString(flag) &&
+                    strlen(joined) + strlen(flag->valuestring) + 2 < sizeof(joined))
+                    snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
+                             joined[0] ? "+" : "", flag->valuestring);
             }
-        if (!x->name || !x->partitions)
+        }
+        for (char *c = joined; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        x->maint = strstr(joined, "MAINT") != NULL;
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(n, "reason");
+        x->state = strdup(joined);
+        x->reason = strdup(cJSON_IsString(reason) ? reason->valuestring : "");
+        if (!x->name || !x->partitions || !x->state || !x->reason)
             rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     cJSON_Delete(root);
@@ -146,8 +163,9 @@ int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (const char *line = text; *line;) {
         size_t len = strcspn(line, "\n");
-        char name[256], gres[512], parts[1024], state[256];
+        char name[256], gres[512], parts[1024], state[256], reason[1100];
         slurm_field(line, len, "NodeName", name, sizeof(name));
+        slurm_field(line, len, "Reason", reason, sizeof(reason));
         slurm_field(line, len, "State", state, sizeof(state));
         slurm_field(line, len, "Gres", gres, sizeof(gres));
         slurm_field(line, len, "Partitions", parts, sizeof(parts));
@@ -157,7 +175,9 @@ int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct
             x->partitions = strdup(parts);
             x->gpus = strcmp(gres, "(null)") ? slurm_gres_gpus(gres) : 0;
             x->maint = strstr(state, "MAINT") != NULL; /* IDLE+MAINT, MIXED+MAINT+DRAIN, ... */
-            if (!x->name || !x->partitions) {
+            x->state = strdup(state);
+            x->reason = strdup(reason);
+            if (!x->name || !x->partitions || !x->state || !x->reason) {
                 slurm_node_list_release(out);
                 return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
             }

@@ -36,6 +36,8 @@ struct slurm_node_info {
     char *partitions; /* comma-separated; "" when none */
     int gpus;         /* from its Gres (gpu:8, gpu:h100:4(S:0),gpu:h100:4(S:1)); 0: none */
     int maint;        /* its state says MAINT: a maintenance reservation holds it now */
+    char *state;      /* "IDLE+DRAIN", "MIXED", ... (the JSON's state and flags joined by +) */
+    char *reason;     /* its Reason ("" when none), with Slurm's [user@time] stamp */
 };
 struct slurm_node_list {
     struct slurm_node_info *items;

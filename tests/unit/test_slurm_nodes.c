@@ -69,11 +69,48 @@ static void test_parse(void **state)
     assert_non_null(strstr(err.msg, "scontrol show nodes --json"));
 }
 
+/* A node's state and reason, in both forms: the JSON's state (a list in
+ * newer releases, a string with state_flags in older ones) joined as the
+ * one-line form writes it, and the reason with its stamp. */
+static void test_state_and_reason(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"nodes\":[{\"name\":\"a\",\"state\":[\"IDLE\",\"DRAIN\"],"
+        "\"reason\":\"Xid 79 (medic policy xid)\"},"
+        "{\"name\":\"b\",\"state\":\"mixed\",\"state_flags\":[\"MAINT\"]},"
+        "{\"name\":\"c\",\"state\":\"idle\"}]}";
+    struct slurm_node_list l;
+    struct medic_error err = {0};
+    assert_int_equal(slurm_nodes_parse(json, strlen(json), &l, &err), 0);
+    assert_int_equal(l.count, 3);
+    assert_string_equal(l.items[0].state, "IDLE+DRAIN");
+    assert_string_equal(l.items[0].reason, "Xid 79 (medic policy xid)");
+    assert_string_equal(l.items[1].state, "MIXED+MAINT");
+    assert_int_equal(l.items[1].maint, 1);
+    assert_string_equal(l.items[1].reason, "");
+    assert_string_equal(l.items[2].state, "IDLE");
+    slurm_node_list_release(&l);
+    static const char text[] =
+        "NodeName=n1 Arch=x86_64 State=IDLE+DRAIN Partitions=gpu  BootTime=None "
+        "Reason=Xid 79 on GPU 3 (medic policy xid) [root@2026-11-27T12:58:20]\n"
+        "NodeName=n2 Arch=x86_64 State=ALLOCATED Partitions=gpu  BootTime=None\n";
+    assert_int_equal(slurm_nodes_parse_text(text, &l, &err), 0);
+    assert_int_equal(l.count, 2);
+    assert_string_equal(l.items[0].state, "IDLE+DRAIN");
+    assert_string_equal(l.items[0].reason,
+                        "Xid 79 on GPU 3 (medic policy xid) [root@2026-11-27T12:58:20]");
+    assert_string_equal(l.items[1].state, "ALLOCATED");
+    assert_string_equal(l.items[1].reason, "");
+    slurm_node_list_release(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres),
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_state_and_reason),
         cmocka_unit_test(test_time_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
