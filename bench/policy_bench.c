@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         snprintf(fps[i], sizeof(fps[i]), "%016x", (unsigned)i * 2654435761u);
     }
     static const char *const node_labels[] = {"node", "instance"};
-    struct policy_context ctx = {&set, &inv, node_labels, 2, 1, NULL, 0, NULL, NULL, 0};
+    struct policy_context ctx = {&set, &inv, node_labels, 2, 1, NULL, 0, NULL, NULL, NULL, 0};
     struct policy_state *st = policy_state_new();
     struct policy_decisions out;
     policy_decisions_init(&out);

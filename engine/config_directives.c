@@ -202,6 +202,14 @@ static const struct directive directives[] = {
      "the program for drain and resume; `medic check config` warns about a path that cannot be "
      "run on its host",
      NULL},
+    {"slurm", "read_interval", D_DURATION, AT(slurm_read_interval), SEC(1), SEC(600), "1s", "600s",
+     "`30s`",
+     "how often medic reads Slurm's nodes (one `scontrol show nodes`, on a thread of its own), "
+     "outside dry-run or with `safety.maintenance_from_slurm`: for maintenance reservations, and "
+     "to reconcile the drains medic holds with what Slurm shows (a drain someone resumed or "
+     "replaced is let go: [policies.md](policies.md#node-states-above-the-incidents)); while a "
+     "read fails, every 5 s; a list older than three intervals is not used",
+     NULL},
     {NULL, "notifiers", D_CUSTOM, 0, 0, 0, NULL, NULL, "none",
      "`NAME: { type, url, from, to, routing_key, credentials }`; type is `webhook`, `slack`, "
      "`pagerduty` or `smtp` ([actions.md](actions.md)); a secret `url` or `routing_key` may "
@@ -277,9 +285,10 @@ static const struct directive directives[] = {
     {"safety", "maintenance_from_slurm", D_DOC, 0, 0, 0, NULL, NULL, "`false`",
      "Slurm as a source of maintenance: a node Slurm has in a maintenance reservation "
      "(`Flags=MAINT`, state `MAINT`) is in maintenance for medic too, its disruptive steps held "
-     "as in a window; Slurm is asked every 30 s on a thread of its own (`scontrol -o show "
-     "nodes`), a failed read keeps the last list, and `medic_slurm_maintenance_nodes` counts "
-     "them. It fails closed: before the first read, or once the last success is over 90 s old, "
+     "as in a window; Slurm is asked every `slurm.read_interval` on a thread of its own "
+     "(`scontrol -o show nodes`), a failed read keeps the last list, and "
+     "`medic_slurm_maintenance_nodes` counts them. It fails closed: before the first read, or "
+     "once the last success is over three intervals old, "
      "every disruptive step on a node with a Slurm node is held (and Slurm asked every 5 s)",
      NULL},
     {"safety", "held_notice", D_DOC, 0, 0, 0, NULL, NULL, "`15m`",

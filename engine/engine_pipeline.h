@@ -19,7 +19,7 @@
 #include "config.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
-#include "engine_slurm_maint.h"
+#include "engine_slurm_view.h"
 #include "policy_engine.h"
 
 #include <stdint.h>
@@ -32,7 +32,7 @@ struct engine_pipeline;
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_maint *maint, struct engine_pipeline **out,
+                          struct engine_slurm_view *slurm, struct engine_pipeline **out,
                           struct medic_error *err);
 
 /* Notification id was committed (not a duplicate) with its alerts from

@@ -11,7 +11,7 @@
 #include "engine.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
-#include "engine_slurm_maint.h"
+#include "engine_slurm_view.h"
 #include "engine_leader.h"
 #include "engine_pipeline.h"
 #include "server.h"
@@ -34,7 +34,7 @@ struct engine {
     struct engine_leader *leader; /* NULL: one replica on SQLite */
     int shared_log;               /* PostgreSQL: other replicas commit to the log too */
     struct engine_fleet *fleet;
-    struct engine_slurm_maint *maint; /* safety.maintenance_from_slurm */
+    struct engine_slurm_view *slurm; /* Slurm's nodes: maintenance, drains to reconcile */
     struct receiver_server *server;
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;

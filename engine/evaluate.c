@@ -13,8 +13,9 @@ void engine_context_from_config(const struct medic_config *config, struct policy
     out->live = medic_mode_acts(config->mode);
     out->approve = config->mode == MEDIC_MODE_APPROVE;
     out->external_url = config->external_url;
-    out->slurm_maint = NULL; /* engine_slurm_maint_context sets it where a reader runs */
-    out->slurm_maint_arg = NULL;
+    out->slurm_maint = NULL; /* engine_slurm_view_context sets them where a reader runs */
+    out->slurm_node = NULL;
+    out->slurm_arg = NULL;
     out->decision_ids = 0; /* the daemon's rounds set it: they record decisions by id */
 }
 

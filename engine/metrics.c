@@ -132,7 +132,7 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                      "medic_safety_max_disrupted_nodes %zu\n",
                      s->max_disruptive_in_flight, fraction_nodes);
     group_metrics(engine, config, b);
-    long maint = engine_slurm_maint_count(engine->maint);
+    long maint = engine_slurm_view_maint_count(engine->slurm);
     if (maint >= 0)
         medic_buf_printf(b,
                          "# HELP medic_slurm_maintenance_nodes Nodes Slurm had in a maintenance "
@@ -140,11 +140,19 @@ static void pipeline_metrics(struct engine *engine, struct medic_buf *b)
                          "# TYPE medic_slurm_maintenance_nodes gauge\n"
                          "medic_slurm_maintenance_nodes %ld\n",
                          maint);
+    medic_buf_printf(b,
+                     "# HELP medic_slurm_node_reads_total Reads of Slurm's nodes that succeeded "
+                     "(every slurm.read_interval, outside dry-run or with "
+                     "safety.maintenance_from_slurm): maintenance, and drains reconciled.\n"
+                     "# TYPE medic_slurm_node_reads_total counter\n"
+                     "medic_slurm_node_reads_total %llu\n",
+                     (unsigned long long)engine_slurm_view_reads(engine->slurm));
     if (s->maintenance_from_slurm)
         medic_buf_printf(b,
                          "# HELP medic_slurm_maintenance_known Whether medic knows which nodes "
                          "Slurm has in a maintenance reservation (1); 0 before the first read or "
-                         "when the last is over 90s old: disruptive steps on Slurm nodes wait.\n"
+                         "when the last is over three slurm.read_interval old: disruptive steps on "
+                         "Slurm nodes wait.\n"
                          "# TYPE medic_slurm_maintenance_known gauge\n"
                          "medic_slurm_maintenance_known %d\n",
                          maint >= 0);

@@ -317,7 +317,24 @@ static int restore_state(struct engine_pipeline *e)
     if (e->state_stale)
         medic_log_info("engine state restored from the audit log", NULL);
     e->state_stale = 0;
+    /* a state read back is reconciled with a read of Slurm begun after it */
+    e->reconcile_after = medic_time_monotonic();
+    engine_slurm_view_refresh(e->slurm);
     return 0;
+}
+
+/* On a tick after a new read of Slurm's nodes: the drains medic records
+ * against what Slurm showed (policy_reconcile_drains). */
+static int reconcile(struct engine_pipeline *e, struct round *r)
+{
+    int64_t began = 0;
+    if (!engine_slurm_view_latest(e->slurm, &began) || began == e->reconciled_read ||
+        began <= e->reconcile_after)
+        return 0;
+    e->reconciled_read = began;
+    /* the read's start on the engine's clock: both are steady */
+    int64_t seen_at = r->now - (medic_time_monotonic() - began);
+    return policy_reconcile_drains(&r->ctx, e->state, seen_at, r->now, &r->out);
 }
 
 /* One round: the scheduler when due, then the committed notifications;
@@ -345,7 +362,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         atomic_store(&e->approvals_waiting, 1);
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
-    engine_slurm_maint_context(e->maint, &r.ctx); /* nodes in a Slurm maintenance reservation */
+    engine_slurm_view_context(e->slurm, &r.ctx); /* Slurm's nodes as last read */
     r.ctx.decision_ids = 1;                       /* the round binds and resolves decision ids */
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
@@ -358,6 +375,8 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         rc = people_apply(&r.people, &r.ctx, e->state, now, &r.out, people_origin, &r);
     if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
+    if (rc == 0 && tick)
+        rc = reconcile(e, &r);
     if (rc == 0)
         rc = remember_origin(&r, 0, 0, NULL, 0);
     /* the round's nodes are asked of Prometheus together */
@@ -557,7 +576,7 @@ static void *engine_main(void *arg)
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_maint *maint, struct engine_pipeline **out,
+                          struct engine_slurm_view *slurm, struct engine_pipeline **out,
                           struct medic_error *err)
 {
     struct engine_pipeline *e = calloc(1, sizeof(*e));
@@ -566,13 +585,17 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->store = store;
     e->dispatch = dispatch;
     e->fleet = fleet;
-    e->maint = maint;
+    e->slurm = slurm;
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->poll_interval = poll_interval;
     handover_init(&e->in); /* evaluate what a previous run left pending */
     e->in.shared = poll_interval > 0;
     e->last_tick = medic_time_monotonic();
+    /* the state read below is reconciled with a read of Slurm begun after
+     * it: one is asked for now (a replica that just took the lease) */
+    e->reconcile_after = e->last_tick;
+    engine_slurm_view_refresh(slurm);
     medic_steady_clock_start(&e->clock);
     e->approvals_waiting = 1; /* answers a previous run left untaken */
     medic_mutex_init(&e->lock, MEDIC_LOCK_ENGINE_STATE);

@@ -269,7 +269,7 @@ static int gain(void *arg, int64_t epoch)
     if (rc == 0 &&
         (rc = engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
                                     e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet,
-                                    e->maint, &pipeline, &err)))
+                                    e->slurm, &pipeline, &err)))
         medic_error_prefix(&err, "cannot start the policy engine");
     medic_config_unref(c);
     if (rc) {
@@ -402,7 +402,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
     }
     /* fleet scoring before the engine, whose alerts reuse its risks */
     if (engine_fleet_start(e->configs, &e->fleet) ||
-        engine_slurm_maint_start(e->configs, &e->maint)) {
+        engine_slurm_view_start(e->configs, &e->slurm)) {
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring or the Slurm reader");
         return -1;
     }
@@ -528,7 +528,7 @@ int engine_serve(const struct engine_serve_options *options)
     else
         lose(&e);
     engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
-    engine_slurm_maint_stop(e.maint);
+    engine_slurm_view_stop(e.slurm);
     audit_store_free(e.store);
     receiver_server_free(e.server); /* after the store: its last commits answer into it */
     if (status == 0)

@@ -61,7 +61,7 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
             : NULL;
     int64_t read_at = MEDIC_TIME_UNSET;
     int maint = inode && inode->slurm_node
-                    ? ctx->slurm_maint(ctx->slurm_maint_arg, inode->slurm_node, &read_at)
+                    ? ctx->slurm_maint(ctx->slurm_arg, inode->slurm_node, &read_at)
                     : 0;
     if (maint > 0) {
         snprintf(reason, size,

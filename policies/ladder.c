@@ -84,7 +84,7 @@ static void set_drained_as(struct policy_state *st, const char *node, const char
  * node and the incident; undo: one of its on_resolved steps; detail: the
  * action's. */
 static void succeeded(struct policy_state *st, struct incident *in, enum medic_action_kind kind,
-                      int watts, int undo, const char *detail)
+                      int watts, int undo, const char *detail, int64_t now)
 {
     struct node_state *n = in->in_inventory ? policy__node_get(st, in->node, 1) : NULL;
     policy__touch_incident(in);
@@ -98,6 +98,7 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
             strncmp(detail, MEDIC_DRAIN_FOUND_PREFIX, strlen(MEDIC_DRAIN_FOUND_PREFIX)) == 0)
             break; /* an operator's drain: medic holds nothing, and never undoes it */
         n->drained_by_medic = 1;
+        n->drained_since = now;
         in->drained = 1;
         drained_as(detail, reason, sizeof(reason));
         set_drained_as(st, in->node, reason);
@@ -330,7 +331,7 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
         return;
     }
     if (!live) { /* a dry run: as if it succeeded at once */
-        succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL);
+        succeeded(st, in, kind, d->action.u.power_limit.watts, on_resolved, NULL, now);
         if (d->disruptive) {
             policy__record_action(ctx, st, pol, in, kind, now);
             policy__incident_change(in, done_state(kind), policy__decision_index(out, d), now, out,
@@ -544,7 +545,7 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     int still_drained = kind == MEDIC_ACTION_RESUME && outcome != MEDIC_OUTCOME_SUCCEEDED &&
                         outcome != MEDIC_OUTCOME_REFUSED;
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
-        succeeded(st, in, kind, 0, 1, detail);
+        succeeded(st, in, kind, 0, 1, detail, now);
     } else if (still_drained) {
         in->drained = 1;
     } else {
@@ -660,7 +661,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     if (held_before_start(ctx, st, pol, in, kind, outcome, detail, now, out))
         return;
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
-        succeeded(st, in, kind, in->awaiting_watts, 0, detail);
+        succeeded(st, in, kind, in->awaiting_watts, 0, detail, now);
         in->last_failed = 0;
         if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE) /* a boot must come after it was sent */
             in->cycled_at = in->awaiting_since ? in->awaiting_since : now;

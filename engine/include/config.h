@@ -108,6 +108,7 @@ struct medic_config {
     struct credentials credentials;
     char *slurm_conf;             /* SLURM_CONF for scontrol; NULL: Slurm's default */
     char *scontrol;               /* the scontrol program; NULL: "scontrol" in PATH */
+    int64_t slurm_read_interval;  /* how often Slurm's nodes are read (engine_slurm_view) */
     int64_t engine_tick_interval; /* how often the escalation scheduler runs */
     char *model_path;             /* NULL: the built-in model */
     struct model model;           /* the file's, or the built-in one: always loaded */

@@ -78,7 +78,12 @@ struct policy_context {
      * read, or the last read too old; *read_at: when it was, wall clock,
      * MEDIC_TIME_UNSET never); NULL: not asked */
     int (*slurm_maint)(void *arg, const char *slurm_node, int64_t *read_at);
-    void *slurm_maint_arg;
+    /* how Slurm showed slurm_node at its last read: 1 with its state
+     * ("IDLE+DRAIN") and reason, 0 Slurm does not have it, -1 not known
+     * (never read, or too old); NULL: not asked */
+    int (*slurm_node)(void *arg, const char *slurm_node, char *state, size_t state_size,
+                      char *reason, size_t reason_size);
+    void *slurm_arg; /* for slurm_maint and slurm_node */
     /* the caller gives decisions their audit ids (policy_bind_decisions,
      * policy_resolve_decisions), as medic serve does: on-call's notice of
      * a step waiting for approval waits for its id (the next tick), so
@@ -216,6 +221,19 @@ void policy_seen_again(const struct policy_context *ctx, struct policy_state *st
  * that has passed. Call it periodically. */
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out);
+
+/* Reconciles medic's record of the drains it holds with how Slurm showed
+ * the nodes (ctx->slurm_node) in a read that began at seen_at (the
+ * engine's clock): a drain medic confirmed before then that Slurm shows
+ * gone (the node in service: someone resumed it) or replaced (drained
+ * again with someone else's reason) is let go. The node no longer counts
+ * as disrupted by medic (the caps free its slot), its incidents' ladders
+ * stop (an operator took the node over; a quarantine stays until a
+ * person releases it), the change is recorded and on-call told. Nodes
+ * with an action of medic's in flight, and drains confirmed after seen_at,
+ * wait for the next read. Nothing in dry-run. */
+int policy_reconcile_drains(const struct policy_context *ctx, struct policy_state *st,
+                            int64_t seen_at, int64_t now, struct policy_decisions *out);
 
 /* The first limit open incidents (of node only, when not NULL), in the
  * order the scheduler visits them: incident,

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct medic_label labels[] = {
             {"alertname", "GPUXidError"}, {"gpu", "0"}, {"instance", "gpu-node-01"}, {"xid", "79"}};
         struct medic_labels set_labels = {labels, 4}, none = {NULL, 0};
-        struct policy_context ctx = {&set, NULL, node_labels, 1, 1, NULL, 0, NULL, NULL, 0};
+        struct policy_context ctx = {&set, NULL, node_labels, 1, 1, NULL, 0, NULL, NULL, NULL, 0};
         struct policy_state *st = policy_state_new();
         struct policy_decisions out;
         policy_decisions_init(&out);

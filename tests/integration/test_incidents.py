@@ -261,6 +261,57 @@ def test_operator_resume_is_not_power_cycled(suite):
     assert [i["node"] for i in failed] == ["gpu-node-02"], failed
 
 
+def test_drains_reconciled_with_slurm(suite):
+    """What medic records as its drain is what Slurm shows: an operator
+    resumes a node medic drained; at the next read of Slurm's nodes medic
+    lets its drain go (recorded, on-call told), the node no longer holds
+    its group's cap, and the drain the cap held on another node runs. Before
+    the resume, reads go on and change nothing."""
+    nodes = ["gpu-node-43", "gpu-node-44"]
+    cluster, bmcs, oncall = lab(suite, *nodes)
+    medic = start_medic(suite, "reconcile", cluster.conf + ", read_interval: 1s", bmcs, oncall,
+                        safety="group_caps: [ { nodes: 'gpu-node-[43-44]', max_disrupted: 1 } ],",
+                        xid_steps="      - { action: drain }\n")
+    t0 = time.time()
+    assert medic.post("/webhook", payload("gpu-node-43", t0), headers=AUTH)[0] == 200
+    wait_until("the drain", lambda: [o for o in outcomes(medic, "drain")
+                                     if o["result"] == "succeeded"], timeout=30)
+    assert medic.post("/webhook", payload("gpu-node-44", t0), headers=AUTH)[0] == 200
+    wait_until("the cap holding gpu-node-44", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-44")
+        if d["verdict"] == "suppressed" and "group cap" in d["reason"]], timeout=30)
+    # Slurm shows medic's drain: reads go on, and nothing changes
+    reads = medic.metric("medic_slurm_node_reads_total", headers=AUTH)
+    wait_until("two more reads of Slurm", lambda: medic.metric(
+        "medic_slurm_node_reads_total", headers=AUTH) >= reads + 2, timeout=30)
+    assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 1
+    assert not [c for c in medic.audit("changes") if "Slurm shows" in c["cause"]]
+    assert len(outcomes(medic, "drain")) == 1
+    # the operator puts gpu-node-43 back in service by hand
+    assert cluster.scontrol("update", "NodeName=gpu-node-43", "State=RESUME").returncode == 0
+    change = wait_until("the drain let go", lambda: [
+        c for c in medic.audit("changes", "--node", "gpu-node-43")
+        if "Slurm shows node gpu-node-43 in service" in c["cause"]], timeout=30)
+    assert "someone resumed it: medic holds no drain there now" in change[0]["cause"], change
+    told = wait_until("on-call told", lambda: [
+        r for r in oncall.received() if b"drain of node 'gpu-node-43' is gone" in r["body"]],
+        timeout=30)
+    assert len(told) == 1, told
+    # the slot is free: gpu-node-44's held drain runs, and only it holds the cap
+    wait_until("gpu-node-44 drained", lambda: [
+        o for o in outcomes(medic, "drain") if o["node"] == "gpu-node-44"
+        and o["result"] == "succeeded"], timeout=30)
+    assert "DRAIN" in cluster.node("gpu-node-44")[0]
+    assert "DRAIN" not in cluster.node("gpu-node-43")[0]
+    assert medic.metric("medic_disrupted_nodes", headers=AUTH) == 1
+    # the resolve of gpu-node-43 resumes nothing: medic holds no drain there
+    assert medic.post("/webhook", payload("gpu-node-43", t0, status="resolved"),
+                      headers=AUTH)[0] == 200
+    wait_until("gpu-node-43's incident closed", lambda: (incident(medic, "gpu-node-43") or {}).get(
+        "state") in ("recovered", "closed"), timeout=30)
+    assert [o for o in outcomes(medic, "resume") if o["node"] == "gpu-node-43"] == []
+
+
 def test_eight_gpus_one_incident(suite):
     cluster, bmcs, oncall = lab(suite, "gpu-node-03")
     medic = start_medic(suite, "eight", cluster.conf, bmcs, oncall)
@@ -582,6 +633,7 @@ def test_wall_clock_steps_undo_nothing(suite):
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack,
+                        test_drains_reconciled_with_slurm,
                         test_slurm_maintenance_reservation_holds_a_drain,
                         test_slurm_maintenance_unknown_holds,
                         test_failed_drain_stops_the_ladder,

@@ -197,7 +197,7 @@ static void world_init_inventory(struct world *w, const char *policies_yaml,
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
     w->ctx = (struct policy_context){
-        &w->policies, &w->inventory, node_labels, 3, live, NULL, 0, NULL, NULL, 0};
+        &w->policies, &w->inventory, node_labels, 3, live, NULL, 0, NULL, NULL, NULL, 0};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
@@ -2191,7 +2191,7 @@ static void test_slurm_maintenance_unknown_holds(void **state)
                          1);
     int answer = -1;
     w.ctx.slurm_maint = fake_slurm_maint;
-    w.ctx.slurm_maint_arg = &answer;
+    w.ctx.slurm_arg = &answer;
     struct test_alert a, b;
     make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
     make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
@@ -2213,9 +2213,170 @@ static void test_slurm_maintenance_unknown_holds(void **state)
                          "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n", 1);
     answer = -1;
     w.ctx.slurm_maint = fake_slurm_maint;
-    w.ctx.slurm_maint_arg = &answer;
+    w.ctx.slurm_arg = &answer;
     evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
     expect(last(&w, 0), "gpu-node-01", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+}
+
+/* A stand-in for the engine's view of Slurm's nodes: every node shows
+ * state and reason; known -1: the view is not known. */
+struct fake_slurm {
+    int known;
+    const char *state, *reason;
+};
+
+static int fake_slurm_node(void *arg, const char *slurm_node, char *state, size_t state_size,
+                           char *reason, size_t reason_size)
+{
+    const struct fake_slurm *f = arg;
+    (void)slurm_node;
+    snprintf(state, state_size, "%s", f->state);
+    snprintf(reason, reason_size, "%s", f->reason);
+    return f->known;
+}
+
+#define MEDIC_REASON "GPUXidError on gpu-node-01 (medic policy xid) [medic@2026-11-22T08:00:01]"
+
+/* What medic records as its drain is what Slurm shows: a read of Slurm
+ * that shows medic's drain keeps it; one that shows the node resumed by
+ * someone (or drained again with another reason) lets it go: the node no
+ * longer counts as disrupted (a held step elsewhere takes its slot), the
+ * ladder stops, on-call hears; a read begun before the drain was confirmed,
+ * a view not known and an action in flight change nothing; a quarantined
+ * node stays quarantined, holding nothing. */
+static void test_reconcile_drains_with_slurm(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: drain }, { after: 10m, action: "
+                                   "ipmi_power_cycle } ]\n"
+                                   "    on_resolved: [ { action: resume } ]\n";
+    struct world w;
+    world_init_inventory(&w, policies, "safety: { max_disrupted_fraction: 0.5, storm: { notifier: oncall } }\n",
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+                         "  - { name: gpu-node-02, slurm: { node: gpu-node-02 } }\n",
+                         1);
+    struct fake_slurm slurm = {1, "IDLE+DRAIN", MEDIC_REASON};
+    w.ctx.slurm_node = fake_slurm_node;
+    w.ctx.slurm_arg = &slurm;
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    outcome_with(&w, "gpu-node-01", MEDIC_OUTCOME_SUCCEEDED,
+                 "drained: State=IDLE+DRAIN Reason=\"" MEDIC_REASON "\"", T0 + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    /* the fleet cap (one node) holds gpu-node-02's drain */
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 2);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_SUPPRESSED, "held:");
+    size_t before = w.out.count, changes = w.out.change_count;
+    /* Slurm shows medic's drain: nothing changes */
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 5, T0 + 6, &w.out), 0);
+    /* a read begun before the drain was confirmed, or a view not known:
+     * nothing, whatever it shows */
+    slurm.state = "IDLE";
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0, T0 + 6, &w.out), 0);
+    slurm.known = -1;
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 5, T0 + 6, &w.out), 0);
+    assert_int_equal(w.out.count, before);
+    assert_int_equal(w.out.change_count, changes);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    /* someone resumed gpu-node-01: medic lets its drain go, and says so */
+    slurm.known = 1;
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 5, T0 + 6, &w.out), 0);
+    check_rows(&w);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "open");
+    assert_non_null(strstr(w.out.changes[w.out.change_count - 1].cause,
+                           "Slurm shows node gpu-node-01 in service (State=IDLE): someone "
+                           "resumed it: medic holds no drain there now"));
+    expect(last(&w, 0), "gpu-node-01", "notify", VERDICT_EXECUTE,
+           "medic's drain of node 'gpu-node-01' is gone");
+    /* once read again nothing more is said */
+    before = w.out.count;
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 7, T0 + 8, &w.out), 0);
+    assert_int_equal(w.out.count, before);
+    /* the slot is free: the held drain of gpu-node-02 is decided again */
+    tick(&w, T0 + MIN);
+    expect(last(&w, 0), "gpu-node-02", "drain", VERDICT_EXECUTE, NULL);
+    /* gpu-node-01's ladder stopped: no power cycle of a node an operator took */
+    tick(&w, T0 + 11 * MIN);
+    for (size_t i = 0; i < w.out.count; i++)
+        assert_false(w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
+                     w.out.items[i].action.kind == MEDIC_ACTION_IPMI_POWER_CYCLE &&
+                     strcmp(w.out.items[i].node, "gpu-node-01") == 0);
+    /* gpu-node-02's drain in flight: nothing, whatever Slurm showed */
+    before = w.out.count;
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 2 * MIN, T0 + 2 * MIN, &w.out),
+                     0);
+    assert_int_equal(w.out.count, before);
+    /* confirmed, then drained again by someone else: let go too */
+    outcome_with(&w, "gpu-node-02", MEDIC_OUTCOME_SUCCEEDED,
+                 "drained: State=IDLE+DRAIN Reason=\"mine (medic policy xid) [m@t]\"", T0 + 3 * MIN);
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    slurm.state = "IDLE+DRAIN";
+    slurm.reason = "bad DIMM [alice@2026-11-22T08:05:00]";
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 4 * MIN, T0 + 4 * MIN, &w.out),
+                     0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_non_null(strstr(w.out.changes[w.out.change_count - 1].cause,
+                           "drained again by someone else (State=IDLE+DRAIN Reason=bad DIMM"));
+    world_release(&w);
+    /* dry-run holds no drain in Slurm: nothing is reconciled */
+    world_init_inventory(&w, policies, NULL,
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n", 0);
+    slurm = (struct fake_slurm){1, "IDLE", ""};
+    w.ctx.slurm_node = fake_slurm_node;
+    w.ctx.slurm_arg = &slurm;
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    before = w.out.count;
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 5, T0 + 6, &w.out), 0);
+    assert_int_equal(w.out.count, before);
+    world_release(&w);
+}
+
+/* A quarantined node whose drain someone undid stays quarantined (a person
+ * releases it), holding nothing: it does not count as disrupted. */
+static void test_reconcile_keeps_a_quarantine(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps: [ { action: drain } ]\n";
+    struct world w;
+    world_init_inventory(&w, policies,
+                         "safety: { max_disrupted_fraction: 1, storm: { notifier: oncall } }\n",
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n", 1);
+    struct fake_slurm slurm = {1, "IDLE", ""};
+    w.ctx.slurm_node = fake_slurm_node;
+    w.ctx.slurm_arg = &slurm;
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    outcome_with(&w, "gpu-node-01", MEDIC_OUTCOME_SUCCEEDED,
+                 "drained: State=IDLE+DRAIN Reason=\"" MEDIC_REASON "\"", T0 + 1);
+    /* resolved: the policy does not resume, so the node is held for a person */
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "quarantined");
+    assert_int_equal(policy_quarantined_nodes(w.state), 1);
+    assert_int_equal(policy_reconcile_drains(&w.ctx, w.state, T0 + 2 * MIN, T0 + 2 * MIN, &w.out),
+                     0);
+    check_rows(&w);
+    assert_string_equal(incident_state(&w, "gpu-node-01"), "quarantined");
+    assert_non_null(strstr(w.out.changes[w.out.change_count - 1].cause,
+                           "the node stays quarantined until a person releases it"));
+    expect(last(&w, 0), "gpu-node-01", "notify", VERDICT_EXECUTE, "it stays quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    /* the release ends it, with nothing to undo */
+    char why[512];
+    struct policy_release r = {"gpu-node-01", "alice", "checked"};
+    assert_int_equal(
+        policy_release(&w.ctx, w.state, &r, T0 + 3 * MIN, &w.out, why, sizeof(why)), 0);
+    assert_int_equal(policy_quarantined_nodes(w.state), 0);
     world_release(&w);
 }
 
@@ -3440,6 +3601,8 @@ int main(void)
         cmocka_unit_test(test_approval_after_reload_runs_nothing_changed),
         cmocka_unit_test(test_approval_per_step),
         cmocka_unit_test(test_slurm_maintenance_unknown_holds),
+        cmocka_unit_test(test_reconcile_drains_with_slurm),
+        cmocka_unit_test(test_reconcile_keeps_a_quarantine),
         cmocka_unit_test(test_denial_holds_the_node),
         cmocka_unit_test(test_after_from_previous),
         cmocka_unit_test(test_queued_step_held_by_a_later_pause),
