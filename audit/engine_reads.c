@@ -91,7 +91,7 @@ static int walk_notifications(struct audit_reader *reader, const char *where, in
         medic_buf_reset(&body);
         rc = decode_payload(st, 3, id, &body, err);
         if (rc == 0 && fn)
-            rc = fn(arg, id, first_alert, body.data ? body.data : "", body.len);
+            rc = fn(arg, id, first_alert, received, body.data ? body.data : "", body.len);
         if (rc == 0 && walk)
             rc = walk(arg, id, received, first_alert == AUDIT_DUPLICATE, body.data ? body.data : "",
                       body.len);

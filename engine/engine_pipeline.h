@@ -35,12 +35,12 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct engine_slurm_view *slurm, struct engine_pipeline **out,
                           struct medic_error *err);
 
-/* Notification id was committed (not a duplicate) with its alerts from
- * first_alert_id on: evaluate it soon. Takes n's content (n is left
- * empty); n NULL: read it back from the audit log. Cheap and never blocks
- * on a round; any thread. */
+/* Notification id, received at received_at (wall clock), was committed
+ * (not a duplicate) with its alerts from first_alert_id on: evaluate it
+ * soon. Takes n's content (n is left empty); n NULL: read it back from the
+ * audit log. Cheap and never blocks on a round; any thread. */
 void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
-                               struct medic_notification *n);
+                               int64_t received_at, struct medic_notification *n);
 
 /* A person's answer to a pending step was recorded (audit_record_approval):
  * the next round takes it. Any thread. */

@@ -35,7 +35,7 @@ void handover_release(struct handover *h)
     pthread_cond_destroy(&h->cond);
 }
 
-void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
+void handover_committed(struct handover *h, int64_t id, int64_t first_alert, int64_t received_at,
                         struct medic_notification *n)
 {
     struct committed *c = n ? malloc(sizeof(*c)) : NULL;
@@ -45,6 +45,7 @@ void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
     if (queue) {
         c->id = id;
         c->first_alert = first_alert;
+        c->received_at = received_at;
         c->n = *n; /* the arena moves with it */
         medic_notification_init(n);
         c->next = NULL;

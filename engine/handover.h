@@ -28,6 +28,7 @@
 /* A committed notification on its way to the engine. */
 struct committed {
     int64_t id, first_alert;
+    int64_t received_at; /* wall clock: people's requests accepted before it go first */
     struct medic_notification n;
     struct committed *next;
 };
@@ -68,7 +69,7 @@ void handover_release(struct handover *h);
 
 /* Takes committed notification n (its content moves; n is left empty),
  * or notes that it stays in the log; wakes the engine. */
-void handover_committed(struct handover *h, int64_t id, int64_t first_alert,
+void handover_committed(struct handover *h, int64_t id, int64_t first_alert, int64_t received_at,
                         struct medic_notification *n);
 void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome outcome,
                       const char *detail);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_people.h"
 #include "log.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static struct person_request *add(struct people_round *p, size_t *reads, int64_t id, const char *by,
-                                  const char *reason)
+static struct person_request *add(struct people_round *p, size_t *reads, int64_t id,
+                                  int64_t created_at, const char *by, const char *reason)
 {
     if (*reads == PEOPLE_PER_ROUND)
         return NULL; /* the next round takes the rest */
@@ -14,6 +15,7 @@ static struct person_request *add(struct people_round *p, size_t *reads, int64_t
     struct person_request *x = &p->items[p->count++];
     memset(x, 0, sizeof(*x));
     x->id = id;
+    x->created_at = created_at;
     snprintf(x->by, sizeof(x->by), "%s", by ? by : "?");
     snprintf(x->reason, sizeof(x->reason), "%s", reason ? reason : "");
     return x;
@@ -22,7 +24,7 @@ static struct person_request *add(struct people_round *p, size_t *reads, int64_t
 static int read_pause(void *arg, const struct audit_pending_pause *q)
 {
     struct people_round *p = arg;
-    struct person_request *x = add(p, &p->pause_reads, q->id, q->by, q->reason);
+    struct person_request *x = add(p, &p->pause_reads, q->id, q->created_at, q->by, q->reason);
     if (!x)
         return 1;
     x->kind = PERSON_PAUSE;
@@ -34,7 +36,7 @@ static int read_pause(void *arg, const struct audit_pending_pause *q)
 static int read_answer(void *arg, const struct audit_pending_approval *q)
 {
     struct people_round *p = arg;
-    struct person_request *x = add(p, &p->answer_reads, q->id, q->by, q->reason);
+    struct person_request *x = add(p, &p->answer_reads, q->id, q->created_at, q->by, q->reason);
     if (!x)
         return 1;
     x->kind = PERSON_ANSWER;
@@ -47,7 +49,7 @@ static int read_answer(void *arg, const struct audit_pending_approval *q)
 static int read_release(void *arg, const struct audit_pending_release *q)
 {
     struct people_round *p = arg;
-    struct person_request *x = add(p, &p->release_reads, q->id, q->by, q->reason);
+    struct person_request *x = add(p, &p->release_reads, q->id, q->created_at, q->by, q->reason);
     if (!x)
         return 1;
     x->kind = PERSON_RELEASE;
@@ -71,21 +73,48 @@ int people_read(struct people_round *p, struct audit_reader *reader)
     if (rc)
         medic_log_error("cannot read the people's requests (pauses, approvals, releases)", "error",
                         err.msg[0] ? err.msg : medic_strerror(rc), NULL);
+    /* in the order they were accepted, whatever their kind (a stable
+     * insertion sort: at most 48, each kind already oldest first) */
+    for (size_t i = 1; i < p->count; i++) {
+        struct person_request x = p->items[i];
+        size_t j = i;
+        for (; j > 0 && p->items[j - 1].created_at > x.created_at; j--)
+            p->items[j] = p->items[j - 1];
+        p->items[j] = x;
+    }
+    p->applied = 0;
     return more;
 }
 
-int people_apply(struct people_round *p, const struct policy_context *ctx, struct policy_state *st,
-                 int64_t now, struct policy_decisions *out, int (*origin)(void *arg, size_t from),
-                 void *arg)
+/* A pause's end on the engine's clock: as long after now as the person
+ * asked from when the request was made, less what has passed since (by
+ * the wall clock, within 0 and the whole of it). */
+static int64_t pause_until(const struct person_request *x, int64_t now, int64_t wall)
 {
-    for (size_t i = 0; i < p->count; i++) {
+    if (x->until == MEDIC_TIME_UNSET)
+        return MEDIC_TIME_UNSET;
+    int64_t asked = x->until - x->created_at;
+    int64_t passed = wall - x->created_at;
+    if (passed < 0)
+        passed = 0;
+    if (asked < 0)
+        asked = 0;
+    return now + (passed < asked ? asked - passed : 0);
+}
+
+int people_apply(struct people_round *p, int64_t before, const struct policy_context *ctx,
+                 struct policy_state *st, int64_t now, int64_t wall,
+                 struct policy_decisions *out, int (*origin)(void *arg, size_t from), void *arg)
+{
+    for (; p->applied < p->count && p->items[p->applied].created_at < before; p->applied++) {
+        size_t i = p->applied;
         const struct person_request *x = &p->items[i];
         size_t from = out->count;
         char why[512] = "";
         int rc;
         struct audit_request_mark *m;
         if (x->kind == PERSON_PAUSE) {
-            struct policy_pause q = {x->yes, x->by, x->reason, x->until};
+            struct policy_pause q = {x->yes, x->by, x->reason, pause_until(x, now, wall)};
             rc = policy_pause(ctx, st, &q, now, out, why, sizeof(why));
             m = &p->pauses[p->pause_count++];
         } else if (x->kind == PERSON_ANSWER) {

@@ -68,12 +68,26 @@ static int remember_origin(struct round *r, size_t from, int64_t notification,
     return 0;
 }
 
-/* Evaluates committed notification n, id, with its alerts' ids from
- * first_alert on; a duplicate (first_alert AUDIT_DUPLICATE) only has its
- * alerts seen again, without asking Prometheus. */
-static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
+static int people_origin(void *arg, size_t from);
+
+/* The people's requests of the round accepted before `before` (wall
+ * clock; INT64_MAX: all left), in the order they were accepted. */
+static int apply_people(struct round *r, int64_t before)
+{
+    return people_apply(&r->people, before, &r->ctx, r->e->state, r->now, r->wall, &r->out,
+                        people_origin, r);
+}
+
+/* Evaluates committed notification n, id, received at received_at, with
+ * its alerts' ids from first_alert on, after the people's requests
+ * accepted before it; a duplicate (first_alert AUDIT_DUPLICATE) only has
+ * its alerts seen again, without asking Prometheus. */
+static int evaluate_one(struct round *r, int64_t id, int64_t first_alert, int64_t received_at,
                         const struct medic_notification *n)
 {
+    int people = apply_people(r, received_at);
+    if (people)
+        return people;
     size_t from = r->out.count;
     if (first_alert == AUDIT_DUPLICATE) {
         int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 1, NULL, NULL, NAN, r->now,
@@ -122,7 +136,8 @@ static int evaluate_one(struct round *r, int64_t id, int64_t first_alert,
 }
 
 /* A notification read back from the audit log (the backlog). */
-static int evaluate_stored(void *arg, int64_t id, int64_t first_alert, const char *body, size_t len)
+static int evaluate_stored(void *arg, int64_t id, int64_t first_alert, int64_t received_at,
+                           const char *body, size_t len)
 {
     struct round *r = arg;
     struct medic_notification n;
@@ -136,7 +151,7 @@ static int evaluate_stored(void *arg, int64_t id, int64_t first_alert, const cha
         r->evaluated[r->evaluated_count++] = id;
         return remember_origin(r, r->out.count, id, NULL, 0);
     }
-    int rc = evaluate_one(r, id, first_alert, &n);
+    int rc = evaluate_one(r, id, first_alert, received_at, &n);
     medic_notification_release(&n);
     return rc;
 }
@@ -371,22 +386,27 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
     int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
-    if (rc == 0)
-        rc = people_apply(&r.people, &r.ctx, e->state, now, &r.out, people_origin, &r);
-    if (rc == 0 && tick)
-        rc = engine_tick(&r.ctx, e->state, now, &r.out);
-    if (rc == 0 && tick)
-        rc = reconcile(e, &r);
-    if (rc == 0)
+    if (rc == 0) /* the outcomes' decisions come from no notification */
         rc = remember_origin(&r, 0, 0, NULL, 0);
     /* the round's nodes are asked of Prometheus together */
     for (struct committed *c = h.notifications; c && r.risk.enabled; c = c->next)
         for (size_t k = 0; c->first_alert != AUDIT_DUPLICATE && k < c->n.alert_count; k++)
             engine_risk_want(&r.risk, &c->n.alerts[k]);
+    /* the people's requests and the notifications in the order they were
+     * accepted; then the scheduler, at now, after all of them */
     for (struct committed *c = h.notifications; c && rc == 0; c = c->next)
-        rc = evaluate_one(&r, c->id, c->first_alert, &c->n);
+        rc = evaluate_one(&r, c->id, c->first_alert, c->received_at, &c->n);
     if (rc == 0 && h.from_log)
         rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_stored, &r, &err);
+    if (rc == 0)
+        rc = apply_people(&r, INT64_MAX);
+    size_t scheduled = r.out.count;
+    if (rc == 0 && tick)
+        rc = engine_tick(&r.ctx, e->state, now, &r.out);
+    if (rc == 0 && tick)
+        rc = reconcile(e, &r);
+    if (rc == 0)
+        rc = remember_origin(&r, scheduled, 0, NULL, 0);
     int changed = r.out.count || r.evaluated_count || r.out.change_count || r.people.count ||
                   policy_state_changed(e->state);
     e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
@@ -622,9 +642,9 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
 }
 
 void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
-                               struct medic_notification *n)
+                               int64_t received_at, struct medic_notification *n)
 {
-    handover_committed(&e->in, id, first_alert_id, n);
+    handover_committed(&e->in, id, first_alert_id, received_at, n);
 }
 
 void engine_pipeline_approval_recorded(struct engine_pipeline *e)

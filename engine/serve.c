@@ -52,6 +52,7 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         if (e->pipeline)
             engine_pipeline_committed(e->pipeline, p->res.id,
                                       p->res.duplicate ? AUDIT_DUPLICATE : p->res.first_alert_id,
+                                      p->in.received_at,
                                       p->copied && !e->shared_log ? &p->copy : NULL);
         medic_rwlock_unlock(&e->role);
     }

@@ -5,6 +5,7 @@
 #include "engine_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What medic writes into the reasons of its drains. */
@@ -53,6 +54,12 @@ static void let_go(const struct policy_context *ctx, struct policy_state *st, st
                                     "quarantined until a person releases it",
                                     why);
         } else {
+            /* a step offered, or approved and held, is not taken on a node
+             * someone else took over */
+            policy__withdraw_pending(ctx, in, now, out, why);
+            free(in->approved_offer);
+            in->approved_offer = NULL;
+            in->held = 0;
             in->halted = 1;
             snprintf(in->halted_by, sizeof(in->halted_by),
                      "%.280s (medic's drain is gone)", why);

@@ -432,11 +432,12 @@ int audit_read_payload(struct audit_reader *reader, int64_t id, struct medic_buf
 /* Calls fn for up to limit notifications (duplicates included) the engine
  * has not evaluated yet, oldest first: id, the id of its first alert
  * (alerts have consecutive ids; AUDIT_DUPLICATE for a duplicate, whose
- * alerts were recorded with the first), and the body as received. A non-zero
- * return from fn stops the walk and is returned. */
+ * alerts were recorded with the first), when it was received, and the
+ * body as received. A non-zero return from fn stops the walk and is
+ * returned. */
 #define AUDIT_DUPLICATE (-1)
-typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, const char *body,
-                                size_t len);
+typedef int (*audit_pending_fn)(void *arg, int64_t id, int64_t first_alert_id, int64_t received_at,
+                                const char *body, size_t len);
 int audit_pending_notifications(struct audit_reader *reader, size_t limit, audit_pending_fn fn,
                                 void *arg, struct medic_error *err);
 

@@ -38,11 +38,13 @@ the pause form holds the fleet and the unpause form ends it."""
 import json
 import os
 import re
+import socket
 import subprocess
+import threading
 import time
 
-from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, free_port,
-                 wait_until, write_secret)
+from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock,
+                 Suite, free_port, wait_until, write_secret)
 
 WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
 
@@ -349,6 +351,108 @@ def test_approved_after_an_operator_resumed(suite):
     assert bmc.log() == [], bmc.log()
 
 
+class HungPrometheus:
+    """A Prometheus that accepts connections and never answers (a hung
+    dependency): each round that asks it waits out prometheus.timeout."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def stop(self):
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+def test_resolve_before_approval_wins(suite):
+    """People's requests and notifications are applied in the order medic
+    accepted them: the engine is busy (a round waits on a hung Prometheus)
+    while the alert's resolve is accepted and then, after it, an approval
+    of the drain: the resolve is taken first, withdrawing the step, and the
+    approval is refused; nothing is drained, nothing resumed."""
+    node = "gpu-node-07"
+    cluster = lab_cluster(suite, [node], "slurm-order")
+    prometheus = HungPrometheus()
+    suite.on_exit(prometheus.stop)
+    medic = lab_medic(suite, suite.subdir("order"), "approve", xid_policy(), [node, "gpu-node-08"],
+                      ("webhook", "admin"), cluster,
+                      top=f"prometheus: {{ url: 'http://127.0.0.1:{prometheus.port}', "
+                          "timeout: 3s }\nmodel: { fleet_interval: off }\n")[0]
+    medic.start()
+    t0 = time.time()
+    assert medic.post("/webhook", payload(node, t0), headers=bearer(WEBHOOK))[0] == 200
+    pending = wait_until("the drain pending", lambda: [
+        d for d in medic.audit("decisions", "--node", node)
+        if d["action"] == "drain" and d["verdict"] == "pending"], timeout=30)
+    # another node's alert: its round waits on Prometheus
+    asked = len(prometheus.held)
+    assert medic.post("/webhook", payload("gpu-node-08", t0), headers=bearer(WEBHOOK))[0] == 200
+    wait_until("the round asking Prometheus", lambda: len(prometheus.held) > asked, timeout=10)
+    # meanwhile: the resolve is accepted, then the approval
+    assert medic.post("/webhook", payload(node, t0, status="resolved"),
+                      headers=bearer(WEBHOOK))[0] == 200
+    status, _, raw = medic.post(f"/api/v1/approvals/{pending[0]['id']}",
+                                json.dumps({"approve": True, "reason": "go"}),
+                                headers=bearer(ADMIN))
+    got = json.loads(raw)
+    assert status == 409 and got["data"]["result"].startswith("refused"), got
+    decisions = medic.audit("decisions", "--node", node)
+    assert not [d for d in decisions if d["action"] in ("drain", "resume")
+                and d["verdict"] == "execute"], decisions
+    acted = medic.audit("actions", "--node", node)
+    assert {a["action"] for a in acted} == {"notify"}, acted  # on-call's notice only
+    assert "DRAIN" not in cluster.node(node)[0]
+    changes = [c["cause"] for c in medic.audit("changes", "--node", node)]
+    assert any("withdrawn" in c for c in changes), changes
+
+
+def test_pause_until_across_clock_steps(suite):
+    """A pause's `until` lasts as long as the person asked on the engine's
+    clock, whatever the wall clock does: with the wall clock stepped 3 h
+    back (the clock stand-in), `until: 2s` is taken and ends about 2 s
+    later; stepped 1 h forward, `until: 3s` ends about 3 s later, not an
+    hour on."""
+    clock = SteppedClock(suite.subdir("pause-clock"))
+    medic = lab_medic(suite, suite.subdir("pause-clock"), "live", xid_policy(), ["gpu-node-09"],
+                      ("webhook", "admin"))[0]
+    medic.env = clock.env()
+    medic.start()
+
+    def paused():
+        return medic.metric("medic_paused", headers=bearer(ADMIN))
+
+    def pause(until):
+        status, _, raw = medic.post("/api/v1/pause", json.dumps({"reason": "clock test",
+                                                                  "until": until}),
+                                    headers=bearer(ADMIN))
+        return status, json.loads(raw)
+
+    for step, until, lasts in ((-3 * 3600, "2s", 2), (3600, "3s", 3)):
+        steps = medic.metric("medic_wall_clock_steps_total", headers=bearer(ADMIN))
+        clock.set(step)
+        wait_until("the step seen", lambda: medic.metric(
+            "medic_wall_clock_steps_total", headers=bearer(ADMIN)) > steps, timeout=15)
+        status, got = pause(until)
+        taken = time.monotonic()
+        assert status == 200 and got["data"]["result"].startswith("execute: medic paused"), got
+        assert paused() == 1
+        wait_until("the pause's end", lambda: paused() == 0, timeout=lasts + 10)
+        assert time.monotonic() - taken >= lasts - 0.5, "the pause ended early"
+
+
 def test_pause(suite):
     nodes = ["gpu-node-02", "gpu-node-03"]
     cluster = lab_cluster(suite, nodes, "slurm-pause")
@@ -524,5 +628,6 @@ def request_delete(medic, path, token):
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_approve_deny_restart, test_per_step_approval_and_deny_undo,
-                        test_approved_after_an_operator_resumed,
+                        test_approved_after_an_operator_resumed, test_resolve_before_approval_wins,
+                        test_pause_until_across_clock_steps,
                         test_pause, test_pause_while_a_drain_runs, test_page_forms_in_chromium])

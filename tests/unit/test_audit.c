@@ -242,9 +242,11 @@ struct pending_seen {
     size_t count;
 };
 
-static int on_pending(void *arg, int64_t id, int64_t first_alert, const char *body, size_t len)
+static int on_pending(void *arg, int64_t id, int64_t first_alert, int64_t received_at,
+                      const char *body, size_t len)
 {
     (void)body;
+    (void)received_at;
     (void)len;
     struct pending_seen *p = arg;
     if (p->count < 8) {

@@ -2338,6 +2338,45 @@ static void test_reconcile_drains_with_slurm(void **state)
     world_release(&w);
 }
 
+/* A step waiting for a person on a node someone resumed is withdrawn when
+ * medic lets its drain go: approving it later runs nothing. */
+static void test_reconcile_withdraws_a_waiting_step(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain }\n"
+                                   "      - { after: 10m, action: ipmi_power_cycle, approval: "
+                                   "required }\n";
+    struct world w;
+    world_init_inventory(&w, policies,
+                         "safety: { max_disrupted_fraction: 1, storm: { notifier: oncall } }\n",
+                         "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n", 1);
+    struct fake_slurm slurm = {1, "IDLE", ""};
+    w.ctx.slurm_node = fake_slurm_node;
+    w.ctx.slurm_arg = &slurm;
+    struct test_alert a;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    outcome_with(&w, "gpu-node-01", MEDIC_OUTCOME_SUCCEEDED,
+                 "drained: State=IDLE+DRAIN Reason=\"" MEDIC_REASON "\"", T0 + 1);
+    tick(&w, T0 + 10 * MIN);
+    int64_t pending = 0;
+    for (size_t i = 0; i < w.out.count; i++)
+        if (w.out.items[i].verdict == VERDICT_PENDING)
+            pending = (int64_t)i + 1;
+    assert_true(pending > 0);
+    assert_int_equal(
+        policy_reconcile_drains(&w.ctx, w.state, T0 + 10 * MIN + 1, T0 + 10 * MIN + 2, &w.out), 0);
+    check_rows(&w);
+    int64_t oldest;
+    assert_int_equal(policy_pending_approvals(w.state, &oldest), 0);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    world_release(&w);
+}
+
 /* A quarantined node whose drain someone undid stays quarantined (a person
  * releases it), holding nothing: it does not count as disrupted. */
 static void test_reconcile_keeps_a_quarantine(void **state)
@@ -3603,6 +3642,7 @@ int main(void)
         cmocka_unit_test(test_slurm_maintenance_unknown_holds),
         cmocka_unit_test(test_reconcile_drains_with_slurm),
         cmocka_unit_test(test_reconcile_keeps_a_quarantine),
+        cmocka_unit_test(test_reconcile_withdraws_a_waiting_step),
         cmocka_unit_test(test_denial_holds_the_node),
         cmocka_unit_test(test_after_from_previous),
         cmocka_unit_test(test_queued_step_held_by_a_later_pause),
