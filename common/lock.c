@@ -21,6 +21,8 @@ static const char *const names[MEDIC_LOCK_RANKS] = {
     [MEDIC_LOCK_AGENT] = "agent limits",
     [MEDIC_LOCK_NVML] = "agent NVML",
     [MEDIC_LOCK_PREFLIGHT] = "check live's next node",
+    [MEDIC_LOCK_ANSWERS] = "people's requests waiting",
+    [MEDIC_LOCK_READERS] = "pages and queries waiting",
 };
 
 const char *medic_lock_name(enum medic_lock_rank rank)

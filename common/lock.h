@@ -29,6 +29,8 @@ enum medic_lock_rank {
     MEDIC_LOCK_AGENT,             /* medic agent: the limits it replaced */
     MEDIC_LOCK_NVML,              /* medic agent: one NVML call at a time */
     MEDIC_LOCK_PREFLIGHT,         /* medic check live: the next node to check */
+    MEDIC_LOCK_ANSWERS,           /* people's requests waiting for their result */
+    MEDIC_LOCK_READERS,           /* pages and queries waiting for a reader */
     MEDIC_LOCK_RANKS
 };
 

@@ -121,9 +121,65 @@ static int waiting_steps(struct engine *e, struct medic_buf *out)
     return 200;
 }
 
-int engine_api_query(void *ctx, const struct receiver_query *q, struct medic_buf *out)
+static int query_now(struct engine *e, const struct receiver_query *q, struct medic_buf *out);
+
+/* A query handed to a reader: its parameters copied (the request's own
+ * strings do not outlive the hand-over). */
+struct query_job {
+    struct engine *e;
+    struct receiver_query q;
+    char *strings[16];
+};
+
+static void query_job_free(void *arg)
+{
+    struct query_job *j = arg;
+    for (size_t i = 0; i < sizeof(j->strings) / sizeof(j->strings[0]); i++)
+        free(j->strings[i]);
+    free(j);
+}
+
+static int query_job_run(void *arg, struct medic_buf *out)
+{
+    struct query_job *j = arg;
+    return query_now(j->e, &j->q, out);
+}
+
+int engine_api_query(void *ctx, const struct receiver_query *q, const struct receiver_later *later,
+                     struct medic_buf *out)
 {
     struct engine *e = ctx;
+    if (!later)
+        return query_now(e, q, out);
+    struct query_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return error_answer(out, 503, "out of memory");
+    j->e = e;
+    const char *const *from[] = {&q->kind,    &q->node,   &q->alertname, &q->policy,
+                                 &q->verdict, &q->status, &q->since,     &q->until,
+                                 &q->limit,   &q->state,  &q->incident,  &q->decision};
+    const char **to[] = {&j->q.kind,    &j->q.node,   &j->q.alertname, &j->q.policy,
+                         &j->q.verdict, &j->q.status, &j->q.since,     &j->q.until,
+                         &j->q.limit,   &j->q.state,  &j->q.incident,  &j->q.decision};
+    int nomem = 0;
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++)
+        if (*from[i]) {
+            j->strings[i] = strdup(*from[i]);
+            *to[i] = j->strings[i];
+            nomem |= !j->strings[i];
+        }
+    int rc = nomem ? MEDIC_E_NOMEM
+                   : engine_readers_run(e->readers, query_job_run, j, query_job_free, later);
+    if (rc) {
+        query_job_free(j);
+        return error_answer(
+            out, 503, rc == MEDIC_E_BUSY ? "too many queries waiting; try again" : "out of memory");
+    }
+    return RECEIVER_LATER;
+}
+
+static int query_now(struct engine *e, const struct receiver_query *q, struct medic_buf *out)
+{
     struct medic_error err = {0};
     if (strcmp(q->kind, "approvals") == 0)
         return waiting_steps(e, out);
@@ -197,52 +253,19 @@ static int find_pending(void *arg, struct policy_state *st)
     return 0;
 }
 
-/* How long a person's request waits for the engine to take it. */
-#define APPROVAL_WAIT_NS (10 * MEDIC_NS_PER_SEC)
-
-/* What came of the request id a person made (an answer, a pause), read
- * with result() once the engine that takes it (this replica's, or the
- * leader's through the shared log) has: 200, 409 when it was refused, 202
- * when no engine took it within 10 s. */
-static int answer_taken(struct engine *e, const char *what, int64_t id,
-                        int (*result)(struct audit_reader *, int64_t,
-                                      struct audit_approval_result *, struct medic_error *),
-                        const char *who, struct medic_buf *out)
+/* The request is recorded: its answer comes through later once an engine
+ * took it (engine_answers), with no HTTP thread waiting for it. */
+static int answer_later(struct engine *e, const char *what, int64_t id, engine_answer_result result,
+                        const char *who, const struct receiver_later *later, struct medic_buf *out)
 {
-    struct medic_error err = {0};
-    struct audit_reader *reader = NULL;
-    struct audit_approval_result res = {0};
-    int64_t deadline = medic_time_monotonic() + APPROVAL_WAIT_NS;
-    int rc = audit_reader_open(e->audit_path, &reader, &err);
-    while (rc == 0 && (rc = result(reader, id, &res, &err)) == 0 && !res.done &&
-           medic_time_monotonic() < deadline) {
-        struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    audit_reader_free(reader);
-    if (rc)
-        return error_answer(out, 503, err.msg);
-    int code = !res.done ? 202 : strncmp(res.result, "refused", 7) == 0 ? 409 : 200;
-    medic_buf_printf(out, "{\"status\":\"%s\",\"data\":{\"%s\":%lld,\"decision\":%lld,",
-                     code == 200   ? "success"
-                     : code == 202 ? "accepted"
-                                   : "error",
-                     what, (long long)id, (long long)res.decision_id);
-    medic_buf_puts(out, "\"verdict\":");
-    medic_buf_json_string(out, res.verdict);
-    medic_buf_puts(out, ",\"action\":");
-    medic_buf_json_string(out, res.action);
-    medic_buf_puts(out, ",\"by\":");
-    medic_buf_json_string(out, who);
-    medic_buf_puts(out, ",\"result\":");
-    medic_buf_json_string(out, res.done ? res.result
-                                        : "recorded; the engine that leads has not taken it yet");
-    medic_buf_puts(out, "}}\n");
-    return code;
+    if (engine_answers_wait(e->answers, what, id, result, who, later))
+        return error_answer(out, 503, "out of memory");
+    return RECEIVER_LATER;
 }
 
 int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t len,
-                       const char *who, const char *remote_addr, struct medic_buf *out)
+                       const char *who, const char *remote_addr, const struct receiver_later *later,
+                       struct medic_buf *out)
 {
     struct engine *e = ctx;
     /* a plain decimal id: no sign, space, leading zero or overflow */
@@ -280,7 +303,7 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
     medic_log_info(approve ? "step approved" : "step denied", "decision", id_text, "by", who,
                    "reason", text, NULL);
     engine_approval_recorded(e);
-    return answer_taken(e, "approval", approval, audit_approval_result, who, out);
+    return answer_later(e, "approval", approval, audit_approval_result, who, later, out);
 }
 
 struct quarantine_lookup {
@@ -301,7 +324,8 @@ static int find_quarantined(void *arg, struct policy_state *st)
 }
 
 int engine_api_release(void *ctx, const char *node, const char *body, size_t len, const char *who,
-                       const char *remote_addr, struct medic_buf *out)
+                       const char *remote_addr, const struct receiver_later *later,
+                       struct medic_buf *out)
 {
     struct engine *e = ctx;
     char why[512] = "";
@@ -339,11 +363,12 @@ int engine_api_release(void *ctx, const char *node, const char *body, size_t len
         return error_answer(out, 503, err.msg);
     medic_log_warn("node released", "node", parsed.node, "by", who, "reason", parsed.reason, NULL);
     engine_approval_recorded(e);
-    return answer_taken(e, "release_request", id, audit_release_result, who, out);
+    return answer_later(e, "release_request", id, audit_release_result, who, later, out);
 }
 
 int engine_api_pause(void *ctx, int pause, const char *body, size_t len, const char *who,
-                     const char *remote_addr, struct medic_buf *out)
+                     const char *remote_addr, const struct receiver_later *later,
+                     struct medic_buf *out)
 {
     struct engine *e = ctx;
     char why[300] = "";
@@ -360,5 +385,5 @@ int engine_api_pause(void *ctx, int pause, const char *body, size_t len, const c
         return error_answer(out, 503, err.msg);
     medic_log_warn(pause ? "fleet paused" : "fleet unpaused", "by", who, "reason", reason, NULL);
     engine_approval_recorded(e);
-    return answer_taken(e, "pause_request", id, audit_pause_result, who, out);
+    return answer_later(e, "pause_request", id, audit_pause_result, who, later, out);
 }

@@ -51,7 +51,7 @@ int people_read(struct people_round *p, struct audit_reader *reader);
  * clock), so a step of the wall clock neither shortens nor stretches it.
  * 0, or the error that fails the round. */
 int people_apply(struct people_round *p, int64_t before, const struct policy_context *ctx,
-                 struct policy_state *st, int64_t now, int64_t wall,
-                 struct policy_decisions *out, int (*origin)(void *arg, size_t from), void *arg);
+                 struct policy_state *st, int64_t now, int64_t wall, struct policy_decisions *out,
+                 int (*origin)(void *arg, size_t from), void *arg);
 
 #endif

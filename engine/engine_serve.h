@@ -9,6 +9,8 @@
 #include "buf.h"
 #include "config.h"
 #include "engine.h"
+#include "engine_answers.h"
+#include "engine_readers.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
 #include "engine_slurm_view.h"
@@ -36,6 +38,8 @@ struct engine {
     struct engine_fleet *fleet;
     struct engine_slurm_view *slurm; /* Slurm's nodes: maintenance, drains to reconcile */
     struct receiver_server *server;
+    struct engine_answers *answers; /* people's requests waiting for their result */
+    struct engine_readers *readers; /* pages and audit queries, off the HTTP threads */
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;
     atomic_int last_reload_ok;
@@ -63,30 +67,41 @@ void engine_stats(struct engine *e, struct engine_pipeline_stats *out);
 /* The receiver hooks for /metrics, GET /api/v1/<kind> and POST
  * /api/v1/dry-run. */
 void engine_metrics(void *engine, struct medic_buf *out);
-int engine_api_query(void *engine, const struct receiver_query *q, struct medic_buf *out);
+/* GET /api/v1/<kind>: answered on a reader (RECEIVER_LATER), or at once
+ * with later NULL. */
+int engine_api_query(void *engine, const struct receiver_query *q,
+                     const struct receiver_later *later, struct medic_buf *out);
 int engine_api_dry_run(void *engine, const char *body, size_t len, struct medic_buf *out);
 /* POST /api/v1/approvals/ID: a person's answer to a pending step,
- * recorded, then the engine's result (waits up to 10 s for it). */
+ * recorded, then RECEIVER_LATER: the engine's result comes through later
+ * (engine_answers: 202 when no engine took it within 10 s); a refusal
+ * before anything was recorded is answered at once. */
 int engine_api_approve(void *engine, const char *id, const char *body, size_t len, const char *who,
-                       const char *remote_addr, struct medic_buf *out);
-/* POST /api/v1/pause (pause 1) and DELETE /api/v1/pause (pause 0): the
- * fleet-wide pause, recorded, then the engine's result (as approve). */
-/* POST /api/v1/nodes/NODE/release: a person's release of a quarantined node. */
+                       const char *remote_addr, const struct receiver_later *later,
+                       struct medic_buf *out);
+/* POST /api/v1/nodes/NODE/release: a person's release of a quarantined
+ * node (as approve). */
 int engine_api_release(void *engine, const char *node, const char *body, size_t len,
-                       const char *who, const char *remote_addr, struct medic_buf *out);
+                       const char *who, const char *remote_addr, const struct receiver_later *later,
+                       struct medic_buf *out);
+/* POST /api/v1/pause (pause 1) and DELETE /api/v1/pause (pause 0): the
+ * fleet-wide pause (as approve). */
 int engine_api_pause(void *engine, int pause, const char *body, size_t len, const char *who,
-                     const char *remote_addr, struct medic_buf *out);
+                     const char *remote_addr, const struct receiver_later *later,
+                     struct medic_buf *out);
 /* An answer was recorded: the engine, when this replica leads, takes it
  * now (a leader elsewhere reads it from the shared log). */
 void engine_approval_recorded(struct engine *e);
 /* GET / and GET /nodes/NAME (engine/page.c): the on-call page as HTML
  * into out; returns the HTTP status. */
-int engine_page(void *engine, const char *path, const char *authorization, struct medic_buf *out);
+int engine_page(void *engine, const char *path, const char *authorization,
+                const struct receiver_later *later, struct medic_buf *out);
 /* POST /approvals/ID, /pause and /unpause: the page's forms
  * (engine/page_forms.c); HTML into out; returns the HTTP status. */
 int engine_page_form(void *engine, const char *path, const char *body, size_t len, const char *who,
                      const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, struct medic_buf *out);
+                     const char *remote_addr, const struct receiver_later *later,
+                     struct medic_buf *out);
 /* page.c and page_forms.c: a page's head, with its style; GET
  * /approvals/ID and GET /pause, their forms bound to authorization. */
 void engine__page_start(struct medic_buf *out, const char *title);

@@ -412,9 +412,55 @@ void engine__page_start(struct medic_buf *out, const char *title)
     page_start(out, title, 0); /* a page with a form never reloads itself */
 }
 
-int engine_page(void *ctx, const char *path, const char *authorization, struct medic_buf *out)
+static int page_now(struct engine *e, const char *path, const char *authorization,
+                    struct medic_buf *out);
+
+/* A page handed to a reader, with copies of what it needs. */
+struct page_job {
+    struct engine *e;
+    char *path, *authorization;
+};
+
+static void page_job_free(void *arg)
+{
+    struct page_job *j = arg;
+    free(j->path);
+    free(j->authorization);
+    free(j);
+}
+
+static int page_job_run(void *arg, struct medic_buf *out)
+{
+    struct page_job *j = arg;
+    return page_now(j->e, j->path, j->authorization, out);
+}
+
+int engine_page(void *ctx, const char *path, const char *authorization,
+                const struct receiver_later *later, struct medic_buf *out)
 {
     struct engine *e = ctx;
+    if (!later)
+        return page_now(e, path, authorization, out);
+    struct page_job *j = calloc(1, sizeof(*j));
+    int rc = MEDIC_E_NOMEM;
+    if (j && (j->path = strdup(path)) &&
+        (!authorization || (j->authorization = strdup(authorization)))) {
+        j->e = e;
+        rc = engine_readers_run(e->readers, page_job_run, j, page_job_free, later);
+    }
+    if (rc == 0)
+        return RECEIVER_LATER;
+    if (j)
+        page_job_free(j);
+    page_start(out, "busy - medic", PAGE_REFRESH);
+    medic_buf_puts(out, "<h1>medic is busy: many pages wait; this one loads again by "
+                        "itself</h1></body></html>\n");
+    return 503;
+}
+
+static int page_now(struct engine *e, const char *path, const char *authorization,
+                    struct medic_buf *out)
+{
     struct medic_error err = {0};
     if (strncmp(path, "/approvals/", 11) == 0) {
         char *end;

@@ -247,9 +247,43 @@ static int result_page(struct medic_buf *out, int code, const char *title, const
     return code;
 }
 
+/* A form's request whose answer comes later: the API's JSON answer
+ * rendered as the result page, then handed to the form's connection. */
+struct form_later {
+    struct receiver_later form;
+};
+
+/* The result page for the API's JSON answer (code, answer). */
+static unsigned int form_result(unsigned int code, const char *answer, size_t len,
+                                struct medic_buf *out)
+{
+    cJSON *root = cJSON_ParseWithLength(answer ? answer : "", len);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result");
+    const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const char *said = cJSON_IsString(result)  ? result->valuestring
+                       : cJSON_IsString(error) ? error->valuestring
+                                               : "no such form";
+    result_page(out, (int)code, code == 200 ? "Done" : code == 202 ? "Recorded" : "Not done", said);
+    cJSON_Delete(root);
+    return code;
+}
+
+static void form_answered(void *request, unsigned int code, const char *answer, size_t len)
+{
+    struct form_later *f = request;
+    struct medic_buf page;
+    medic_buf_init(&page, 1 << 20);
+    form_result(code, answer, len, &page);
+    f->form.done(f->form.request, code, page.data ? page.data : "", page.len);
+    medic_buf_release(&page);
+    free(f);
+}
+
 int engine_page_form(void *ctx, const char *path, const char *body, size_t len, const char *who,
                      const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, struct medic_buf *out)
+                     const char *remote_addr, const struct receiver_later *later,
+                     struct medic_buf *out)
 {
     struct engine *e = ctx;
     struct engine_form form;
@@ -275,33 +309,31 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
         cJSON_AddTrueToObject(json, "undo");
     char *text = cJSON_PrintUnformatted(json);
     cJSON_Delete(json);
-    if (!text)
+    struct form_later *f = text ? malloc(sizeof(*f)) : NULL;
+    if (!f) {
+        cJSON_free(text);
         return result_page(out, 503, "Not done", "out of memory");
+    }
+    f->form = *later;
+    struct receiver_later mine = {form_answered, f};
     struct medic_buf answer;
     medic_buf_init(&answer, 1 << 20);
     int code = 404;
     if (strncmp(path, "/approvals/", 11) == 0)
-        code = engine_api_approve(e, path + 11, text, strlen(text), who, remote_addr, &answer);
+        code =
+            engine_api_approve(e, path + 11, text, strlen(text), who, remote_addr, &mine, &answer);
     else if (strncmp(path, "/release/", 9) == 0)
-        code = engine_api_release(e, path + 9, text, strlen(text), who, remote_addr, &answer);
+        code =
+            engine_api_release(e, path + 9, text, strlen(text), who, remote_addr, &mine, &answer);
     else if (strcmp(path, "/pause") == 0 || strcmp(path, "/unpause") == 0)
         code = engine_api_pause(e, strcmp(path, "/pause") == 0, text,
                                 strcmp(path, "/pause") == 0 ? strlen(text) : 0, who, remote_addr,
-                                &answer);
+                                &mine, &answer);
     cJSON_free(text);
-    cJSON *root = cJSON_ParseWithLength(answer.data ? answer.data : "", answer.len);
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result");
-    const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
-    const char *said = cJSON_IsString(result)  ? result->valuestring
-                       : cJSON_IsString(error) ? error->valuestring
-                                               : "no such form";
-    code = result_page(out, code,
-                       code == 200   ? "Done"
-                       : code == 202 ? "Recorded"
-                                     : "Not done",
-                       said);
-    cJSON_Delete(root);
+    if (code != RECEIVER_LATER) { /* refused at once: answered here */
+        free(f);
+        code = (int)form_result((unsigned int)code, answer.data, answer.len, out);
+    }
     medic_buf_release(&answer);
     return code;
 }

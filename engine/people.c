@@ -103,8 +103,8 @@ static int64_t pause_until(const struct person_request *x, int64_t now, int64_t 
 }
 
 int people_apply(struct people_round *p, int64_t before, const struct policy_context *ctx,
-                 struct policy_state *st, int64_t now, int64_t wall,
-                 struct policy_decisions *out, int (*origin)(void *arg, size_t from), void *arg)
+                 struct policy_state *st, int64_t now, int64_t wall, struct policy_decisions *out,
+                 int (*origin)(void *arg, size_t from), void *arg)
 {
     for (; p->applied < p->count && p->items[p->applied].created_at < before; p->applied++) {
         size_t i = p->applied;

@@ -378,7 +378,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     medic_mutex_lock(&e->lock);
     engine_context_from_config(config, &r.ctx);
     engine_slurm_view_context(e->slurm, &r.ctx); /* Slurm's nodes as last read */
-    r.ctx.decision_ids = 1;                       /* the round binds and resolves decision ids */
+    r.ctx.decision_ids = 1;                      /* the round binds and resolves decision ids */
     snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
     engine_health_begin(&r.health, config);

@@ -17,7 +17,7 @@
 struct engine_pipeline {
     struct audit_store *store;
     struct engine_dispatch *dispatch;
-    struct engine_fleet *fleet;       /* its last cycle's risks serve alerts of the same window */
+    struct engine_fleet *fleet;      /* its last cycle's risks serve alerts of the same window */
     struct engine_slurm_view *slurm; /* Slurm's nodes as last read */
     /* monotonic: the read of Slurm's nodes the drains were last reconciled
      * with began then; only reads begun after reconcile_after (this state

@@ -50,10 +50,9 @@ static void on_audit_done(void *arg, int rc, const struct medic_error *err)
         struct engine *e = p->engine;
         medic_rwlock_rdlock(&e->role);
         if (e->pipeline)
-            engine_pipeline_committed(e->pipeline, p->res.id,
-                                      p->res.duplicate ? AUDIT_DUPLICATE : p->res.first_alert_id,
-                                      p->in.received_at,
-                                      p->copied && !e->shared_log ? &p->copy : NULL);
+            engine_pipeline_committed(
+                e->pipeline, p->res.id, p->res.duplicate ? AUDIT_DUPLICATE : p->res.first_alert_id,
+                p->in.received_at, p->copied && !e->shared_log ? &p->copy : NULL);
         medic_rwlock_unlock(&e->role);
     }
     receiver_record_done done = p->done;
@@ -420,6 +419,9 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_set(err, MEDIC_E_STORE, "cannot start the policy engine or action dispatch");
         return -1;
     }
+    if (engine_answers_start(e->audit_path, &e->answers, err) ||
+        engine_readers_start(&e->readers, err))
+        return -1;
     struct receiver_settings settings;
     struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
     settings_from_config(c, &settings, approvers);
@@ -524,6 +526,8 @@ int engine_serve(const struct engine_serve_options *options)
         medic_log_error("cannot start", "error", err.msg, NULL);
     }
     receiver_server_stop(e.server, SHUTDOWN_DRAIN_MS);
+    engine_answers_stop(e.answers); /* those still waiting were answered 503 by the stop */
+    engine_readers_stop(e.readers);
     if (e.leader)
         engine_leader_stop(e.leader); /* stops acting, then gives the lease up */
     else

@@ -19,7 +19,7 @@ struct engine_slurm_view {
     int refresh;                  /* asked to read now */
     struct slurm_node_list nodes; /* sorted by name: Slurm's nodes at the last read */
     int maint_on;                 /* maintenance_from_slurm at the last read */
-    int failing; /* the last read failed: said once, until one works */
+    int failing;                  /* the last read failed: said once, until one works */
     uint64_t reads;               /* reads that succeeded since the list was last needed */
     int64_t read_at;              /* when (monotonic) the last successful read began */
     int64_t interval;             /* slurm.read_interval at the last read */
@@ -35,9 +35,9 @@ static int compare_nodes(const void *a, const void *b)
 static const struct slurm_node_info *find(const struct engine_slurm_view *v, const char *name)
 {
     struct slurm_node_info key = {.name = (char *)name};
-    return v->nodes.count ? bsearch(&key, v->nodes.items, v->nodes.count, sizeof(key),
-                                    compare_nodes)
-                          : NULL;
+    return v->nodes.count
+               ? bsearch(&key, v->nodes.items, v->nodes.count, sizeof(key), compare_nodes)
+               : NULL;
 }
 
 /* Whether the configuration needs Slurm's nodes: for maintenance, or to
@@ -121,8 +121,7 @@ static void *view_main(void *arg)
         medic_mutex_lock(&v->lock);
         int64_t wait = v->failing || !v->reads ? ENGINE_SLURM_VIEW_RETRY : v->interval;
         struct timespec until = medic_time_deadline_in(wait);
-        while (!v->stopping && !v->refresh &&
-               medic_cond_timedwait(&v->cond, &v->lock, &until) == 0)
+        while (!v->stopping && !v->refresh && medic_cond_timedwait(&v->cond, &v->lock, &until) == 0)
             ;
     }
     medic_mutex_unlock(&v->lock);
@@ -186,8 +185,8 @@ static int in_maintenance(void *arg, const char *slurm_node, int64_t *read_at)
     const struct slurm_node_info *n = find(v, slurm_node);
     int found = n && n->maint;
     /* the wall-clock time of the last read, for the reason */
-    *read_at = v->reads ? medic_time_now() - (medic_time_monotonic() - v->read_at)
-                        : MEDIC_TIME_UNSET;
+    *read_at =
+        v->reads ? medic_time_now() - (medic_time_monotonic() - v->read_at) : MEDIC_TIME_UNSET;
     medic_mutex_unlock(&v->lock);
     return known ? found : -1; /* unknown: held, never taken as "not in maintenance" */
 }

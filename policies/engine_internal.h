@@ -150,11 +150,11 @@ struct node_state {
     int dirty;
     size_t slot; /* its index in the state's nodes and node_alerting */
     char name[128];
-    int drained_by_medic; /* a drain by medic succeeded and was not undone */
+    int drained_by_medic;  /* a drain by medic succeeded and was not undone */
     int64_t drained_since; /* when medic's latest drain succeeded (0: before this start) */
-    int limited_by_medic; /* a power limit by medic succeeded and was not undone */
-    int acting;           /* disruptive actions in flight */
-    int quarantined;      /* waits for a person (policy_release); no disruptive step runs */
+    int limited_by_medic;  /* a power limit by medic succeeded and was not undone */
+    int acting;            /* disruptive actions in flight */
+    int quarantined;       /* waits for a person (policy_release); no disruptive step runs */
     int64_t quarantined_at;
     int64_t last_alerting; /* for the storm window; MEDIC_TIME_UNSET never */
     char alertname[64];    /* of its latest firing alert, for the storm notice */

@@ -61,8 +61,7 @@ static void let_go(const struct policy_context *ctx, struct policy_state *st, st
             in->approved_offer = NULL;
             in->held = 0;
             in->halted = 1;
-            snprintf(in->halted_by, sizeof(in->halted_by),
-                     "%.280s (medic's drain is gone)", why);
+            snprintf(in->halted_by, sizeof(in->halted_by), "%.280s (medic's drain is gone)", why);
             policy__incident_change(in, INCIDENT_OPEN, -1, now, out,
                                     "%s: medic holds no drain there now, and takes no later step",
                                     why);
@@ -77,7 +76,8 @@ static void let_go(const struct policy_context *ctx, struct policy_state *st, st
         return;
     char message[2048];
     snprintf(message, sizeof(message),
-             "medic's drain of node '%.127s' is gone: %.1400s. medic no longer holds the node (it does not "
+             "medic's drain of node '%.127s' is gone: %.1400s. medic no longer holds the node (it "
+             "does not "
              "count as disrupted by medic) and takes no later step of its incidents%s",
              n->name, why,
              n->quarantined ? "; it stays quarantined: release it with `medic node release` "

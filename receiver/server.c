@@ -103,6 +103,7 @@ static void remote_address(struct MHD_Connection *conn, char *out, size_t size)
 static void request_free(struct request *req)
 {
     medic_buf_release(&req->body);
+    medic_buf_release(&req->later_body);
     medic_notification_release(&req->notification);
     free(req);
 }
@@ -131,29 +132,59 @@ static void waiting_remove(struct receiver_server *srv, struct request *req)
     req->waiting_prev = req->waiting_next = NULL;
 }
 
-/* The audit writer's answer: keep it and let libmicrohttpd call us again;
- * a request the stop already answered is only freed (the server itself
- * outlives the writer: receiver_server_free comes after the store's). */
-static void on_recorded(void *request, int rc, const struct medic_error *err)
+int receiver__suspend(struct receiver_server *srv, struct request *req)
 {
-    struct request *req = request;
+    /* Once stopping, nothing more is suspended: libmicrohttpd aborts when it
+     * is stopped with a suspended connection. If this check sees stopping
+     * unset, the stop has yet to read in_flight, which already counts this
+     * request (from its first call), so the stop waits for it (both are
+     * sequentially consistent atomics). */
+    if (atomic_load(&srv->stopping))
+        return -1;
+    waiting_add(srv, req);
+    MHD_suspend_connection(req->conn);
+    return 0;
+}
+
+void receiver__resume(struct request *req, void (*keep)(struct request *req, void *arg), void *arg)
+{
     struct receiver_server *srv = req->srv;
     medic_mutex_lock(&srv->waiting_lock);
     if (atomic_load(&req->state) == WEBHOOK_ABANDONED) {
         int free_now = req->mhd_done;
-        req->mhd_done = 1; /* the writer is done with it too */
+        req->mhd_done = 1; /* the other side is done with it too */
         medic_mutex_unlock(&srv->waiting_lock);
         if (free_now)
             request_free(req);
         return;
     }
     waiting_remove(srv, req);
-    req->record_rc = rc;
-    if (rc && err)
-        req->record_err = *err;
+    keep(req, arg);
     atomic_store(&req->state, WEBHOOK_DONE);
     medic_mutex_unlock(&srv->waiting_lock);
     MHD_resume_connection(req->conn);
+}
+
+static void keep_recorded(struct request *req, void *arg)
+{
+    const struct medic_error *err = arg;
+    req->record_rc = err ? (err->code ? err->code : MEDIC_E_IO) : 0;
+    if (err)
+        req->record_err = *err;
+}
+
+/* The audit writer's answer: keep it and let libmicrohttpd call us again;
+ * a request the stop already answered is only freed (the server itself
+ * outlives the writer: receiver_server_free comes after the store's). */
+static void on_recorded(void *request, int rc, const struct medic_error *err)
+{
+    struct medic_error copy = {0};
+    if (rc) {
+        if (err)
+            copy = *err;
+        copy.code = rc;
+    }
+    receiver__resume(request, keep_recorded, rc ? &copy : NULL);
 }
 
 static enum MHD_Result answer_recorded(struct receiver_server *srv, struct MHD_Connection *conn,
@@ -222,17 +253,11 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
         medic_log_warn("rejected notification", "remote", req->remote, "error", err.msg, NULL);
         return receiver__respond_error(srv, conn, req, MHD_HTTP_BAD_REQUEST, err.msg, NULL, NULL);
     }
-    /* Once stopping, nothing more is suspended: libmicrohttpd aborts when it
-     * is stopped with a suspended connection. If this check sees stopping
-     * unset, the stop has yet to read in_flight, which already counts this
-     * request (from its first call), so the stop waits for it (both are
-     * sequentially consistent atomics). Alertmanager retries the 503. */
-    if (atomic_load(&srv->stopping))
+    /* suspend first: the writer may finish before record() returns;
+     * Alertmanager retries the 503 of a server that stops */
+    if (receiver__suspend(srv, req))
         return receiver__respond_error(srv, conn, req, MHD_HTTP_SERVICE_UNAVAILABLE,
                                        "shutting down", MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    /* suspend first: the writer may finish before record() returns */
-    waiting_add(srv, req);
-    MHD_suspend_connection(conn);
     rc = srv->hooks.record(srv->hooks.ctx, &req->notification, req->body.data, req->body.len,
                            req->remote, &req->result, on_recorded, req, &err);
     if (rc)
@@ -240,12 +265,11 @@ static enum MHD_Result handle_webhook(struct receiver_server *srv, struct MHD_Co
     return MHD_YES;
 }
 
-static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Connection *conn,
-                                    struct request *req, const char *url)
+static int start_query(struct receiver_server *srv, struct MHD_Connection *conn,
+                       struct request *req, const char *url, const struct receiver_later *later,
+                       struct medic_buf *b)
 {
-    if (!srv->hooks.query)
-        return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
-                                       NULL);
+    (void)req;
     struct receiver_query q = {.kind = url + 8};
 #define ARG(name) MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name)
     q.node = ARG("node");
@@ -260,13 +284,17 @@ static enum MHD_Result handle_query(struct receiver_server *srv, struct MHD_Conn
     q.incident = ARG("incident");
     q.decision = ARG("decision");
 #undef ARG
-    struct medic_buf b;
-    medic_buf_init(&b, (size_t)32 << 20);
-    int code = srv->hooks.query(srv->hooks.ctx, &q, &b);
-    enum MHD_Result r = receiver__respond(srv, conn, req, (unsigned int)code, "application/json",
-                                          b.data ? b.data : "", b.len, NULL, NULL);
-    medic_buf_release(&b);
-    return r;
+    return srv->hooks.query(srv->hooks.ctx, &q, later, b);
+}
+
+static int start_page(struct receiver_server *srv, struct MHD_Connection *conn, struct request *req,
+                      const char *url, const struct receiver_later *later, struct medic_buf *b)
+{
+    (void)req;
+    return srv->hooks.page(
+        srv->hooks.ctx, url,
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), later,
+        b);
 }
 
 static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connection *conn,
@@ -306,7 +334,10 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
                                                                  : MHD_HTTP_BAD_REQUEST,
                                        err.msg, NULL, NULL);
     case H_API_QUERY:
-        return handle_query(srv, conn, req, url);
+        if (!srv->hooks.query)
+            return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint",
+                                           NULL, NULL);
+        return receiver__answer_later(srv, conn, req, url, start_query);
     case H_DRY_RUN: {
         if (!srv->hooks.dry_run)
             return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint",
@@ -326,22 +357,11 @@ static enum MHD_Result dispatch(struct receiver_server *srv, struct MHD_Connecti
     case H_RELEASE:
     case H_PAGE_FORM:
         return receiver__person_request(srv, conn, req, url);
-    case H_PAGE: {
+    case H_PAGE:
         if (!srv->hooks.page)
             return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint",
                                            NULL, NULL);
-        struct medic_buf b;
-        medic_buf_init(&b, (size_t)16 << 20);
-        int code = srv->hooks.page(
-            srv->hooks.ctx, url,
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &b);
-        /* the page loads nothing: not from medic, not from anywhere */
-        enum MHD_Result r = receiver__respond(srv, conn, req, (unsigned int)code,
-                                              "text/html; charset=utf-8", b.data ? b.data : "",
-                                              b.len, "Content-Security-Policy", RECEIVER_PAGE_CSP);
-        medic_buf_release(&b);
-        return r;
-    }
+        return receiver__answer_later(srv, conn, req, url, start_page);
     default:
         return receiver__respond_error(srv, conn, req, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL,
                                        NULL);
@@ -428,6 +448,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                        ? 16384
                                        : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);
+        medic_buf_init(&req->later_body, (size_t)1 << 20); /* a person's request's answer */
         *con_cls = req;
         atomic_fetch_add(&srv->in_flight, 1);
         return first_call(srv, conn, req, url, method);

@@ -111,7 +111,20 @@ struct request {
     struct request *waiting_prev, *waiting_next; /* in srv->waiting while its commit is pending */
     int mhd_done; /* libmicrohttpd finished with it (an abandoned one waits for the writer) */
     int deleting; /* its method is DELETE */
+    /* a person's request answered later: its answer, kept until resumed */
+    unsigned int later_code;
+    struct medic_buf later_body;
 };
+
+/* Suspends req's connection while its answer is made elsewhere (a webhook's
+ * commit, a person's request taken by the engine): 0, or -1 when the
+ * server stops (answer 503 at once). Call before handing it over: the
+ * answer may come before the hand-over returns. */
+int receiver__suspend(struct receiver_server *srv, struct request *req);
+/* The answer to a suspended request came: keep(req, arg) stores it under
+ * the lock and the connection resumes; a request the stop already answered
+ * is only freed (when libmicrohttpd is done with it too). */
+void receiver__resume(struct request *req, void (*keep)(struct request *req, void *arg), void *arg);
 
 enum handler receiver__route(const char *url, const char *method);
 const char *receiver__allowed_method(enum handler h);
@@ -135,6 +148,16 @@ enum MHD_Result receiver__respond_error(struct receiver_server *srv, struct MHD_
                                         const char *extra_header, const char *extra_value);
 /* people.c: a person's request (an answer to a pending step, a pause or
  * its end, one of the page's forms), named by its credentials. */
+/* Starts a request whose answer may come later: RECEIVER_LATER when it
+ * took later, else the HTTP status with the answer in out. */
+typedef int (*receiver__later_start)(struct receiver_server *srv, struct MHD_Connection *conn,
+                                     struct request *req, const char *url,
+                                     const struct receiver_later *later, struct medic_buf *out);
+/* Runs start with req's connection suspended, and answers once it said
+ * (later.c); libmicrohttpd calls the handler again when it resumes. */
+enum MHD_Result receiver__answer_later(struct receiver_server *srv, struct MHD_Connection *conn,
+                                       struct request *req, const char *url,
+                                       receiver__later_start start);
 enum MHD_Result receiver__person_request(struct receiver_server *srv, struct MHD_Connection *conn,
                                          struct request *req, const char *url);
 /* The on-call page loads nothing, and its forms post to medic only. */

@@ -33,6 +33,17 @@ struct receiver_query {
  * (rc 0) or failed; may be called from any thread. */
 typedef void (*receiver_record_done)(void *request, int rc, const struct medic_error *err);
 
+/* A person's request answered later (the engine takes it in a round):
+ * done(request, code, body, len) is called exactly once, from any thread;
+ * the connection waits suspended meanwhile, no HTTP thread with it. */
+typedef void (*receiver_later_done)(void *request, unsigned int code, const char *body, size_t len);
+struct receiver_later {
+    receiver_later_done done;
+    void *request;
+};
+/* What a person's hook returns when it took `later` and answers through it. */
+#define RECEIVER_LATER 0
+
 struct receiver_hooks {
     void *ctx;
     /* Starts committing a parsed notification and returns at once: 0 when
@@ -49,34 +60,46 @@ struct receiver_hooks {
     int (*reload)(void *ctx, struct medic_error *err);
     /* 1 when the daemon can accept notifications. */
     int (*ready)(void *ctx);
-    /* Answers an audit query as JSON into out; returns the HTTP status. */
-    int (*query)(void *ctx, const struct receiver_query *q, struct medic_buf *out);
+    /* Answers an audit query as JSON into out and returns the HTTP status,
+     * or RECEIVER_LATER when it answers through later (q lives only during
+     * the call). */
+    int (*query)(void *ctx, const struct receiver_query *q, const struct receiver_later *later,
+                 struct medic_buf *out);
     /* POST /api/v1/dry-run: a webhook payload in, decisions out as JSON, no
      * side effects; returns the HTTP status. */
     int (*dry_run)(void *ctx, const char *body, size_t len, struct medic_buf *out);
     /* GET / and GET /nodes/NAME (path as requested, decoded): the on-call
-     * page as HTML; returns the HTTP status. */
-    int (*page)(void *ctx, const char *path, const char *authorization, struct medic_buf *out);
+     * page as HTML and the HTTP status, or RECEIVER_LATER when it answers
+     * through later (a page that reads the log or an agent). */
+    int (*page)(void *ctx, const char *path, const char *authorization,
+                const struct receiver_later *later, struct medic_buf *out);
     /* POST /approvals/ID, /pause and /unpause: the page's forms
      * (application/x-www-form-urlencoded), from who, with the request's
      * Authorization (their anti-forgery tokens are bound to it), Origin
      * and Host (NULL when absent); HTML into out; returns the HTTP status. */
     int (*page_form)(void *ctx, const char *path, const char *body, size_t len, const char *who,
                      const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, struct medic_buf *out);
+                     const char *remote_addr, const struct receiver_later *later,
+                     struct medic_buf *out);
     /* POST /api/v1/approvals/ID: a person's answer (JSON body) to the step
      * decision ID left pending, from who (the credential's name); the
-     * result as JSON into out; returns the HTTP status. */
+     * result as JSON into out and the HTTP status returned, or
+     * RECEIVER_LATER when the hook took `later` and answers through it once
+     * the engine took the request (the person, pause and release hooks
+     * alike, and page_form with HTML). */
     int (*approve)(void *ctx, const char *id, const char *body, size_t len, const char *who,
-                   const char *remote_addr, struct medic_buf *out);
+                   const char *remote_addr, const struct receiver_later *later,
+                   struct medic_buf *out);
     /* POST /api/v1/nodes/NODE/release: a person gives a quarantined
      * node back after the repair; as approve. */
     int (*release)(void *ctx, const char *node, const char *body, size_t len, const char *who,
-                   const char *remote_addr, struct medic_buf *out);
+                   const char *remote_addr, const struct receiver_later *later,
+                   struct medic_buf *out);
     /* POST /api/v1/pause (pause 1, a JSON body) and DELETE /api/v1/pause
      * (pause 0): the fleet-wide pause, from who; as approve. */
     int (*pause)(void *ctx, int pause, const char *body, size_t len, const char *who,
-                 const char *remote_addr, struct medic_buf *out);
+                 const char *remote_addr, const struct receiver_later *later,
+                 struct medic_buf *out);
 };
 
 /* A person who may answer steps waiting for approval, by bearer token. */

@@ -81,7 +81,7 @@ def xid_policy(cycle_after=None):
 
 
 def lab_medic(suite, workdir, mode, policies, nodes, tokens, cluster=None, bmcs=None,
-              scontrol=None, top="", safety=""):
+              scontrol=None, top="", safety="", more_nodes=""):
     """medic in mode with the token files named in tokens (TOKENS' keys;
     alice is an approver), nodes in its inventory (in Slurm's cluster when
     one is given, each at its ipmi_sim BMC when bmcs are), on-call a
@@ -112,6 +112,7 @@ def lab_medic(suite, workdir, mode, policies, nodes, tokens, cluster=None, bmcs=
             parts.append(f"bmc: {{ address: '{bmcs[n].address}', credentials: bmc-lab, "
                          "workarounds: [opensesspriv] }")
         config += "    - { " + ", ".join(parts) + " }\n"
+    config += more_nodes
     config += (f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
                "engine: { tick_interval: 200ms }\n"
                f"safety: {{ max_disruptive_in_flight: 2, max_disrupted_fraction: 1,{safety}\n"
@@ -351,9 +352,9 @@ def test_approved_after_an_operator_resumed(suite):
     assert bmc.log() == [], bmc.log()
 
 
-class HungPrometheus:
-    """A Prometheus that accepts connections and never answers (a hung
-    dependency): each round that asks it waits out prometheus.timeout."""
+class HungServer:
+    """A server that accepts connections and never answers (a hung
+    Prometheus or agent): each request to it waits out its timeout."""
 
     def __init__(self):
         self.sock = socket.socket()
@@ -385,7 +386,7 @@ def test_resolve_before_approval_wins(suite):
     approval is refused; nothing is drained, nothing resumed."""
     node = "gpu-node-07"
     cluster = lab_cluster(suite, [node], "slurm-order")
-    prometheus = HungPrometheus()
+    prometheus = HungServer()
     suite.on_exit(prometheus.stop)
     medic = lab_medic(suite, suite.subdir("order"), "approve", xid_policy(), [node, "gpu-node-08"],
                       ("webhook", "admin"), cluster,
@@ -417,6 +418,78 @@ def test_resolve_before_approval_wins(suite):
     assert "DRAIN" not in cluster.node(node)[0]
     changes = [c["cause"] for c in medic.audit("changes", "--node", node)]
     assert any("withdrawn" in c for c in changes), changes
+
+
+def test_waiting_requests_hold_no_thread(suite):
+    """People's requests wait for the engine without an HTTP thread: while
+    a round waits on a hung Prometheus, eight pauses (more than the HTTP
+    threads) wait for it, and a webhook sent meanwhile is answered at once;
+    then each pause gets its answer."""
+    prometheus = HungServer()
+    suite.on_exit(prometheus.stop)
+    medic = lab_medic(suite, suite.subdir("threads"), "live", xid_policy(), ["gpu-node-10"],
+                      ("webhook", "admin"),
+                      top=f"prometheus: {{ url: 'http://127.0.0.1:{prometheus.port}', "
+                          "timeout: 5s }\nmodel: { fleet_interval: off }\n")[0]
+    medic.start()
+    asked = len(prometheus.held)
+    assert medic.post("/webhook", payload("gpu-node-10", time.time()),
+                      headers=bearer(WEBHOOK))[0] == 200
+    wait_until("the round asking Prometheus", lambda: len(prometheus.held) > asked, timeout=10)
+    answers = []
+
+    def pause(i):
+        status, _, raw = medic.post("/api/v1/pause", json.dumps({"reason": f"pause {i}"}),
+                                    headers=bearer(ADMIN))
+        answers.append((status, time.monotonic(), raw))
+    pausing = [threading.Thread(target=pause, args=(i,)) for i in range(8)]
+    for t in pausing:
+        t.start()
+    wait_until("the pauses recorded", lambda: medic.metric(
+        "medic_http_requests_in_flight", headers=bearer(ADMIN)) >= 8, timeout=10)
+    assert medic.post("/webhook", payload("gpu-node-10", time.time()),
+                      headers=bearer(WEBHOOK))[0] == 200
+    answered = time.monotonic()
+    assert answers == [], answers  # they still wait for the round, holding no thread
+    for t in pausing:
+        t.join(30)
+    assert len(answers) == 8 and all(a[0] == 200 for a in answers), answers
+    assert all(a[1] > answered for a in answers), "a pause was answered before the webhook"
+
+
+def test_pages_hold_no_thread(suite):
+    """Readers do not stall the webhook: eight clients load the page of a
+    node whose agent hangs (each read waits out its 1 s), and a webhook sent
+    meanwhile is answered at once; each page still comes, saying the agent
+    did not answer."""
+    agent = HungServer()
+    suite.on_exit(agent.stop)
+    workdir = suite.subdir("pages")
+    creds = write_secret(os.path.join(workdir, "agent-credentials.yaml"),
+                         "agent-lab: { token: agent-token }\n")
+    medic = lab_medic(suite, workdir, "live", xid_policy(), [], ("webhook", "read"),
+                      top=f"credentials_file: {creds}\n",
+                      more_nodes="    - { name: gpu-node-11, agent: { url: "
+                                 f"'http://127.0.0.1:{agent.port}', credentials: agent-lab }} }}\n")[0]
+    medic.start()
+    pages = []
+
+    def load():
+        status, _, body = medic.get("/nodes/gpu-node-11", headers=bearer(READ))
+        pages.append((status, time.monotonic(), body))
+    loading = [threading.Thread(target=load) for _ in range(8)]
+    for t in loading:
+        t.start()
+    wait_until("the pages reading the agent", lambda: len(agent.held) >= 2, timeout=10)
+    assert medic.post("/webhook", payload("gpu-node-11", time.time()),
+                      headers=bearer(WEBHOOK))[0] == 200
+    answered = time.monotonic()
+    assert pages == [], "a page came before the webhook: it waited behind them"
+    for t in loading:
+        t.join(30)
+    assert len(pages) == 8 and all(p[0] == 200 for p in pages), [p[:2] for p in pages]
+    assert all(b"The agent did not answer" in p[2] for p in pages)
+    assert all(p[1] > answered for p in pages)
 
 
 def test_pause_until_across_clock_steps(suite):
@@ -629,5 +702,6 @@ def request_delete(medic, path, token):
 if __name__ == "__main__":
     Suite(__doc__).run([test_approve_deny_restart, test_per_step_approval_and_deny_undo,
                         test_approved_after_an_operator_resumed, test_resolve_before_approval_wins,
-                        test_pause_until_across_clock_steps,
+                        test_pause_until_across_clock_steps, test_waiting_requests_hold_no_thread,
+                        test_pages_hold_no_thread,
                         test_pause, test_pause_while_a_drain_runs, test_page_forms_in_chromium])

@@ -196,8 +196,8 @@ static void world_init_inventory(struct world *w, const char *policies_yaml,
         inventory_parse("inv.yaml", tree.root, &w->inventory, &err))
         fail_msg("%s", err.msg);
     yaml_tree_release(&tree);
-    w->ctx = (struct policy_context){
-        &w->policies, &w->inventory, node_labels, 3, live, NULL, 0, NULL, NULL, NULL, 0};
+    w->ctx = (struct policy_context){&w->policies, &w->inventory, node_labels, 3, live, NULL, 0,
+                                     NULL,         NULL,          NULL,        0};
     w->state = policy_state_new();
     policy_state_track_changes(w->state);
     policy_decisions_init(&w->out);
@@ -2255,7 +2255,8 @@ static void test_reconcile_drains_with_slurm(void **state)
                                    "ipmi_power_cycle } ]\n"
                                    "    on_resolved: [ { action: resume } ]\n";
     struct world w;
-    world_init_inventory(&w, policies, "safety: { max_disrupted_fraction: 0.5, storm: { notifier: oncall } }\n",
+    world_init_inventory(&w, policies,
+                         "safety: { max_disrupted_fraction: 0.5, storm: { notifier: oncall } }\n",
                          "nodes:\n  - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
                          "  - { name: gpu-node-02, slurm: { node: gpu-node-02 } }\n",
                          1);
@@ -2315,7 +2316,8 @@ static void test_reconcile_drains_with_slurm(void **state)
     assert_int_equal(w.out.count, before);
     /* confirmed, then drained again by someone else: let go too */
     outcome_with(&w, "gpu-node-02", MEDIC_OUTCOME_SUCCEEDED,
-                 "drained: State=IDLE+DRAIN Reason=\"mine (medic policy xid) [m@t]\"", T0 + 3 * MIN);
+                 "drained: State=IDLE+DRAIN Reason=\"mine (medic policy xid) [m@t]\"",
+                 T0 + 3 * MIN);
     assert_int_equal(policy_disrupted_nodes(w.state), 1);
     slurm.state = "IDLE+DRAIN";
     slurm.reason = "bad DIMM [alice@2026-11-22T08:05:00]";
@@ -2413,8 +2415,8 @@ static void test_reconcile_keeps_a_quarantine(void **state)
     /* the release ends it, with nothing to undo */
     char why[512];
     struct policy_release r = {"gpu-node-01", "alice", "checked"};
-    assert_int_equal(
-        policy_release(&w.ctx, w.state, &r, T0 + 3 * MIN, &w.out, why, sizeof(why)), 0);
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 3 * MIN, &w.out, why, sizeof(why)),
+                     0);
     assert_int_equal(policy_quarantined_nodes(w.state), 0);
     world_release(&w);
 }

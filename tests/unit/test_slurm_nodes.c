@@ -75,11 +75,10 @@ static void test_parse(void **state)
 static void test_state_and_reason(void **state)
 {
     (void)state;
-    static const char json[] =
-        "{\"nodes\":[{\"name\":\"a\",\"state\":[\"IDLE\",\"DRAIN\"],"
-        "\"reason\":\"Xid 79 (medic policy xid)\"},"
-        "{\"name\":\"b\",\"state\":\"mixed\",\"state_flags\":[\"MAINT\"]},"
-        "{\"name\":\"c\",\"state\":\"idle\"}]}";
+    static const char json[] = "{\"nodes\":[{\"name\":\"a\",\"state\":[\"IDLE\",\"DRAIN\"],"
+                               "\"reason\":\"Xid 79 (medic policy xid)\"},"
+                               "{\"name\":\"b\",\"state\":\"mixed\",\"state_flags\":[\"MAINT\"]},"
+                               "{\"name\":\"c\",\"state\":\"idle\"}]}";
     struct slurm_node_list l;
     struct medic_error err = {0};
     assert_int_equal(slurm_nodes_parse(json, strlen(json), &l, &err), 0);
