@@ -531,13 +531,21 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
 
 /* A jump of the wall clock against the engine's clock this large between two
  * looks is a step (NTP correcting a drifted host): it is logged and counted;
- * waits, ticks and the policy engine's intervals do not follow it. */
+ * waits, ticks and the policy engine's intervals do not follow it, except
+ * soon after the engine began (below). */
 #define CLOCK_STEP MEDIC_NS_PER_SEC
 
-/* Logs and counts a step of the wall clock since the last look. */
-static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t now)
+/* Logs and counts a step of the wall clock since the last look. While
+ * medic holds no node disrupted and runs no disruptive action (always so
+ * at a first start), a lone medic's engine clock follows the step: time
+ * sync set a clock that was wrong, and alerts' ages are judged against
+ * the corrected one; nothing medic holds can expire or be undone by it.
+ * Otherwise the engine's clock stays, and a held node is never resumed by
+ * a step. Replicas compare their clocks through the database and never
+ * lead with a wrong one. */
+static void watch_clock(struct engine_pipeline *e, int64_t wall)
 {
-    int64_t lead = wall - now, step = lead - atomic_load(&e->wall_lead);
+    int64_t lead = wall - engine_pipeline__now(e), step = lead - atomic_load(&e->wall_lead);
     atomic_store(&e->wall_lead, lead);
     if (step > -CLOCK_STEP && step < CLOCK_STEP)
         return;
@@ -545,6 +553,14 @@ static void watch_clock(struct engine_pipeline *e, int64_t wall, int64_t now)
     char by[32], total[32];
     snprintf(by, sizeof(by), "%+.3fs", (double)step / 1e9);
     snprintf(total, sizeof(total), "%+.3fs", (double)lead / 1e9);
+    if (!e->poll_interval && atomic_load(&e->disrupted_nodes) == 0) {
+        atomic_fetch_add(&e->clock_rebase, lead);
+        atomic_store(&e->wall_lead, 0);
+        medic_log_warn("the wall clock stepped while medic holds no node disrupted (time sync "
+                       "setting a clock that was wrong): the policy engine's clock follows it",
+                       "step", by, NULL);
+        return;
+    }
     medic_log_warn("the wall clock stepped; the scheduler's waits and the policy engine's "
                    "intervals (after:, cooldowns, expiry) do not follow it until medic restarts",
                    "step", by, "wall_clock_lead", total, NULL);
@@ -557,8 +573,8 @@ static void *engine_main(void *arg)
     medic_mutex_lock(&e->in.lock);
     while (!e->in.stopping) {
         int64_t mono = medic_time_monotonic(), wall = medic_time_now();
-        int64_t now = medic_steady_clock_now(&e->clock);
-        watch_clock(e, wall, now);
+        watch_clock(e, wall);
+        int64_t now = engine_pipeline__now(e);
         int tick = mono - e->last_tick >= e->tick_interval;
         if (e->poll_interval && mono - e->last_poll >= e->poll_interval) {
             e->last_poll = mono; /* what other replicas committed */
@@ -622,9 +638,11 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
         rc = read_state(e, &e->state, err);
+    if (rc == 0) /* before the first round: what the restored state holds */
+        e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
     if (rc == 0 && policy_open_incidents(e->state) > 0) {
         /* nothing disruptive before an alert is seen again */
-        policy_state_restarted(e->state, medic_steady_clock_now(&e->clock));
+        policy_state_restarted(e->state, engine_pipeline__now(e));
         medic_log_info("policy engine state restored", NULL);
     }
     if (rc == 0 && pthread_create(&e->thread, NULL, engine_main, e) != 0)

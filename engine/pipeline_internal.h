@@ -44,6 +44,9 @@ struct engine_pipeline {
      * move; the wall clock's lead on it at the last look (a change of 1 s
      * or more is a step) */
     struct medic_steady_clock clock;
+    /* added to clock: a step of the wall clock while nothing is disrupted
+     * (time sync setting a wrong clock) re-bases it */
+    _Atomic int64_t clock_rebase;
     _Atomic int64_t wall_lead;
     atomic_int approvals_waiting; /* an answer was recorded: read them in the next round */
     atomic_int disrupted_nodes;
@@ -54,5 +57,8 @@ struct engine_pipeline {
     atomic_int pending_approvals;
     _Atomic int64_t pending_oldest; /* engine clock; MEDIC_TIME_UNSET: none */
 };
+
+/* The engine's clock (pipeline_reads.c). */
+int64_t engine_pipeline__now(const struct engine_pipeline *e);
 
 #endif

@@ -20,14 +20,18 @@ void engine_pipeline_stats(struct engine_pipeline *e, struct engine_pipeline_sta
     out->paused = atomic_load(&e->paused);
     out->pending_approvals = atomic_load(&e->pending_approvals);
     int64_t oldest = atomic_load(&e->pending_oldest);
-    out->pending_oldest_age = out->pending_approvals && oldest != MEDIC_TIME_UNSET
-                                  ? medic_steady_clock_now(&e->clock) - oldest
-                                  : 0;
+    out->pending_oldest_age =
+        out->pending_approvals && oldest != MEDIC_TIME_UNSET ? engine_pipeline__now(e) - oldest : 0;
+}
+
+int64_t engine_pipeline__now(const struct engine_pipeline *e)
+{
+    return medic_steady_clock_now(&e->clock) + atomic_load(&e->clock_rebase);
 }
 
 int64_t engine_pipeline_now(const struct engine_pipeline *e)
 {
-    return medic_steady_clock_now(&e->clock);
+    return engine_pipeline__now(e);
 }
 
 int engine_pipeline_with_state(struct engine_pipeline *e, engine_state_fn fn, void *arg)

@@ -33,7 +33,16 @@ struct member {
     char *fingerprint;
     int64_t starts_at;
     int64_t last_seen;
+    /* the alert's own startsAt when it was further ahead of medic's clock
+     * than POLICY_CLOCK_SKEW (0: never): one of the clocks is wrong, and
+     * disruptive steps wait until the two agree */
+    int64_t claimed_start;
 };
+
+/* How far an alert's startsAt may be ahead of medic's clock (a skew
+ * between hosts): the ladder starts at once. Further ahead, one of the
+ * clocks is wrong. */
+#define POLICY_CLOCK_SKEW (5 * 60 * MEDIC_NS_PER_SEC)
 
 /* One (node, policy): the unit medic acts on. */
 /* An incident's key: node and policy, or without a node, the alert and

@@ -66,9 +66,16 @@ static int join(struct incident *in, const struct policy_alert *a, const char *i
                 int64_t starts_at, int64_t now)
 {
     struct member *m = policy__member_find(in, identity);
-    if (!m)
-        return policy__member_add(in, identity, a->fingerprint, starts_at, now);
+    if (!m) {
+        int rc = policy__member_add(in, identity, a->fingerprint, starts_at, now);
+        if (rc)
+            return rc;
+        m = &in->members[in->member_count - 1];
+    }
     m->last_seen = now;
+    if (a->starts_at != MEDIC_TIME_UNSET && a->starts_at - now > POLICY_CLOCK_SKEW &&
+        a->starts_at > m->claimed_start)
+        m->claimed_start = a->starts_at;
     if (starts_at > m->starts_at) /* re-fired without a resolve between */
         m->starts_at = starts_at;
     policy__touch_incident(in);

@@ -85,11 +85,29 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
         snprintf(reason, size, "paused by %s: %s", st->pause.by, st->pause.reason);
         return 1;
     }
-    /* the incident's newest alert: a re-fired alert is fresh again */
-    int64_t newest = in->opened_at;
-    for (size_t i = 0; i < in->member_count; i++)
-        if (in->members[i].starts_at > newest)
-            newest = in->members[i].starts_at;
+    /* the incident's newest alert: a re-fired alert is fresh again; one
+     * that said it started well ahead of medic's clock counts from what it
+     * said, once the clocks agree */
+    int64_t newest = in->opened_at, ahead = 0;
+    for (size_t i = 0; i < in->member_count; i++) {
+        const struct member *m = &in->members[i];
+        int64_t start = m->claimed_start ? m->claimed_start : m->starts_at;
+        if (start > newest)
+            newest = start;
+        if (m->claimed_start - now > POLICY_CLOCK_SKEW && m->claimed_start > ahead)
+            ahead = m->claimed_start;
+    }
+    if (ahead) {
+        char said[40];
+        medic_time_format(ahead, said, sizeof(said));
+        medic_duration_format(ahead - now, a, sizeof(a));
+        snprintf(reason, size,
+                 "the alert says it started at %s, %s ahead of medic's clock: one of the two "
+                 "clocks is wrong (medic's host's, or the alert source's); disruptive steps wait "
+                 "until they agree",
+                 said, a);
+        return 1;
+    }
     if (now - newest > s->max_alert_age) {
         medic_duration_format(now - newest, a, sizeof(a));
         medic_duration_format(s->max_alert_age, b, sizeof(b));

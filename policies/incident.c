@@ -139,6 +139,7 @@ int policy__member_add(struct incident *in, const char *identity, const char *fi
     }
     m->starts_at = starts_at;
     m->last_seen = now;
+    m->claimed_start = 0;
     in->member_count++;
     policy__touch_incident(in);
     return 0;

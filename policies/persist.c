@@ -156,6 +156,10 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
         json_time(b, "starts_at", m->starts_at);
         medic_buf_puts(b, ",");
         json_time(b, "last_seen", m->last_seen);
+        if (m->claimed_start) {
+            medic_buf_puts(b, ",");
+            json_time(b, "claimed_start", m->claimed_start);
+        }
         medic_buf_puts(b, "}");
     }
     medic_buf_puts(b, "]}");

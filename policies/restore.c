@@ -243,6 +243,8 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
         int64_t last_seen = time_field(l, m, "last_seen");
         if (!l->failed && policy__member_add(in, identity, fingerprint, starts_at, last_seen))
             return load_fail(l, MEDIC_E_NOMEM, "out of memory");
+        if (!l->failed && cJSON_GetObjectItemCaseSensitive(m, "claimed_start"))
+            in->members[in->member_count - 1].claimed_start = time_field(l, m, "claimed_start");
     }
     return l->failed;
 }

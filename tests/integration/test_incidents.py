@@ -558,6 +558,43 @@ def test_restart_grace_decides_from_the_stored_state(suite):
     assert "DRAIN" not in cluster.node("gpu-node-11")[0]
 
 
+def test_clock_set_right_after_start(suite):
+    """medic starts on a wall clock 3 h slow (the clock stand-in), and time
+    sync sets it right a moment later, while nothing is disrupted: the
+    engine's clock follows (its lead back to 0), so an alert that started
+    2 h ago is stale and drains nothing. An alert that arrives before the
+    fix, saying it started 2 h ago (3 h ahead of medic's wrong clock), is
+    held, not drained, and stays undrained once the clock is right."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-14", "gpu-node-15")
+    clock = SteppedClock(suite.subdir("slow-clock"))
+    clock.set(-3 * 3600)
+    medic = start_medic(suite, "slow-clock", cluster.conf, bmcs, oncall,
+                        safety="max_alert_age: 1h,", xid_steps="      - { action: drain }\n",
+                        env=clock.env())
+    two_hours_ago = time.time() - 2 * 3600
+    assert medic.post("/webhook", payload("gpu-node-14", two_hours_ago), headers=AUTH)[0] == 200
+    held = wait_until("the drain held", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-14")
+        if d["action"] == "drain" and d["verdict"] == "suppressed"], timeout=30)
+    assert "ahead of medic's clock: one of the two clocks is wrong" in held[0]["reason"], held
+    # time sync sets the clock right
+    clock.set(0)
+    wait_until("the engine's clock following the step", lambda: abs(medic.metric(
+        "medic_wall_clock_lead_seconds", headers=AUTH)) < 5 and medic.metric(
+        "medic_wall_clock_steps_total", headers=AUTH) >= 1, timeout=15)
+    assert medic.post("/webhook", payload("gpu-node-15", two_hours_ago), headers=AUTH)[0] == 200
+    stale = wait_until("the stale alert suppressed", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-15")
+        if d["action"] == "drain" and d["verdict"] == "suppressed"], timeout=30)
+    assert "older than max_alert_age 1h" in stale[0]["reason"], stale
+    # the held one is decided again on the right clock: stale too
+    wait_until("gpu-node-14 judged stale", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-14")
+        if d["action"] == "drain" and "older than max_alert_age" in d["reason"]], timeout=30)
+    assert outcomes(medic, "drain") == []
+    assert all("DRAIN" not in cluster.node(n)[0] for n in ("gpu-node-14", "gpu-node-15"))
+
+
 def test_wall_clock_steps_undo_nothing(suite):
     """The wall clock steps a day forward, then an hour back (the stand-in
     tests/clock_shift; the monotonic clock stays real), while a node is
@@ -632,7 +669,7 @@ def test_wall_clock_steps_undo_nothing(suite):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack,
+    Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack, test_clock_set_right_after_start,
                         test_drains_reconciled_with_slurm,
                         test_slurm_maintenance_reservation_holds_a_drain,
                         test_slurm_maintenance_unknown_holds,

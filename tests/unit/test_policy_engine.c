@@ -2566,20 +2566,51 @@ static void test_on_resolved_undoes_two_things(void **state)
     world_release(&w);
 }
 
-/* An alert whose startsAt is ahead of medic's clock is not held silently:
- * its ladder starts now, and the incident's opening says why. */
+/* An alert whose startsAt is a little ahead of medic's clock (a skew
+ * between hosts) starts its ladder now, and the incident's opening says
+ * why; one far ahead (one of the clocks is wrong) holds its disruptive
+ * steps with the reason until the clocks agree, then is judged by the
+ * start it said: fresh, it runs; stale by then, it never disrupts. */
 static void test_future_starts_at(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w, base_policies, NULL, 40, 1);
     struct test_alert a;
-    make_alert(&a, "GPUXidError", "gpu-node-10", "0", "79", T0 + 3 * 60 * MIN, NAN);
+    make_alert(&a, "GPUXidError", "gpu-node-10", "0", "79", T0 + 2 * MIN, NAN);
     assert_int_equal(evaluate(&w, &a, MEDIC_STATUS_FIRING, T0), 1);
     expect(last(&w, 0), "gpu-node-10", "drain", VERDICT_EXECUTE, NULL);
     assert_non_null(strstr(w.out.changes[0].cause, "is in the future"));
     succeed(&w, T0);
     assert_int_equal(tick(&w, T0 + 10 * MIN), 1); /* the power cycle on time */
+    world_release(&w);
+    /* 3 h ahead: held, and said */
+    world_init(&w, base_policies, "safety: { max_alert_age: 1h }\n", 40, 1);
+    make_alert(&a, "GPUXidError", "gpu-node-10", "0", "79", T0 + 3 * 60 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    expect(last(&w, 0), "gpu-node-10", "drain", VERDICT_SUPPRESSED,
+           "3h ahead of medic's clock: one of the two clocks is wrong");
+    assert_int_equal(tick(&w, T0 + MIN), 0); /* still ahead: nothing new */
+    /* medic's clock reaches it (NTP set it right): fresh by what it said */
+    tick(&w, T0 + 3 * 60 * MIN + 30 * MEDIC_NS_PER_SEC);
+    expect(last(&w, 0), "gpu-node-10", "drain", VERDICT_EXECUTE, NULL);
+    world_release(&w);
+    /* an alert that said it started 2 h ago by a clock that was right,
+     * reaching a medic whose clock is 3 h slow: held; once medic's clock
+     * is right, it is stale and never disrupts */
+    world_init(&w, base_policies, "safety: { max_alert_age: 1h }\n", 40, 1);
+    make_alert(&a, "GPUXidError", "gpu-node-11", "0", "79", T0 + 60 * MIN, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 - 2 * 60 * MIN);
+    expect(last(&w, 0), "gpu-node-11", "drain", VERDICT_SUPPRESSED, "ahead of medic's clock");
+    tick(&w, T0 + 3 * 60 * MIN);
+    int stale = 0;
+    for (size_t i = 0; i < w.out.count; i++)
+        stale |= w.out.items[i].verdict == VERDICT_SUPPRESSED &&
+                 strstr(w.out.items[i].reason, "older than max_alert_age 1h") != NULL;
+    assert_true(stale);
+    for (size_t i = 0; i < w.out.count; i++)
+        assert_false(w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
+                     w.out.items[i].action.kind == MEDIC_ACTION_DRAIN);
     world_release(&w);
 }
 
