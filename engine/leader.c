@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_leader.h"
+#include "engine_oncall.h"
 #include "lock.h"
 #include "log.h"
 #include "config.h"
@@ -168,13 +169,25 @@ static int clock_agrees(struct engine_leader *l)
     int off = offset > ENGINE_LEADER_MAX_CLOCK_OFFSET || offset < -ENGINE_LEADER_MAX_CLOCK_OFFSET;
     char seconds[32];
     snprintf(seconds, sizeof(seconds), "%.3f", (double)offset / 1e9);
-    if (off && !l->clock_off)
+    char message[512];
+    if (off && !l->clock_off) {
         medic_log_error("this replica's wall clock is off from the database's: it neither leads "
                         "nor decides until it agrees (fix the host's time sync)",
                         "replica", l->replica, "offset_seconds", seconds, NULL);
-    else if (!off && l->clock_off)
+        snprintf(message, sizeof(message),
+                 "medic replica %s: its wall clock is %ss off from the database's (more than "
+                 "%lds): it neither leads nor decides until its host's time sync fixes it",
+                 l->replica, seconds, (long)(ENGINE_LEADER_MAX_CLOCK_OFFSET / MEDIC_NS_PER_SEC));
+        engine_tell_oncall_async(l->configs, "", message);
+    } else if (!off && l->clock_off) {
         medic_log_info("this replica's wall clock agrees with the database's again", "replica",
                        l->replica, "offset_seconds", seconds, NULL);
+        snprintf(message, sizeof(message),
+                 "medic replica %s: its wall clock agrees with the database's again (%ss off): "
+                 "it may lead",
+                 l->replica, seconds);
+        engine_tell_oncall_async(l->configs, "", message);
+    }
     l->clock_off = off;
     return !off;
 }

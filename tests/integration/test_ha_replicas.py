@@ -679,15 +679,20 @@ def test_replica_with_another_configuration(suite):
 def test_replica_with_a_wrong_clock_does_not_lead(suite):
     """A replica started with its wall clock 40 minutes ahead (the clock
     stand-in) compares it with the database's: it says how far off it is
-    (log, medic_ha_clock_offset_seconds) and never takes the lease, also
-    once the replica that led stops, for it would take every fresh alert
-    for a stale one. Once its clock is right again it leads."""
+    (log, medic_ha_clock_offset_seconds, and to on-call through
+    safety.storm.notifier) and never takes the lease, also once the replica
+    that led stops, for it would take every fresh alert for a stale one.
+    Once its clock is right again it leads, and on-call hears that too."""
     pg = PostgreSQL(suite.subdir("clock")).start()
     suite.on_exit(pg.stop)
     url = pg.database("clock")
     workdir = suite.subdir("clock-config")
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    config = f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+    oncall = RecordingReceiver()
+    suite.on_exit(oncall.stop)
+    config = (f"auth: {{ webhook_bearer_token_file: {token} }}\n"
+              f"notifiers: {{ oncall: {{ type: webhook, url: '{oncall.url}/hook' }} }}\n"
+              "safety: { storm: { notifier: oncall } }\n")
     clock = SteppedClock(suite.subdir("clock-shift"))
     clock.set(2400)
     fast = Replica(suite, url, "clock-fast", config)
@@ -712,8 +717,16 @@ def test_replica_with_a_wrong_clock_does_not_lead(suite):
     said = [line for _, line in log_lines(fast) if "wall clock is off from the database" in line]
     offset = re.search(r"offset_seconds=(-?[0-9.]+)", said[0]) if len(said) == 1 else None
     assert offset and abs(float(offset.group(1)) - 2400) < 5, said
+    wait_until("on-call told how far off the clock is", lambda: [
+        m for m in (json.loads(r["body"])["message"] for r in oncall.received("/hook"))
+        if re.match(r"medic replica clock-fast: its wall clock is 2[34][0-9][0-9]\.[0-9]+s off "
+                    r"from the database's", m)], timeout=15)
     clock.set(0)  # time sync fixed the host
     wait_until("the replica leads once its clock is right", fast.leads, timeout=3 * LEASE + 5)
+    wait_until("on-call told it agrees again", lambda: [
+        r for r in oncall.received("/hook")
+        if b"clock-fast: its wall clock agrees with the database's again" in r["body"]],
+        timeout=15)
 
 
 def test_recovered_undo_reaches_its_incident(suite):
