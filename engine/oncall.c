@@ -34,8 +34,8 @@ static void *send_notice(void *arg)
         snprintf(job.reason, sizeof(job.reason), "%.500s", n->message);
         char detail[600];
         enum medic_outcome o = engine_run_notify(c, &job, NULL, detail, sizeof(detail));
-        medic_log_info("told on-call about this replica", "result", medic_outcome_name(o),
-                       "detail", detail, NULL);
+        medic_log_info("told on-call about this replica", "result", medic_outcome_name(o), "detail",
+                       detail, NULL);
     } else {
         medic_log_warn("no safety.storm.notifier to tell on-call about this replica", "message",
                        n->message, NULL);

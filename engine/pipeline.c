@@ -401,6 +401,11 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     if (rc == 0)
         rc = apply_people(&r, INT64_MAX);
     size_t scheduled = r.out.count;
+    if (rc == 0 && e->rebased_by) {
+        policy_clock_set_right(e->state, e->rebased_by, now, &r.out);
+        e->rebased_by = 0;
+        tick = 1; /* the ladders it reopened are decided at once */
+    }
     if (rc == 0 && tick)
         rc = engine_tick(&r.ctx, e->state, now, &r.out);
     if (rc == 0 && tick)
@@ -556,6 +561,7 @@ static void watch_clock(struct engine_pipeline *e, int64_t wall)
     if (!e->poll_interval && atomic_load(&e->disrupted_nodes) == 0) {
         atomic_fetch_add(&e->clock_rebase, lead);
         atomic_store(&e->wall_lead, 0);
+        e->rebased_by += lead; /* the next round decides stale-stopped ladders again */
         medic_log_warn("the wall clock stepped while medic holds no node disrupted (time sync "
                        "setting a clock that was wrong): the policy engine's clock follows it",
                        "step", by, NULL);

@@ -47,6 +47,7 @@ struct engine_pipeline {
     /* added to clock: a step of the wall clock while nothing is disrupted
      * (time sync setting a wrong clock) re-bases it */
     _Atomic int64_t clock_rebase;
+    int64_t rebased_by; /* a re-base the next round tells the policy engine of (engine thread) */
     _Atomic int64_t wall_lead;
     atomic_int approvals_waiting; /* an answer was recorded: read them in the next round */
     atomic_int disrupted_nodes;

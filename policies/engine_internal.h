@@ -43,6 +43,8 @@ struct member {
  * between hosts): the ladder starts at once. Further ahead, one of the
  * clocks is wrong. */
 #define POLICY_CLOCK_SKEW (5 * 60 * MEDIC_NS_PER_SEC)
+/* In the reason of a step a stale alert suppressed. */
+#define POLICY_STALE_REASON "older than max_alert_age"
 
 /* One (node, policy): the unit medic acts on. */
 /* An incident's key: node and policy, or without a node, the alert and
@@ -84,6 +86,9 @@ struct incident {
     char closing_cause[200];
     int acted;  /* some step was executed or dry-run */
     int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
+    /* halted only because its alert looked stale on medic's clock: that
+     * step (from 1; 0: not so), decided again if the clock is set right */
+    int stale_step;
     char halted_by[320];
     int held; /* step next_step was held by a guard that clears by itself: decided again then */
     /* a disruptive step was held or suppressed and on-call not yet told

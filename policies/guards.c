@@ -112,7 +112,7 @@ int policy__check_guards(const struct policy_context *ctx, struct policy_state *
         medic_duration_format(now - newest, a, sizeof(a));
         medic_duration_format(s->max_alert_age, b, sizeof(b));
         snprintf(reason, size,
-                 "the alert started %s ago, older than max_alert_age %s: stale alerts never "
+                 "the alert started %s ago, " POLICY_STALE_REASON " %s: stale alerts never "
                  "disrupt",
                  a, b);
         return 0;

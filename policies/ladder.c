@@ -264,6 +264,7 @@ void policy__decide_step(const struct policy_context *ctx, struct policy_state *
                                     index + 1, in->limit_watts);
         } else if (d->disruptive && !in->halted) {
             in->halted = 1;
+            in->stale_step = strstr(reason, POLICY_STALE_REASON) ? index + 1 : 0;
             snprintf(in->halted_by, sizeof(in->halted_by), "step %d (%s) was suppressed: %.250s",
                      index + 1, medic_action_name(kind), reason);
         }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What medic records as its own drains against what Slurm shows: a drain
- * someone else undid or replaced is not medic's any more (policy_engine.h,
- * policy_reconcile_drains). */
+/* What medic records, set right against the world: its own drains against
+ * what Slurm shows (a drain someone else undid or replaced is not medic's
+ * any more: policy_reconcile_drains), and the ladders a stale alert
+ * stopped once medic's clock is set right (policy_clock_set_right). */
 #include "engine_internal.h"
 
 #include <stdio.h>
@@ -118,4 +119,22 @@ int policy_reconcile_drains(const struct policy_context *ctx, struct policy_stat
         let_go(ctx, st, n, why, now, out);
     }
     return out->failed;
+}
+
+void policy_clock_set_right(struct policy_state *st, int64_t step, int64_t now,
+                            struct policy_decisions *out)
+{
+    for (size_t i = 0; i < st->incident_count; i++) {
+        struct incident *in = st->incidents[i];
+        if (in->final || !in->halted || !in->stale_step)
+            continue;
+        in->halted = 0;
+        in->halted_by[0] = '\0';
+        in->next_step = (size_t)(in->stale_step - 1);
+        in->stale_step = 0;
+        policy__incident_change(in, in->state, -1, now, out,
+                                "medic's clock was set right (a step of %+.0fs): step %zu, "
+                                "suppressed as stale on the wrong clock, is decided again",
+                                (double)step / 1e9, in->next_step + 1);
+    }
 }

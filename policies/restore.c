@@ -150,6 +150,9 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     copy_field(l, e, "policy", in->policy, sizeof(in->policy));
     copy_field(l, e, "alertname", in->alertname, sizeof(in->alertname));
     copy_field(l, e, "halted_by", in->halted_by, sizeof(in->halted_by));
+    const cJSON *stale = cJSON_GetObjectItemCaseSensitive(e, "stale_step");
+    if (cJSON_IsNumber(stale) && stale->valuedouble >= 0 && stale->valuedouble <= POLICY_MAX_STEPS)
+        in->stale_step = (int)stale->valuedouble;
     copy_field(l, e, "closing_cause", in->closing_cause, sizeof(in->closing_cause));
     /* newer medics' fields: absent from rows an older one wrote */
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(e, "drained_as");

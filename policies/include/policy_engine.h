@@ -222,6 +222,13 @@ void policy_seen_again(const struct policy_context *ctx, struct policy_state *st
 int policy_tick(const struct policy_context *ctx, struct policy_state *st, int64_t now,
                 struct policy_decisions *out);
 
+/* medic's clock was set right (a step of the wall clock the engine
+ * followed, by `step`): the ladders a stale alert stopped, stale only on
+ * the wrong clock perhaps, are decided again from the step it suppressed
+ * (by every guard: one still stale is suppressed again). */
+void policy_clock_set_right(struct policy_state *st, int64_t step, int64_t now,
+                            struct policy_decisions *out);
+
 /* Reconciles medic's record of the drains it holds with how Slurm showed
  * the nodes (ctx->slurm_node) in a read that began at seen_at (the
  * engine's clock): a drain medic confirmed before then that Slurm shows

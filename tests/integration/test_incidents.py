@@ -595,6 +595,30 @@ def test_clock_set_right_after_start(suite):
     assert all("DRAIN" not in cluster.node(n)[0] for n in ("gpu-node-14", "gpu-node-15"))
 
 
+def test_clock_fast_at_start_decides_again(suite):
+    """medic starts on a wall clock 3 h fast: a fresh alert looks 3 h old
+    and its drain is suppressed as stale. Once time sync sets the clock
+    right (nothing disrupted), the ladder the wrong clock stopped is decided
+    again, and the node is drained."""
+    cluster, bmcs, oncall = lab(suite, "gpu-node-16")
+    clock = SteppedClock(suite.subdir("fast-clock"))
+    clock.set(3 * 3600)
+    medic = start_medic(suite, "fast-clock", cluster.conf, bmcs, oncall,
+                        safety="max_alert_age: 1h,", xid_steps="      - { action: drain }\n",
+                        env=clock.env())
+    assert medic.post("/webhook", payload("gpu-node-16", time.time()), headers=AUTH)[0] == 200
+    stale = wait_until("the drain suppressed as stale", lambda: [
+        d for d in medic.audit("decisions", "--node", "gpu-node-16")
+        if d["action"] == "drain" and "older than max_alert_age" in d["reason"]], timeout=30)
+    assert stale and outcomes(medic, "drain") == []
+    clock.set(0)
+    drained = wait_until("the drain decided again and run", lambda: [
+        o for o in outcomes(medic, "drain") if o["result"] == "succeeded"], timeout=30)
+    assert len(drained) == 1 and "DRAIN" in cluster.node("gpu-node-16")[0]
+    changes = [c["cause"] for c in medic.audit("changes", "--node", "gpu-node-16")]
+    assert any("is decided again" in c for c in changes), changes
+
+
 def test_wall_clock_steps_undo_nothing(suite):
     """The wall clock steps a day forward, then an hour back (the stand-in
     tests/clock_shift; the monotonic clock stays real), while a node is
@@ -670,6 +694,7 @@ def test_wall_clock_steps_undo_nothing(suite):
 
 if __name__ == "__main__":
     Suite(__doc__).run([test_group_cap_holds_a_second_node_of_a_rack, test_clock_set_right_after_start,
+                        test_clock_fast_at_start_decides_again,
                         test_drains_reconciled_with_slurm,
                         test_slurm_maintenance_reservation_holds_a_drain,
                         test_slurm_maintenance_unknown_holds,

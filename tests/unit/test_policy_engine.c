@@ -2614,6 +2614,41 @@ static void test_future_starts_at(void **state)
     world_release(&w);
 }
 
+/* A clock 3 h fast takes a fresh alert for a stale one; once medic's
+ * clock is set right, the ladder it stopped is decided again (a truly
+ * stale alert stays suppressed). */
+static void test_clock_set_right_decides_again(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, base_policies, "safety: { max_alert_age: 1h }\n", 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-12", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-13", "0", "79", T0 - 5 * 60 * MIN, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0 + 3 * 60 * MIN);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 3 * 60 * MIN);
+    for (size_t i = 0; i < w.out.count; i++)
+        assert_false(w.out.items[i].verdict == VERDICT_EXECUTE && w.out.items[i].has_action &&
+                     w.out.items[i].action.kind == MEDIC_ACTION_DRAIN);
+    size_t before = w.out.count;
+    policy_clock_set_right(w.state, -3 * 60 * MIN, T0 + MIN, &w.out);
+    check_rows(&w);
+    assert_non_null(strstr(w.out.changes[w.out.change_count - 1].cause,
+                           "suppressed as stale on the wrong clock, is decided again"));
+    tick(&w, T0 + MIN);
+    int drained12 = 0, drained13 = 0;
+    for (size_t i = before; i < w.out.count; i++) {
+        const struct policy_decision *d = &w.out.items[i];
+        int drain =
+            d->verdict == VERDICT_EXECUTE && d->has_action && d->action.kind == MEDIC_ACTION_DRAIN;
+        drained12 |= drain && strcmp(d->node, "gpu-node-12") == 0;
+        drained13 |= drain && strcmp(d->node, "gpu-node-13") == 0;
+    }
+    assert_true(drained12);  /* a minute old on the right clock */
+    assert_false(drained13); /* five hours old: stale still */
+    world_release(&w);
+}
+
 /* Invariant 7: stale alerts never disrupt. */
 static void test_invariant_stale(void **state)
 {
@@ -3665,6 +3700,7 @@ int main(void)
         cmocka_unit_test(test_strictest_power_limit),
         cmocka_unit_test(test_invariant_stale),
         cmocka_unit_test(test_future_starts_at),
+        cmocka_unit_test(test_clock_set_right_decides_again),
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
