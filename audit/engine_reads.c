@@ -514,3 +514,51 @@ int audit_release_result(struct audit_reader *reader, int64_t id, struct audit_a
         " ON d.id = r.result_decision_id WHERE r.id = ?1",
         id, approval_result_row, out, err);
 }
+
+struct fate {
+    char *out;
+    size_t size;
+    int found;
+};
+
+static int fate_row(struct db_stmt *st, void *ctx)
+{
+    struct fate *f = ctx;
+    const char *verdict = db_column_text(st, 0), *answer = db_column_text(st, 1);
+    const char *by = db_column_text(st, 2), *ended = db_column_text(st, 3);
+    f->found = 1;
+    if (verdict && strcmp(verdict, "pending") != 0)
+        snprintf(f->out, f->size, "it was never a step waiting for approval (its verdict is %s)",
+                 verdict);
+    else if (answer)
+        snprintf(f->out, f->size, "it was answered already: %s by %s",
+                 strcmp(answer, "approve") == 0 ? "approved" : "denied", by ? by : "?");
+    else if (ended)
+        snprintf(f->out, f->size, "%.480s", ended);
+    else
+        snprintf(f->out, f->size, "it waits no more (its incident ended, or a restart lost it)");
+    return 0;
+}
+
+int audit_pending_fate(struct audit_reader *reader, int64_t decision_id, char *out, size_t size,
+                       struct medic_error *err)
+{
+    struct fate f = {out, size, 0};
+    out[0] = '\0';
+    int rc = query_rows_to(
+        reader,
+        "SELECT d.verdict,"
+        " (SELECT a.answer FROM approvals a WHERE a.decision_id = d.id"
+        "  AND a.evaluated_at IS NOT NULL AND a.result NOT LIKE 'refused%' ORDER BY a.id LIMIT 1),"
+        " (SELECT a.by_name FROM approvals a WHERE a.decision_id = d.id"
+        "  AND a.evaluated_at IS NOT NULL AND a.result NOT LIKE 'refused%' ORDER BY a.id LIMIT 1),"
+        " (SELECT e.reason FROM decisions e WHERE e.id > d.id AND e.node = d.node"
+        "  AND e.policy = d.policy AND e.verdict = 'suppressed'"
+        "  AND (e.reason LIKE 'step % withdrawn%' OR e.reason LIKE 'step % expired%')"
+        "  ORDER BY e.id LIMIT 1)"
+        " FROM decisions d WHERE d.id = ?1",
+        decision_id, fate_row, &f, err);
+    if (rc == 0 && !f.found)
+        snprintf(out, size, "no decision has that id");
+    return rc;
+}

@@ -41,7 +41,7 @@ static const char usage_approve[] =
     "  --undo             with deny: medic undoes what the incident holds now\n"
     "  --wait             with approve: wait for the action's outcome\n"
     "  --wait-limit D     how long --wait waits (default 15m)\n"
-    "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
+    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
     "  --token-file FILE  the bearer token to send (an approver's, or the admin\n"
     "                     one); default $MEDIC_TOKEN_FILE\n"
     "\n"
@@ -51,6 +51,13 @@ static const char usage_approve[] =
     "by itself (it runs then, without asking again). With --wait: 0 the action\n"
     "succeeded, 1 it failed, was refused, timed out or was interrupted, 4 it had\n"
     "no outcome within --wait-limit.\n";
+
+/* The daemon: $MEDIC_URL, else medic serve's default listen address. */
+static const char *default_url(void)
+{
+    const char *url = getenv("MEDIC_URL");
+    return url && url[0] ? url : "http://127.0.0.1:9799";
+}
 
 static size_t collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -268,7 +275,7 @@ static int post_body(const char *command, const char *url, const char *path, int
 
 static int answer(const char *command, int approve, int argc, char **argv)
 {
-    const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    const char *reason = NULL, *url = default_url(), *token_file = NULL;
     int undo = 0, wait = 0;
     int64_t wait_limit = (int64_t)15 * 60 * MEDIC_NS_PER_SEC;
     const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
@@ -333,7 +340,7 @@ static const char usage_pause[] =
     "\n"
     "  --reason TEXT      why (required to pause; at most 500 bytes)\n"
     "  --until TIME       when the pause ends by itself\n"
-    "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
+    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
     "  --token-file FILE  the bearer token to send\n"
     "\n"
     "Exit status: 0 taken; 1 refused (unpausing what is not paused, wrong\n"
@@ -341,7 +348,7 @@ static const char usage_pause[] =
 
 static int pause_fleet(const char *command, int pause, int argc, char **argv)
 {
-    const char *reason = NULL, *until = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    const char *reason = NULL, *until = NULL, *url = default_url(), *token_file = NULL;
     const struct cli_option options[] = {
         CLI_OPT_STRING("reason", &reason), CLI_OPT_STRING("until", &until),
         CLI_OPT_STRING("url", &url), CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
@@ -417,7 +424,7 @@ static const char usage_node[] =
     "(default $MEDIC_TOKEN_FILE): an approver's, or the admin one.\n"
     "\n"
     "  --reason TEXT      what was repaired (required; at most 500 bytes)\n"
-    "  --url URL          the daemon (default http://127.0.0.1:9799)\n"
+    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
     "  --token-file FILE  the bearer token to send\n"
     "\n"
     "Exit status: 0 released; 1 refused (the node is not quarantined, wrong\n"
@@ -426,7 +433,7 @@ static const char usage_node[] =
 int medic_cmd_node(int argc, char **argv)
 {
     const char *command = "medic node release";
-    const char *reason = NULL, *url = "http://127.0.0.1:9799", *token_file = NULL;
+    const char *reason = NULL, *url = default_url(), *token_file = NULL;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(usage_node, stdout);
         return 0;

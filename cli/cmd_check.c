@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: medic check config FILE...\n"
+    "usage: medic check config [--strict] FILE...\n"
     "       medic check config --reference\n"
     "       medic check policy FILE...\n"
     "       medic check live FILE [--nodes A,B,...] [--sample N] (see --help there)\n"
@@ -21,7 +21,8 @@ static const char usage[] =
     "Errors are printed as FILE:LINE:COL: message. A configuration is also held\n"
     "to the rules `medic serve` runs by (live mode needs webhook authentication and,\n"
     "with disruptive policies, safety.storm.notifier); what would be refused once\n"
-    "live is printed as a warning.\n"
+    "live is printed as a warning; with --strict (for CI), a warning fails the\n"
+    "file too.\n"
     "\n"
     "`medic check live` goes further: it reaches each node's BMC, agent and\n"
     "Slurm node, and asks Slurm whether medic may update nodes.\n"
@@ -30,7 +31,8 @@ static const char usage[] =
     "meaning, from the table medic reads configurations with (the table in\n"
     "docs/configuration.md).\n"
     "\n"
-    "Exit status: 0 when every file is valid, 1 when one is not, 2 on bad usage.\n";
+    "Exit status: 0 when every file is valid, 1 when one is not (or, with\n"
+    "--strict, has a warning), 2 on bad usage.\n";
 
 static int check_policies(int count, char **files)
 {
@@ -66,10 +68,11 @@ static int check_policies(int count, char **files)
 
 int medic_cmd_check(int argc, char **argv)
 {
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(usage, stdout);
-        return 0;
-    }
+    for (int i = 1; i < argc && !(i == 1 && strcmp(argv[1], "live") == 0); i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
     if (argc >= 2 && strcmp(argv[1], "live") == 0)
         return medic_cmd_check_live(argc - 1, argv + 1);
     if (argc >= 3 && strcmp(argv[1], "policy") == 0)
@@ -89,8 +92,16 @@ int medic_cmd_check(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
-    int status = 0;
-    for (int i = 2; i < argc; i++) {
+    int status = 0, strict = 0, first = 2;
+    if (strcmp(argv[2], "--strict") == 0) {
+        strict = 1;
+        first = 3;
+        if (argc == 3) {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    for (int i = first; i < argc; i++) {
         struct medic_config config;
         struct medic_error err = {0};
         if (medic_config_load(argv[i], &config, &err)) {
@@ -119,6 +130,11 @@ int medic_cmd_check(int argc, char **argv)
                     strncmp(warnings.items[w], argv[i], strlen(argv[i])) ? argv[i] : "",
                     strncmp(warnings.items[w], argv[i], strlen(argv[i])) ? ": " : "",
                     warnings.items[w]);
+        if (strict && warnings.count) {
+            fprintf(stderr, "%s: %zu warning(s), and --strict makes them fail\n", argv[i],
+                    warnings.count);
+            status = 1;
+        }
         medic_config_release(&config);
     }
     return status;

@@ -289,10 +289,15 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
     if (engine_with_state(e, find_pending, &p, &err))
         return error_answer(out, 503, err.msg);
     if (!p.incident) {
-        snprintf(why, sizeof(why),
-                 "decision %lld is not a step waiting for approval: it was never pending, was "
-                 "answered already, withdrawn (its alerts resolved) or expired",
-                 id);
+        char fate[500] = "";
+        struct audit_reader *reader = NULL;
+        if (audit_reader_open(e->audit_path, &reader, &err) == 0)
+            audit_pending_fate(reader, id, fate, sizeof(fate), &err);
+        audit_reader_free(reader);
+        snprintf(why, sizeof(why), "decision %lld is not a step waiting for approval: %s", id,
+                 fate[0] ? fate
+                         : "it was never pending, was answered already, withdrawn (its alerts "
+                           "resolved) or expired");
         return error_answer(out, 409, why);
     }
     struct audit_approval_in in = {medic_time_now(),      id,          approve,    who,

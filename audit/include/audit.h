@@ -142,6 +142,11 @@ struct audit_approval_result {
 };
 int audit_approval_result(struct audit_reader *reader, int64_t id,
                           struct audit_approval_result *out, struct medic_error *err);
+/* Why decision_id is not a step waiting for approval, as a person reads
+ * it: never pending, answered already (by whom), withdrawn or expired
+ * (the decision that says so), or no such decision. */
+int audit_pending_fate(struct audit_reader *reader, int64_t decision_id, char *out, size_t size,
+                       struct medic_error *err);
 /* Calls fn for every pause request no engine took yet, oldest first. */
 struct audit_pending_pause {
     int64_t id, created_at, until;

@@ -185,6 +185,7 @@ def test_approve_deny_restart(suite):
     assert answer(drain_id, {"decision": "deny"}, ADMIN)[0] == 400
     status, got = answer(drain_id + 1000, {"decision": "approve"}, ADMIN)
     assert status == 409 and "not a step waiting" in got["error"], got
+    assert "no decision has that id" in got["error"], got
     assert answer(drain_id, {"approve": False}, ADMIN)[0] == 400  # the contract's body, no reason
     for odd in ("+1", "%201", "99999999999999999999", f"0{drain_id}", f"{drain_id}%20"):
         status, _, raw = medic.post(f"/api/v1/approvals/{odd}", json.dumps({"approve": True}),
@@ -226,6 +227,7 @@ def test_approve_deny_restart(suite):
     assert status == 400 and b"applies to decisions and actions" in raw, raw
     again = cli("approve", drain_id, files["alice"])
     assert again.returncode == 1 and "not a step waiting" in again.stderr, again.stderr
+    assert "it was answered already: approved by alice" in again.stderr, again.stderr
     assert len(decisions("drain", "execute")) == 1
     # the power cycle waits for a person too, and still after a restart
     cycle = wait_until("the power cycle pending", lambda: decisions("ipmi_power_cycle",
@@ -546,8 +548,10 @@ def test_pause(suite):
     assert medic.post("/webhook", payload("gpu-node-02", started), headers=bearer(WEBHOOK))[0] == 200
     wait_until("node-02 drained", lambda: "DRAIN" in cluster.node("gpu-node-02")[0], timeout=30)
     assert paused() == 0
-    out = subprocess.run([suite.medic, "pause", "--reason", "rack 12 maintenance", "--url",
-                          medic.url, "--token-file", files["admin"]],
+    # the daemon's address and the token from the environment, as on-call sets them once
+    out = subprocess.run([suite.medic, "pause", "--reason", "rack 12 maintenance"],
+                         env=dict(os.environ, MEDIC_URL=medic.url,
+                                  MEDIC_TOKEN_FILE=files["admin"]),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "paused by admin (rack 12 maintenance)" in out.stdout, \
         out.stdout + out.stderr

@@ -101,6 +101,27 @@ tests:
     assert out.returncode != 0 and "start: an RFC 3339 time" in out.stderr, out
 
 
+def test_check_config_strict(suite):
+    """`medic check config` prints what is valid but risky as a warning and
+    passes; with --strict (for CI) the same warning fails the file, and a
+    file without warnings still passes."""
+    risky = os.path.join(suite.workdir, "risky.yaml")
+    with open(risky, "w") as f:
+        f.write(CONFIG.replace("    cooldown: 1h\n", ""))
+    calm = os.path.join(suite.workdir, "calm.yaml")
+    with open(calm, "w") as f:
+        f.write(CONFIG)
+    out = subprocess.run([suite.medic, "check", "config", risky], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "warning:" in out.stderr and "cooldown" in out.stderr, out
+    out = subprocess.run([suite.medic, "check", "config", "--strict", risky],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "--strict makes them fail" in out.stderr, out
+    out = subprocess.run([suite.medic, "check", "config", "--strict", calm], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "warning" not in out.stderr, out
+
+
 def test_cluster_example(suite):
     """examples/cluster-1000, the complete configuration of a 1,000-node
     Slurm cluster, with its secrets written as credentials.example.yaml
@@ -140,4 +161,5 @@ def test_cluster_example(suite):
 
 
 if __name__ == "__main__":
-    Suite(__doc__).run([test_mode_and_start_beside_config, test_cluster_example])
+    Suite(__doc__).run([test_mode_and_start_beside_config, test_check_config_strict,
+                        test_cluster_example])
