@@ -58,6 +58,9 @@ static const char usage[] =
     "  --db PATH|URL     the audit database (default ./medic.db), or a\n"
     "                    postgresql://USER:PASSWORD@HOST:PORT/DB one\n"
     "  --format F        table (default), json (one JSON array) or csv\n"
+    "  --columns A,B     only these columns, in this order (all: every one; a\n"
+    "                    decisions table shows id, created_at, node, policy,\n"
+    "                    step, action, verdict and reason unless told)\n"
     "  --force-takeover REASON  (lease) let the next replica take an expired lease\n"
     "                    although its configuration differs from the last holder's\n"
     "\n"
@@ -209,7 +212,7 @@ static int parse_id(const char *arg, void *value)
 
 int medic_cmd_audit(int argc, char **argv)
 {
-    const char *from = NULL, *to = NULL, *force = NULL;
+    const char *from = NULL, *to = NULL, *force = NULL, *columns = NULL;
     struct audit_filter filter;
     audit_filter_init(&filter);
     const char *db = "./medic.db";
@@ -234,6 +237,7 @@ int medic_cmd_audit(int argc, char **argv)
         CLI_OPT_STRING("from", &from),
         CLI_OPT_STRING("to", &to),
         CLI_OPT_STRING("force-takeover", &force),
+        CLI_OPT_STRING("columns", &columns),
         CLI_OPT_END,
     };
     int rest, parsed = cli_parse("audit", usage, argc, argv, 1, options, &rest);
@@ -291,6 +295,17 @@ int medic_cmd_audit(int argc, char **argv)
         return err.code == MEDIC_E_INVALID ? 2 : 1;
     }
     audit_reader_free(reader);
+    /* a table fits a terminal: the decisions' columns a person reads
+     * first, unless --columns says otherwise ("all": every one) */
+    if (!columns && format == MEDIC_FORMAT_TABLE && kind == AUDIT_DECISIONS && !timeline)
+        columns = "id,created_at,node,policy,step,action,verdict,reason";
+    char why[600];
+    if (columns && strcmp(columns, "all") != 0 &&
+        medic_table_select(&table, columns, why, sizeof(why))) {
+        fprintf(stderr, "medic audit: --columns: %s\n", why);
+        medic_table_release(&table);
+        return 2;
+    }
     struct medic_buf out;
     medic_buf_init(&out, (size_t)1 << 30);
     int rc = medic_table_render(&table, (enum medic_table_format)format, &out);

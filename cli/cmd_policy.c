@@ -246,6 +246,23 @@ static int parse_expects(struct yaml_fields *f, const struct yaml_tree_node *lis
     return rc;
 }
 
+/* `ignore: [notify, ...]`: action kinds whose decisions the test need not
+ * expect (they still match an expectation that names them). */
+static int parse_ignore(struct yaml_fields *f, const struct yaml_tree_node *list, unsigned *ignore)
+{
+    if (!list)
+        return 0;
+    int rc = yaml_fields_sequence(f, list, "ignore");
+    for (size_t i = 0; rc == 0 && i < list->count; i++) {
+        const struct yaml_tree_node *item = list->items[i];
+        int kind = item->kind == YAML_TREE_SCALAR ? medic_action_parse_kind(item->value) : -1;
+        if (kind < 0)
+            return yaml_fields_fail(f, item, "ignore: a list of action names (notify, drain, ...)");
+        *ignore |= 1u << kind;
+    }
+    return rc;
+}
+
 static int expect_matches(const struct test_expect *x, const struct policy_decision *d)
 {
     const char *action = d->has_action ? medic_action_name(d->action.kind) : NULL;
@@ -357,7 +374,7 @@ static void settle(const struct policy_context *ctx, struct policy_state *st,
 /* Runs one test; returns 1 when it passes. */
 static int run_test(const struct medic_config *config, const char *name,
                     const struct test_event *events, size_t event_count,
-                    struct test_expect *expects, size_t expect_count)
+                    struct test_expect *expects, size_t expect_count, unsigned ignore)
 {
     /* in dry-run no action runs, so none has an outcome to give */
     for (size_t i = 0; !medic_mode_acts(config->mode) && i < event_count; i++)
@@ -430,8 +447,13 @@ static int run_test(const struct medic_config *config, const char *name,
                 used[d] = expects[x].met = 1;
         ok &= expects[x].met;
     }
+    /* a decision of a kind the test ignores need not be expected */
     for (size_t d = 0; used && d < out.count; d++)
-        if (!used[d] && out.items[d].verdict != VERDICT_NO_MATCH)
+        if (!used[d] && (out.items[d].verdict == VERDICT_NO_MATCH ||
+                         (out.items[d].has_action && (ignore >> out.items[d].action.kind) & 1)))
+            used[d] = 2;
+    for (size_t d = 0; used && d < out.count; d++)
+        if (!used[d])
             ok = 0;
     if (!used)
         ok = 0;
@@ -444,9 +466,9 @@ static int run_test(const struct medic_config *config, const char *name,
             if (!expects[x].met)
                 print_expect('-', &expects[x]);
         for (size_t d = 0; d < out.count; d++)
-            if (used[d])
+            if (used[d] == 1)
                 print_decision(' ', &out.items[d]);
-            else if (out.items[d].verdict != VERDICT_NO_MATCH)
+            else if (!used[d])
                 print_decision('+', &out.items[d]);
     }
     free(used);
@@ -470,7 +492,7 @@ static int parse_mode(struct yaml_fields *f, const struct yaml_tree_node *v, enu
 static int run_file(const char *path, int *passed, int *failed)
 {
     static const char *const extra[] = {"config", "tests", "start", NULL};
-    static const char *const test_keys[] = {"name", "alerts", "expect", NULL};
+    static const char *const test_keys[] = {"name", "alerts", "expect", "ignore", NULL};
     struct yaml_tree tree;
     struct medic_error err = {0};
     struct medic_config config;
@@ -546,8 +568,11 @@ static int run_file(const char *path, int *passed, int *failed)
             rc = parse_events(&f, alerts, events, &event_count);
         if (rc == 0)
             rc = parse_expects(&f, expect, expects, &expect_count);
+        unsigned ignore = 0;
+        if (rc == 0)
+            rc = parse_ignore(&f, yaml_tree_get(t, "ignore"), &ignore);
         if (rc == 0) {
-            if (run_test(&config, name, events, event_count, expects, expect_count))
+            if (run_test(&config, name, events, event_count, expects, expect_count, ignore))
                 (*passed)++;
             else
                 (*failed)++;

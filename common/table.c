@@ -2,6 +2,7 @@
 #include "table.h"
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,55 @@ int medic_table_add_row(struct medic_table *t, const char *const *values)
         }
     }
     t->nrows++;
+    return 0;
+}
+
+int medic_table_select(struct medic_table *t, const char *columns, char *why, size_t size)
+{
+    size_t pick[64], n = 0;
+    const char *p = columns;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        size_t k = 0;
+        while (k < t->ncols && (strlen(t->names[k]) != len || strncmp(t->names[k], p, len) != 0))
+            k++;
+        if (k == t->ncols) {
+            int at = snprintf(why, size, "no column '%.*s'; the columns are ", (int)len, p);
+            for (size_t i = 0; i < t->ncols && at >= 0 && (size_t)at < size; i++)
+                at += snprintf(why + at, size - (size_t)at, "%s%s", i ? "," : "", t->names[i]);
+            return MEDIC_E_INVALID;
+        }
+        int twice = 0;
+        for (size_t i = 0; i < n; i++)
+            twice |= pick[i] == k;
+        if (!twice && n < sizeof(pick) / sizeof(pick[0]))
+            pick[n++] = k;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0) {
+        snprintf(why, size, "name at least one column");
+        return MEDIC_E_INVALID;
+    }
+    const char *names[64];
+    enum medic_column_type types[64];
+    for (size_t i = 0; i < n; i++) {
+        names[i] = t->names[pick[i]];
+        types[i] = t->types[pick[i]];
+    }
+    struct medic_table out;
+    if (medic_table_init(&out, n, names, types))
+        return MEDIC_E_NOMEM;
+    const char *row[64];
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t i = 0; i < n; i++)
+            row[i] = t->cells[r * t->ncols + pick[i]];
+        if (medic_table_add_row(&out, row)) {
+            medic_table_release(&out);
+            return MEDIC_E_NOMEM;
+        }
+    }
+    medic_table_release(t);
+    *t = out;
     return 0;
 }
 

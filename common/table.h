@@ -34,5 +34,9 @@ void medic_table_release(struct medic_table *t);
 int medic_table_add_row(struct medic_table *t, const char *const *values);
 int medic_table_render(const struct medic_table *t, enum medic_table_format format,
                        struct medic_buf *out);
+/* Keeps only the columns named in columns ("a,b,c", in that order; the
+ * same name twice is kept once). 0; MEDIC_E_INVALID naming the columns
+ * there are when one is not; MEDIC_E_NOMEM (t is unchanged then). */
+int medic_table_select(struct medic_table *t, const char *columns, char *why, size_t size);
 
 #endif

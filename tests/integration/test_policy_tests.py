@@ -93,6 +93,26 @@ tests:
       - {{ t: 31m, action: notify, verdict: execute, reason: "held steps notice" }}
 """)
     assert out.returncode == 0, out.stdout + out.stderr
+    # ignore: [notify]: the on-call notices need not be expected; without
+    # it the same test fails on them, and a name that is no action is refused
+    test = f"""\
+config: medic.yaml
+mode: live
+tests:
+  - name: only the drain matters here
+    ignore: [notify]
+    alerts:
+      - {{ t: 0s, status: firing, {XID} }}
+      - {{ t: 1m, outcome: failed, node: gpu-node-01, action: drain }}
+    expect:
+      - {{ t: 0s, node: gpu-node-01, action: drain, verdict: execute }}
+"""
+    out = run(suite, "ignore.test.yaml", test)
+    assert out.returncode == 0 and "PASS only the drain matters here" in out.stdout, out
+    out = run(suite, "strict.test.yaml", test.replace("    ignore: [notify]\n", ""))
+    assert out.returncode == 1 and "+ t=1m" in out.stdout and " notify " in out.stdout, out
+    out = run(suite, "bad-ignore.test.yaml", test.replace("[notify]", "[notice]"))
+    assert out.returncode != 0 and "ignore: a list of action names" in out.stderr, out
     # anything else beside config is refused, with what may stand there
     out = run(suite, "bad.test.yaml", "config: medic.yaml\nlog_level: debug\ntests: []\n")
     assert out.returncode != 0

@@ -241,6 +241,17 @@ static void test_table_formats(void **state)
     medic_buf_reset(&b);
     medic_table_render(&t, MEDIC_FORMAT_TABLE, &b);
     assert_non_null(strstr(b.data, "ID  REASON\n1   Xid 79"));
+    /* the columns asked for, in their order; an unknown one named */
+    char why[200];
+    assert_int_equal(medic_table_select(&t, "nope", why, sizeof(why)), MEDIC_E_INVALID);
+    assert_string_equal(why, "no column 'nope'; the columns are id,reason");
+    assert_int_equal(medic_table_select(&t, "reason,id,reason", why, sizeof(why)), 0);
+    medic_buf_reset(&b);
+    medic_table_render(&t, MEDIC_FORMAT_CSV, &b);
+    assert_string_equal(b.data, "reason,id\r\n\"Xid 79, \"\"fell off\"\"\",1\r\n,2\r\n");
+    assert_int_equal(medic_table_select(&t, "id", why, sizeof(why)), 0);
+    assert_int_equal(t.ncols, 1);
+    assert_int_equal(t.nrows, 2);
     medic_buf_release(&b);
     medic_table_release(&t);
 }
