@@ -173,6 +173,7 @@ static void end_pending(const struct policy *pol, struct incident *in, int64_t n
         policy__offered_action(&pol->steps[in->pending_step], in, d))
         out->failed = MEDIC_E_NOMEM;
     snprintf(d->reason, sizeof(d->reason), "%s", why);
+    policy__remember_step(in, d->action.kind, "not run", why);
     if (!in->halted) {
         in->halted = 1;
         snprintf(in->halted_by, sizeof(in->halted_by), "step %zu was not approved",

@@ -86,6 +86,9 @@ struct incident {
     char closing_cause[200];
     int acted;  /* some step was executed or dry-run */
     int halted; /* a disruptive step was suppressed or failed: later ones are not taken */
+    /* what came of its latest step other than a notification, for a
+     * notify step's {{ $previous }} */
+    char previous[240];
     /* halted only because its alert looked stale on medic's clock: that
      * step (from 1; 0: not so), decided again if the clock is set right */
     int stale_step;
@@ -496,6 +499,8 @@ void policy__await_approval(const struct policy_context *ctx, const struct polic
 void policy__undo_holds(const struct policy_context *ctx, struct policy_state *st,
                         struct incident *in, int64_t now, struct policy_decisions *out);
 int policy__verify_evidence(const struct incident *in, struct medic_action *verify);
+void policy__remember_step(struct incident *in, enum medic_action_kind kind, const char *what,
+                           const char *reason);
 void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
                          struct policy_decisions *out);
 struct policy_decision *policy__incident_decision(struct policy_decisions *out,

@@ -212,10 +212,47 @@ static int worth_telling(const char *reason)
     return 0;
 }
 
+static void decide_step(const struct policy_context *ctx, struct policy_state *st,
+                        const struct policy *pol, struct incident *in,
+                        const struct policy_step *step, int index, int on_resolved, int64_t now,
+                        struct policy_decisions *out);
+
+/* What came of a step, in words, for the next notify step's
+ * {{ $previous }}. */
+void policy__remember_step(struct incident *in, enum medic_action_kind kind, const char *what,
+                           const char *reason)
+{
+    if (kind == MEDIC_ACTION_NOTIFY)
+        return;
+    snprintf(in->previous, sizeof(in->previous), "%s %s%s%.180s", medic_action_name(kind), what,
+             reason && *reason ? ": " : "", reason ? reason : "");
+    policy__touch_incident(in);
+}
+
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
                          struct policy_decisions *out)
+{
+    size_t at = out->count;
+    decide_step(ctx, st, pol, in, step, index, on_resolved, now, out);
+    if (at >= out->count || out->items[at].incident != in->id || !out->items[at].has_action)
+        return;
+    const struct policy_decision *d = &out->items[at];
+    const char *what = d->verdict == VERDICT_EXECUTE        ? "decided"
+                       : d->verdict == VERDICT_PENDING      ? "waits for a person's approval"
+                       : d->verdict == VERDICT_DRY_RUN      ? "decided in dry-run"
+                       : strncmp(d->reason, "held", 4) == 0 ? "held"
+                                                            : "not taken";
+    policy__remember_step(
+        in, d->action.kind, what,
+        d->verdict == VERDICT_EXECUTE || d->verdict == VERDICT_PENDING ? NULL : d->reason);
+}
+
+static void decide_step(const struct policy_context *ctx, struct policy_state *st,
+                        const struct policy *pol, struct incident *in,
+                        const struct policy_step *step, int index, int on_resolved, int64_t now,
+                        struct policy_decisions *out)
 {
     struct policy_decision *d = policy__incident_decision(out, in, now);
     policy__touch_incident(in);
@@ -658,6 +695,7 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     char cause[1400];
     snprintf(cause, sizeof(cause), "%s %s%s%s", medic_action_name(kind),
              medic_outcome_name(outcome), detail && *detail ? ": " : "", detail ? detail : "");
+    policy__remember_step(in, kind, medic_outcome_name(outcome), detail);
     const struct policy *pol = policy__incident_policy(ctx, in);
     if (held_before_start(ctx, st, pol, in, kind, outcome, detail, now, out))
         return;

@@ -87,6 +87,8 @@ static void save_incident(struct medic_buf *b, const struct incident *in, struct
                      policy_incident_state_name(in->closing_as));
     json_decision(b, "awaiting_decision", in->awaiting_decision, refs);
     json_text(b, "halted_by", in->halted_by);
+    if (in->previous[0])
+        json_text(b, "previous", in->previous);
     if (in->stale_step)
         medic_buf_printf(b, ",\"stale_step\":%d", in->stale_step);
     json_text(b, "drained_as", in->drained_as);

@@ -150,6 +150,8 @@ static int load_incident(struct loader *l, struct policy_state *st, const cJSON 
     copy_field(l, e, "policy", in->policy, sizeof(in->policy));
     copy_field(l, e, "alertname", in->alertname, sizeof(in->alertname));
     copy_field(l, e, "halted_by", in->halted_by, sizeof(in->halted_by));
+    if (cJSON_GetObjectItemCaseSensitive(e, "previous"))
+        copy_field(l, e, "previous", in->previous, sizeof(in->previous));
     const cJSON *stale = cJSON_GetObjectItemCaseSensitive(e, "stale_step");
     if (cJSON_IsNumber(stale) && stale->valuedouble >= 0 && stale->valuedouble <= POLICY_MAX_STEPS)
         in->stale_step = (int)stale->valuedouble;

@@ -44,7 +44,7 @@ int policy__build_action(const struct policy_step *step, const struct incident *
         return 0;
     struct medic_labels labels = {in->labels.items, in->labels.count};
     struct medic_labels annotations = {in->annotations.items, in->annotations.count};
-    struct template_vars vars = {&labels, &annotations, in->risk, in->node};
+    struct template_vars vars = {&labels, &annotations, in->risk, in->node, in->previous};
     struct medic_buf text;
     medic_buf_init(&text, POLICY_TEMPLATE_MAX_OUTPUT + 1);
     if (step->has_text)

@@ -49,6 +49,8 @@ static int parse_expression(struct policy_template *t, size_t *cap, const char *
         return add_part(t, cap, TPL_RISK, NULL, 0);
     if (len == 5 && strncmp(expr, "$node", 5) == 0)
         return add_part(t, cap, TPL_NODE, NULL, 0);
+    if (len == 9 && strncmp(expr, "$previous", 9) == 0)
+        return add_part(t, cap, TPL_PREVIOUS, NULL, 0);
     if (len > 8 && strncmp(expr, "$labels.", 8) == 0 && valid_name(expr + 8, len - 8))
         return add_part(t, cap, TPL_LABEL, expr + 8, len - 8);
     if (len > 13 && strncmp(expr, "$annotations.", 13) == 0 && valid_name(expr + 13, len - 13))
@@ -83,7 +85,8 @@ int policy_template_parse(const char *text, struct policy_template *out, int *co
                 *col = (int)i + 1;
                 medic_error_set(err, MEDIC_E_INVALID,
                                 "template: '{{%.*s}}' is not one of {{ $labels.NAME }}, "
-                                "{{ $annotations.NAME }}, {{ $risk }}, {{ $node }}",
+                                "{{ $annotations.NAME }}, {{ $risk }}, {{ $node }}, "
+                                "{{ $previous }}",
                                 (int)(elen > 80 ? 80 : elen), text + i + 2);
                 break;
             }
@@ -139,6 +142,9 @@ int policy_template_render(const struct policy_template *t, const struct templat
             break;
         case TPL_NODE:
             v = vars->node;
+            break;
+        case TPL_PREVIOUS:
+            v = vars->previous && vars->previous[0] ? vars->previous : "no step before";
             break;
         }
         if (!v)

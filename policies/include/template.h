@@ -2,6 +2,7 @@
 /* Templates for reasons and messages: plain text with a small, safe set of
  * expressions, checked when the policy loads:
  *   {{ $labels.NAME }}  {{ $annotations.NAME }}  {{ $risk }}  {{ $node }}
+ *   {{ $previous }}: what came of the incident's step before this one
  * A missing label renders as the empty string; the risk renders with two
  * decimals, or "unknown". Output is text: it is never given to a shell. */
 #ifndef MEDIC_POLICIES_TEMPLATE_H
@@ -14,7 +15,7 @@
 
 #include <stddef.h>
 
-enum template_part_kind { TPL_TEXT, TPL_LABEL, TPL_ANNOTATION, TPL_RISK, TPL_NODE };
+enum template_part_kind { TPL_TEXT, TPL_LABEL, TPL_ANNOTATION, TPL_RISK, TPL_NODE, TPL_PREVIOUS };
 
 struct template_part {
     enum template_part_kind kind;
@@ -43,6 +44,9 @@ struct template_vars {
     const struct medic_labels *annotations;
     double risk;
     const char *node;
+    /* what came of the incident's step before (`drain succeeded: ...`,
+     * `drain denied by bob: ...`); NULL: "no step before" */
+    const char *previous;
 };
 
 /* Appends the rendering to out, at most POLICY_TEMPLATE_MAX_OUTPUT + 1

@@ -91,7 +91,7 @@ static void render(const char *tpl, const char *want)
     struct medic_label li[] = {{"gpu", "3"}, {"xid", "79"}};
     struct medic_label ai[] = {{"summary", "fell off the bus"}};
     struct medic_labels labels = {li, 2}, annotations = {ai, 1};
-    struct template_vars vars = {&labels, &annotations, 0.934, "gpu-node-07"};
+    struct template_vars vars = {&labels, &annotations, 0.934, "gpu-node-07", NULL};
     struct medic_buf b;
     medic_buf_init(&b, 0);
     assert_int_equal(policy_template_render(&t, &vars, &b), 0);

@@ -2649,6 +2649,50 @@ static void test_clock_set_right_decides_again(void **state)
     world_release(&w);
 }
 
+/* A notify step's {{ $previous }} says what came of the step before it:
+ * a denial, or the outcome of what ran; never "drained" after a denied
+ * drain. */
+static void test_notify_says_what_came_before(void **state)
+{
+    (void)state;
+    static const char policies[] = "policies:\n"
+                                   "  - name: xid\n"
+                                   "    match: '{alertname=\"GPUXidError\"}'\n"
+                                   "    steps:\n"
+                                   "      - { action: drain, approval: required }\n"
+                                   "      - { after: 1m, action: notify, notifier: oncall, "
+                                   "message: 'then: {{ $previous }}' }\n";
+    struct world w;
+    world_init(&w, policies, "safety: { max_disrupted_fraction: 1 }\n", 40, 1);
+    struct test_alert a, b;
+    make_alert(&a, "GPUXidError", "gpu-node-01", "0", "79", T0, 0.9);
+    make_alert(&b, "GPUXidError", "gpu-node-02", "0", "79", T0, 0.9);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    evaluate(&w, &b, MEDIC_STATUS_FIRING, T0);
+    size_t made;
+    assert_int_equal(answer(&w, "gpu-node-01", 0, "bob", T0 + 10 * MEDIC_NS_PER_SEC, &made), 0);
+    assert_int_equal(answer(&w, "gpu-node-02", 1, "alice", T0 + 10 * MEDIC_NS_PER_SEC, &made), 0);
+    outcome_with(&w, "gpu-node-02", MEDIC_OUTCOME_SUCCEEDED, "drained: State=IDLE+DRAIN",
+                 T0 + 11 * MEDIC_NS_PER_SEC);
+    tick(&w, T0 + MIN);
+    const char *said01 = NULL, *said02 = NULL;
+    for (size_t i = 0; i < w.out.count; i++) {
+        const struct policy_decision *d = &w.out.items[i];
+        if (d->has_action && d->action.kind == MEDIC_ACTION_NOTIFY && d->action.u.notify.message &&
+            strncmp(d->action.u.notify.message, "then: ", 6) == 0) {
+            if (strcmp(d->node, "gpu-node-01") == 0)
+                said01 = d->action.u.notify.message;
+            else
+                said02 = d->action.u.notify.message;
+        }
+    }
+    assert_non_null(said01);
+    assert_non_null(said02);
+    assert_non_null(strstr(said01, "then: drain not run: step 1 denied by bob"));
+    assert_non_null(strstr(said02, "then: drain succeeded: drained: State=IDLE+DRAIN"));
+    world_release(&w);
+}
+
 /* Invariant 7: stale alerts never disrupt. */
 static void test_invariant_stale(void **state)
 {
@@ -3701,6 +3745,7 @@ int main(void)
         cmocka_unit_test(test_invariant_stale),
         cmocka_unit_test(test_future_starts_at),
         cmocka_unit_test(test_clock_set_right_decides_again),
+        cmocka_unit_test(test_notify_says_what_came_before),
         cmocka_unit_test(test_resume_waits_for_the_last_alert),
         cmocka_unit_test(test_lost_resolve_expires),
         cmocka_unit_test(test_reload_closes_orphans),
