@@ -21,6 +21,7 @@ void slurm_node_list_release(struct slurm_node_list *l)
         free(l->items[i].partitions);
         free(l->items[i].state);
         free(l->items[i].reason);
+        free(l->items[i].features);
     }
     free(l->items);
     memset(l, 0, sizeof(*l));
@@ -113,9 +114,23 @@ int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,
             *c = (char)toupper((unsigned char)*c);
         x->maint = strstr(joined, "MAINT") != NULL;
         const cJSON *reason = cJSON_GetObjectItemCaseSensitive(n, "reason");
+        const cJSON *features = cJSON_GetObjectItemCaseSensitive(n, "features"), *feature;
+        char list_features[1024] = "";
+        if (cJSON_IsString(features))
+            snprintf(list_features, sizeof(list_features), "%s", features->valuestring);
+        const cJSON *feature_list = cJSON_IsArray(features) ? features : NULL;
+        cJSON_ArrayForEach(feature, feature_list)
+        {
+            if (cJSON_IsString(feature) &&
+                strlen(list_features) + strlen(feature->valuestring) + 2 < sizeof(list_features))
+                snprintf(list_features + strlen(list_features),
+                         sizeof(list_features) - strlen(list_features), "%s%s",
+                         list_features[0] ? "," : "", feature->valuestring);
+        }
         x->state = strdup(joined);
         x->reason = strdup(cJSON_IsString(reason) ? reason->valuestring : "");
-        if (!x->name || !x->partitions || !x->state || !x->reason)
+        x->features = strdup(list_features);
+        if (!x->name || !x->partitions || !x->state || !x->reason || !x->features)
             rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     cJSON_Delete(root);
@@ -163,8 +178,9 @@ int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     for (const char *line = text; *line;) {
         size_t len = strcspn(line, "\n");
-        char name[256], gres[512], parts[1024], state[256], reason[1100];
+        char name[256], gres[512], parts[1024], state[256], reason[1100], features[1024];
         slurm_field(line, len, "NodeName", name, sizeof(name));
+        slurm_field(line, len, "AvailableFeatures", features, sizeof(features));
         slurm_field(line, len, "Reason", reason, sizeof(reason));
         slurm_field(line, len, "State", state, sizeof(state));
         slurm_field(line, len, "Gres", gres, sizeof(gres));
@@ -177,7 +193,8 @@ int slurm_nodes_parse_text(const char *text, struct slurm_node_list *out, struct
             x->maint = strstr(state, "MAINT") != NULL; /* IDLE+MAINT, MIXED+MAINT+DRAIN, ... */
             x->state = strdup(state);
             x->reason = strdup(reason);
-            if (!x->name || !x->partitions || !x->state || !x->reason) {
+            x->features = strdup(strcmp(features, "(null)") ? features : "");
+            if (!x->name || !x->partitions || !x->state || !x->reason || !x->features) {
                 slurm_node_list_release(out);
                 return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
             }
@@ -208,6 +225,67 @@ int slurm_nodes_read(const struct slurm_options *o, struct slurm_node_list *out,
         rc = slurm_nodes_parse_text(text, out, err);
     else
         rc = slurm_nodes_parse(text, strlen(text), out, err);
+    free(text);
+    return rc;
+}
+
+void slurm_switch_list_release(struct slurm_switch_list *l)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].name);
+        free(l->items[i].nodes);
+    }
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+int slurm_topology_parse(const char *text, struct slurm_switch_list *out, struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    size_t lines = 1;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    if (lines > NODES_MAX + 1)
+        return medic_error_set(err, MEDIC_E_LIMIT, "more than %d switches", NODES_MAX);
+    out->items = calloc(lines, sizeof(*out->items));
+    if (!out->items)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    for (const char *line = text; *line;) {
+        size_t len = strcspn(line, "\n");
+        char name[256], level[16], nodes[4096];
+        slurm_field(line, len, "SwitchName", name, sizeof(name));
+        slurm_field(line, len, "Level", level, sizeof(level));
+        slurm_field(line, len, "Nodes", nodes, sizeof(nodes));
+        if (name[0] && nodes[0]) {
+            struct slurm_switch *x = &out->items[out->count++];
+            x->name = strdup(name);
+            x->level = atoi(level);
+            x->nodes = strdup(nodes);
+            if (!x->name || !x->nodes) {
+                slurm_switch_list_release(out);
+                return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+            }
+        }
+        line += len + (line[len] == '\n');
+    }
+    return 0;
+}
+
+int slurm_topology_read(const struct slurm_options *o, struct slurm_switch_list *out,
+                        struct medic_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    size_t size = (size_t)16 << 20;
+    char *text = malloc(size);
+    if (!text)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    static const char *const args[] = {"show", "topology", NULL};
+    int status = slurm_scontrol(o, args, text, size), rc = 0;
+    if (status != 0)
+        rc = medic_error_set(err, MEDIC_E_IO, "%s show topology: %s%.300s", o->scontrol,
+                             status == -2 ? "timed out; " : "", text);
+    else
+        rc = slurm_topology_parse(text, out, err);
     free(text);
     return rc;
 }

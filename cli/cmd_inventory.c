@@ -5,6 +5,7 @@
 #include "agent.h"
 #include "commands.h"
 #include "config.h"
+#include "hostlist.h"
 #include "options.h"
 #include "slurm.h"
 #include "timeutil.h"
@@ -24,9 +25,11 @@ static const char usage[] =
     "\n"
     "import writes an inventory (docs/configuration.md) from Slurm's list of\n"
     "nodes (`scontrol show nodes --json`, or --from a file holding it): nodes of\n"
-    "one partition set and GPU count, named alike, become one entry named by a\n"
-    "Slurm hostlist (gpu-[0001-1200]), with their GPUs from Gres, their\n"
-    "partitions as the label partition (for safety.group_caps), the Slurm node\n"
+    "one partition set, GPU count and labels, named alike, become one entry\n"
+    "named by a Slurm hostlist (gpu-[0001-1200]), with their GPUs from Gres,\n"
+    "and as labels (for safety.group_caps) their partitions (partition), their\n"
+    "leaf switch in Slurm's topology (switch; `scontrol show topology`) and each\n"
+    "feature written key=value (rack=r01: rack), the Slurm node\n"
     "as {{ node }}, and, with --bmc and --agent, templates such as\n"
     "'{{ node }}-bmc:623' and 'http://{{ node }}:" MEDIC_AGENT_PORT "' for the BMC and agent.\n"
     "The file is commented; review it, then point inventory.file at it.\n"
@@ -69,7 +72,59 @@ struct named {
     char prefix[128];
     long number;
     int width;
+    char labels[600]; /* its labels as YAML flow pairs: partition, switch, features */
 };
+
+/* A feature's key=value as a label: key a label name, value plain. */
+static void feature_label(const char *feature, size_t len, char *out, size_t size)
+{
+    const char *eq = memchr(feature, '=', len);
+    size_t klen = eq ? (size_t)(eq - feature) : 0;
+    out[0] = '\0';
+    if (!eq || klen == 0 || klen > 63 || len - klen - 1 == 0 || len - klen - 1 > 63)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        char c = feature[i];
+        int word =
+            c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!(word || (i > klen && (c == '-' || c == '.'))) && i != klen)
+            return;
+    }
+    if (feature[0] >= '0' && feature[0] <= '9')
+        return;
+    snprintf(out, size, "%.*s: '%.*s'", (int)klen, feature, (int)(len - klen - 1), eq + 1);
+}
+
+/* x's labels: its partitions, its leaf switch in Slurm's topology, and
+ * each feature written key=value (rack=r01: rack). */
+static void make_labels(struct named *x, const struct slurm_switch_list *sw,
+                        struct medic_hostlist **leaves)
+{
+    const struct slurm_node_info *n = x->node;
+    size_t at = 0;
+    x->labels[0] = '\0';
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (at < sizeof(x->labels))                                                                \
+            at += (size_t)snprintf(x->labels + at, sizeof(x->labels) - at, __VA_ARGS__);           \
+    } while (0)
+    if (n->partitions[0])
+        ADD("partition: '%.63s'", n->partitions);
+    for (size_t i = 0; sw && i < sw->count; i++)
+        if (leaves[i] && medic_hostlist_match(leaves[i], n->name)) {
+            ADD("%sswitch: '%.63s'", at ? ", " : "", sw->items[i].name);
+            break;
+        }
+    for (const char *f = n->features ? n->features : ""; *f;) {
+        size_t len = strcspn(f, ",");
+        char label[160];
+        feature_label(f, len, label, sizeof(label));
+        if (label[0] && !strstr(x->labels, label))
+            ADD("%s%s", at ? ", " : "", label);
+        f += len + (f[len] == ',');
+    }
+#undef ADD
+}
 
 static void split(struct named *x)
 {
@@ -82,10 +137,23 @@ static void split(struct named *x)
     x->width = x->number >= 0 ? (int)(len - d) : 0;
 }
 
+static int read_topology(const struct source *src, struct slurm_switch_list *out,
+                         struct medic_error *err)
+{
+    struct slurm_options o;
+    slurm_options_default(&o);
+    o.timeout_ms = 60000;
+    if (src->slurm_conf)
+        o.slurm_conf = src->slurm_conf;
+    if (src->scontrol)
+        o.scontrol = src->scontrol;
+    return slurm_topology_read(&o, out, err);
+}
+
 static int compare(const void *a, const void *b)
 {
     const struct named *x = a, *y = b;
-    int c = strcmp(x->node->partitions, y->node->partitions);
+    int c = strcmp(x->labels, y->labels);
     if (!c)
         c = x->node->gpus - y->node->gpus;
     if (!c)
@@ -99,8 +167,7 @@ static int compare(const void *a, const void *b)
 
 static int same_entry(const struct named *a, const struct named *b)
 {
-    return a->number >= 0 && b->number >= 0 &&
-           strcmp(a->node->partitions, b->node->partitions) == 0 &&
+    return a->number >= 0 && b->number >= 0 && strcmp(a->labels, b->labels) == 0 &&
            a->node->gpus == b->node->gpus && strcmp(a->prefix, b->prefix) == 0 &&
            a->width == b->width;
 }
@@ -136,8 +203,8 @@ static void write_entry(FILE *out, const struct named *v, size_t n, const struct
     fprintf(out, "  - name: '%s'\n    slurm: { node: '{{ node }}' }\n", name);
     if (x->gpus)
         fprintf(out, "    gpus: %d\n", x->gpus);
-    if (x->partitions[0])
-        fprintf(out, "    labels: { partition: '%.63s' }\n", x->partitions);
+    if (v[0].labels[0])
+        fprintf(out, "    labels: { %s }\n", v[0].labels);
     if (t->bmc)
         fprintf(out, "    bmc: { address: '%s', credentials: %s }\n", t->bmc,
                 t->bmc_credentials ? t->bmc_credentials : "bmc");
@@ -187,10 +254,35 @@ static int import(const struct source *src, const struct templates *t, const cha
                 v ? "cannot write the file (--out)" : "out of memory");
         rc = 1;
     } else {
+        /* Slurm's topology (topology/tree): each node's leaf switch */
+        struct slurm_switch_list sw = {0};
+        struct medic_hostlist **leaves = NULL;
+        if (!src->from && read_topology(src, &sw, &err))
+            fprintf(stderr, "medic inventory import: warning: no switch labels (%s)\n", err.msg);
+        leaves = calloc(sw.count + 1, sizeof(*leaves));
+        for (size_t i = 0; leaves && i < sw.count; i++) {
+            char why[200];
+            if (sw.items[i].level == 0 &&
+                medic_hostlist_parse(sw.items[i].nodes, &leaves[i], why, sizeof(why)))
+                leaves[i] = NULL;
+        }
+        size_t no_gpus = 0;
         for (size_t i = 0; i < l.count; i++) {
             v[i].node = &l.items[i];
             split(&v[i]);
+            make_labels(&v[i], &sw, leaves);
+            no_gpus += l.items[i].gpus == 0;
         }
+        for (size_t i = 0; leaves && i < sw.count; i++)
+            medic_hostlist_free(leaves[i]);
+        free(leaves);
+        slurm_switch_list_release(&sw);
+        if (no_gpus)
+            fprintf(stderr,
+                    "medic inventory import: warning: %zu of %zu node(s) show no GPU in their "
+                    "Gres: their entries say no gpus (a verify cannot count their GPUs); fix "
+                    "Gres in slurm.conf, or add gpus: N to them\n",
+                    no_gpus, l.count);
         qsort(v, l.count, sizeof(*v), compare);
         char now[40];
         medic_time_format(medic_time_now(), now, sizeof(now));

@@ -38,11 +38,29 @@ struct slurm_node_info {
     int maint;        /* its state says MAINT: a maintenance reservation holds it now */
     char *state;      /* "IDLE+DRAIN", "MIXED", ... (the JSON's state and flags joined by +) */
     char *reason;     /* its Reason ("" when none), with Slurm's [user@time] stamp */
+    char *features;   /* its available features, comma-separated ("" when none) */
 };
 struct slurm_node_list {
     struct slurm_node_info *items;
     size_t count;
 };
+/* A switch of Slurm's topology (`scontrol show topology`, topology/tree). */
+struct slurm_switch {
+    char *name;
+    int level;   /* 0: a leaf, its nodes attached to it */
+    char *nodes; /* a Slurm hostlist */
+};
+struct slurm_switch_list {
+    struct slurm_switch *items;
+    size_t count;
+};
+/* Parses `scontrol show topology` output (NUL-terminated; at most 100,000
+ * switches). No switches (no topology plugin): an empty list. */
+int slurm_topology_parse(const char *text, struct slurm_switch_list *out, struct medic_error *err);
+int slurm_topology_read(const struct slurm_options *o, struct slurm_switch_list *out,
+                        struct medic_error *err);
+void slurm_switch_list_release(struct slurm_switch_list *l);
+
 /* Parses `scontrol show nodes --json` output (at most 256 MiB, 100,000
  * nodes). */
 int slurm_nodes_parse(const char *json, size_t len, struct slurm_node_list *out,

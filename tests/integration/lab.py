@@ -565,7 +565,9 @@ class SlurmCluster:
     munge key and socket, slurm.conf, state and logs. Clients use
     SLURM_CONF=self.conf."""
 
-    def __init__(self, workdir, nodes, name="slurm"):
+    def __init__(self, workdir, nodes, name="slurm", features=None, topology=None):
+        """features: {node: "rack=r01,h100"}; topology: topology.conf's text
+        (topology/tree), or None for no topology."""
         for b in ("munged", "slurmctld", "slurmd", "scontrol"):
             require_binary(b)
         self.dir = os.path.join(workdir, name)
@@ -598,8 +600,13 @@ class SlurmCluster:
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "ReturnToService=2",
             "SlurmctldTimeout=30", "SlurmdTimeout=30", "InactiveLimit=0", "KillWait=5"]
         for n in self.nodes:
-            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr={HOST} "
+            feature = f"Feature={(features or {})[n]} " if n in (features or {}) else ""
+            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr={HOST} {feature}"
                          f"Port={free_port()} CPUs=1 RealMemory=100 State=UNKNOWN")
+        if topology:
+            lines.append("TopologyPlugin=topology/tree")
+            with open(os.path.join(self.dir, "etc", "topology.conf"), "w") as f:
+                f.write(topology)
         lines.append(f"PartitionName=gpu Nodes={','.join(self.nodes)} Default=YES "
                      "MaxTime=INFINITE State=UP")
         with open(self.conf, "w") as f:

@@ -189,11 +189,18 @@ def test_redrain_by_a_person_and_reasons_that_look_like_fields(suite):
 
 def test_inventory_import_and_check(suite):
     """medic inventory import --slurm writes an inventory from what real
-    slurmctld lists (its nodes in one hostlist entry, their partition as a
-    label), which medic loads; medic inventory check names an inventory node
-    Slurm does not know, and exits 1."""
+    slurmctld lists: like nodes in one hostlist entry, their partition, leaf
+    switch (topology/tree) and key=value features (rack) as labels, and a
+    warning that no node shows a GPU in its Gres; medic loads it, and
+    group caps can use the labels; medic inventory check names an inventory
+    node Slurm does not know, and exits 1."""
     nodes = ["gpu-node-50", "gpu-node-51", "gpu-node-52"]
-    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-import")
+    cluster = SlurmCluster(suite.workdir, nodes, name="slurm-import",
+                           features={"gpu-node-50": "rack=r01,h100", "gpu-node-51": "rack=r01",
+                                     "gpu-node-52": "rack=r02"},
+                           topology="SwitchName=leaf1 Nodes=gpu-node-[50-51]\n"
+                                    "SwitchName=leaf2 Nodes=gpu-node-52\n"
+                                    "SwitchName=spine Switches=leaf[1-2]\n")
     suite.on_exit(cluster.stop)
     cluster.start()
     work = suite.subdir("import")
@@ -202,14 +209,20 @@ def test_inventory_import_and_check(suite):
                           cluster.conf, "--bmc", "{{ node }}-bmc:623", "--out", inv],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 node(s) in 1 entries written" in out.stderr, out.stderr
+    assert "3 node(s) in 2 entries written" in out.stderr, out.stderr
+    assert "warning: 3 of 3 node(s) show no GPU in their Gres" in out.stderr, out.stderr
     with open(inv) as f:
         text = f.read()
-    assert "  - name: 'gpu-node-[50-52]'\n    slurm: { node: '{{ node }}' }\n" in text, text
-    assert "labels: { partition: 'gpu' }" in text and "'{{ node }}-bmc:623'" in text, text
+    assert "  - name: 'gpu-node-[50-51]'\n    slurm: { node: '{{ node }}' }\n" in text, text
+    assert "labels: { partition: 'gpu', switch: 'leaf1', rack: 'r01' }" in text, text
+    assert "  - name: 'gpu-node-52'\n" in text, text
+    assert "labels: { partition: 'gpu', switch: 'leaf2', rack: 'r02' }" in text, text
+    assert "'{{ node }}-bmc:623'" in text and text.endswith("\n"), text
     config = os.path.join(work, "medic.yaml")
     with open(config, "w") as f:
-        f.write(f"inventory: {{ file: {inv} }}\n")
+        f.write(f"inventory: {{ file: {inv} }}\n"
+                "safety: { group_caps: [ { label: rack, max_disrupted: 1 },"
+                " { label: switch, max_disrupted: 1 } ] }\n")
     ok = subprocess.run([suite.medic, "check", "config", config], capture_output=True, text=True,
                         timeout=60)
     assert ok.returncode == 0 and "3 inventory nodes" in ok.stdout, ok.stdout + ok.stderr
