@@ -104,12 +104,47 @@ static void test_state_and_reason(void **state)
     slurm_node_list_release(&l);
 }
 
+/* Slurm's topology, one switch a line; a node's features in both forms. */
+static void test_topology_and_features(void **state)
+{
+    (void)state;
+    static const char text[] = "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu-[01-02]\n"
+                               "SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu-[01-03] "
+                               "Switches=leaf[1-2]\n";
+    struct slurm_switch_list sw;
+    struct medic_error err = {0};
+    assert_int_equal(slurm_topology_parse(text, &sw, &err), 0);
+    assert_int_equal(sw.count, 2);
+    assert_string_equal(sw.items[0].name, "leaf1");
+    assert_int_equal(sw.items[0].level, 0);
+    assert_string_equal(sw.items[0].nodes, "gpu-[01-02]");
+    assert_int_equal(sw.items[1].level, 1);
+    slurm_switch_list_release(&sw);
+    assert_int_equal(slurm_topology_parse("", &sw, &err), 0);
+    assert_int_equal(sw.count, 0);
+    slurm_switch_list_release(&sw);
+    struct slurm_node_list l;
+    static const char json[] = "{\"nodes\":[{\"name\":\"a\",\"features\":[\"rack=r01\","
+                               "\"h100\"]},{\"name\":\"b\",\"features\":\"rack=r02\"}]}";
+    assert_int_equal(slurm_nodes_parse(json, strlen(json), &l, &err), 0);
+    assert_string_equal(l.items[0].features, "rack=r01,h100");
+    assert_string_equal(l.items[1].features, "rack=r02");
+    slurm_node_list_release(&l);
+    static const char line[] = "NodeName=n1 AvailableFeatures=rack=r01 ActiveFeatures=rack=r01 "
+                               "State=IDLE\nNodeName=n2 AvailableFeatures=(null) State=IDLE\n";
+    assert_int_equal(slurm_nodes_parse_text(line, &l, &err), 0);
+    assert_string_equal(l.items[0].features, "rack=r01");
+    assert_string_equal(l.items[1].features, "");
+    slurm_node_list_release(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gres),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_state_and_reason),
+        cmocka_unit_test(test_topology_and_features),
         cmocka_unit_test(test_time_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
