@@ -8,19 +8,11 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const receiver__handler_names[H_COUNT] = {"/webhook",
-                                                      "/metrics",
-                                                      "/-/healthy",
-                                                      "/-/ready",
-                                                      "/-/reload",
-                                                      "/api/v1/query",
-                                                      "/api/v1/dry-run",
-                                                      "/",
-                                                      "/api/v1/approvals",
-                                                      "/api/v1/pause",
-                                                      "/api/v1/nodes/release",
-                                                      "/ (forms)",
-                                                      "other"};
+const struct route_handler receiver__handlers[H_COUNT] = {
+#define HANDLER_ROW(h, name, methods, cred, body) [h] = {name, methods, cred, body},
+    RECEIVER_HANDLERS(HANDLER_ROW)
+#undef HANDLER_ROW
+};
 const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
@@ -62,58 +54,35 @@ enum handler receiver__route(const char *url, const char *method)
 
 const char *receiver__allowed_method(enum handler h)
 {
-    switch (h) {
-    case H_WEBHOOK:
-    case H_RELOAD:
-    case H_DRY_RUN:
-    case H_APPROVAL:
-    case H_RELEASE:
-        return "POST";
-    case H_PAUSE:
-        return "POST, DELETE";
-    case H_PAGE_FORM:
-        return "POST";
-    case H_HEALTHY:
-    case H_READY:
-        return "GET, HEAD";
-    default:
-        return "GET";
-    }
+    return receiver__handlers[h].methods;
 }
 
 int receiver__method_ok(enum handler h, const char *method)
 {
-    if (h == H_WEBHOOK || h == H_RELOAD || h == H_DRY_RUN || h == H_APPROVAL || h == H_RELEASE)
-        return strcmp(method, "POST") == 0;
-    if (h == H_PAUSE)
-        return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0;
-    if (h == H_PAGE_FORM)
-        return strcmp(method, "POST") == 0;
-    if (h == H_HEALTHY || h == H_READY)
-        return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    return strcmp(method, "GET") == 0;
+    /* the Allow list, each method named whole */
+    const char *allowed = receiver__handlers[h].methods;
+    size_t len = strlen(method);
+    for (const char *p = allowed; (p = strstr(p, method)) != NULL; p += len)
+        if ((p == allowed || p[-1] == ' ') && (p[len] == '\0' || p[len] == ','))
+            return 1;
+    return 0;
 }
 
 /* Which credentials guard a handler. */
 const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h)
 {
-    switch (h) {
-    case H_WEBHOOK:
+    switch (receiver__handlers[h].credential) {
+    case CRED_WEBHOOK:
         return &s->webhook_auth;
-    case H_API_QUERY:
-    case H_METRICS:
-    case H_DRY_RUN:
-    case H_PAGE:
+    case CRED_READ:
         return &s->read_auth;
-    case H_RELOAD:
-    case H_APPROVAL: /* and the approvers' tokens: see receiver__authenticate */
-    case H_PAUSE:
-    case H_RELEASE:
-    case H_PAGE_FORM:
+    case CRED_ADMIN:
+    case CRED_PERSON: /* and the approvers' tokens: see receiver__authenticate */
         return &s->admin_auth;
-    default:
-        return NULL;
+    case CRED_NONE:
+        break;
     }
+    return NULL;
 }
 
 int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *conn, enum handler h,
@@ -128,7 +97,7 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     /* a person's request (an answer, a pause, a release) always comes with
      * a credential that names a person: an approver's token, or an admin
      * credential of its own; never none, never the webhook's */
-    int people = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM;
+    int people = receiver__handlers[h].credential == CRED_PERSON;
     int admin_may = !people || srv->settings->s.admin_is_a_person;
     if (!people && (!auth || !receiver_auth_required(auth))) {
         medic_rwlock_unlock(&srv->settings_lock);
@@ -136,8 +105,8 @@ int receiver__authenticate(struct receiver_server *srv, struct MHD_Connection *c
     }
     /* the people who may act (the admin, the approvers) may read whatever
      * the read credential may: the page, the API, the metrics */
-    int reads = h == H_PAGE || h == H_API_QUERY || h == H_METRICS || h == H_DRY_RUN;
-    int acts = h == H_APPROVAL || h == H_PAUSE || h == H_RELEASE || h == H_PAGE_FORM || reads;
+    int reads = receiver__handlers[h].credential == CRED_READ;
+    int acts = people || reads;
     /* a browser asks its user only for basic auth: the page offers it
      * first where it is set, beside a bearer token */
     int page = h == H_PAGE || h == H_PAGE_FORM;
@@ -256,7 +225,7 @@ void receiver__render_metrics(struct receiver_server *srv, struct medic_buf *b)
             unsigned long long v = atomic_load(&srv->requests[h][c]);
             if (v || (h == H_WEBHOOK && receiver__tracked_codes[c] == 200))
                 medic_buf_printf(b, "medic_http_requests_total{handler=\"%s\",code=\"%u\"} %llu\n",
-                                 receiver__handler_names[h], receiver__tracked_codes[c], v);
+                                 receiver__handlers[h].name, receiver__tracked_codes[c], v);
         }
     medic_buf_printf(b,
                      "# HELP medic_notifications_total Notifications committed, by result.\n"

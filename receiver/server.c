@@ -401,17 +401,16 @@ static enum MHD_Result first_call(struct receiver_server *srv, struct MHD_Connec
             MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
     }
     req->deleting = strcmp(method, "DELETE") == 0;
-    if (req->handler != H_WEBHOOK && req->handler != H_DRY_RUN && req->handler != H_APPROVAL &&
-        (req->handler != H_PAUSE || req->deleting) && req->handler != H_PAGE_FORM &&
-        req->handler != H_RELEASE)
+    enum route_body body = receiver__handlers[req->handler].body;
+    if (body == BODY_NONE || req->deleting)
         return MHD_YES;
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-    if (req->handler == H_PAGE_FORM ? !receiver__is_form_content_type(ct)
-                                    : !receiver__is_json_content_type(ct)) {
+    if (body == BODY_FORM ? !receiver__is_form_content_type(ct)
+                          : !receiver__is_json_content_type(ct)) {
         char msg[160];
-        snprintf(
-            msg, sizeof(msg), "content type '%.64s' is not supported; send %s", ct ? ct : "(none)",
-            req->handler == H_PAGE_FORM ? "application/x-www-form-urlencoded" : "application/json");
+        snprintf(msg, sizeof(msg), "content type '%.64s' is not supported; send %s",
+                 ct ? ct : "(none)",
+                 body == BODY_FORM ? "application/x-www-form-urlencoded" : "application/json");
         return receiver__respond_error(srv, conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL,
                                        NULL);
     }
@@ -442,9 +441,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->started = medic_time_monotonic();
         medic_notification_init(&req->notification);
         medic_rwlock_rdlock(&srv->settings_lock);
-        /* an answer to a pending step is a reason of a few lines */
-        medic_buf_init(&req->body, req->handler == H_APPROVAL || req->handler == H_PAUSE ||
-                                           req->handler == H_PAGE_FORM || req->handler == H_RELEASE
+        /* a person's request or a form is a reason of a few lines */
+        medic_buf_init(&req->body, receiver__handlers[req->handler].body == BODY_JSON ||
+                                           receiver__handlers[req->handler].body == BODY_FORM
                                        ? 16384
                                        : srv->settings->s.limits.max_body_bytes);
         medic_rwlock_unlock(&srv->settings_lock);

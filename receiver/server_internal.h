@@ -13,23 +13,55 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-enum handler {
-    H_WEBHOOK,
-    H_METRICS,
-    H_HEALTHY,
-    H_READY,
-    H_RELOAD,
-    H_API_QUERY,
-    H_DRY_RUN,
-    H_PAGE,      /* GET / and /nodes/NAME */
-    H_APPROVAL,  /* POST /api/v1/approvals/ID */
-    H_PAUSE,     /* POST and DELETE /api/v1/pause */
-    H_RELEASE,   /* POST /api/v1/nodes/NODE/release */
-    H_PAGE_FORM, /* the page's forms: POST /approvals/ID, /pause, /unpause */
-    H_OTHER,
-    H_COUNT
+/* Who may call a handler (the credentials in receiver_settings). */
+enum route_credential {
+    CRED_NONE,    /* anyone */
+    CRED_WEBHOOK, /* webhook_auth */
+    CRED_READ,    /* read_auth, and whoever may act (the admin, the approvers) */
+    CRED_ADMIN,   /* admin_auth */
+    CRED_PERSON,  /* a credential that names a person: an approver, or the admin's own */
 };
-extern const char *const receiver__handler_names[H_COUNT];
+
+/* Its body: none, a webhook's (limits.max_body_bytes), a person's JSON or
+ * a form's (16 KiB: a reason of a few lines). */
+enum route_body { BODY_NONE, BODY_WEBHOOK, BODY_JSON, BODY_FORM };
+
+/* Every handler in one table: its name in /metrics, the methods it
+ * allows, who may call it and what body it takes. Which URL reaches it is
+ * receiver__route's (gate.c), in the order the paths must be tried. */
+#define RECEIVER_HANDLERS(X)                                                                       \
+    X(H_WEBHOOK, "/webhook", "POST", CRED_WEBHOOK, BODY_WEBHOOK)                                   \
+    X(H_METRICS, "/metrics", "GET", CRED_READ, BODY_NONE)                                          \
+    X(H_HEALTHY, "/-/healthy", "GET, HEAD", CRED_NONE, BODY_NONE)                                  \
+    X(H_READY, "/-/ready", "GET, HEAD", CRED_NONE, BODY_NONE)                                      \
+    X(H_RELOAD, "/-/reload", "POST", CRED_ADMIN, BODY_NONE)                                        \
+    X(H_API_QUERY, "/api/v1/query", "GET", CRED_READ, BODY_NONE)                                   \
+    X(H_DRY_RUN, "/api/v1/dry-run", "POST", CRED_READ, BODY_WEBHOOK)                               \
+    /* GET / and /nodes/NAME, and the pages to act from */                                         \
+    X(H_PAGE, "/", "GET", CRED_READ, BODY_NONE)                                                    \
+    /* POST /api/v1/approvals/ID */                                                                \
+    X(H_APPROVAL, "/api/v1/approvals", "POST", CRED_PERSON, BODY_JSON)                             \
+    /* POST and DELETE /api/v1/pause (DELETE: no body) */                                          \
+    X(H_PAUSE, "/api/v1/pause", "POST, DELETE", CRED_PERSON, BODY_JSON)                            \
+    /* POST /api/v1/nodes/NODE/release */                                                          \
+    X(H_RELEASE, "/api/v1/nodes/release", "POST", CRED_PERSON, BODY_JSON)                          \
+    /* the page's forms: POST /approvals/ID, /pause, /unpause, /release/NODE */                    \
+    X(H_PAGE_FORM, "/ (forms)", "POST", CRED_PERSON, BODY_FORM)                                    \
+    X(H_OTHER, "other", "GET", CRED_NONE, BODY_NONE)
+
+enum handler {
+#define HANDLER_ENUM(h, name, methods, cred, body) h,
+    RECEIVER_HANDLERS(HANDLER_ENUM)
+#undef HANDLER_ENUM
+        H_COUNT
+};
+struct route_handler {
+    const char *name;    /* in /metrics */
+    const char *methods; /* its Allow header */
+    enum route_credential credential;
+    enum route_body body;
+};
+extern const struct route_handler receiver__handlers[H_COUNT];
 /* The status codes /metrics counts per handler. */
 #define N_CODES 9
 extern const unsigned int receiver__tracked_codes[N_CODES];
