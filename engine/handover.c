@@ -74,7 +74,7 @@ void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome o
     if (!h->outcomes)
         h->outcomes = malloc(HANDOVER_OUTCOMES_LIMIT * sizeof(*h->outcomes));
     if (h->outcomes && h->outcome_count < HANDOVER_OUTCOMES_LIMIT) {
-        struct outcome *o = &h->outcomes[h->outcome_count++];
+        struct handover_outcome *o = &h->outcomes[h->outcome_count++];
         o->decision = decision;
         o->outcome = outcome;
         snprintf(o->detail, sizeof(o->detail), "%s", detail ? detail : "");

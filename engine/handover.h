@@ -34,7 +34,7 @@ struct committed {
 };
 
 /* A recorded outcome on its way to its incident. */
-struct outcome {
+struct handover_outcome {
     int64_t decision;
     enum medic_outcome outcome;
     char detail[1024];
@@ -49,7 +49,7 @@ struct handover {
     int backlog;
     int shared;        /* other replicas commit to the same log: it is always read */
     uint64_t left_out; /* not queued since the last read of the log began */
-    struct outcome *outcomes;
+    struct handover_outcome *outcomes;
     size_t outcome_count;
     int outcomes_from_log;
 };
@@ -58,7 +58,7 @@ struct handover {
 struct handed {
     struct committed *notifications; /* NULL: none, or read the log (from_log) */
     int from_log;
-    struct outcome *outcomes;
+    struct handover_outcome *outcomes;
     size_t outcome_count;
     int outcomes_from_log;
 };

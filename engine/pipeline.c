@@ -184,7 +184,7 @@ static void collect_awaited(void *arg, int64_t incident, int64_t decision)
 }
 
 /* Outcomes handed over in memory, for the incidents awaiting them. */
-static int apply_handed_outcomes(struct round *r, const struct outcome *list, size_t count)
+static int apply_handed_outcomes(struct round *r, const struct handover_outcome *list, size_t count)
 {
     if (count == 0) /* most rounds: no walk over the incidents */
         return 0;
