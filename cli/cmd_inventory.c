@@ -44,17 +44,23 @@ struct source {
     const char *slurm_conf, *scontrol, *from;
 };
 
+/* scontrol as the command line says, a minute at most. */
+static void source_options(const struct source *src, struct slurm_options *o)
+{
+    slurm_options_default(o);
+    o->timeout_ms = 60000;
+    if (src->slurm_conf)
+        o->slurm_conf = src->slurm_conf;
+    if (src->scontrol)
+        o->scontrol = src->scontrol;
+}
+
 static int read_nodes(const struct source *src, struct slurm_node_list *out,
                       struct medic_error *err)
 {
     if (!src->from) {
         struct slurm_options o;
-        slurm_options_default(&o);
-        o.timeout_ms = 60000;
-        if (src->slurm_conf)
-            o.slurm_conf = src->slurm_conf;
-        if (src->scontrol)
-            o.scontrol = src->scontrol;
+        source_options(src, &o);
         return slurm_nodes_read(&o, out, err);
     }
     char *text;
@@ -141,12 +147,7 @@ static int read_topology(const struct source *src, struct slurm_switch_list *out
                          struct medic_error *err)
 {
     struct slurm_options o;
-    slurm_options_default(&o);
-    o.timeout_ms = 60000;
-    if (src->slurm_conf)
-        o.slurm_conf = src->slurm_conf;
-    if (src->scontrol)
-        o.scontrol = src->scontrol;
+    source_options(src, &o);
     return slurm_topology_read(&o, out, err);
 }
 

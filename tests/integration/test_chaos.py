@@ -28,49 +28,16 @@ import subprocess
 import threading
 import time
 
-from lab import (HOST, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, Suite, request,
-                 wait_until, write_secret)
+from lab import IpmiBmc, RecordingReceiver, SlurmCluster, Suite, request, wait_until, write_secret
 from postgres_lab import PostgreSQL
+from test_approvals import payload
+from test_ha_replicas import AUTH, TOKEN, Replica  # its metrics read with this token
 
-TOKEN = "chaos-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-LEASE = 2.0
+LEASE = 2.0  # test_ha_replicas' Replica's
 NODES = [f"gpu-node-{i}" for i in range(61, 65)]
 CAP = 2  # max_disrupted_fraction 0.5 of four nodes
 SECONDS = float(os.environ.get("MEDIC_CHAOS_SECONDS", "90"))
 MARK = "(medic policy "
-
-
-def rfc3339(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
-
-
-def payload(node, starts_at, status):
-    return json.dumps({"version": "4", "groupKey": f"g-{node}", "status": status,
-                       "receiver": "medic", "alerts": [{
-                           "status": status,
-                           "labels": {"alertname": "GPUXidError", "instance": node, "gpu": "0",
-                                      "xid": "79"},
-                           "annotations": {}, "startsAt": rfc3339(starts_at),
-                           "endsAt": rfc3339(time.time()) if status == "resolved" else
-                           "0001-01-01T00:00:00Z"}]})
-
-
-class Replica(Medic):
-    def __init__(self, suite, url, name, text):
-        self.pg_url = url
-        super().__init__(suite.medic, suite.subdir(name), text, name=name)
-
-    def write_config(self, text):
-        with open(self.config_path, "w") as f:
-            f.write(f"listen: {HOST}:{self.port}\naudit: {{ url: '{self.pg_url}' }}\n"
-                    f"ha: {{ replica: {self.name}, lease: {LEASE:g}s }}\n" + text)
-
-    def leads(self):
-        try:
-            return self.metric(f'medic_ha_leader{{replica="{self.name}"}}', AUTH) == 1
-        except (AssertionError, OSError):
-            return False
 
 
 class Chaos:
