@@ -2,7 +2,9 @@
 /* libFuzzer target: an agent's health report (GET /v1/health), read by a
  * verify step, must never crash or leak medic, whatever the agent (or
  * something posing as it) answers; a report judged healthy names no
- * finding, and the judgement always says something. */
+ * finding, and the judgement always says something; the evidence of a
+ * repair (a boot, a GPU enumerated after it) is 1, 0 or -1 and says what
+ * it read. */
 #include "agent_client.h"
 
 #include <stddef.h>
@@ -27,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (r == 1 && (strstr(detail, "recommends") || strstr(detail, "fell off") ||
                        strstr(detail, "remapping failed")))
+            abort();
+    }
+    for (int gpu = -1; gpu < 2; gpu++) {
+        int seen = agent_health_after((const char *)data, size, gpu, INT64_C(1795335000000000000),
+                                      detail, sizeof(detail));
+        if (seen < -1 || seen > 1 || !detail[0] || strlen(detail) >= sizeof(detail))
             abort();
     }
     return 0;
