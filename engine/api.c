@@ -294,7 +294,7 @@ int engine_api_approve(void *ctx, const char *id_text, const char *body, size_t 
         if (audit_reader_open(e->audit_path, &reader, &err) == 0)
             audit_pending_fate(reader, id, fate, sizeof(fate), &err);
         audit_reader_free(reader);
-        snprintf(why, sizeof(why), "decision %lld is not a step waiting for approval: %s", id,
+        snprintf(why, sizeof(why), "decision %lld is not a step waiting for approval: %.400s", id,
                  fate[0] ? fate
                          : "it was never pending, was answered already, withdrawn (its alerts "
                            "resolved) or expired");
