@@ -49,6 +49,8 @@ static const char usage[] =
     "                    undoing, recovered, expired, closed, released\n"
     "  --incident ID     one incident (incidents, changes)\n"
     "  --decision ID     one decision (decisions), its action's rows (actions)\n"
+    "  --waiting         decisions: only the steps still waiting for a person\n"
+    "                    (pending, not answered, withdrawn or expired since)\n"
     "  --since T         from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative\n"
     "                    (90m, 2h, 7d: that long ago)\n"
     "  --until T         before T\n"
@@ -238,6 +240,7 @@ int medic_cmd_audit(int argc, char **argv)
         CLI_OPT_STRING("to", &to),
         CLI_OPT_STRING("force-takeover", &force),
         CLI_OPT_STRING("columns", &columns),
+        CLI_OPT_FLAG("waiting", &filter.waiting),
         CLI_OPT_END,
     };
     int rest, parsed = cli_parse("audit", usage, argc, argv, 1, options, &rest);

@@ -405,6 +405,7 @@ struct audit_filter {
     const char *state; /* an incident's state */
     int64_t incident;  /* 0: any */
     int64_t decision;  /* decisions: that one; actions: its intent and outcome; 0: any */
+    int waiting;       /* decisions: only steps still waiting for a person */
     int64_t since;     /* MEDIC_TIME_UNSET when open */
     int64_t until;
     long limit; /* 0: default 100 */

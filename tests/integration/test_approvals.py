@@ -43,8 +43,8 @@ import subprocess
 import threading
 import time
 
-from lab import (GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster, SteppedClock,
-                 Suite, free_port, wait_until, write_secret)
+from lab import (AUDIT_BACKEND, GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster,
+                 SteppedClock, Suite, free_port, wait_until, write_secret)
 
 WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
 
@@ -232,6 +232,10 @@ def test_approve_deny_restart(suite):
     # the power cycle waits for a person too, and still after a restart
     cycle = wait_until("the power cycle pending", lambda: decisions("ipmi_power_cycle",
                                                                     "pending"), timeout=30)
+    # what still waits for a person: the power cycle, not the approved drain
+    waiting = medic.audit("decisions", "--waiting")
+    assert [(d["id"], d["action"]) for d in waiting] == [(cycle[0]["id"], "ipmi_power_cycle")], \
+        waiting
     medic.stop()
     medic.start()
     status, got = answer(cycle[0]["id"], {"decision": "deny", "reason": "a job checkpoints"},
@@ -515,6 +519,11 @@ def test_pause_until_across_clock_steps(suite):
                                     headers=bearer(ADMIN))
         return status, json.loads(raw)
 
+    # the engine runs before the clock steps (on PostgreSQL it starts once
+    # the replica leads; a leader judges its clock by its engine's, which a
+    # step does not move, so it keeps leading)
+    wait_until("the engine's ticks", lambda: medic.metric(
+        "medic_engine_ticks_total", headers=bearer(ADMIN)) > 2, timeout=15)
     for step, until, lasts in ((-3 * 3600, "2s", 2), (3600, "3s", 3)):
         steps = medic.metric("medic_wall_clock_steps_total", headers=bearer(ADMIN))
         clock.set(step)
