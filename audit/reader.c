@@ -346,18 +346,16 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
         if (kind != AUDIT_DECISIONS) {
             medic_buf_release(&sql);
             return medic_error_set(err, MEDIC_E_INVALID, "%s applies to decisions",
-                                   filter->as_query ? "the query parameter waiting"
-                                                    : "--waiting");
+                                   filter->as_query ? "the query parameter waiting" : "--waiting");
         }
         /* pending, neither answered (a refusal is no answer) nor withdrawn
          * nor expired since */
-        medic_buf_puts(&sql,
-                       " AND d.verdict = 'pending' AND NOT EXISTS (SELECT 1 FROM approvals w"
-                       " WHERE w.decision_id = d.id AND w.evaluated_at IS NOT NULL"
-                       " AND w.result NOT LIKE 'refused%') AND NOT EXISTS (SELECT 1 FROM"
-                       " decisions w WHERE w.id > d.id AND w.node = d.node AND w.policy ="
-                       " d.policy AND w.verdict = 'suppressed' AND (w.reason LIKE 'step %"
-                       " withdrawn%' OR w.reason LIKE 'step % expired%'))");
+        medic_buf_puts(&sql, " AND d.verdict = 'pending' AND NOT EXISTS (SELECT 1 FROM approvals w"
+                             " WHERE w.decision_id = d.id AND w.evaluated_at IS NOT NULL"
+                             " AND w.result NOT LIKE 'refused%') AND NOT EXISTS (SELECT 1 FROM"
+                             " decisions w WHERE w.id > d.id AND w.node = d.node AND w.policy ="
+                             " d.policy AND w.verdict = 'suppressed' AND (w.reason LIKE 'step %"
+                             " withdrawn%' OR w.reason LIKE 'step % expired%'))");
     }
     if (filter->decision > 0) {
         if (kind != AUDIT_DECISIONS && kind != AUDIT_ACTIONS) {
