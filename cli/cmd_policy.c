@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "action.h"
 #include "commands.h"
-#include "policy_tests.h"
+#include "engine_policy_tests.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -196,13 +196,3 @@ int engine_answers_wait(struct engine_answers *a, const char *what, int64_t id,
     medic_mutex_unlock(&a->lock);
     return 0;
 }
-
-void engine_answers_wake(struct engine_answers *a)
-{
-    if (!a)
-        return;
-    medic_mutex_lock(&a->lock);
-    a->woken = 1;
-    pthread_cond_broadcast(&a->cond);
-    medic_mutex_unlock(&a->lock);
-}

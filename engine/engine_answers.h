@@ -34,7 +34,5 @@ void engine_answers_stop(struct engine_answers *a);
 int engine_answers_wait(struct engine_answers *a, const char *what, int64_t id,
                         engine_answer_result result, const char *who,
                         const struct receiver_later *later);
-/* The engine committed a round that took people's requests: look now. */
-void engine_answers_wake(struct engine_answers *a);
 
 #endif

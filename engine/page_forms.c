@@ -247,12 +247,6 @@ static int result_page(struct medic_buf *out, int code, const char *title, const
     return code;
 }
 
-/* A form's request whose answer comes later: the API's JSON answer
- * rendered as the result page, then handed to the form's connection. */
-struct form_later {
-    struct receiver_later form;
-};
-
 /* The result page for the API's JSON answer (code, answer). */
 static unsigned int form_result(unsigned int code, const char *answer, size_t len,
                                 struct medic_buf *out)
@@ -269,13 +263,16 @@ static unsigned int form_result(unsigned int code, const char *answer, size_t le
     return code;
 }
 
+/* A form's request answered later: the API's JSON answer rendered as the
+ * result page, then handed to the form's connection (request: a copy of
+ * its receiver_later). */
 static void form_answered(void *request, unsigned int code, const char *answer, size_t len)
 {
-    struct form_later *f = request;
+    struct receiver_later *f = request;
     struct medic_buf page;
     medic_buf_init(&page, 1 << 20);
     form_result(code, answer, len, &page);
-    f->form.done(f->form.request, code, page.data ? page.data : "", page.len);
+    f->done(f->request, code, page.data ? page.data : "", page.len);
     medic_buf_release(&page);
     free(f);
 }
@@ -309,12 +306,12 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
         cJSON_AddTrueToObject(json, "undo");
     char *text = cJSON_PrintUnformatted(json);
     cJSON_Delete(json);
-    struct form_later *f = text ? malloc(sizeof(*f)) : NULL;
+    struct receiver_later *f = text ? malloc(sizeof(*f)) : NULL;
     if (!f) {
         cJSON_free(text);
         return result_page(out, 503, "Not done", "out of memory");
     }
-    f->form = *later;
+    *f = *later;
     struct receiver_later mine = {form_answered, f};
     struct medic_buf answer;
     medic_buf_init(&answer, 1 << 20);

@@ -217,18 +217,6 @@ static void decide_step(const struct policy_context *ctx, struct policy_state *s
                         const struct policy_step *step, int index, int on_resolved, int64_t now,
                         struct policy_decisions *out);
 
-/* What came of a step, in words, for the next notify step's
- * {{ $previous }}. */
-void policy__remember_step(struct incident *in, enum medic_action_kind kind, const char *what,
-                           const char *reason)
-{
-    if (kind == MEDIC_ACTION_NOTIFY)
-        return;
-    snprintf(in->previous, sizeof(in->previous), "%s %s%s%.180s", medic_action_name(kind), what,
-             reason && *reason ? ": " : "", reason ? reason : "");
-    policy__touch_incident(in);
-}
-
 void policy__decide_step(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, struct incident *in,
                          const struct policy_step *step, int index, int on_resolved, int64_t now,
@@ -411,27 +399,6 @@ void policy__take_step(const struct policy_context *ctx, struct policy_state *st
     in->awaiting_watts = kind == MEDIC_ACTION_POWER_LIMIT ? d->action.u.power_limit.watts : 0;
     policy__incident_change(in, acting_state(kind), policy__decision_index(out, d), now, out,
                             "step %d (%s) decided", index + 1, medic_action_name(kind));
-}
-
-void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
-                         struct policy_decisions *out)
-{
-    const char *which = d->step < 0 ? "a verify before the resume" : "verify";
-    if (!live) { /* a dry run: as if the node passed at once */
-        policy__incident_change(in, INCIDENT_VERIFIED, policy__decision_index(out, d), now, out,
-                                "%s decided in dry-run", which);
-        return;
-    }
-    if (policy__verify_evidence(in, &d->action))
-        out->failed = MEDIC_E_NOMEM;
-    d->awaited = 1;
-    in->awaiting = 1;
-    in->awaiting_decision = 0;
-    in->awaiting_kind = MEDIC_ACTION_VERIFY;
-    in->awaiting_watts = 0;
-    policy__incident_change(in, INCIDENT_VERIFYING, policy__decision_index(out, d), now, out,
-                            "%s decided: the node must pass within %ds", which,
-                            d->action.u.verify.within);
 }
 
 /* Whether the step the incident holds is still held: its guard (or

@@ -351,3 +351,24 @@ int policy_quarantined(const struct policy_state *st, policy_quarantined_fn fn, 
     }
     return 0;
 }
+
+void policy__take_verify(struct incident *in, struct policy_decision *d, int live, int64_t now,
+                         struct policy_decisions *out)
+{
+    const char *which = d->step < 0 ? "a verify before the resume" : "verify";
+    if (!live) { /* a dry run: as if the node passed at once */
+        policy__incident_change(in, INCIDENT_VERIFIED, policy__decision_index(out, d), now, out,
+                                "%s decided in dry-run", which);
+        return;
+    }
+    if (policy__verify_evidence(in, &d->action))
+        out->failed = MEDIC_E_NOMEM;
+    d->awaited = 1;
+    in->awaiting = 1;
+    in->awaiting_decision = 0;
+    in->awaiting_kind = MEDIC_ACTION_VERIFY;
+    in->awaiting_watts = 0;
+    policy__incident_change(in, INCIDENT_VERIFYING, policy__decision_index(out, d), now, out,
+                            "%s decided: the node must pass within %ds", which,
+                            d->action.u.verify.within);
+}

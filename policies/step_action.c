@@ -91,3 +91,15 @@ int policy__verify_evidence(const struct incident *in, struct medic_action *veri
     }
     return 0;
 }
+
+/* What came of a step, in words, for the next notify step's
+ * {{ $previous }}. */
+void policy__remember_step(struct incident *in, enum medic_action_kind kind, const char *what,
+                           const char *reason)
+{
+    if (kind == MEDIC_ACTION_NOTIFY)
+        return;
+    snprintf(in->previous, sizeof(in->previous), "%s %s%s%.180s", medic_action_name(kind), what,
+             reason && *reason ? ": " : "", reason ? reason : "");
+    policy__touch_incident(in);
+}

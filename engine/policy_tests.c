@@ -2,7 +2,7 @@
 /* `medic policy test`: a test file's timeline of alerts, answers and
  * outcomes played through the policy engine, and every decision compared
  * with the expected ones (docs/policies.md, "medic policy test"). */
-#include "policy_tests.h"
+#include "engine_policy_tests.h"
 #include "action.h"
 #include "config.h"
 #include "engine_evaluate.h"
