@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "chain.h"
+#include "schema.h"
 #include "sha256.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+const char audit_decision_hashed_columns[] =
+    "id, created_at, notification_id, alert_id, fingerprint, node, alertname, policy, step, "
+    "action, params, risk, model_hash, verdict, reason, config_hash, prev_hash";
+const char audit_change_hashed_columns[] =
+    "id, created_at, incident, node, policy, from_state, state, cause, decision_id, prev_hash";
+const char audit_action_hashed_columns[] =
+    "id, created_at, decision_id, phase, intent_id, action, node, target, params, result, "
+    "duration_ms, detail, prev_hash";
 
 static void chain_null(struct medic_sha256 *h)
 {

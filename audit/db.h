@@ -1,22 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* One way to run SQL on either audit backend (private to audit/): an
- * SQLite handle (db_sqlite.c) or a PostgreSQL connection (db_pg.c) behind
- * the same prepare, bind, step and column calls, so that a query is written
- * once. SQL uses SQLite's numbered parameters (?1, ?2, ...), rewritten to
- * $1, $2, ... for PostgreSQL; column types come back as the backend has
- * them (an integer, a real, text, a blob or NULL). A PostgreSQL connection
- * that broke is opened again before the next statement outside a
- * transaction (inside one, the statement fails: the transaction is lost
- * with the connection). On PostgreSQL, what needs no answer of its own
+/* One way to run SQL on any audit backend (private to audit/): an
+ * SQLite handle (sqlite/db.c) or a PostgreSQL connection (pg/db.c) behind
+ * the same prepare, bind, step and column calls, each handed to the
+ * backend's table (backend.h), so that a query is written once. SQL uses SQLite's numbered
+ * parameters (?1, ?2, ...), rewritten to $1, $2, ... for PostgreSQL; column types come back as the
+ * backend has them (an integer, a real, text, a blob or NULL). A PostgreSQL connection that broke
+ * is opened again before the next statement outside a transaction (inside one, the statement fails:
+ * the transaction is lost with the connection). On PostgreSQL, what needs no answer of its own
  * (BEGIN, db_exec_later, the session locks) goes with the next statement
- * that does, in one round trip (libpq's pipeline mode). */
+ * that does, in one round trip (PostgreSQL's pipeline mode). */
 #ifndef MEDIC_AUDIT_DB_H
 #define MEDIC_AUDIT_DB_H
 
 #include "error.h"
 
-#include <libpq-fe.h>
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,17 +22,11 @@ enum db_type { DB_NULL, DB_INT, DB_REAL, DB_TEXT, DB_BLOB };
 struct db;
 struct db_stmt;
 
-/* err set to "postgresql: WHAT: libpq's message" (MEDIC_E_STORE); returns
- * the code. */
-int audit_pg_error(struct medic_error *err, PGconn *c, const char *what);
-
-/* A database over a handle the caller keeps owning (db_free leaves it). */
-struct db *db_over_sqlite(sqlite3 *handle);
-struct db *db_over_pg(PGconn *conn);
+/* Frees d, not the connection under it, which its opener keeps owning. */
 void db_free(struct db *d);
-/* Whether d is PostgreSQL, for the few expressions the dialects spell
- * differently (JSON). */
-int db_is_pg(const struct db *d);
+/* An expression for the text at key of the JSON text column (an SQL name
+ * and a key of letters), as d's dialect spells it, into out. */
+void db_json_text(const struct db *d, const char *column, const char *key, char *out, size_t size);
 /* SQLite: the rowid of the last row this connection inserted. (Inserts
  * there take no RETURNING id: SQLite fills a temporary b-tree with each
  * statement's RETURNING rows, opened and closed per row.) */
@@ -89,10 +80,6 @@ int db_prepare_cached(struct db *d, const char *sql, struct db_stmt **out, struc
  * forgets the rows. */
 int db_prepare_rows(struct db *d, const char *sql, const char *types, int cached,
                     struct db_stmt **out, struct medic_error *err);
-/* A statement over one the caller prepared and keeps owning (the writer's
- * own, stepped to a row), for code that reads rows through this layer;
- * db_finalize frees only the wrapper. NULL when out of memory. */
-struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *st);
 void db_bind_int64(struct db_stmt *st, int i, int64_t v); /* i from 1 */
 /* Text is not copied on SQLite: v must stay as it is until the statement
  * has been stepped and reset (the writer binds each row's values, steps,
@@ -108,6 +95,7 @@ void db_bind_blob(struct db_stmt *st, int i, const void *data, size_t len);
 /* Its next row: 1, none left: 0, an error: a MEDIC_E_* code (err set). */
 int db_step(struct db_stmt *st, struct medic_error *err);
 int db_column_count(struct db_stmt *st);
+const char *db_column_name(struct db_stmt *st, int i);  /* i from 0 */
 enum db_type db_column_type(struct db_stmt *st, int i); /* i from 0 */
 int64_t db_column_int64(struct db_stmt *st, int i);     /* a boolean is 0 or 1 */
 double db_column_double(struct db_stmt *st, int i);

@@ -307,7 +307,8 @@ int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t u
                            const char *const *actions, size_t action_count, audit_fault_fn fn,
                            void *arg, struct medic_error *err)
 {
-    char sql[768];
+    char gpu[64], sql[768];
+    db_json_text(reader->db, "a.labels", "gpu", gpu, sizeof(gpu));
     snprintf(sql, sizeof(sql),
              "SELECT o.action, o.node, COALESCE(a.starts_at, d.created_at), a.alertname, %s"
              " FROM actions o JOIN actions i ON i.id = o.intent_id"
@@ -315,8 +316,7 @@ int audit_confirmed_faults(struct audit_reader *reader, int64_t since, int64_t u
              " WHERE o.phase = 'outcome' AND o.result = 'succeeded' AND o.node IS NOT NULL"
              " AND COALESCE(a.starts_at, d.created_at) >= ?1"
              " AND COALESCE(a.starts_at, d.created_at) < ?2 ORDER BY o.id",
-             db_is_pg(reader->db) ? "(a.labels::json ->> 'gpu')"
-                                  : "json_extract(a.labels, '$.gpu')");
+             gpu);
     struct db_stmt *st = NULL;
     if (prepare(reader, sql, &st, err))
         return err->code;

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Versioned schema migrations (private to audit/). */
+/* What every backend's schema shares (private to audit/): its version and
+ * the columns each hash chain covers. Each backend creates and migrates
+ * its own tables (sqlite/schema.c, pg/schema.c). */
 #ifndef MEDIC_AUDIT_SCHEMA_H
 #define MEDIC_AUDIT_SCHEMA_H
 
-#include "error.h"
-
-#include <sqlite3.h>
-
-/* Brings db up to the newest schema, one transaction per version, keeping
- * the version in PRAGMA user_version. Refuses a database newer than this
- * build. */
-int audit_schema_migrate(sqlite3 *db, struct medic_error *err);
+/* The schema version this build writes: each backend migrates a log up to
+ * it, and refuses one newer. */
+#define AUDIT_SCHEMA_VERSION 11
 
 /* Columns covered by a row's hash, in hashing order. */
 extern const char audit_decision_hashed_columns[];

@@ -64,14 +64,15 @@ static struct job *take_queued(struct audit_store *s, size_t max, struct job **l
 
 /* The open transaction commits once the sync before is done, so that a
  * sync carries everything that waited for it. */
-struct job *audit__gather_more(struct audit_store *s, struct job *batch)
+struct job *audit__gather_more(struct audit_store *s, struct job *batch,
+                               int (*busy)(const struct audit_store *s))
 {
     struct job *last = batch;
     size_t n = 1;
     for (; last->next; last = last->next)
         n++;
     medic_mutex_lock(&s->lock);
-    while ((s->syncing || s->to_sync) && n < AUDIT_MAX_BATCH) {
+    while (busy(s) && n < AUDIT_MAX_BATCH) {
         if (!s->head) {
             if (s->stopping)
                 break;

@@ -12,14 +12,6 @@
 #include <pthread.h>
 
 struct audit_backend;
-struct sqlite3;
-
-/* When the checkpointer copies (checkpointer.c): under the store's lock. */
-struct ckpt_plan {
-    int running;   /* asked, and not done yet */
-    int asked_at;  /* the WAL's frames when it was last asked */
-    int catch_ups; /* times asked past AUDIT_WAL_RESTART_PAGES */
-};
 
 /* JOB_LEASE writes nothing: its transaction only checks the leader's term. */
 enum job_kind {
@@ -100,16 +92,15 @@ enum chain { CHAIN_DECISIONS, CHAIN_ACTIONS, CHAIN_CHANGES, CHAIN_COUNT };
 
 struct audit_store {
     const struct audit_backend *backend; /* backend.h */
-    void *conn;                          /* the backend's own connection */
+    void *state;                         /* the backend's own: its connection, its threads */
     struct db *db;
     struct db_stmt *stmts[ST_COUNT];
-    /* the backend's own statements, prepared on first use */
-    struct db_stmt *fence, *own[8];
     /* each chain's last hash in the open transaction ("": not read yet);
      * forgotten when a transaction begins */
     char chain_head[CHAIN_COUNT][65];
     struct audit_options options;
     pthread_t writer;
+    /* the queue, the stats and the term; a backend's threads use it too */
     struct medic_mutex lock;
     pthread_cond_t work;
     struct job *head, *tail;
@@ -120,73 +111,12 @@ struct audit_store {
      * checked by every transaction that writes a decision or an intent */
     char replica[64];
     int64_t epoch;
-    /* SQLite at synchronous=FULL through the gathering VFS: a commit leaves
-     * its WAL sync to the syncer thread (syncer.c), which completes the
-     * batches once that sync is done, while the writer goes on with the
-     * next batch; under lock */
-    int deferring;
-    int syncer_up; /* the syncer thread runs */
-    pthread_t syncer;
-    pthread_cond_t synced_work; /* a batch handed over, or stopping */
-    struct synced *to_sync, *to_sync_tail;
-    int syncing; /* a sync in flight */
-    int syncer_stopping;
-    int wal_frames; /* in the WAL after the last commit (the writer's own) */
-    /* checkpointer.c, started with the syncer: its connection, and where
-     * its checkpoint stands (under lock) */
-    struct sqlite3 *ckpt_db;
-    pthread_t checkpointer;
-    pthread_cond_t ckpt_work;
-    struct ckpt_plan ckpt_plan;
-    int ckpt_stopping;
-};
-
-/* A committed batch waiting for its WAL sync. */
-struct synced {
-    struct job *batch;
-    int fd; /* the WAL to fdatasync; -1: nothing was left to sync */
-    int64_t start;
-    struct synced *next;
 };
 
 /* Tells the batch's callers how it ended (rc and err for every job not
  * left out), from the time it began; frees its asynchronous jobs. */
 void audit__complete_batch(struct audit_store *s, struct job *batch, int rc,
                            const struct medic_error *err, int64_t start);
-
-/* syncer.c: the thread that makes committed batches durable, started by
- * audit__syncer_start when s->deferring; audit__syncer_hand gives it a
- * committed batch (or syncs and completes it at once when memory is
- * short); audit__syncer_stop completes everything handed, then joins. */
-int audit__syncer_start(struct audit_store *s);
-void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_t start);
-void audit__syncer_stop(struct audit_store *s);
-
-/* WAL pages committed after which the checkpointer copies them. Past
- * AUDIT_WAL_RESTART_PAGES in all, it is asked again once
- * AUDIT_CATCH_UP_PAGES are (twice at most), and the writer copies what it
- * left itself, so that its next transaction starts the WAL again from its
- * beginning. */
-#define AUDIT_CHECKPOINT_PAGES 1000
-#define AUDIT_WAL_RESTART_PAGES 8000
-#define AUDIT_CATCH_UP_PAGES 200
-
-/* checkpointer.c: the thread that copies the WAL's pages into the
- * database on a connection of its own (path), started when s->deferring.
- * audit__checkpointer_ask, on the writer after each commit with the WAL's
- * frames, asks it to copy what is committed as said above; it returns 1
- * when the writer should now copy the rest itself (the checkpointer idle,
- * and the rest small or asked for twice), else 0.
- * audit__checkpointer_stop joins it (nothing when not started). */
-int audit__checkpointer_start(struct audit_store *s, const char *path);
-int audit__checkpointer_ask(struct audit_store *s, int frames);
-void audit__checkpointer_stop(struct audit_store *s);
-
-/* The decision audit__checkpointer_ask takes, on its own: after a commit
- * that left frames in the WAL, wait; ask the checkpointer (p->running set
- * until it is done); or finish the copy on the writer. */
-enum ckpt_step { CKPT_WAIT, CKPT_ASK, CKPT_FINISH };
-enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames);
 
 int audit__prepare_notification(const struct audit_notification_in *in,
                                 struct prepared_notification *p);

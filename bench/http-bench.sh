@@ -85,11 +85,33 @@ run() { # name port
   echo "$rps" >"$work/$1.rps"
 }
 
+# CPU ticks of each of medic's threads by name (/proc/PID/task/*/stat:
+# utime + stime), to charge the audit writer its share per notification.
+thread_ticks() {
+  local pid=${pids[0]} t
+  for t in /proc/$pid/task/*; do
+    awk '{ sub(/^[0-9]+ \(/, ""); name = $0; sub(/\).*/, "", name); sub(/^[^)]*\) /, "");
+           print name, $12 + $13 }' "$t/stat" 2>/dev/null
+  done | awk '{ s[$1] += $2 } END { for (n in s) print n, s[n] }' | sort
+}
+count_stored() {
+  "$medic" audit notifications --db "$work/medic.db" --format csv --limit 1 | awk -F, 'NR==2 {print $1}'
+}
+
 echo "POST /webhook, 3-alert payload, $conns connections, ${duration}s each, wrk -t1, $(nproc) cores"
+before_n=$(count_stored); before_n=${before_n:-0}
+thread_ticks >"$work/ticks.before"
 run medic $medic_port
+thread_ticks >"$work/ticks.after"
+after_n=$(count_stored)
+hz=$(getconf CLK_TCK)
+join "$work/ticks.before" "$work/ticks.after" | awk -v n=$(( after_n - before_n )) -v hz="$hz" '
+  { d = $3 - $2; if (d > 0) printf "  thread %-14s %6.1f s CPU  %6.1f us per notification\n", $1, d / hz, d / hz * 1e6 / n }
+  $1 == "medic-audit" { w = ($3 - $2) / hz * 1e6 / n }
+  END { printf "audit writer CPU per notification: %.1f us (%d notifications)\n", w, n }'
 run floor $floor_port
 run nginx $nginx_port
-stored=$("$medic" audit notifications --db "$work/medic.db" --format csv --limit 1 | awk -F, 'NR==2 {print $1}')
+stored=$(count_stored)
 echo "medic committed $stored notifications ($(( stored * 3 )) alerts), every one before its 200"
 awk -v m="$(cat "$work/medic.rps")" -v f="$(cat "$work/floor.rps")" -v n="$(cat "$work/nginx.rps")" \
   'BEGIN { printf "ratio medic/durable floor: %.2f   medic/nginx: %.2f\n", m / f, m / n }'

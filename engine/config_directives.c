@@ -5,6 +5,7 @@
  * docs/configuration.md (`medic check config --reference`). Sections with a
  * structure of their own (auth, tls, inventory, notifiers) have a loader of
  * their own and rows that document their keys. */
+#include "audit.h"
 #include "config_loader.h"
 #include "log.h"
 #include "timeutil.h"
@@ -61,7 +62,7 @@ static int load_audit_url(struct loader *l, const struct yaml_tree_node *n)
         return yaml_fields_fail(&l->f, n, "url: audit.path is set too; keep one of them");
     char *url = NULL;
     int rc = yaml_fields_string(&l->f, n, "url", &url);
-    if (rc == 0 && strncmp(url, "postgresql://", 13) != 0 && strncmp(url, "postgres://", 11) != 0)
+    if (rc == 0 && !audit_location_is_shared(url))
         rc = yaml_fields_fail(&l->f, n, "url: expected postgresql://USER:PASSWORD@HOST:PORT/DB");
     if (rc) {
         free(url);

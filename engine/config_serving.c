@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "audit.h"
 #include "config.h"
 #include "timeutil.h"
 
@@ -113,7 +114,7 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
                      tokens[i].what, tokens[k].what);
                 said = 1;
             }
-    if (config->ha_replica && strncmp(config->audit_path, "postgres", 8) != 0)
+    if (config->ha_replica && !audit_location_is_shared(config->audit_path))
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "
                   "an SQLite file, so replicas need audit.url (PostgreSQL) to share one log");
     /* secrets named and nowhere to read them: every action on them fails

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Leadership among replicas sharing a PostgreSQL audit log (audit/lease.h):
+/* Leadership among replicas sharing a PostgreSQL audit log (audit/pg/lease.c):
  * a thread renews this replica's lease every third of its length, or
  * takes it once it expired. When the replica gains the lease it sets the
  * audit store's term (every decision and intent is then fenced by it) and

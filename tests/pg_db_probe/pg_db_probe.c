@@ -20,7 +20,7 @@
  *
  * tests/integration/test_pg_db.py runs it against a real PostgreSQL 15. */
 #include "db.h"
-#include "postgres.h"
+#include "pg/pg.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    struct db *d = db_over_pg(a), *other = db_over_pg(b);
+    struct db *d = audit_pg_db(a), *other = audit_pg_db(b);
     say("rows", rows(d));
     say("mistyped", mistyped(d));
     say("pipelined", pipelined(d, other));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A TEST PROBE for the leader lease (audit/lease.h), not part of medic:
+/* A TEST PROBE for the leader lease (audit/pg/lease.c), not part of medic:
  * one replica that renews the lease every INTERVAL_MS and, while it leads,
  * writes a row into probe_writes in a fenced transaction each time, the
  * way a leader writes a decision. It prints a line when it gains, keeps or
@@ -12,8 +12,7 @@
  * directory makes the next fenced transaction stall for that many
  * milliseconds between its lease check and its write (the file is removed
  * first): a leader frozen while it holds the lease row's lock. */
-#include "lease.h"
-#include "postgres.h"
+#include "pg/pg.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -46,7 +45,7 @@ static void say(const char *replica, const char *event, long long epoch, const c
 static int fenced_write(PGconn *c, const char *replica, int64_t epoch, struct medic_error *err)
 {
     PQclear(PQexec(c, "BEGIN"));
-    struct db *d = db_over_pg(c);
+    struct db *d = audit_pg_db(c);
     struct db_stmt *fence = NULL;
     int rc = d ? audit_lease_fence(d, &fence, replica, epoch, err)
                : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");

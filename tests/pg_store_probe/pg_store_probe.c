@@ -11,8 +11,7 @@
  * the lease expired, and written with the current one; notifications and
  * outcomes are written whatever the term. */
 #include "audit.h"
-#include "lease.h"
-#include "postgres.h"
+#include "pg/pg.h"
 #include "timeutil.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * and its verification, one action per decision, queries, concurrency. */
 #include "audit.h"
 #include "payload.h"
-#include "store_internal.h"
+#include "sqlite/sqlite.h"
 #include "timeutil.h"
 
 #include <math.h>

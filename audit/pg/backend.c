@@ -2,15 +2,12 @@
 /* The PostgreSQL backend (backend.h): a log several replicas share. The
  * leader's term is checked in every transaction that decides or starts an
  * action, and every statement is a round trip, so a batch's rows go
- * together (pg_rows.h): its notifications in one insert (the unique index
+ * together (rows.c): its notifications in one insert (the unique index
  * decides which are first, duplicates follow), their alerts in one insert
  * under the id lock; an evaluation's decisions, incident changes, state
  * rows and evaluated marks in one statement each. What needs no answer of
  * its own (BEGIN, the locks) goes with the next statement (db.h). */
-#include "backend.h"
-#include "pg_rows.h"
-#include "lease.h"
-#include "postgres.h"
+#include "pg.h"
 #include "schema.h"
 
 #include <stdio.h>
@@ -201,7 +198,7 @@ static int pg_guard(struct audit_store *s, struct job *batch, struct medic_error
     int64_t epoch = s->epoch;
     medic_mutex_unlock(&s->lock);
     struct medic_error why = {0};
-    int rc = epoch ? audit_lease_fence(s->db, &s->fence, replica, epoch, &why)
+    int rc = epoch ? audit_lease_fence(s->db, &PG_STORE(s)->fence, replica, epoch, &why)
                    : medic_error_set(&why, MEDIC_E_FENCED, "this replica is not the leader");
     if (rc && rc != MEDIC_E_FENCED) {
         *err = why;
@@ -254,22 +251,29 @@ static int pg_insert_alerts(struct audit_store *s, struct job *job, int64_t id)
  * later is opened again by the first batch after it (db.h). */
 static int pg_open(struct audit_store *s, const char *url, struct medic_error *err)
 {
-    PGconn *c = NULL;
-    int rc = audit_pg_connect(url, &c, err);
-    s->conn = c;
+    struct pg_store *p = calloc(1, sizeof(*p));
+    if (!p)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    s->state = p;
+    int rc = audit_pg_connect(url, &p->conn, err);
     if (rc == 0)
-        rc = audit_pg_schema(c, err);
-    if (rc == 0 && !(s->db = db_over_pg(c)))
+        rc = audit_pg_schema(p->conn, err);
+    if (rc == 0 && !(s->db = audit_pg_db(p->conn)))
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     return rc;
 }
 
 static void pg_close(struct audit_store *s)
 {
-    db_finalize(s->fence);
+    struct pg_store *p = PG_STORE(s);
+    if (!p)
+        return;
+    db_finalize(p->fence);
     audit__pg_own_free(s);
     db_free(s->db);
-    PQfinish(s->conn);
+    PQfinish(p->conn);
+    free(p);
+    s->state = NULL;
 }
 
 static void pg_finish(struct audit_store *s, struct job *batch, int rc,
@@ -294,7 +298,7 @@ static int pg_open_reader(const char *url, void **conn, struct db **db, struct m
         return medic_error_set(err, MEDIC_E_STORE,
                                "postgresql: no medic audit log in this database (medic_schema)");
     rc = audit__readable_version(version, err);
-    if (rc == 0 && !(*db = db_over_pg(c)))
+    if (rc == 0 && !(*db = audit_pg_db(c)))
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     return rc;
 }
@@ -305,10 +309,21 @@ static void pg_close_reader(void *conn, struct db *db)
     PQfinish(conn);
 }
 
+static void pg_library_version(struct medic_buf *out)
+{
+    int pq = PQlibVersion();
+    medic_buf_printf(out, "  libpq:          %d.%d\n", pq / 10000, pq % 10000);
+}
+
+static const char *const pg_schemes[] = {"postgresql://", "postgres://", NULL};
+
 const struct audit_backend audit_backend_pg = {
     .name = "postgresql",
+    .schemes = pg_schemes,
     .shared = 1,
     .returning_id = " RETURNING id",
+    .json_text = {"(", "::json ->> '", "')"},
+    .library_version = pg_library_version,
     .open = pg_open,
     .close = pg_close,
     .guard = pg_guard,
@@ -322,4 +337,41 @@ const struct audit_backend audit_backend_pg = {
     .state_rows_together = audit__pg_rows_together,
     .open_reader = pg_open_reader,
     .close_reader = pg_close_reader,
+    .open_target = audit_pg_open_target,
+    .ids_follow = audit_pg_ids_follow,
+    .lease_open = audit_pg_lease_open,
+    .lease_free = audit_pg_lease_free,
+    .lease_renew = audit_pg_lease_renew,
+    .lease_clock = audit_pg_lease_clock,
+    .lease_release = audit_pg_lease_release,
+    .lease_read = audit_pg_lease_read,
+    .lease_force = audit_pg_lease_force,
+    .free_db = pg_free,
+    .exec = pg_exec,
+    .exec_later = pg_exec_later,
+    .lock_session = pg_lock_session,
+    .unlock_session = pg_unlock_session,
+    .begin = pg_begin,
+    .begin_snapshot = pg_begin_snapshot,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .last_insert_id = pg_last_insert_id,
+    .prepare = pg_prepare,
+    .prepare_rows = pg_prepare_rows,
+    .bind_int64 = pg_bind_int64,
+    .bind_text_len = pg_bind_text_len,
+    .bind_double = pg_bind_double,
+    .bind_blob = pg_bind_blob,
+    .step = pg_step,
+    .column_count = pg_column_count,
+    .column_name = pg_column_name,
+    .column_type = pg_column_type,
+    .column_int64 = pg_column_int64,
+    .column_double = pg_column_double,
+    .column_text = pg_column_text,
+    .column_bytes = pg_column_bytes,
+    .column_blob = pg_column_blob,
+    .reset = pg_reset,
+    .clear = pg_clear,
+    .finalize = pg_finalize,
 };

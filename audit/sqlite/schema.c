@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite log's schema: every version's step from the first, so that
+ * a log of any earlier medic is brought up to date. */
+#include "sqlite.h"
 #include "schema.h"
-#include "audit.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -229,19 +231,8 @@ static const struct migration {
     {"", approvals_undo},
 };
 
-const char audit_decision_hashed_columns[] =
-    "id, created_at, notification_id, alert_id, fingerprint, node, alertname, policy, step, "
-    "action, params, risk, model_hash, verdict, reason, config_hash, prev_hash";
-const char audit_change_hashed_columns[] =
-    "id, created_at, incident, node, policy, from_state, state, cause, decision_id, prev_hash";
-const char audit_action_hashed_columns[] =
-    "id, created_at, decision_id, phase, intent_id, action, node, target, params, result, "
-    "duration_ms, detail, prev_hash";
-
-int audit_schema_version(void)
-{
-    return (int)(sizeof(migrations) / sizeof(migrations[0]));
-}
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == AUDIT_SCHEMA_VERSION,
+               "a migration for every schema version");
 
 static int exec(sqlite3 *db, const char *sql, struct medic_error *err)
 {
@@ -328,7 +319,7 @@ static int approvals_undo(sqlite3 *db, struct medic_error *err)
                : exec(db, "ALTER TABLE approvals ADD COLUMN undo INTEGER NOT NULL DEFAULT 0", err);
 }
 
-int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
+int audit_lite_migrate(sqlite3 *db, struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
     int version = 0;
@@ -338,7 +329,7 @@ int audit_schema_migrate(sqlite3 *db, struct medic_error *err)
     if (sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    int newest = audit_schema_version();
+    int newest = AUDIT_SCHEMA_VERSION;
     if (version > newest)
         return medic_error_set(err, MEDIC_E_STORE,
                                "database schema version %d is newer than this medic (%d); "

@@ -10,7 +10,7 @@
  * after its commit: an answer still means on disk. */
 #include "log.h"
 #include "lock.h"
-#include "store_internal.h"
+#include "sqlite.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,16 +31,17 @@ static int sync_wal(int fd, struct medic_error *err)
 static void *syncer_main(void *arg)
 {
     struct audit_store *s = arg;
+    struct lite_store *l = LITE_STORE(s);
     pthread_setname_np(pthread_self(), "medic-sync");
     medic_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->to_sync && !s->syncer_stopping)
-            medic_cond_wait(&s->synced_work, &s->lock);
-        if (!s->to_sync)
+        while (!l->to_sync && !l->syncer_stopping)
+            medic_cond_wait(&l->synced_work, &s->lock);
+        if (!l->to_sync)
             break;
-        struct synced *list = s->to_sync;
-        s->to_sync = s->to_sync_tail = NULL;
-        s->syncing = 1;
+        struct synced *list = l->to_sync;
+        l->to_sync = l->to_sync_tail = NULL;
+        l->syncing = 1;
         medic_mutex_unlock(&s->lock);
         /* one sync for every batch handed meanwhile: the newest WAL's
          * descriptor (a WAL file is the same for the connection's life) */
@@ -51,7 +52,7 @@ static void *syncer_main(void *arg)
         struct medic_error err = {0};
         int rc = sync_wal(fd, &err);
         medic_mutex_lock(&s->lock);
-        s->syncing = 0;
+        l->syncing = 0;
         pthread_cond_signal(&s->work); /* the writer commits what it gathered */
         medic_mutex_unlock(&s->lock);
         for (struct synced *b = list, *next; b; b = next) {
@@ -67,10 +68,11 @@ static void *syncer_main(void *arg)
 
 int audit__syncer_start(struct audit_store *s)
 {
-    pthread_cond_init(&s->synced_work, NULL);
-    if (pthread_create(&s->syncer, NULL, syncer_main, s) != 0) {
-        pthread_cond_destroy(&s->synced_work);
-        s->deferring = 0;
+    struct lite_store *l = LITE_STORE(s);
+    pthread_cond_init(&l->synced_work, NULL);
+    if (pthread_create(&l->syncer, NULL, syncer_main, s) != 0) {
+        pthread_cond_destroy(&l->synced_work);
+        l->deferring = 0;
         return MEDIC_E_NOMEM;
     }
     return 0;
@@ -78,6 +80,7 @@ int audit__syncer_start(struct audit_store *s)
 
 void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_t start)
 {
+    struct lite_store *l = LITE_STORE(s);
     struct synced *b = malloc(sizeof(*b));
     if (!b) { /* memory is short: synced here (which covers every commit before) */
         struct medic_error err = {0};
@@ -87,21 +90,28 @@ void audit__syncer_hand(struct audit_store *s, struct job *batch, int fd, int64_
     }
     *b = (struct synced){batch, fd, start, NULL};
     medic_mutex_lock(&s->lock);
-    if (s->to_sync_tail)
-        s->to_sync_tail->next = b;
+    if (l->to_sync_tail)
+        l->to_sync_tail->next = b;
     else
-        s->to_sync = b;
-    s->to_sync_tail = b;
-    pthread_cond_signal(&s->synced_work);
+        l->to_sync = b;
+    l->to_sync_tail = b;
+    pthread_cond_signal(&l->synced_work);
     medic_mutex_unlock(&s->lock);
 }
 
 void audit__syncer_stop(struct audit_store *s)
 {
+    struct lite_store *l = LITE_STORE(s);
     medic_mutex_lock(&s->lock);
-    s->syncer_stopping = 1;
-    pthread_cond_signal(&s->synced_work);
+    l->syncer_stopping = 1;
+    pthread_cond_signal(&l->synced_work);
     medic_mutex_unlock(&s->lock);
-    pthread_join(s->syncer, NULL);
-    pthread_cond_destroy(&s->synced_work);
+    pthread_join(l->syncer, NULL);
+    pthread_cond_destroy(&l->synced_work);
+}
+
+int audit__syncer_busy(const struct audit_store *s)
+{
+    const struct lite_store *l = s->state;
+    return l->syncing || l->to_sync;
 }

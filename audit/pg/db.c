@@ -5,7 +5,7 @@
  * libpq's pipeline mode: one round trip for all of them. A connection
  * that broke is opened again before the next statement outside a
  * transaction. */
-#include "db_pg.h"
+#include "pg.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -35,18 +35,17 @@ int audit_pg_error(struct medic_error *err, PGconn *c, const char *what)
     return pg_message(err, c ? PQerrorMessage(c) : "out of memory", what);
 }
 
-struct db *db_over_pg(PGconn *conn)
+struct db *audit_pg_db(PGconn *conn)
 {
     struct pg_db *d = calloc(1, sizeof(*d));
     if (!d)
         return NULL;
-    d->base.ops = &db_pg_ops;
-    d->base.is_pg = 1;
+    d->base.backend = &audit_backend_pg;
     d->c = conn;
     return &d->base;
 }
 
-static void pg_free(struct db *d)
+void pg_free(struct db *d)
 {
     free(d);
 }
@@ -232,7 +231,7 @@ static int pg_run(struct pg_db *d, struct pg_stmt *st, const char *sql, PGresult
     return 0;
 }
 
-static int pg_exec(struct db *db, const char *sql, struct medic_error *err)
+int pg_exec(struct db *db, const char *sql, struct medic_error *err)
 {
     struct pg_db *d = PG(db);
     PGresult *r = NULL;
@@ -261,7 +260,7 @@ static int queue(struct pg_db *d, const struct pg_later *l, struct medic_error *
     return 0;
 }
 
-static int pg_exec_later(struct db *d, const char *sql, struct medic_error *err)
+int pg_exec_later(struct db *d, const char *sql, struct medic_error *err)
 {
     struct pg_later l = {0};
     if (strlen(sql) >= sizeof(l.sql))
@@ -270,7 +269,7 @@ static int pg_exec_later(struct db *d, const char *sql, struct medic_error *err)
     return queue(PG(d), &l, err);
 }
 
-static int pg_lock_session(struct db *d, int64_t key, int shared, struct medic_error *err)
+int pg_lock_session(struct db *d, int64_t key, int shared, struct medic_error *err)
 {
     struct pg_later l = {.lock = 1, .key = key, .shared = shared};
     snprintf(l.sql, sizeof(l.sql), "SELECT pg_advisory_lock%s(%" PRId64 ")",
@@ -278,7 +277,7 @@ static int pg_lock_session(struct db *d, int64_t key, int shared, struct medic_e
     return queue(PG(d), &l, err);
 }
 
-static int pg_unlock_session(struct db *d, int64_t key, int shared, struct medic_error *err)
+int pg_unlock_session(struct db *d, int64_t key, int shared, struct medic_error *err)
 {
     struct pg_later l = {.lock = -1, .after = 1, .key = key, .shared = shared};
     snprintf(l.sql, sizeof(l.sql), "SELECT pg_advisory_unlock%s(%" PRId64 ")",
@@ -286,7 +285,7 @@ static int pg_unlock_session(struct db *d, int64_t key, int shared, struct medic
     return queue(PG(d), &l, err);
 }
 
-static int pg_begin(struct db *db, struct medic_error *err)
+int pg_begin(struct db *db, struct medic_error *err)
 {
     struct pg_db *d = PG(db);
     if (pg_ready(d, err))
@@ -297,7 +296,7 @@ static int pg_begin(struct db *db, struct medic_error *err)
     return queue(d, &l, err);
 }
 
-static int pg_begin_snapshot(struct db *db, struct medic_error *err)
+int pg_begin_snapshot(struct db *db, struct medic_error *err)
 {
     /* a read snapshot holds no lock a writer waits for, so it may stay open
      * while a long chain is hashed client-side: no idle-in-transaction cut */
@@ -309,7 +308,7 @@ static int pg_begin_snapshot(struct db *db, struct medic_error *err)
     return rc;
 }
 
-static void pg_rollback(struct db *db)
+void pg_rollback(struct db *db)
 {
     struct pg_db *d = PG(db);
     /* a BEGIN still waiting: nothing reached the server */
@@ -329,7 +328,7 @@ static void pg_rollback(struct db *db)
     d->session_lock = 0;
 }
 
-static int pg_commit(struct db *db, struct medic_error *err)
+int pg_commit(struct db *db, struct medic_error *err)
 {
     struct pg_db *d = PG(db);
     int rc = 0;
@@ -346,7 +345,7 @@ static int pg_commit(struct db *db, struct medic_error *err)
     return rc;
 }
 
-static int64_t pg_last_insert_id(struct db *d)
+int64_t pg_last_insert_id(struct db *d)
 {
     (void)d;
     MEDIC_BUG("db_last_insert_id on PostgreSQL");
@@ -389,14 +388,14 @@ static void free_stmt(struct pg_stmt *st)
     free(st);
 }
 
-static int pg_prepare(struct db *db, const char *sql, int cached, struct db_stmt **out,
-                      struct medic_error *err)
+int pg_prepare(struct db *db, const char *sql, int cached, struct db_stmt **out,
+               struct medic_error *err)
 {
     struct pg_db *d = PG(db);
     struct pg_stmt *st = calloc(1, sizeof(*st));
     if (!st)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    st->base.ops = &db_pg_ops;
+    st->base.backend = &audit_backend_pg;
     st->base.d = db;
     st->row = -1;
     if (!(st->sql = pg_sql(sql, &st->nparams)) || st->nparams > DB_MAX_PARAMS) {
@@ -420,8 +419,8 @@ static int pg_prepare(struct db *db, const char *sql, int cached, struct db_stmt
     return 0;
 }
 
-static int pg_prepare_rows(struct db *db, const char *sql, const char *types, int cached,
-                           struct db_stmt **out, struct medic_error *err)
+int pg_prepare_rows(struct db *db, const char *sql, const char *types, int cached,
+                    struct db_stmt **out, struct medic_error *err)
 {
     int rc = pg_prepare(db, sql, cached, out, err);
     if (rc == 0 && (rc = db_pg_rows_init(STMT(*out), types, err))) {
@@ -447,7 +446,7 @@ static void bind_param(struct pg_stmt *st, int i, char *v, int len)
     st->formats[i - 1] = len >= 0;
 }
 
-static void pg_bind_int64(struct db_stmt *st, int i, int64_t v)
+void pg_bind_int64(struct db_stmt *st, int i, int64_t v)
 {
     if (STMT(st)->columns) {
         db_pg_put_element(STMT(st), i, 'i', &v, 8);
@@ -459,7 +458,7 @@ static void pg_bind_int64(struct db_stmt *st, int i, int64_t v)
     bind_param(STMT(st), i, s, -1);
 }
 
-static void pg_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
+void pg_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
 {
     if (STMT(st)->columns) {
         db_pg_put_element(STMT(st), i, v ? 't' : 'n', v, len);
@@ -473,7 +472,7 @@ static void pg_bind_text_len(struct db_stmt *st, int i, const char *v, size_t le
     bind_param(STMT(st), i, s, -1);
 }
 
-static void pg_bind_double(struct db_stmt *st, int i, double v)
+void pg_bind_double(struct db_stmt *st, int i, double v)
 {
     if (STMT(st)->columns) {
         db_pg_put_element(STMT(st), i, 'r', &v, 8);
@@ -485,7 +484,7 @@ static void pg_bind_double(struct db_stmt *st, int i, double v)
     bind_param(STMT(st), i, s, -1);
 }
 
-static void pg_bind_blob(struct db_stmt *st, int i, const void *data, size_t len)
+void pg_bind_blob(struct db_stmt *st, int i, const void *data, size_t len)
 {
     if (STMT(st)->columns)
         db_pg_put_element(STMT(st), i, 't', data, len);
@@ -493,7 +492,7 @@ static void pg_bind_blob(struct db_stmt *st, int i, const void *data, size_t len
         bind_param(STMT(st), i, (char *)data, (int)len);
 }
 
-static int pg_step(struct db_stmt *base, struct medic_error *err)
+int pg_step(struct db_stmt *base, struct medic_error *err)
 {
     struct pg_stmt *st = STMT(base);
     if (!st->res) {
@@ -507,12 +506,17 @@ static int pg_step(struct db_stmt *base, struct medic_error *err)
     return ++st->row < PQntuples(st->res) ? 1 : 0;
 }
 
-static int pg_column_count(struct db_stmt *st)
+int pg_column_count(struct db_stmt *st)
 {
     return STMT(st)->res ? PQnfields(STMT(st)->res) : 0;
 }
 
-static enum db_type pg_column_type(struct db_stmt *base, int i)
+const char *pg_column_name(struct db_stmt *st, int i)
+{
+    return STMT(st)->res ? PQfname(STMT(st)->res, i) : NULL;
+}
+
+enum db_type pg_column_type(struct db_stmt *base, int i)
 {
     struct pg_stmt *st = STMT(base);
     if (PQgetisnull(st->res, st->row, i))
@@ -533,7 +537,7 @@ static enum db_type pg_column_type(struct db_stmt *base, int i)
     }
 }
 
-static int64_t pg_column_int64(struct db_stmt *base, int i)
+int64_t pg_column_int64(struct db_stmt *base, int i)
 {
     struct pg_stmt *st = STMT(base);
     const char *v = PQgetvalue(st->res, st->row, i);
@@ -542,25 +546,25 @@ static int64_t pg_column_int64(struct db_stmt *base, int i)
     return strtoll(v, NULL, 10);
 }
 
-static double pg_column_double(struct db_stmt *base, int i)
+double pg_column_double(struct db_stmt *base, int i)
 {
     struct pg_stmt *st = STMT(base);
     return strtod(PQgetvalue(st->res, st->row, i), NULL);
 }
 
-static const char *pg_column_text(struct db_stmt *base, int i)
+const char *pg_column_text(struct db_stmt *base, int i)
 {
     struct pg_stmt *st = STMT(base);
     return PQgetisnull(st->res, st->row, i) ? NULL : PQgetvalue(st->res, st->row, i);
 }
 
-static size_t pg_column_bytes(struct db_stmt *base, int i)
+size_t pg_column_bytes(struct db_stmt *base, int i)
 {
     struct pg_stmt *st = STMT(base);
     return (size_t)PQgetlength(st->res, st->row, i);
 }
 
-static const void *pg_column_blob(struct db_stmt *base, int i, size_t *len)
+const void *pg_column_blob(struct db_stmt *base, int i, size_t *len)
 {
     struct pg_stmt *st = STMT(base);
     PQfreemem(st->blob);
@@ -572,7 +576,7 @@ static const void *pg_column_blob(struct db_stmt *base, int i, size_t *len)
     return st->blob;
 }
 
-static void pg_reset(struct db_stmt *base)
+void pg_reset(struct db_stmt *base)
 {
     struct pg_stmt *st = STMT(base);
     PQclear(st->res);
@@ -580,7 +584,7 @@ static void pg_reset(struct db_stmt *base)
     st->row = -1;
 }
 
-static void pg_clear(struct db_stmt *base)
+void pg_clear(struct db_stmt *base)
 {
     struct pg_stmt *st = STMT(base);
     pg_reset(base);
@@ -589,7 +593,7 @@ static void pg_clear(struct db_stmt *base)
         bind_param(st, i, NULL, -1);
 }
 
-static void pg_finalize(struct db_stmt *base)
+void pg_finalize(struct db_stmt *base)
 {
     struct pg_stmt *st = STMT(base);
     struct pg_db *d = PG(base->d);
@@ -605,33 +609,3 @@ static void pg_finalize(struct db_stmt *base)
     }
     free_stmt(st);
 }
-
-const struct db_ops db_pg_ops = {
-    .free = pg_free,
-    .exec = pg_exec,
-    .exec_later = pg_exec_later,
-    .lock_session = pg_lock_session,
-    .unlock_session = pg_unlock_session,
-    .begin = pg_begin,
-    .begin_snapshot = pg_begin_snapshot,
-    .commit = pg_commit,
-    .rollback = pg_rollback,
-    .last_insert_id = pg_last_insert_id,
-    .prepare = pg_prepare,
-    .prepare_rows = pg_prepare_rows,
-    .bind_int64 = pg_bind_int64,
-    .bind_text_len = pg_bind_text_len,
-    .bind_double = pg_bind_double,
-    .bind_blob = pg_bind_blob,
-    .step = pg_step,
-    .column_count = pg_column_count,
-    .column_type = pg_column_type,
-    .column_int64 = pg_column_int64,
-    .column_double = pg_column_double,
-    .column_text = pg_column_text,
-    .column_bytes = pg_column_bytes,
-    .column_blob = pg_column_blob,
-    .reset = pg_reset,
-    .clear = pg_clear,
-    .finalize = pg_finalize,
-};

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "postgres.h"
-#include "db.h"
+#include "pg.h"
 #include "schema.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,32 +186,8 @@ static const char pg_schema[] =
     "  forced TEXT NOT NULL DEFAULT '',"
     "  last_forced TEXT NOT NULL DEFAULT '');";
 
-int audit_location_is_shared(const char *location)
-{
-    return location && (strncmp(location, "postgresql://", 13) == 0 ||
-                        strncmp(location, "postgres://", 11) == 0);
-}
-
-void audit_location_redacted(const char *location, char *out, size_t size)
-{
-    snprintf(out, size, "%s", location);
-    if (!audit_location_is_shared(location))
-        return;
-    /* scheme://user:password@host...: the password is between the first
-     * ':' after the scheme and the last '@' before the path */
-    const char *auth = strstr(location, "://") + 3;
-    const char *path = strchr(auth, '/');
-    const char *at = NULL;
-    for (const char *p = auth; *p && (!path || p < path); p++)
-        if (*p == '@')
-            at = p;
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    if (colon)
-        snprintf(out, size, "%.*s***%s", (int)(colon + 1 - location), location, at);
-}
-
 /* Runs sql (several statements are fine) expecting no rows. */
-static int pg_exec(PGconn *c, const char *sql, const char *what, struct medic_error *err)
+static int run_sql(PGconn *c, const char *sql, const char *what, struct medic_error *err)
 {
     PGresult *r = PQexec(c, sql);
     int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
@@ -285,11 +259,11 @@ static int pg_version(PGconn *c, int *version, struct medic_error *err)
 static int pg_schema_locked(PGconn *c, struct medic_error *err)
 {
     int version = 0;
-    if (pg_exec(c, "LOCK TABLE medic_schema IN ACCESS EXCLUSIVE MODE",
+    if (run_sql(c, "LOCK TABLE medic_schema IN ACCESS EXCLUSIVE MODE",
                 "cannot lock the schema version", err) ||
         pg_version(c, &version, err))
         return err->code;
-    const int newest = audit_schema_version();
+    const int newest = AUDIT_SCHEMA_VERSION;
     if (version > newest)
         return medic_error_set(err, MEDIC_E_STORE,
                                "postgresql: the audit log's schema is version %d; this medic "
@@ -298,7 +272,7 @@ static int pg_schema_locked(PGconn *c, struct medic_error *err)
     if (version == newest)
         return 0;
     if (version == 0) {
-        if (pg_exec(c, pg_schema, "cannot create the tables", err))
+        if (run_sql(c, pg_schema, "cannot create the tables", err))
             return err->code;
     } else if (version < PG_FIRST_VERSION) {
         return medic_error_set(err, MEDIC_E_STORE,
@@ -310,13 +284,13 @@ static int pg_schema_locked(PGconn *c, struct medic_error *err)
                 MEDIC_BUG("no PostgreSQL step to the schema's next version");
             char what[64];
             snprintf(what, sizeof(what), "migration to schema version %d", v + 1);
-            if (pg_exec(c, pg_upgrades[v], what, err))
+            if (run_sql(c, pg_upgrades[v], what, err))
                 return err->code;
         }
     }
     char set[64];
     snprintf(set, sizeof(set), "INSERT INTO medic_schema VALUES (%d)", newest);
-    return pg_exec(c, set, "cannot record the schema version", err);
+    return run_sql(c, set, "cannot record the schema version", err);
 }
 
 /* The advisory lock that serialises schema work among replicas: creating
@@ -330,31 +304,48 @@ int audit_pg_schema(PGconn *c, struct medic_error *err)
     /* the lock is held to the transaction's end; a replica waits for the
      * one creating or migrating the schema, longer than the session's
      * lock_timeout allows for a row */
-    if (pg_exec(c, "BEGIN", "cannot begin", err))
+    if (run_sql(c, "BEGIN", "cannot begin", err))
         return err->code;
-    if (pg_exec(c, "SET LOCAL lock_timeout = '60s'", "cannot set the lock timeout", err) ||
-        pg_exec(c, "SELECT pg_advisory_xact_lock(" PG_SCHEMA_LOCK ")",
+    if (run_sql(c, "SET LOCAL lock_timeout = '60s'", "cannot set the lock timeout", err) ||
+        run_sql(c, "SELECT pg_advisory_xact_lock(" PG_SCHEMA_LOCK ")",
                 "cannot take the schema lock", err) ||
-        pg_exec(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
+        run_sql(c, "CREATE TABLE IF NOT EXISTS medic_schema (version INTEGER NOT NULL)",
                 "cannot create medic_schema", err)) {
         PQclear(PQexec(c, "ROLLBACK"));
         return err->code;
     }
-    if (pg_schema_locked(c, err) || pg_exec(c, "COMMIT", "cannot commit the schema", err)) {
+    if (pg_schema_locked(c, err) || run_sql(c, "COMMIT", "cannot commit the schema", err)) {
         PQclear(PQexec(c, "ROLLBACK"));
         return err->code;
     }
     return 0;
 }
 
-void audit_library_init(void)
+int audit_pg_open_target(const char *url, void **conn, struct db **db, struct medic_error *err)
 {
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    PGconn *c = NULL;
+    int rc = audit_pg_connect(url, &c, err);
+    *conn = c;
+    if (rc == 0)
+        rc = audit_pg_schema(c, err);
+    if (rc == 0 && !(*db = audit_pg_db(c)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
 }
 
-void audit_library_versions(struct medic_buf *out)
+int audit_pg_ids_follow(struct db *d, const char *table, struct medic_error *err)
 {
-    medic_buf_printf(out, "  sqlite:         %s\n", sqlite3_libversion());
-    int pq = PQlibVersion();
-    medic_buf_printf(out, "  libpq:          %d.%d\n", pq / 10000, pq % 10000);
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT setval(pg_get_serial_sequence('%s', 'id'), "
+             "COALESCE((SELECT max(id) FROM %s), 0) + 1, false)",
+             table, table);
+    struct db_stmt *st = NULL;
+    int rc = db_prepare(d, sql, &st, err);
+    if (rc == 0 && (rc = db_step(st, err)) > 0)
+        rc = 0;
+    db_finalize(st);
+    if (rc)
+        medic_error_prefix(err, "cannot move the id sequences on");
+    return rc;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The PostgreSQL backend's statements of rows (pg_rows.h): a batch's
+/* The PostgreSQL backend's statements of rows (pg.h): a batch's
  * notifications and alerts, an evaluation's decisions and incident
  * changes (each row's hash computed here from the values it stores, as
  * the chain's check computes it from the row read back), its state rows
  * and its evaluated marks, each kind in one statement. */
-#include "pg_rows.h"
+#include "pg.h"
 #include "buf.h"
 #include "chain.h"
 #include "timeutil.h"
@@ -47,14 +47,12 @@ static const struct {
                             " AS v(id, at) WHERE n.id = v.id"},
 };
 
-_Static_assert(OWN_COUNT <= sizeof(((struct audit_store *)0)->own) / sizeof(struct db_stmt *),
-               "room for the backend's statements");
-
 /* "HEAD [SELECT * FROM] unnest(?1::T1[], ...) TAIL" */
 struct db_stmt *audit__pg_own(struct audit_store *s, enum pg_own k, struct medic_error *err)
 {
-    if (s->own[k])
-        return s->own[k];
+    struct db_stmt **own = PG_STORE(s)->own;
+    if (own[k])
+        return own[k];
     static const char *const names[] = {
         ['i'] = "bigint", ['t'] = "text", ['b'] = "bytea", ['r'] = "double precision"};
     const char *types = own_sql[k].types;
@@ -69,9 +67,9 @@ struct db_stmt *audit__pg_own(struct audit_store *s, enum pg_own k, struct medic
     if (sql.error)
         medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     else
-        db_prepare_rows(s->db, sql.data, types, insert, &s->own[k], err);
+        db_prepare_rows(s->db, sql.data, types, insert, &own[k], err);
     medic_buf_release(&sql);
-    return s->own[k];
+    return own[k];
 }
 
 int audit__pg_run_rows(struct db_stmt *st, struct medic_error *err, const char *what)
@@ -87,9 +85,10 @@ int audit__pg_run_rows(struct db_stmt *st, struct medic_error *err, const char *
 
 void audit__pg_own_free(struct audit_store *s)
 {
+    struct db_stmt **own = PG_STORE(s)->own;
     for (int k = 0; k < OWN_COUNT; k++) {
-        db_finalize(s->own[k]);
-        s->own[k] = NULL;
+        db_finalize(own[k]);
+        own[k] = NULL;
     }
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The SQL layer on SQLite (db.h): statements straight onto sqlite3's,
- * the transaction statements prepared once. */
-#include "db_internal.h"
+ * the transaction statements prepared once; the backend's table
+ * (backend.c) lists these operations. */
+#include "sqlite.h"
 
 #include <stdlib.h>
 
@@ -14,23 +15,22 @@ struct lite_db {
 struct lite_stmt {
     struct db_stmt base;
     sqlite3_stmt *st;
-    int borrowed; /* st belongs to the caller */
 };
 
 #define LITE(d) ((struct lite_db *)(d))
 #define STMT(s) (((struct lite_stmt *)(s))->st)
 
-struct db *db_over_sqlite(sqlite3 *handle)
+struct db *audit_lite_db(sqlite3 *handle)
 {
     struct lite_db *d = calloc(1, sizeof(*d));
     if (!d)
         return NULL;
-    d->base.ops = &db_sqlite_ops;
+    d->base.backend = &audit_backend_sqlite;
     d->h = handle;
     return &d->base;
 }
 
-static void lite_free(struct db *d)
+void lite_free(struct db *d)
 {
     sqlite3_finalize(LITE(d)->begin);
     sqlite3_finalize(LITE(d)->commit);
@@ -48,7 +48,7 @@ static int lite_fail(struct db *d, struct medic_error *err)
     return medic_error_set(err, MEDIC_E_STORE, "sqlite: %s", sqlite3_errmsg(h));
 }
 
-static int lite_exec(struct db *d, const char *sql, struct medic_error *err)
+int lite_exec(struct db *d, const char *sql, struct medic_error *err)
 {
     if (sqlite3_exec(LITE(d)->h, sql, NULL, NULL, NULL) == SQLITE_OK)
         return 0;
@@ -56,7 +56,7 @@ static int lite_exec(struct db *d, const char *sql, struct medic_error *err)
 }
 
 /* No advisory locks: one process writes the file. */
-static int lite_no_lock(struct db *d, int64_t key, int shared, struct medic_error *err)
+int lite_no_lock(struct db *d, int64_t key, int shared, struct medic_error *err)
 {
     (void)d;
     (void)key;
@@ -76,22 +76,22 @@ static int lite_tx(struct db *d, sqlite3_stmt **st, const char *sql, struct medi
     return rc == SQLITE_DONE ? 0 : lite_fail(d, err);
 }
 
-static int lite_begin(struct db *d, struct medic_error *err)
+int lite_begin(struct db *d, struct medic_error *err)
 {
     return lite_tx(d, &LITE(d)->begin, "BEGIN IMMEDIATE", err);
 }
 
-static int lite_begin_snapshot(struct db *d, struct medic_error *err)
+int lite_begin_snapshot(struct db *d, struct medic_error *err)
 {
     return lite_exec(d, "BEGIN", err);
 }
 
-static void lite_rollback(struct db *d)
+void lite_rollback(struct db *d)
 {
     sqlite3_exec(LITE(d)->h, "ROLLBACK", NULL, NULL, NULL);
 }
 
-static int lite_commit(struct db *d, struct medic_error *err)
+int lite_commit(struct db *d, struct medic_error *err)
 {
     int rc = lite_tx(d, &LITE(d)->commit, "COMMIT", err);
     if (rc)
@@ -99,18 +99,18 @@ static int lite_commit(struct db *d, struct medic_error *err)
     return rc;
 }
 
-static int64_t lite_last_insert_id(struct db *d)
+int64_t lite_last_insert_id(struct db *d)
 {
     return sqlite3_last_insert_rowid(LITE(d)->h);
 }
 
-static int lite_prepare(struct db *d, const char *sql, int cached, struct db_stmt **out,
-                        struct medic_error *err)
+int lite_prepare(struct db *d, const char *sql, int cached, struct db_stmt **out,
+                 struct medic_error *err)
 {
     struct lite_stmt *st = calloc(1, sizeof(*st));
     if (!st)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    st->base.ops = &db_sqlite_ops;
+    st->base.backend = &audit_backend_sqlite;
     st->base.d = d;
     if (sqlite3_prepare_v3(LITE(d)->h, sql, -1, cached ? SQLITE_PREPARE_PERSISTENT : 0, &st->st,
                            NULL) != SQLITE_OK) {
@@ -122,23 +122,12 @@ static int lite_prepare(struct db *d, const char *sql, int cached, struct db_stm
     return 0;
 }
 
-struct db_stmt *db_stmt_over_sqlite(sqlite3_stmt *handle)
-{
-    struct lite_stmt *st = calloc(1, sizeof(*st));
-    if (!st)
-        return NULL;
-    st->base.ops = &db_sqlite_ops;
-    st->st = handle;
-    st->borrowed = 1;
-    return &st->base;
-}
-
-static void lite_bind_int64(struct db_stmt *st, int i, int64_t v)
+void lite_bind_int64(struct db_stmt *st, int i, int64_t v)
 {
     sqlite3_bind_int64(STMT(st), i, v);
 }
 
-static void lite_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
+void lite_bind_text_len(struct db_stmt *st, int i, const char *v, size_t len)
 {
     if (v)
         sqlite3_bind_text64(STMT(st), i, v, len, SQLITE_STATIC, SQLITE_UTF8);
@@ -146,35 +135,37 @@ static void lite_bind_text_len(struct db_stmt *st, int i, const char *v, size_t 
         sqlite3_bind_null(STMT(st), i);
 }
 
-static void lite_bind_double(struct db_stmt *st, int i, double v)
+void lite_bind_double(struct db_stmt *st, int i, double v)
 {
     sqlite3_bind_double(STMT(st), i, v);
 }
 
-static void lite_bind_blob(struct db_stmt *st, int i, const void *data, size_t len)
+void lite_bind_blob(struct db_stmt *st, int i, const void *data, size_t len)
 {
     sqlite3_bind_blob64(STMT(st), i, data, len, SQLITE_STATIC);
 }
 
-static int lite_step(struct db_stmt *st, struct medic_error *err)
+int lite_step(struct db_stmt *st, struct medic_error *err)
 {
     int rc = sqlite3_step(STMT(st));
     if (rc == SQLITE_ROW)
         return 1;
     if (rc == SQLITE_DONE)
         return 0;
-    if (!st->d) /* borrowed: no struct db to remember the failure in */
-        return medic_error_set(err, MEDIC_E_STORE, "sqlite: %s",
-                               sqlite3_errmsg(sqlite3_db_handle(STMT(st))));
     return lite_fail(st->d, err);
 }
 
-static int lite_column_count(struct db_stmt *st)
+int lite_column_count(struct db_stmt *st)
 {
     return sqlite3_column_count(STMT(st));
 }
 
-static enum db_type lite_column_type(struct db_stmt *st, int i)
+const char *lite_column_name(struct db_stmt *st, int i)
+{
+    return sqlite3_column_name(STMT(st), i);
+}
+
+enum db_type lite_column_type(struct db_stmt *st, int i)
 {
     switch (sqlite3_column_type(STMT(st), i)) {
     case SQLITE_NULL:
@@ -190,75 +181,45 @@ static enum db_type lite_column_type(struct db_stmt *st, int i)
     }
 }
 
-static int64_t lite_column_int64(struct db_stmt *st, int i)
+int64_t lite_column_int64(struct db_stmt *st, int i)
 {
     return sqlite3_column_int64(STMT(st), i);
 }
 
-static double lite_column_double(struct db_stmt *st, int i)
+double lite_column_double(struct db_stmt *st, int i)
 {
     return sqlite3_column_double(STMT(st), i);
 }
 
-static const char *lite_column_text(struct db_stmt *st, int i)
+const char *lite_column_text(struct db_stmt *st, int i)
 {
     return (const char *)sqlite3_column_text(STMT(st), i);
 }
 
-static size_t lite_column_bytes(struct db_stmt *st, int i)
+size_t lite_column_bytes(struct db_stmt *st, int i)
 {
     return (size_t)sqlite3_column_bytes(STMT(st), i);
 }
 
-static const void *lite_column_blob(struct db_stmt *st, int i, size_t *len)
+const void *lite_column_blob(struct db_stmt *st, int i, size_t *len)
 {
     *len = (size_t)sqlite3_column_bytes(STMT(st), i);
     return sqlite3_column_blob(STMT(st), i);
 }
 
-static void lite_reset(struct db_stmt *st)
+void lite_reset(struct db_stmt *st)
 {
     sqlite3_reset(STMT(st));
 }
 
-static void lite_clear(struct db_stmt *st)
+void lite_clear(struct db_stmt *st)
 {
     sqlite3_reset(STMT(st));
     sqlite3_clear_bindings(STMT(st));
 }
 
-static void lite_finalize(struct db_stmt *st)
+void lite_finalize(struct db_stmt *st)
 {
-    if (!((struct lite_stmt *)st)->borrowed)
-        sqlite3_finalize(STMT(st));
+    sqlite3_finalize(STMT(st));
     free(st);
 }
-
-const struct db_ops db_sqlite_ops = {
-    .free = lite_free,
-    .exec = lite_exec,
-    .exec_later = lite_exec,
-    .lock_session = lite_no_lock,
-    .unlock_session = lite_no_lock,
-    .begin = lite_begin,
-    .begin_snapshot = lite_begin_snapshot,
-    .commit = lite_commit,
-    .rollback = lite_rollback,
-    .last_insert_id = lite_last_insert_id,
-    .prepare = lite_prepare,
-    .bind_int64 = lite_bind_int64,
-    .bind_text_len = lite_bind_text_len,
-    .bind_double = lite_bind_double,
-    .bind_blob = lite_bind_blob,
-    .step = lite_step,
-    .column_count = lite_column_count,
-    .column_type = lite_column_type,
-    .column_int64 = lite_column_int64,
-    .column_double = lite_column_double,
-    .column_text = lite_column_text,
-    .column_bytes = lite_column_bytes,
-    .column_blob = lite_column_blob,
-    .reset = lite_reset,
-    .clear = lite_clear,
-    .finalize = lite_finalize,
-};

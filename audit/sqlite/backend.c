@@ -5,15 +5,14 @@
  * batches once it is done while the writer takes the next requests into
  * its open transaction; the checkpointer thread (checkpointer.c) copies
  * the WAL into the database. Rows are written one by one, in the process. */
-#include "backend.h"
+#include "sqlite.h"
 #include "log.h"
-#include "schema.h"
 #include "timeutil.h"
 #include "wal_gather.h"
 
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,7 +20,7 @@ static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)db;
     (void)name;
-    ((struct audit_store *)arg)->wal_frames = frames;
+    ((struct lite_store *)arg)->wal_frames = frames;
     return SQLITE_OK;
 }
 
@@ -54,10 +53,14 @@ static int lite_open(struct audit_store *s, const char *path, struct medic_error
     /* a commit's WAL writes as one (wal_gather.h): SQLite syncs them before
      * any other connection may read them only with synchronous=FULL */
     const char *vfs = s->options.synchronous_full ? audit_wal_gather_vfs() : NULL;
+    struct lite_store *l = calloc(1, sizeof(*l));
+    if (!l)
+        return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    s->state = l;
     sqlite3 *lite = NULL;
     int opened = sqlite3_open_v2(
         path, &lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
-    s->conn = lite;
+    l->conn = lite;
     if (opened != SQLITE_OK) {
         char why[320];
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
@@ -76,7 +79,7 @@ static int lite_open(struct audit_store *s, const char *path, struct medic_error
         sqlite3_free(msg);
         return MEDIC_E_STORE;
     }
-    int rc = audit_schema_migrate(lite, err);
+    int rc = audit_lite_migrate(lite, err);
     if (rc)
         return rc;
     /* without the syncer, SQLite checkpoints in the writer's commits
@@ -85,27 +88,32 @@ static int lite_open(struct audit_store *s, const char *path, struct medic_error
     /* with the gathering VFS, commits leave their sync to the syncer
      * thread, and the checkpoints to checkpoint() and the checkpointer */
     if (vfs && s->options.defer_syncs) {
-        s->deferring = 1;
-        sqlite3_wal_hook(lite, on_wal, s);
+        l->deferring = 1;
+        sqlite3_wal_hook(lite, on_wal, l);
     }
-    if (!(s->db = db_over_sqlite(lite)))
+    if (!(s->db = audit_lite_db(lite)))
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     return 0;
 }
 
 static void lite_close(struct audit_store *s)
 {
+    struct lite_store *l = LITE_STORE(s);
     db_free(s->db);
-    sqlite3_close(s->conn);
+    if (l)
+        sqlite3_close(l->conn);
+    free(l);
+    s->state = NULL;
 }
 
 static int lite_start(struct audit_store *s, const char *path, struct medic_error *err)
 {
-    if (!s->deferring)
+    struct lite_store *l = LITE_STORE(s);
+    if (!l->deferring)
         return 0;
     if (audit__syncer_start(s))
         return medic_error_set(err, MEDIC_E_NOMEM, "cannot start the audit syncer thread");
-    s->syncer_up = 1;
+    l->syncer_up = 1;
     if (audit__checkpointer_start(s, path))
         return medic_error_set(err, MEDIC_E_STORE, "cannot start the audit checkpointer on '%s'",
                                path);
@@ -114,20 +122,21 @@ static int lite_start(struct audit_store *s, const char *path, struct medic_erro
 
 static void lite_stop(struct audit_store *s)
 {
-    if (s->syncer_up)
+    struct lite_store *l = LITE_STORE(s);
+    if (l->syncer_up)
         audit__syncer_stop(s);
-    s->syncer_up = 0;
+    l->syncer_up = 0;
     audit__checkpointer_stop(s);
 }
 
 static void lite_start_writer(struct audit_store *s)
 {
-    audit_wal_defer_syncs(s->deferring);
+    audit_wal_defer_syncs(LITE_STORE(s)->deferring);
 }
 
 static struct job *lite_before_commit(struct audit_store *s, struct job *batch)
 {
-    return s->deferring ? audit__gather_more(s, batch) : NULL;
+    return LITE_STORE(s)->deferring ? audit__gather_more(s, batch, audit__syncer_busy) : NULL;
 }
 
 /* After a commit whose sync was left to the syncer: the checkpointer
@@ -138,14 +147,15 @@ static struct job *lite_before_commit(struct audit_store *s, struct job *batch)
  * then starts the WAL again from its beginning. */
 static void checkpoint(struct audit_store *s)
 {
-    if (s->wal_frames < AUDIT_CHECKPOINT_PAGES || !audit__checkpointer_ask(s, s->wal_frames))
+    struct lite_store *l = LITE_STORE(s);
+    if (l->wal_frames < AUDIT_CHECKPOINT_PAGES || !audit__checkpointer_ask(s, l->wal_frames))
         return;
     audit_wal_defer_syncs(0);
-    int rc = sqlite3_wal_checkpoint_v2(s->conn, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    int rc = sqlite3_wal_checkpoint_v2(l->conn, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     audit_wal_defer_syncs(1);
     if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-        medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->conn), NULL);
-    s->wal_frames = 0;
+        medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(l->conn), NULL);
+    l->wal_frames = 0;
     medic_mutex_lock(&s->lock);
     s->stats.checkpoints_finished++;
     medic_mutex_unlock(&s->lock);
@@ -154,8 +164,9 @@ static void checkpoint(struct audit_store *s)
 static void lite_finish(struct audit_store *s, struct job *batch, int rc,
                         const struct medic_error *err, int64_t start)
 {
-    int fd = s->deferring ? audit_wal_take_deferred() : -1;
-    if (rc == 0 && s->deferring) {
+    int deferring = LITE_STORE(s)->deferring;
+    int fd = deferring ? audit_wal_take_deferred() : -1;
+    if (rc == 0 && deferring) {
         checkpoint(s);
         audit__syncer_hand(s, batch, fd, start);
         return;
@@ -189,7 +200,7 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
                                "serve writes",
                                path, version < 0 ? sqlite3_errmsg(lite) : "no medic schema");
     int rc = audit__readable_version(version, err);
-    if (rc == 0 && !(*db = db_over_sqlite(lite)))
+    if (rc == 0 && !(*db = audit_lite_db(lite)))
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     return rc;
 }
@@ -200,10 +211,25 @@ static void lite_close_reader(void *conn, struct db *db)
     sqlite3_close(conn);
 }
 
+static void lite_library_init(void)
+{
+    /* no allocation statistics, which take a global mutex per allocation */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+static void lite_library_version(struct medic_buf *out)
+{
+    medic_buf_printf(out, "  sqlite:         %s\n", sqlite3_libversion());
+}
+
 const struct audit_backend audit_backend_sqlite = {
     .name = "sqlite",
+    .schemes = NULL,
     .shared = 0,
     .returning_id = "",
+    .json_text = {"json_extract(", ", '$.", "')"},
+    .library_init = lite_library_init,
+    .library_version = lite_library_version,
     .open = lite_open,
     .close = lite_close,
     .start = lite_start,
@@ -218,4 +244,31 @@ const struct audit_backend audit_backend_sqlite = {
     .mark_evaluated = audit__mark_evaluated_each,
     .open_reader = lite_open_reader,
     .close_reader = lite_close_reader,
+    .free_db = lite_free,
+    .exec = lite_exec,
+    .exec_later = lite_exec,
+    .lock_session = lite_no_lock,
+    .unlock_session = lite_no_lock,
+    .begin = lite_begin,
+    .begin_snapshot = lite_begin_snapshot,
+    .commit = lite_commit,
+    .rollback = lite_rollback,
+    .last_insert_id = lite_last_insert_id,
+    .prepare = lite_prepare,
+    .bind_int64 = lite_bind_int64,
+    .bind_text_len = lite_bind_text_len,
+    .bind_double = lite_bind_double,
+    .bind_blob = lite_bind_blob,
+    .step = lite_step,
+    .column_count = lite_column_count,
+    .column_name = lite_column_name,
+    .column_type = lite_column_type,
+    .column_int64 = lite_column_int64,
+    .column_double = lite_column_double,
+    .column_text = lite_column_text,
+    .column_bytes = lite_column_bytes,
+    .column_blob = lite_column_blob,
+    .reset = lite_reset,
+    .clear = lite_clear,
+    .finalize = lite_finalize,
 };

@@ -2,7 +2,7 @@
 /* PostgreSQL statements of rows (db_prepare_rows): each column's values
  * gathered as the elements of an array in PostgreSQL's binary form, sent
  * as one parameter. */
-#include "db_pg.h"
+#include "pg.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  * Private to audit/. */
 #include "log.h"
 #include "lock.h"
-#include "store_internal.h"
+#include "sqlite.h"
 
 #include <stdlib.h>
 
@@ -26,12 +26,13 @@
 static void *checkpointer_main(void *arg)
 {
     struct audit_store *s = arg;
+    struct lite_store *l = LITE_STORE(s);
     pthread_setname_np(pthread_self(), "medic-ckpt");
     medic_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->ckpt_plan.running && !s->ckpt_stopping)
-            medic_cond_wait(&s->ckpt_work, &s->lock);
-        if (s->ckpt_stopping)
+        while (!l->ckpt_plan.running && !l->ckpt_stopping)
+            medic_cond_wait(&l->ckpt_work, &s->lock);
+        if (l->ckpt_stopping)
             break;
         medic_mutex_unlock(&s->lock);
         /* PASSIVE: copies what no reader still needs, never waits on one.
@@ -41,10 +42,10 @@ static void *checkpointer_main(void *arg)
         int ran = 0, before = -1; /* frames copied in all after the run before */
         for (int run = 0; run < CKPT_RUNS; run++) {
             int frames = 0, done = 0;
-            int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames,
+            int rc = sqlite3_wal_checkpoint_v2(l->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames,
                                                &done);
             if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-                medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(s->ckpt_db),
+                medic_log_warn("audit checkpoint failed", "error", sqlite3_errmsg(l->ckpt_db),
                                NULL);
             if (rc != SQLITE_OK)
                 break;
@@ -58,12 +59,12 @@ static void *checkpointer_main(void *arg)
          * here, the pages copied are not left to the writer's sync */
         sqlite3_file *db = NULL;
         if (ran &&
-            sqlite3_file_control(s->ckpt_db, "main", SQLITE_FCNTL_FILE_POINTER, &db) == SQLITE_OK &&
+            sqlite3_file_control(l->ckpt_db, "main", SQLITE_FCNTL_FILE_POINTER, &db) == SQLITE_OK &&
             db && db->pMethods && db->pMethods->xSync(db, SQLITE_SYNC_NORMAL) != SQLITE_OK)
             medic_log_warn("audit checkpoint failed", "error", "cannot sync the database file",
                            NULL);
         medic_mutex_lock(&s->lock);
-        s->ckpt_plan.running = 0;
+        l->ckpt_plan.running = 0;
         s->stats.checkpoints_copied++;
     }
     medic_mutex_unlock(&s->lock);
@@ -72,18 +73,19 @@ static void *checkpointer_main(void *arg)
 
 int audit__checkpointer_start(struct audit_store *s, const char *path)
 {
-    if (sqlite3_open_v2(path, &s->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    struct lite_store *l = LITE_STORE(s);
+    if (sqlite3_open_v2(path, &l->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
             SQLITE_OK ||
-        sqlite3_exec(s->ckpt_db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
-        sqlite3_close(s->ckpt_db);
-        s->ckpt_db = NULL;
+        sqlite3_exec(l->ckpt_db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_close(l->ckpt_db);
+        l->ckpt_db = NULL;
         return MEDIC_E_STORE;
     }
-    pthread_cond_init(&s->ckpt_work, NULL);
-    if (pthread_create(&s->checkpointer, NULL, checkpointer_main, s) != 0) {
-        pthread_cond_destroy(&s->ckpt_work);
-        sqlite3_close(s->ckpt_db);
-        s->ckpt_db = NULL;
+    pthread_cond_init(&l->ckpt_work, NULL);
+    if (pthread_create(&l->checkpointer, NULL, checkpointer_main, s) != 0) {
+        pthread_cond_destroy(&l->ckpt_work);
+        sqlite3_close(l->ckpt_db);
+        l->ckpt_db = NULL;
         return MEDIC_E_NOMEM;
     }
     return 0;
@@ -113,24 +115,26 @@ enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames)
 
 int audit__checkpointer_ask(struct audit_store *s, int frames)
 {
+    struct lite_store *l = LITE_STORE(s);
     medic_mutex_lock(&s->lock);
-    enum ckpt_step step = audit__ckpt_plan_next(&s->ckpt_plan, frames);
+    enum ckpt_step step = audit__ckpt_plan_next(&l->ckpt_plan, frames);
     if (step == CKPT_ASK)
-        pthread_cond_signal(&s->ckpt_work);
+        pthread_cond_signal(&l->ckpt_work);
     medic_mutex_unlock(&s->lock);
     return step == CKPT_FINISH;
 }
 
 void audit__checkpointer_stop(struct audit_store *s)
 {
-    if (!s->ckpt_db)
+    struct lite_store *l = LITE_STORE(s);
+    if (!l->ckpt_db)
         return;
     medic_mutex_lock(&s->lock);
-    s->ckpt_stopping = 1;
-    pthread_cond_signal(&s->ckpt_work);
+    l->ckpt_stopping = 1;
+    pthread_cond_signal(&l->ckpt_work);
     medic_mutex_unlock(&s->lock);
-    pthread_join(s->checkpointer, NULL);
-    pthread_cond_destroy(&s->ckpt_work);
-    sqlite3_close(s->ckpt_db);
-    s->ckpt_db = NULL;
+    pthread_join(l->checkpointer, NULL);
+    pthread_cond_destroy(&l->ckpt_work);
+    sqlite3_close(l->ckpt_db);
+    l->ckpt_db = NULL;
 }
