@@ -21,6 +21,11 @@ struct audit_backend {
     /* several processes write the log: a lease fences them, and a
      * notification is inserted as first, its key's unique index deciding */
     int shared;
+    /* notifications may be stored by writers of their own, each on a
+     * connection of its own (not chained, their unique keys deciding
+     * between connections), while the store's writer keeps everything
+     * chained or fenced in one order (store.c) */
+    int parallel_notifications;
     /* appended to an insert of one row to have its id back ("": the
      * connection's last rowid, db_last_insert_id) */
     const char *returning_id;

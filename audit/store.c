@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Most requests one transaction takes; more wait for the next one. */
 #define AUDIT_MAX_BATCH 512
@@ -21,6 +22,21 @@ void audit_options_default(struct audit_options *options)
     options->busy_timeout_ms = AUDIT_DEFAULT_BUSY_TIMEOUT_MS;
     options->synchronous_full = 1;
     options->defer_syncs = 1;
+    options->notification_writers = AUDIT_WRITERS_AUTO;
+}
+
+/* Notification writers of their own where the backend takes them: as
+ * asked, or a quarter of the machine's cores (at most 4): on a small
+ * machine the database's CPU is the limit, and smaller batches on more
+ * connections only cost more. */
+static size_t lanes_wanted(const struct audit_store *s)
+{
+    if (!s->backend->parallel_notifications)
+        return 0;
+    if (s->options.notification_writers != AUDIT_WRITERS_AUTO)
+        return s->options.notification_writers;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 4 ? 0 : cores >= 16 ? 4 : (size_t)(cores / 4);
 }
 
 /* Tries a batch this many times when PostgreSQL gives up a lock wait or
@@ -226,6 +242,21 @@ static int submit(struct audit_store *s, struct job *job, struct medic_error *er
     return job->rc;
 }
 
+/* The writer that stores a notification: one of the lanes, the same for
+ * every notification of an Alertmanager group (so that a group's
+ * notifications are committed, and handed to the engine, in the order they
+ * came), else the store's own. */
+static struct audit_store *lane_for(struct audit_store *store,
+                                    const struct audit_notification_in *in)
+{
+    if (!store->lane_count)
+        return store;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const char *c = in->notification->group_key; c && *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return store->lanes[h % store->lane_count];
+}
+
 int audit_record_notification(struct audit_store *store, const struct audit_notification_in *in,
                               struct audit_notification_result *out, struct medic_error *err)
 {
@@ -235,7 +266,7 @@ int audit_record_notification(struct audit_store *store, const struct audit_noti
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
     struct job job = {.kind = JOB_NOTIFICATION, .in = in, .prepared = &prep, .out = out};
-    int rc = submit(store, &job, err);
+    int rc = submit(lane_for(store, in), &job, err);
     audit__prepared_release(&prep);
     return rc;
 }
@@ -266,9 +297,10 @@ int audit_record_notification_async(struct audit_store *store,
     job->out = out;
     job->done_fn = done;
     job->done_arg = arg;
-    medic_mutex_lock(&store->lock);
-    int rc = enqueue_locked(store, job, err);
-    medic_mutex_unlock(&store->lock);
+    struct audit_store *lane = lane_for(store, in);
+    medic_mutex_lock(&lane->lock);
+    int rc = enqueue_locked(lane, job, err);
+    medic_mutex_unlock(&lane->lock);
     if (rc) {
         audit__prepared_release(&job->owned_prep);
         free(job);
@@ -341,6 +373,21 @@ void audit_store_stats(struct audit_store *store, struct audit_stats *out)
     out->queue_depth = store->pending;
     out->max_pending = store->options.max_pending;
     medic_mutex_unlock(&store->lock);
+    for (size_t i = 0; i < store->lane_count; i++) {
+        struct audit_store *l = store->lanes[i];
+        medic_mutex_lock(&l->lock);
+        const struct audit_stats *st = &l->stats;
+        out->commits += st->commits;
+        out->commit_failures += st->commit_failures;
+        out->requests_committed += st->requests_committed;
+        for (int b = 0; b < AUDIT_COMMIT_BUCKETS; b++)
+            out->commit_bucket_counts[b] += st->commit_bucket_counts[b];
+        out->commit_seconds_sum += st->commit_seconds_sum;
+        out->unhealthy |= st->unhealthy;
+        out->queue_depth += l->pending;
+        out->max_pending += l->options.max_pending;
+        medic_mutex_unlock(&l->lock);
+    }
 }
 
 void audit_store_set_term(struct audit_store *store, const char *replica, int64_t epoch)
@@ -358,8 +405,10 @@ static void close_db(struct audit_store *s)
     s->backend->close(s);
 }
 
-int audit_store_open(const char *location, const struct audit_options *options,
-                     struct audit_store **out, struct medic_error *err)
+/* One writer: its connection, its statements, its backend's threads and
+ * its thread. */
+static int open_writer(const char *location, const struct audit_options *options,
+                       struct audit_store **out, struct medic_error *err)
 {
     struct audit_store *s = calloc(1, sizeof(*s));
     if (!s)
@@ -392,10 +441,8 @@ int audit_store_open(const char *location, const struct audit_options *options,
     return 0;
 }
 
-void audit_store_free(struct audit_store *store)
+static void free_writer(struct audit_store *store)
 {
-    if (!store)
-        return;
     medic_mutex_lock(&store->lock);
     store->stopping = 1;
     pthread_cond_signal(&store->work);
@@ -407,4 +454,42 @@ void audit_store_free(struct audit_store *store)
     medic_mutex_destroy(&store->lock);
     pthread_cond_destroy(&store->work);
     free(store);
+}
+
+int audit_store_open(const char *location, const struct audit_options *options,
+                     struct audit_store **out, struct medic_error *err)
+{
+    struct audit_store *s = NULL;
+    int rc = open_writer(location, options, &s, err);
+    if (rc)
+        return rc;
+    /* notifications are not chained: where the backend takes several
+     * writers, they go on connections of their own (lanes) */
+    size_t lanes = lanes_wanted(s);
+    if (lanes && !(s->lanes = calloc(lanes, sizeof(*s->lanes))))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    while (rc == 0 && s->lane_count < lanes) {
+        if ((rc = open_writer(location, options, &s->lanes[s->lane_count], err)))
+            medic_error_prefix(err, "opening a notification writer");
+        else
+            s->lane_count++;
+    }
+    if (rc) {
+        audit_store_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void audit_store_free(struct audit_store *store)
+{
+    if (!store)
+        return;
+    /* the lanes' notifications first: all of them are committed before
+     * the ordered writer stops */
+    for (size_t i = 0; i < store->lane_count; i++)
+        free_writer(store->lanes[i]);
+    free(store->lanes);
+    free_writer(store);
 }

@@ -111,6 +111,10 @@ struct audit_store {
      * checked by every transaction that writes a decision or an intent */
     char replica[64];
     int64_t epoch;
+    /* writers of their own for notifications, each on its own connection
+     * (backend.h's notification_lanes); NULL in a lane */
+    struct audit_store **lanes;
+    size_t lane_count;
 };
 
 /* Tells the batch's callers how it ended (rc and err for every job not

@@ -112,6 +112,12 @@ static const struct directive directives[] = {
      NULL},
     {"audit", "max_pending", D_SIZE, AT(audit_max_pending), 1, 1000000, "1", "1000000", "`4096`",
      "write requests queued for the audit writer before new ones get 503", NULL},
+    {"audit", "writers", D_SIZE, AT(audit_writers), 1, 17, "1", "17",
+     "1 and a quarter of the cores, at most 5",
+     "connections that write a PostgreSQL audit log: one writes decisions, actions and incident "
+     "changes in their order, the others store notifications side by side (each Alertmanager "
+     "group on one of them, in order); 1: that one stores them too. SQLite has one writer",
+     NULL},
     {"ha", "replica", D_STRING, AT(ha_replica), 0, 0, NULL, NULL, "this host's `HOSTNAME-PID`",
      "this replica's name in the lease; unique among the replicas sharing `audit.url`", NULL},
     {"ha", "lease", D_DURATION, AT(ha_lease), SEC(1), SEC(300), "1s", "300s", "`5s`",

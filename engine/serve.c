@@ -396,6 +396,8 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
     audit_options_default(&aopt);
     aopt.busy_timeout_ms = (int)(c->audit_busy_timeout / MEDIC_NS_PER_MS);
     aopt.max_pending = c->audit_max_pending;
+    if (c->audit_writers) /* else the store's choice for this machine */
+        aopt.notification_writers = c->audit_writers - 1;
     if (audit_store_open(e->audit_path, &aopt, &e->store, err)) {
         medic_error_prefix(err, "cannot open the audit log");
         return -1;

@@ -27,7 +27,13 @@ struct audit_options {
      * thread of its own while the writer goes on with the next batch (an
      * answer still waits for it) */
     int defer_syncs;
+    /* a backend several processes write (PostgreSQL): connections that
+     * store notifications beside the writer of everything else, which
+     * keeps its order; 0: none; default AUDIT_WRITERS_AUTO, a quarter of
+     * the cores, at most 4 */
+    size_t notification_writers;
 };
+#define AUDIT_WRITERS_AUTO ((size_t)-1)
 
 /* The store's own defaults, for a store opened without a configuration
  * (the configuration's directive table states the same; a test checks). */

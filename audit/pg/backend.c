@@ -321,6 +321,7 @@ const struct audit_backend audit_backend_pg = {
     .name = "postgresql",
     .schemes = pg_schemes,
     .shared = 1,
+    .parallel_notifications = 1,
     .returning_id = " RETURNING id",
     .json_text = {"(", "::json ->> '", "')"},
     .library_version = pg_library_version,

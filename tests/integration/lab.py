@@ -154,8 +154,10 @@ class Medic:
 
     def write_config(self, text):
         with open(self.config_path, "w") as f:
-            audit = f"url: '{self.db}'" if self.db.startswith("postgresql://") else \
-                f"path: {self.db}{self.audit_options}"
+            # on PostgreSQL, notifications on two connections of their own
+            # beside the ordered writer, as a larger machine runs by default
+            audit = f"url: '{self.db}', writers: 3" if self.db.startswith("postgresql://") \
+                else f"path: {self.db}{self.audit_options}"
             f.write(f"listen: {HOST}:{self.port}\naudit: {{ {audit} }}\n" + text)
 
     @property

@@ -64,7 +64,7 @@ class Replica(Medic):
     def write_config(self, text):
         with open(self.config_path, "w") as f:
             f.write(f"listen: {HOST}:{self.port}\n"
-                    f"audit: {{ url: '{self.pg_url}' }}\n"
+                    f"audit: {{ url: '{self.pg_url}', writers: 3 }}\n"
                     f"ha: {{ replica: {self.name}, lease: {LEASE:g}s }}\n" + text)
 
     def leads(self):

@@ -405,6 +405,28 @@ static void test_directive_table(void **state)
     assert_int_equal(bmc_said, 1);
     assert_int_equal(agent_said, 1);
     medic_config_release(&c);
+    /* notification writers asked of an SQLite log are said (one writer
+     * writes it); of PostgreSQL they are not; out of bounds, refused */
+    path = write_file("warn_writers.yaml", "audit: { path: /tmp/medic.db, writers: 3 }\n", 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.audit_writers, 3);
+    medic_config_warn(&c, &w);
+    int writers_said = 0;
+    for (size_t i = 0; i < w.count; i++)
+        writers_said += strstr(w.items[i], "audit.writers is 3 but the audit log is SQLite") != NULL;
+    assert_int_equal(writers_said, 1);
+    medic_config_release(&c);
+    path = write_file("warn_writers.yaml",
+                      "audit: { url: 'postgresql://medic@127.0.0.1/medic', writers: 3 }\n", 0644);
+    if (medic_config_load(path, &c, &err))
+        fail_msg("%s", err.msg);
+    medic_config_warn(&c, &w);
+    for (size_t i = 0; i < w.count; i++)
+        assert_null(strstr(w.items[i], "audit.writers"));
+    medic_config_release(&c);
+    expect_error("audit: { writers: 0 }\n", "1:19: writers: 0 is outside 1..17");
+    expect_error("audit: { writers: 18 }\n", "1:19: writers: 18 is outside 1..17");
     /* slurm.conf and scontrol that are not on this host are said; those
      * that are, are not */
     const char *slurm_conf = write_file("slurm.conf", "ClusterName=x\n", 0644);
