@@ -115,8 +115,9 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
                 said = 1;
             }
     if (config->audit_writers > 1 && !audit_location_is_shared(config->audit_path))
-        warn(out, "audit.writers is %zu but the audit log is SQLite (audit.path), which one "
-                  "writer writes: it applies to audit.url (PostgreSQL)",
+        warn(out,
+             "audit.writers is %zu but the audit log is SQLite (audit.path), which one "
+             "writer writes: it applies to audit.url (PostgreSQL)",
              config->audit_writers);
     if (config->ha_replica && !audit_location_is_shared(config->audit_path))
         warn(out, "ha.replica is set but the audit log is SQLite (audit.path): one process owns "

@@ -414,7 +414,8 @@ static void test_directive_table(void **state)
     medic_config_warn(&c, &w);
     int writers_said = 0;
     for (size_t i = 0; i < w.count; i++)
-        writers_said += strstr(w.items[i], "audit.writers is 3 but the audit log is SQLite") != NULL;
+        writers_said +=
+            strstr(w.items[i], "audit.writers is 3 but the audit log is SQLite") != NULL;
     assert_int_equal(writers_said, 1);
     medic_config_release(&c);
     path = write_file("warn_writers.yaml",
