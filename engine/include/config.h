@@ -84,8 +84,8 @@ struct medic_config {
     int64_t audit_busy_timeout; /* ns */
     size_t audit_max_pending;
     size_t audit_writers; /* 0: as many as the machine's cores suggest */
-    char *ha_replica; /* NULL: HOSTNAME-PID */
-    int64_t ha_lease; /* ns */
+    char *ha_replica;     /* NULL: HOSTNAME-PID */
+    int64_t ha_lease;     /* ns */
     struct medic_credentials webhook_auth;
     struct medic_credentials read_auth;
     struct medic_credentials admin_auth;
