@@ -92,15 +92,15 @@ int engine_api_pause(void *engine, int pause, const char *body, size_t len, cons
 /* An answer was recorded: the engine, when this replica leads, takes it
  * now (a leader elsewhere reads it from the shared log). */
 void engine_approval_recorded(struct engine *e);
-/* GET / and GET /nodes/NAME (engine/page.c): the on-call page as HTML
- * into out; returns the HTTP status. */
-int engine_page(void *engine, const char *path, const char *authorization,
+/* One of the on-call page's pages (engine/page.c), arg what its route
+ * took from the URL: HTML into out; returns the HTTP status. */
+int engine_page(void *engine, enum receiver_page page, const char *arg, const char *authorization,
                 const struct receiver_later *later, struct medic_buf *out);
-/* POST /approvals/ID, /pause and /unpause: the page's forms
- * (engine/page_forms.c); HTML into out; returns the HTTP status. */
-int engine_page_form(void *engine, const char *path, const char *body, size_t len, const char *who,
-                     const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, const struct receiver_later *later,
+/* One of the page's forms (engine/page_forms.c); HTML into out; returns
+ * the HTTP status. */
+int engine_page_form(void *engine, enum receiver_page form, const char *arg, const char *body,
+                     size_t len, const char *who, const char *authorization, const char *origin,
+                     const char *host, const char *remote_addr, const struct receiver_later *later,
                      struct medic_buf *out);
 /* page.c and page_forms.c: a page's head, with its style; GET
  * /approvals/ID and GET /pause, their forms bound to authorization. */

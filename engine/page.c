@@ -412,19 +412,20 @@ void engine__page_start(struct medic_buf *out, const char *title)
     page_start(out, title, 0); /* a page with a form never reloads itself */
 }
 
-static int page_now(struct engine *e, const char *path, const char *authorization,
-                    struct medic_buf *out);
+static int page_now(struct engine *e, enum receiver_page page, const char *arg,
+                    const char *authorization, struct medic_buf *out);
 
 /* A page handed to a reader, with copies of what it needs. */
 struct page_job {
     struct engine *e;
-    char *path, *authorization;
+    enum receiver_page page;
+    char *arg, *authorization;
 };
 
 static void page_job_free(void *arg)
 {
     struct page_job *j = arg;
-    free(j->path);
+    free(j->arg);
     free(j->authorization);
     free(j);
 }
@@ -432,19 +433,20 @@ static void page_job_free(void *arg)
 static int page_job_run(void *arg, struct medic_buf *out)
 {
     struct page_job *j = arg;
-    return page_now(j->e, j->path, j->authorization, out);
+    return page_now(j->e, j->page, j->arg, j->authorization, out);
 }
 
-int engine_page(void *ctx, const char *path, const char *authorization,
+int engine_page(void *ctx, enum receiver_page page, const char *arg, const char *authorization,
                 const struct receiver_later *later, struct medic_buf *out)
 {
     struct engine *e = ctx;
     if (!later)
-        return page_now(e, path, authorization, out);
+        return page_now(e, page, arg, authorization, out);
     struct page_job *j = calloc(1, sizeof(*j));
     int rc = MEDIC_E_NOMEM;
-    if (j && (j->path = strdup(path)) &&
+    if (j && (j->arg = strdup(arg)) &&
         (!authorization || (j->authorization = strdup(authorization)))) {
+        j->page = page;
         j->e = e;
         rc = engine_readers_run(e->readers, page_job_run, j, page_job_free, later);
     }
@@ -458,13 +460,23 @@ int engine_page(void *ctx, const char *path, const char *authorization,
     return 503;
 }
 
-static int page_now(struct engine *e, const char *path, const char *authorization,
-                    struct medic_buf *out)
+static int not_found(struct medic_buf *out)
+{
+    page_start(out, "not found - medic", 0);
+    medic_buf_puts(out, "<h1>No such page</h1><p>See <a href=\"/\">the fleet</a>.</p>"
+                        "</body></html>\n");
+    return 404;
+}
+
+static int page_now(struct engine *e, enum receiver_page page, const char *arg,
+                    const char *authorization, struct medic_buf *out)
 {
     struct medic_error err = {0};
-    if (strncmp(path, "/approvals/", 11) == 0) {
+    const char *node = NULL;
+    switch (page) {
+    case RECEIVER_PAGE_APPROVAL: {
         char *end;
-        long long id = strtoll(path + 11, &end, 10);
+        long long id = strtoll(arg, &end, 10);
         if (*end || id <= 0)
             return 404;
         int code = engine__approval_page(e, id, authorization, out);
@@ -475,16 +487,20 @@ static int page_now(struct engine *e, const char *path, const char *authorizatio
         }
         return code;
     }
-    if (strcmp(path, "/pause") == 0)
+    case RECEIVER_PAGE_PAUSE:
         return engine__pause_page(e, authorization, out);
-    if (strncmp(path, "/release/", 9) == 0 && node_name_ok(path + 9))
-        return engine__release_page(e, path + 9, authorization, out);
-    const char *node = strncmp(path, "/nodes/", 7) == 0 ? path + 7 : NULL;
-    if (!node && strcmp(path, "/") != 0) {
-        page_start(out, "not found - medic", 0);
-        medic_buf_puts(out, "<h1>No such page</h1><p>See <a href=\"/\">the fleet</a>.</p>"
-                            "</body></html>\n");
-        return 404;
+    case RECEIVER_PAGE_RELEASE:
+        if (node_name_ok(arg))
+            return engine__release_page(e, arg, authorization, out);
+        return not_found(out);
+    case RECEIVER_PAGE_NODE:
+        node = arg;
+        break;
+    case RECEIVER_PAGE_FLEET:
+        break;
+    case RECEIVER_PAGE_UNPAUSE: /* a form, not a page */
+    case RECEIVER_PAGE_NONE:
+        return not_found(out);
     }
     if (node && !node_name_ok(node)) {
         page_start(out, "bad node name - medic", 0);

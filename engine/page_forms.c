@@ -21,9 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void form_token(struct medic_buf *out, const char *authorization, const char *path)
+/* A form's opening tag that posts to form (with arg, percent-encoded in
+ * the URL), and its anti-forgery token, bound to authorization and to
+ * the form's path as the receiver's route decodes it. */
+static void form_start(struct medic_buf *out, const char *authorization, enum receiver_page form,
+                       const char *arg)
 {
-    char token[33];
+    const char *pattern = receiver_page_pattern(form), *brace = strchr(pattern, '{');
+    medic_buf_puts(out, "<form method=\"post\" action=\"");
+    if (brace) {
+        medic_buf_printf(out, "%.*s", (int)(brace - pattern), pattern);
+        medic_html_path_segment(out, arg ? arg : "");
+        medic_html_text(out, strchr(brace, '}') + 1);
+    } else {
+        medic_html_text(out, pattern);
+    }
+    medic_buf_puts(out, "\">");
+    char path[300], token[33];
+    receiver_page_url(form, arg, path, sizeof(path));
     engine_form_token(authorization, path, medic_time_now(), token);
     medic_buf_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", token);
 }
@@ -61,9 +76,9 @@ static int look_up(void *arg, struct policy_state *st)
 static int approval_form(const struct pending_view *v, const char *authorization,
                          struct medic_buf *out)
 {
-    char path[64], until[40];
+    char arg[24], until[40];
     long long id = (long long)v->decision_id;
-    snprintf(path, sizeof(path), "/approvals/%lld", id);
+    snprintf(arg, sizeof(arg), "%lld", id);
     engine__page_start(out, "approval - medic");
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p>");
     if (!v->found) {
@@ -91,13 +106,11 @@ static int approval_form(const struct pending_view *v, const char *authorization
     medic_buf_puts(out, "<p><a href=\"/nodes/");
     medic_html_path_segment(out, v->node);
     medic_buf_puts(out, "\">the node's timeline</a></p>");
-    medic_buf_printf(out, "<form method=\"post\" action=\"%s\">", path);
-    form_token(out, authorization, path);
+    form_start(out, authorization, RECEIVER_PAGE_APPROVAL, arg);
     medic_buf_puts(out, "<input type=\"hidden\" name=\"decision\" value=\"approve\">"
                         "<label>reason (optional) <input name=\"reason\" maxlength=\"500\" "
                         "size=\"60\"></label> <button type=\"submit\">approve</button></form>");
-    medic_buf_printf(out, "<form method=\"post\" action=\"%s\">", path);
-    form_token(out, authorization, path);
+    form_start(out, authorization, RECEIVER_PAGE_APPROVAL, arg);
     medic_buf_puts(out, "<input type=\"hidden\" name=\"decision\" value=\"deny\">"
                         "<label>reason <input name=\"reason\" maxlength=\"500\" size=\"60\" "
                         "required></label> <label><input type=\"checkbox\" name=\"undo\" "
@@ -141,16 +154,15 @@ int engine__pause_page(struct engine *e, const char *authorization, struct medic
         medic_html_text(out, p.by);
         medic_buf_puts(out, ": ");
         medic_html_text(out, p.reason);
-        medic_buf_puts(out, ".</p><form method=\"post\" action=\"/unpause\">");
-        form_token(out, authorization, "/unpause");
+        medic_buf_puts(out, ".</p>");
+        form_start(out, authorization, RECEIVER_PAGE_UNPAUSE, NULL);
         medic_buf_puts(out, "<button type=\"submit\">unpause</button></form>");
     } else {
         medic_buf_puts(out, "<p>Not paused.</p>");
     }
     medic_buf_puts(out, "<p>While paused, every disruptive step is held fleet-wide; resume and "
-                        "restore_power_limit still run.</p><form method=\"post\" "
-                        "action=\"/pause\">");
-    form_token(out, authorization, "/pause");
+                        "restore_power_limit still run.</p>");
+    form_start(out, authorization, RECEIVER_PAGE_PAUSE, NULL);
     medic_buf_puts(out, "<label>reason <input name=\"reason\" maxlength=\"500\" size=\"60\" "
                         "required></label> <label>until (optional: 2h, or an RFC 3339 time) "
                         "<input name=\"until\" maxlength=\"60\"></label> <button "
@@ -199,7 +211,7 @@ int engine__release_page(struct engine *e, const char *node, const char *authori
         medic_buf_puts(out, " is not quarantined</h1><p>Nothing to release.</p></body></html>\n");
         return 404;
     }
-    char since[40], path[200];
+    char since[40];
     medic_time_format(v.since, since, sizeof(since));
     medic_buf_printf(out, " is quarantined</h1><p>Since %s (incident %lld, policy ", since,
                      (long long)v.incident);
@@ -211,11 +223,7 @@ int engine__release_page(struct engine *e, const char *node, const char *authori
                         "again.</p><p><a href=\"/nodes/");
     medic_html_path_segment(out, node);
     medic_buf_puts(out, "\">the node's timeline</a></p>");
-    snprintf(path, sizeof(path), "/release/%s", node);
-    medic_buf_puts(out, "<form method=\"post\" action=\"/release/");
-    medic_html_path_segment(out, node);
-    medic_buf_puts(out, "\">");
-    form_token(out, authorization, path);
+    form_start(out, authorization, RECEIVER_PAGE_RELEASE, node);
     medic_buf_puts(out, "<label>what was repaired <input name=\"reason\" maxlength=\"500\" "
                         "size=\"60\" required></label> <button type=\"submit\">release</button>"
                         "</form></body></html>\n");
@@ -277,9 +285,9 @@ static void form_answered(void *request, unsigned int code, const char *answer, 
     free(f);
 }
 
-int engine_page_form(void *ctx, const char *path, const char *body, size_t len, const char *who,
-                     const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, const struct receiver_later *later,
+int engine_page_form(void *ctx, enum receiver_page which, const char *arg, const char *body,
+                     size_t len, const char *who, const char *authorization, const char *origin,
+                     const char *host, const char *remote_addr, const struct receiver_later *later,
                      struct medic_buf *out)
 {
     struct engine *e = ctx;
@@ -290,7 +298,9 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
                            "the form came from another site: nothing was done");
     if (engine_parse_form(body, len, &form, why, sizeof(why)))
         return result_page(out, 400, "Refused", why);
-    if (!form.csrf[0] || !engine_form_token_valid(authorization, path, form.csrf, medic_time_now()))
+    char path[300];
+    if (receiver_page_url(which, arg, path, sizeof(path)) || !form.csrf[0] ||
+        !engine_form_token_valid(authorization, path, form.csrf, medic_time_now()))
         return result_page(out, 403, "Refused",
                            "the form's token does not match (load the page again): nothing "
                            "was done");
@@ -316,16 +326,24 @@ int engine_page_form(void *ctx, const char *path, const char *body, size_t len, 
     struct medic_buf answer;
     medic_buf_init(&answer, 1 << 20);
     int code = 404;
-    if (strncmp(path, "/approvals/", 11) == 0)
-        code =
-            engine_api_approve(e, path + 11, text, strlen(text), who, remote_addr, &mine, &answer);
-    else if (strncmp(path, "/release/", 9) == 0)
-        code =
-            engine_api_release(e, path + 9, text, strlen(text), who, remote_addr, &mine, &answer);
-    else if (strcmp(path, "/pause") == 0 || strcmp(path, "/unpause") == 0)
-        code = engine_api_pause(e, strcmp(path, "/pause") == 0, text,
-                                strcmp(path, "/pause") == 0 ? strlen(text) : 0, who, remote_addr,
-                                &mine, &answer);
+    switch (which) {
+    case RECEIVER_PAGE_APPROVAL:
+        code = engine_api_approve(e, arg, text, strlen(text), who, remote_addr, &mine, &answer);
+        break;
+    case RECEIVER_PAGE_RELEASE:
+        code = engine_api_release(e, arg, text, strlen(text), who, remote_addr, &mine, &answer);
+        break;
+    case RECEIVER_PAGE_PAUSE:
+        code = engine_api_pause(e, 1, text, strlen(text), who, remote_addr, &mine, &answer);
+        break;
+    case RECEIVER_PAGE_UNPAUSE:
+        code = engine_api_pause(e, 0, text, 0, who, remote_addr, &mine, &answer);
+        break;
+    case RECEIVER_PAGE_NONE:
+    case RECEIVER_PAGE_FLEET:
+    case RECEIVER_PAGE_NODE: /* pages without a form */
+        break;
+    }
     cJSON_free(text);
     if (code != RECEIVER_LATER) { /* refused at once: answered here */
         free(f);

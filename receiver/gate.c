@@ -17,39 +17,84 @@ const double receiver__webhook_buckets[WEBHOOK_BUCKETS] = {0.001, 0.0025, 0.005,
                                                            0.1,   0.25,   0.5,   1,    2.5,   5};
 const unsigned int receiver__tracked_codes[N_CODES] = {200, 400, 401, 404, 405, 413, 415, 500, 503};
 
-enum handler receiver__route(const char *url, const char *method)
+static const struct route {
+    const char *method; /* "": any */
+    const char *pattern;
+    enum handler handler;
+    enum receiver_page page;
+} routes[] = {
+#define ROUTE_ROW(method, pattern, handler, page) {method, pattern, handler, page},
+    RECEIVER_ROUTES(ROUTE_ROW)
+#undef ROUTE_ROW
+};
+#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+
+/* Whether url matches pattern; what its {} or {*} took into arg (at most
+ * ROUTE_ARG_MAX - 1 bytes: a longer one does not match). */
+static int route_matches(const char *pattern, const char *url, char arg[ROUTE_ARG_MAX])
 {
-    /* the page's pages to act from, and their forms */
-    int form_page = strncmp(url, "/approvals/", 11) == 0 || strcmp(url, "/pause") == 0 ||
-                    strncmp(url, "/release/", 9) == 0;
-    if (strcmp(method, "POST") == 0 && (form_page || strcmp(url, "/unpause") == 0))
-        return H_PAGE_FORM;
-    if (form_page)
-        return H_PAGE;
-    if (strcmp(url, "/webhook") == 0)
-        return H_WEBHOOK;
-    if (strcmp(url, "/metrics") == 0)
-        return H_METRICS;
-    if (strcmp(url, "/-/healthy") == 0)
-        return H_HEALTHY;
-    if (strcmp(url, "/-/ready") == 0)
-        return H_READY;
-    if (strcmp(url, "/-/reload") == 0)
-        return H_RELOAD;
-    if (strcmp(url, "/api/v1/dry-run") == 0)
-        return H_DRY_RUN;
-    if (strncmp(url, "/api/v1/approvals/", 18) == 0)
-        return H_APPROVAL;
-    if (strcmp(url, "/api/v1/pause") == 0)
-        return H_PAUSE;
-    size_t n = strlen(url);
-    if (strncmp(url, "/api/v1/nodes/", 14) == 0 && n > 22 && strcmp(url + n - 8, "/release") == 0)
-        return H_RELEASE;
-    if (strncmp(url, "/api/v1/", 8) == 0)
-        return H_API_QUERY;
-    if (strcmp(url, "/") == 0 || strncmp(url, "/nodes/", 7) == 0)
-        return H_PAGE;
-    return H_OTHER;
+    const char *p = pattern, *u = url;
+    arg[0] = '\0';
+    while (*p) {
+        size_t n;
+        if (strncmp(p, "{*}", 3) == 0) {
+            n = strlen(u);
+            p += 3;
+        } else if (strncmp(p, "{}", 2) == 0) {
+            n = strcspn(u, "/");
+            p += 2;
+        } else {
+            if (*p++ != *u++)
+                return 0;
+            continue;
+        }
+        if (n >= ROUTE_ARG_MAX)
+            return 0;
+        memcpy(arg, u, n);
+        arg[n] = '\0';
+        u += n;
+    }
+    return *u == '\0';
+}
+
+void receiver__route(const char *url, const char *method, struct request *req)
+{
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        const struct route *r = &routes[i];
+        if ((!r->method[0] || strcmp(r->method, method) == 0) &&
+            route_matches(r->pattern, url, req->arg)) {
+            req->handler = r->handler;
+            req->page = r->page;
+            return;
+        }
+    }
+    req->handler = H_OTHER;
+    req->page = RECEIVER_PAGE_NONE;
+    req->arg[0] = '\0';
+}
+
+const char *receiver_page_pattern(enum receiver_page page)
+{
+    for (size_t i = 0; i < ROUTE_COUNT && page != RECEIVER_PAGE_NONE; i++)
+        if (routes[i].page == page)
+            return routes[i].pattern;
+    return NULL;
+}
+
+int receiver_page_url(enum receiver_page page, const char *arg, char *out, size_t size)
+{
+    const char *pattern = receiver_page_pattern(page);
+    if (pattern) {
+        const char *brace = strchr(pattern, '{');
+        int n = brace ? snprintf(out, size, "%.*s%s%s", (int)(brace - pattern), pattern,
+                                 arg ? arg : "", strchr(brace, '}') + 1)
+                      : snprintf(out, size, "%s", pattern);
+        if (n >= 0 && (size_t)n < size)
+            return 0;
+    }
+    if (size)
+        out[0] = '\0';
+    return -1;
 }
 
 const char *receiver__allowed_method(enum handler h)

@@ -16,6 +16,7 @@ static int start_request(struct receiver_server *srv, struct MHD_Connection *con
                          struct request *req, const char *url, const struct receiver_later *later,
                          struct medic_buf *b)
 {
+    (void)url;
     const struct receiver_hooks *h = &srv->hooks;
     int form = req->handler == H_PAGE_FORM, approval = req->handler == H_APPROVAL;
     int release = req->handler == H_RELEASE;
@@ -28,19 +29,15 @@ static int start_request(struct receiver_server *srv, struct MHD_Connection *con
     const char *body = req->body.data ? req->body.data : "";
     if (form)
         return h->page_form(
-            h->ctx, url, body, req->body.len, who,
+            h->ctx, req->page, req->arg, body, req->body.len, who,
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST), req->remote,
             later, b);
     if (approval)
-        return h->approve(h->ctx, url + 18, body, req->body.len, who, req->remote, later, b);
-    if (release) { /* /api/v1/nodes/NODE/release */
-        char node[160];
-        size_t n = strlen(url) - 14 - 8;
-        snprintf(node, sizeof(node), "%.*s", n < sizeof(node) ? (int)n : 0, url + 14);
-        return h->release(h->ctx, node, body, req->body.len, who, req->remote, later, b);
-    }
+        return h->approve(h->ctx, req->arg, body, req->body.len, who, req->remote, later, b);
+    if (release)
+        return h->release(h->ctx, req->arg, body, req->body.len, who, req->remote, later, b);
     return h->pause(h->ctx, !req->deleting, body, req->body.len, who, req->remote, later, b);
 }
 

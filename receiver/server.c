@@ -269,8 +269,8 @@ static int start_query(struct receiver_server *srv, struct MHD_Connection *conn,
                        struct request *req, const char *url, const struct receiver_later *later,
                        struct medic_buf *b)
 {
-    (void)req;
-    struct receiver_query q = {.kind = url + 8};
+    (void)url;
+    struct receiver_query q = {.kind = req->arg};
 #define ARG(name) MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name)
     q.node = ARG("node");
     q.alertname = ARG("alertname");
@@ -290,9 +290,9 @@ static int start_query(struct receiver_server *srv, struct MHD_Connection *conn,
 static int start_page(struct receiver_server *srv, struct MHD_Connection *conn, struct request *req,
                       const char *url, const struct receiver_later *later, struct medic_buf *b)
 {
-    (void)req;
+    (void)url;
     return srv->hooks.page(
-        srv->hooks.ctx, url,
+        srv->hooks.ctx, req->page, req->arg,
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), later,
         b);
 }
@@ -435,7 +435,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = calloc(1, sizeof(*req));
         if (!req)
             return MHD_NO;
-        req->handler = receiver__route(url, method);
+        receiver__route(url, method, req);
         req->conn = conn;
         req->srv = srv;
         req->started = medic_time_monotonic();

@@ -28,7 +28,7 @@ enum route_body { BODY_NONE, BODY_WEBHOOK, BODY_JSON, BODY_FORM };
 
 /* Every handler in one table: its name in /metrics, the methods it
  * allows, who may call it and what body it takes. Which URL reaches it is
- * receiver__route's (gate.c), in the order the paths must be tried. */
+ * in the table of routes below. */
 #define RECEIVER_HANDLERS(X)                                                                       \
     X(H_WEBHOOK, "/webhook", "POST", CRED_WEBHOOK, BODY_WEBHOOK)                                   \
     X(H_METRICS, "/metrics", "GET", CRED_READ, BODY_NONE)                                          \
@@ -55,6 +55,33 @@ enum handler {
 #undef HANDLER_ENUM
         H_COUNT
 };
+/* Which URL reaches which handler, tried in this order: the method (""
+ * any), the path pattern, the handler, and for the on-call page's handlers
+ * which page or form (receiver_page_url spells a page's URL from its
+ * first row). In a pattern "{}" takes one path segment (perhaps empty) and
+ * "{*}" the rest of the path; either is the request's argument (a
+ * decision id, a node, an API's kind). */
+#define RECEIVER_ROUTES(X)                                                                         \
+    X("POST", "/approvals/{}", H_PAGE_FORM, RECEIVER_PAGE_APPROVAL)                                \
+    X("POST", "/pause", H_PAGE_FORM, RECEIVER_PAGE_PAUSE)                                          \
+    X("POST", "/unpause", H_PAGE_FORM, RECEIVER_PAGE_UNPAUSE)                                      \
+    X("POST", "/release/{}", H_PAGE_FORM, RECEIVER_PAGE_RELEASE)                                   \
+    X("", "/approvals/{}", H_PAGE, RECEIVER_PAGE_APPROVAL)                                         \
+    X("", "/pause", H_PAGE, RECEIVER_PAGE_PAUSE)                                                   \
+    X("", "/release/{}", H_PAGE, RECEIVER_PAGE_RELEASE)                                            \
+    X("", "/webhook", H_WEBHOOK, RECEIVER_PAGE_NONE)                                               \
+    X("", "/metrics", H_METRICS, RECEIVER_PAGE_NONE)                                               \
+    X("", "/-/healthy", H_HEALTHY, RECEIVER_PAGE_NONE)                                             \
+    X("", "/-/ready", H_READY, RECEIVER_PAGE_NONE)                                                 \
+    X("", "/-/reload", H_RELOAD, RECEIVER_PAGE_NONE)                                               \
+    X("", "/api/v1/dry-run", H_DRY_RUN, RECEIVER_PAGE_NONE)                                        \
+    X("", "/api/v1/approvals/{*}", H_APPROVAL, RECEIVER_PAGE_NONE)                                 \
+    X("", "/api/v1/pause", H_PAUSE, RECEIVER_PAGE_NONE)                                            \
+    X("", "/api/v1/nodes/{}/release", H_RELEASE, RECEIVER_PAGE_NONE)                               \
+    X("", "/api/v1/{*}", H_API_QUERY, RECEIVER_PAGE_NONE)                                          \
+    X("", "/", H_PAGE, RECEIVER_PAGE_FLEET)                                                        \
+    X("", "/nodes/{}", H_PAGE, RECEIVER_PAGE_NODE)
+
 struct route_handler {
     const char *name;    /* in /metrics */
     const char *methods; /* its Allow header */
@@ -124,8 +151,14 @@ unsigned long long receiver__deadlines_closed(struct receiver_deadlines *d);
 enum webhook_state { WEBHOOK_NEW, WEBHOOK_WAITING, WEBHOOK_DONE, WEBHOOK_ABANDONED };
 
 /* Per-request state kept between libmicrohttpd's calls. */
+/* The longest argument a route takes from a URL (a node's name is at
+ * most 127 bytes); a longer one matches no route. */
+#define ROUTE_ARG_MAX 256
+
 struct request {
     enum handler handler;
+    enum receiver_page page; /* the on-call page's page or form, for H_PAGE and H_PAGE_FORM */
+    char arg[ROUTE_ARG_MAX]; /* what the route's {} or {*} took */
     struct MHD_Connection *conn;
     struct medic_buf body;
     /* a webhook request between parse and commit */
@@ -158,7 +191,9 @@ int receiver__suspend(struct receiver_server *srv, struct request *req);
  * is only freed (when libmicrohttpd is done with it too). */
 void receiver__resume(struct request *req, void (*keep)(struct request *req, void *arg), void *arg);
 
-enum handler receiver__route(const char *url, const char *method);
+/* The route of url for method (H_OTHER when none): its handler, and into
+ * req its page and argument. */
+void receiver__route(const char *url, const char *method, struct request *req);
 const char *receiver__allowed_method(enum handler h);
 int receiver__method_ok(enum handler h, const char *method);
 const struct receiver_auth *receiver__auth_for(const struct receiver_settings *s, enum handler h);

@@ -41,6 +41,26 @@ struct receiver_later {
     receiver_later_done done;
     void *request;
 };
+
+/* The on-call page's pages and forms, each reached by the routes the
+ * receiver's table gives it (POST for a form, GET for its page). */
+enum receiver_page {
+    RECEIVER_PAGE_NONE,     /* not a page of the on-call page's */
+    RECEIVER_PAGE_FLEET,    /* the fleet */
+    RECEIVER_PAGE_NODE,     /* a node's page; its argument the node */
+    RECEIVER_PAGE_APPROVAL, /* a step waiting for approval; its argument the decision's id */
+    RECEIVER_PAGE_PAUSE,    /* pause the fleet */
+    RECEIVER_PAGE_UNPAUSE,  /* the pause's end (a form only) */
+    RECEIVER_PAGE_RELEASE,  /* give a quarantined node back; its argument the node */
+};
+/* The path of page with arg in its place (a decision id, a node, as
+ * given: the caller escapes the whole for HTML), into out; -1 when it does
+ * not fit or page has none. */
+int receiver_page_url(enum receiver_page page, const char *arg, char *out, size_t size);
+/* Its route's pattern ("/release/{}": the argument where "{}" is); NULL
+ * for RECEIVER_PAGE_NONE. */
+const char *receiver_page_pattern(enum receiver_page page);
+
 /* What a person's hook returns when it took `later` and answers through it. */
 #define RECEIVER_LATER 0
 
@@ -68,18 +88,19 @@ struct receiver_hooks {
     /* POST /api/v1/dry-run: a webhook payload in, decisions out as JSON, no
      * side effects; returns the HTTP status. */
     int (*dry_run)(void *ctx, const char *body, size_t len, struct medic_buf *out);
-    /* GET / and GET /nodes/NAME (path as requested, decoded): the on-call
-     * page as HTML and the HTTP status, or RECEIVER_LATER when it answers
-     * through later (a page that reads the log or an agent). */
-    int (*page)(void *ctx, const char *path, const char *authorization,
+    /* GET of one of the on-call page's pages (arg: what its route took
+     * from the URL, decoded): HTML and the HTTP status, or RECEIVER_LATER
+     * when it answers through later (a page that reads the log or an
+     * agent). */
+    int (*page)(void *ctx, enum receiver_page page, const char *arg, const char *authorization,
                 const struct receiver_later *later, struct medic_buf *out);
-    /* POST /approvals/ID, /pause and /unpause: the page's forms
-     * (application/x-www-form-urlencoded), from who, with the request's
-     * Authorization (their anti-forgery tokens are bound to it), Origin
-     * and Host (NULL when absent); HTML into out; returns the HTTP status. */
-    int (*page_form)(void *ctx, const char *path, const char *body, size_t len, const char *who,
-                     const char *authorization, const char *origin, const char *host,
-                     const char *remote_addr, const struct receiver_later *later,
+    /* POST of one of the page's forms (application/x-www-form-urlencoded),
+     * from who, with the request's Authorization (their anti-forgery
+     * tokens are bound to it), Origin and Host (NULL when absent); HTML
+     * into out; returns the HTTP status, or RECEIVER_LATER as approve. */
+    int (*page_form)(void *ctx, enum receiver_page form, const char *arg, const char *body,
+                     size_t len, const char *who, const char *authorization, const char *origin,
+                     const char *host, const char *remote_addr, const struct receiver_later *later,
                      struct medic_buf *out);
     /* POST /api/v1/approvals/ID: a person's answer (JSON body) to the step
      * decision ID left pending, from who (the credential's name); the
