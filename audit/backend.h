@@ -11,6 +11,7 @@
 #ifndef MEDIC_AUDIT_BACKEND_H
 #define MEDIC_AUDIT_BACKEND_H
 
+#include "schema.h"
 #include "store_internal.h"
 
 struct audit_backend {
@@ -29,6 +30,8 @@ struct audit_backend {
     /* appended to an insert of one row to have its id back ("": the
      * connection's last rowid, db_last_insert_id) */
     const char *returning_id;
+    /* the schema description's types in this dialect (schema.h) */
+    const char *sql_types[SCHEMA_TYPES];
     /* an expression for the text at key of a JSON text column: [0], the
      * column, [1], the key, [2] */
     const char *json_text[3];

@@ -1,13 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What every backend's schema shares (private to audit/): its version and
- * the columns each hash chain covers. Each backend creates and migrates
- * its own tables (sqlite/schema.c, pg/schema.c). */
+/* What every backend's schema shares (private to audit/): its version,
+ * its description (schema_def.c), which each backend renders in its own
+ * types to create a new log, and the columns each hash chain covers. Each
+ * backend migrates an older log in its own steps (sqlite/schema.c,
+ * pg/schema.c). */
 #ifndef MEDIC_AUDIT_SCHEMA_H
 #define MEDIC_AUDIT_SCHEMA_H
+
+#include "buf.h"
 
 /* The schema version this build writes: each backend migrates a log up to
  * it, and refuses one newer. */
 #define AUDIT_SCHEMA_VERSION 11
+
+/* A column's type in the description, which each backend names (its
+ * table's sql_types): an id drawn for each new row, a key given, integers,
+ * reals, text, bytes, a time with its zone. */
+enum schema_type {
+    SCHEMA_ID,
+    SCHEMA_KEY,
+    SCHEMA_INT,
+    SCHEMA_REAL,
+    SCHEMA_TEXT,
+    SCHEMA_BLOB,
+    SCHEMA_TIMESTAMP,
+    SCHEMA_TYPES
+};
+
+/* The newest schema's CREATE statements in a dialect's types, with the
+ * tables and indexes only a log several processes write needs when
+ * shared; MEDIC_E_NOMEM or 0. */
+int audit_schema_render(const char *const types[SCHEMA_TYPES], int shared, struct medic_buf *out);
 
 /* Columns covered by a row's hash, in hashing order. */
 extern const char audit_decision_hashed_columns[];

@@ -319,7 +319,55 @@ static int approvals_undo(sqlite3 *db, struct medic_error *err)
                : exec(db, "ALTER TABLE approvals ADD COLUMN undo INTEGER NOT NULL DEFAULT 0", err);
 }
 
+/* A new, empty file: the newest schema at once, rendered from its
+ * description (*done set), in one transaction that holds the write lock
+ * from the look on. */
+static int create_newest(sqlite3 *db, int *done, struct medic_error *err)
+{
+    *done = 0;
+    int rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = NULL;
+    int objects = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        objects = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (objects == 0) {
+        struct medic_buf sql;
+        medic_buf_init(&sql, 0);
+        rc = audit_schema_render(audit_backend_sqlite.sql_types, 0, &sql);
+        medic_buf_printf(&sql, "PRAGMA user_version = %d;", AUDIT_SCHEMA_VERSION);
+        if (rc == 0 && sql.error)
+            rc = MEDIC_E_NOMEM;
+        if (rc)
+            medic_error_set(err, rc, "out of memory");
+        else
+            rc = exec(db, sql.data, err);
+        medic_buf_release(&sql);
+        *done = rc == 0;
+    }
+    if (rc == 0)
+        return exec(db, "COMMIT", err);
+    exec(db, "ROLLBACK", NULL);
+    return rc;
+}
+
 int audit_lite_migrate(sqlite3 *db, struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int version = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    int done = 0;
+    int rc = version == 0 ? create_newest(db, &done, err) : 0;
+    return rc || done ? rc : audit_lite_migrate_steps(db, err);
+}
+
+int audit_lite_migrate_steps(sqlite3 *db, struct medic_error *err)
 {
     sqlite3_stmt *st = NULL;
     int version = 0;

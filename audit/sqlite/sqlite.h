@@ -90,10 +90,13 @@ void audit__checkpointer_stop(struct audit_store *s);
 enum ckpt_step { CKPT_WAIT, CKPT_ASK, CKPT_FINISH };
 enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames);
 
-/* schema.c: brings db up to the newest schema, one transaction per
- * version, keeping the version in PRAGMA user_version. Refuses a database
- * newer than this build. */
+/* schema.c: brings db up to the newest schema, keeping the version in
+ * PRAGMA user_version: a new file at once from the schema's description, an
+ * older one one transaction per version. Refuses a database newer than
+ * this build. audit_lite_migrate_steps always takes the steps (a test
+ * compares what both give). */
 int audit_lite_migrate(sqlite3 *db, struct medic_error *err);
+int audit_lite_migrate_steps(sqlite3 *db, struct medic_error *err);
 
 /* db.c: the SQL layer over a handle the caller keeps owning (db_free
  * leaves it), and its operations for the backend's table. */

@@ -889,6 +889,99 @@ static void test_reader_refuses_other_files(void **state)
     assert_non_null(strstr(err.msg, "not a medic audit database"));
 }
 
+/* What a log's schema is, as SQLite sees it: every table's columns (name,
+ * type, NOT NULL, default, key), foreign keys and CHECK constraints, and
+ * every index's definition, whitespace and "IF NOT EXISTS" aside. */
+static void schema_of(sqlite3 *db, struct medic_buf *out)
+{
+    static const char *const queries[] = {
+        "SELECT m.name, p.cid, p.name, p.type, p.\"notnull\", p.dflt_value, p.pk"
+        " FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table'"
+        " ORDER BY m.name, p.cid",
+        "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master m,"
+        " pragma_foreign_key_list(m.name) f WHERE m.type = 'table' ORDER BY 1, 2, 3",
+        "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        " ORDER BY name",
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    };
+    for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(db, queries[q], -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *v = (const char *)sqlite3_column_text(st, c);
+                char text[4096];
+                snprintf(text, sizeof(text), "%s", v ? v : "NULL");
+                /* of a table's SQL only its CHECKs, in order, and of an
+                 * index's all of it, each with its spaces dropped */
+                char *from = text;
+                if (q == 3 && c == 1) {
+                    char checks[4096] = "";
+                    for (char *k = strstr(text, "CHECK"); k; k = strstr(k + 1, "CHECK")) {
+                        int depth = 0;
+                        char *e = strchr(k, '(');
+                        for (; e && *e; e++)
+                            if (*e == '(')
+                                depth++;
+                            else if (*e == ')' && --depth == 0)
+                                break;
+                        if (e && *e)
+                            strncat(checks, k,
+                                    (size_t)(e - k + 1) < 1000 ? (size_t)(e - k + 1) : 1000);
+                    }
+                    snprintf(text, sizeof(text), "%s", checks);
+                }
+                char *ifne = strstr(from, "IF NOT EXISTS ");
+                if (ifne)
+                    memmove(ifne, ifne + 14, strlen(ifne + 14) + 1);
+                for (const char *p = from; *p; p++)
+                    if (*p != ' ' && *p != '\n')
+                        medic_buf_append(out, p, 1);
+                medic_buf_puts(out, "|");
+            }
+            medic_buf_puts(out, "\n");
+        }
+        sqlite3_finalize(st);
+    }
+}
+
+/* A new log is created from the schema's description; an old one is
+ * brought up by the migration steps: both end with the same schema. */
+static void test_new_and_migrated_schemas_agree(void **state)
+{
+    (void)state;
+    char stepped_path[160];
+    snprintf(stepped_path, sizeof(stepped_path), "%s/stepped.db", dir);
+    sqlite3 *fresh, *stepped;
+    struct medic_error err = {0};
+    assert_int_equal(sqlite3_open(db_path, &fresh), SQLITE_OK);
+    assert_int_equal(sqlite3_open(stepped_path, &stepped), SQLITE_OK);
+    if (audit_lite_migrate(fresh, &err) || audit_lite_migrate_steps(stepped, &err))
+        fail_msg("%s", err.msg);
+    struct medic_buf a, b;
+    medic_buf_init(&a, 0);
+    medic_buf_init(&b, 0);
+    schema_of(fresh, &a);
+    schema_of(stepped, &b);
+    assert_true(a.len > 1000); /* it read the tables */
+    assert_non_null(strstr(a.data, "CHECK(verdictIN('execute','dry_run','suppressed','no_match',"
+                                   "'error','pending'))"));
+    if (strcmp(a.data, b.data) != 0) {
+        size_t i = 0;
+        while (a.data[i] == b.data[i])
+            i++;
+        size_t from = i > 200 ? i - 200 : 0;
+        fail_msg("a new log and a migrated one differ at byte %zu:\nnew:      %.300s\nmigrated: "
+                 "%.300s",
+                 i, a.data + from, b.data + from);
+    }
+    medic_buf_release(&a);
+    medic_buf_release(&b);
+    sqlite3_close(fresh);
+    sqlite3_close(stepped);
+    unlink(stepped_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -907,6 +1000,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_rows_name_decisions_by_id, setup, teardown),
         cmocka_unit_test(test_checkpoint_plan),
+        cmocka_unit_test_setup_teardown(test_new_and_migrated_schemas_agree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_writes_gathered_are_whole_and_visible, setup,
                                         teardown),
     };
