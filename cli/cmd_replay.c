@@ -5,6 +5,7 @@
 #include "config.h"
 #include "engine_evaluate.h"
 #include "payload.h"
+#include "policy_engine.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -35,10 +36,11 @@ static const char usage[] =
 
 /* One side's decision, reduced to what identifies and compares it. */
 struct replay_row {
-    char key[400]; /* fingerprint or node, action, occurrence */
+    char key[400]; /* fingerprint or node, action, alertname; then its occurrence */
     char time[40], node[128], alertname[128], action[32];
-    char policy[65], verdict[16], reason[512];
-    int used;
+    char policy[65], reason[512];
+    enum policy_verdict verdict;
+    size_t match; /* the other side's row with the same key, + 1; 0: none */
 };
 
 struct replay_side {
@@ -61,17 +63,78 @@ static struct replay_row *add_row(struct replay_side *s)
     return r;
 }
 
-/* key = who (fingerprint, else node) + action + n-th such decision */
-static void make_key(struct replay_side *s, struct replay_row *r, const char *fingerprint)
+/* Who (the fingerprint, else the node), the action and the alert name: what
+ * a decision is matched on; number_keys adds its occurrence. */
+static void make_key(struct replay_row *r, const char *fingerprint)
 {
-    char base[380];
-    snprintf(base, sizeof(base), "%s|%s|%s", fingerprint && *fingerprint ? fingerprint : r->node,
-             r->action, r->alertname);
+    snprintf(r->key, sizeof(r->key) - 12, "%s|%s|%s",
+             fingerprint && *fingerprint ? fingerprint : r->node, r->action, r->alertname);
+}
+
+static const struct replay_row *sorted_rows;
+
+/* By key, then in the order the decisions were made. */
+static int by_key(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    int c = strcmp(sorted_rows[i].key, sorted_rows[k].key);
+    return c ? c : (i > k) - (i < k);
+}
+
+/* The side's rows' indexes sorted by key; NULL when out of memory. */
+static size_t *sort_side(const struct replay_side *s)
+{
+    size_t *order = malloc((s->count ? s->count : 1) * sizeof(*order));
+    if (!order)
+        return NULL;
+    for (size_t i = 0; i < s->count; i++)
+        order[i] = i;
+    sorted_rows = s->rows;
+    qsort(order, s->count, sizeof(*order), by_key);
+    return order;
+}
+
+/* Each key gets "#n", its n-th decision of that key on this side, so that
+ * the n-th old and the n-th new decision of an alert's action compare. */
+static int number_keys(struct replay_side *s)
+{
+    size_t *order = sort_side(s);
+    if (!order)
+        return -1;
+    char previous[400] = "";
     int n = 0;
-    for (size_t i = 0; i + 1 < s->count; i++)
-        if (strncmp(s->rows[i].key, base, strlen(base)) == 0 && s->rows[i].key[strlen(base)] == '#')
-            n++;
-    snprintf(r->key, sizeof(r->key), "%s#%d", base, n);
+    for (size_t i = 0; i < s->count; i++) {
+        struct replay_row *r = &s->rows[order[i]];
+        n = strcmp(r->key, previous) == 0 ? n + 1 : 0;
+        snprintf(previous, sizeof(previous), "%s", r->key);
+        size_t len = strlen(r->key);
+        snprintf(r->key + len, sizeof(r->key) - len, "#%d", n);
+    }
+    free(order);
+    return 0;
+}
+
+/* Pairs the rows of both sides with the same key (unique on each side
+ * once numbered), in one walk over both sorted. */
+static int match_sides(struct replay_side *old, struct replay_side *new)
+{
+    size_t *o = sort_side(old), *n = o ? sort_side(new) : NULL;
+    if (!n) {
+        free(o);
+        return -1;
+    }
+    for (size_t i = 0, k = 0; i < old->count && k < new->count;) {
+        int c = strcmp(old->rows[o[i]].key, new->rows[n[k]].key);
+        if (c == 0) {
+            old->rows[o[i]].match = n[k] + 1;
+            new->rows[n[k]].match = o[i] + 1;
+        }
+        i += c <= 0;
+        k += c >= 0;
+    }
+    free(o);
+    free(n);
+    return 0;
 }
 
 static void copy(char *to, size_t size, const char *from)
@@ -115,9 +178,9 @@ static void print_change(const char *what, const struct replay_row *old,
                             any->alertname[0] ? any->alertname : NULL,
                             any->action[0] ? any->action : NULL,
                             old ? old->policy : NULL,
-                            old ? old->verdict : NULL,
+                            old ? policy_verdict_name(old->verdict) : NULL,
                             new ? new->policy : NULL,
-                            new ? new->verdict : NULL,
+                            new ? policy_verdict_name(new->verdict) : NULL,
                             old ? old->reason : NULL,
                             new ? new->reason : NULL};
     medic_table_add_row(t, values);
@@ -169,21 +232,39 @@ int medic_cmd_replay(int argc, char **argv)
     if (audit_query(reader, AUDIT_DECISIONS, &f, &recorded, &err))
         goto out;
     /* recorded decisions come newest first: walk them oldest first */
+    static const char *const wanted[] = {"created_at", "node",    "alertname", "policy",
+                                         "action",     "verdict", "reason",    "fingerprint"};
+    int col[8];
+    for (size_t k = 0; k < 8; k++) {
+        col[k] = -1;
+        for (size_t c = 0; c < recorded.ncols; c++)
+            if (strcmp(recorded.names[c], wanted[k]) == 0)
+                col[k] = (int)c;
+        if (col[k] < 0) {
+            medic_error_set(&err, MEDIC_E_STORE, "the log's decisions have no column %s",
+                            wanted[k]);
+            goto out;
+        }
+    }
     for (size_t i = recorded.nrows; i-- > 0;) {
         char **c = recorded.cells + i * recorded.ncols;
         struct replay_row *row = add_row(&old);
         if (!row)
             goto out;
-        /* columns: id created_at node alertname policy step action verdict reason risk params
-         * notification_id alert_id model_hash config_hash fingerprint */
-        copy(row->time, sizeof(row->time), c[1]);
-        copy(row->node, sizeof(row->node), c[2]);
-        copy(row->alertname, sizeof(row->alertname), c[3]);
-        copy(row->policy, sizeof(row->policy), c[4]);
-        copy(row->action, sizeof(row->action), c[6]);
-        copy(row->verdict, sizeof(row->verdict), c[7]);
-        copy(row->reason, sizeof(row->reason), c[8]);
-        make_key(&old, row, c[15]);
+        copy(row->time, sizeof(row->time), c[col[0]]);
+        copy(row->node, sizeof(row->node), c[col[1]]);
+        copy(row->alertname, sizeof(row->alertname), c[col[2]]);
+        copy(row->policy, sizeof(row->policy), c[col[3]]);
+        copy(row->action, sizeof(row->action), c[col[4]]);
+        if (policy_verdict_parse(c[col[5]], &row->verdict)) {
+            medic_error_set(&err, MEDIC_E_STORE,
+                            "a recorded decision's verdict '%s' is not one this medic knows "
+                            "(written by a newer one?)",
+                            c[col[5]] ? c[col[5]] : "");
+            goto out;
+        }
+        copy(row->reason, sizeof(row->reason), c[col[6]]);
+        make_key(row, c[col[7]]);
     }
     for (size_t i = 0; i < r.out.count; i++) {
         const struct policy_decision *d = &r.out.items[i];
@@ -196,10 +277,12 @@ int medic_cmd_replay(int argc, char **argv)
         copy(row->policy, sizeof(row->policy), d->policy);
         copy(row->action, sizeof(row->action),
              d->has_action ? medic_action_name(d->action.kind) : "");
-        copy(row->verdict, sizeof(row->verdict), policy_verdict_name(d->verdict));
+        row->verdict = d->verdict;
         copy(row->reason, sizeof(row->reason), d->reason);
-        make_key(&new, row, d->fingerprint);
+        make_key(row, d->fingerprint);
     }
+    if (number_keys(&old) || number_keys(&new) || match_sides(&old, &new))
+        goto out;
     static const char *const names[] = {"change",      "time",       "node",        "alertname",
                                         "action",      "old_policy", "old_verdict", "new_policy",
                                         "new_verdict", "old_reason", "new_reason"};
@@ -207,23 +290,20 @@ int medic_cmd_replay(int argc, char **argv)
         goto out;
     size_t exec_to_supp = 0, supp_to_exec = 0, same = 0, changed = 0, added = 0, gone = 0;
     for (size_t i = 0; i < new.count; i++) {
-        struct replay_row *n = &new.rows[i], *o = NULL;
-        for (size_t k = 0; k < old.count && !o; k++)
-            if (!old.rows[k].used && strcmp(old.rows[k].key, n->key) == 0)
-                o = &old.rows[k];
+        const struct replay_row *n = &new.rows[i];
+        const struct replay_row *o = n->match ? &old.rows[n->match - 1] : NULL;
         if (!o) {
             added++;
             print_change("new", NULL, n, &changes);
             continue;
         }
-        o->used = n->used = 1;
-        int live_old = strcmp(o->verdict, "execute") == 0 || strcmp(o->verdict, "dry_run") == 0;
-        int live_new = strcmp(n->verdict, "execute") == 0 || strcmp(n->verdict, "dry_run") == 0;
-        if (live_old && strcmp(n->verdict, "suppressed") == 0)
+        int live_old = o->verdict == VERDICT_EXECUTE || o->verdict == VERDICT_DRY_RUN;
+        int live_new = n->verdict == VERDICT_EXECUTE || n->verdict == VERDICT_DRY_RUN;
+        if (live_old && n->verdict == VERDICT_SUPPRESSED)
             exec_to_supp++;
-        if (strcmp(o->verdict, "suppressed") == 0 && live_new)
+        if (o->verdict == VERDICT_SUPPRESSED && live_new)
             supp_to_exec++;
-        if (strcmp(o->verdict, n->verdict) == 0 && strcmp(o->policy, n->policy) == 0 &&
+        if (o->verdict == n->verdict && strcmp(o->policy, n->policy) == 0 &&
             strcmp(o->reason, n->reason) == 0) {
             same++;
             continue;
@@ -232,7 +312,7 @@ int medic_cmd_replay(int argc, char **argv)
         print_change("changed", o, n, &changes);
     }
     for (size_t k = 0; k < old.count; k++)
-        if (!old.rows[k].used) {
+        if (!old.rows[k].match) {
             gone++;
             print_change("gone", &old.rows[k], NULL, &changes);
         }

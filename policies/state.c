@@ -12,9 +12,22 @@
 static const char *const verdict_names[] = {"execute",  "dry_run", "suppressed",
                                             "no_match", "error",   "pending"};
 
+_Static_assert(sizeof(verdict_names) / sizeof(verdict_names[0]) == VERDICT_COUNT,
+               "a name for every verdict");
+
 const char *policy_verdict_name(enum policy_verdict v)
 {
     return verdict_names[v];
+}
+
+int policy_verdict_parse(const char *name, enum policy_verdict *out)
+{
+    for (int v = 0; name && v < VERDICT_COUNT; v++)
+        if (strcmp(name, verdict_names[v]) == 0) {
+            *out = (enum policy_verdict)v;
+            return 0;
+        }
+    return -1;
 }
 
 static const char *const state_names[] = {

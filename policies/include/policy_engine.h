@@ -105,6 +105,9 @@ enum policy_verdict {
 };
 
 const char *policy_verdict_name(enum policy_verdict v);
+/* The verdict of a name policy_verdict_name gives: 0, or -1 when name is
+ * none of them. */
+int policy_verdict_parse(const char *name, enum policy_verdict *out);
 
 /* The states of an incident (docs/img/incident-states.svg). The -ing
  * states await an action's outcome; quarantined waits for a person
