@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "audit.h"
 #include "commands.h"
+#include "options.h"
 #include "config.h"
 #include "policy.h"
 #include "yaml_fields.h"
@@ -77,30 +78,36 @@ int medic_cmd_check(int argc, char **argv)
         return medic_cmd_check_live(argc - 1, argv + 1);
     if (argc >= 3 && strcmp(argv[1], "policy") == 0)
         return check_policies(argc - 2, argv + 2);
-    if (argc == 3 && strcmp(argv[1], "config") == 0 && strcmp(argv[2], "--reference") == 0) {
+    if (argc < 2 || strcmp(argv[1], "config") != 0) {
+        if (argc >= 2)
+            fprintf(stderr, "medic check: unknown check '%s'\n", argv[1]);
+        fputs(usage, stderr);
+        return 2;
+    }
+    int strict = 0, reference = 0, first = 0;
+    const struct cli_option options[] = {CLI_OPT_FLAG("strict", &strict),
+                                         CLI_OPT_FLAG("reference", &reference), CLI_OPT_END};
+    int rc = cli_parse("check config", usage, argc, argv, 2, options, &first);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (reference) {
+        if (first != argc || strict) {
+            fprintf(stderr, "medic check config: --reference takes nothing else\n");
+            return 2;
+        }
         struct medic_buf b;
         medic_buf_init(&b, 0);
-        int rc = medic_config_reference(&b);
+        rc = medic_config_reference(&b);
         if (rc == 0)
             fputs(b.data, stdout);
         medic_buf_release(&b);
         return rc ? 1 : 0;
     }
-    if (argc < 3 || strcmp(argv[1], "config") != 0) {
-        if (argc >= 2 && strcmp(argv[1], "config") != 0)
-            fprintf(stderr, "medic check: unknown check '%s'\n", argv[1]);
+    if (first == argc) {
         fputs(usage, stderr);
         return 2;
     }
-    int status = 0, strict = 0, first = 2;
-    if (strcmp(argv[2], "--strict") == 0) {
-        strict = 1;
-        first = 3;
-        if (argc == 3) {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    int status = 0;
     for (int i = first; i < argc; i++) {
         struct medic_config config;
         struct medic_error err = {0};

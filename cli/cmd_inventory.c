@@ -378,18 +378,9 @@ int medic_cmd_inventory(int argc, char **argv)
     struct source src = {0};
     struct templates t = {0};
     const char *out = NULL, *config = NULL;
-    /* --slurm names the source and takes no value: taken out before the
-     * options are read */
-    int from_slurm = 0, kept = 0;
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
-    if (!args)
-        return 1;
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--slurm") == 0)
-            from_slurm = 1;
-        else
-            args[kept++] = argv[i];
-    const struct cli_option options[] = {CLI_OPT_STRING("slurm-conf", &src.slurm_conf),
+    int from_slurm = 0;
+    const struct cli_option options[] = {CLI_OPT_FLAG("slurm", &from_slurm),
+                                         CLI_OPT_STRING("slurm-conf", &src.slurm_conf),
                                          CLI_OPT_STRING("scontrol", &src.scontrol),
                                          CLI_OPT_STRING("from", &src.from),
                                          CLI_OPT_STRING("bmc", &t.bmc),
@@ -401,11 +392,11 @@ int medic_cmd_inventory(int argc, char **argv)
                                          CLI_OPT_END};
     const char *command = importing ? "medic inventory import" : "medic inventory check";
     int rest = 0;
-    int rc = cli_parse(command, usage, kept - 1, args + 1, 1, options, &rest);
+    int rc = cli_parse(command, usage, argc, argv, 2, options, &rest);
     if (rc) {
         rc = rc == 1 ? 0 : 2;
-    } else if (rest != kept - 1) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n\n%s", command, args[1 + rest], usage);
+    } else if (rest != argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n\n%s", command, argv[rest], usage);
         rc = 2;
     } else if (importing && !from_slurm && !src.from) {
         fprintf(stderr,
@@ -421,6 +412,5 @@ int medic_cmd_inventory(int argc, char **argv)
     } else {
         rc = check(&src, config);
     }
-    free(args);
     return rc;
 }
