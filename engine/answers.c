@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How often the waiting requests are looked up in the log. */
-#define LOOK_INTERVAL (50 * MEDIC_NS_PER_MS)
+/* How often the waiting requests are looked up in a log several replicas
+ * share, where another replica's engine may take them. */
+#define SHARED_LOOK_INTERVAL (50 * MEDIC_NS_PER_MS)
 
 struct waiter {
     const char *what;
@@ -25,6 +26,7 @@ struct waiter {
 
 struct engine_answers {
     char *audit_path;
+    int shared; /* the log is shared: another replica's engine may take a request */
     pthread_t thread;
     struct medic_mutex lock;
     pthread_cond_t cond;
@@ -123,8 +125,18 @@ static void *answers_main(void *arg)
             a->head = kept;
             kept = next;
         }
-        struct timespec until = medic_time_deadline_in(LOOK_INTERVAL);
-        while (!a->stopping && !a->woken && medic_cond_timedwait(&a->cond, &a->lock, &until) == 0)
+        /* the next look: when this replica's engine took requests (it
+         * wakes this thread), when a request has waited its longest, and
+         * on a shared log every SHARED_LOOK_INTERVAL too */
+        int64_t next = INT64_MAX, now = medic_time_monotonic();
+        for (struct waiter *w = a->head; w; w = w->next)
+            if (w->deadline < next)
+                next = w->deadline;
+        if (a->shared && now + SHARED_LOOK_INTERVAL < next)
+            next = now + SHARED_LOOK_INTERVAL;
+        struct timespec until = medic_time_deadline_in(next == INT64_MAX ? 0 : next - now);
+        while (!a->stopping && !a->woken && a->head &&
+               medic_cond_timedwait(&a->cond, &a->lock, &until) == 0)
             ;
     }
     struct waiter *left = a->head;
@@ -147,6 +159,7 @@ int engine_answers_start(const char *audit_path, struct engine_answers **out,
         free(a);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     }
+    a->shared = audit_location_is_shared(audit_path);
     medic_mutex_init(&a->lock, MEDIC_LOCK_ANSWERS);
     medic_cond_init(&a->cond);
     if (pthread_create(&a->thread, NULL, answers_main, a) != 0) {
@@ -195,4 +208,12 @@ int engine_answers_wait(struct engine_answers *a, const char *what, int64_t id,
     pthread_cond_broadcast(&a->cond);
     medic_mutex_unlock(&a->lock);
     return 0;
+}
+
+void engine_answers_taken(struct engine_answers *a)
+{
+    medic_mutex_lock(&a->lock);
+    a->woken = 1;
+    pthread_cond_broadcast(&a->cond);
+    medic_mutex_unlock(&a->lock);
 }

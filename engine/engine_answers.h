@@ -3,10 +3,13 @@
  * a pause, a release is recorded in the audit log on the HTTP thread that
  * received it, and its connection waits suspended (receiver_later) while
  * the engine that leads (this replica's, or another's through the shared
- * log) takes it in a round. One thread of its own reads the log for every
- * waiting request, every 50 ms, and answers each once taken (200, or 409
- * when refused), or 202 after 10 s when no engine took it yet. No HTTP
- * thread sleeps or reads the database for them. Private to engine/. */
+ * log) takes it in a round. One thread of its own reads what came of the
+ * waiting requests when this replica's engine has committed a round that
+ * took some (engine_answers_taken), and, on a log several replicas share,
+ * where another's engine may take them, every 50 ms; it answers each once
+ * taken (200, or 409 when refused), or 202 after 10 s when no engine took
+ * it yet. No HTTP thread sleeps or reads the database for them, and a log
+ * one medic owns is never polled. Private to engine/. */
 #ifndef MEDIC_ENGINE_ANSWERS_H
 #define MEDIC_ENGINE_ANSWERS_H
 
@@ -34,5 +37,8 @@ void engine_answers_stop(struct engine_answers *a);
 int engine_answers_wait(struct engine_answers *a, const char *what, int64_t id,
                         engine_answer_result result, const char *who,
                         const struct receiver_later *later);
+/* This replica's engine committed a round that took people's requests:
+ * the waiting ones are looked up now. */
+void engine_answers_taken(struct engine_answers *a);
 
 #endif

@@ -17,6 +17,7 @@
 #include "audit.h"
 #include "buf.h"
 #include "config.h"
+#include "engine_answers.h"
 #include "engine_dispatch.h"
 #include "engine_fleet.h"
 #include "engine_slurm_view.h"
@@ -28,12 +29,13 @@ struct engine_pipeline;
 
 /* poll_interval > 0: other replicas commit to the same audit log, which
  * is then read for what they committed this often, and whenever this
- * replica commits one (notifications are not handed over in memory). */
+ * replica commits one (notifications are not handed over in memory).
+ * answers (may be NULL) is told when a round took people's requests. */
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_view *slurm, struct engine_pipeline **out,
-                          struct medic_error *err);
+                          struct engine_slurm_view *slurm, struct engine_answers *answers,
+                          struct engine_pipeline **out, struct medic_error *err);
 
 /* Notification id, received at received_at (wall clock), was committed
  * (not a duplicate) with its alerts from first_alert_id on: evaluate it

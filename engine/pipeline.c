@@ -474,6 +474,9 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
                                              .state = &rows,
                                              .drop_legacy_state = e->legacy_state};
             rc = audit_record_evaluation(e->store, &in, ids, &err);
+            if (rc == 0 && e->answers &&
+                r.people.approval_count + r.people.pause_count + r.people.release_count)
+                engine_answers_taken(e->answers); /* their answers wait for this commit */
             if (rc == 0) {
                 e->legacy_state = 0;
                 medic_mutex_lock(&e->lock);
@@ -618,8 +621,8 @@ static void *engine_main(void *arg)
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
                           struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_view *slurm, struct engine_pipeline **out,
-                          struct medic_error *err)
+                          struct engine_slurm_view *slurm, struct engine_answers *answers,
+                          struct engine_pipeline **out, struct medic_error *err)
 {
     struct engine_pipeline *e = calloc(1, sizeof(*e));
     if (!e)
@@ -628,6 +631,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->dispatch = dispatch;
     e->fleet = fleet;
     e->slurm = slurm;
+    e->answers = answers;
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->poll_interval = poll_interval;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 struct engine_pipeline {
+    struct engine_answers *answers; /* told when a round took people's requests */
     struct audit_store *store;
     struct engine_dispatch *dispatch;
     struct engine_fleet *fleet;      /* its last cycle's risks serve alerts of the same window */

@@ -269,7 +269,7 @@ static int gain(void *arg, int64_t epoch)
     if (rc == 0 &&
         (rc = engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
                                     e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet,
-                                    e->slurm, &pipeline, &err)))
+                                    e->slurm, e->answers, &pipeline, &err)))
         medic_error_prefix(&err, "cannot start the policy engine");
     medic_config_unref(c);
     if (rc) {
@@ -408,6 +408,9 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_set(err, MEDIC_E_NOMEM, "cannot start fleet scoring or the Slurm reader");
         return -1;
     }
+    /* before the engine, which tells it what its rounds took */
+    if (engine_answers_start(e->audit_path, &e->answers, err))
+        return -1;
     e->shared_log = audit_location_is_shared(e->audit_path);
     if (e->shared_log) {
         /* several replicas: the engine and dispatch run while this one leads */
@@ -421,8 +424,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         medic_error_set(err, MEDIC_E_STORE, "cannot start the policy engine or action dispatch");
         return -1;
     }
-    if (engine_answers_start(e->audit_path, &e->answers, err) ||
-        engine_readers_start(&e->readers, err))
+    if (engine_readers_start(&e->readers, err))
         return -1;
     struct receiver_settings settings;
     struct receiver_approver approvers[RECEIVER_MAX_APPROVERS];
@@ -528,12 +530,14 @@ int engine_serve(const struct engine_serve_options *options)
         medic_log_error("cannot start", "error", err.msg, NULL);
     }
     receiver_server_stop(e.server, SHUTDOWN_DRAIN_MS);
-    engine_answers_stop(e.answers); /* those still waiting were answered 503 by the stop */
-    engine_readers_stop(e.readers);
     if (e.leader)
         engine_leader_stop(e.leader); /* stops acting, then gives the lease up */
     else
         lose(&e);
+    /* after the engine, which tells it what its rounds took; those still
+     * waiting were answered 503 by the server's stop */
+    engine_answers_stop(e.answers);
+    engine_readers_stop(e.readers);
     engine_fleet_stop(e.fleet); /* after the engine, which reads its risks */
     engine_slurm_view_stop(e.slurm);
     audit_store_free(e.store);
