@@ -126,6 +126,15 @@ struct audit_backend {
     int (*lease_read)(const char *location, struct audit_lease *out, struct medic_error *err);
     int (*lease_force)(const char *location, const char *reason, struct medic_error *err);
 
+    /* ---- the word that an engine took people's requests (audit.h's
+     * audit_listener); NULL where one medic owns the log ---- */
+
+    /* run in the transaction that marks requests taken, NULL: nothing */
+    const char *taken_sql;
+    int (*listen_open)(const char *location, void **listener, struct medic_error *err);
+    int (*listen_wait)(void *listener, int wake_fd, int timeout_ms, struct medic_error *err);
+    void (*listen_free)(void *listener);
+
     /* ---- the SQL layer (db.h), each call handed to these ---- */
 
     void (*free_db)(struct db *d);

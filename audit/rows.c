@@ -499,6 +499,9 @@ static int write_evaluation(struct audit_store *s, struct job *job)
         rc = mark_requests(s, ST_MARK_PAUSE, in->pauses, in->pause_count, in, ids, &job->err);
     if (rc == 0)
         rc = mark_requests(s, ST_MARK_RELEASE, in->releases, in->release_count, in, ids, &job->err);
+    /* every replica waiting on one of them hears of it at the commit */
+    if (rc == 0 && b->taken_sql && in->approval_count + in->pause_count + in->release_count)
+        rc = db_exec_later(s->db, b->taken_sql, &job->err);
     free(own);
     return rc;
 }

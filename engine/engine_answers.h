@@ -4,12 +4,14 @@
  * received it, and its connection waits suspended (receiver_later) while
  * the engine that leads (this replica's, or another's through the shared
  * log) takes it in a round. One thread of its own reads what came of the
- * waiting requests when this replica's engine has committed a round that
- * took some (engine_answers_taken), and, on a log several replicas share,
- * where another's engine may take them, every 50 ms; it answers each once
+ * waiting requests when it is told that an engine took some: this
+ * replica's engine tells it once that round is committed
+ * (engine_answers_taken); on a log several replicas share, the database
+ * tells it when any engine's round commits (audit_listener; while it
+ * cannot, the requests are looked up every 50 ms). It answers each once
  * taken (200, or 409 when refused), or 202 after 10 s when no engine took
- * it yet. No HTTP thread sleeps or reads the database for them, and a log
- * one medic owns is never polled. Private to engine/. */
+ * it yet. No HTTP thread sleeps or reads the database for them, and no
+ * reader polls. Private to engine/. */
 #ifndef MEDIC_ENGINE_ANSWERS_H
 #define MEDIC_ENGINE_ANSWERS_H
 

@@ -377,6 +377,21 @@ int audit_lease_read(const char *location, struct audit_lease *out, struct medic
  * last holder's. Used once. */
 int audit_lease_force(const char *location, const char *reason, struct medic_error *err);
 
+/* Word that an engine took people's requests (an answer, a pause, a
+ * release), where the log can give it: on PostgreSQL the engine's
+ * transaction says so to every replica listening when it commits. A
+ * log one medic owns has none (MEDIC_E_INVALID): its own engine says so. */
+struct audit_listener;
+int audit_listener_open(const char *location, struct audit_listener **out, struct medic_error *err);
+/* Waits at most timeout_ms (-1: no limit) for that word, or for wake_fd
+ * (-1: none) to be readable: AUDIT_LISTEN_SAID when the word came, 0
+ * otherwise, a negative MEDIC_E_* code when the connection broke (the next
+ * wait connects again). */
+#define AUDIT_LISTEN_SAID 1
+int audit_listener_wait(struct audit_listener *l, int wake_fd, int timeout_ms,
+                        struct medic_error *err);
+void audit_listener_free(struct audit_listener *l); /* NULL: nothing */
+
 /* ---- read side ---- */
 
 struct audit_reader;

@@ -219,4 +219,13 @@ int audit_pg_lease_release(void *lease, int64_t epoch, struct medic_error *err);
 int audit_pg_lease_read(const char *location, struct audit_lease *out, struct medic_error *err);
 int audit_pg_lease_force(const char *location, const char *reason, struct medic_error *err);
 
+/* ---- the word that an engine took people's requests (listen.c) ---- */
+
+/* The channel the engine's transaction NOTIFYs when it marks requests
+ * taken (backend.h's taken_sql). */
+#define AUDIT_PG_TAKEN_CHANNEL "medic_requests_taken"
+int audit_pg_listen_open(const char *location, void **out, struct medic_error *err);
+int audit_pg_listen_wait(void *listener, int wake_fd, int timeout_ms, struct medic_error *err);
+void audit_pg_listen_free(void *listener);
+
 #endif

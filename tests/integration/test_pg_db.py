@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """The audit's SQL layer on a real PostgreSQL 15 (tests/pg_db_probe, a TEST
-PROBE over audit/db.h): statements of rows, pipelined statements, and a
-session lock released by the rollback of a failed batch."""
+PROBE over audit/db.h): statements of rows, pipelined statements, a
+session lock released by the rollback of a failed batch, and the word that
+an engine took people's requests, heard by a listener at the commit."""
 
 import os
 import subprocess
@@ -20,7 +21,7 @@ def test_sql_layer_on_postgresql(suite):
     out = subprocess.run([probe, url], capture_output=True, text=True, timeout=60)
     got = dict(line.split(" ", 1) for line in out.stdout.splitlines())
     assert got == {case: "ok" for case in ("rows", "mistyped", "pipelined",
-                                           "failed-releases-lock", "aborted")}, \
+                                           "failed-releases-lock", "aborted", "heard")}, \
         out.stdout + out.stderr
     assert out.returncode == 0, out.stderr
     # what the probe left: its four rows and the committed one, no lock held

@@ -17,14 +17,20 @@
  *   (the other connection can take it).
  * - aborted: a waiting statement that fails fails the one it went with,
  *   and the connection works after the rollback.
+ * - heard: a listener (audit_listener) waiting hears nothing while no
+ *   requests are taken, wakes for its wake-up descriptor, and hears a
+ *   transaction that marks requests taken once it commits, not before.
  *
  * tests/integration/test_pg_db.py runs it against a real PostgreSQL 15. */
+#include "audit.h"
 #include "db.h"
 #include "pg/pg.h"
+#include "timeutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 static struct medic_error err; /* the last error, kept for its message */
@@ -163,6 +169,45 @@ static const char *aborted(struct db *d)
                                                           : "the connection is not usable after it";
 }
 
+/* The word that requests were taken: not before the commit, at it. */
+static const char *heard(const char *url, struct db *d)
+{
+    struct audit_listener *l = NULL;
+    if (audit_listener_open(url, &l, &err))
+        return err.msg;
+    const char *why = NULL;
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        audit_listener_free(l);
+        return "no pipe";
+    }
+    int64_t t0 = medic_time_monotonic();
+    if (audit_listener_wait(l, pipefd[0], 200, &err) != 0)
+        why = "heard something while nothing was taken";
+    else if (medic_time_monotonic() - t0 < 150 * MEDIC_NS_PER_MS)
+        why = "did not wait its time";
+    if (!why && (write(pipefd[1], "w", 1) != 1 || audit_listener_wait(l, pipefd[0], 5000, &err) ||
+                 medic_time_monotonic() - t0 > 3 * MEDIC_NS_PER_SEC))
+        why = "its wake-up did not wake it";
+    /* an engine's transaction: the word waits for its commit */
+    if (!why && (db_begin(d, &err) || db_exec_later(d, audit_backend_pg.taken_sql, &err) ||
+                 one(d, "SELECT 1") != 1))
+        why = err.msg;
+    char drain[8];
+    if (read(pipefd[0], drain, sizeof(drain)) < 0)
+        why = why ? why : "cannot drain the pipe";
+    if (!why && audit_listener_wait(l, -1, 300, &err) != 0)
+        why = "heard the word before the commit";
+    if (!why && db_commit(d, &err))
+        why = err.msg;
+    if (!why && audit_listener_wait(l, -1, 5000, &err) != AUDIT_LISTEN_SAID)
+        why = "did not hear the committed word";
+    close(pipefd[0]);
+    close(pipefd[1]);
+    audit_listener_free(l);
+    return why;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -180,6 +225,7 @@ int main(int argc, char **argv)
     say("pipelined", pipelined(d, other));
     say("failed-releases-lock", failed_releases_lock(d, other));
     say("aborted", aborted(d));
+    say("heard", heard(argv[1], d));
     db_free(d);
     db_free(other);
     PQfinish(a);
