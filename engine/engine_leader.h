@@ -31,6 +31,9 @@ struct engine_leader_hooks {
     int (*gain)(void *arg, int64_t epoch);
     /* it no longer leads: stop acting (decisions are already fenced) */
     void (*lose)(void *arg);
+    /* after each renewal that kept the lease: finish taking up what gain
+     * could not (NULL: nothing) */
+    void (*renewed)(void *arg);
 };
 
 /* Starts the thread; url is the audit log's. Each renewal publishes the

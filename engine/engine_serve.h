@@ -35,6 +35,9 @@ struct engine {
     struct engine_dispatch *dispatch;
     struct engine_leader *leader; /* NULL: one replica on SQLite */
     int shared_log;               /* PostgreSQL: other replicas commit to the log too */
+    /* what the last leader left is taken up (serve.c's recover); the
+     * leader thread's alone */
+    int recovered;
     struct engine_fleet *fleet;
     struct engine_slurm_view *slurm; /* Slurm's nodes: maintenance, drains to reconcile */
     struct receiver_server *server;

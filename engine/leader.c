@@ -228,8 +228,11 @@ static int renew(struct engine_leader *l)
         l->renewed_at = sent;
         if (l->leading && lease.epoch != l->epoch) /* it expired meanwhile: start afresh */
             step_down(l, "the lease expired before it was renewed");
-        if (l->leading)
+        if (l->leading) {
+            if (l->hooks.renewed)
+                l->hooks.renewed(l->hooks.arg);
             return 0;
+        }
         take_up(l, lease.epoch);
         return l->leading;
     }

@@ -249,6 +249,7 @@ static void log_started(const struct medic_config *c)
 #define SHARED_LOG_POLL (200 * MEDIC_NS_PER_MS)
 
 static void lose(void *arg);
+static int recover(struct engine *e, struct medic_error *err);
 
 /* This replica acts from now: action dispatch, then the policy engine
  * (which reads the committed state and decides what is pending), wired
@@ -284,12 +285,44 @@ static int gain(void *arg, int64_t epoch)
     e->dispatch = dispatch;
     e->pipeline = pipeline;
     medic_rwlock_unlock(&e->role);
-    if ((rc = engine_dispatch_recover(dispatch, e->audit_path, &err))) {
+    e->recovered = 0;
+    rc = recover(e, &err);
+    if (rc && !e->shared_log) {
         medic_log_error("cannot recover the work a previous medic left; not acting", "error",
                         err.msg, NULL);
         lose(e);
+        return rc;
     }
+    return 0;
+}
+
+/* What a previous medic (or leader) left: intents interrupted, decisions
+ * never started. On a shared log a read that fails (the database away
+ * while this replica takes over) is tried again after each renewal of the
+ * lease, while the engine and dispatch go on: what this replica started
+ * meanwhile keeps its outcomes, and what the last one left is taken up
+ * once the database answers (an intent is still committed once per
+ * decision). */
+static int recover(struct engine *e, struct medic_error *err)
+{
+    medic_rwlock_rdlock(&e->role);
+    int rc = e->dispatch ? engine_dispatch_recover(e->dispatch, e->audit_path, err) : 0;
+    medic_rwlock_unlock(&e->role);
+    if (rc == 0)
+        e->recovered = 1;
+    else if (e->shared_log)
+        medic_log_warn("cannot recover the work the last leader left yet; trying again at the "
+                       "next renewal of the lease",
+                       "error", err->msg, NULL);
     return rc;
+}
+
+static void renewed(void *arg)
+{
+    struct engine *e = arg;
+    struct medic_error err = {0};
+    if (!e->recovered)
+        recover(e, &err);
 }
 
 /* This replica stops acting: the engine finishes its round (refused by the
@@ -415,7 +448,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
     if (e->shared_log) {
         /* several replicas: the engine and dispatch run while this one leads */
         char replica[64];
-        struct engine_leader_hooks hooks = {e, gain, lose};
+        struct engine_leader_hooks hooks = {e, gain, lose, renewed};
         if (replica_name(c, replica, sizeof(replica), err) ||
             engine_leader_start(e->audit_path, replica, c->ha_lease, e->store, e->configs, &hooks,
                                 &e->leader, err))
