@@ -290,54 +290,6 @@ static int collect_row(void *arg, const char *kind, const char *key, const char 
     return rc;
 }
 
-/* The committed state, with its changes tracked from now on. */
-static int read_state(struct engine_pipeline *e, struct policy_state **out, struct medic_error *err)
-{
-    int rc = engine_state_read(e->reader, out, &e->legacy_state, err);
-    if (rc)
-        return rc;
-    policy_state_track_changes(*out);
-    if (e->legacy_state) {
-        policy_state_changed_all(*out); /* the first round writes it as rows */
-        medic_log_info("engine state of an earlier medic imported; it is kept as rows from now on",
-                       NULL);
-    } else if (policy_state_rows_outdated(*out)) {
-        policy_state_changed_all(*out); /* the first round writes every row again */
-        medic_log_info("engine state rows of an earlier medic read; the next round writes them "
-                       "again, naming action kinds and incident states",
-                       NULL);
-    }
-    return 0;
-}
-
-/* Reloads the last committed state after a failed commit, so that the
- * notifications of the failed round are evaluated again from it. Until it
- * could (the database is unreachable, say), no round runs: the state in
- * memory holds the failed round's changes, which never happened. */
-static int restore_state(struct engine_pipeline *e)
-{
-    struct medic_error err = {0};
-    struct policy_state *st = NULL;
-    if (read_state(e, &st, &err)) {
-        if (!e->state_stale)
-            medic_log_error("cannot restore the engine state; no round runs until it is read",
-                            "error", err.msg, NULL);
-        e->state_stale = 1;
-        return -1;
-    }
-    medic_mutex_lock(&e->lock);
-    policy_state_free(e->state);
-    e->state = st;
-    medic_mutex_unlock(&e->lock);
-    if (e->state_stale)
-        medic_log_info("engine state restored from the audit log", NULL);
-    e->state_stale = 0;
-    /* a state read back is reconciled with a read of Slurm begun after it */
-    e->reconcile_after = medic_time_monotonic();
-    engine_slurm_view_refresh(e->slurm);
-    return 0;
-}
-
 /* On a tick after a new read of Slurm's nodes: the drains medic records
  * against what Slurm showed (policy_reconcile_drains). */
 static int reconcile(struct engine_pipeline *e, struct round *r)
@@ -358,7 +310,7 @@ static int reconcile(struct engine_pipeline *e, struct round *r)
  * when it failed. */
 static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int tick)
 {
-    if (e->state_stale && restore_state(e))
+    if (e->state_stale && engine_pipeline__restore_state(e))
         return -1; /* retried in a second */
     struct round r = {.e = e, .now = now, .wall = wall};
     struct handed h;
@@ -512,7 +464,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         handover_fall_back(&e->in);
         if (r.people.count) /* taken again by the next round */
             atomic_store(&e->approvals_waiting, 1);
-        restore_state(e);
+        engine_pipeline__restore_state(e);
     } else {
         for (size_t i = 0; i < r.out.count; i++) {
             const struct policy_decision *x = &r.out.items[i];
@@ -647,7 +599,7 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     medic_mutex_init(&e->lock, MEDIC_LOCK_ENGINE_STATE);
     int rc = audit_reader_open(db_path, &e->reader, err);
     if (rc == 0)
-        rc = read_state(e, &e->state, err);
+        rc = engine_pipeline__read_state(e, &e->state, err);
     if (rc == 0) /* before the first round: what the restored state holds */
         e->disrupted_nodes = (int)policy_disrupted_nodes(e->state);
     if (rc == 0 && policy_open_incidents(e->state) > 0) {

@@ -63,4 +63,11 @@ struct engine_pipeline {
 /* The engine's clock (pipeline_reads.c). */
 int64_t engine_pipeline__now(const struct engine_pipeline *e);
 
+/* pipeline_state.c: the committed state, its changes tracked from now
+ * on; and, after a failed commit, the last committed state back in
+ * e->state (until it can be read, e->state_stale and -1: no round runs). */
+int engine_pipeline__read_state(struct engine_pipeline *e, struct policy_state **out,
+                                struct medic_error *err);
+int engine_pipeline__restore_state(struct engine_pipeline *e);
+
 #endif
