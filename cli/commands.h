@@ -14,6 +14,7 @@ int medic_cmd_version(int argc, char **argv);
 int medic_cmd_dry_run(int argc, char **argv);
 int medic_cmd_policy(int argc, char **argv);
 int medic_cmd_replay(int argc, char **argv);
+int medic_cmd_what_if(int argc, char **argv);
 int medic_cmd_agent(int argc, char **argv);
 int medic_cmd_model(int argc, char **argv);
 int medic_cmd_predict(int argc, char **argv);

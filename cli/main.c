@@ -30,6 +30,7 @@ static const char usage[] =
     "             policy actions\n"
     "  replay     what another configuration would have decided on recorded\n"
     "             notifications\n"
+    "  what-if    what a configuration would have done over a fault trace\n"
     "  agent      the node agent for GPU power limits, health and resets (NVML)\n"
     "  model      the failure-risk LSTM: info (the built-in one without FILE), check\n"
     "             against PyTorch, bench, dataset (training windows for retraining)\n"
@@ -69,7 +70,8 @@ int main(int argc, char **argv)
         {"serve", medic_cmd_serve},     {"audit", medic_cmd_audit},
         {"check", medic_cmd_check},     {"version", medic_cmd_version},
         {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
-        {"replay", medic_cmd_replay},   {"agent", medic_cmd_agent},
+        {"replay", medic_cmd_replay},   {"what-if", medic_cmd_what_if},
+        {"agent", medic_cmd_agent},
         {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
         {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
         {"pause", medic_cmd_pause},     {"unpause", medic_cmd_unpause},

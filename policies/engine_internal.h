@@ -418,6 +418,8 @@ void policy__follow_reload(const struct policy_context *ctx, struct policy_state
 /* The reason a disruptive step may not run ("" when it may); returns 1
  * when the reason clears by itself (maintenance, storm, fleet caps): the
  * step is held and decided again, not dropped. */
+/* Whether on-call hears of a disruptive step a guard kept back (reason). */
+int policy__guard_worth_telling(const char *reason);
 int policy__check_guards(const struct policy_context *ctx, struct policy_state *st,
                          const struct policy *pol, const struct incident *in, int64_t now,
                          char *reason, size_t size);

@@ -308,3 +308,82 @@ struct policy_decision *policy__tell_oncall(const struct policy_context *ctx,
         policy__notify_oncall(ctx, d, message, out);
     return d;
 }
+
+/* What each guard's reason says (above, in groups.c and in approval.c),
+ * in the order they are looked for: a stopped ladder's reason quotes the
+ * guard that stopped it, so the first phrase found names it. */
+static const struct {
+    enum policy_guard guard;
+    const char *phrase;
+} guard_phrases[] = {
+    {POLICY_GUARD_INVENTORY, "is not in the inventory"},
+    {POLICY_GUARD_INVENTORY, "the alert names no node"},
+    {POLICY_GUARD_QUARANTINE, "is quarantined since"},
+    {POLICY_GUARD_QUARANTINE, "medic quarantine: repeat offender"},
+    {POLICY_GUARD_MAINTENANCE, "maintenance window"},
+    {POLICY_GUARD_SLURM_MAINTENANCE, "maintenance reservation"},
+    {POLICY_GUARD_PAUSE, "paused by "},
+    {POLICY_GUARD_CLOCK, "ahead of medic's clock"},
+    {POLICY_GUARD_STALE, POLICY_STALE_REASON},
+    {POLICY_GUARD_STORM, "storm: "},
+    {POLICY_GUARD_COOLDOWN, "cooldown: policy "},
+    {POLICY_GUARD_BUDGET, "budget: "},
+    {POLICY_GUARD_FLEET_CAP, "fleet cap: "},
+    {POLICY_GUARD_GROUP_CAP, "group cap: "},
+    {POLICY_GUARD_STRICTER_LIMIT, "a weaker limit never raises it"},
+    {POLICY_GUARD_DENIED, " denied by "},
+};
+
+enum policy_guard policy_guard_of(const char *reason)
+{
+    const char *first = NULL;
+    enum policy_guard guard = POLICY_GUARD_OTHER;
+    for (size_t i = 0; reason && i < sizeof(guard_phrases) / sizeof(guard_phrases[0]); i++) {
+        const char *at = strstr(reason, guard_phrases[i].phrase);
+        if (at && (!first || at < first)) {
+            first = at;
+            guard = guard_phrases[i].guard;
+        }
+    }
+    return guard;
+}
+
+const char *policy_guard_name(enum policy_guard g)
+{
+    static const char *const names[] = {
+#define POLICY_GUARD_NAME(name, text) text,
+        POLICY_GUARDS(POLICY_GUARD_NAME)
+#undef POLICY_GUARD_NAME
+    };
+    return (unsigned)g < POLICY_GUARD_COUNT ? names[g] : "other";
+}
+
+/* Whether a suppressed disruptive step leaves a node in service for a
+ * reason on-call would want to hear of: a fleet or group cap, a
+ * maintenance window, a cooldown or a budget. Not a storm or a person's
+ * pause (on-call was told of those), a person's denial, a stale alert or
+ * a node outside the inventory. */
+int policy__guard_worth_telling(const char *reason)
+{
+    switch (policy_guard_of(reason)) {
+    case POLICY_GUARD_FLEET_CAP:
+    case POLICY_GUARD_GROUP_CAP:
+    case POLICY_GUARD_MAINTENANCE:
+    case POLICY_GUARD_COOLDOWN:
+    case POLICY_GUARD_BUDGET:
+        return 1;
+    case POLICY_GUARD_INVENTORY:
+    case POLICY_GUARD_QUARANTINE:
+    case POLICY_GUARD_SLURM_MAINTENANCE:
+    case POLICY_GUARD_PAUSE:
+    case POLICY_GUARD_CLOCK:
+    case POLICY_GUARD_STALE:
+    case POLICY_GUARD_STORM:
+    case POLICY_GUARD_STRICTER_LIMIT:
+    case POLICY_GUARD_DENIED:
+    case POLICY_GUARD_OTHER:
+    case POLICY_GUARD_COUNT:
+        break;
+    }
+    return 0;
+}

@@ -197,21 +197,6 @@ int policy__check_disruptive(const struct policy_context *ctx, struct policy_sta
     return 0;
 }
 
-/* Whether a suppressed disruptive step leaves a node in service for a
- * reason on-call would want to hear of: a fleet or group cap, a
- * maintenance window, a cooldown or a budget. Not a storm or a person's
- * pause (on-call was told of those), a person's denial, a stale alert or
- * a node outside the inventory. */
-static int worth_telling(const char *reason)
-{
-    static const char *const kinds[] = {"fleet cap", "group cap", "maintenance window",
-                                        "cooldown:", "budget:",   NULL};
-    for (size_t i = 0; kinds[i]; i++)
-        if (strstr(reason, kinds[i]))
-            return 1;
-    return 0;
-}
-
 static void decide_step(const struct policy_context *ctx, struct policy_state *st,
                         const struct policy *pol, struct incident *in,
                         const struct policy_step *step, int index, int on_resolved, int64_t now,
@@ -295,7 +280,7 @@ static void decide_step(const struct policy_context *ctx, struct policy_state *s
         }
         /* a broken node stays in service: on-call hears of it in the next
          * held steps' notice */
-        if (d->disruptive && !on_resolved && !weaker && !in->unreported && worth_telling(reason)) {
+        if (d->disruptive && !on_resolved && !weaker && !in->unreported && policy__guard_worth_telling(reason)) {
             in->unreported = 1;
             st->unreported++;
         }

@@ -265,6 +265,13 @@ size_t policy_disrupted_nodes(const struct policy_state *st)
     return st->disrupted_count;
 }
 
+int policy_node_disrupted(const struct policy_state *st, const char *node)
+{
+    /* a lookup only: nothing is created */
+    const struct node_state *n = policy__node_get((struct policy_state *)st, node, 0);
+    return n && policy__node_disrupted(n);
+}
+
 size_t policy_quarantined_nodes(const struct policy_state *st)
 {
     return st->quarantined_count;

@@ -455,6 +455,42 @@ struct policy_group_use {
  * out), for /metrics and the page. */
 size_t policy_group_usage(const struct policy_state *st, const struct policy_safety *s,
                           const struct inventory *inv, struct policy_group_use *out, size_t max);
+/* Whether medic holds node disrupted now (drained or power-limited by
+ * it, or with a disruptive action of its in flight). */
+int policy_node_disrupted(const struct policy_state *st, const char *node);
+
+/* The guards that may keep a disruptive step from running, as a
+ * suppressed or held decision's reason names them (a stopped ladder's
+ * reason names the guard that stopped it). */
+#define POLICY_GUARDS(X)                                                                           \
+    X(INVENTORY, "inventory")                                                                      \
+    X(QUARANTINE, "quarantine")                                                                    \
+    X(MAINTENANCE, "maintenance")                                                                  \
+    X(SLURM_MAINTENANCE, "slurm_maintenance")                                                      \
+    X(PAUSE, "pause")                                                                              \
+    X(CLOCK, "clock")                                                                              \
+    X(STALE, "max_alert_age")                                                                      \
+    X(STORM, "storm")                                                                              \
+    X(COOLDOWN, "cooldown")                                                                        \
+    X(BUDGET, "budget")                                                                            \
+    X(FLEET_CAP, "fleet_cap")                                                                      \
+    X(GROUP_CAP, "group_cap")                                                                      \
+    X(STRICTER_LIMIT, "stricter_limit")                                                            \
+    X(DENIED, "denied")                                                                            \
+    X(OTHER, "other")
+
+enum policy_guard {
+#define POLICY_GUARD_ENUM(name, text) POLICY_GUARD_##name,
+    POLICY_GUARDS(POLICY_GUARD_ENUM)
+#undef POLICY_GUARD_ENUM
+        POLICY_GUARD_COUNT
+};
+
+/* The guard a suppressed or held decision's reason names (OTHER when it
+ * names none of them), and its name. */
+enum policy_guard policy_guard_of(const char *reason);
+const char *policy_guard_name(enum policy_guard g);
+
 /* Incidents not yet final. */
 size_t policy_open_incidents(const struct policy_state *st);
 /* 1 while a storm holds disruptive actions back. */
