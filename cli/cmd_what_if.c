@@ -72,18 +72,21 @@ int medic_cmd_what_if(int argc, char **argv)
     int64_t start = MEDIC_TIME_UNSET, tick = 60 * MEDIC_NS_PER_SEC;
     int format = MEDIC_FORMAT_TABLE, approve = 0;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("config", &config_path), CLI_OPT_STRING("trace", &trace_path),
-        CLI_OPT_STRING("mapping", &mapping_path), CLI_OPT_TIME("start", &start),
-        CLI_OPT_DURATION("tick", &tick, 1),       CLI_OPT_FLAG("approve", &approve),
-        CLI_OPT_STRING("chart", &chart),          CLI_OPT_FORMAT("format", &format, 0),
+        CLI_OPT_STRING("config", &config_path),
+        CLI_OPT_STRING("trace", &trace_path),
+        CLI_OPT_STRING("mapping", &mapping_path),
+        CLI_OPT_TIME("start", &start),
+        CLI_OPT_DURATION("tick", &tick, 1),
+        CLI_OPT_FLAG("approve", &approve),
+        CLI_OPT_STRING("chart", &chart),
+        CLI_OPT_FORMAT("format", &format, 0),
         CLI_OPT_END,
     };
     int rest, parsed = cli_parse("what-if", usage, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
     if (!config_path || !trace_path || !mapping_path || rest != argc) {
-        fprintf(stderr, "medic what-if: --config, --trace and --mapping are required\n\n%s",
-                usage);
+        fprintf(stderr, "medic what-if: --config, --trace and --mapping are required\n\n%s", usage);
         return 2;
     }
     struct medic_config config;

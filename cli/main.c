@@ -67,15 +67,15 @@ int main(int argc, char **argv)
         const char *name;
         int (*run)(int, char **);
     } commands[] = {
-        {"serve", medic_cmd_serve},     {"audit", medic_cmd_audit},
-        {"check", medic_cmd_check},     {"version", medic_cmd_version},
-        {"dry-run", medic_cmd_dry_run}, {"policy", medic_cmd_policy},
-        {"replay", medic_cmd_replay},   {"what-if", medic_cmd_what_if},
-        {"agent", medic_cmd_agent},
-        {"model", medic_cmd_model},     {"predict", medic_cmd_predict},
-        {"approve", medic_cmd_approve}, {"deny", medic_cmd_deny},
-        {"pause", medic_cmd_pause},     {"unpause", medic_cmd_unpause},
-        {"node", medic_cmd_node},       {"inventory", medic_cmd_inventory},
+        {"serve", medic_cmd_serve},         {"audit", medic_cmd_audit},
+        {"check", medic_cmd_check},         {"version", medic_cmd_version},
+        {"dry-run", medic_cmd_dry_run},     {"policy", medic_cmd_policy},
+        {"replay", medic_cmd_replay},       {"what-if", medic_cmd_what_if},
+        {"agent", medic_cmd_agent},         {"model", medic_cmd_model},
+        {"predict", medic_cmd_predict},     {"approve", medic_cmd_approve},
+        {"deny", medic_cmd_deny},           {"pause", medic_cmd_pause},
+        {"unpause", medic_cmd_unpause},     {"node", medic_cmd_node},
+        {"inventory", medic_cmd_inventory},
     };
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)

@@ -280,7 +280,8 @@ static void decide_step(const struct policy_context *ctx, struct policy_state *s
         }
         /* a broken node stays in service: on-call hears of it in the next
          * held steps' notice */
-        if (d->disruptive && !on_resolved && !weaker && !in->unreported && policy__guard_worth_telling(reason)) {
+        if (d->disruptive && !on_resolved && !weaker && !in->unreported &&
+            policy__guard_worth_telling(reason)) {
             in->unreported = 1;
             st->unreported++;
         }

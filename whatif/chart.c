@@ -46,13 +46,11 @@ static void steps(const struct whatif_report *r, const struct frame *f, int whic
 
 static void axes(const struct frame *f, struct medic_buf *out)
 {
-    medic_buf_printf(out,
-                     "<path d=\"M%.1f %.1fV%.1fH%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
+    medic_buf_printf(out, "<path d=\"M%.1f %.1fV%.1fH%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
                      LEFT, TOP, H - BOTTOM, W - RIGHT);
     double every = f->days > 400 ? 90 : f->days > 120 ? 30 : f->days > 20 ? 7 : 1;
     for (double d = 0; d <= f->days + 1e-9; d += every)
-        medic_buf_printf(out,
-                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+        medic_buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
                          x_of(f, d), H - BOTTOM + 16, d);
     medic_buf_printf(out,
                      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">day of the trace</text>\n",
@@ -89,13 +87,14 @@ int whatif_chart_svg(const struct whatif_report *r, struct medic_buf *out)
         if ((double)r->caps[i].limit > f.top)
             f.top = (double)r->caps[i].limit;
     f.top += 1;
-    medic_buf_printf(out,
-                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                     "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                     "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
-                     "<text x=\"%.1f\" y=\"20\" font-size=\"14\">Nodes medic would hold "
-                     "disrupted: %zu faults, %zu disruptions over %.0f days, %zu of %zu nodes</text>\n",
-                     W, H, W, H, LEFT, r->faults, r->disruptions, f.days, r->nodes, r->fleet);
+    medic_buf_printf(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+        "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
+        "<text x=\"%.1f\" y=\"20\" font-size=\"14\">Nodes medic would hold "
+        "disrupted: %zu faults, %zu disruptions over %.0f days, %zu of %zu nodes</text>\n",
+        W, H, W, H, LEFT, r->faults, r->disruptions, f.days, r->nodes, r->fleet);
     axes(&f, out);
     medic_buf_puts(out, "<path d=\"");
     steps(r, &f, 1, 1, out);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const top_keys[] = {"group_wait", "repeat_interval", "node_label",
-                                       "trace_nodes", "rules", NULL};
+static const char *const top_keys[] = {"group_wait",  "repeat_interval", "node_label",
+                                       "trace_nodes", "rules",           NULL};
 static const char *const rule_keys[] = {"level", "class", "desc", "alertname", "labels", NULL};
 
 /* A label name as Prometheus allows it: [a-zA-Z_][a-zA-Z0-9_]*. */
@@ -23,8 +23,7 @@ static int label_name_ok(const char *s)
     return 1;
 }
 
-static int read_labels(struct yaml_fields *f, const struct yaml_tree_node *n,
-                       struct whatif_rule *r)
+static int read_labels(struct yaml_fields *f, const struct yaml_tree_node *n, struct whatif_rule *r)
 {
     int rc = yaml_fields_mapping(f, n, "labels");
     if (rc)
@@ -76,8 +75,8 @@ static int read_rule(struct yaml_fields *f, const struct yaml_tree_node *n, stru
     return rc;
 }
 
-int whatif_mapping_parse(const char *file, const char *text, size_t len,
-                         struct whatif_mapping *out, struct medic_error *err)
+int whatif_mapping_parse(const char *file, const char *text, size_t len, struct whatif_mapping *out,
+                         struct medic_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->group_wait = 30 * (int64_t)1000000000;

@@ -131,8 +131,8 @@ static int settle(struct play *p, int64_t now)
         policy_pending_steps(p->st, approve_one, &incident);
         if (!incident)
             break;
-        struct policy_approval a = {.incident = incident, .approve = 1, .by = "what-if",
-                                    .reason = "--approve"};
+        struct policy_approval a = {
+            .incident = incident, .approve = 1, .by = "what-if", .reason = "--approve"};
         char why[256];
         if (policy_approve(&p->ctx, p->st, &a, now, &p->out, why, sizeof(why)))
             break;
@@ -175,8 +175,7 @@ static int send(struct play *p, struct open_alert *a, enum medic_alert_status st
     struct medic_alert alert = {.status = status,
                                 .labels = a->labels,
                                 .starts_at = clock_of(p, f->start),
-                                .ends_at = status == MEDIC_STATUS_RESOLVED ? now
-                                                                           : MEDIC_TIME_UNSET,
+                                .ends_at = status == MEDIC_STATUS_RESOLVED ? now : MEDIC_TIME_UNSET,
                                 .generator_url = "",
                                 .fingerprint = a->fingerprint};
     struct medic_notification n;
@@ -192,8 +191,8 @@ static int send(struct play *p, struct open_alert *a, enum medic_alert_status st
         if (node_wait(&p->nodes[f->node], a->fault))
             return MEDIC_E_NOMEM;
     }
-    int rc = engine_evaluate_notification(&p->ctx, p->st, &n, duplicate, NULL, NULL, NAN, now,
-                                          &p->out);
+    int rc =
+        engine_evaluate_notification(&p->ctx, p->st, &n, duplicate, NULL, NULL, NAN, now, &p->out);
     n.alerts = NULL;
     n.alert_count = 0;
     medic_notification_release(&n);
@@ -217,8 +216,7 @@ static int fault_start(struct play *p, const struct whatif_event *e)
         p->r->repeats++; /* the same fault again while open: Alertmanager holds one alert */
         return 0;
     }
-    const struct whatif_rule *rule =
-        whatif_mapping_find(p->map, e->level, e->class_name, e->desc);
+    const struct whatif_rule *rule = whatif_mapping_find(p->map, e->level, e->class_name, e->desc);
     if (!rule) {
         p->r->unmapped++;
         return 0;
@@ -327,8 +325,8 @@ static int check_inputs(const struct medic_config *config, const struct whatif_t
 
 /* One step of the play at now: the next of the trace's events, of
  * Alertmanager's sends, or of the scheduler's ticks, whichever comes first. */
-static int step(struct play *p, size_t *next_event, int64_t now, int64_t event_at,
-                size_t due, int64_t send_at)
+static int step(struct play *p, size_t *next_event, int64_t now, int64_t event_at, size_t due,
+                int64_t send_at)
 {
     if (now == event_at) {
         const struct whatif_event *e = &p->trace->events[(*next_event)++];
@@ -348,7 +346,7 @@ int whatif_play(const struct medic_config *config, const struct whatif_trace *tr
     memset(out, 0, sizeof(*out));
     struct play p = {.trace = trace, .map = mapping, .opt = opt, .r = out};
     engine_context_from_config(config, &p.ctx);
-    p.node_label = mapping->node_label ? mapping->node_label
+    p.node_label = mapping->node_label      ? mapping->node_label
                    : p.ctx.node_label_count ? p.ctx.node_labels[0]
                                             : NULL;
     int rc = check_inputs(config, trace, mapping, p.node_label, err);
@@ -380,9 +378,8 @@ int whatif_play(const struct medic_config *config, const struct whatif_trace *tr
     int64_t end = clock_of(&p, trace->span), next_tick = INT64_MAX;
     size_t next_event = 0, told = 0;
     while (rc == 0) {
-        int64_t event_at = next_event < trace->count
-                               ? clock_of(&p, trace->events[next_event].at)
-                               : INT64_MAX;
+        int64_t event_at =
+            next_event < trace->count ? clock_of(&p, trace->events[next_event].at) : INT64_MAX;
         int64_t send_at = INT64_MAX;
         size_t due = 0;
         for (size_t k = 0; k < p.open_count; k++)

@@ -12,8 +12,8 @@
 
 const char *whatif_fate_name(enum whatif_fate f)
 {
-    static const char *const names[] = {"acted",     "covered", "held",   "pending", "notify_only",
-                                        "no_policy", "unsent",  "nothing"};
+    static const char *const names[] = {"acted",       "covered",   "held",   "pending",
+                                        "notify_only", "no_policy", "unsent", "nothing"};
     return (unsigned)f < WHATIF_FATE_COUNT ? names[f] : "nothing";
 }
 
@@ -77,7 +77,7 @@ static int by_faults(const void *a, const void *b)
 
 static int class_rows(const struct whatif_report *r, struct medic_table *t)
 {
-    static const char *const names[] = {"class",  "faults",  "acted",     "covered", "held",
+    static const char *const names[] = {"class",  "faults",   "acted",     "covered", "held",
                                         "waited", "notified", "no_policy", "unsent",  "nothing"};
     size_t *order = malloc((r->class_count + 1) * sizeof(*order));
     int rc = order ? medic_table_init(t, 10, names, NULL) : MEDIC_E_NOMEM;
@@ -145,8 +145,7 @@ static void text(const struct whatif_report *r, const struct medic_table *classe
             medic_buf_printf(out, " (day %.1f)", (double)c->peak_at / NS_PER_DAY);
         medic_buf_puts(out, "\n");
     }
-    medic_buf_printf(out, "storms: %zu\nquarantined nodes: %zu", r->storms,
-                     r->quarantined_count);
+    medic_buf_printf(out, "storms: %zu\nquarantined nodes: %zu", r->storms, r->quarantined_count);
     for (size_t i = 0; i < r->quarantined_count; i++)
         medic_buf_printf(out, "%s%s", i ? ", " : " (", r->quarantined[i]);
     medic_buf_puts(out, r->quarantined_count ? ")\n" : "\n");

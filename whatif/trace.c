@@ -16,13 +16,13 @@
 #define TEXT_MAX 512 /* a Level, Class or Desc */
 
 /* A string member of o, at most max bytes, copied into the trace. */
-static const char *member_text(struct whatif_trace *t, const cJSON *o, const char *name,
-                               size_t max, size_t index, struct medic_error *err)
+static const char *member_text(struct whatif_trace *t, const cJSON *o, const char *name, size_t max,
+                               size_t index, struct medic_error *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
     if (!cJSON_IsString(v) || !v->valuestring[0]) {
-        medic_error_set(err, MEDIC_E_INVALID, "event %zu: \"%s\" must be a non-empty string",
-                        index, name);
+        medic_error_set(err, MEDIC_E_INVALID, "event %zu: \"%s\" must be a non-empty string", index,
+                        name);
         return NULL;
     }
     if (strlen(v->valuestring) > max) {
@@ -36,8 +36,8 @@ static const char *member_text(struct whatif_trace *t, const cJSON *o, const cha
     return copy;
 }
 
-static int read_event(struct whatif_trace *t, struct medic_map *ids, const cJSON *o,
-                      size_t index, struct medic_error *err)
+static int read_event(struct whatif_trace *t, struct medic_map *ids, const cJSON *o, size_t index,
+                      struct medic_error *err)
 {
     struct whatif_event *e = &t->events[index];
     e->seq = index;
@@ -58,8 +58,7 @@ static int read_event(struct whatif_trace *t, struct medic_map *ids, const cJSON
     const char *tn = cJSON_IsString(type) ? type->valuestring : "";
     if (strcmp(tn, "fault_start") != 0 && strcmp(tn, "fault_end") != 0)
         return medic_error_set(err, MEDIC_E_INVALID,
-                               "event %zu: \"event_type\" must be fault_start or fault_end",
-                               index);
+                               "event %zu: \"event_type\" must be fault_start or fault_end", index);
     e->start = tn[6] == 's';
     const cJSON *fault = cJSON_GetObjectItemCaseSensitive(o, "fault_type");
     if (!cJSON_IsObject(fault))

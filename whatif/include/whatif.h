@@ -27,10 +27,10 @@
 #define WHATIF_TRACE_MAX_DAYS 3660 /* ten years */
 
 struct whatif_event {
-    int64_t at;   /* ns from the trace's start */
-    int start;    /* 1 fault_start, 0 fault_end */
-    size_t node;  /* index in whatif_trace.nodes */
-    size_t seq;   /* its place in the file */
+    int64_t at;  /* ns from the trace's start */
+    int start;   /* 1 fault_start, 0 fault_end */
+    size_t node; /* index in whatif_trace.nodes */
+    size_t seq;  /* its place in the file */
     const char *level, *class_name, *desc;
 };
 
@@ -72,8 +72,8 @@ struct whatif_mapping {
 #define WHATIF_MAPPING_MAX_RULES 1000
 #define WHATIF_MAPPING_MAX_LABELS 16
 
-int whatif_mapping_parse(const char *file, const char *text, size_t len,
-                         struct whatif_mapping *out, struct medic_error *err);
+int whatif_mapping_parse(const char *file, const char *text, size_t len, struct whatif_mapping *out,
+                         struct medic_error *err);
 int whatif_mapping_load(const char *path, struct whatif_mapping *out, struct medic_error *err);
 void whatif_mapping_release(struct whatif_mapping *m);
 /* The rule for a fault, or NULL when none takes it. */
@@ -124,7 +124,7 @@ struct whatif_report {
     struct whatif_counts *classes;
     size_t class_count;
     size_t actions[MEDIC_ACTION_KIND_COUNT]; /* steps decided to run, by action */
-    size_t disruptions;                 /* of those, the disruptive ones */
+    size_t disruptions;                      /* of those, the disruptive ones */
     size_t storms;
     struct whatif_cap *caps; /* [0] repairs in flight, [1] the fleet's fraction, then groups */
     size_t cap_count;
