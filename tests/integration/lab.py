@@ -375,6 +375,19 @@ def write_secret(path, value):
     return path
 
 
+def cluster_example(work):
+    """examples/cluster-1000 copied to work with its secrets written as
+    credentials.example.yaml says; returns its medic.yaml."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    shutil.copytree(os.path.join(top, "examples", "cluster-1000"), work)
+    shutil.copy(os.path.join(work, "credentials.example.yaml"),
+                os.path.join(work, "credentials.yaml"))
+    os.chmod(os.path.join(work, "credentials.yaml"), 0o600)
+    for name in ("webhook.token", "oncall.password", "ops.password"):
+        write_secret(os.path.join(work, name), "a-secret")
+    return os.path.join(work, "medic.yaml")
+
+
 class RecordingReceiver:
     """A recording HTTP receiver on 127.0.0.1 (the stand-in for a webhook,
     Slack or PagerDuty endpoint): keeps every request's path, headers and

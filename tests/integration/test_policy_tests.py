@@ -6,10 +6,9 @@ a dry-run test (no action runs there, so it would be ignored), and a key
 that cannot stand there named with what may."""
 
 import os
-import shutil
 import subprocess
 
-from lab import Suite
+from lab import Suite, cluster_example
 
 CONFIG = """\
 mode: dry-run
@@ -149,17 +148,8 @@ def test_cluster_example(suite):
     tests pass. The Slurm host's slurm.conf is stood for by a file of the
     work directory: without one, check config warns that drains will
     fail."""
-    here = os.path.dirname(os.path.abspath(__file__))
     work = os.path.join(suite.workdir, "cluster-1000")
-    shutil.copytree(os.path.join(here, "..", "..", "examples", "cluster-1000"), work)
-    shutil.copy(os.path.join(work, "credentials.example.yaml"),
-                os.path.join(work, "credentials.yaml"))
-    for name in ("webhook.token", "oncall.password", "ops.password"):
-        with open(os.path.join(work, name), "w") as f:
-            f.write("a-secret\n")
-    for name in ("credentials.yaml", "webhook.token", "oncall.password", "ops.password"):
-        os.chmod(os.path.join(work, name), 0o600)
-    config = os.path.join(work, "medic.yaml")
+    config = cluster_example(work)
     out = subprocess.run([suite.medic, "check", "config", config], capture_output=True,
                          text=True, timeout=60)
     if not os.path.exists("/etc/slurm/slurm.conf"):

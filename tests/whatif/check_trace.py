@@ -13,11 +13,13 @@ usage: check_trace.py MEDIC SOURCE_DIR"""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from lab import cluster_example  # noqa: E402
 
 START = "2025-01-06T00:00:00Z"
 
@@ -27,19 +29,6 @@ def run(medic, *args, status=0):
     assert out.returncode == status, f"medic {' '.join(args)}: {out.returncode}\n" \
         f"{out.stdout[-2000:]}{out.stderr[-2000:]}"
     return out
-
-
-def cluster(top, work):
-    """examples/cluster-1000 with its secrets, as credentials.example.yaml says."""
-    shutil.copytree(os.path.join(top, "examples", "cluster-1000"), work)
-    shutil.copy(os.path.join(work, "credentials.example.yaml"),
-                os.path.join(work, "credentials.yaml"))
-    for name in ("webhook.token", "oncall.password", "ops.password"):
-        with open(os.path.join(work, name), "w") as f:
-            f.write("a-secret\n")
-    for name in ("credentials.yaml", "webhook.token", "oncall.password", "ops.password"):
-        os.chmod(os.path.join(work, name), 0o600)
-    return os.path.join(work, "medic.yaml")
 
 
 def starts_in(trace):
@@ -91,7 +80,7 @@ def main():
     trace = os.path.join(top, "tests", "data", "infinitehbd-trace", "fault_trace.json")
     mapping = os.path.join(top, "examples", "what-if", "infinitehbd.yaml")
     with tempfile.TemporaryDirectory() as tmp:
-        config = cluster(top, os.path.join(tmp, "cluster"))
+        config = cluster_example(os.path.join(tmp, "cluster"))
         common = ["what-if", "--config", config, "--trace", trace, "--mapping", mapping,
                   "--start", START]
         chart = os.path.join(tmp, "what-if.svg")
@@ -145,15 +134,14 @@ def main():
         assert f"{bad}:2:5: a rule needs an alertname" in out.stderr, out.stderr
         out = run(medic, "what-if", "--config", config, status=2)
         assert "--config, --trace and --mapping are required" in out.stderr, out.stderr
-        small = os.path.join(tmp, "small.yaml")
+        here = os.path.dirname(config)
         with open(config) as f:
             text = f.read().replace("file: inventory.yaml", "file: small-inventory.yaml")
-        with open(small, "w") as f:
+        with open(os.path.join(here, "small.yaml"), "w") as f:
             f.write(text)
-        with open(os.path.join(os.path.dirname(config), "small-inventory.yaml"), "w") as f:
+        with open(os.path.join(here, "small-inventory.yaml"), "w") as f:
             f.write("nodes: [ { name: 'gpu-[0001-0100]' } ]\n")
-        shutil.move(small, os.path.join(os.path.dirname(config), "small.yaml"))
-        out = run(medic, "what-if", "--config", os.path.join(os.path.dirname(config), "small.yaml"),
+        out = run(medic, "what-if", "--config", os.path.join(here, "small.yaml"),
                   "--trace", trace, "--mapping", mapping, status=1)
         assert "the trace covers 400 nodes and the inventory has 100" in out.stderr, out.stderr
     print(f"what-if: {r['faults']} faults, {r['all']['acted']} acted on, "
