@@ -99,6 +99,8 @@ void medic_action_init(struct medic_action *a, enum medic_action_kind kind)
         a->u.ipmi_power_cycle.power_on = 1;
     if (kind == MEDIC_ACTION_VERIFY)
         a->u.verify.within = MEDIC_VERIFY_DEFAULT_WITHIN;
+    if (kind == MEDIC_ACTION_SLURM_REBOOT)
+        a->u.slurm_reboot.within = MEDIC_REBOOT_DEFAULT_WITHIN;
 }
 
 static void *field_of(const struct medic_action *a, const struct medic_action_param *p)

@@ -240,10 +240,22 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
                      medic_action_name(st->action.kind), after, age);
             }
         }
-        /* a power cycle or a reset and nothing that looks at the node after it */
+        /* a Slurm reboot of a node no step drained: refused when it comes */
+        for (size_t k = 0, drained = 0; k < p->step_count; k++) {
+            drained |= p->steps[k].action.kind == MEDIC_ACTION_DRAIN && !p->steps[k].if_failed;
+            if (p->steps[k].action.kind == MEDIC_ACTION_SLURM_REBOOT && !drained)
+                warn(out,
+                     "%s:%d:%d: policy '%s' step %zu (slurm_reboot) has no drain before it: "
+                     "medic reboots only a drained node (Slurm returns one it reboots undrained "
+                     "to service), so it is refused unless someone drained the node; add "
+                     "`- action: drain` before it",
+                     config->source, p->steps[k].line, p->steps[k].col, p->name, k + 1);
+        }
+        /* a power cycle, a reboot or a reset and nothing that looks at the node after it */
         for (size_t k = 0; k < p->step_count; k++) {
             enum medic_action_kind kind = p->steps[k].action.kind;
-            if (kind != MEDIC_ACTION_IPMI_POWER_CYCLE && kind != MEDIC_ACTION_GPU_RESET)
+            if (kind != MEDIC_ACTION_IPMI_POWER_CYCLE && kind != MEDIC_ACTION_GPU_RESET &&
+                kind != MEDIC_ACTION_SLURM_REBOOT)
                 continue;
             int verified = 0, resumes = 0, disrupts_after = 0;
             for (size_t j = k + 1; j < p->step_count; j++) {

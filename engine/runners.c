@@ -171,6 +171,27 @@ static enum medic_outcome run_slurm(const struct medic_config *c, const struct e
     return slurm_resume(&o, n->slurm_node, job->action.u.resume.drained_as, detail, size);
 }
 
+static int stop_waiting(void *arg, int64_t ms)
+{
+    return executor_wait(arg, ms);
+}
+
+static enum medic_outcome run_slurm_reboot(const struct engine_run_context *rc,
+                                           const struct executor_job *job, char *detail,
+                                           size_t size)
+{
+    const struct inventory_node *n = inventory_find(&rc->config->inventory, job->node);
+    if (!n || !n->slurm_node) {
+        snprintf(detail, size, "node '%s' has no slurm node in the inventory", job->node);
+        return MEDIC_OUTCOME_REFUSED;
+    }
+    struct slurm_options o;
+    engine_slurm_options(rc->config, &o);
+    o.fence = rc->fence;
+    return slurm_reboot(&o, n->slurm_node, job->action.u.slurm_reboot.within, stop_waiting,
+                        rc->waiter, detail, size);
+}
+
 /* The agent of node n and its token; refused (detail) when either is missing. */
 const struct credential *engine_agent_of(const struct medic_config *c,
                                          const struct inventory_node *n, const char *node,
@@ -251,7 +272,8 @@ struct agent_read {
     size_t len;
 };
 
-/* Evidence of the repair after a power cycle at booted_after (RFC 3339):
+/* Evidence of the repair after a power cycle or a Slurm reboot (a
+ * restart) at booted_after (RFC 3339):
  * Slurm says the node booted (or its slurmd started) in a later second, or
  * the agent says the node booted later. 1 seen, 0 not (detail says what
  * was read). No source of evidence is no evidence: never a pass. */
@@ -261,7 +283,7 @@ static int booted_since(const struct medic_config *c, const struct inventory_nod
 {
     int64_t after = 0, started = 0;
     if (medic_time_parse_rfc3339(booted_after, strlen(booted_after), &after)) {
-        snprintf(detail, size, "boot: the power cycle's time '%s' cannot be read", booted_after);
+        snprintf(detail, size, "boot: the restart's time '%s' cannot be read", booted_after);
         return 0;
     }
     char read[300] = "", from_agent[300] = "";
@@ -278,12 +300,12 @@ static int booted_since(const struct medic_config *c, const struct inventory_nod
                                   sizeof(from_agent)) == 1;
     if (!n->slurm_node && !agent->json) {
         snprintf(detail, size,
-                 "boot: no evidence that the node booted after the power cycle at %s (the "
+                 "boot: no evidence that the node booted after the restart at %s (the "
                  "inventory gives it no slurm node or agent to ask)",
                  booted_after);
         return 0;
     }
-    snprintf(detail, size, "boot: %s the power cycle at %s (%s%s%s)", seen ? "after" : "none since",
+    snprintf(detail, size, "boot: %s the restart at %s (%s%s%s)", seen ? "after" : "none since",
              booted_after, read, read[0] && from_agent[0] ? "; agent: " : "", from_agent);
     return seen;
 }
@@ -439,6 +461,8 @@ enum medic_outcome engine_run_action(const struct engine_run_context *rc,
         return run_gpu_reset(c, job, rc->fence, detail, size);
     case MEDIC_ACTION_VERIFY:
         return run_verify(rc, job, detail, size);
+    case MEDIC_ACTION_SLURM_REBOOT:
+        return run_slurm_reboot(rc, job, detail, size);
     case MEDIC_ACTION_KIND_COUNT:
         break;
     }

@@ -104,6 +104,15 @@ static void succeeded(struct policy_state *st, struct incident *in, enum medic_a
         set_drained_as(st, in->node, reason);
         break;
     }
+    case MEDIC_ACTION_SLURM_REBOOT: {
+        /* the reboot re-stamped medic's drain: a resume must find the new reason */
+        const char *as = detail ? strstr(detail, "; " MEDIC_DRAIN_DETAIL_PREFIX) : NULL;
+        char reason[sizeof(in->drained_as)];
+        drained_as(as ? as + 2 : NULL, reason, sizeof(reason));
+        if (n->drained_by_medic && reason[0])
+            set_drained_as(st, in->node, reason);
+        break;
+    }
     case MEDIC_ACTION_POWER_LIMIT:
         n->limited_by_medic = 1;
         if (!undo) /* a raise back to another incident's limit holds nothing new */
@@ -655,7 +664,8 @@ void policy__apply_outcome(const struct policy_context *ctx, struct policy_state
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, in->awaiting_watts, 0, detail, now);
         in->last_failed = 0;
-        if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE) /* a boot must come after it was sent */
+        if (kind == MEDIC_ACTION_IPMI_POWER_CYCLE || kind == MEDIC_ACTION_SLURM_REBOOT)
+            /* a boot must come after it was sent */
             in->cycled_at = in->awaiting_since ? in->awaiting_since : now;
         if (kind == MEDIC_ACTION_GPU_RESET) /* and the GPU enumerated after its reset */
             in->reset_at = in->awaiting_since ? in->awaiting_since : now;

@@ -97,6 +97,20 @@ enum medic_outcome slurm_resume(const struct slurm_options *o, const char *node,
 enum medic_outcome slurm_check_drained(const struct slurm_options *o, const char *node,
                                        char *detail, size_t size);
 
+/* Reboots node through Slurm (`scontrol reboot`: Slurm's RebootProgram
+ * on the node): only a node drained with no job left (refused otherwise:
+ * Slurm would return it to service after the reboot). Slurm keeps the
+ * drain through the reboot and appends ": reboot issued" to its reason.
+ * Waits up to within_s for the node to show a boot (BootTime or
+ * SlurmdStartTime) after the request, looking every 2 s; stop (may be
+ * NULL) waits ms between looks and returns nonzero when medic stops
+ * (interrupted). Succeeded with detail "rebooted after Ns (...); " and a
+ * drain's detail (MEDIC_DRAIN_DETAIL_PREFIX): Slurm's reason as the reboot
+ * left it. Timed out when no boot came. */
+enum medic_outcome slurm_reboot(const struct slurm_options *o, const char *node, int within_s,
+                                int (*stop)(void *arg, int64_t ms), void *arg, char *detail,
+                                size_t size);
+
 /* Reads the node: its State= and Reason= into state and reason ("" when
  * none). 0, or -1 with detail. */
 int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,

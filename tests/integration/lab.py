@@ -580,9 +580,11 @@ class SlurmCluster:
     munge key and socket, slurm.conf, state and logs. Clients use
     SLURM_CONF=self.conf."""
 
-    def __init__(self, workdir, nodes, name="slurm", features=None, topology=None):
+    def __init__(self, workdir, nodes, name="slurm", features=None, topology=None,
+                 reboots=False):
         """features: {node: "rack=r01,h100"}; topology: topology.conf's text
-        (topology/tree), or None for no topology."""
+        (topology/tree), or None for no topology; reboots: Slurm's
+        RebootProgram restarts the node's slurmd as after a boot (reboot_program)."""
         for b in ("munged", "slurmctld", "slurmd", "scontrol"):
             require_binary(b)
         self.dir = os.path.join(workdir, name)
@@ -624,6 +626,8 @@ class SlurmCluster:
                 f.write(topology)
         lines.append(f"PartitionName=gpu Nodes={','.join(self.nodes)} Default=YES "
                      "MaxTime=INFINITE State=UP")
+        if reboots:
+            lines += [f"RebootProgram={self.reboot_program()}", "ResumeTimeout=120"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
@@ -686,6 +690,47 @@ class SlurmCluster:
                     "</dev/null >/dev/null 2>&1 &\nexit 0\n")
         os.chmod(path, 0o755)
         return path
+
+    def reboot_program(self):
+        """Slurm's RebootProgram for the lab: slurmd runs it on the node
+        (here, every node is this host: it finds its node by the slurmd
+        above it, `-N NAME`), and it stands in for a reboot by starting that
+        slurmd again with the boot stand-in preloaded (MEDIC_BOOT_STANDIN:
+        sysinfo says the host just booted), so that Slurm sees a new
+        BootTime and SlurmdStartTime and finishes the reboot. Each reboot
+        is logged in log/reboots.log, one `NODE EPOCH` line."""
+        standin = os.environ.get("MEDIC_BOOT_STANDIN")
+        assert standin and os.path.exists(standin), "MEDIC_BOOT_STANDIN is not set (run by ctest)"
+        path = os.path.join(self.dir, "reboot.sh")
+        conf = self.conf
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "p=$PPID; node=\n"
+                    "while [ \"$p\" -gt 1 ] && [ -z \"$node\" ]; do\n"
+                    "  node=$(tr '\\0' '\\n' < /proc/$p/cmdline | sed -n '/^-N$/{n;p}'); slurmd=$p\n"
+                    "  p=$(cut -d' ' -f4 /proc/$p/stat)\n"
+                    "done\n"
+                    "[ -n \"$node\" ] || exit 1\n"
+                    f"echo \"$node $(date +%s)\" >> {self.dir}/log/reboots.log\n"
+                    "setsid sh -c \"sleep 1; kill -9 $slurmd; sleep 1; "
+                    f"SLURM_CONF={conf} MEDIC_TEST_BOOTED_AT=\\$(date +%s) LD_PRELOAD={standin} "
+                    f"exec slurmd -N $node -f {conf}\" </dev/null >/dev/null 2>&1 &\n"
+                    "exit 0\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def reboots(self):
+        """The reboots RebootProgram made: [(node, epoch seconds)]."""
+        try:
+            with open(os.path.join(self.dir, "log", "reboots.log")) as f:
+                return [(n, int(t)) for n, t in (line.split() for line in f if line.strip())]
+        except FileNotFoundError:
+            return []
+
+    def boot_time(self, name):
+        """The node's BootTime, as Slurm prints it (local time)."""
+        out = self.scontrol("show", "node", "-o", name).stdout
+        return out.split(" BootTime=")[1].split()[0] if " BootTime=" in out else ""
 
     def slurmd_started(self, name):
         """The node's SlurmdStartTime, as Slurm prints it (local time)."""

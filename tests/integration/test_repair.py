@@ -384,14 +384,14 @@ def test_power_cycle_verified_by_a_boot(suite):
                           headers=AUTH)[0] == 200
     wait_state(medic, "gpu-node-28", "verified")
     passed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-28"][0]
-    assert passed["result"] == "succeeded" and "boot: after the power cycle" in \
+    assert passed["result"] == "succeeded" and "boot: after the restart" in \
         passed["detail"], passed
     assert cluster.slurmd_started("gpu-node-28") > before["gpu-node-28"]
     assert f"SlurmdStartTime={cluster.slurmd_started('gpu-node-28')}" in passed["detail"]
     # the node that never booted: every other check passes, the verify fails
     wait_state(medic, "gpu-node-29", "quarantined")
     failed = [o for o in outcomes(medic, "verify") if o["node"] == "gpu-node-29"][0]
-    assert failed["result"] == "failed" and "boot: none since the power cycle" in \
+    assert failed["result"] == "failed" and "boot: none since the restart" in \
         failed["detail"], failed
     assert "8 GPU(s) visible" in failed["detail"] and "bmc: power on" in failed["detail"], failed
     assert cluster.slurmd_started("gpu-node-29") == before["gpu-node-29"]

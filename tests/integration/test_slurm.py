@@ -5,7 +5,8 @@ on 127.0.0.1): medic drains with its mark in the reason, confirmed by
 reading the node back, resumes its own drain when the alert resolves, and
 never touches an operator's drain, nor a drain a person made again over
 medic's (whatever text they kept); alert text that looks like Slurm's own
-fields never confuses medic; an unknown Slurm node fails clearly."""
+fields never confuses medic; an unknown Slurm node fails clearly; a reboot
+through Slurm is confirmed by the node's new boot."""
 
 import json
 import os
@@ -187,6 +188,90 @@ def test_redrain_by_a_person_and_reasons_that_look_like_fields(suite):
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
 
 
+def test_slurm_reboot(suite):
+    """slurm_reboot against real slurmctld/slurmd: Slurm's RebootProgram
+    restarts the node's slurmd as after a boot (the lab's boot stand-in).
+    After medic's drain, the reboot is confirmed by a BootTime later than
+    the request, the node stays drained through it, the verify after it
+    asks for that boot, and the resume of medic's drain still works though
+    Slurm re-stamped its reason. A reboot step with no drain before it is
+    refused and nothing reboots, while the same cluster rebooted the other
+    node."""
+    cluster = SlurmCluster(suite.workdir, ["gpu-node-01", "gpu-node-02"], name="slurm-reboot",
+                           reboots=True)
+    suite.on_exit(cluster.stop)
+    cluster.start()
+    workdir = suite.subdir("medic-reboot")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    medic = Medic(suite.medic, workdir,
+                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+                  f"slurm: {{ conf: {cluster.conf} }}\n"
+                  "inventory:\n  nodes:\n"
+                  "    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
+                  "    - { name: gpu-node-02, slurm: { node: gpu-node-02 } }\n"
+                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+                  "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 1,\n"
+                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
+                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+                  "    cooldown: 1h\n"
+                  "    steps:\n"
+                  "      - { action: drain, reason: 'Xid on GPU {{ $labels.gpu }}' }\n"
+                  "      - { after: 1s, action: slurm_reboot, within: 2m }\n"
+                  "      - { after: 2s, action: verify, within: 1m }\n"
+                  "    on_resolved: [ { action: resume } ]\n"
+                  "  - name: careless\n    match: '{alertname=\"GPUFellOffBus\"}'\n"
+                  "    cooldown: 1h\n"
+                  "    steps: [ { action: slurm_reboot } ]\n")
+    medic.start()
+    suite.on_exit(medic.stop)
+    check = subprocess.run([suite.medic, "check", "config", medic.config_path], capture_output=True,
+                           text=True, timeout=60)
+    assert "policy 'careless' step 1 (slurm_reboot) has no drain before it" in check.stderr, \
+        check.stderr
+    booted_before = cluster.boot_time("gpu-node-01")
+
+    t0 = time.time()
+    medic.post("/webhook", payload("gpu-node-01", t0, alertname="GPUXidError"), headers=AUTH)
+    steps = ("drain", "slurm_reboot", "verify", "resume")
+    done = wait_until("drain, reboot and verify", lambda: len(outcomes(medic, steps)) >= 3 and
+                      outcomes(medic, steps), timeout=120)
+    assert [o["action"] for o in done] == ["drain", "slurm_reboot", "verify"], done
+    assert all(o["result"] == "succeeded" for o in done), done
+    reboots = cluster.reboots()
+    assert [n for n, _ in reboots] == ["gpu-node-01"], reboots
+    assert reboots[0][1] >= int(t0), (reboots, t0)
+    # evidence: Slurm shows a boot after the request, not the one before
+    booted = cluster.boot_time("gpu-node-01")
+    assert booted != booted_before and booted in done[1]["detail"], (booted, done[1])
+    assert "rebooted after" in done[1]["detail"] and "State=IDLE+DRAIN" in done[1]["detail"]
+    # drained through the reboot: verify decides the return, not Slurm
+    state, reason = cluster.node("gpu-node-01")
+    assert "DRAIN" in state and "(medic policy xid)" in reason, (state, reason)
+    assert "reboot issued" in reason, reason
+    verify = [d for d in medic.audit("decisions", "--node", "gpu-node-01")
+              if d["action"] == "verify"][0]
+    assert "booted_after" in json.dumps(verify), verify
+    assert "boot: after the restart" in done[2]["detail"] and booted in done[2]["detail"], done[2]
+
+    medic.post("/webhook", payload("gpu-node-01", t0, "resolved", time.time(),
+                                   alertname="GPUXidError"), headers=AUTH)
+    resumed = wait_until("the resume", lambda: len(outcomes(medic, steps)) == 4 and
+                         outcomes(medic, steps)[3], timeout=30)
+    assert resumed["action"] == "resume" and resumed["result"] == "succeeded", resumed
+    assert "DRAIN" not in cluster.node("gpu-node-01")[0]
+
+    # no drain before it: refused, and the node is never rebooted
+    medic.post("/webhook", payload("gpu-node-02", time.time(), alertname="GPUFellOffBus"),
+               headers=AUTH)
+    refused = wait_until("the refused reboot", lambda: [
+        o for o in outcomes(medic, ("slurm_reboot",)) if o["node"] == "gpu-node-02"],
+        timeout=30)[0]
+    assert refused["result"] == "refused", refused
+    assert "the reboot is not sent" in refused["detail"], refused
+    assert [n for n, _ in cluster.reboots()] == ["gpu-node-01"], cluster.reboots()
+    assert "DRAIN" not in cluster.node("gpu-node-02")[0]
+
+
 def test_inventory_import_and_check(suite):
     """medic inventory import --slurm writes an inventory from what real
     slurmctld lists: like nodes in one hostlist entry, their partition, leaf
@@ -243,4 +328,5 @@ def test_inventory_import_and_check(suite):
 if __name__ == "__main__":
     Suite(__doc__).run([test_drain_resume_and_operator_drains,
                         test_redrain_by_a_person_and_reasons_that_look_like_fields,
+                        test_slurm_reboot,
                         test_inventory_import_and_check])
