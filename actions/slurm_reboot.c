@@ -89,8 +89,8 @@ enum medic_outcome slurm_reboot(const struct slurm_options *o, const char *node,
         }
         int64_t spent = (medic_time_monotonic() - start) / MEDIC_NS_PER_MS;
         if (spent + REBOOT_LOOK_MS > (int64_t)within_s * 1000) {
-            snprintf(detail, size, "no new boot within %ds of scontrol reboot; last: %s",
-                     within_s, seen);
+            snprintf(detail, size, "no new boot within %ds of scontrol reboot; last: %s", within_s,
+                     seen);
             return MEDIC_OUTCOME_TIMED_OUT;
         }
         if (stop && stop(arg, REBOOT_LOOK_MS)) {

@@ -32,7 +32,7 @@
     X(VERIFY, "verify", 0,                                                                         \
       "waits until the node is healthy (its agent's GPU health, Slurm answering, the BMC's "       \
       "power on) and shows the repair happened: a boot since a power cycle, the GPU enumerated "   \
-      "since a GPU reset; a node that does not pass within the time is quarantined")            \
+      "since a GPU reset; a node that does not pass within the time is quarantined")               \
     X(SLURM_REBOOT, "slurm_reboot", 1,                                                             \
       "reboots the drained node through Slurm (`scontrol reboot`, Slurm's RebootProgram; no BMC "  \
       "needed), confirmed by its new boot (BootTime or SlurmdStartTime); it stays drained")
@@ -160,7 +160,7 @@ enum medic_param_type {
       "set by medic, not by a policy: after a GPU reset, when it was sent (RFC 3339); the node "   \
       "passes only when its agent says the GPU was enumerated again since")                        \
     X(VERIFY, "reset_gpu", MEDIC_PARAM_RECORD, u.verify.reset_gpu, 0, 0, 0,                        \
-      "set by medic, not by a policy: the GPU the reset was for (the alert's `gpu` label)")       \
+      "set by medic, not by a policy: the GPU the reset was for (the alert's `gpu` label)")        \
     X(SLURM_REBOOT, "within", MEDIC_PARAM_SECONDS, u.slurm_reboot.within, 0, 60, 86400,            \
       "how long the node has to come back with a new boot (default 10m, 1m to 24h)")
 
