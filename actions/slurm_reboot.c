@@ -99,3 +99,30 @@ enum medic_outcome slurm_reboot(const struct slurm_options *o, const char *node,
         }
     }
 }
+
+int slurm_reboot_program(const struct slurm_options *o, char *detail, size_t size)
+{
+    char out[65536];
+    const char *args[] = {"show", "config", NULL};
+    int rc = slurm_scontrol(o, args, out, sizeof(out));
+    if (rc != 0) {
+        snprintf(detail, size, "scontrol show config: %s",
+                 rc == -2 ? "timed out" : (out[0] ? out : "failed"));
+        return -1;
+    }
+    /* "RebootProgram           = /usr/sbin/reboot", or "(null)" unset */
+    for (const char *line = out; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "RebootProgram", 13) != 0 || (line[13] != ' ' && line[13] != '='))
+            continue;
+        const char *v = strchr(line, '=');
+        v = v ? v + 1 : line + 13;
+        while (*v == ' ')
+            v++;
+        size_t len = strcspn(v, "\n");
+        snprintf(detail, size, "RebootProgram = %.*s", (int)len, v);
+        return len > 0 && strncmp(v, "(null)", 6) != 0;
+    }
+    snprintf(detail, size, "scontrol show config names no RebootProgram");
+    return 0;
+}

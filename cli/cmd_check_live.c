@@ -24,6 +24,8 @@ static const char usage[] =
     "(the rights every drain and resume need) by resuming a node that does not\n"
     "exist: run it as the user medic serve runs as (the packaged unit's\n"
     "`medic`), for example `runuser -u medic -- medic check live FILE`.\n"
+    "When a policy has a slurm_reboot step, it asks Slurm for its\n"
+    "RebootProgram, without which Slurm reboots nothing.\n"
     "\n"
     "  --nodes A,B,...        only these inventory nodes\n"
     "  --sample N             N nodes spread over the inventory (a large fleet)\n"
@@ -32,8 +34,9 @@ static const char usage[] =
     "                         (default 2m)\n"
     "\n"
     "Exit status: 0 when every node checked passed, none was left unchecked and\n"
-    "Slurm takes the updates; 1 otherwise (the lines say what failed); 2 bad\n"
-    "usage or a configuration that does not load.\n";
+    "Slurm takes the updates (and has a RebootProgram, when asked); 1 otherwise\n"
+    "(the lines say what failed); 2 bad usage or a configuration that does not\n"
+    "load.\n";
 
 static const char *result_name(enum preflight_result r)
 {
@@ -74,6 +77,15 @@ static void print_report(const struct preflight_report *r, int64_t time_limit)
                user, r->slurm_why, user);
     else if (r->slurm_update == -1)
         printf("FAIL slurm updates: unknown for user %s (%s)\n", user, r->slurm_why);
+    if (r->slurm_reboot == 1)
+        printf("ok slurm reboots: %s\n", r->reboot_why);
+    else if (r->slurm_reboot == 0)
+        printf("FAIL slurm reboots: %s: a policy has a slurm_reboot step, and Slurm reboots "
+               "nothing without a RebootProgram; set one in slurm.conf (for example "
+               "RebootProgram=/usr/sbin/reboot) with a ResumeTimeout longer than a boot\n",
+               r->reboot_why);
+    else if (r->slurm_reboot == -1)
+        printf("FAIL slurm reboots: unknown (%s)\n", r->reboot_why);
     printf("%zu node(s) checked in %.1f s: %zu passed, %zu failed, %zu unchecked\n",
            r->count - unchecked, (double)r->took / 1e9, r->count - failed - unchecked, failed,
            unchecked);

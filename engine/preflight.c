@@ -147,6 +147,16 @@ static int pick(const struct medic_config *c, const struct preflight_options *o,
     return 0;
 }
 
+/* Whether a policy reboots nodes through Slurm. */
+static int reboots_through_slurm(const struct medic_config *c)
+{
+    for (size_t i = 0; i < c->policies.count; i++)
+        for (size_t k = 0; k < c->policies.items[i].step_count; k++)
+            if (c->policies.items[i].steps[k].action.kind == MEDIC_ACTION_SLURM_REBOOT)
+                return 1;
+    return 0;
+}
+
 int engine_preflight(const struct medic_config *c, const struct preflight_options *o,
                      struct preflight_report *out, struct medic_error *err)
 {
@@ -160,6 +170,12 @@ int engine_preflight(const struct medic_config *c, const struct preflight_option
         struct slurm_options so;
         engine_slurm_options(c, &so);
         out->slurm_update = slurm_may_update(&so, out->slurm_why, sizeof(out->slurm_why));
+    }
+    out->slurm_reboot = -2;
+    if (out->slurm_nodes && reboots_through_slurm(c)) {
+        struct slurm_options so;
+        engine_slurm_options(c, &so);
+        out->slurm_reboot = slurm_reboot_program(&so, out->reboot_why, sizeof(out->reboot_why));
     }
     struct run r = {.config = c, .report = out, .deadline = start + o->time_limit};
     medic_mutex_init(&r.lock, MEDIC_LOCK_PREFLIGHT);
@@ -183,7 +199,8 @@ int engine_preflight_passed(const struct preflight_report *r)
     for (size_t i = 0; i < r->count; i++)
         if (r->nodes[i].result != PREFLIGHT_OK)
             return 0;
-    return r->slurm_update == 1 || r->slurm_update == -2;
+    return (r->slurm_update == 1 || r->slurm_update == -2) &&
+           (r->slurm_reboot == 1 || r->slurm_reboot == -2);
 }
 
 void engine_preflight_release(struct preflight_report *r)

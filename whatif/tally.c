@@ -69,10 +69,12 @@ static enum whatif_fate fate_of(const struct whatif_fault *f)
         return WHATIF_ACTED;
     if (f->covered)
         return WHATIF_COVERED;
-    if (f->guarded)
-        return WHATIF_HELD;
+    /* a step that waited for a person and expired stops its ladder: what
+     * is suppressed after it says so, the person is the reason */
     if (f->pending)
         return WHATIF_PENDING;
+    if (f->guarded)
+        return WHATIF_HELD;
     if (f->notified)
         return WHATIF_NOTIFY_ONLY;
     if (f->no_policy)

@@ -111,6 +111,11 @@ enum medic_outcome slurm_reboot(const struct slurm_options *o, const char *node,
                                 int (*stop)(void *arg, int64_t ms), void *arg, char *detail,
                                 size_t size);
 
+/* Whether Slurm has a RebootProgram (`scontrol show config`), which
+ * every `scontrol reboot` needs: 1 set, 0 not set, -1 unknown; detail
+ * says what was read. */
+int slurm_reboot_program(const struct slurm_options *o, char *detail, size_t size);
+
 /* Reads the node: its State= and Reason= into state and reason ("" when
  * none). 0, or -1 with detail. */
 int slurm_read_node(const struct slurm_options *o, const char *node, char *state, size_t state_size,

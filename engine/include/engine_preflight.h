@@ -35,6 +35,10 @@ struct preflight_report {
     size_t slurm_nodes;  /* checked nodes with a Slurm node */
     int slurm_update;    /* 1 allowed, 0 refused, -1 unknown, -2 not asked (no Slurm node) */
     char slurm_why[600]; /* what scontrol said */
+    /* Slurm's RebootProgram, asked when a policy has a slurm_reboot step:
+     * 1 set, 0 not set, -1 unknown, -2 not asked */
+    int slurm_reboot;
+    char reboot_why[600];
     int64_t took;        /* ns */
 };
 

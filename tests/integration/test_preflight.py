@@ -123,6 +123,26 @@ def test_check_live(suite):
             out.stdout
     assert "1 node(s) checked" in out.stdout and "4 unchecked" in out.stdout, out.stdout
 
+    # a policy that reboots through Slurm, and a Slurm with no RebootProgram
+    with open(medic.config_path) as f:
+        text = f.read()
+    rebooting = os.path.join(medic.workdir, "reboots.yaml")
+    with open(rebooting, "w") as f:
+        f.write(text.replace(
+            "policies: []\n",
+            "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+            "safety: { storm: { notifier: oncall } }\n"
+            "policies:\n  - name: reboot\n    match: '{alertname=\"X\"}'\n    cooldown: 1h\n"
+            "    steps: [ { action: drain }, { after: 1m, action: slurm_reboot } ]\n"))
+    out = subprocess.run([suite.medic, "check", "live", rebooting, "--nodes", "gpu-node-42"],
+                         capture_output=True, text=True, timeout=120)
+    reboot_line = [line for line in out.stdout.splitlines() if "slurm reboots" in line]
+    assert out.returncode == 1 and reboot_line, out
+    assert reboot_line[0].startswith("FAIL slurm reboots: RebootProgram = (null)") and \
+        "set one in slurm.conf" in reboot_line[0], out.stdout
+    rc, lines, out = check_live(suite, medic, "--nodes", "gpu-node-42")
+    assert "slurm reboots" not in lines, out.stdout  # not asked: no policy reboots
+
     # a node the inventory lacks is a usage error; nothing was changed
     rc, _, out = check_live(suite, medic, "--nodes", "gpu-node-77")
     assert rc == 2 and "not in the inventory" in out.stderr, out

@@ -228,6 +228,9 @@ def test_slurm_reboot(suite):
                            text=True, timeout=60)
     assert "policy 'careless' step 1 (slurm_reboot) has no drain before it" in check.stderr, \
         check.stderr
+    live = subprocess.run([suite.medic, "check", "live", medic.config_path], capture_output=True,
+                          text=True, timeout=60)
+    assert f"ok slurm reboots: RebootProgram = {cluster.dir}/reboot.sh" in live.stdout, live
     booted_before = cluster.boot_time("gpu-node-01")
 
     t0 = time.time()

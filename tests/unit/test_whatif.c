@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -259,6 +260,63 @@ static void test_play_small_trace(void **state)
     assert_int_equal(system(path), 0);
 }
 
+/* A step that waits for a person: nobody answers it (pending) unless
+ * --approve answers each at once (acted). */
+static void test_play_approvals(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/medic-whatif-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    put(dir, "inventory.yaml", "nodes: [ {name: n1} ]\n");
+    put(dir, "webhook.token", "a-token\n");
+    char token[512];
+    snprintf(token, sizeof(token), "%s/webhook.token", dir);
+    assert_int_equal(chmod(token, 0600), 0);
+    /* live: the step waits for a person (in dry-run nothing would) */
+    put(dir, "medic.yaml",
+        "mode: live\n"
+        "auth: { webhook_bearer_token_file: webhook.token }\n"
+        "audit: { path: /nonexistent/medic.db }\n"
+        "inventory: { file: inventory.yaml, node_labels: [instance] }\n"
+        "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+        "safety: { max_disrupted_fraction: 1, storm: { notifier: oncall } }\n"
+        "policies:\n"
+        "  - name: dbe\n"
+        "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+        "    steps: [ { action: drain, approval: required } ]\n");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/medic.yaml", dir);
+    struct medic_config config;
+    struct medic_error err = {0};
+    if (medic_config_load(path, &config, &err))
+        fail_msg("%s", err.msg);
+    char text[1024] = "[";
+    event(text, sizeof(text), "n1", 0, 1, "DBE");
+    event(text, sizeof(text), "n1", 2, 0, "DBE");
+    strcat(text, "]");
+    struct whatif_trace trace;
+    assert_int_equal(whatif_trace_parse(text, strlen(text), &trace, &err), 0);
+    const char *m = "rules: [ { alertname: GPUDoubleBitECC } ]\n";
+    struct whatif_mapping map;
+    assert_int_equal(whatif_mapping_parse("m.yaml", m, strlen(m), &map, &err), 0);
+    for (int approve = 0; approve < 2; approve++) {
+        struct whatif_options opt = {INT64_C(1795334400) * MEDIC_NS_PER_SEC, 60 * MEDIC_NS_PER_SEC,
+                                     approve};
+        struct whatif_report r;
+        if (whatif_play(&config, &trace, &map, &opt, NULL, NULL, &r, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(r.faults, 1);
+        assert_int_equal(r.all.fate[approve ? WHATIF_ACTED : WHATIF_PENDING], 1);
+        assert_int_equal(r.actions[MEDIC_ACTION_DRAIN], (size_t)approve);
+        whatif_report_release(&r);
+    }
+    whatif_mapping_release(&map);
+    whatif_trace_release(&trace);
+    medic_config_release(&config);
+    snprintf(path, sizeof(path), "rm -rf %s", dir);
+    assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_mapping_errors_say_where),
         cmocka_unit_test(test_guard_of_reason),
         cmocka_unit_test(test_play_small_trace),
+        cmocka_unit_test(test_play_approvals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
