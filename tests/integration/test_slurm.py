@@ -42,7 +42,15 @@ def outcomes(medic, kinds=("drain", "resume")):
             if a["phase"] == "outcome" and a["action"] in kinds]
 
 
-def start_medic(suite, cluster, name="medic"):
+ECC_POLICIES = ("  - name: ecc\n    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+                "    steps: [ { action: drain, reason: 'DBE on GPU {{ $labels.gpu }}' } ]\n"
+                "    on_resolved: [ { action: resume } ]\n"
+                "  - name: long\n    match: '{alertname=\"GPULongStory\"}'\n"
+                "    steps: [ { action: drain, reason: '{{ $annotations.description }}' } ]\n"
+                "    on_resolved: [ { action: resume } ]\n")
+
+
+def start_medic(suite, cluster, name="medic", policies=ECC_POLICIES):
     workdir = suite.subdir(name)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     medic = Medic(suite.medic, workdir,
@@ -55,12 +63,7 @@ def start_medic(suite, cluster, name="medic"):
                   "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
                   "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 1,\n"
                   "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: ecc\n    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
-                  "    steps: [ { action: drain, reason: 'DBE on GPU {{ $labels.gpu }}' } ]\n"
-                  "    on_resolved: [ { action: resume } ]\n"
-                  "  - name: long\n    match: '{alertname=\"GPULongStory\"}'\n"
-                  "    steps: [ { action: drain, reason: '{{ $annotations.description }}' } ]\n"
-                  "    on_resolved: [ { action: resume } ]\n")
+                  "policies:\n" + policies)
     medic.start()
     suite.on_exit(medic.stop)
     return medic
@@ -201,29 +204,15 @@ def test_slurm_reboot(suite):
                            reboots=True)
     suite.on_exit(cluster.stop)
     cluster.start()
-    workdir = suite.subdir("medic-reboot")
-    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    medic = Medic(suite.medic, workdir,
-                  f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
-                  f"slurm: {{ conf: {cluster.conf} }}\n"
-                  "inventory:\n  nodes:\n"
-                  "    - { name: gpu-node-01, slurm: { node: gpu-node-01 } }\n"
-                  "    - { name: gpu-node-02, slurm: { node: gpu-node-02 } }\n"
-                  "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
-                  "safety: { max_disruptive_in_flight: 3, max_disrupted_fraction: 1,\n"
-                  "          storm: { max_alerting_nodes: 20, notifier: oncall } }\n"
-                  "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-                  "    cooldown: 1h\n"
-                  "    steps:\n"
-                  "      - { action: drain, reason: 'Xid on GPU {{ $labels.gpu }}' }\n"
-                  "      - { after: 1s, action: slurm_reboot, within: 2m }\n"
-                  "      - { after: 2s, action: verify, within: 1m }\n"
-                  "    on_resolved: [ { action: resume } ]\n"
-                  "  - name: careless\n    match: '{alertname=\"GPUFellOffBus\"}'\n"
-                  "    cooldown: 1h\n"
-                  "    steps: [ { action: slurm_reboot } ]\n")
-    medic.start()
-    suite.on_exit(medic.stop)
+    medic = start_medic(suite, cluster, "medic-reboot", policies=(
+        "  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n    cooldown: 1h\n"
+        "    steps:\n"
+        "      - { action: drain, reason: 'Xid on GPU {{ $labels.gpu }}' }\n"
+        "      - { after: 1s, action: slurm_reboot, within: 2m }\n"
+        "      - { after: 2s, action: verify, within: 1m }\n"
+        "    on_resolved: [ { action: resume } ]\n"
+        "  - name: careless\n    match: '{alertname=\"GPUFellOffBus\"}'\n    cooldown: 1h\n"
+        "    steps: [ { action: slurm_reboot } ]\n"))
     check = subprocess.run([suite.medic, "check", "config", medic.config_path], capture_output=True,
                            text=True, timeout=60)
     assert "policy 'careless' step 1 (slurm_reboot) has no drain before it" in check.stderr, \

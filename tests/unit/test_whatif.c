@@ -169,6 +169,24 @@ static void put(const char *dir, const char *name, const char *text)
     fclose(f);
 }
 
+/* The configuration text in dir/medic.yaml, loaded. */
+static void load(const char *dir, const char *text, struct medic_config *config)
+{
+    char path[512];
+    struct medic_error err = {0};
+    put(dir, "medic.yaml", text);
+    snprintf(path, sizeof(path), "%s/medic.yaml", dir);
+    if (medic_config_load(path, config, &err))
+        fail_msg("%s", err.msg);
+}
+
+static void remove_dir(const char *dir)
+{
+    char command[512];
+    snprintf(command, sizeof(command), "rm -rf %s", dir);
+    assert_int_equal(system(command), 0);
+}
+
 static void event(char *out, size_t size, const char *node, double day, int start, const char *desc)
 {
     size_t at = strlen(out);
@@ -187,22 +205,19 @@ static void test_play_small_trace(void **state)
     char dir[] = "/tmp/medic-whatif-XXXXXX";
     assert_non_null(mkdtemp(dir));
     put(dir, "inventory.yaml", "nodes: [ {name: n1}, {name: n2}, {name: n3}, {name: n4} ]\n");
-    put(dir, "medic.yaml",
-        "mode: dry-run\n"
-        "audit: { path: /nonexistent/medic.db }\n"
-        "inventory: { file: inventory.yaml, node_labels: [instance] }\n"
-        "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1 }\n"
-        "policies:\n"
-        "  - name: dbe\n"
-        "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
-        "    steps: [ { action: drain, reason: '{{ $labels.fault }}' } ]\n"
-        "    on_resolved: [ { action: resume } ]\n");
-    char path[512];
-    snprintf(path, sizeof(path), "%s/medic.yaml", dir);
     struct medic_config config;
     struct medic_error err = {0};
-    if (medic_config_load(path, &config, &err))
-        fail_msg("%s", err.msg);
+    load(dir,
+         "mode: dry-run\n"
+         "audit: { path: /nonexistent/medic.db }\n"
+         "inventory: { file: inventory.yaml, node_labels: [instance] }\n"
+         "safety: { max_disruptive_in_flight: 1, max_disrupted_fraction: 1 }\n"
+         "policies:\n"
+         "  - name: dbe\n"
+         "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+         "    steps: [ { action: drain, reason: '{{ $labels.fault }}' } ]\n"
+         "    on_resolved: [ { action: resume } ]\n",
+         &config);
     char text[4096] = "[";
     double min = 1.0 / 1440;
     event(text, sizeof(text), "n1", 0, 1, "DBE");
@@ -256,8 +271,7 @@ static void test_play_small_trace(void **state)
     whatif_mapping_release(&map);
     whatif_trace_release(&trace);
     medic_config_release(&config);
-    snprintf(path, sizeof(path), "rm -rf %s", dir);
-    assert_int_equal(system(path), 0);
+    remove_dir(dir);
 }
 
 /* A step that waits for a person: nobody answers it (pending) unless
@@ -273,23 +287,20 @@ static void test_play_approvals(void **state)
     snprintf(token, sizeof(token), "%s/webhook.token", dir);
     assert_int_equal(chmod(token, 0600), 0);
     /* live: the step waits for a person (in dry-run nothing would) */
-    put(dir, "medic.yaml",
-        "mode: live\n"
-        "auth: { webhook_bearer_token_file: webhook.token }\n"
-        "audit: { path: /nonexistent/medic.db }\n"
-        "inventory: { file: inventory.yaml, node_labels: [instance] }\n"
-        "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
-        "safety: { max_disrupted_fraction: 1, storm: { notifier: oncall } }\n"
-        "policies:\n"
-        "  - name: dbe\n"
-        "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
-        "    steps: [ { action: drain, approval: required } ]\n");
-    char path[512];
-    snprintf(path, sizeof(path), "%s/medic.yaml", dir);
     struct medic_config config;
     struct medic_error err = {0};
-    if (medic_config_load(path, &config, &err))
-        fail_msg("%s", err.msg);
+    load(dir,
+         "mode: live\n"
+         "auth: { webhook_bearer_token_file: webhook.token }\n"
+         "audit: { path: /nonexistent/medic.db }\n"
+         "inventory: { file: inventory.yaml, node_labels: [instance] }\n"
+         "notifiers: { oncall: { type: webhook, url: 'http://127.0.0.1:9/' } }\n"
+         "safety: { max_disrupted_fraction: 1, storm: { notifier: oncall } }\n"
+         "policies:\n"
+         "  - name: dbe\n"
+         "    match: '{alertname=\"GPUDoubleBitECC\"}'\n"
+         "    steps: [ { action: drain, approval: required } ]\n",
+         &config);
     char text[1024] = "[";
     event(text, sizeof(text), "n1", 0, 1, "DBE");
     event(text, sizeof(text), "n1", 2, 0, "DBE");
@@ -313,8 +324,7 @@ static void test_play_approvals(void **state)
     whatif_mapping_release(&map);
     whatif_trace_release(&trace);
     medic_config_release(&config);
-    snprintf(path, sizeof(path), "rm -rf %s", dir);
-    assert_int_equal(system(path), 0);
+    remove_dir(dir);
 }
 
 int main(void)
