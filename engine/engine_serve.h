@@ -16,6 +16,7 @@
 #include "engine_slurm_view.h"
 #include "engine_leader.h"
 #include "engine_pipeline.h"
+#include "page.h"
 #include "server.h"
 
 #include <pthread.h>
@@ -43,6 +44,7 @@ struct engine {
     struct receiver_server *server;
     struct engine_answers *answers; /* people's requests waiting for their result */
     struct engine_readers *readers; /* pages and audit queries, off the HTTP threads */
+    struct page_source page;        /* what the on-call page reads the daemon through */
     atomic_ullong reloads_ok;
     atomic_ullong reloads_failed;
     atomic_int last_reload_ok;
@@ -95,25 +97,15 @@ int engine_api_pause(void *engine, int pause, const char *body, size_t len, cons
 /* An answer was recorded: the engine, when this replica leads, takes it
  * now (a leader elsewhere reads it from the shared log). */
 void engine_approval_recorded(struct engine *e);
-/* One of the on-call page's pages (engine/page.c), arg what its route
- * took from the URL: HTML into out; returns the HTTP status. */
+/* The on-call page's view of the daemon (engine/page_source.c), set
+ * before the server starts; and the receiver's hooks for its pages and
+ * forms, which hand them to the page (page/). */
+void engine_page_source(struct engine *e, struct page_source *out);
 int engine_page(void *engine, enum receiver_page page, const char *arg, const char *authorization,
                 const struct receiver_later *later, struct medic_buf *out);
-/* One of the page's forms (engine/page_forms.c); HTML into out; returns
- * the HTTP status. */
 int engine_page_form(void *engine, enum receiver_page form, const char *arg, const char *body,
                      size_t len, const char *who, const char *authorization, const char *origin,
                      const char *host, const char *remote_addr, const struct receiver_later *later,
                      struct medic_buf *out);
-/* page.c and page_forms.c: a page's head, with its style; GET
- * /approvals/ID and GET /pause, their forms bound to authorization. */
-void engine__page_start(struct medic_buf *out, const char *title);
-int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
-                          struct medic_buf *out);
-int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out);
-int engine__release_page(struct engine *e, const char *node, const char *authorization,
-                         struct medic_buf *out);
-/* The node's GPUs as its agent reports them now (engine/page_gpus.c). */
-void engine__page_gpus(struct medic_buf *out, const struct medic_config *c, const char *node);
 
 #endif

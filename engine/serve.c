@@ -472,6 +472,7 @@ static int start(struct engine *e, const struct medic_config *c, struct medic_er
         .tls_cert_pem = c->tls_cert_pem,
         .tls_key_pem = c->tls_key_pem,
     };
+    engine_page_source(e, &e->page);
     struct receiver_hooks hooks = {
         .ctx = e,
         .record = hook_record,

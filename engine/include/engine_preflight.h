@@ -39,7 +39,7 @@ struct preflight_report {
      * 1 set, 0 not set, -1 unknown, -2 not asked */
     int slurm_reboot;
     char reboot_why[600];
-    int64_t took;        /* ns */
+    int64_t took; /* ns */
 };
 
 /* Runs the checks. 0 (the findings in out, even when they fail), or an

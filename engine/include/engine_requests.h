@@ -42,30 +42,4 @@ struct engine_release {
 int engine_parse_release(const char *node, const char *body, size_t len, struct engine_release *out,
                          char *why, size_t size);
 
-/* The fields of one of the on-call page's forms
- * (application/x-www-form-urlencoded): csrf, decision, reason, until, each
- * decoded and capped; other fields are refused. 0, or MEDIC_E_INVALID. */
-struct engine_form {
-    char csrf[65];
-    char decision[16];
-    char reason[512];
-    char until[64];
-    char undo[8]; /* "yes": the deny form's undo box was ticked */
-};
-int engine_parse_form(const char *body, size_t len, struct engine_form *out, char *why,
-                      size_t size);
-
-/* The anti-forgery token of the form that posts to path, for a request
- * that came with authorization (its Authorization header; NULL: none),
- * made at now (ns): a keyed hash under a secret this daemon drew at random
- * when it started, so that another site cannot make it without the
- * credential, nobody can guess a password from it offline, and it does not
- * outlive the daemon. 32 hex digits. */
-void engine_form_token(const char *authorization, const char *path, int64_t now, char out[33]);
-/* Whether token is one engine_form_token made for authorization and path
- * at most ENGINE_FORM_TOKEN_LIFE ago (compared in constant time). */
-#define ENGINE_FORM_TOKEN_LIFE (2 * 3600 * MEDIC_NS_PER_SEC)
-int engine_form_token_valid(const char *authorization, const char *path, const char *token,
-                            int64_t now);
-
 #endif

@@ -6,6 +6,7 @@
  * records (a reason within its cap, an answer that is approve or deny, no
  * control character from a form). */
 #include "engine_requests.h"
+#include "page.h"
 #include "timeutil.h"
 
 #include <stddef.h>
@@ -37,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (!release.reason[0] || strlen(release.reason) > 500 ||
          strcmp(release.node, "gpu-node-01") != 0))
         abort();
-    struct engine_form form;
-    if (engine_parse_form(body, size, &form, why, sizeof(why)) == 0) {
+    struct page_form_fields form;
+    if (page_parse_form(body, size, &form, why, sizeof(why)) == 0) {
         if (strlen(form.reason) > 500)
             abort();
         for (const char *c = form.reason; *c; c++)

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "engine_evaluate.h"
 #include "engine_requests.h"
+#include "page.h"
 #include "sha256.h"
 #include "timeutil.h"
 
@@ -119,15 +120,15 @@ static void test_request_bodies(void **state)
      * keyed by the daemon's own secret, good for one to two hours */
     char token[33];
     int64_t hour = 3600 * MEDIC_NS_PER_SEC;
-    engine_form_token("Bearer alice-token", "/approvals/7", now, token);
+    page_form_token("Bearer alice-token", "/approvals/7", now, token);
     assert_int_equal(strlen(token), 32);
-    assert_true(engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now));
-    assert_true(engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now + hour));
+    assert_true(page_form_token_valid("Bearer alice-token", "/approvals/7", token, now));
+    assert_true(page_form_token_valid("Bearer alice-token", "/approvals/7", token, now + hour));
     assert_false(
-        engine_form_token_valid("Bearer alice-token", "/approvals/7", token, now + 2 * hour + 1));
-    assert_false(engine_form_token_valid("Bearer bob-token", "/approvals/7", token, now));
-    assert_false(engine_form_token_valid("Bearer alice-token", "/approvals/8", token, now));
-    assert_false(engine_form_token_valid("Bearer alice-token", "/approvals/7", "", now));
+        page_form_token_valid("Bearer alice-token", "/approvals/7", token, now + 2 * hour + 1));
+    assert_false(page_form_token_valid("Bearer bob-token", "/approvals/7", token, now));
+    assert_false(page_form_token_valid("Bearer alice-token", "/approvals/8", token, now));
+    assert_false(page_form_token_valid("Bearer alice-token", "/approvals/7", "", now));
     /* with no secret, the token was SHA-256 of the header and the path, and
      * anyone who saw it could try passwords offline: it is not that */
     struct medic_sha256 *h = medic_sha256_new();

@@ -3,15 +3,14 @@
  * GET /approvals/ID (a step waiting for approval, with an approve and a
  * deny form), GET /pause (the pause, with its form) and GET /release/NODE
  * (a quarantined node, with the release form), and their forms' POSTs. A form carries an
- * anti-forgery token bound to the credential the page was read with (engine_form_token); a POST
+ * anti-forgery token bound to the credential the page was read with (page_form_token); a POST
  * whose token does not match, or that comes from another origin, is refused and changes nothing.
  * Writes need the admin or an approver's credential (the receiver checks it); what they do is what
  * POST /api/v1/approvals/ID, /api/v1/pause and /api/v1/nodes/NODE/release do, recorded with who did
  * it. */
-#include "engine_serve.h"
+#include "page_internal.h"
 #include "audit.h"
 #include "auth.h"
-#include "engine_requests.h"
 #include "html.h"
 #include "policy_engine.h"
 #include "timeutil.h"
@@ -39,7 +38,7 @@ static void form_start(struct medic_buf *out, const char *authorization, enum re
     medic_buf_puts(out, "\">");
     char path[300], token[33];
     receiver_page_url(form, arg, path, sizeof(path));
-    engine_form_token(authorization, path, medic_time_now(), token);
+    page_form_token(authorization, path, medic_time_now(), token);
     medic_buf_printf(out, "<input type=\"hidden\" name=\"csrf\" value=\"%s\">", token);
 }
 
@@ -66,8 +65,9 @@ static int find_step(void *arg, const struct policy_pending_step *p)
     return 1;
 }
 
-static int look_up(void *arg, struct policy_state *st)
+static int look_up(void *arg, const struct page_view *view, struct policy_state *st)
 {
+    (void)view;
     policy_pending_steps(st, find_step, arg);
     return 0;
 }
@@ -79,7 +79,7 @@ static int approval_form(const struct pending_view *v, const char *authorization
     char arg[24], until[40];
     long long id = (long long)v->decision_id;
     snprintf(arg, sizeof(arg), "%lld", id);
-    engine__page_start(out, "approval - medic");
+    page__start(out, "approval - medic");
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p>");
     if (!v->found) {
         medic_buf_printf(out,
@@ -121,33 +121,35 @@ static int approval_form(const struct pending_view *v, const char *authorization
 }
 
 /* GET /approvals/ID. */
-int engine__approval_page(struct engine *e, int64_t id, const char *authorization,
-                          struct medic_buf *out)
+int page__approval(const struct page_source *src, int64_t id, const char *authorization,
+                   struct medic_buf *out)
 {
     struct medic_error err = {0};
     struct pending_view *v = calloc(1, sizeof(*v)); /* its offer is up to 16 KiB */
     if (!v)
         return 503;
     v->decision_id = id;
-    int code = engine_with_state(e, look_up, v, &err) ? 503 : approval_form(v, authorization, out);
+    int code =
+        src->with_state(src->ctx, look_up, v, &err) ? 503 : approval_form(v, authorization, out);
     free(v);
     return code;
 }
 
-static int read_pause(void *arg, struct policy_state *st)
+static int read_pause(void *arg, const struct page_view *view, struct policy_state *st)
 {
+    (void)view;
     policy_paused(st, arg);
     return 0;
 }
 
 /* GET /pause. */
-int engine__pause_page(struct engine *e, const char *authorization, struct medic_buf *out)
+int page__pause(const struct page_source *src, const char *authorization, struct medic_buf *out)
 {
     struct medic_error err = {0};
     struct policy_pause_state p = {0};
-    if (engine_with_state(e, read_pause, &p, &err))
+    if (src->with_state(src->ctx, read_pause, &p, &err))
         return 503;
-    engine__page_start(out, "pause - medic");
+    page__start(out, "pause - medic");
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>Pause the fleet</h1>");
     if (p.by[0]) {
         medic_buf_puts(out, "<p>Paused by ");
@@ -190,21 +192,22 @@ static int find_quarantined(void *arg, const struct policy_quarantined_node *q)
     return 1;
 }
 
-static int look_up_quarantine(void *arg, struct policy_state *st)
+static int look_up_quarantine(void *arg, const struct page_view *view, struct policy_state *st)
 {
+    (void)view;
     policy_quarantined(st, find_quarantined, arg);
     return 0;
 }
 
 /* GET /release/NODE. */
-int engine__release_page(struct engine *e, const char *node, const char *authorization,
-                         struct medic_buf *out)
+int page__release(const struct page_source *src, const char *node, const char *authorization,
+                  struct medic_buf *out)
 {
     struct medic_error err = {0};
     struct quarantine_view v = {.node = node};
-    if (engine_with_state(e, look_up_quarantine, &v, &err))
+    if (src->with_state(src->ctx, look_up_quarantine, &v, &err))
         return 503;
-    engine__page_start(out, "release - medic");
+    page__start(out, "release - medic");
     medic_buf_puts(out, "<p><a href=\"/\">&larr; all nodes</a></p><h1>Node ");
     medic_html_text(out, node);
     if (!v.found) {
@@ -246,7 +249,7 @@ static int same_origin(const char *origin, const char *host)
 
 static int result_page(struct medic_buf *out, int code, const char *title, const char *text)
 {
-    engine__page_start(out, "medic");
+    page__start(out, "medic");
     medic_buf_puts(out, "<h1>");
     medic_html_text(out, title);
     medic_buf_puts(out, "</h1><p>");
@@ -285,22 +288,21 @@ static void form_answered(void *request, unsigned int code, const char *answer, 
     free(f);
 }
 
-int engine_page_form(void *ctx, enum receiver_page which, const char *arg, const char *body,
-                     size_t len, const char *who, const char *authorization, const char *origin,
-                     const char *host, const char *remote_addr, const struct receiver_later *later,
-                     struct medic_buf *out)
+int page_form(const struct page_source *src, enum receiver_page which, const char *arg,
+              const char *body, size_t len, const char *who, const char *authorization,
+              const char *origin, const char *host, const char *remote_addr,
+              const struct receiver_later *later, struct medic_buf *out)
 {
-    struct engine *e = ctx;
-    struct engine_form form;
+    struct page_form_fields form;
     char why[300];
     if (!same_origin(origin, host))
         return result_page(out, 403, "Refused",
                            "the form came from another site: nothing was done");
-    if (engine_parse_form(body, len, &form, why, sizeof(why)))
+    if (page_parse_form(body, len, &form, why, sizeof(why)))
         return result_page(out, 400, "Refused", why);
     char path[300];
     if (receiver_page_url(which, arg, path, sizeof(path)) || !form.csrf[0] ||
-        !engine_form_token_valid(authorization, path, form.csrf, medic_time_now()))
+        !page_form_token_valid(authorization, path, form.csrf, medic_time_now()))
         return result_page(out, 403, "Refused",
                            "the form's token does not match (load the page again): nothing "
                            "was done");
@@ -328,16 +330,16 @@ int engine_page_form(void *ctx, enum receiver_page which, const char *arg, const
     int code = 404;
     switch (which) {
     case RECEIVER_PAGE_APPROVAL:
-        code = engine_api_approve(e, arg, text, strlen(text), who, remote_addr, &mine, &answer);
+        code = src->approve(src->ctx, arg, text, strlen(text), who, remote_addr, &mine, &answer);
         break;
     case RECEIVER_PAGE_RELEASE:
-        code = engine_api_release(e, arg, text, strlen(text), who, remote_addr, &mine, &answer);
+        code = src->release(src->ctx, arg, text, strlen(text), who, remote_addr, &mine, &answer);
         break;
     case RECEIVER_PAGE_PAUSE:
-        code = engine_api_pause(e, 1, text, strlen(text), who, remote_addr, &mine, &answer);
+        code = src->pause(src->ctx, 1, text, strlen(text), who, remote_addr, &mine, &answer);
         break;
     case RECEIVER_PAGE_UNPAUSE:
-        code = engine_api_pause(e, 0, text, 0, who, remote_addr, &mine, &answer);
+        code = src->pause(src->ctx, 0, text, 0, who, remote_addr, &mine, &answer);
         break;
     case RECEIVER_PAGE_NONE:
     case RECEIVER_PAGE_FLEET:

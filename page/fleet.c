@@ -1,14 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The on-call page: GET / (the fleet as medic sees it now) and GET
- * /nodes/NAME (one node's timeline). Server-rendered HTML that works
- * without JavaScript and loads nothing: its styles are inline, and the
- * answer's Content-Security-Policy forbids anything else. Every value that
- * can come from an alert is escaped. */
-#include "engine_serve.h"
-#include "audit.h"
-#include "config.h"
-#include "engine_evaluate.h"
-#include "engine_pipeline.h"
+/* The on-call page's fleet and node pages: GET / (the fleet as medic sees
+ * it now) and GET /nodes/NAME (one node's timeline), and which page a GET
+ * is. Its styles are inline. */
+#include "page_internal.h"
 #include "html.h"
 #include "policy_engine.h"
 #include "table.h"
@@ -128,10 +122,46 @@ static void html_table(struct medic_buf *out, const struct medic_table *t,
         medic_buf_printf(out, "<p class=\"empty\">and %zu more, not shown</p>\n", t->nrows - shown);
 }
 
-static void summary(struct medic_buf *out, struct engine *e, const struct medic_config *config,
-                    const struct engine_pipeline_stats *st, const struct policy_pause_state *pause)
+/* What the summary shows, read with the incidents. */
+struct fleet_summary {
+    const char *mode;
+    int acts, storm;
+    size_t open_incidents, disrupted_nodes;
+    size_t in_flight_cap, inventory, max_disrupted;
+    double fraction;
+    struct policy_group_use groups[32];
+    size_t group_count;
+    int group_labelled[32]; /* the group's cap names an inventory label */
+    struct policy_pause_state pause;
+};
+
+static void summarize(struct fleet_summary *f, const struct page_view *view,
+                      struct policy_state *st)
 {
-    if (pause && pause->by[0]) {
+    const struct policy_safety *s = &view->ctx->policies->safety;
+    f->mode = view->mode;
+    f->acts = view->acts;
+    f->storm = policy_storm_active(st);
+    f->open_incidents = policy_open_incidents(st);
+    f->disrupted_nodes = policy_disrupted_nodes(st);
+    f->in_flight_cap = s->max_disruptive_in_flight;
+    f->fraction = s->max_disrupted_fraction;
+    f->inventory = view->ctx->inventory ? view->ctx->inventory->count : 0;
+    f->max_disrupted = policy_max_disrupted_nodes(s, f->inventory);
+    f->group_count = s->group_cap_count && view->ctx->inventory
+                         ? policy_group_usage(st, s, view->ctx->inventory, f->groups, 32)
+                         : 0;
+    for (size_t i = 0; i < f->group_count; i++)
+        f->group_labelled[i] =
+            f->groups[i].cap < s->group_cap_count && s->group_caps[f->groups[i].cap].label;
+    policy_paused(st, &f->pause);
+}
+
+static void summary(struct medic_buf *out, const struct page_source *src,
+                    const struct fleet_summary *f)
+{
+    const struct policy_pause_state *pause = &f->pause;
+    if (pause->by[0]) {
         char since[40], until[40] = "until unpaused";
         medic_time_format(pause->since, since, sizeof(since));
         if (pause->until != MEDIC_TIME_UNSET) {
@@ -148,42 +178,35 @@ static void summary(struct medic_buf *out, struct engine *e, const struct medic_
                          "restore_power_limit still run</p>\n",
                          since, until);
     }
-    if (e->leader) {
-        char who[512];
-        engine_leader_describe(e->leader, who, sizeof(who));
+    char who[512] = "";
+    src->replicas(src->ctx, who, sizeof(who));
+    if (who[0]) {
         medic_buf_puts(out, "<p class=\"summary\"><span>replicas: ");
         medic_html_text(out, who);
         medic_buf_puts(out, "</span></p>\n");
     }
-    const struct policy_safety *s = &config->policies.safety;
-    size_t inventory = config->inventory.count;
     medic_buf_printf(out,
                      "<p class=\"summary\"><span>mode <b class=\"badge %s\">%s</b></span>"
                      "<span>storm <b class=\"badge %s\">%s</b></span>"
-                     "<span>open incidents <b>%d</b></span>"
-                     "<span>nodes disrupted by medic <b>%d</b> (caps: %zu disruptive actions in "
+                     "<span>open incidents <b>%zu</b></span>"
+                     "<span>nodes disrupted by medic <b>%zu</b> (caps: %zu disruptive actions in "
                      "flight; %.3g of %zu inventory nodes = %zu)</span>"
                      "<span><a href=\"/pause\">pause or unpause the fleet</a></span></p>\n",
-                     medic_mode_acts(config->mode) ? "live" : "dry_run",
-                     medic_mode_name(config->mode), st->storm ? "storm" : "calm",
-                     st->storm ? "active" : "none", st->open_incidents, st->disrupted_nodes,
-                     s->max_disruptive_in_flight, s->max_disrupted_fraction, inventory,
-                     policy_max_disrupted_nodes(s, inventory));
+                     f->acts ? "live" : "dry_run", f->mode, f->storm ? "storm" : "calm",
+                     f->storm ? "active" : "none", f->open_incidents, f->disrupted_nodes,
+                     f->in_flight_cap, f->fraction, f->inventory, f->max_disrupted);
     /* the topology groups that hold disrupted nodes, against their caps */
-    struct policy_group_use use[32];
-    size_t groups = engine_group_usage(e, config, use, 32);
-    if (groups) {
+    if (f->group_count) {
         medic_buf_puts(out, "<p class=\"summary\"><span>group caps:");
-        for (size_t i = 0; i < groups; i++) {
+        for (size_t i = 0; i < f->group_count; i++) {
+            const struct policy_group_use *use = &f->groups[i];
             medic_buf_puts(out, i ? ", " : " ");
-            medic_html_text(out, use[i].label);
-            medic_buf_puts(out, use[i].cap < s->group_cap_count && s->group_caps[use[i].cap].label
-                                    ? "="
-                                    : " ");
-            medic_html_text(out, use[i].group);
+            medic_html_text(out, use->label);
+            medic_buf_puts(out, f->group_labelled[i] ? "=" : " ");
+            medic_html_text(out, use->group);
             medic_buf_printf(out, " <b%s>%zu of %zu</b>",
-                             use[i].disrupted >= use[i].limit ? " class=\"badge storm\"" : "",
-                             use[i].disrupted, use[i].limit);
+                             use->disrupted >= use->limit ? " class=\"badge storm\"" : "",
+                             use->disrupted, use->limit);
         }
         medic_buf_puts(out, "</span></p>\n");
     }
@@ -267,59 +290,46 @@ static void pending_section(struct medic_buf *out, const struct pending_list *l,
 }
 
 struct incidents_view {
-    struct policy_context ctx;
     const char *node;
     struct medic_table *table;
-    struct engine_pipeline_stats *stats;
-    struct policy_pause_state *pause;
+    struct fleet_summary *summary;
     struct pending_list *pending;
 };
 
-static int view_incidents(void *arg, struct policy_state *state)
+static int view_incidents(void *arg, const struct page_view *view, struct policy_state *state)
 {
     struct incidents_view *v = arg;
-    if (v->stats) {
-        memset(v->stats, 0, sizeof(*v->stats));
-        v->stats->open_incidents = (int)policy_open_incidents(state);
-        v->stats->disrupted_nodes = (int)policy_disrupted_nodes(state);
-        v->stats->storm = policy_storm_active(state);
-    }
-    if (v->pause)
-        policy_paused(state, v->pause);
+    if (v->summary)
+        summarize(v->summary, view, state);
     if (v->pending)
         policy_pending_steps(state, collect_pending, v->pending);
-    return policy_open_incidents_table(&v->ctx, state, v->node, PAGE_INCIDENTS, v->table);
+    return policy_open_incidents_table(view->ctx, state, v->node, PAGE_INCIDENTS, v->table);
 }
 
 /* The first open incidents the page lists, read in the engine's state in
  * place (on a replica that does not lead, the state last committed), and
- * the summary's counts from the same state when st is not NULL. Costs the
+ * the summary from the same state when summary is not NULL. Costs the
  * engine a walk to the incidents listed, not a copy of its state. */
-static int open_incidents(struct engine *e, const struct medic_config *config, const char *node,
-                          struct medic_table *t, struct engine_pipeline_stats *st,
-                          struct policy_pause_state *pause, struct pending_list *pending,
+static int open_incidents(const struct page_source *src, const char *node, struct medic_table *t,
+                          struct fleet_summary *summary, struct pending_list *pending,
                           struct medic_error *err)
 {
-    struct incidents_view v = {
-        .node = node, .table = t, .stats = st, .pause = pause, .pending = pending};
-    engine_context_from_config(config, &v.ctx);
-    int rc = engine_with_state(e, view_incidents, &v, err);
+    struct incidents_view v = {.node = node, .table = t, .summary = summary, .pending = pending};
+    int rc = src->with_state(src->ctx, view_incidents, &v, err);
     if (rc && !err->msg[0])
         medic_error_set(err, rc, "out of memory");
     return rc;
 }
 
-static int front_page(struct engine *e, const struct medic_config *config,
-                      struct audit_reader *reader, struct medic_buf *out, struct medic_error *err)
+static int front_page(const struct page_source *src, struct audit_reader *reader,
+                      struct medic_buf *out, struct medic_error *err)
 {
     struct medic_table incidents, decisions;
-    struct engine_pipeline_stats st;
-    struct policy_pause_state pause = {0};
     struct pending_list *pending = calloc(1, sizeof(*pending));
-    if (!pending)
-        return 503;
-    if (open_incidents(e, config, NULL, &incidents, &st, &pause, pending, err)) {
+    struct fleet_summary *summed = calloc(1, sizeof(*summed));
+    if (!pending || !summed || open_incidents(src, NULL, &incidents, summed, pending, err)) {
         free(pending);
+        free(summed);
         return 503;
     }
     struct audit_filter f;
@@ -328,11 +338,13 @@ static int front_page(struct engine *e, const struct medic_config *config,
     if (audit_query(reader, AUDIT_DECISIONS, &f, &decisions, err)) {
         medic_table_release(&incidents);
         free(pending);
+        free(summed);
         return 503;
     }
     page_start(out, "medic", PAGE_REFRESH);
     medic_buf_puts(out, "<h1>medic</h1>\n");
-    summary(out, e, config, &st, &pause);
+    summary(out, src, summed);
+    free(summed);
     pending_section(out, pending, NULL);
     free(pending);
     medic_buf_printf(out,
@@ -349,15 +361,14 @@ static int front_page(struct engine *e, const struct medic_config *config,
     return 200;
 }
 
-static int node_page(struct engine *e, const struct medic_config *config,
-                     struct audit_reader *reader, const char *node, struct medic_buf *out,
-                     struct medic_error *err)
+static int node_page(const struct page_source *src, struct audit_reader *reader, const char *node,
+                     struct medic_buf *out, struct medic_error *err)
 {
     struct medic_table incidents, timeline;
     struct pending_list *pending = calloc(1, sizeof(*pending));
     if (!pending)
         return 503;
-    if (open_incidents(e, config, node, &incidents, NULL, NULL, pending, err)) {
+    if (open_incidents(src, node, &incidents, NULL, pending, err)) {
         free(pending);
         return 503;
     }
@@ -378,7 +389,7 @@ static int node_page(struct engine *e, const struct medic_config *config,
     medic_buf_puts(out, "<h2>Open incidents</h2>\n");
     html_table(out, &incidents, incident_columns, COUNT(incident_columns), PAGE_INCIDENTS,
                "No open incident on this node.");
-    engine__page_gpus(out, config, node);
+    page__gpus(out, src, node);
     medic_buf_printf(out,
                      "<h2>Timeline (oldest first, the last %d rows)</h2>\n"
                      "<p>Alerts, decisions, incident changes and actions. The same in a "
@@ -407,17 +418,17 @@ static int node_name_ok(const char *node)
     return 1;
 }
 
-void engine__page_start(struct medic_buf *out, const char *title)
+void page__start(struct medic_buf *out, const char *title)
 {
     page_start(out, title, 0); /* a page with a form never reloads itself */
 }
 
-static int page_now(struct engine *e, enum receiver_page page, const char *arg,
+static int page_now(const struct page_source *src, enum receiver_page page, const char *arg,
                     const char *authorization, struct medic_buf *out);
 
 /* A page handed to a reader, with copies of what it needs. */
 struct page_job {
-    struct engine *e;
+    const struct page_source *src;
     enum receiver_page page;
     char *arg, *authorization;
 };
@@ -433,22 +444,22 @@ static void page_job_free(void *arg)
 static int page_job_run(void *arg, struct medic_buf *out)
 {
     struct page_job *j = arg;
-    return page_now(j->e, j->page, j->arg, j->authorization, out);
+    return page_now(j->src, j->page, j->arg, j->authorization, out);
 }
 
-int engine_page(void *ctx, enum receiver_page page, const char *arg, const char *authorization,
-                const struct receiver_later *later, struct medic_buf *out)
+int page_render(const struct page_source *src, enum receiver_page page, const char *arg,
+                const char *authorization, const struct receiver_later *later,
+                struct medic_buf *out)
 {
-    struct engine *e = ctx;
     if (!later)
-        return page_now(e, page, arg, authorization, out);
+        return page_now(src, page, arg, authorization, out);
     struct page_job *j = calloc(1, sizeof(*j));
     int rc = MEDIC_E_NOMEM;
     if (j && (j->arg = strdup(arg)) &&
         (!authorization || (j->authorization = strdup(authorization)))) {
         j->page = page;
-        j->e = e;
-        rc = engine_readers_run(e->readers, page_job_run, j, page_job_free, later);
+        j->src = src;
+        rc = src->run_later(src->ctx, page_job_run, j, page_job_free, later);
     }
     if (rc == 0)
         return RECEIVER_LATER;
@@ -468,7 +479,7 @@ static int not_found(struct medic_buf *out)
     return 404;
 }
 
-static int page_now(struct engine *e, enum receiver_page page, const char *arg,
+static int page_now(const struct page_source *src, enum receiver_page page, const char *arg,
                     const char *authorization, struct medic_buf *out)
 {
     struct medic_error err = {0};
@@ -479,7 +490,7 @@ static int page_now(struct engine *e, enum receiver_page page, const char *arg,
         long long id = strtoll(arg, &end, 10);
         if (*end || id <= 0)
             return 404;
-        int code = engine__approval_page(e, id, authorization, out);
+        int code = page__approval(src, id, authorization, out);
         if (code == 503) {
             medic_buf_reset(out);
             page_start(out, "unavailable - medic", PAGE_REFRESH);
@@ -488,10 +499,10 @@ static int page_now(struct engine *e, enum receiver_page page, const char *arg,
         return code;
     }
     case RECEIVER_PAGE_PAUSE:
-        return engine__pause_page(e, authorization, out);
+        return page__pause(src, authorization, out);
     case RECEIVER_PAGE_RELEASE:
         if (node_name_ok(arg))
-            return engine__release_page(e, arg, authorization, out);
+            return page__release(src, arg, authorization, out);
         return not_found(out);
     case RECEIVER_PAGE_NODE:
         node = arg;
@@ -509,13 +520,11 @@ static int page_now(struct engine *e, enum receiver_page page, const char *arg,
                             "names nodes). See <a href=\"/\">the fleet</a>.</p></body></html>\n");
         return 400;
     }
-    const struct medic_config *config = config_slot_acquire(e->configs);
     struct audit_reader *reader = NULL;
-    int code = audit_reader_open(e->audit_path, &reader, &err) ? 503
-               : node ? node_page(e, config, reader, node, out, &err)
-                      : front_page(e, config, reader, out, &err);
+    int code = src->open_reader(src->ctx, &reader, &err) ? 503
+               : node                                    ? node_page(src, reader, node, out, &err)
+                                                         : front_page(src, reader, out, &err);
     audit_reader_free(reader);
-    medic_config_unref(config);
     if (code != 200 || out->error) {
         int too_large = code == 200;
         medic_buf_reset(out);

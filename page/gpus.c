@@ -3,9 +3,7 @@
  * (GET /v1/health, read within 1 s when the page is served): each GPU's
  * recovery action the driver recommends, row remapping, volatile DBE,
  * compute processes and power limit. Every value is escaped. */
-#include "engine_serve.h"
-#include "agent_client.h"
-#include "engine_runners.h"
+#include "page_internal.h"
 #include "html.h"
 
 #include <cjson/cJSON.h>
@@ -34,24 +32,25 @@ static void cell_value(struct medic_buf *out, const cJSON *v)
     cell_text(out, text);
 }
 
-void engine__page_gpus(struct medic_buf *out, const struct medic_config *c, const char *node)
+/* The most of a health report the page reads. */
+#define REPORT_MAX (1 << 20)
+
+void page__gpus(struct medic_buf *out, const struct page_source *src, const char *node)
 {
     medic_buf_puts(out, "<h2>GPUs (what the node's agent reports now)</h2>\n");
-    const struct inventory_node *inv = inventory_find(&c->inventory, node);
-    char why[300];
-    const struct credential *cred = engine_agent_of(c, inv, node, why, sizeof(why));
-    if (!cred) {
+    char why[300] = "";
+    int inventory_gpus = 0;
+    struct medic_buf b;
+    medic_buf_init(&b, REPORT_MAX);
+    int rc = src->agent_health(src->ctx, node, &b, &inventory_gpus, why, sizeof(why));
+    if (rc == 1) { /* nothing to ask: no agent or token */
         medic_buf_puts(out, "<p class=\"empty\">");
         medic_html_text(out, why);
         medic_buf_puts(out, ".</p>\n");
+        medic_buf_release(&b);
         return;
     }
-    struct medic_buf b;
-    medic_buf_init(&b, AGENT_HEALTH_MAX);
-    cJSON *j = NULL;
-    if (agent_health_read(inv->agent_url, cred->token, 1000, &b, why, sizeof(why)) ==
-        MEDIC_OUTCOME_SUCCEEDED)
-        j = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *j = rc ? NULL : cJSON_ParseWithLength(b.data ? b.data : "", b.len);
     medic_buf_release(&b);
     const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(j, "gpus"), *g;
     if (!cJSON_IsArray(gpus)) {
@@ -64,7 +63,7 @@ void engine__page_gpus(struct medic_buf *out, const struct medic_config *c, cons
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(j, "gpu_count");
     medic_buf_printf(out, "<p>%d GPU(s) visible%s.</p>\n",
                      cJSON_IsNumber(count) ? count->valueint : 0,
-                     inv->gpus > 0 && cJSON_IsNumber(count) && count->valueint < inv->gpus
+                     inventory_gpus > 0 && cJSON_IsNumber(count) && count->valueint < inventory_gpus
                          ? ", fewer than the inventory's gpus: one fell off the bus?"
                          : "");
     medic_buf_puts(out, "<table><tr><th>gpu</th><th>uuid</th><th>recovery action</th>"
