@@ -53,15 +53,8 @@ struct page_source {
     int (*run_later)(void *ctx, int (*job)(void *arg, struct medic_buf *out), void *arg,
                      void (*free_arg)(void *arg), const struct receiver_later *later);
     /* A person's requests, as the HTTP API takes them (receiver_hooks). */
-    int (*approve)(void *ctx, const char *id, const char *body, size_t len, const char *who,
-                   const char *remote_addr, const struct receiver_later *later,
-                   struct medic_buf *out);
-    int (*release)(void *ctx, const char *node, const char *body, size_t len, const char *who,
-                   const char *remote_addr, const struct receiver_later *later,
-                   struct medic_buf *out);
-    int (*pause)(void *ctx, int pause, const char *body, size_t len, const char *who,
-                 const char *remote_addr, const struct receiver_later *later,
-                 struct medic_buf *out);
+    receiver_person_fn approve, release;
+    receiver_pause_fn pause;
 };
 
 /* GET of one of the page's pages (arg: what its route took from the URL):

@@ -64,6 +64,20 @@ const char *receiver_page_pattern(enum receiver_page page);
 /* What a person's hook returns when it took `later` and answers through it. */
 #define RECEIVER_LATER 0
 
+/* A person's request (POST /api/v1/approvals/ID, .../nodes/NODE/release):
+ * arg is what the route took (the ID, the NODE), body its JSON, who the
+ * credential's name; the result as JSON into out and the HTTP status
+ * returned, or RECEIVER_LATER when the hook took later and answers
+ * through it once the engine took the request. */
+typedef int (*receiver_person_fn)(void *ctx, const char *arg, const char *body, size_t len,
+                                  const char *who, const char *remote_addr,
+                                  const struct receiver_later *later, struct medic_buf *out);
+/* The fleet-wide pause (pause 1) or its end (pause 0), as a person's
+ * request. */
+typedef int (*receiver_pause_fn)(void *ctx, int pause, const char *body, size_t len,
+                                 const char *who, const char *remote_addr,
+                                 const struct receiver_later *later, struct medic_buf *out);
+
 struct receiver_hooks {
     void *ctx;
     /* Starts committing a parsed notification and returns at once: 0 when
@@ -102,25 +116,17 @@ struct receiver_hooks {
                      size_t len, const char *who, const char *authorization, const char *origin,
                      const char *host, const char *remote_addr, const struct receiver_later *later,
                      struct medic_buf *out);
-    /* POST /api/v1/approvals/ID: a person's answer (JSON body) to the step
-     * decision ID left pending, from who (the credential's name); the
-     * result as JSON into out and the HTTP status returned, or
-     * RECEIVER_LATER when the hook took `later` and answers through it once
-     * the engine took the request (the person, pause and release hooks
-     * alike, and page_form with HTML). */
-    int (*approve)(void *ctx, const char *id, const char *body, size_t len, const char *who,
-                   const char *remote_addr, const struct receiver_later *later,
-                   struct medic_buf *out);
+    /* POST /api/v1/approvals/ID: a person's answer to the step decision ID
+     * left pending (the person, pause and release hooks alike, and
+     * page_form with HTML, answer through later once the engine took the
+     * request). */
+    receiver_person_fn approve;
     /* POST /api/v1/nodes/NODE/release: a person gives a quarantined
-     * node back after the repair; as approve. */
-    int (*release)(void *ctx, const char *node, const char *body, size_t len, const char *who,
-                   const char *remote_addr, const struct receiver_later *later,
-                   struct medic_buf *out);
+     * node back after the repair. */
+    receiver_person_fn release;
     /* POST /api/v1/pause (pause 1, a JSON body) and DELETE /api/v1/pause
-     * (pause 0): the fleet-wide pause, from who; as approve. */
-    int (*pause)(void *ctx, int pause, const char *body, size_t len, const char *who,
-                 const char *remote_addr, const struct receiver_later *later,
-                 struct medic_buf *out);
+     * (pause 0): the fleet-wide pause. */
+    receiver_pause_fn pause;
 };
 
 /* A person who may answer steps waiting for approval, by bearer token. */
