@@ -27,23 +27,27 @@ static enum medic_outcome drained_first(const struct slurm_options *o, const cha
 }
 
 /* 1 once the node shows a boot after before (and not before sent, to the
- * second Slurm prints), its reboot done; seen says what it shows. */
+ * second Slurm prints), its reboot done; seen says what it shows. Its
+ * boot times are read only once Slurm no longer shows the reboot pending
+ * (one scontrol a look while it runs). */
 static int booted(const struct slurm_options *o, const char *node, int64_t before, int64_t sent,
                   char *state, size_t state_size, char *reason, size_t reason_size, char *seen,
                   size_t size)
 {
     int64_t started = 0;
-    char boot[200], why[200];
+    char boot[200];
+    if (slurm_read_node(o, node, state, state_size, reason, reason_size, seen, size))
+        return 0;
+    if (strstr(state, "REBOOT")) {
+        snprintf(seen, size, "State=%s", state);
+        return 0;
+    }
     if (slurm_node_started(o, node, &started, boot, sizeof(boot))) {
         snprintf(seen, size, "%s", boot);
         return 0;
     }
-    if (slurm_read_node(o, node, state, state_size, reason, reason_size, why, sizeof(why))) {
-        snprintf(seen, size, "%s", why);
-        return 0;
-    }
     snprintf(seen, size, "%s State=%s", boot, state);
-    return started > before && started + MEDIC_NS_PER_SEC > sent && !strstr(state, "REBOOT");
+    return started > before && started + MEDIC_NS_PER_SEC > sent;
 }
 
 enum medic_outcome slurm_reboot(const struct slurm_options *o, const char *node, int within_s,

@@ -37,7 +37,7 @@ struct play {
     struct node_faults *nodes;   /* per trace node: faults waiting for an outcome */
     const char **names;          /* per trace node: its inventory name */
     struct medic_map inventory;  /* inventory name -> trace node + 1 */
-    struct medic_map alert_keys; /* node, class, desc -> open alert + 1 */
+    struct medic_map alert_keys; /* node, class, desc -> the open fault + 1 */
     struct whatif_report *r;
     int storm;
 };
@@ -87,7 +87,6 @@ static int digest(struct play *p)
         if (!node)
             continue;
         struct node_faults *n = &p->nodes[node - 1];
-        enum policy_guard guard = policy_guard_of(d->reason);
         for (size_t k = 0; k < n->count; k++) {
             struct whatif_fault *f = &p->faults[n->items[k]];
             if (d->verdict == VERDICT_NO_MATCH && strcmp(d->fingerprint, f->fingerprint) == 0)
@@ -101,7 +100,7 @@ static int digest(struct play *p)
                 f->notified = 1;
             } else if (d->verdict == VERDICT_SUPPRESSED && d->disruptive && !f->guarded) {
                 f->guarded = 1;
-                f->guard = guard;
+                f->guard = policy_guard_of(d->reason);
             } else if (d->verdict == VERDICT_PENDING) {
                 f->pending = 1;
             }
@@ -187,7 +186,7 @@ static int send(struct play *p, struct open_alert *a, enum medic_alert_status st
     int duplicate = status == MEDIC_STATUS_FIRING && a->sent;
     if (!a->sent) {
         a->sent = 1;
-        f->covered = policy_node_disrupted(p->st, p->faults[a->fault].node_name);
+        f->covered = policy_node_disrupted(p->st, f->node_name);
         if (node_wait(&p->nodes[f->node], a->fault))
             return MEDIC_E_NOMEM;
     }
@@ -208,10 +207,17 @@ static void fault_over(struct play *p, size_t fault)
     whatif__count(p->r, f);
 }
 
+/* What Alertmanager tells one open fault's alert by: its node, class and
+ * description. */
+static void alert_key(const struct whatif_event *e, char *out, size_t size)
+{
+    snprintf(out, size, "%zu\x1f%s\x1f%s", e->node, e->class_name, e->desc);
+}
+
 static int fault_start(struct play *p, const struct whatif_event *e)
 {
     char key[1200];
-    snprintf(key, sizeof(key), "%zu\x1f%s\x1f%s", e->node, e->class_name, e->desc);
+    alert_key(e, key, sizeof(key));
     if (medic_map_get(&p->alert_keys, key)) {
         p->r->repeats++; /* the same fault again while open: Alertmanager holds one alert */
         return 0;
@@ -224,7 +230,6 @@ static int fault_start(struct play *p, const struct whatif_event *e)
     struct whatif_fault *f = &p->faults[p->fault_count];
     memset(f, 0, sizeof(*f));
     f->start = e->at;
-    f->event = e;
     f->node = e->node;
     f->node_name = p->names[e->node];
     int rc = whatif__class_of(p->r, e->level, e->class_name, &f->cls);
@@ -237,41 +242,36 @@ static int fault_start(struct play *p, const struct whatif_event *e)
     snprintf(f->fingerprint, sizeof(f->fingerprint), "%s", a->fingerprint);
     p->fault_count++;
     p->open_count++;
-    return medic_map_put(&p->alert_keys, key, (void *)(uintptr_t)p->open_count);
+    return medic_map_put(&p->alert_keys, key, (void *)(uintptr_t)p->fault_count);
 }
 
-static void forget_alert(struct play *p, size_t i)
+/* The open alert of fault (few are open at once). */
+static size_t open_alert_of(const struct play *p, size_t fault)
 {
-    struct whatif_fault *f = &p->faults[p->open[i].fault];
-    const struct whatif_event *e = f->event;
-    char key[1200];
-    snprintf(key, sizeof(key), "%zu\x1f%s\x1f%s", e->node, e->class_name, e->desc);
-    medic_map_remove(&p->alert_keys, key);
-    p->open[i] = p->open[--p->open_count];
-    if (i < p->open_count) { /* the moved one's place */
-        const struct whatif_event *m = p->faults[p->open[i].fault].event;
-        snprintf(key, sizeof(key), "%zu\x1f%s\x1f%s", m->node, m->class_name, m->desc);
-        medic_map_put(&p->alert_keys, key, (void *)(uintptr_t)(i + 1));
-    }
+    size_t i = 0;
+    while (p->open[i].fault != fault)
+        i++;
+    return i;
 }
 
 static int fault_end(struct play *p, const struct whatif_event *e, int64_t now)
 {
     char key[1200];
-    snprintf(key, sizeof(key), "%zu\x1f%s\x1f%s", e->node, e->class_name, e->desc);
-    size_t i = (size_t)(uintptr_t)medic_map_get(&p->alert_keys, key);
-    if (!i)
+    alert_key(e, key, sizeof(key));
+    size_t fault = (size_t)(uintptr_t)medic_map_get(&p->alert_keys, key);
+    if (!fault--)
         return 0; /* never started, or not mapped */
-    struct open_alert *a = &p->open[i - 1];
-    size_t fault = a->fault;
-    int rc = a->sent ? send(p, a, MEDIC_STATUS_RESOLVED, now) : 0;
-    if (a->sent)
+    medic_map_remove(&p->alert_keys, key);
+    size_t i = open_alert_of(p, fault);
+    int rc = 0;
+    if (p->open[i].sent) {
+        rc = send(p, &p->open[i], MEDIC_STATUS_RESOLVED, now);
         fault_over(p, fault);
-    else { /* over before Alertmanager sent it */
+    } else { /* over before Alertmanager sent it */
         p->faults[fault].unsent = 1;
         whatif__count(p->r, &p->faults[fault]);
     }
-    forget_alert(p, i - 1);
+    p->open[i] = p->open[--p->open_count];
     return rc;
 }
 

@@ -8,7 +8,6 @@
 
 /* A fault of the trace, from its start to its end (or the trace's). */
 struct whatif_fault {
-    const struct whatif_event *event;
     int64_t start;    /* ns from the trace's start */
     int64_t acted_at; /* the first disruptive step on its node while open, likewise */
     size_t node, cls; /* trace node; class in the report */
