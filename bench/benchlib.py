@@ -104,15 +104,16 @@ class Medic:
     """`medic serve` on loopback: on its embedded defaults (`--listen --db`)
     or, with config, on that YAML text plus listen and the audit path."""
 
-    def __init__(self, binary, work, config=None, db=None):
+    def __init__(self, binary, work, config=None, db=None, writers=None):
         os.makedirs(work, exist_ok=True)
         self.port = free_port()
         self.db = db or os.path.join(work, "medic.db")
         argv = [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", self.db]
-        if config is not None:
+        if config is not None or writers:
             path = os.path.join(work, "medic.yaml")
+            audit = f"path: {self.db}" + (f", writers: {writers}" if writers else "")
             with open(path, "w") as f:
-                f.write(f"listen: 127.0.0.1:{self.port}\naudit: {{ path: {self.db} }}\n" + config)
+                f.write(f"listen: 127.0.0.1:{self.port}\naudit: {{ {audit} }}\n" + (config or ""))
             argv = [binary, "serve", "--config", path]
         self.log = open(os.path.join(work, "medic.log"), "w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log, cwd=work)

@@ -28,7 +28,12 @@ with its default settings (fsync and synchronous_commit on).
   and the decisions' caps.
 
 usage: bench/ha-bench.py [--medic PATH] [--seconds 10] [--takeovers 3] [--storm]
-                         [--json PATH]
+                         [--connections 32] [--writers N] [--wrk-threads 1]
+                         [--load-cpus LIST] [--json PATH]
+
+--writers sets the replicas' audit.writers (else each chooses for its
+machine); --wrk-threads and --load-cpus (a taskset list) are for machines
+with more cores than one load thread fills.
 Needs wrk and postgresql-15 (apt-get install wrk postgresql-15)."""
 
 import argparse
@@ -54,8 +59,13 @@ LUA = os.path.join(TOP, "bench/webhook-post.lua")
 STORM_CLIENT = os.path.join(TOP, "build/dev/bench/storm-client")
 
 
+LOAD = {"threads": 1, "cpus": None, "writers": None}
+
+
 def wrk_start(port, seconds, conns, prefix):
-    return subprocess.Popen(["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", LUA,
+    pin = ["taskset", "-c", LOAD["cpus"]] if LOAD["cpus"] else []
+    threads = min(LOAD["threads"], conns)
+    return subprocess.Popen(pin + ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", LUA,
                              f"http://127.0.0.1:{port}", "--", PAYLOAD, "", prefix],
                             stdout=subprocess.PIPE, text=True)
 
@@ -74,7 +84,8 @@ def wrk_result(proc):
             "requests": int(re.search(r"(\d+) requests in", out).group(1))}
 
 
-def measure(ports, seconds, conns=32):
+def measure(ports, seconds, conns=None):
+    conns = conns or LOAD["connections"]
     procs = [wrk_start(p, seconds, max(conns // len(ports), 1), f"r{i}-{time.time_ns()}")
              for i, p in enumerate(ports)]
     results = [wrk_result(p) for p in procs]
@@ -119,7 +130,8 @@ def run_sqlite(binary, seconds):
 
 
 def start_replicas(binary, work, url, count):
-    replicas = [Medic(binary, os.path.join(work, f"replica-{i}"), db=url) for i in range(count)]
+    replicas = [Medic(binary, os.path.join(work, f"replica-{i}"), db=url, writers=LOAD["writers"])
+                for i in range(count)]
     wait_until("a leader", lambda: len(leaders(replicas)) == 1, 60)
     return replicas
 
@@ -237,13 +249,20 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--takeovers", type=int, default=3)
     ap.add_argument("--storm", action="store_true", help="the storm, on SQLite and on PostgreSQL")
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--writers", type=int, help="the replicas' audit.writers")
+    ap.add_argument("--wrk-threads", type=int, default=1)
+    ap.add_argument("--load-cpus", help="a taskset CPU list for wrk")
     ap.add_argument("--json")
     args = ap.parse_args()
+    LOAD.update(threads=args.wrk_threads, cpus=args.load_cpus, writers=args.writers,
+                connections=args.connections)
     if not shutil.which("wrk"):
         raise SystemExit("ha-bench: install wrk (apt-get install wrk)")
     work = tempfile.mkdtemp(prefix="medic-ha-pg-")
     pg = PostgreSQL(work).start()
-    report = {"machine": f"{os.cpu_count()} cores"}
+    report = {"machine": f"{os.cpu_count()} cores", "writers": args.writers or "auto",
+              "connections": args.connections}
     try:
         print("one medic on SQLite ...", flush=True)
         report["sqlite_1"] = run_sqlite(args.medic, args.seconds)
@@ -264,6 +283,8 @@ def main():
     finally:
         pg.stop()
         shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{report['machine']}, {args.connections} connections, audit.writers "
+          f"{report['writers']}, wrk -t{args.wrk_threads}")
     print("\n| setup | notifications/s | p50 | p99 | non-2xx | leader caught up after |")
     print("|---|---|---|---|---|---|")
     for key, label in (("sqlite_1", "one medic, SQLite"), ("pg_1", "one replica, PostgreSQL"),

@@ -8,6 +8,11 @@
 #
 #   bench/http-bench.sh [SECONDS] [CONNECTIONS]
 #
+# WRK_THREADS (default 1) gives wrk more threads, and LOAD_CPUS (a taskset
+# list such as 12-15) keeps wrk on CPUs of its own, for machines with
+# more cores than one load thread can fill; run the script itself under
+# `taskset -c` to keep the servers on the others.
+#
 # Needs: wrk, nginx (Debian packages wrk, nginx-light) and a built medic
 # (scripts/dev.sh build). Prints notifications/s, p50/p99 latency and the
 # ratio to nginx.
@@ -15,6 +20,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 duration=${1:-10}
 conns=${2:-32}
+wrk_threads=${WRK_THREADS:-1}
+load=()
+[ -n "${LOAD_CPUS:-}" ] && load=(taskset -c "$LOAD_CPUS")
 medic=${MEDIC:-$top/build/dev/medic}
 floor=${FLOOR:-$top/build/dev/bench/durable-floor}
 payload=$top/tests/fixtures/alertmanager/am-webhook-multi-alert.json
@@ -44,6 +52,11 @@ audit: { path: $work/medic.db }
 auth: { webhook_bearer_token_file: $work/token }
 log_level: warn
 YAML
+# one client address: above 64 connections (the default per address),
+# medic closes the extra ones at once and wrk measures reconnections
+if [ "$conns" -gt 64 ]; then
+  printf 'limits: { max_connections_per_address: %d }\n' "$conns" >>"$work/medic.yaml"
+fi
 "$medic" serve --config "$work/medic.yaml" 2>"$work/medic.log" &
 pids+=($!)
 
@@ -74,14 +87,16 @@ for port in $medic_port $nginx_port $floor_port; do
 done
 
 run() { # name port
-  wrk -t1 -c"$conns" -d"${duration}s" --latency -s "$top/bench/webhook-post.lua" \
+  "${load[@]}" wrk -t"$wrk_threads" -c"$conns" -d"${duration}s" --latency -s "$top/bench/webhook-post.lua" \
     "http://127.0.0.1:$2" -- "$payload" bench-token >"$work/$1.wrk"
   local rps p50 p99
   rps=$(awk '/^Requests\/sec/ {print $2}' "$work/$1.wrk")
   p50=$(awk '$1 == "50%" {print $2}' "$work/$1.wrk")
   p99=$(awk '$1 == "99%" {print $2}' "$work/$1.wrk")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/$1.wrk")
-  printf '%-6s %10.0f req/s   p50 %-8s p99 %-8s non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}"
+  errors=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$work/$1.wrk")
+  printf '%-6s %10.0f req/s   p50 %-8s p99 %-8s non-2xx %s  socket errors %s\n' "$1" "$rps" "$p50" \
+    "$p99" "${non2xx:-0}" "${errors:-0}"
   echo "$rps" >"$work/$1.rps"
 }
 
@@ -98,7 +113,7 @@ count_stored() {
   "$medic" audit notifications --db "$work/medic.db" --format csv --limit 1 | awk -F, 'NR==2 {print $1}'
 }
 
-echo "POST /webhook, 3-alert payload, $conns connections, ${duration}s each, wrk -t1, $(nproc) cores"
+echo "POST /webhook, 3-alert payload, $conns connections, ${duration}s each, wrk -t$wrk_threads${LOAD_CPUS:+ on CPUs $LOAD_CPUS}, $(nproc) cores"
 before_n=$(count_stored); before_n=${before_n:-0}
 thread_ticks >"$work/ticks.before"
 run medic $medic_port
