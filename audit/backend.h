@@ -105,9 +105,10 @@ struct audit_backend {
 
     /* ---- the log copied in (migrate.c) ---- */
 
-    /* An empty log at location, opened with its schema for copying rows
-     * into (*conn and *db, closed with close_reader). NULL: this backend
-     * is never a migration's target. */
+    /* A log at location opened to write rows into it with the newest
+     * schema (created when new, else brought up to date; *conn and *db,
+     * closed with close_reader): a migration's target, an archive file, a
+     * log an archive takes rows out of. */
     int (*open_target)(const char *location, void **conn, struct db **db, struct medic_error *err);
     /* After rows were copied into table with their ids: new rows take ids
      * after them. NULL: the database does so by itself. */

@@ -104,9 +104,15 @@ void audit_chain_hash_db_row(struct db_stmt *st, int n, char out[65])
 
 void audit_chain_walk_start(struct audit_chain_walk *w, const char *table)
 {
+    audit_chain_walk_from(w, table, AUDIT_CHAIN_GENESIS);
+}
+
+void audit_chain_walk_from(struct audit_chain_walk *w, const char *table, const char *start)
+{
     w->table = table;
-    snprintf(w->prev, sizeof(w->prev), "%s", AUDIT_CHAIN_GENESIS);
+    snprintf(w->prev, sizeof(w->prev), "%s", start);
     w->prev_id = 0;
+    w->from_archive = strcmp(start, AUDIT_CHAIN_GENESIS) != 0;
 }
 
 int audit_chain_walk_row(struct audit_chain_walk *w, int64_t id, const char *row_prev,
@@ -122,6 +128,10 @@ int audit_chain_walk_row(struct audit_chain_walk *w, int64_t id, const char *row
                      "prev_hash does not match the hash of row %lld (a row was removed, "
                      "reordered or changed)",
                      (long long)w->prev_id);
+        else if (w->from_archive)
+            snprintf(out->why, sizeof(out->why),
+                     "the first row does not start where the last archive ends (rows were "
+                     "removed)");
         else
             snprintf(out->why, sizeof(out->why),
                      "the first row does not start from the genesis hash (rows were removed)");

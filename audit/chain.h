@@ -38,8 +38,11 @@ struct audit_chain_walk {
     const char *table;
     char prev[65];
     int64_t prev_id;
+    int from_archive; /* the walk starts where an archive's rows end */
 };
 void audit_chain_walk_start(struct audit_chain_walk *w, const char *table);
+/* The same from start, the hash the first row must name. */
+void audit_chain_walk_from(struct audit_chain_walk *w, const char *table, const char *start);
 /* Checks the next row (its stored prev_hash and hash, and the hash
  * computed from its content); 0 while the chain holds, else out names the
  * row and why (out->ok = 0) and it returns 1. */

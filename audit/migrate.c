@@ -3,12 +3,11 @@
  * replicas share (PostgreSQL), through the SQL layer on both. */
 #include "backend.h"
 #include "chain.h"
+#include "copy_rows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MIGRATE_MAX_COLUMNS 32
 
 /* "TABLE: N rows[ copied]" to progress, when there is one. */
 static void say(void (*progress)(const char *), const char *table, long long n, int done)
@@ -18,84 +17,6 @@ static void say(void (*progress)(const char *), const char *table, long long n, 
     char line[160];
     snprintf(line, sizeof(line), "%s: %lld rows%s", table, n, done ? " copied" : "");
     progress(line);
-}
-
-/* Copies one table, row by row in id order, through one prepared INSERT. */
-static int copy_table(struct db *from, struct db *to, const char *table, long long *rows,
-                      void (*progress)(const char *), struct medic_error *err)
-{
-    char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT * FROM %s ORDER BY rowid", table);
-    struct db_stmt *st = NULL, *ins = NULL;
-    int rc = db_prepare(from, sql, &st, err), step = 0;
-    if (rc) {
-        medic_error_prefix(err, table);
-        return rc;
-    }
-    /* the columns are known once a row is read; an empty table copies
-     * nothing */
-    while (rc == 0 && (step = db_step(st, err)) == 1) {
-        const int n = db_column_count(st);
-        if (!ins) {
-            if (n > MIGRATE_MAX_COLUMNS) {
-                rc = medic_error_set(err, MEDIC_E_STORE, "%s has %d columns", table, n);
-                break;
-            }
-            char insert[2048];
-            size_t at = (size_t)snprintf(insert, sizeof(insert), "INSERT INTO %s (", table);
-            for (int i = 0; i < n && at < sizeof(insert); i++)
-                at += (size_t)snprintf(insert + at, sizeof(insert) - at, "%s%s", i ? ", " : "",
-                                       db_column_name(st, i));
-            for (int i = 0; i < n && at < sizeof(insert); i++)
-                at += (size_t)snprintf(insert + at, sizeof(insert) - at, "%s?%d",
-                                       i ? ", " : ") VALUES (", i + 1);
-            if (at + 2 >= sizeof(insert)) {
-                rc = medic_error_set(err, MEDIC_E_STORE, "%s: too many columns", table);
-                break;
-            }
-            snprintf(insert + at, sizeof(insert) - at, ")");
-            if ((rc = db_prepare_cached(to, insert, &ins, err)))
-                break;
-        }
-        for (int i = 0; i < n; i++) {
-            size_t len = 0;
-            const void *blob;
-            switch (db_column_type(st, i)) {
-            case DB_NULL:
-                db_bind_null(ins, i + 1);
-                break;
-            case DB_INT:
-                db_bind_int64(ins, i + 1, db_column_int64(st, i));
-                break;
-            case DB_REAL: /* every bit of it, so that the hash comes out the same */
-                db_bind_double(ins, i + 1, db_column_double(st, i));
-                break;
-            case DB_BLOB:
-                blob = db_column_blob(st, i, &len);
-                db_bind_blob(ins, i + 1, blob ? blob : "", len);
-                break;
-            default:
-                db_bind_text_len(ins, i + 1, db_column_text(st, i), db_column_bytes(st, i));
-            }
-        }
-        int r = db_step(ins, err);
-        db_clear(ins);
-        if (r < 0) {
-            char what[96];
-            snprintf(what, sizeof(what), "%s row %lld", table, *rows + 1);
-            medic_error_prefix(err, what);
-            rc = r;
-        }
-        if (rc == 0 && ++*rows % 10000 == 0)
-            say(progress, table, *rows, 0);
-    }
-    if (rc == 0 && step < 0) {
-        medic_error_prefix(err, table);
-        rc = step;
-    }
-    db_finalize(ins);
-    db_finalize(st);
-    return rc;
 }
 
 /* Whether the log copied into holds anything: migrating into one that
@@ -146,7 +67,7 @@ int audit_migrate(const char *path, const char *url, void (*progress)(const char
 {
     memset(out, 0, sizeof(*out));
     const struct audit_backend *fb = audit__backend_for(path), *tb = audit__backend_for(url);
-    if (fb->shared || !tb->open_target)
+    if (fb->shared || !tb->shared)
         return medic_error_set(err, MEDIC_E_INVALID,
                                "a migration copies an SQLite log into an empty shared one");
     void *fconn = NULL, *tconn = NULL;
@@ -163,7 +84,8 @@ int audit_migrate(const char *path, const char *url, void (*progress)(const char
         rc = db_begin(to, err);
     int began = rc == 0;
     for (size_t t = 0; rc == 0 && t < AUDIT_MIGRATED_TABLES; t++) {
-        rc = copy_table(from, to, audit_migrated_tables[t], &out->rows[t], progress, err);
+        rc = audit__copy_rows(from, to, audit_migrated_tables[t], NULL, "rowid", NULL, 0, &out->rows[t],
+                             progress, err);
         if (rc == 0)
             say(progress, audit_migrated_tables[t], out->rows[t], 1);
     }

@@ -184,6 +184,32 @@ static const struct column medic_lease[] = {
     {"last_forced", SCHEMA_TEXT, "NOT NULL DEFAULT ''"},
 };
 
+/* One `medic audit archive` run: the rows it moved into an archive file
+ * ("removing" while they are taken out of the log, then "done"; the
+ * archive's own copy is "held"), the ids and hashes where each chain was
+ * cut (the first row left in the log starts from that hash), and a digest
+ * of the unchained rows it moved. */
+static const struct column audit_archives[] = {
+    {"id", SCHEMA_ID, ""},
+    {"created_at", SCHEMA_INT, "NOT NULL"},
+    {"before_at", SCHEMA_INT, "NOT NULL"},
+    {"file", SCHEMA_TEXT, "NOT NULL"},
+    {"state", SCHEMA_TEXT, "NOT NULL CHECK (state IN ('removing','done','held'))"},
+    {"decisions_last_id", SCHEMA_INT, "NOT NULL"},
+    {"decisions_hash", SCHEMA_TEXT, "NOT NULL"},
+    {"actions_last_id", SCHEMA_INT, "NOT NULL"},
+    {"actions_hash", SCHEMA_TEXT, "NOT NULL"},
+    {"changes_last_id", SCHEMA_INT, "NOT NULL"},
+    {"changes_hash", SCHEMA_TEXT, "NOT NULL"},
+    {"rows_digest", SCHEMA_TEXT, "NOT NULL"},
+    {"notifications", SCHEMA_INT, "NOT NULL"},
+    {"alerts", SCHEMA_INT, "NOT NULL"},
+    {"decisions", SCHEMA_INT, "NOT NULL"},
+    {"actions", SCHEMA_INT, "NOT NULL"},
+    {"changes", SCHEMA_INT, "NOT NULL"},
+    {"requests", SCHEMA_INT, "NOT NULL"},
+};
+
 #define COLUMNS(c) c, sizeof(c) / sizeof(c[0])
 
 static const struct table tables[] = {
@@ -193,7 +219,8 @@ static const struct table tables[] = {
      "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
      " WHERE duplicate_of IS NULL;"
      "CREATE INDEX notifications_by_time ON notifications(received_at);"
-     "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;",
+     "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;"
+     ARCHIVE_NOTIFICATION_INDEXES,
      0},
     {"alerts", COLUMNS(alerts), "",
      "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
@@ -207,7 +234,7 @@ static const struct table tables[] = {
      "CREATE INDEX decisions_by_policy ON decisions(policy, created_at);"
      "CREATE INDEX decisions_by_verdict ON decisions(verdict, created_at);"
      "CREATE INDEX decisions_by_time ON decisions(created_at);"
-     "CREATE INDEX decisions_by_fingerprint ON decisions(fingerprint);",
+     "CREATE INDEX decisions_by_fingerprint ON decisions(fingerprint);" ARCHIVE_DECISION_INDEXES,
      0},
     {"actions", COLUMNS(actions),
      ", CHECK ((phase = 'intent') = (result = 'pending')),"
@@ -219,13 +246,14 @@ static const struct table tables[] = {
      " WHERE phase = 'outcome';"
      "CREATE INDEX actions_by_node ON actions(node, created_at);"
      "CREATE INDEX actions_by_time ON actions(created_at);"
-     "CREATE INDEX actions_by_result ON actions(result, created_at);",
+     "CREATE INDEX actions_by_result ON actions(result, created_at);" ARCHIVE_ACTION_INDEXES,
      0},
     {"engine_state", COLUMNS(engine_state), "", "", 0},
     {"incident_changes", COLUMNS(incident_changes), "",
      "CREATE INDEX incident_changes_by_incident ON incident_changes(incident, id);"
      "CREATE INDEX incident_changes_by_node ON incident_changes(node, created_at);"
-     "CREATE INDEX incident_changes_by_time ON incident_changes(created_at);",
+     "CREATE INDEX incident_changes_by_time ON incident_changes(created_at);"
+     ARCHIVE_CHANGE_INDEXES,
      0},
     {"engine_rows", COLUMNS(engine_rows), ", PRIMARY KEY (kind, key)", "", 0},
     {"approvals", COLUMNS(approvals), "",
@@ -237,6 +265,7 @@ static const struct table tables[] = {
     {"release_requests", COLUMNS(release_requests), "",
      "CREATE INDEX release_requests_pending ON release_requests(id) WHERE evaluated_at IS NULL;",
      0},
+    {"audit_archives", COLUMNS(audit_archives), "", "", 0},
     /* several processes store notifications at once: this index, not a
      * lookup, decides which copy of a key is the first */
     {NULL, NULL, 0, "",

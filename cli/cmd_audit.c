@@ -17,7 +17,8 @@ static const char usage[] =
     "                   [--format table|json|csv]\n"
     "       medic audit timeline --node N [--since T] [--until T] [--limit N]\n"
     "                   [--db PATH|URL] [--format table|json|csv]\n"
-    "       medic audit verify [--db PATH|URL]\n"
+    "       medic audit verify [--db PATH|URL] [--archive FILE]\n"
+    "       medic audit archive --before T --out FILE [--db PATH|URL]\n"
     "       medic audit payload ID [--db PATH|URL]\n"
     "       medic audit migrate --from PATH --to postgresql://USER:PASSWORD@HOST/DB\n"
     "       medic audit lease --db postgresql://... [--force-takeover REASON]\n"
@@ -74,7 +75,14 @@ static const char usage[] =
     "\n"
     "verify recomputes the SHA-256 chains over decisions, actions and incident\n"
     "changes and names the first row that was changed, removed or reordered; exit\n"
-    "status 1 when broken. Its --db may be a postgresql:// URL.\n"
+    "status 1 when broken. Its --db may be a postgresql:// URL. With --archive\n"
+    "FILE it verifies that archive against the log: its chains up to the hashes\n"
+    "the log kept for it, and every other row it holds.\n"
+    "\n"
+    "archive moves the rows older than --before (at least an hour ago) that\n"
+    "nothing newer refers to into FILE, a new SQLite audit log that the queries\n"
+    "read with --db FILE, and takes them out of the log while the daemon writes.\n"
+    "The log keeps where each chain was cut, so it still verifies alone.\n"
     "\n"
     "migrate copies an SQLite audit log (stop medic serve first) into an empty\n"
     "PostgreSQL database, creating medic's schema there, in one transaction, then\n"
@@ -156,9 +164,55 @@ static int run_verify(const char *db)
     return report_verified(&res);
 }
 
+static int run_verify_archive(const char *db, const char *file)
+{
+    struct medic_error err = {0};
+    struct audit_verify_result res;
+    struct audit_reader *reader = NULL;
+    int64_t record = 0;
+    if (audit_reader_open(db, &reader, &err) ||
+        audit_verify_archive(reader, file, &res, &record, &err)) {
+        fprintf(stderr, "medic audit verify: %s\n", err.msg);
+        audit_reader_free(reader);
+        return 1;
+    }
+    audit_reader_free(reader);
+    if (res.ok)
+        printf("archive %s is the log's archive %lld:\n", file, (long long)record);
+    return report_verified(&res);
+}
+
 static void progress_line(const char *line)
 {
     fprintf(stderr, "medic audit migrate: %s\n", line);
+}
+
+static void archive_line(const char *line)
+{
+    fprintf(stderr, "medic audit archive: %s\n", line);
+}
+
+static int run_archive(const char *db, int64_t before, const char *out)
+{
+    if (!before || !out) {
+        fprintf(stderr, "medic audit archive: needs --before T (RFC 3339, or 90d: that long "
+                        "ago) and --out FILE (a new file)\n");
+        return 2;
+    }
+    struct audit_archive_options o = {.before = before, .out = out, .progress = archive_line};
+    struct audit_archived a;
+    struct medic_error err = {0};
+    if (audit_archive(db, &o, &a, &err)) {
+        fprintf(stderr, "medic audit archive: %s\n", err.msg);
+        return err.code == MEDIC_E_INVALID ? 2 : 1;
+    }
+    if (a.resumed)
+        printf("finished the earlier archive's removal first\n");
+    printf("archive %lld in %s: %lld notifications, %lld alerts, %lld decisions, %lld actions, "
+           "%lld incident changes, %lld requests\n",
+           (long long)a.record, out, a.counts[0], a.counts[1], a.counts[2], a.counts[3],
+           a.counts[4], a.counts[5]);
+    return 0;
 }
 
 static int run_migrate(const char *from, const char *to)
@@ -214,7 +268,9 @@ static int parse_id(const char *arg, void *value)
 
 int medic_cmd_audit(int argc, char **argv)
 {
-    const char *from = NULL, *to = NULL, *force = NULL, *columns = NULL;
+    const char *from = NULL, *to = NULL, *force = NULL, *columns = NULL, *out_file = NULL,
+               *archive = NULL;
+    int64_t before = 0;
     struct audit_filter filter;
     audit_filter_init(&filter);
     const char *db = "./medic.db";
@@ -241,6 +297,9 @@ int medic_cmd_audit(int argc, char **argv)
         CLI_OPT_STRING("force-takeover", &force),
         CLI_OPT_STRING("columns", &columns),
         CLI_OPT_FLAG("waiting", &filter.waiting),
+        CLI_OPT_TIME_BOUND("before", &before),
+        CLI_OPT_STRING("out", &out_file),
+        CLI_OPT_STRING("archive", &archive),
         CLI_OPT_END,
     };
     int rest, parsed = cli_parse("audit", usage, argc, argv, 1, options, &rest);
@@ -257,7 +316,9 @@ int medic_cmd_audit(int argc, char **argv)
     }
     const char *what = argv[rest];
     if (strcmp(what, "verify") == 0)
-        return run_verify(db);
+        return archive ? run_verify_archive(db, archive) : run_verify(db);
+    if (strcmp(what, "archive") == 0)
+        return run_archive(db, before, out_file);
     if (strcmp(what, "migrate") == 0)
         return run_migrate(from, to);
     if (strcmp(what, "lease") == 0)

@@ -557,6 +557,35 @@ struct audit_verify_result {
 int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
                  struct medic_error *err);
 
+/* Verifies the archive file (`medic audit archive`) against the log it
+ * came from: its rows' chains from the log's previous archive up to the
+ * hashes the log keeps for it, and the digest and counts of its other
+ * rows; out->ok 0 names what differs. *record is the log's record of it. */
+int audit_verify_archive(struct audit_reader *live, const char *file,
+                         struct audit_verify_result *out, int64_t *record, struct medic_error *err);
+
+/* ---- archives: the rows older than a time moved out of the log ---- */
+
+struct audit_archive_options {
+    int64_t before; /* ns: rows older than this move (at least an hour ago) */
+    const char *out; /* the archive: a new SQLite file */
+    size_t chunk;    /* rows taken out of the log per transaction (0: 2,000) */
+    void (*progress)(const char *line);
+};
+enum { AUDIT_ARCHIVED_KINDS = 6 }; /* notifications, alerts, decisions, actions, changes,
+                                      people's requests */
+struct audit_archived {
+    int64_t record;                         /* the log's record of this archive */
+    long long counts[AUDIT_ARCHIVED_KINDS]; /* rows moved */
+    int64_t last_id[3];                     /* the last decision, action and change moved */
+    int resumed; /* an earlier archive's rows were taken out first */
+};
+/* Moves the rows older than o->before that nothing left refers to into
+ * o->out, records where each chain was cut in the log, and takes them out
+ * of the log while the daemon writes. */
+int audit_archive(const char *location, const struct audit_archive_options *o,
+                  struct audit_archived *out, struct medic_error *err);
+
 /* The schema version this build writes (PRAGMA user_version). */
 int audit_schema_version(void);
 
@@ -581,7 +610,7 @@ void audit_library_versions(struct medic_buf *out);
 /* Copies the one-medic log at path into the empty shared one at url in one
  * transaction, table by table in id order, then verifies the chains there;
  * progress lines go to progress (NULL: none). */
-#define AUDIT_MIGRATED_TABLES 10
+#define AUDIT_MIGRATED_TABLES 11
 extern const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES];
 struct audit_migrated {
     long long rows[AUDIT_MIGRATED_TABLES]; /* per table, in audit_migrated_tables order */

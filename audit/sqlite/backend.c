@@ -205,6 +205,36 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
     return rc;
 }
 
+/* A log opened to write rows into it from outside the daemon (an archive
+ * file, or the live log an archive takes rows out of): created with the
+ * newest schema when new, else brought up to date; its references checked,
+ * and a daemon's writer waited for. */
+static int lite_open_target(const char *path, void **conn, struct db **db, struct medic_error *err)
+{
+    sqlite3 *lite = NULL;
+    int opened =
+        sqlite3_open_v2(path, &lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    *conn = lite;
+    if (opened != SQLITE_OK) {
+        char why[320];
+        return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
+                               why_not_opened(path, lite, why, sizeof(why)));
+    }
+    sqlite3_busy_timeout(lite, 30000);
+    char *msg = NULL;
+    if (sqlite3_exec(lite, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", NULL, NULL,
+                     &msg) != SQLITE_OK) {
+        medic_error_set(err, MEDIC_E_STORE, "cannot set the audit database up: %s",
+                        msg ? msg : sqlite3_errmsg(lite));
+        sqlite3_free(msg);
+        return MEDIC_E_STORE;
+    }
+    int rc = audit_lite_migrate(lite, err);
+    if (rc == 0 && !(*db = audit_lite_db(lite)))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    return rc;
+}
+
 static void lite_close_reader(void *conn, struct db *db)
 {
     db_free(db);
@@ -251,6 +281,7 @@ const struct audit_backend audit_backend_sqlite = {
     .mark_evaluated = audit__mark_evaluated_each,
     .open_reader = lite_open_reader,
     .close_reader = lite_close_reader,
+    .open_target = lite_open_target,
     .free_db = lite_free,
     .exec = lite_exec,
     .exec_later = lite_exec,

@@ -229,6 +229,29 @@ static const struct migration {
     /* 11: a denial may ask medic to undo what the incident holds (deny
      * --undo); without it a denied step holds the node for a person */
     {"", approvals_undo},
+    /* 12: the archive's record, and an index for each key that refers to
+     * a row, so that rows can be taken out of the log */
+    {"CREATE TABLE IF NOT EXISTS audit_archives ("
+     "  id INTEGER PRIMARY KEY,"
+     "  created_at INTEGER NOT NULL,"
+     "  before_at INTEGER NOT NULL,"
+     "  file TEXT NOT NULL,"
+     "  state TEXT NOT NULL CHECK (state IN ('removing','done','held')),"
+     "  decisions_last_id INTEGER NOT NULL,"
+     "  decisions_hash TEXT NOT NULL,"
+     "  actions_last_id INTEGER NOT NULL,"
+     "  actions_hash TEXT NOT NULL,"
+     "  changes_last_id INTEGER NOT NULL,"
+     "  changes_hash TEXT NOT NULL,"
+     "  rows_digest TEXT NOT NULL,"
+     "  notifications INTEGER NOT NULL,"
+     "  alerts INTEGER NOT NULL,"
+     "  decisions INTEGER NOT NULL,"
+     "  actions INTEGER NOT NULL,"
+     "  changes INTEGER NOT NULL,"
+     "  requests INTEGER NOT NULL"
+     ");" ARCHIVE_INDEXES,
+     NULL},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == AUDIT_SCHEMA_VERSION,

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "copy_rows.h"
+
+#include <stdio.h>
+
+#define COPY_MAX_COLUMNS 32
+
+int audit__copy_rows(struct db *from, struct db *to, const char *table, const char *where,
+                     const char *order, const int64_t *args, int nargs, long long *rows,
+                     void (*progress)(const char *line), struct medic_error *err)
+{
+    char sql[1024];
+    snprintf(sql, sizeof(sql), "SELECT * FROM %s%s%s ORDER BY %s", table, where ? " WHERE " : "",
+             where ? where : "", order);
+    struct db_stmt *st = NULL, *ins = NULL;
+    int rc = db_prepare(from, sql, &st, err), step = 0;
+    if (rc) {
+        medic_error_prefix(err, table);
+        return rc;
+    }
+    for (int i = 0; i < nargs; i++)
+        db_bind_int64(st, i + 1, args[i]);
+    /* the columns are known once a row is read; an empty table copies
+     * nothing */
+    while (rc == 0 && (step = db_step(st, err)) == 1) {
+        const int n = db_column_count(st);
+        if (!ins) {
+            if (n > COPY_MAX_COLUMNS) {
+                rc = medic_error_set(err, MEDIC_E_STORE, "%s has %d columns", table, n);
+                break;
+            }
+            char insert[2048];
+            size_t at = (size_t)snprintf(insert, sizeof(insert), "INSERT INTO %s (", table);
+            for (int i = 0; i < n && at < sizeof(insert); i++)
+                at += (size_t)snprintf(insert + at, sizeof(insert) - at, "%s%s", i ? ", " : "",
+                                       db_column_name(st, i));
+            for (int i = 0; i < n && at < sizeof(insert); i++)
+                at += (size_t)snprintf(insert + at, sizeof(insert) - at, "%s?%d",
+                                       i ? ", " : ") VALUES (", i + 1);
+            if (at + 2 >= sizeof(insert)) {
+                rc = medic_error_set(err, MEDIC_E_STORE, "%s: too many columns", table);
+                break;
+            }
+            snprintf(insert + at, sizeof(insert) - at, ")");
+            if ((rc = db_prepare_cached(to, insert, &ins, err)))
+                break;
+        }
+        for (int i = 0; i < n; i++) {
+            size_t len = 0;
+            const void *blob;
+            switch (db_column_type(st, i)) {
+            case DB_NULL:
+                db_bind_null(ins, i + 1);
+                break;
+            case DB_INT:
+                db_bind_int64(ins, i + 1, db_column_int64(st, i));
+                break;
+            case DB_REAL: /* every bit of it, so that the hash comes out the same */
+                db_bind_double(ins, i + 1, db_column_double(st, i));
+                break;
+            case DB_BLOB:
+                blob = db_column_blob(st, i, &len);
+                db_bind_blob(ins, i + 1, blob ? blob : "", len);
+                break;
+            default:
+                db_bind_text_len(ins, i + 1, db_column_text(st, i), db_column_bytes(st, i));
+            }
+        }
+        int r = db_step(ins, err);
+        db_clear(ins);
+        if (r < 0) {
+            char what[96];
+            snprintf(what, sizeof(what), "%s row %lld", table, *rows + 1);
+            medic_error_prefix(err, what);
+            rc = r;
+        }
+        if (rc == 0 && ++*rows % 10000 == 0 && progress) {
+            char line[160];
+            snprintf(line, sizeof(line), "%s: %lld rows", table, *rows);
+            progress(line);
+        }
+    }
+    if (rc == 0 && step < 0) {
+        medic_error_prefix(err, table);
+        rc = step;
+    }
+    db_finalize(ins);
+    db_finalize(st);
+    return rc;
+}
