@@ -187,8 +187,10 @@ int audit__archive_digest(struct db *archive, char out[65], long long counts[ARC
     static const struct {
         const char *table;
         int kind;
-    } unchained[] = {{"notifications", ARCHIVED_NOTIFICATIONS}, {"alerts", ARCHIVED_ALERTS},
-                     {"approvals", ARCHIVED_REQUESTS},          {"pause_requests", ARCHIVED_REQUESTS},
+    } unchained[] = {{"notifications", ARCHIVED_NOTIFICATIONS},
+                     {"alerts", ARCHIVED_ALERTS},
+                     {"approvals", ARCHIVED_REQUESTS},
+                     {"pause_requests", ARCHIVED_REQUESTS},
                      {"release_requests", ARCHIVED_REQUESTS}};
     struct medic_sha256 *h = medic_sha256_new();
     counts[ARCHIVED_NOTIFICATIONS] = counts[ARCHIVED_ALERTS] = counts[ARCHIVED_REQUESTS] = 0;
@@ -235,13 +237,13 @@ static int scalar(struct db *d, const char *sql, const int64_t *args, int nargs,
     return rc < 0 ? rc : 0;
 }
 
-/* Lowers *cut below the smallest value sql finds (given ?1 = before,
- * ?2 = the decisions' cut, ?3 = *cut); *moved set when it did. */
-static int lower_below(struct db *d, const char *sql, int64_t before, int64_t dcut, int64_t *cut,
-                       int *moved, struct medic_error *err)
+/* Lowers *cut below the smallest value sql finds with args bound; *moved
+ * set when it did. */
+static int lower(struct db *d, const char *sql, int64_t a1, int64_t a2, int nargs, int64_t *cut,
+                 int *moved, struct medic_error *err)
 {
-    int64_t args[3] = {before, dcut, *cut}, v = 0;
-    int found, rc = scalar(d, sql, args, 3, &v, &found, err);
+    int64_t args[2] = {a1, a2}, v = 0;
+    int found, rc = scalar(d, sql, args, nargs, &v, &found, err);
     if (rc == 0 && found && v - 1 < *cut) {
         *cut = v - 1 < 0 ? 0 : v - 1;
         *moved = 1;
@@ -298,41 +300,29 @@ static int find_cuts(struct db *d, int64_t before, int64_t cut[ARCHIVE_CHAINS],
     int64_t *dc = &cut[ARCHIVE_DECISIONS], *ac = &cut[ARCHIVE_ACTIONS], *cc = &cut[ARCHIVE_CHANGES];
     for (int moved = 1; rc == 0 && moved;) {
         moved = 0;
-        rc = lower_below(d,
-                         "SELECT min(i.id) FROM actions i WHERE i.phase = 'intent' AND i.id <= ?3"
-                         " AND NOT EXISTS (SELECT 1 FROM actions o WHERE o.intent_id = i.id"
-                         " AND o.id <= ?3)",
-                         before, *dc, ac, &moved, err);
+        /* an intent goes with its outcome: one without goes nowhere */
+        rc = lower(d,
+                   "SELECT min(i.id) FROM actions i WHERE i.phase = 'intent' AND i.id <= ?1"
+                   " AND NOT EXISTS (SELECT 1 FROM actions o WHERE o.intent_id = i.id"
+                   " AND o.id <= ?1)",
+                   *ac, 0, 1, ac, &moved, err);
+        /* an action or a change goes with its decision, and the other way */
         if (rc == 0)
-            rc = lower_below(d, "SELECT min(id) FROM actions WHERE id <= ?3 AND decision_id > ?2",
-                             before, *dc, ac, &moved, err);
+            rc = lower(d, "SELECT min(id) FROM actions WHERE id <= ?1 AND decision_id > ?2", *ac,
+                       *dc, 2, ac, &moved, err);
         if (rc == 0)
-            rc = lower_below(d,
-                             "SELECT min(id) FROM incident_changes WHERE id <= ?3"
-                             " AND decision_id > ?2",
-                             before, *dc, cc, &moved, err);
-        int64_t args_a = *ac, args_c = *cc;
-        if (rc == 0) {
-            int64_t v = 0, args[3] = {before, *dc, args_a};
-            int found;
-            rc = scalar(d,
-                        "SELECT min(decision_id) FROM actions WHERE id > ?3 AND decision_id <= ?2",
-                        args, 3, &v, &found, err);
-            if (rc == 0 && found && v - 1 < *dc) {
-                *dc = v - 1;
-                moved = 1;
-            }
-            args[2] = args_c;
-            if (rc == 0)
-                rc = scalar(d,
-                            "SELECT min(decision_id) FROM incident_changes WHERE id > ?3"
-                            " AND decision_id <= ?2",
-                            args, 3, &v, &found, err);
-            if (rc == 0 && found && v - 1 < *dc) {
-                *dc = v - 1;
-                moved = 1;
-            }
-        }
+            rc =
+                lower(d, "SELECT min(id) FROM incident_changes WHERE id <= ?1 AND decision_id > ?2",
+                      *cc, *dc, 2, cc, &moved, err);
+        if (rc == 0)
+            rc =
+                lower(d, "SELECT min(decision_id) FROM actions WHERE id > ?1 AND decision_id <= ?2",
+                      *ac, *dc, 2, dc, &moved, err);
+        if (rc == 0)
+            rc = lower(d,
+                       "SELECT min(decision_id) FROM incident_changes WHERE id > ?1"
+                       " AND decision_id <= ?2",
+                       *cc, *dc, 2, dc, &moved, err);
         for (size_t r = 0; rc == 0 && r < NREQUESTS; r++) {
             char sql[1024];
             int has_decision = strcmp(requests[r].table, "approvals") == 0;
@@ -342,13 +332,7 @@ static int find_cuts(struct db *d, int64_t before, int64_t cut[ARCHIVE_CHAINS],
                      " WHERE v <= ?2",
                      has_decision ? "decision_id" : "result_decision_id", requests[r].table,
                      requests[r].moves, requests[r].table, requests[r].moves);
-            int64_t v = 0, args[2] = {before, *dc};
-            int found;
-            rc = scalar(d, sql, args, 2, &v, &found, err);
-            if (rc == 0 && found && v - 1 < *dc) {
-                *dc = v - 1;
-                moved = 1;
-            }
+            rc = lower(d, sql, before, *dc, 2, dc, &moved, err);
         }
     }
     for (int c = 0; c < ARCHIVE_CHAINS; c++)
@@ -370,7 +354,8 @@ static int chain_ends(struct db *d, const int64_t cut[ARCHIVE_CHAINS],
         r->last_id[c] = prev ? prev->last_id[c] : 0;
         snprintf(r->hash[c], sizeof(r->hash[c]), "%s", prev ? prev->hash[c] : AUDIT_CHAIN_GENESIS);
         char sql[160];
-        snprintf(sql, sizeof(sql), "SELECT id, hash FROM %s WHERE id <= ?1 ORDER BY id DESC LIMIT 1",
+        snprintf(sql, sizeof(sql),
+                 "SELECT id, hash FROM %s WHERE id <= ?1 ORDER BY id DESC LIMIT 1",
                  audit__archive_chains[c]);
         struct db_stmt *st = NULL;
         if ((rc = db_prepare(d, sql, &st, err)))
@@ -402,8 +387,8 @@ static int copy_moving(struct db *live, struct db *archive, int64_t before,
     static const int kinds[ARCHIVE_CHAINS] = {ARCHIVED_DECISIONS, ARCHIVED_ACTIONS,
                                               ARCHIVED_CHANGES};
     for (int c = 0; rc == 0 && c < ARCHIVE_CHAINS; c++)
-        rc = audit__copy_rows(live, archive, audit__archive_chains[c], "id <= ?1", "id", &cut[c],
-                              1, &counts[kinds[c]], progress, err);
+        rc = audit__copy_rows(live, archive, audit__archive_chains[c], "id <= ?1", "id", &cut[c], 1,
+                              &counts[kinds[c]], progress, err);
     for (size_t r = 0; rc == 0 && r < NREQUESTS; r++)
         rc = audit__copy_rows(live, archive, requests[r].table, requests[r].moves, "id", args, 2,
                               &counts[ARCHIVED_REQUESTS], progress, err);

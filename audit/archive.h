@@ -28,7 +28,7 @@ enum {
 struct archive_record {
     int64_t id, created_at, before_at;
     char file[1024];
-    char state[16]; /* removing, done (the log's), held (the archive's) */
+    char state[16];                  /* removing, done (the log's), held (the archive's) */
     int64_t last_id[ARCHIVE_CHAINS]; /* the last row moved; the first left starts from its hash */
     char hash[ARCHIVE_CHAINS][65];
     char digest[65]; /* audit__archive_digest of the unchained rows moved */

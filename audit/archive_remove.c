@@ -101,8 +101,8 @@ static char *expand(const char *tmpl, const char *list)
 
 /* Deletes, in one transaction, what each statement removes for the ids
  * given (each '@' in it names them as ?1..?n). */
-static int remove_ids(struct db *live, const char *const *templates, size_t nt,
-                      const int64_t *ids, size_t n, struct medic_error *err)
+static int remove_ids(struct db *live, const char *const *templates, size_t nt, const int64_t *ids,
+                      size_t n, struct medic_error *err)
 {
     char list[MAX_LIST * 8];
     placeholders(list, sizeof(list), n);
@@ -132,8 +132,8 @@ static int remove_ids(struct db *live, const char *const *templates, size_t nt,
  * first, so that a duplicate goes before the notification it names),
  * through the templates. */
 static int remove_listed(struct db *live, struct db *archive, const char *table,
-                         const char *const *templates, size_t nt,
-                         void (*progress)(const char *), struct medic_error *err)
+                         const char *const *templates, size_t nt, void (*progress)(const char *),
+                         struct medic_error *err)
 {
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT id FROM %s ORDER BY id DESC", table);
@@ -163,8 +163,7 @@ static int remove_listed(struct db *live, struct db *archive, const char *table,
 }
 
 int audit__archive_remove(struct db *live, struct db *archive, const struct archive_record *r,
-                          size_t chunk, void (*progress)(const char *line),
-                          struct medic_error *err)
+                          size_t chunk, void (*progress)(const char *line), struct medic_error *err)
 {
     if (!chunk)
         chunk = DEFAULT_CHUNK;
@@ -182,9 +181,8 @@ int audit__archive_remove(struct db *live, struct db *archive, const struct arch
     }
     if (rc == 0)
         rc = remove_chain(live, "decisions", r->last_id[ARCHIVE_DECISIONS], chunk, progress, err);
-    /* a notification that a newer duplicate names stays, and its alerts */
-#define STAYS                                                                                      \
-    "SELECT duplicate_of FROM notifications WHERE duplicate_of IN (@) AND id NOT IN (@)"
+        /* a notification that a newer duplicate names stays, and its alerts */
+#define STAYS "SELECT duplicate_of FROM notifications WHERE duplicate_of IN (@) AND id NOT IN (@)"
     static const char *const notifications[] = {
         "DELETE FROM alerts WHERE notification_id IN (@) AND notification_id NOT IN (" STAYS ")",
         "DELETE FROM notifications WHERE id IN (@) AND id NOT IN (" STAYS ")",

@@ -18,14 +18,15 @@
  * check of the references, when a row goes, looks up instead of scanning
  * (version 12). A notification pays for one only when it is a duplicate. */
 #define ARCHIVE_NOTIFICATION_INDEXES                                                               \
-    "CREATE INDEX IF NOT EXISTS notifications_by_first ON notifications(duplicate_of)"                           \
+    "CREATE INDEX IF NOT EXISTS notifications_by_first ON notifications(duplicate_of)"             \
     " WHERE duplicate_of IS NOT NULL;"
 #define ARCHIVE_DECISION_INDEXES                                                                   \
-    "CREATE INDEX IF NOT EXISTS decisions_by_notification ON decisions(notification_id);"                        \
+    "CREATE INDEX IF NOT EXISTS decisions_by_notification ON decisions(notification_id);"          \
     "CREATE INDEX IF NOT EXISTS decisions_by_alert ON decisions(alert_id);"
 #define ARCHIVE_ACTION_INDEXES                                                                     \
-    "CREATE INDEX IF NOT EXISTS actions_by_decision ON actions(decision_id);"                                    \
-    "CREATE INDEX IF NOT EXISTS actions_by_intent ON actions(intent_id) WHERE intent_id IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS actions_by_decision ON actions(decision_id);"                      \
+    "CREATE INDEX IF NOT EXISTS actions_by_intent ON actions(intent_id) WHERE intent_id IS NOT "   \
+    "NULL;"
 #define ARCHIVE_CHANGE_INDEXES                                                                     \
     "CREATE INDEX IF NOT EXISTS incident_changes_by_decision ON incident_changes(decision_id);"
 #define ARCHIVE_INDEXES                                                                            \

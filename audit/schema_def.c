@@ -219,8 +219,8 @@ static const struct table tables[] = {
      "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
      " WHERE duplicate_of IS NULL;"
      "CREATE INDEX notifications_by_time ON notifications(received_at);"
-     "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS NULL;"
-     ARCHIVE_NOTIFICATION_INDEXES,
+     "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS "
+     "NULL;" ARCHIVE_NOTIFICATION_INDEXES,
      0},
     {"alerts", COLUMNS(alerts), "",
      "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
@@ -252,8 +252,8 @@ static const struct table tables[] = {
     {"incident_changes", COLUMNS(incident_changes), "",
      "CREATE INDEX incident_changes_by_incident ON incident_changes(incident, id);"
      "CREATE INDEX incident_changes_by_node ON incident_changes(node, created_at);"
-     "CREATE INDEX incident_changes_by_time ON incident_changes(created_at);"
-     ARCHIVE_CHANGE_INDEXES,
+     "CREATE INDEX incident_changes_by_time ON "
+     "incident_changes(created_at);" ARCHIVE_CHANGE_INDEXES,
      0},
     {"engine_rows", COLUMNS(engine_rows), ", PRIMARY KEY (kind, key)", "", 0},
     {"approvals", COLUMNS(approvals), "",

@@ -98,8 +98,7 @@ int audit_verify(struct audit_reader *reader, struct audit_verify_result *out,
     return audit_chain_verify(reader->db, out, err);
 }
 
-static int differs(struct audit_verify_result *out, const char *table, int64_t id,
-                   const char *why)
+static int differs(struct audit_verify_result *out, const char *table, int64_t id, const char *why)
 {
     out->ok = 0;
     out->broken_table = table;
@@ -158,8 +157,7 @@ int audit_verify_archive(struct audit_reader *live, const char *file,
     struct archive_record held, r, prev;
     int found = 0, has_prev = 0;
     if (rc == 0 && !audit__has_archives(a))
-        rc = medic_error_set(err, MEDIC_E_INVALID, "%s is not an archive (no record of one)",
-                             file);
+        rc = medic_error_set(err, MEDIC_E_INVALID, "%s is not an archive (no record of one)", file);
     if (rc == 0)
         rc = audit__archive_record_read(a, "state = 'held'", NULL, 0, &held, &found, err);
     if (rc == 0 && !found)
@@ -171,8 +169,8 @@ int audit_verify_archive(struct audit_reader *live, const char *file,
         rc = medic_error_set(err, MEDIC_E_INVALID, "the log has no record of any archive");
     int64_t id = held.id;
     if (rc == 0)
-        rc = audit__archive_record_read(live->db, "id = ?1 AND state <> 'held'", &id, 1, &r,
-                                        &found, err);
+        rc = audit__archive_record_read(live->db, "id = ?1 AND state <> 'held'", &id, 1, &r, &found,
+                                        err);
     if (rc == 0 && !found)
         rc = medic_error_set(err, MEDIC_E_INVALID,
                              "the log has no record of archive %lld: this archive comes from "
@@ -180,8 +178,8 @@ int audit_verify_archive(struct audit_reader *live, const char *file,
                              (long long)id);
     if (rc == 0)
         rc = audit__archive_record_read(live->db,
-                                        "id < ?1 AND state <> 'held' ORDER BY id DESC LIMIT 1",
-                                        &id, 1, &prev, &has_prev, err);
+                                        "id < ?1 AND state <> 'held' ORDER BY id DESC LIMIT 1", &id,
+                                        1, &prev, &has_prev, err);
     *record = id;
     if (rc == 0 && (held.before_at != r.before_at || strcmp(held.digest, r.digest) != 0 ||
                     memcmp(held.last_id, r.last_id, sizeof(r.last_id)) != 0 ||

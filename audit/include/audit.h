@@ -567,18 +567,20 @@ int audit_verify_archive(struct audit_reader *live, const char *file,
 /* ---- archives: the rows older than a time moved out of the log ---- */
 
 struct audit_archive_options {
-    int64_t before; /* ns: rows older than this move (at least an hour ago) */
+    int64_t before;  /* ns: rows older than this move (at least an hour ago) */
     const char *out; /* the archive: a new SQLite file */
     size_t chunk;    /* rows taken out of the log per transaction (0: 2,000) */
     void (*progress)(const char *line);
 };
-enum { AUDIT_ARCHIVED_KINDS = 6 }; /* notifications, alerts, decisions, actions, changes,
-                                      people's requests */
+enum {
+    AUDIT_ARCHIVED_KINDS = 6
+}; /* notifications, alerts, decisions, actions, changes,
+      people's requests */
 struct audit_archived {
     int64_t record;                         /* the log's record of this archive */
     long long counts[AUDIT_ARCHIVED_KINDS]; /* rows moved */
     int64_t last_id[3];                     /* the last decision, action and change moved */
-    int resumed; /* an earlier archive's rows were taken out first */
+    int resumed;                            /* an earlier archive's rows were taken out first */
 };
 /* Moves the rows older than o->before that nothing left refers to into
  * o->out, records where each chain was cut in the log, and takes them out

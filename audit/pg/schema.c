@@ -7,9 +7,9 @@
 #include <string.h>
 
 const char *const audit_migrated_tables[AUDIT_MIGRATED_TABLES] = {
-    "notifications",    "alerts",      "decisions", "actions",        "engine_state",
-    "incident_changes", "engine_rows", "approvals", "pause_requests", "release_requests",
-    "audit_archives"};
+    "notifications",  "alerts",           "decisions",     "actions",
+    "engine_state",   "incident_changes", "engine_rows",   "approvals",
+    "pause_requests", "release_requests", "audit_archives"};
 
 /* A new log is created from the schema's description (schema_def.c) in
  * PostgreSQL's types; an older one is brought up to date by the steps

@@ -212,8 +212,7 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
 static int lite_open_target(const char *path, void **conn, struct db **db, struct medic_error *err)
 {
     sqlite3 *lite = NULL;
-    int opened =
-        sqlite3_open_v2(path, &lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int opened = sqlite3_open_v2(path, &lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     *conn = lite;
     if (opened != SQLITE_OK) {
         char why[320];
