@@ -237,11 +237,13 @@ static int run_migrate(const char *from, const char *to)
 
 static int report_verified(const struct audit_verify_result *res)
 {
-    if (!res->ok) {
+    if (!res->ok && res->broken_id == 0) /* no one row: the archive's other rows */
+        printf("archive broken: %s: %s\n", res->broken_table, res->why);
+    if (!res->ok && res->broken_id)
         printf("chain broken: %s row %lld: %s\n", res->broken_table, (long long)res->broken_id,
                res->why);
+    if (!res->ok)
         return 1;
-    }
     printf("ok: %lld decisions, %lld actions and %lld incident changes, hash chains intact\n",
            (long long)res->decisions_checked, (long long)res->actions_checked,
            (long long)res->changes_checked);
