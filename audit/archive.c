@@ -24,22 +24,31 @@
 const char *const audit__archive_chains[ARCHIVE_CHAINS] = {"decisions", "actions",
                                                            "incident_changes"};
 
+_Static_assert((int)ARCHIVED_KINDS == (int)AUDIT_ARCHIVED_KINDS, "the counts audit.h shows");
+
 /* An archive moves nothing newer than this: such a row may still be
  * retried by Alertmanager or waited on by the engine. */
 #define ARCHIVE_MIN_AGE_NS (3600LL * 1000000000LL)
+
+/* Rows read from the log per query while copying. */
+#define ARCHIVE_PAGE 5000
 
 #define RECORD_COLUMNS                                                                             \
     "id, created_at, before_at, file, state, decisions_last_id, decisions_hash, "                  \
     "actions_last_id, actions_hash, changes_last_id, changes_hash, rows_digest, notifications, "   \
     "alerts, decisions, actions, changes, requests"
 
-/* A notification moves when it is older than ?1 and was evaluated, no
- * decision left (after ?2) is about it, and no duplicate of it stays. */
+/* A notification moves when it is older than ?1 and was evaluated, and
+ * it is not pinned: a decision left (after the cut) is about it, or a
+ * duplicate that stays names it. The pinned are found once, into a
+ * temporary table, rather than by every query of a page. */
 #define NOTIFICATION_MOVES                                                                         \
-    "received_at < ?1 AND evaluated_at IS NOT NULL AND id NOT IN (SELECT notification_id FROM "    \
-    "decisions WHERE id > ?2 AND notification_id IS NOT NULL) AND id NOT IN (SELECT "              \
-    "duplicate_of FROM notifications WHERE duplicate_of IS NOT NULL AND (received_at >= ?1 OR "    \
-    "evaluated_at IS NULL))"
+    "received_at < ?1 AND evaluated_at IS NOT NULL AND id NOT IN (SELECT id FROM archive_pinned)"
+#define PIN_NOTIFICATIONS                                                                          \
+    "INSERT INTO archive_pinned SELECT notification_id FROM decisions WHERE id > ?2 AND "          \
+    "notification_id IS NOT NULL UNION SELECT duplicate_of FROM notifications WHERE received_at "  \
+    ">= ?1 AND duplicate_of IS NOT NULL UNION SELECT duplicate_of FROM notifications WHERE "       \
+    "evaluated_at IS NULL AND duplicate_of IS NOT NULL"
 /* A person's request moves when it was taken before ?1 and each decision
  * it names moves (up to ?2). */
 #define REQUEST_TAKEN "evaluated_at IS NOT NULL AND created_at < ?1"
@@ -377,21 +386,32 @@ static int copy_moving(struct db *live, struct db *archive, int64_t before,
                        void (*progress)(const char *), struct medic_error *err)
 {
     int64_t args[2] = {before, cut[ARCHIVE_DECISIONS]};
-    int rc = audit__copy_rows(live, archive, "notifications", NOTIFICATION_MOVES, "id", args, 2,
-                              &counts[ARCHIVED_NOTIFICATIONS], progress, err);
+    struct db_stmt *st = NULL;
+    int rc = db_prepare(live, PIN_NOTIFICATIONS, &st, err);
+    if (rc == 0) {
+        db_bind_int64(st, 1, before);
+        db_bind_int64(st, 2, cut[ARCHIVE_DECISIONS]);
+        if (db_step(st, err) < 0)
+            rc = err->code ? err->code : MEDIC_E_STORE;
+    }
+    db_finalize(st);
+    if (rc)
+        return rc;
+    rc = audit__copy_rows(live, archive, "notifications", NOTIFICATION_MOVES, "id", args, 1,
+                          ARCHIVE_PAGE, &counts[ARCHIVED_NOTIFICATIONS], progress, err);
     if (rc == 0)
         rc = audit__copy_rows(live, archive, "alerts",
                               "notification_id IN (SELECT id FROM notifications WHERE "
                               "" NOTIFICATION_MOVES ")",
-                              "id", args, 2, &counts[ARCHIVED_ALERTS], progress, err);
+                              "id", args, 1, ARCHIVE_PAGE, &counts[ARCHIVED_ALERTS], progress, err);
     static const int kinds[ARCHIVE_CHAINS] = {ARCHIVED_DECISIONS, ARCHIVED_ACTIONS,
                                               ARCHIVED_CHANGES};
     for (int c = 0; rc == 0 && c < ARCHIVE_CHAINS; c++)
         rc = audit__copy_rows(live, archive, audit__archive_chains[c], "id <= ?1", "id", &cut[c], 1,
-                              &counts[kinds[c]], progress, err);
+                              ARCHIVE_PAGE, &counts[kinds[c]], progress, err);
     for (size_t r = 0; rc == 0 && r < NREQUESTS; r++)
         rc = audit__copy_rows(live, archive, requests[r].table, requests[r].moves, "id", args, 2,
-                              &counts[ARCHIVED_REQUESTS], progress, err);
+                              ARCHIVE_PAGE, &counts[ARCHIVED_REQUESTS], progress, err);
     return rc;
 }
 
@@ -456,7 +476,14 @@ static int archive_into(struct db *live, const struct audit_backend *lite,
     int64_t cut[ARCHIVE_CHAINS];
     void *aconn = NULL;
     struct db *adb = NULL;
-    int rc = db_begin_snapshot(live, err);
+    /* created before the snapshot: PostgreSQL's read-only transaction
+     * writes a temporary table but creates none */
+    int rc = db_exec(live, "CREATE TEMP TABLE IF NOT EXISTS archive_pinned (id BIGINT PRIMARY KEY)",
+                     err);
+    if (rc == 0)
+        rc = db_exec(live, "DELETE FROM archive_pinned", err);
+    if (rc == 0)
+        rc = db_begin_snapshot(live, err);
     int snap = rc == 0;
     if (rc == 0)
         rc = audit__archive_record_read(live, "state <> 'held' ORDER BY id DESC LIMIT 1", NULL, 0,
@@ -480,9 +507,16 @@ static int archive_into(struct db *live, const struct audit_backend *lite,
         struct medic_error ignored = {0};
         db_commit(live, &ignored); /* ends the snapshot */
     }
-    long long counted[ARCHIVED_KINDS] = {0};
+    long long counted[ARCHIVED_KINDS] = {0}, moving = 0;
     if (rc == 0)
         rc = audit__archive_digest(adb, r.digest, counted, err);
+    for (int k = 0; k < ARCHIVED_KINDS; k++)
+        moving += r.counts[k];
+    if (rc == 0 && moving == 0) { /* no archive of nothing */
+        lite->close_reader(aconn, adb);
+        unlink(o->out);
+        return 0;
+    }
     r.created_at = medic_time_now() / MEDIC_NS_PER_MS;
     r.before_at = before;
     snprintf(r.file, sizeof(r.file), "%s", o->out);

@@ -5,21 +5,15 @@
 
 #define COPY_MAX_COLUMNS 32
 
-int audit__copy_rows(struct db *from, struct db *to, const char *table, const char *where,
-                     const char *order, const int64_t *args, int nargs, long long *rows,
+/* Copies the rows st gives (bound, not yet stepped) through *ins (prepared
+ * at the first row), counting them in *rows and *got; the first column of
+ * the last in *last. */
+static int copy_from(struct db_stmt *st, struct db *to, const char *table, struct db_stmt **insp,
+                     long long *rows, long long *got, int64_t *last,
                      void (*progress)(const char *line), struct medic_error *err)
 {
-    char sql[1024];
-    snprintf(sql, sizeof(sql), "SELECT * FROM %s%s%s ORDER BY %s", table, where ? " WHERE " : "",
-             where ? where : "", order);
-    struct db_stmt *st = NULL, *ins = NULL;
-    int rc = db_prepare(from, sql, &st, err), step = 0;
-    if (rc) {
-        medic_error_prefix(err, table);
-        return rc;
-    }
-    for (int i = 0; i < nargs; i++)
-        db_bind_int64(st, i + 1, args[i]);
+    struct db_stmt *ins = *insp;
+    int rc = 0, step = 0;
     /* the columns are known once a row is read; an empty table copies
      * nothing */
     while (rc == 0 && (step = db_step(st, err)) == 1) {
@@ -44,7 +38,10 @@ int audit__copy_rows(struct db *from, struct db *to, const char *table, const ch
             snprintf(insert + at, sizeof(insert) - at, ")");
             if ((rc = db_prepare_cached(to, insert, &ins, err)))
                 break;
+            *insp = ins;
         }
+        *last = db_column_int64(st, 0);
+        ++*got;
         for (int i = 0; i < n; i++) {
             size_t len = 0;
             const void *blob;
@@ -84,7 +81,39 @@ int audit__copy_rows(struct db *from, struct db *to, const char *table, const ch
         medic_error_prefix(err, table);
         rc = step;
     }
+    return rc;
+}
+
+int audit__copy_rows(struct db *from, struct db *to, const char *table, const char *where,
+                     const char *order, const int64_t *args, int nargs, size_t page,
+                     long long *rows, void (*progress)(const char *line), struct medic_error *err)
+{
+    char sql[1024];
+    if (page) /* a page at a time, from the id after the last row copied */
+        snprintf(sql, sizeof(sql), "SELECT * FROM %s WHERE %s%sid > ?%d ORDER BY id LIMIT %zu",
+                 table, where ? where : "", where ? " AND " : "", nargs + 1, page);
+    else
+        snprintf(sql, sizeof(sql), "SELECT * FROM %s%s%s ORDER BY %s", table,
+                 where ? " WHERE " : "", where ? where : "", order);
+    struct db_stmt *ins = NULL;
+    int64_t last = 0;
+    int rc = 0;
+    for (long long got = page; rc == 0 && got == (long long)page;) {
+        struct db_stmt *st = NULL;
+        if ((rc = db_prepare(from, sql, &st, err))) {
+            medic_error_prefix(err, table);
+            break;
+        }
+        for (int i = 0; i < nargs; i++)
+            db_bind_int64(st, i + 1, args[i]);
+        if (page)
+            db_bind_int64(st, nargs + 1, last);
+        got = 0;
+        rc = copy_from(st, to, table, &ins, rows, &got, &last, progress, err);
+        db_finalize(st);
+        if (!page)
+            break;
+    }
     db_finalize(ins);
-    db_finalize(st);
     return rc;
 }

@@ -84,7 +84,7 @@ int audit_migrate(const char *path, const char *url, void (*progress)(const char
         rc = db_begin(to, err);
     int began = rc == 0;
     for (size_t t = 0; rc == 0 && t < AUDIT_MIGRATED_TABLES; t++) {
-        rc = audit__copy_rows(from, to, audit_migrated_tables[t], NULL, "rowid", NULL, 0,
+        rc = audit__copy_rows(from, to, audit_migrated_tables[t], NULL, "rowid", NULL, 0, 0,
                               &out->rows[t], progress, err);
         if (rc == 0)
             say(progress, audit_migrated_tables[t], out->rows[t], 1);

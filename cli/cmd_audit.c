@@ -208,6 +208,10 @@ static int run_archive(const char *db, int64_t before, const char *out)
     }
     if (a.resumed)
         printf("finished the earlier archive's removal first\n");
+    if (!a.record) {
+        printf("nothing older than --before can move: no archive written\n");
+        return 0;
+    }
     printf("archive %lld in %s: %lld notifications, %lld alerts, %lld decisions, %lld actions, "
            "%lld incident changes, %lld requests\n",
            (long long)a.record, out, a.counts[0], a.counts[1], a.counts[2], a.counts[3],

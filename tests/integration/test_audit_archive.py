@@ -197,6 +197,11 @@ def test_archive_round_trip(suite):
         assert r.returncode == 0 and f"the log's archive {record}" in r.stdout, r.stdout + r.stderr
     r = run(medic, clock, "verify", "--db", medic.db)
     assert r.returncode == 0, r.stdout + r.stderr
+    # nothing more to move: no file, no record
+    out3 = os.path.join(suite.subdir("archives"), "empty.db")
+    r = run(medic, clock, "archive", "--db", medic.db, "--before", "90m", "--out", out3)
+    assert r.returncode == 0 and "no archive written" in r.stdout, r.stdout + r.stderr
+    assert not os.path.exists(out3)
     # hour 0's notification went with its duplicate this time
     second = json.loads(subprocess.run(
         [medic.binary, "audit", "notifications", "--db", out2, "--format", "json", "--limit",
