@@ -44,6 +44,13 @@ _Static_assert((int)ARCHIVED_KINDS == (int)AUDIT_ARCHIVED_KINDS, "the counts aud
  * temporary table, rather than by every query of a page. */
 #define NOTIFICATION_MOVES                                                                         \
     "received_at < ?1 AND evaluated_at IS NOT NULL AND id NOT IN (SELECT id FROM archive_pinned)"
+/* An alert moves with its notification: looked up by its key for each
+ * alert of a page, rather than the notifications that move found again
+ * for every page. */
+#define ALERT_MOVES                                                                                \
+    "notification_id NOT IN (SELECT id FROM archive_pinned) AND EXISTS (SELECT 1 FROM "            \
+    "notifications n WHERE n.id = alerts.notification_id AND n.received_at < ?1 AND "              \
+    "n.evaluated_at IS NOT NULL)"
 #define PIN_NOTIFICATIONS                                                                          \
     "INSERT INTO archive_pinned SELECT notification_id FROM decisions WHERE id > ?2 AND "          \
     "notification_id IS NOT NULL UNION SELECT duplicate_of FROM notifications WHERE received_at "  \
@@ -400,10 +407,8 @@ static int copy_moving(struct db *live, struct db *archive, int64_t before,
     rc = audit__copy_rows(live, archive, "notifications", NOTIFICATION_MOVES, "id", args, 1,
                           ARCHIVE_PAGE, &counts[ARCHIVED_NOTIFICATIONS], progress, err);
     if (rc == 0)
-        rc = audit__copy_rows(live, archive, "alerts",
-                              "notification_id IN (SELECT id FROM notifications WHERE "
-                              "" NOTIFICATION_MOVES ")",
-                              "id", args, 1, ARCHIVE_PAGE, &counts[ARCHIVED_ALERTS], progress, err);
+        rc = audit__copy_rows(live, archive, "alerts", ALERT_MOVES, "id", args, 1, ARCHIVE_PAGE,
+                              &counts[ARCHIVED_ALERTS], progress, err);
     static const int kinds[ARCHIVE_CHAINS] = {ARCHIVED_DECISIONS, ARCHIVED_ACTIONS,
                                               ARCHIVED_CHANGES};
     for (int c = 0; rc == 0 && c < ARCHIVE_CHAINS; c++)

@@ -44,7 +44,7 @@ import threading
 import time
 
 from lab import (AUDIT_BACKEND, GatedScontrol, IpmiBmc, Medic, RecordingReceiver, SlurmCluster,
-                 SteppedClock, Suite, free_port, wait_until, write_secret)
+                 SteppedClock, Suite, free_port, request, wait_until, write_secret)
 
 WEBHOOK, READ, ADMIN, ALICE = "webhook-token", "read-token", "admin-token", "alice-token"
 
@@ -445,8 +445,12 @@ def test_waiting_requests_hold_no_thread(suite):
     answers = []
 
     def pause(i):
-        status, _, raw = medic.post("/api/v1/pause", json.dumps({"reason": f"pause {i}"}),
-                                    headers=bearer(ADMIN))
+        # a pause the round after this one takes waits out two Prometheus
+        # timeouts (5 s each): more than the lab client's default wait
+        status, _, raw = request("POST", medic.url + "/api/v1/pause",
+                                 json.dumps({"reason": f"pause {i}"}),
+                                 dict(bearer(ADMIN), **{"Content-Type": "application/json"}),
+                                 timeout=40)
         answers.append((status, time.monotonic(), raw))
     pausing = [threading.Thread(target=pause, args=(i,)) for i in range(8)]
     for t in pausing:
@@ -458,7 +462,7 @@ def test_waiting_requests_hold_no_thread(suite):
     answered = time.monotonic()
     assert answers == [], answers  # they still wait for the round, holding no thread
     for t in pausing:
-        t.join(30)
+        t.join(45)
     assert len(answers) == 8 and all(a[0] == 200 for a in answers), answers
     assert all(a[1] > answered for a in answers), "a pause was answered before the webhook"
 
