@@ -11,7 +11,9 @@
 #include <string.h>
 
 #define DEFAULT_CHUNK 2000
-#define MAX_LIST 500 /* ids named in one statement */
+#define MAX_LIST                                                                                   \
+    100 /* ids named in one statement: a transaction short enough that the                         \
+         * daemon's writer, waiting for it, still answers in milliseconds */
 
 static void say(void (*progress)(const char *), const char *table, long long n)
 {
