@@ -432,7 +432,7 @@ static void say(void (*progress)(const char *), const char *what, const char *fi
 
 /* An archive whose rows were not all taken out of the log (the run was
  * stopped): they are taken out now, from its file. */
-static int finish_earlier(const struct audit_backend *lite, struct db *live,
+static int finish_earlier(const struct audit_backend *lite, struct db *live, int yield,
                           const struct audit_archive_options *o, int *resumed,
                           struct medic_error *err)
 {
@@ -453,7 +453,7 @@ static int finish_earlier(const struct audit_backend *lite, struct db *live,
     struct db *adb = NULL;
     rc = lite->open_reader(r.file, &conn, &adb, err);
     if (rc == 0)
-        rc = audit__archive_remove(live, adb, &r, o->chunk, o->progress, err);
+        rc = audit__archive_remove(live, yield, adb, &r, o->chunk, o->progress, err);
     if (conn || adb)
         lite->close_reader(conn, adb);
     if (rc == 0) {
@@ -470,7 +470,7 @@ static int finish_earlier(const struct audit_backend *lite, struct db *live,
     return rc;
 }
 
-static int archive_into(struct db *live, const struct audit_backend *lite,
+static int archive_into(struct db *live, int yield, const struct audit_backend *lite,
                         const struct audit_archive_options *o, struct audit_archived *out,
                         struct medic_error *err)
 {
@@ -536,7 +536,7 @@ static int archive_into(struct db *live, const struct audit_backend *lite,
     if (rc == 0)
         say(o->progress, "written, now taking its rows out of the log:", o->out, (long long)r.id);
     if (rc == 0)
-        rc = audit__archive_remove(live, adb, &r, o->chunk, o->progress, err);
+        rc = audit__archive_remove(live, yield, adb, &r, o->chunk, o->progress, err);
     if (aconn || adb)
         lite->close_reader(aconn, adb);
     if (rc == 0) {
@@ -575,9 +575,9 @@ int audit_archive(const char *location, const struct audit_archive_options *o,
     struct db *live = NULL;
     int rc = b->open_target(location, &conn, &live, err);
     if (rc == 0)
-        rc = finish_earlier(lite, live, o, &out->resumed, err);
+        rc = finish_earlier(lite, live, !b->shared, o, &out->resumed, err);
     if (rc == 0)
-        rc = archive_into(live, lite, o, out, err);
+        rc = archive_into(live, !b->shared, lite, o, out, err);
     if (conn || live)
         b->close_reader(conn, live);
     return rc;

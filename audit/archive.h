@@ -56,10 +56,12 @@ int audit__archive_digest(struct db *archive, char out[65], long long counts[ARC
                           struct medic_error *err);
 
 /* Takes the rows the archive holds out of the live log, in transactions
- * of at most chunk rows, children before what they refer to; a row that a
- * newer one still refers to stays (it is in both). */
-int audit__archive_remove(struct db *live, struct db *archive, const struct archive_record *r,
-                          size_t chunk, void (*progress)(const char *line),
-                          struct medic_error *err);
+ * of at most chunk rows, children before what they refer to, each
+ * followed by a pause for the daemon's writer when yield (a log whose
+ * writers take turns: SQLite); a row that a newer one still refers to
+ * stays (it is in both). */
+int audit__archive_remove(struct db *live, int yield, struct db *archive,
+                          const struct archive_record *r, size_t chunk,
+                          void (*progress)(const char *line), struct medic_error *err);
 
 #endif

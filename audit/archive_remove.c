@@ -5,10 +5,12 @@
  * A stopped run leaves its record at "removing"; the next finishes it from
  * the same file, since every step deletes only what is still there. */
 #include "archive.h"
+#include "timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_CHUNK 2000
 #define MAX_LIST                                                                                   \
@@ -24,8 +26,24 @@ static void say(void (*progress)(const char *), const char *table, long long n)
     progress(line);
 }
 
-static int run_in_tx(struct db *d, struct db_stmt *st, struct medic_error *err)
+/* After a transaction that began at started: on a log one process
+ * writes (SQLite), as long a pause as it took (10 ms at least), so that
+ * the daemon's writer, which waits for the lock in sleeps of up to 100 ms,
+ * finds it free; without, back-to-back transactions kept it waiting half a
+ * second. Rows locked one by one (PostgreSQL) need none. */
+static void give_way(int yield, int64_t started)
 {
+    if (!yield)
+        return;
+    int64_t took = medic_time_monotonic() - started;
+    int64_t ns = took > 10000000 ? took : 10000000;
+    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+    nanosleep(&ts, NULL);
+}
+
+static int run_in_tx(struct db *d, int yield, struct db_stmt *st, struct medic_error *err)
+{
+    int64_t started = medic_time_monotonic();
     int rc = db_begin(d, err);
     if (rc == 0 && db_step(st, err) < 0)
         rc = err->code ? err->code : MEDIC_E_STORE;
@@ -33,11 +51,12 @@ static int run_in_tx(struct db *d, struct db_stmt *st, struct medic_error *err)
         rc = db_commit(d, err);
     else
         db_rollback(d);
+    give_way(yield, started);
     return rc;
 }
 
 /* A chain's rows up to last, a window of ids at a time. */
-static int remove_chain(struct db *live, const char *table, int64_t last, size_t chunk,
+static int remove_chain(struct db *live, int yield, const char *table, int64_t last, size_t chunk,
                         void (*progress)(const char *), struct medic_error *err)
 {
     char sql[160];
@@ -60,7 +79,7 @@ static int remove_chain(struct db *live, const char *table, int64_t last, size_t
             break;
         db_bind_int64(st, 1, lo);
         db_bind_int64(st, 2, hi);
-        rc = run_in_tx(live, st, err);
+        rc = run_in_tx(live, yield, st, err);
         db_finalize(st);
         done += hi - lo;
         lo = hi;
@@ -103,9 +122,10 @@ static char *expand(const char *tmpl, const char *list)
 
 /* Deletes, in one transaction, what each statement removes for the ids
  * given (each '@' in it names them as ?1..?n). */
-static int remove_ids(struct db *live, const char *const *templates, size_t nt, const int64_t *ids,
-                      size_t n, struct medic_error *err)
+static int remove_ids(struct db *live, int yield, const char *const *templates, size_t nt,
+                      const int64_t *ids, size_t n, struct medic_error *err)
 {
+    int64_t started = medic_time_monotonic();
     char list[MAX_LIST * 8];
     placeholders(list, sizeof(list), n);
     int rc = db_begin(live, err);
@@ -125,15 +145,17 @@ static int remove_ids(struct db *live, const char *const *templates, size_t nt, 
         db_finalize(st);
     }
     if (rc == 0)
-        return db_commit(live, err);
-    db_rollback(live);
+        rc = db_commit(live, err);
+    else
+        db_rollback(live);
+    give_way(yield, started);
     return rc;
 }
 
 /* The rows of table the archive holds, MAX_LIST ids at a time (newest
  * first, so that a duplicate goes before the notification it names),
  * through the templates. */
-static int remove_listed(struct db *live, struct db *archive, const char *table,
+static int remove_listed(struct db *live, int yield, struct db *archive, const char *table,
                          const char *const *templates, size_t nt, void (*progress)(const char *),
                          struct medic_error *err)
 {
@@ -147,7 +169,7 @@ static int remove_listed(struct db *live, struct db *archive, const char *table,
     while (rc == 0 && (step = db_step(st, err)) == 1) {
         ids[n++] = db_column_int64(st, 0);
         if (n == MAX_LIST) {
-            rc = remove_ids(live, templates, nt, ids, n, err);
+            rc = remove_ids(live, yield, templates, nt, ids, n, err);
             done += (long long)n;
             n = 0;
             if (done % 100000 < MAX_LIST)
@@ -157,32 +179,35 @@ static int remove_listed(struct db *live, struct db *archive, const char *table,
     if (rc == 0 && step < 0)
         rc = step;
     if (rc == 0 && n)
-        rc = remove_ids(live, templates, nt, ids, n, err);
+        rc = remove_ids(live, yield, templates, nt, ids, n, err);
     db_finalize(st);
     if (rc)
         medic_error_prefix(err, table);
     return rc;
 }
 
-int audit__archive_remove(struct db *live, struct db *archive, const struct archive_record *r,
-                          size_t chunk, void (*progress)(const char *line), struct medic_error *err)
+int audit__archive_remove(struct db *live, int yield, struct db *archive,
+                          const struct archive_record *r, size_t chunk,
+                          void (*progress)(const char *line), struct medic_error *err)
 {
     if (!chunk)
         chunk = DEFAULT_CHUNK;
     /* what refers to a decision first: actions, changes, requests */
-    int rc = remove_chain(live, "actions", r->last_id[ARCHIVE_ACTIONS], chunk, progress, err);
+    int rc =
+        remove_chain(live, yield, "actions", r->last_id[ARCHIVE_ACTIONS], chunk, progress, err);
     if (rc == 0)
-        rc = remove_chain(live, "incident_changes", r->last_id[ARCHIVE_CHANGES], chunk, progress,
-                          err);
+        rc = remove_chain(live, yield, "incident_changes", r->last_id[ARCHIVE_CHANGES], chunk,
+                          progress, err);
     static const char *const requests[] = {"approvals", "pause_requests", "release_requests"};
     for (size_t i = 0; rc == 0 && i < sizeof(requests) / sizeof(requests[0]); i++) {
         char tmpl[160];
         snprintf(tmpl, sizeof(tmpl), "DELETE FROM %s WHERE id IN (@)", requests[i]);
         const char *t[] = {tmpl};
-        rc = remove_listed(live, archive, requests[i], t, 1, progress, err);
+        rc = remove_listed(live, yield, archive, requests[i], t, 1, progress, err);
     }
     if (rc == 0)
-        rc = remove_chain(live, "decisions", r->last_id[ARCHIVE_DECISIONS], chunk, progress, err);
+        rc = remove_chain(live, yield, "decisions", r->last_id[ARCHIVE_DECISIONS], chunk, progress,
+                          err);
         /* a notification that a newer duplicate names stays, and its alerts */
 #define STAYS "SELECT duplicate_of FROM notifications WHERE duplicate_of IN (@) AND id NOT IN (@)"
     static const char *const notifications[] = {
@@ -191,6 +216,6 @@ int audit__archive_remove(struct db *live, struct db *archive, const struct arch
     };
 #undef STAYS
     if (rc == 0)
-        rc = remove_listed(live, archive, "notifications", notifications, 2, progress, err);
+        rc = remove_listed(live, yield, archive, "notifications", notifications, 2, progress, err);
     return rc;
 }

@@ -113,6 +113,11 @@ int audit__copy_rows(struct db *from, struct db *to, const char *table, const ch
         db_finalize(st);
         if (!page)
             break;
+        /* a page's rows made durable at once: the target's disk written a
+         * little at a time, not in one flush at the end that would stall
+         * every other writer of that disk (the daemon's syncs) */
+        if (rc == 0 && got == (long long)page && (rc = db_commit(to, err)) == 0)
+            rc = db_begin(to, err);
     }
     db_finalize(ins);
     return rc;

@@ -16,7 +16,8 @@
  * counts them in *rows and tells progress every 10,000 ("TABLE: N rows").
  * With page, in id order that many rows per query (the memory a query's
  * result takes is bounded, and a PostgreSQL transaction is never idle for
- * long), where the table's first column is its id. */
+ * long), where the table's first column is its id, and the target's open
+ * transaction committed and begun again after each full page. */
 int audit__copy_rows(struct db *from, struct db *to, const char *table, const char *where,
                      const char *order, const int64_t *args, int nargs, size_t page,
                      long long *rows, void (*progress)(const char *line), struct medic_error *err);
