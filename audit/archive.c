@@ -539,6 +539,10 @@ static int archive_into(struct db *live, int yield, const struct audit_backend *
         rc = audit__archive_remove(live, yield, adb, &r, o->chunk, o->progress, err);
     if (aconn || adb)
         lite->close_reader(aconn, adb);
+    /* a file the log has no record of holds nothing anyone needs: gone, so
+     * that the same command can run again */
+    if (rc && !r.id && (aconn || adb))
+        unlink(o->out);
     if (rc == 0) {
         struct db_stmt *st = NULL;
         rc = db_prepare(live, "UPDATE audit_archives SET state = 'done' WHERE id = ?1", &st, err);
