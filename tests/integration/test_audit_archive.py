@@ -35,10 +35,10 @@ def alert(node, name, offset, status="firing", group=None):
                            "endsAt": "0001-01-01T00:00:00Z"}]})
 
 
-def start(suite):
+def start(suite, name="medic", audit_options=""):
     hook = RecordingReceiver()
     suite.on_exit(hook.stop)
-    workdir = suite.subdir("medic")
+    workdir = suite.subdir(name)
     clock = SteppedClock(workdir)
     token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
     nodes = ", ".join(f"{{ name: gpu-node-{i:02d} }}" for i in range(1, 9))
@@ -47,7 +47,8 @@ def start(suite):
                   f"inventory: {{ nodes: [ {nodes} ] }}\n"
                   f"notifiers:\n  hook: {{ type: webhook, url: '{hook.url}/hook' }}\n"
                   "policies:\n  - name: tell\n    match: '{alertname=\"GPUHot\"}'\n"
-                  "    steps: [ { action: notify, notifier: hook, message: 'hot {{ $node }}' } ]\n")
+                  "    steps: [ { action: notify, notifier: hook, message: 'hot {{ $node }}' } ]\n",
+                  audit_options=audit_options)
     medic.env = clock.env()
     medic.start()
     return medic, clock
@@ -210,5 +211,79 @@ def test_archive_round_trip(suite):
     assert medic.stop() == 0
 
 
+def ids(db, table):
+    c = sqlite3.connect(db)
+    got = [r[0] for r in c.execute(f"SELECT id FROM {table} ORDER BY id")]
+    c.close()
+    return got
+
+
+def test_stopped_archive_finished(suite):
+    """A run stopped while it takes its rows out of the log (its record at
+    `removing`, some rows gone) leaves a log that verifies; the next run
+    finishes it from the same file before anything else, or, with that file
+    gone, says so and changes nothing. The stopped state is made from a
+    copy of the log taken before a complete run (an SQLite file in both
+    passes): the complete run's record set to `removing` in the copy, and
+    the first of its chains' rows taken out."""
+    medic, clock = start(suite, "stopped", audit_options=", busy_timeout: 5s")
+    for node in ("gpu-node-01", "gpu-node-02"):
+        post(medic, alert(node, "GPUHot", 0))
+        wait_until(f"{node} told", lambda: [
+            a for a in medic.audit("actions", "--node", node) if a["phase"] == "outcome"],
+            timeout=30)
+    clock.set(3 * HOUR)
+    post(medic, alert("gpu-node-03", "GPUHot", 3 * HOUR))
+    wait_until("hour 3's notify", lambda: outcomes(medic) == 3, timeout=30)
+    assert medic.stop() == 0
+    work = suite.subdir("stopped-copies")
+    copy = os.path.join(work, "copy.db")
+    src = sqlite3.connect(medic.db)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    out = os.path.join(work, "archive.db")
+    r = run(medic, clock, "archive", "--db", medic.db, "--before", "90m", "--out", out)
+    assert r.returncode == 0 and "archive 1 in" in r.stdout, r.stdout + r.stderr
+
+    # the copy as the run would have left it, stopped after its first chain
+    db = sqlite3.connect(copy)
+    record = sqlite3.connect(medic.db).execute(
+        "SELECT * FROM audit_archives WHERE id = 1").fetchone()
+    db.execute(f"INSERT INTO audit_archives VALUES ({', '.join('?' * len(record))})", record)
+    db.execute("UPDATE audit_archives SET state = 'removing'")
+    last_action = db.execute("SELECT actions_last_id FROM audit_archives").fetchone()[0]
+    assert last_action > 0, record
+    db.execute("DELETE FROM actions WHERE id <= ?", (last_action,))
+    db.commit()
+    db.close()
+    r = run(medic, clock, "verify", "--db", copy)
+    assert r.returncode == 0 and r.stdout.startswith("ok:"), r.stdout + r.stderr
+
+    # its file gone: said, and nothing changes
+    shutil.move(out, out + ".away")
+    before = {t: ids(copy, t) for t in ("notifications", "decisions", "actions")}
+    r = run(medic, clock, "archive", "--db", copy, "--before", "90m", "--out",
+            os.path.join(work, "second.db"))
+    assert r.returncode == 1 and "put it back" in r.stderr, r.stdout + r.stderr
+    assert {t: ids(copy, t) for t in before} == before
+    assert not os.path.exists(os.path.join(work, "second.db"))
+
+    # back: finished first, and the copy holds what the complete run left
+    shutil.move(out + ".away", out)
+    r = run(medic, clock, "archive", "--db", copy, "--before", "90m", "--out",
+            os.path.join(work, "second.db"))
+    assert r.returncode == 0 and "finished the earlier archive's removal first" in r.stdout, \
+        r.stdout + r.stderr
+    for t in ("notifications", "alerts", "decisions", "actions", "incident_changes"):
+        assert ids(copy, t) == ids(medic.db, t), t
+    state = sqlite3.connect(copy).execute("SELECT state FROM audit_archives").fetchall()
+    assert state == [("done",)], state
+    for args in (("--db", copy), ("--db", copy, "--archive", out)):
+        r = run(medic, clock, "verify", *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
 if __name__ == "__main__":
-    Suite(__doc__).run([test_archive_round_trip])
+    Suite(__doc__).run([test_archive_round_trip, test_stopped_archive_finished])
