@@ -451,7 +451,17 @@ static int finish_earlier(const struct audit_backend *lite, struct db *live, int
     say(o->progress, "finishing the earlier archive into", r.file, (long long)r.id);
     void *conn = NULL;
     struct db *adb = NULL;
-    rc = lite->open_reader(r.file, &conn, &adb, err);
+    rc = lite->open_target(r.file, &conn, &adb, err);
+    /* stopped before the archive kept its copy of the record: kept now */
+    struct archive_record held;
+    int has_held = 0;
+    if (rc == 0)
+        rc = audit__archive_record_read(adb, "state = 'held'", NULL, 0, &held, &has_held, err);
+    if (rc == 0 && !has_held) {
+        held = r;
+        snprintf(held.state, sizeof(held.state), "held");
+        rc = audit__archive_record_write(adb, &held, 1, err);
+    }
     if (rc == 0)
         rc = audit__archive_remove(live, yield, adb, &r, o->chunk, o->progress, err);
     if (conn || adb)

@@ -270,8 +270,16 @@ def test_stopped_archive_finished(suite):
     assert {t: ids(copy, t) for t in before} == before
     assert not os.path.exists(os.path.join(work, "second.db"))
 
-    # back: finished first, and the copy holds what the complete run left
+    # back, as a run stopped before the archive kept its copy of the record
+    # would have left it: finished first, and the copy holds what the
+    # complete run left
     shutil.move(out + ".away", out)
+    db = sqlite3.connect(out)
+    db.execute("DELETE FROM audit_archives")
+    db.commit()
+    db.close()
+    r = run(medic, clock, "verify", "--db", medic.db, "--archive", out)
+    assert r.returncode == 1 and "not an archive" in r.stderr, r.stdout + r.stderr
     r = run(medic, clock, "archive", "--db", copy, "--before", "90m", "--out",
             os.path.join(work, "second.db"))
     assert r.returncode == 0 and "finished the earlier archive's removal first" in r.stdout, \
