@@ -13,9 +13,9 @@
 #include <time.h>
 
 #define DEFAULT_CHUNK 2000
-#define MAX_LIST                                                                                   \
-    100 /* ids named in one statement: a transaction short enough that the                         \
-         * daemon's writer, waiting for it, still answers in milliseconds */
+/* Ids named in one statement: a transaction short enough that the
+ * daemon's writer, waiting for it, still answers in milliseconds. */
+#define MAX_LIST 100
 
 static void say(void (*progress)(const char *), const char *table, long long n)
 {
