@@ -430,6 +430,19 @@ static void say(void (*progress)(const char *), const char *what, const char *fi
     progress(line);
 }
 
+/* The log's record id once every row it moved is out of the log. */
+static int mark_done(struct db *live, int64_t id, struct medic_error *err)
+{
+    struct db_stmt *st = NULL;
+    int rc = db_prepare(live, "UPDATE audit_archives SET state = 'done' WHERE id = ?1", &st, err);
+    if (rc == 0) {
+        db_bind_int64(st, 1, id);
+        rc = db_step(st, err) < 0 ? err->code : 0;
+    }
+    db_finalize(st);
+    return rc;
+}
+
 /* An archive whose rows were not all taken out of the log (the run was
  * stopped): they are taken out now, from its file. */
 static int finish_earlier(const struct audit_backend *lite, struct db *live, int yield,
@@ -466,16 +479,8 @@ static int finish_earlier(const struct audit_backend *lite, struct db *live, int
         rc = audit__archive_remove(live, yield, adb, &r, o->chunk, o->progress, err);
     if (conn || adb)
         lite->close_reader(conn, adb);
-    if (rc == 0) {
-        int64_t id = r.id;
-        struct db_stmt *st = NULL;
-        rc = db_prepare(live, "UPDATE audit_archives SET state = 'done' WHERE id = ?1", &st, err);
-        if (rc == 0) {
-            db_bind_int64(st, 1, id);
-            rc = db_step(st, err) < 0 ? err->code : 0;
-        }
-        db_finalize(st);
-    }
+    if (rc == 0)
+        rc = mark_done(live, r.id, err);
     *resumed = rc == 0;
     return rc;
 }
@@ -553,15 +558,8 @@ static int archive_into(struct db *live, int yield, const struct audit_backend *
      * that the same command can run again */
     if (rc && !r.id && (aconn || adb))
         unlink(o->out);
-    if (rc == 0) {
-        struct db_stmt *st = NULL;
-        rc = db_prepare(live, "UPDATE audit_archives SET state = 'done' WHERE id = ?1", &st, err);
-        if (rc == 0) {
-            db_bind_int64(st, 1, r.id);
-            rc = db_step(st, err) < 0 ? err->code : 0;
-        }
-        db_finalize(st);
-    }
+    if (rc == 0)
+        rc = mark_done(live, r.id, err);
     out->record = r.id;
     memcpy(out->counts, r.counts, sizeof(out->counts));
     for (int c = 0; c < ARCHIVE_CHAINS; c++)
