@@ -54,7 +54,7 @@ static int wait_for_stop_signal(void)
     }
 }
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic agent --token-file FILE [--listen ADDR:PORT] [--state FILE]\n"
     "                   [--nvml LIBRARY] [--nvidia-smi PROGRAM]\n"
     "                   [--tls-cert FILE --tls-key FILE]\n"
@@ -83,15 +83,9 @@ static const char usage[] =
     "content; mode 0600 or 0400). NVML is loaded at start with dlopen\n"
     "(libnvidia-ml.so.1, or --nvml); remembered limits live in --state (default\n"
     "./medic-agent.state) so a restore works after the agent restarts.\n"
-    "\n"
-    "Options:\n"
-    "  --listen ADDR:PORT   default 0.0.0.0:" MEDIC_AGENT_PORT "\n"
-    "  --token-file FILE    the bearer token (required)\n"
-    "  --state FILE         remembered limits\n"
-    "  --nvml LIBRARY       the NVML library to load\n"
-    "  --nvidia-smi PROGRAM run for a GPU reset, as PROGRAM --gpu-reset -i UUID\n"
-    "                       (no shell; default nvidia-smi from PATH)\n"
-    "  --tls-cert, --tls-key  serve HTTPS\n";
+    "\n",
+    NULL,
+};
 
 static char *read_secret_file(const char *path, const char *what)
 {
@@ -119,21 +113,25 @@ int medic_cmd_agent(int argc, char **argv)
                               .state_file = "./medic-agent.state"};
     const char *token_file = NULL, *cert_file = NULL, *key_file = NULL;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("listen", &o.listen),         CLI_OPT_STRING("token-file", &token_file),
-        CLI_OPT_STRING("state", &o.state_file),      CLI_OPT_STRING("nvml", &o.nvml_library),
-        CLI_OPT_STRING("nvidia-smi", &o.nvidia_smi), CLI_OPT_STRING("tls-cert", &cert_file),
-        CLI_OPT_STRING("tls-key", &key_file),        CLI_OPT_END,
+        CLI_OPT_STRING("listen", &o.listen, "ADDR:PORT", "default 0.0.0.0:" MEDIC_AGENT_PORT),
+        CLI_OPT_STRING("token-file", &token_file, "FILE", "the bearer token (required)"),
+        CLI_OPT_STRING("state", &o.state_file, "FILE", "remembered limits"),
+        CLI_OPT_STRING("nvml", &o.nvml_library, "LIBRARY", "the NVML library to load"),
+        CLI_OPT_STRING("nvidia-smi", &o.nvidia_smi, "PROGRAM",
+                       "run for a GPU reset, as PROGRAM --gpu-reset -i UUID (no shell; "
+                       "default nvidia-smi from PATH)"),
+        CLI_OPT_STRING("tls-cert", &cert_file, "FILE", "serve HTTPS with this certificate"),
+        CLI_OPT_STRING("tls-key", &key_file, "FILE", "and this key"),
+        CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("agent", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("agent", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
-    if (!token_file || rest != argc || (!cert_file != !key_file)) {
-        fputs(!token_file ? "medic agent: --token-file is required\n\n"
-                          : "medic agent: bad arguments\n\n",
-              stderr);
-        fputs(usage, stderr);
-        return 2;
-    }
+    if (!token_file || rest != argc || (!cert_file != !key_file))
+        return cli_usage_error("agent", &help, options,
+                               !token_file               ? "--token-file is required"
+                               : !cert_file != !key_file ? "--tls-cert and --tls-key go together"
+                                                         : "unexpected argument");
     char *token = read_secret_file(token_file, "token file");
     char *cert = NULL, *key = NULL;
     size_t len;

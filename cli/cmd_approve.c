@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char usage_approve[] =
+static const struct cli_help help_approve = {
     "usage: medic approve ID [--reason TEXT] [--wait [--wait-limit D]] [--url URL]\n"
     "                        [--token-file FILE]\n"
     "       medic deny ID --reason TEXT [--undo] [--url URL] [--token-file FILE]\n"
@@ -36,21 +36,29 @@ static const char usage_approve[] =
     "prints what came of it: \"approved, drain queued\" when the action was\n"
     "handed to the executors. --wait then waits for its outcome (read with the\n"
     "same token from GET /api/v1/actions?decision=ID) and prints it.\n"
-    "\n"
-    "  --reason TEXT      why (required to deny; at most 500 bytes)\n"
-    "  --undo             with deny: medic undoes what the incident holds now\n"
-    "  --wait             with approve: wait for the action's outcome\n"
-    "  --wait-limit D     how long --wait waits (default 15m)\n"
-    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
-    "  --token-file FILE  the bearer token to send (an approver's, or the admin\n"
-    "                     one); default $MEDIC_TOKEN_FILE\n"
-    "\n"
+    "\n",
     "Exit status: 0 approved and run, or denied; 1 refused (not pending, expired,\n"
     "changed since it was offered, a guard says no, wrong credentials) or the\n"
     "daemon unreachable; 2 bad usage; 3 approved and held by a guard that clears\n"
     "by itself (it runs then, without asking again). With --wait: 0 the action\n"
     "succeeded, 1 it failed, was refused, timed out or was interrupted, 4 it had\n"
-    "no outcome within --wait-limit.\n";
+    "no outcome within --wait-limit.\n",
+};
+
+/* The options every command here shares, after its own. */
+#define URL_OPTION(url)                                                                            \
+    CLI_OPT_STRING("url", (url), "URL",                                                            \
+                   "the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)")
+#define TOKEN_OPTION(token_file)                                                                   \
+    CLI_OPT_STRING("token-file", (token_file), "FILE",                                             \
+                   "the bearer token to send (an approver's, or the admin one); default "          \
+                   "$MEDIC_TOKEN_FILE")
+
+/* The command's name without "medic ", as cli_parse says it. */
+static const char *bare(const char *command)
+{
+    return command + strlen("medic ");
+}
 
 /* The daemon: $MEDIC_URL, else medic serve's default listen address. */
 static const char *default_url(void)
@@ -278,21 +286,22 @@ static int answer(const char *command, int approve, int argc, char **argv)
     const char *reason = NULL, *url = default_url(), *token_file = NULL;
     int undo = 0, wait = 0;
     int64_t wait_limit = (int64_t)15 * 60 * MEDIC_NS_PER_SEC;
-    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
-                                         CLI_OPT_STRING("url", &url),
-                                         CLI_OPT_STRING("token-file", &token_file),
-                                         CLI_OPT_FLAG("undo", &undo),
-                                         CLI_OPT_FLAG("wait", &wait),
-                                         CLI_OPT_DURATION("wait-limit", &wait_limit, 1),
-                                         CLI_OPT_END};
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("reason", &reason, "TEXT", "why (required to deny; at most 500 bytes)"),
+        CLI_OPT_FLAG("undo", &undo, "with deny: medic undoes what the incident holds now"),
+        CLI_OPT_FLAG("wait", &wait, "with approve: wait for the action's outcome"),
+        CLI_OPT_DURATION("wait-limit", &wait_limit, 1, "D", "how long --wait waits (default 15m)"),
+        URL_OPTION(&url),
+        TOKEN_OPTION(&token_file),
+        CLI_OPT_END,
+    };
     int rest = 0;
-    int rc = cli_parse(command, usage_approve, argc, argv, 1, options, &rest);
+    int rc = cli_parse(bare(command), &help_approve, argc, argv, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
-    if (rest != argc - 1) {
-        fprintf(stderr, "%s: give the pending decision's ID, once\n\n%s", command, usage_approve);
-        return 2;
-    }
+    if (rest != argc - 1)
+        return cli_usage_error(bare(command), &help_approve, options,
+                               "give the pending decision's ID, once");
     const char *id = argv[rest];
     if (strspn(id, "0123456789") != strlen(id) || !id[0]) {
         fprintf(stderr, "%s: ID is the pending decision's number, not '%s'\n", command, id);
@@ -324,7 +333,7 @@ static int answer(const char *command, int approve, int argc, char **argv)
     return rc;
 }
 
-static const char usage_pause[] =
+static const struct cli_help help_pause = {
     "usage: medic pause --reason TEXT [--until TIME] [--url URL] [--token-file FILE]\n"
     "       medic unpause [--url URL] [--token-file FILE]\n"
     "\n"
@@ -337,29 +346,28 @@ static const char usage_pause[] =
     "replica; /metrics (medic_paused) and the on-call page show it. Sent to the\n"
     "daemon's POST or DELETE /api/v1/pause with the token in --token-file\n"
     "(default $MEDIC_TOKEN_FILE): an approver's, or the admin one.\n"
-    "\n"
-    "  --reason TEXT      why (required to pause; at most 500 bytes)\n"
-    "  --until TIME       when the pause ends by itself\n"
-    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
-    "  --token-file FILE  the bearer token to send\n"
-    "\n"
+    "\n",
     "Exit status: 0 taken; 1 refused (unpausing what is not paused, wrong\n"
-    "credentials) or medic unreachable; 2 bad usage.\n";
+    "credentials) or medic unreachable; 2 bad usage.\n",
+};
 
 static int pause_fleet(const char *command, int pause, int argc, char **argv)
 {
     const char *reason = NULL, *until = NULL, *url = default_url(), *token_file = NULL;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("reason", &reason), CLI_OPT_STRING("until", &until),
-        CLI_OPT_STRING("url", &url), CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+        CLI_OPT_STRING("reason", &reason, "TEXT", "why (required to pause; at most 500 bytes)"),
+        CLI_OPT_STRING("until", &until, "TIME", "when the pause ends by itself"),
+        URL_OPTION(&url),
+        TOKEN_OPTION(&token_file),
+        CLI_OPT_END,
+    };
     int rest = 0;
-    int rc = cli_parse(command, usage_pause, argc, argv, 1, options, &rest);
+    int rc = cli_parse(bare(command), &help_pause, argc, argv, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
-    if (rest != argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n\n%s", command, argv[rest], usage_pause);
-        return 2;
-    }
+    if (rest != argc)
+        return cli_usage_error(bare(command), &help_pause, options, "unexpected argument '%s'",
+                               argv[rest]);
     if (pause && (!reason || !reason[0])) {
         fprintf(stderr, "%s: a pause needs --reason: on-call reads it\n", command);
         return 2;
@@ -409,7 +417,7 @@ int medic_cmd_deny(int argc, char **argv)
     return answer("medic deny", 0, argc, argv);
 }
 
-static const char usage_node[] =
+static const struct cli_help help_node = {
     "usage: medic node release NODE --reason TEXT [--url URL] [--token-file FILE]\n"
     "\n"
     "Gives a quarantined node back after a person repaired it. A node is\n"
@@ -422,37 +430,35 @@ static const char usage_node[] =
     "log. `medic audit quarantined` lists the quarantined nodes. Sent to the\n"
     "daemon's POST /api/v1/nodes/NODE/release with the token in --token-file\n"
     "(default $MEDIC_TOKEN_FILE): an approver's, or the admin one.\n"
-    "\n"
-    "  --reason TEXT      what was repaired (required; at most 500 bytes)\n"
-    "  --url URL          the daemon (default $MEDIC_URL, else http://127.0.0.1:9799)\n"
-    "  --token-file FILE  the bearer token to send\n"
-    "\n"
+    "\n",
     "Exit status: 0 released; 1 refused (the node is not quarantined, wrong\n"
-    "credentials) or medic unreachable; 2 bad usage.\n";
+    "credentials) or medic unreachable; 2 bad usage.\n",
+};
 
 int medic_cmd_node(int argc, char **argv)
 {
     const char *command = "medic node release";
     const char *reason = NULL, *url = default_url(), *token_file = NULL;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("reason", &reason, "TEXT",
+                       "what was repaired (required; at most 500 bytes)"),
+        URL_OPTION(&url),
+        TOKEN_OPTION(&token_file),
+        CLI_OPT_END,
+    };
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(usage_node, stdout);
+        cli_usage(stdout, &help_node, options);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "release") != 0) {
-        fprintf(stderr, "medic node: expected release\n\n%s", usage_node);
-        return 2;
-    }
-    const struct cli_option options[] = {CLI_OPT_STRING("reason", &reason),
-                                         CLI_OPT_STRING("url", &url),
-                                         CLI_OPT_STRING("token-file", &token_file), CLI_OPT_END};
+    if (argc < 2 || strcmp(argv[1], "release") != 0)
+        return cli_usage_error("node", &help_node, options, "expected release");
     int rest = 0;
-    int rc = cli_parse(command, usage_node, argc - 1, argv + 1, 1, options, &rest);
+    int rc = cli_parse(bare(command), &help_node, argc - 1, argv + 1, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
-    if (rest != argc - 2) {
-        fprintf(stderr, "%s: give the node's inventory name, once\n\n%s", command, usage_node);
-        return 2;
-    }
+    if (rest != argc - 2)
+        return cli_usage_error(bare(command), &help_node, options,
+                               "give the node's inventory name, once");
     const char *node = argv[1 + rest];
     if (!reason || !reason[0]) {
         fprintf(stderr, "%s: a release needs --reason: what was repaired\n", command);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic audit notifications|alerts|decisions|actions|incidents|changes|\n"
     "                   approvals|pauses|quarantined [FILTERS] [--db PATH|URL]\n"
     "                   [--format table|json|csv]\n"
@@ -34,39 +34,7 @@ static const char usage[] =
     "quarantined lists the incidents whose node waits for a person (a failed\n"
     "health check, a repeat offender, a drain no policy undoes), with the cause:\n"
     "what an RMA ticket needs; `medic node release NODE` gives one back.\n"
-    "\n"
-    "Filters:\n"
-    "  --node N          alerts, decisions or actions about node N\n"
-    "  --alertname A     alert name\n"
-    "  --policy P        policy that decided (decisions, actions)\n"
-    "  --verdict V       execute, dry_run, suppressed or no_match (decisions,\n"
-    "                    actions)\n"
-    "  --status S        firing or resolved (notifications, alerts); an action's\n"
-    "                    result (pending, succeeded, failed, timed_out, refused,\n"
-    "                    interrupted)\n"
-    "  --state S         an incident's state (incidents, changes): open, pending,\n"
-    "                    draining, drained, limiting, limited, cycling, cycled,\n"
-    "                    resetting, reset, verifying, verified, failed, quarantined,\n"
-    "                    undoing, recovered, expired, closed, released\n"
-    "  --incident ID     one incident (incidents, changes)\n"
-    "  --decision ID     one decision (decisions), its action's rows (actions)\n"
-    "  --waiting         decisions: only the steps still waiting for a person\n"
-    "                    (pending, not answered, withdrawn or expired since)\n"
-    "  --since T         from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative\n"
-    "                    (90m, 2h, 7d: that long ago)\n"
-    "  --until T         before T\n"
-    "  --limit N         at most N rows (default 100)\n"
-    "\n"
-    "Options:\n"
-    "  --db PATH|URL     the audit database (default ./medic.db), or a\n"
-    "                    postgresql://USER:PASSWORD@HOST:PORT/DB one\n"
-    "  --format F        table (default), json (one JSON array) or csv\n"
-    "  --columns A,B     only these columns, in this order (all: every one; a\n"
-    "                    decisions table shows id, created_at, node, policy,\n"
-    "                    step, action, verdict and reason unless told)\n"
-    "  --force-takeover REASON  (lease) let the next replica take an expired lease\n"
-    "                    although its configuration differs from the last holder's\n"
-    "\n"
+    "\n",
     "timeline tells what happened to one node, oldest first: its alerts, the\n"
     "decisions about it, its incidents' changes and the actions on it (the newest\n"
     "--limit rows of all four, merged in time order).\n"
@@ -96,7 +64,8 @@ static const char usage[] =
     "and kept as its last forced takeover once used.\n"
     "\n"
     "Times are UTC. Notifications and alerts are filtered by when medic received\n"
-    "them; decisions and actions by when they were recorded.\n";
+    "them; decisions and actions by when they were recorded.\n",
+};
 
 static int run_lease(const char *db, const char *force)
 {
@@ -272,6 +241,11 @@ static int parse_id(const char *arg, void *value)
     return 0;
 }
 
+#define STATES_LIST                                                                                \
+    "open, pending, draining, drained, limiting, limited, cycling, cycled, resetting, reset, "     \
+    "verifying, verified, failed, quarantined, undoing, recovered, expired, closed, released"
+#define STATES "an incident's state (" STATES_LIST ")"
+
 int medic_cmd_audit(int argc, char **argv)
 {
     const char *from = NULL, *to = NULL, *force = NULL, *columns = NULL, *out_file = NULL,
@@ -282,44 +256,57 @@ int medic_cmd_audit(int argc, char **argv)
     const char *db = "./medic.db";
     int format = MEDIC_FORMAT_TABLE;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("node", &filter.node),
-        CLI_OPT_STRING("alertname", &filter.alertname),
-        CLI_OPT_STRING("policy", &filter.policy),
-        CLI_OPT_STRING("verdict", &filter.verdict),
-        CLI_OPT_STRING("status", &filter.status),
-        CLI_OPT_TIME_BOUND("since", &filter.since),
-        CLI_OPT_TIME_BOUND("until", &filter.until),
-        CLI_OPT_INT("limit", &filter.limit, 1, 1000000),
-        CLI_OPT_STRING("db", &db),
-        CLI_OPT_FORMAT("format", &format, 1),
-        CLI_OPT_CALLBACK("state", &filter.state, parse_state,
-                         "an incident's state (open, pending, draining, drained, limiting, "
-                         "limited, cycling, cycled, resetting, reset, verifying, verified, "
-                         "failed, quarantined, undoing, recovered, expired, closed, released)"),
-        CLI_OPT_CALLBACK("incident", &filter.incident, parse_id, "an incident's number"),
-        CLI_OPT_CALLBACK("decision", &filter.decision, parse_id, "a decision's number"),
-        CLI_OPT_STRING("from", &from),
-        CLI_OPT_STRING("to", &to),
-        CLI_OPT_STRING("force-takeover", &force),
-        CLI_OPT_STRING("columns", &columns),
-        CLI_OPT_FLAG("waiting", &filter.waiting),
-        CLI_OPT_TIME_BOUND("before", &before),
-        CLI_OPT_STRING("out", &out_file),
-        CLI_OPT_STRING("archive", &archive),
+        CLI_OPT_GROUP("Filters:"),
+        CLI_OPT_STRING("node", &filter.node, "N", "alerts, decisions or actions about node N"),
+        CLI_OPT_STRING("alertname", &filter.alertname, "A", "alert name"),
+        CLI_OPT_STRING("policy", &filter.policy, "P", "policy that decided (decisions, actions)"),
+        CLI_OPT_STRING("verdict", &filter.verdict, "V",
+                       "execute, dry_run, suppressed or no_match (decisions, actions)"),
+        CLI_OPT_STRING("status", &filter.status, "S",
+                       "firing or resolved (notifications, alerts); an action's result "
+                       "(pending, succeeded, failed, timed_out, refused, interrupted)"),
+        CLI_OPT_CALLBACK("state", &filter.state, parse_state, STATES, "S",
+                         "an incident's state (incidents, changes): " STATES_LIST),
+        CLI_OPT_CALLBACK("incident", &filter.incident, parse_id, "an incident's number", "ID",
+                         "one incident (incidents, changes)"),
+        CLI_OPT_CALLBACK("decision", &filter.decision, parse_id, "a decision's number", "ID",
+                         "one decision (decisions), its action's rows (actions)"),
+        CLI_OPT_FLAG("waiting", &filter.waiting,
+                     "decisions: only the steps still waiting for a person (pending, not "
+                     "answered, withdrawn or expired since)"),
+        CLI_OPT_TIME_BOUND("since", &filter.since, "T",
+                           "from T on; T is RFC 3339 (2026-11-21T22:00:00Z) or relative (90m, "
+                           "2h, 7d: that long ago)"),
+        CLI_OPT_TIME_BOUND("until", &filter.until, "T", "before T"),
+        CLI_OPT_INT("limit", &filter.limit, 1, 1000000, "N", "at most N rows (default 100)"),
+        CLI_OPT_GROUP("Options:"),
+        CLI_OPT_STRING("db", &db, "PATH|URL",
+                       "the audit database (default ./medic.db), or a "
+                       "postgresql://USER:PASSWORD@HOST:PORT/DB one"),
+        CLI_OPT_FORMAT("format", &format, 1, "table (default), json (one JSON array) or csv"),
+        CLI_OPT_STRING("columns", &columns, "A,B",
+                       "only these columns, in this order (all: every one; a decisions table "
+                       "shows id, created_at, node, policy, step, action, verdict and reason "
+                       "unless told)"),
+        CLI_OPT_STRING("archive", &archive, "FILE", "verify: the archive to verify"),
+        CLI_OPT_TIME_BOUND("before", &before, "T",
+                           "archive: move the rows older than T (at least an hour ago)"),
+        CLI_OPT_STRING("out", &out_file, "FILE", "archive: the new archive file"),
+        CLI_OPT_STRING("from", &from, "PATH", "migrate: the SQLite audit log to copy"),
+        CLI_OPT_STRING("to", &to, "URL", "migrate: the empty PostgreSQL database"),
+        CLI_OPT_STRING("force-takeover", &force, "REASON",
+                       "lease: let the next replica take an expired lease although its "
+                       "configuration differs from the last holder's"),
         CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("audit", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("audit", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
     if (rest < argc && strcmp(argv[rest], "payload") == 0 && rest == argc - 2)
         return run_payload(db, argv[rest + 1]);
-    if (rest != argc - 1) {
-        fputs(rest >= argc ? "medic audit: say what to query\n\n"
-                           : "medic audit: one query at a time\n\n",
-              stderr);
-        fputs(usage, stderr);
-        return 2;
-    }
+    if (rest != argc - 1)
+        return cli_usage_error("audit", &help, options,
+                               rest >= argc ? "say what to query" : "one query at a time");
     const char *what = argv[rest];
     if (strcmp(what, "verify") == 0)
         return archive ? run_verify_archive(db, archive) : run_verify(db);
@@ -342,10 +329,8 @@ int medic_cmd_audit(int argc, char **argv)
     if (quarantined)
         filter.state = "quarantined";
     int kind = audit_kind_parse(quarantined ? "incidents" : what);
-    if (kind < 0 && !timeline) {
-        fprintf(stderr, "medic audit: unknown query '%s'\n\n%s", what, usage);
-        return 2;
-    }
+    if (kind < 0 && !timeline)
+        return cli_usage_error("audit", &help, options, "unknown query '%s'", what);
     if (timeline && (filter.alertname || filter.policy || filter.verdict || filter.status ||
                      filter.state || filter.incident)) {
         fprintf(stderr,

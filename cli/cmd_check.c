@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic check config [--strict] FILE...\n"
     "       medic check config --reference\n"
     "       medic check policy FILE...\n"
@@ -24,16 +24,13 @@ static const char usage[] =
     "with disruptive policies, safety.storm.notifier); what would be refused once\n"
     "live is printed as a warning; with --strict (for CI), a warning fails the\n"
     "file too.\n"
-    "\n"
+    "\n",
     "`medic check live` goes further: it reaches each node's BMC, agent and\n"
     "Slurm node, and asks Slurm whether medic may update nodes.\n"
     "\n"
-    "--reference prints every configuration key with its default, bounds and\n"
-    "meaning, from the table medic reads configurations with (the table in\n"
-    "docs/configuration.md).\n"
-    "\n"
     "Exit status: 0 when every file is valid, 1 when one is not (or, with\n"
-    "--strict, has a warning), 2 on bad usage.\n";
+    "--strict, has a warning), 2 on bad usage.\n",
+};
 
 static int check_policies(int count, char **files)
 {
@@ -69,25 +66,28 @@ static int check_policies(int count, char **files)
 
 int medic_cmd_check(int argc, char **argv)
 {
+    int strict = 0, reference = 0, first = 0;
+    const struct cli_option options[] = {
+        CLI_OPT_FLAG("strict", &strict, "config: a warning fails the file too (for CI)"),
+        CLI_OPT_FLAG("reference", &reference,
+                     "config: print every configuration key with its default, bounds and "
+                     "meaning, from the table medic reads configurations with (the table in "
+                     "docs/configuration.md)"),
+        CLI_OPT_END,
+    };
     for (int i = 1; i < argc && !(i == 1 && strcmp(argv[1], "live") == 0); i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage, stdout);
+            cli_usage(stdout, &help, options);
             return 0;
         }
     if (argc >= 2 && strcmp(argv[1], "live") == 0)
         return medic_cmd_check_live(argc - 1, argv + 1);
     if (argc >= 3 && strcmp(argv[1], "policy") == 0)
         return check_policies(argc - 2, argv + 2);
-    if (argc < 2 || strcmp(argv[1], "config") != 0) {
-        if (argc >= 2)
-            fprintf(stderr, "medic check: unknown check '%s'\n", argv[1]);
-        fputs(usage, stderr);
-        return 2;
-    }
-    int strict = 0, reference = 0, first = 0;
-    const struct cli_option options[] = {CLI_OPT_FLAG("strict", &strict),
-                                         CLI_OPT_FLAG("reference", &reference), CLI_OPT_END};
-    int rc = cli_parse("check config", usage, argc, argv, 2, options, &first);
+    if (argc < 2 || strcmp(argv[1], "config") != 0)
+        return argc >= 2 ? cli_usage_error("check", &help, options, "unknown check '%s'", argv[1])
+                         : cli_usage_error("check", &help, options, "say what to check");
+    int rc = cli_parse("check config", &help, argc, argv, 2, options, &first);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (reference) {
@@ -103,10 +103,8 @@ int medic_cmd_check(int argc, char **argv)
         medic_buf_release(&b);
         return rc ? 1 : 0;
     }
-    if (first == argc) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    if (first == argc)
+        return cli_usage_error("check config", &help, options, "name the configuration files");
     int status = 0;
     for (int i = first; i < argc; i++) {
         struct medic_config config;

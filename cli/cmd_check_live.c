@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic check live FILE [--nodes A,B,...] [--sample N] [--jobs N]\n"
     "                             [--time-limit DURATION]\n"
     "\n"
@@ -26,17 +26,12 @@ static const char usage[] =
     "`medic`), for example `runuser -u medic -- medic check live FILE`.\n"
     "When a policy has a slurm_reboot step, it asks Slurm for its\n"
     "RebootProgram, without which Slurm reboots nothing.\n"
-    "\n"
-    "  --nodes A,B,...        only these inventory nodes\n"
-    "  --sample N             N nodes spread over the inventory (a large fleet)\n"
-    "  --jobs N               nodes checked at once (default 8, at most 64)\n"
-    "  --time-limit DURATION  nodes not started by then are reported unchecked\n"
-    "                         (default 2m)\n"
-    "\n"
+    "\n",
     "Exit status: 0 when every node checked passed, none was left unchecked and\n"
     "Slurm takes the updates (and has a RebootProgram, when asked); 1 otherwise\n"
     "(the lines say what failed); 2 bad usage or a configuration that does not\n"
-    "load.\n";
+    "load.\n",
+};
 
 static const char *result_name(enum preflight_result r)
 {
@@ -97,17 +92,20 @@ int medic_cmd_check_live(int argc, char **argv)
     long sample = 0, jobs = 8;
     int64_t time_limit = (int64_t)120 * 1000000000;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("nodes", &nodes), CLI_OPT_INT("sample", &sample, 1, 1000000),
-        CLI_OPT_INT("jobs", &jobs, 1, 64), CLI_OPT_DURATION("time-limit", &time_limit, 1),
-        CLI_OPT_END};
+        CLI_OPT_STRING("nodes", &nodes, "A,B,...", "only these inventory nodes"),
+        CLI_OPT_INT("sample", &sample, 1, 1000000, "N",
+                    "N nodes spread over the inventory (a large fleet)"),
+        CLI_OPT_INT("jobs", &jobs, 1, 64, "N", "nodes checked at once (default 8, at most 64)"),
+        CLI_OPT_DURATION("time-limit", &time_limit, 1, "DURATION",
+                         "nodes not started by then are reported unchecked (default 2m)"),
+        CLI_OPT_END,
+    };
     int rest = 0;
-    int rc = cli_parse("medic check live", usage, argc, argv, 1, options, &rest);
+    int rc = cli_parse("check live", &help, argc, argv, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
-    if (rest != argc - 1) {
-        fprintf(stderr, "medic check live: give one configuration FILE\n\n%s", usage);
-        return 2;
-    }
+    if (rest != argc - 1)
+        return cli_usage_error("check live", &help, options, "give one configuration FILE");
     struct medic_config config;
     struct medic_error err = {0};
     if (medic_config_load(argv[rest], &config, &err)) {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic dry-run [--config FILE] [--db PATH|URL] [--at TIME] [--risk R]\n"
     "                     [--format table|json] PAYLOAD.json...\n"
     "\n"
@@ -25,17 +25,10 @@ static const char usage[] =
     "policies without --config), starting from an empty state, or from the\n"
     "state medic serve keeps in the audit database given with --db (steps\n"
     "already taken, nodes drained, cooldowns). The database is only read.\n"
-    "\n"
-    "Options:\n"
-    "  --config FILE   the configuration to test\n"
-    "  --at TIME       evaluate as if now were TIME (RFC 3339); default: now.\n"
-    "                  Steps whose `after` has passed since the alert's startsAt\n"
-    "                  are due, and max_alert_age counts from startsAt.\n"
-    "  --risk R        the risk score of every alert (0..1); default: unknown\n"
-    "  --format F      table (default) or json\n"
-    "\n"
+    "\n",
     "The verdicts are those of the configuration's mode: dry_run in dry-run mode,\n"
-    "execute in live mode (nothing is executed here either way).\n";
+    "execute in live mode (nothing is executed here either way).\n",
+};
 
 int medic_cmd_dry_run(int argc, char **argv)
 {
@@ -44,20 +37,23 @@ int medic_cmd_dry_run(int argc, char **argv)
     double risk = NAN;
     int format = MEDIC_FORMAT_TABLE;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("config", &config_path),
-        CLI_OPT_TIME("at", &now),
-        CLI_OPT_STRING("db", &db),
-        CLI_OPT_REAL("risk", &risk, 0, 1),
-        CLI_OPT_FORMAT("format", &format, 0),
+        CLI_OPT_STRING("config", &config_path, "FILE", "the configuration to test"),
+        CLI_OPT_STRING("db", &db, "PATH|URL",
+                       "start from the state medic serve keeps in this audit database"),
+        CLI_OPT_TIME("at", &now, "TIME",
+                     "evaluate as if now were TIME (RFC 3339); default: now. Steps whose "
+                     "`after` has passed since the alert's startsAt are due, and "
+                     "max_alert_age counts from startsAt."),
+        CLI_OPT_REAL("risk", &risk, 0, 1, "R",
+                     "the risk score of every alert (0..1); default: unknown"),
+        CLI_OPT_FORMAT("format", &format, 0, "table (default) or json"),
         CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("dry-run", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("dry-run", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
-    if (rest >= argc) {
-        fprintf(stderr, "medic dry-run: name at least one payload file\n\n%s", usage);
-        return 2;
-    }
+    if (rest >= argc)
+        return cli_usage_error("dry-run", &help, options, "name at least one payload file");
     struct medic_config config;
     struct medic_error err = {0};
     int rc = config_path ? medic_config_load(config_path, &config, &err)

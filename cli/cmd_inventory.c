@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic inventory import --slurm [--slurm-conf FILE] [--scontrol PATH]\n"
     "                              [--from FILE] [--bmc TEMPLATE]\n"
     "                              [--bmc-credentials NAME] [--agent TEMPLATE]\n"
@@ -37,8 +37,9 @@ static const char usage[] =
     "check lists the nodes of a configuration's inventory whose Slurm node\n"
     "Slurm does not know (exit 1 when there are any), and the Slurm nodes the\n"
     "inventory leaves out.\n"
-    "\n"
-    "Exit status: 0 done, 1 an error or nodes Slurm does not know, 2 bad usage.\n";
+    "\n",
+    "Exit status: 0 done, 1 an error or nodes Slurm does not know, 2 bad usage.\n",
+};
 
 struct source {
     const char *slurm_conf, *scontrol, *from;
@@ -366,47 +367,54 @@ static int check(const struct source *src, const char *config_path)
 
 int medic_cmd_inventory(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(usage, stdout);
-        return 0;
-    }
-    int importing = argc >= 2 && strcmp(argv[1], "import") == 0;
-    if (argc < 2 || (!importing && strcmp(argv[1], "check") != 0)) {
-        fprintf(stderr, "medic inventory: expected import or check\n\n%s", usage);
-        return 2;
-    }
     struct source src = {0};
     struct templates t = {0};
     const char *out = NULL, *config = NULL;
     int from_slurm = 0;
-    const struct cli_option options[] = {CLI_OPT_FLAG("slurm", &from_slurm),
-                                         CLI_OPT_STRING("slurm-conf", &src.slurm_conf),
-                                         CLI_OPT_STRING("scontrol", &src.scontrol),
-                                         CLI_OPT_STRING("from", &src.from),
-                                         CLI_OPT_STRING("bmc", &t.bmc),
-                                         CLI_OPT_STRING("bmc-credentials", &t.bmc_credentials),
-                                         CLI_OPT_STRING("agent", &t.agent),
-                                         CLI_OPT_STRING("agent-credentials", &t.agent_credentials),
-                                         CLI_OPT_STRING("out", &out),
-                                         CLI_OPT_STRING("config", &config),
-                                         CLI_OPT_END};
-    const char *command = importing ? "medic inventory import" : "medic inventory check";
+    const struct cli_option options[] = {
+        CLI_OPT_FLAG("slurm", &from_slurm,
+                     "import: read Slurm's nodes with scontrol show nodes --json"),
+        CLI_OPT_STRING("from", &src.from, "FILE", "read them from a file holding that output"),
+        CLI_OPT_STRING("slurm-conf", &src.slurm_conf, "FILE",
+                       "the slurm.conf scontrol reads (SLURM_CONF)"),
+        CLI_OPT_STRING("scontrol", &src.scontrol, "PATH", "the scontrol to run"),
+        CLI_OPT_STRING("bmc", &t.bmc, "TEMPLATE",
+                       "import: each node's BMC, such as '{{ node }}-bmc:623'"),
+        CLI_OPT_STRING("bmc-credentials", &t.bmc_credentials, "NAME",
+                       "import: the credentials entry for the BMCs"),
+        CLI_OPT_STRING("agent", &t.agent, "TEMPLATE",
+                       "import: each node's agent, such as 'http://{{ node }}:" MEDIC_AGENT_PORT
+                       "'"),
+        CLI_OPT_STRING("agent-credentials", &t.agent_credentials, "NAME",
+                       "import: the credentials entry for the agents"),
+        CLI_OPT_STRING("out", &out, "FILE", "import: write here (default: standard output)"),
+        CLI_OPT_STRING("config", &config, "FILE",
+                       "check: the configuration whose inventory to check"),
+        CLI_OPT_END,
+    };
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        cli_usage(stdout, &help, options);
+        return 0;
+    }
+    int importing = argc >= 2 && strcmp(argv[1], "import") == 0;
+    if (argc < 2 || (!importing && strcmp(argv[1], "check") != 0))
+        return cli_usage_error("inventory", &help, options, "expected import or check");
+    const char *command = importing ? "inventory import" : "inventory check";
     int rest = 0;
-    int rc = cli_parse(command, usage, argc, argv, 2, options, &rest);
+    int rc = cli_parse(command, &help, argc, argv, 2, options, &rest);
     if (rc) {
         rc = rc == 1 ? 0 : 2;
     } else if (rest != argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n\n%s", command, argv[rest], usage);
-        rc = 2;
+        rc = cli_usage_error(command, &help, options, "unexpected argument '%s'", argv[rest]);
     } else if (importing && !from_slurm && !src.from) {
         fprintf(stderr,
-                "%s: name the source: --slurm (scontrol show nodes --json) or --from FILE\n",
+                "medic %s: name the source: --slurm (scontrol show nodes --json) or --from FILE\n",
                 command);
         rc = 2;
     } else if (importing) {
         rc = import(&src, &t, out);
     } else if (!config) {
-        fprintf(stderr, "%s: needs --config, the configuration whose inventory to check\n",
+        fprintf(stderr, "medic %s: needs --config, the configuration whose inventory to check\n",
                 command);
         rc = 2;
     } else {

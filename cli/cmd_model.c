@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic model info [FILE]\n"
     "       medic model check --model FILE --vectors FILE [--tolerance X]\n"
     "       medic model bench [--model FILE] [--batch B] [--seq T] [--seconds S]\n"
     "                         [--kernel avx512|avx2|portable]\n"
-    "       medic model dataset --db FILE --prometheus URL --out FILE [...]\n"
+    "       medic model dataset OPTIONS (see --help there)\n"
     "\n"
     "info   prints a model file's tensors and metadata; without FILE, the model\n"
     "       built into medic (used when the configuration names none).\n"
@@ -29,7 +29,10 @@ static const char usage[] =
     "       and predictions per second at batch B (default 64), windows of T steps\n"
     "       (default 60). Without --model it uses a D=8, H=64 model with seeded\n"
     "       random weights (the timing does not depend on the values). --kernel\n"
-    "       picks the implementation (default: the fastest this CPU runs).\n";
+    "       picks the implementation (default: the fastest this CPU runs).\n"
+    "\n",
+    NULL,
+};
 
 static int cmd_info(const char *path)
 {
@@ -243,26 +246,31 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
 
 int medic_cmd_model(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "dataset") == 0)
-        return medic_cmd_model_dataset(argc - 1, argv + 1);
-    const char *what = argv[1], *model = NULL, *vectors = NULL, *kernel = NULL;
+    const char *model = NULL, *vectors = NULL, *kernel = NULL;
     double tolerance = 1e-5, seconds = 2.0;
     long batch = 64, steps = 60;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("model", &model),
-        CLI_OPT_STRING("vectors", &vectors),
-        CLI_OPT_REAL("tolerance", &tolerance, 0, 1),
-        CLI_OPT_INT("batch", &batch, 1, 4096),
-        CLI_OPT_INT("seq", &steps, 1, 100000),
-        CLI_OPT_REAL("seconds", &seconds, 0.001, 3600),
-        CLI_OPT_STRING("kernel", &kernel),
+        CLI_OPT_STRING("model", &model, "FILE", "check, bench: the model file"),
+        CLI_OPT_STRING("vectors", &vectors, "FILE", "check: PyTorch's vectors"),
+        CLI_OPT_REAL("tolerance", &tolerance, 0, 1, "X",
+                     "check: the largest error allowed (default 1e-5)"),
+        CLI_OPT_INT("batch", &batch, 1, 4096, "B", "bench: the batch (default 64)"),
+        CLI_OPT_INT("seq", &steps, 1, 100000, "T", "bench: steps per window (default 60)"),
+        CLI_OPT_REAL("seconds", &seconds, 0.001, 3600, "S",
+                     "bench: how long each timing runs (default 2)"),
+        CLI_OPT_STRING("kernel", &kernel, "K", "bench: avx512, avx2 or portable"),
         CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("model", usage, argc, argv, 2, options, &rest);
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (argc < 2)
+            return cli_usage_error("model", &help, options, "say what to do");
+        cli_usage(stdout, &help, options);
+        return 0;
+    }
+    if (strcmp(argv[1], "dataset") == 0)
+        return medic_cmd_model_dataset(argc - 1, argv + 1);
+    const char *what = argv[1];
+    int rest, parsed = cli_parse("model", &help, argc, argv, 2, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
     if (strcmp(what, "info") == 0 && rest >= argc - 1)
@@ -272,6 +280,5 @@ int medic_cmd_model(int argc, char **argv)
     if (strcmp(what, "bench") == 0 && rest == argc && batch > 0 && batch <= 4096 && steps > 0 &&
         steps <= 100000 && seconds > 0)
         return cmd_bench(model, (size_t)batch, (size_t)steps, seconds, kernel);
-    fputs(usage, stderr);
-    return 2;
+    return cli_usage_error("model", &help, options, "'%s' needs other arguments", what);
 }

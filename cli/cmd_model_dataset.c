@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic model dataset --db PATH|URL --prometheus URL --out FILE\n"
     "                           [--model FILE] [--since T] [--until T]\n"
     "                           [--actions LIST] [--horizon D] [--stride D]\n"
@@ -36,23 +36,12 @@ static const char usage[] =
     "The windows are the model's (its features, window and step: the built-in\n"
     "model unless --model), raw values, fetched with query_range as `medic\n"
     "predict` does; a window with a gap is skipped and counted.\n"
-    "\n"
-    "  --since T, --until T  RFC 3339 or relative (7d = 7 days ago); default the\n"
-    "                     last 7 days\n"
-    "  --actions LIST     comma-separated action names (default\n"
-    "                     drain,ipmi_power_cycle)\n"
-    "  --horizon D        how far before an incident positives go (default 60m)\n"
-    "  --stride D         between positive windows (default 5m)\n"
-    "  --negatives N      healthy node-times to sample (default 50)\n"
-    "  --quiet D          how far from any decision a healthy sample stays\n"
-    "                     (default 24h)\n"
-    "  --seed N           the sampling's random seed (default 1)\n"
-    "  --timeout D        per window fetch (default 10s)\n"
-    "\n"
+    "\n",
     "The file is safetensors: `windows` [N, window, features] F32, `labels` [N]\n"
     "(1 positive, 0 negative), and metadata: the model's `features`, `window`,\n"
     "`step`, and `samples` (JSON: node, gpu, end, label, source per window).\n"
-    "--db is the audit log: the SQLite file or a postgresql:// URL.\n";
+    "--db is the audit log: the SQLite file or a postgresql:// URL.\n",
+};
 
 #define MAX_INCIDENTS 100000
 #define MAX_WINDOWS 200000 /* 240 MB of a 30 x 10 model's windows */
@@ -294,22 +283,28 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
     o->negatives = 50;
     o->seed = 1;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("db", &o->db),
-        CLI_OPT_STRING("prometheus", &o->url),
-        CLI_OPT_STRING("out", &o->out),
-        CLI_OPT_STRING("model", &o->model),
-        CLI_OPT_STRING("since", &since),
-        CLI_OPT_STRING("until", &until),
-        CLI_OPT_CALLBACK("actions", o, take_actions, "action kinds, comma-separated"),
-        CLI_OPT_DURATION("horizon", &o->horizon, 0.001),
-        CLI_OPT_DURATION("stride", &o->stride, 0.001),
-        CLI_OPT_INT("negatives", &o->negatives, 0, 1000000),
-        CLI_OPT_DURATION("quiet", &o->quiet, 0),
-        CLI_OPT_UINT64("seed", &o->seed),
-        CLI_OPT_DURATION("timeout", &o->timeout, 0.001),
+        CLI_OPT_STRING("db", &o->db, "PATH|URL", "the audit log (required)"),
+        CLI_OPT_STRING("prometheus", &o->url, "URL", "where the telemetry is (required)"),
+        CLI_OPT_STRING("out", &o->out, "FILE", "the dataset to write (required)"),
+        CLI_OPT_STRING("model", &o->model, "FILE",
+                       "the model whose windows to export (default the built-in one)"),
+        CLI_OPT_STRING("since", &since, "T",
+                       "RFC 3339 or relative (7d = 7 days ago); default the last 7 days"),
+        CLI_OPT_STRING("until", &until, "T", "the end of that span (default now)"),
+        CLI_OPT_CALLBACK("actions", o, take_actions, "action kinds, comma-separated", "LIST",
+                         "comma-separated action names (default drain,ipmi_power_cycle)"),
+        CLI_OPT_DURATION("horizon", &o->horizon, 0.001, "D",
+                         "how far before an incident positives go (default 60m)"),
+        CLI_OPT_DURATION("stride", &o->stride, 0.001, "D", "between positive windows (default 5m)"),
+        CLI_OPT_INT("negatives", &o->negatives, 0, 1000000, "N",
+                    "healthy node-times to sample (default 50)"),
+        CLI_OPT_DURATION("quiet", &o->quiet, 0, "D",
+                         "how far from any decision a healthy sample stays (default 24h)"),
+        CLI_OPT_UINT64("seed", &o->seed, "N", "the sampling's random seed (default 1)"),
+        CLI_OPT_DURATION("timeout", &o->timeout, 0.001, "D", "per window fetch (default 10s)"),
         CLI_OPT_END,
     };
-    int rest, bad = cli_parse("model dataset", usage, argc, argv, 1, options, &rest);
+    int rest, bad = cli_parse("model dataset", &help, argc, argv, 1, options, &rest);
     if (bad)
         return bad; /* 1: --help; 2: said, with the usage */
     if (!bad && (!o->db || !o->url || !o->out || rest != argc)) {
@@ -324,8 +319,10 @@ static int parse_options(int argc, char **argv, struct dataset_options *o)
               stderr);
         bad = 1;
     }
-    if (bad)
-        fputs(usage, stderr);
+    if (bad) {
+        fputc('\n', stderr);
+        cli_usage(stderr, &help, options);
+    }
     return bad ? 2 : 0;
 }
 

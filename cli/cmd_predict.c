@@ -16,35 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic predict [--model FILE]\n"
     "                     (--csv FILE | --prometheus URL --node N [--gpu G])\n"
     "                     [--at TIME] [--format table|json] [--window-csv FILE]\n"
     "\n"
     "The failure risk of one window of telemetry.\n"
-    "\n"
-    "  --csv FILE         rows are time steps, oldest first; a header row names the\n"
-    "                     columns, which must be the model's features (in any order).\n"
-    "                     Values are raw: the model's scaler is applied. The last\n"
-    "                     `window` rows are used.\n"
-    "  --prometheus URL   fetch the window from Prometheus with query_range, each\n"
-    "                     feature's PromQL template filled with --node and --gpu;\n"
-    "                     without --gpu every GPU of the node is scored and the\n"
-    "                     highest risk is the node's.\n"
-    "  --at TIME          with --prometheus: the window ending at TIME (RFC 3339,\n"
-    "                     or a duration meaning that long ago: 8h), aligned down\n"
-    "                     to the model's step, instead of now: what the model\n"
-    "                     said of node N last night.\n"
-    "\n"
-    "  --window-csv FILE  with --prometheus and --gpu: also write the window fetched,\n"
-    "                     raw (before the scaler), as CSV that --csv reads back:\n"
-    "                     what the model saw.\n"
-    "\n"
-    "  --model FILE       a model file; without it, the model built into medic\n"
-    "                     (`medic model info` shows it).\n"
-    "\n"
+    "\n",
     "The model file must describe its features (window, step, features with\n"
-    "PromQL templates and scaler); see docs/model.md.\n";
+    "PromQL templates and scaler); see docs/model.md.\n",
+};
 
 /* Writes one scored window back in raw units (the scaler undone) as CSV
  * with the features' names as header, the format read_csv reads. */
@@ -149,25 +130,36 @@ int medic_cmd_predict(int argc, char **argv)
                *window_csv = NULL, *at = NULL;
     int format = MEDIC_FORMAT_TABLE;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("model", &model_path),
-        CLI_OPT_STRING("csv", &csv),
-        CLI_OPT_STRING("prometheus", &prom),
-        CLI_OPT_STRING("node", &node),
-        CLI_OPT_STRING("gpu", &gpu),
-        CLI_OPT_FORMAT("format", &format, 0),
-        CLI_OPT_STRING("window-csv", &window_csv),
-        CLI_OPT_STRING("at", &at),
+        CLI_OPT_STRING("csv", &csv, "FILE",
+                       "rows are time steps, oldest first; a header row names the columns, "
+                       "which must be the model's features (in any order). Values are raw: "
+                       "the model's scaler is applied. The last `window` rows are used."),
+        CLI_OPT_STRING("prometheus", &prom, "URL",
+                       "fetch the window from Prometheus with query_range, each feature's "
+                       "PromQL template filled with --node and --gpu; without --gpu every GPU "
+                       "of the node is scored and the highest risk is the node's."),
+        CLI_OPT_STRING("node", &node, "N", "with --prometheus: the node"),
+        CLI_OPT_STRING("gpu", &gpu, "G", "with --prometheus: one GPU of it"),
+        CLI_OPT_STRING("at", &at, "TIME",
+                       "with --prometheus: the window ending at TIME (RFC 3339, or a duration "
+                       "meaning that long ago: 8h), aligned down to the model's step, instead "
+                       "of now: what the model said of node N last night."),
+        CLI_OPT_STRING("window-csv", &window_csv, "FILE",
+                       "with --prometheus and --gpu: also write the window fetched, raw "
+                       "(before the scaler), as CSV that --csv reads back: what the model saw."),
+        CLI_OPT_STRING("model", &model_path, "FILE",
+                       "a model file; without it, the model built into medic (`medic model "
+                       "info` shows it)."),
+        CLI_OPT_FORMAT("format", &format, 0, "table (default) or json"),
         CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("predict", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("predict", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
     int json = format == MEDIC_FORMAT_JSON;
-    if (rest != argc || (!csv == !prom) || (prom && !node)) {
-        fputs("medic predict: give --csv FILE, or --prometheus URL with --node\n\n", stderr);
-        fputs(usage, stderr);
-        return 2;
-    }
+    if (rest != argc || (!csv == !prom) || (prom && !node))
+        return cli_usage_error("predict", &help, options,
+                               "give --csv FILE, or --prometheus URL with --node");
     int64_t when = medic_time_now();
     if (at && (!prom || medic_time_parse_bound(at, when, &when))) {
         fprintf(stderr, "medic predict: %s\n",

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic replay --config FILE --db PATH|URL [--since T] [--until T]\n"
     "                    [--format table|json]\n"
     "\n"
@@ -30,9 +30,9 @@ static const char usage[] =
     "scheduler runs before each one and once more at --until, so escalation\n"
     "steps come due as they would have, to within the gaps between\n"
     "notifications. Verdicts follow FILE's mode.\n"
-    "\n"
-    "Times are RFC 3339 or a duration ago (90m, 2h, 7d). --db is the SQLite file\n"
-    "or a postgresql:// URL.\n";
+    "\n",
+    NULL,
+};
 
 /* One side's decision, reduced to what identifies and compares it. */
 struct replay_row {
@@ -193,17 +193,20 @@ int medic_cmd_replay(int argc, char **argv)
     int64_t since = now - 7 * 86400 * MEDIC_NS_PER_SEC, until = now;
     int format = MEDIC_FORMAT_TABLE;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("config", &config_path), CLI_OPT_STRING("db", &db),
-        CLI_OPT_TIME_BOUND("since", &since),    CLI_OPT_TIME_BOUND("until", &until),
-        CLI_OPT_FORMAT("format", &format, 0),   CLI_OPT_END,
+        CLI_OPT_STRING("config", &config_path, "FILE", "the configuration to try (required)"),
+        CLI_OPT_STRING("db", &db, "PATH|URL",
+                       "the audit log: the SQLite file or a postgresql:// URL (required)"),
+        CLI_OPT_TIME_BOUND("since", &since, "T",
+                           "from T on: RFC 3339 or a duration ago (90m, 2h, 7d); default 7d"),
+        CLI_OPT_TIME_BOUND("until", &until, "T", "before T (default now)"),
+        CLI_OPT_FORMAT("format", &format, 0, "table (default) or json"),
+        CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("replay", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("replay", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
-    if (!config_path || !db || rest != argc) {
-        fprintf(stderr, "medic replay: --config and --db are required\n\n%s", usage);
-        return 2;
-    }
+    if (!config_path || !db || rest != argc)
+        return cli_usage_error("replay", &help, options, "--config and --db are required");
     struct medic_config config;
     struct medic_error err = {0};
     if (medic_config_load(config_path, &config, &err)) {

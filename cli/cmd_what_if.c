@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] =
+static const struct cli_help help = {
     "usage: medic what-if --config FILE --trace FILE --mapping FILE [--start T]\n"
     "                     [--tick D] [--approve] [--chart FILE.svg]\n"
     "                     [--format table|json]\n"
@@ -29,20 +29,9 @@ static const char usage[] =
     "cooldown, maintenance windows...), waiting for a person, notify only, no\n"
     "policy; the time from a fault to the first action; the peak of disrupted\n"
     "nodes against each cap; quarantined nodes; disruptions per 1,000 node-days.\n"
-    "\n"
-    "Options:\n"
-    "  --config FILE    the configuration to judge; its inventory gives the\n"
-    "                   trace's nodes their names, in order of first appearance\n"
-    "  --trace FILE     the faults: JSON, the InfiniteHBD trace's format\n"
-    "  --mapping FILE   which alert each fault becomes (docs/what-if.md)\n"
-    "  --start T        the trace's day 0 on medic's clock (RFC 3339);\n"
-    "                   default: the trace ends now\n"
-    "  --tick D         the scheduler runs this often while an incident is open\n"
-    "                   (default 1m): ladder steps come due to within it\n"
-    "  --approve        every step that waits for a person is approved at once\n"
-    "                   (default: nobody answers, and it expires)\n"
-    "  --chart FILE     write the disrupted nodes over time, caps drawn, as SVG\n"
-    "  --format F       table (default) or json\n";
+    "\n",
+    NULL,
+};
 
 static void progress(void *arg, double done)
 {
@@ -72,23 +61,33 @@ int medic_cmd_what_if(int argc, char **argv)
     int64_t start = MEDIC_TIME_UNSET, tick = 60 * MEDIC_NS_PER_SEC;
     int format = MEDIC_FORMAT_TABLE, approve = 0;
     const struct cli_option options[] = {
-        CLI_OPT_STRING("config", &config_path),
-        CLI_OPT_STRING("trace", &trace_path),
-        CLI_OPT_STRING("mapping", &mapping_path),
-        CLI_OPT_TIME("start", &start),
-        CLI_OPT_DURATION("tick", &tick, 1),
-        CLI_OPT_FLAG("approve", &approve),
-        CLI_OPT_STRING("chart", &chart),
-        CLI_OPT_FORMAT("format", &format, 0),
+        CLI_OPT_STRING("config", &config_path, "FILE",
+                       "the configuration to judge; its inventory gives the trace's nodes "
+                       "their names, in order of first appearance"),
+        CLI_OPT_STRING("trace", &trace_path, "FILE",
+                       "the faults: JSON, the InfiniteHBD trace's format"),
+        CLI_OPT_STRING("mapping", &mapping_path, "FILE",
+                       "which alert each fault becomes (docs/what-if.md)"),
+        CLI_OPT_TIME("start", &start, "T",
+                     "the trace's day 0 on medic's clock (RFC 3339); default: the trace ends "
+                     "now"),
+        CLI_OPT_DURATION("tick", &tick, 1, "D",
+                         "the scheduler runs this often while an incident is open (default "
+                         "1m): ladder steps come due to within it"),
+        CLI_OPT_FLAG("approve", &approve,
+                     "every step that waits for a person is approved at once (default: nobody "
+                     "answers, and it expires)"),
+        CLI_OPT_STRING("chart", &chart, "FILE",
+                       "write the disrupted nodes over time, caps drawn, as SVG"),
+        CLI_OPT_FORMAT("format", &format, 0, "table (default) or json"),
         CLI_OPT_END,
     };
-    int rest, parsed = cli_parse("what-if", usage, argc, argv, 1, options, &rest);
+    int rest, parsed = cli_parse("what-if", &help, argc, argv, 1, options, &rest);
     if (parsed)
         return parsed == 1 ? 0 : 2;
-    if (!config_path || !trace_path || !mapping_path || rest != argc) {
-        fprintf(stderr, "medic what-if: --config, --trace and --mapping are required\n\n%s", usage);
-        return 2;
-    }
+    if (!config_path || !trace_path || !mapping_path || rest != argc)
+        return cli_usage_error("what-if", &help, options,
+                               "--config, --trace and --mapping are required");
     struct medic_config config;
     struct whatif_trace trace;
     struct whatif_mapping mapping;

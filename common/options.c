@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,8 @@ static int take(const char *command, const struct cli_option *o, const char *arg
     case CLI_FLAG:
         *(int *)o->value = 1;
         return 0;
+    case CLI_GROUP: /* never given to getopt */
+        return 1;
     }
     if (bad)
         fprintf(stderr, "medic %s: --%s wants %s, not '%s'\n", command, o->name,
@@ -106,15 +109,103 @@ static int take(const char *command, const struct cli_option *o, const char *arg
     return bad;
 }
 
-int cli_parse(const char *command, const char *usage, int argc, char **argv, int first,
+#define HELP_WIDTH 79
+#define HELP_COLUMN_MIN 16
+#define HELP_COLUMN_MAX 24
+
+/* "--name ARG" as the help shows it. */
+static int option_spec(const struct cli_option *o, char *out, size_t size)
+{
+    return snprintf(out, size, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+}
+
+/* Writes text from column at (the cursor is there), wrapped at word ends
+ * to HELP_WIDTH, the lines after the first starting at column indent. */
+static void wrap(FILE *out, const char *text, int at, int indent)
+{
+    int col = at;
+    int first = 1;
+    while (*text) {
+        while (*text == ' ')
+            text++;
+        size_t word = strcspn(text, " ");
+        if (!word)
+            break;
+        if (!first && col + 1 + (int)word > HELP_WIDTH) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+            first = 1;
+        }
+        if (!first) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, word, out);
+        col += (int)word;
+        text += word;
+        first = 0;
+    }
+    fputc('\n', out);
+}
+
+void cli_usage(FILE *out, const struct cli_help *help, const struct cli_option *options)
+{
+    char spec[128];
+    int column = HELP_COLUMN_MIN;
+    for (const struct cli_option *o = options; o->name; o++)
+        if (o->type != CLI_GROUP) {
+            int w = 2 + option_spec(o, spec, sizeof(spec)) + 2;
+            if (w > column && w <= HELP_COLUMN_MAX)
+                column = w;
+        }
+    fputs(help->head, out);
+    if (options[0].name && options[0].type != CLI_GROUP)
+        fputs("Options:\n", out);
+    for (const struct cli_option *o = options; o->name; o++) {
+        if (o->type == CLI_GROUP) {
+            fprintf(out, "%s%s\n", o == options ? "" : "\n", o->name);
+            continue;
+        }
+        int w = 2 + option_spec(o, spec, sizeof(spec));
+        fprintf(out, "  %s", spec);
+        if (w + 2 <= column) {
+            fprintf(out, "%*s", column - w, "");
+            w = column;
+        } else {
+            fputs("  ", out);
+            w += 2;
+        }
+        wrap(out, o->help ? o->help : "", w, column);
+    }
+    if (help->tail) {
+        fputc('\n', out);
+        fputs(help->tail, out);
+    }
+}
+
+int cli_usage_error(const char *command, const struct cli_help *help,
+                    const struct cli_option *options, const char *why, ...)
+{
+    va_list ap;
+    va_start(ap, why);
+    fprintf(stderr, "medic %s: ", command);
+    vfprintf(stderr, why, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    cli_usage(stderr, help, options);
+    return 2;
+}
+
+int cli_parse(const char *command, const struct cli_help *help, int argc, char **argv, int first,
               const struct cli_option *options, int *rest)
 {
     struct option longs[CLI_MAX_OPTIONS + 2];
     size_t n = 0;
-    for (; options[n].name && n < CLI_MAX_OPTIONS; n++)
-        longs[n] = (struct option){options[n].name,
-                                   options[n].type == CLI_FLAG ? no_argument : required_argument,
-                                   NULL, (int)(n + 1000)};
+    for (size_t i = 0; options[i].name && n < CLI_MAX_OPTIONS; i++)
+        if (options[i].type != CLI_GROUP)
+            longs[n++] = (struct option){
+                options[i].name, options[i].type == CLI_FLAG ? no_argument : required_argument,
+                NULL, (int)(i + 1000)};
     longs[n++] = (struct option){"help", no_argument, NULL, 'h'};
     longs[n] = (struct option){NULL, 0, NULL, 0};
     int64_t now = medic_time_now();
@@ -122,11 +213,11 @@ int cli_parse(const char *command, const char *usage, int argc, char **argv, int
     optind = first;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (opt == 'h') {
-            fputs(usage, stdout);
+            cli_usage(stdout, help, options);
             return 1;
         }
         if (opt < 1000) { /* getopt said what was wrong */
-            fputs(usage, stderr);
+            cli_usage(stderr, help, options);
             return 2;
         }
         if (take(command, &options[opt - 1000], optarg, now))

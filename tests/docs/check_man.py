@@ -5,7 +5,8 @@ command `medic --help` lists, plus medic(1) and medic.yaml(5); groff renders
 each without a warning; every option a command's --help names is on its
 page, and every key of `medic check config --reference` on medic.yaml(5).
 Every --help (of medic, each command and each subcommand its usage names)
-fits an 80-column terminal.
+fits an 80-column terminal, and every option its usage lines name has its
+row among the options the table writes.
 
 usage: check_man.py MEDIC"""
 
@@ -24,6 +25,20 @@ def render(path):
     assert out.returncode == 0 and out.stderr == "", f"{path}: {out.stderr}"
     # groff's bold and underline by overstrike, and its hyphen, read back as text
     return re.sub(r".\x08", "", out.stdout).replace("\u2010", "-").replace("\u2212", "-")
+
+
+def synopsis_named(what, shown):
+    """Every option the usage lines name has its row in the options the
+    table writes (a line "  --name ..."), so that an option added to the
+    synopsis only, or to a table without its help, is caught."""
+    usage = shown.split("\n\n")[0]
+    named = set()
+    for line in usage.split("\n"):
+        if "see --help there" not in line:
+            named |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
+    rows = set(re.findall(r"^  (--[a-z][a-z-]*)", shown, re.M))
+    missing = sorted(named - rows - {"--help"})
+    assert not missing, f"{what} --help: the usage names {missing} but no option row does"
 
 
 def main():
@@ -49,6 +64,7 @@ def main():
                 wide = [line for line in shown.split("\n") if len(line) > 80]
                 assert not wide, f"medic {cmd} {sub or ''} --help is wider than 80 columns: {wide}"
                 widths += 1
+                synopsis_named(f"medic {cmd} {sub or ''}", shown)
             for option in set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", helped)):
                 assert option in text, f"{name}: {option} from --help is not on the page"
             if cmd:

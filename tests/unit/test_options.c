@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -36,18 +37,19 @@ static int only_even(const char *arg, void *value)
 static int parse(struct values *v, int argc, char **argv, int *rest)
 {
     const struct cli_option options[] = {
-        CLI_OPT_STRING("name", &v->name),
-        CLI_OPT_INT("count", &v->count, 1, 10),
-        CLI_OPT_REAL("ratio", &v->ratio, 0, 1),
-        CLI_OPT_DURATION("wait", &v->wait, 1),
-        CLI_OPT_TIME("at", &v->at),
-        CLI_OPT_TIME_BOUND("since", &v->since),
-        CLI_OPT_FORMAT("format", &v->format, 1),
-        CLI_OPT_UINT64("seed", &v->seed),
-        CLI_OPT_CALLBACK("even", &v->even, only_even, "an even number of letters"),
+        CLI_OPT_STRING("name", &v->name, "NAME", "a name"),
+        CLI_OPT_INT("count", &v->count, 1, 10, "N", "how many"),
+        CLI_OPT_REAL("ratio", &v->ratio, 0, 1, "R", "a share"),
+        CLI_OPT_DURATION("wait", &v->wait, 1, "D", "how long"),
+        CLI_OPT_TIME("at", &v->at, "TIME", "when"),
+        CLI_OPT_TIME_BOUND("since", &v->since, "T", "from when"),
+        CLI_OPT_FORMAT("format", &v->format, 1, "table, json or csv"),
+        CLI_OPT_UINT64("seed", &v->seed, "N", "a seed"),
+        CLI_OPT_CALLBACK("even", &v->even, only_even, "an even number of letters", "W", "a word"),
         CLI_OPT_END,
     };
-    return cli_parse("test", "usage: test\n", argc, argv, 1, options, rest);
+    static const struct cli_help help = {"usage: test\n\n", NULL};
+    return cli_parse("test", &help, argc, argv, 1, options, rest);
 }
 
 static void test_every_kind(void **state)
@@ -130,12 +132,56 @@ static void test_help(void **state)
     assert_int_equal(parse(&v, 4, argv, &rest), 1);
 }
 
+/* --help is written from the table: each option with its value's name
+ * and help, headings, flags without a value, long help wrapped within 79
+ * columns under its column, head and tail around them. */
+static void test_usage_from_table(void **state)
+{
+    (void)state;
+    int flag = 0;
+    const char *name = NULL;
+    long n = 0;
+    const struct cli_option options[] = {
+        CLI_OPT_STRING("name", &name, "NAME", "a name"),
+        CLI_OPT_GROUP("More:"),
+        CLI_OPT_FLAG("quiet", &flag, "say less"),
+        CLI_OPT_INT("a-rather-long-option", &n, 0, 9, "COUNT",
+                    "a help line long enough that it has to be wrapped onto a second line, "
+                    "and then onto a third one, under the column the others start at"),
+        CLI_OPT_END,
+    };
+    static const struct cli_help help = {"usage: test [--name NAME]\n\n", "After.\n"};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    cli_usage(out, &help, options);
+    fclose(out);
+    assert_string_equal(
+        text, "usage: test [--name NAME]\n"
+              "\n"
+              "Options:\n"
+              "  --name NAME   a name\n"
+              "\n"
+              "More:\n"
+              "  --quiet       say less\n"
+              "  --a-rather-long-option COUNT  a help line long enough that it has to be\n"
+              "                wrapped onto a second line, and then onto a third one, under\n"
+              "                the column the others start at\n"
+              "\n"
+              "After.\n");
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        assert_true(strlen(line) <= 79);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_kind),
         cmocka_unit_test(test_bad_values_refused),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_usage_from_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
