@@ -9,7 +9,6 @@ static const char *const names[MEDIC_LOCK_RANKS] = {
     [MEDIC_LOCK_RECEIVER_SETTINGS] = "receiver settings",
     [MEDIC_LOCK_RECEIVER_WAITING] = "receiver waiting webhooks",
     [MEDIC_LOCK_DEADLINE] = "receiver deadlines",
-    [MEDIC_LOCK_DISPATCH_PIPELINE] = "dispatch pipeline",
     [MEDIC_LOCK_EXECUTOR] = "executor queue",
     [MEDIC_LOCK_ENGINE_STATE] = "engine state",
     [MEDIC_LOCK_FLEET] = "fleet risks",

@@ -17,7 +17,6 @@ enum medic_lock_rank {
     MEDIC_LOCK_RECEIVER_SETTINGS, /* receiver: limits and credentials (rwlock) */
     MEDIC_LOCK_RECEIVER_WAITING,  /* receiver: webhooks waiting for their commit */
     MEDIC_LOCK_DEADLINE,          /* receiver: connections past their deadline */
-    MEDIC_LOCK_DISPATCH_PIPELINE, /* dispatch: the pipeline its outcomes wake */
     MEDIC_LOCK_EXECUTOR,          /* actions: the workers' queue */
     MEDIC_LOCK_ENGINE_STATE,      /* the policy engine's state (pipeline) */
     MEDIC_LOCK_FLEET,             /* fleet scoring: the latest risks */

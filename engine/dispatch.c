@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "engine_dispatch.h"
 #include "lock.h"
-#include "engine_pipeline.h"
 #include "engine_runners.h"
 #include "executor.h"
 #include "log.h"
@@ -28,13 +27,12 @@ struct engine_dispatch {
     struct audit_store *store;
     struct config_slot *configs;
     struct executor *executor;
-    struct executor *verifier;         /* verify steps: they wait between their checks */
-    struct executor *notifier;         /* notifications */
-    _Atomic long kept;                 /* outcomes waiting for the store to commit again */
-    struct action_fence fence;         /* the lease, checked right before a disruptive command */
-    struct medic_mutex pipeline_lock;  /* held while waking: it may be stopping */
-    struct engine_pipeline *pipeline;  /* woken by each outcome */
-    struct audit_recovery_bound bound; /* the log at start: recovery stops there */
+    struct executor *verifier;          /* verify steps: they wait between their checks */
+    struct executor *notifier;          /* notifications */
+    _Atomic long kept;                  /* outcomes waiting for the store to commit again */
+    struct action_fence fence;          /* the lease, checked right before a disruptive command */
+    struct engine_dispatch_hooks hooks; /* outcomes to the engine, and what holds a step */
+    struct audit_recovery_bound bound;  /* the log at start: recovery stops there */
 };
 
 static void copy_text(char *to, size_t size, const char *from)
@@ -75,10 +73,7 @@ static int hook_intent(void *ctx, const struct executor_job *job, int64_t *inten
 static void hand_over(struct engine_dispatch *d, int64_t decision_id, enum medic_outcome outcome,
                       const char *detail)
 {
-    medic_mutex_lock(&d->pipeline_lock);
-    if (d->pipeline)
-        engine_pipeline_outcome(d->pipeline, decision_id, outcome, detail);
-    medic_mutex_unlock(&d->pipeline_lock);
+    d->hooks.outcome(d->hooks.arg, decision_id, outcome, detail);
 }
 
 /* Records an outcome. When the store cannot commit (a full disk, a
@@ -184,14 +179,10 @@ static enum medic_outcome hook_run(void *ctx, const struct executor_job *job, ch
     if (medic_action_disruptive(job->action.kind)) {
         /* a job queued before a pause (or a storm) began: nothing is sent,
          * and the engine holds the step until that clears */
-        struct engine_pipeline_stats st = {0};
-        medic_mutex_lock(&d->pipeline_lock);
-        if (d->pipeline)
-            engine_pipeline_stats(d->pipeline, &st);
-        medic_mutex_unlock(&d->pipeline_lock);
-        if (st.paused || st.storm) {
+        const char *held = d->hooks.held(d->hooks.arg);
+        if (held) {
             snprintf(detail, size, MEDIC_HELD_PREFIX "%s after it was decided; nothing was sent",
-                     st.paused ? "a person paused medic" : "a storm began");
+                     held);
             return MEDIC_OUTCOME_REFUSED;
         }
     }
@@ -410,14 +401,15 @@ static void tell_oncall(struct recovery *r)
 }
 
 int engine_dispatch_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, struct engine_dispatch **out,
-                          struct medic_error *err)
+                          struct config_slot *configs, const struct engine_dispatch_hooks *hooks,
+                          struct engine_dispatch **out, struct medic_error *err)
 {
     struct engine_dispatch *d = calloc(1, sizeof(*d));
     if (!d)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     d->store = store;
     d->configs = configs;
+    d->hooks = *hooks;
     /* before this run decides anything: where recovery stops */
     struct audit_reader *reader = NULL;
     int read = audit_reader_open(db_path, &reader, err);
@@ -430,20 +422,18 @@ int engine_dispatch_start(struct audit_store *store, const char *db_path,
         return read;
     }
     d->fence = (struct action_fence){lease_held, d};
-    medic_mutex_init(&d->pipeline_lock, MEDIC_LOCK_DISPATCH_PIPELINE);
     notify_global_init();
-    struct executor_hooks hooks = {d, hook_intent, hook_run, hook_outcome};
-    int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &hooks, &d->executor, err);
+    struct executor_hooks run = {d, hook_intent, hook_run, hook_outcome};
+    int rc = executor_start(ACTION_THREADS, ACTION_QUEUE, &run, &d->executor, err);
     if (rc == 0 &&
-        (rc = executor_start(VERIFY_THREADS, ACTION_QUEUE, &hooks, &d->verifier, err)) != 0)
+        (rc = executor_start(VERIFY_THREADS, ACTION_QUEUE, &run, &d->verifier, err)) != 0)
         executor_stop(d->executor);
     if (rc == 0 &&
-        (rc = executor_start(NOTIFY_THREADS, ACTION_QUEUE, &hooks, &d->notifier, err)) != 0) {
+        (rc = executor_start(NOTIFY_THREADS, ACTION_QUEUE, &run, &d->notifier, err)) != 0) {
         executor_stop(d->verifier);
         executor_stop(d->executor);
     }
     if (rc) {
-        medic_mutex_destroy(&d->pipeline_lock);
         free(d);
         return rc;
     }
@@ -524,13 +514,5 @@ void engine_dispatch_stop(struct engine_dispatch *d)
     executor_stop(d->verifier);
     executor_stop(d->notifier);
     executor_stop(d->executor);
-    medic_mutex_destroy(&d->pipeline_lock);
     free(d);
-}
-
-void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p)
-{
-    medic_mutex_lock(&d->pipeline_lock);
-    d->pipeline = p;
-    medic_mutex_unlock(&d->pipeline_lock);
 }

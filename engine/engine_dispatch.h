@@ -22,26 +22,34 @@
 
 struct engine_dispatch;
 
+/* What dispatch tells the engine and asks of it, as the executor's hooks
+ * do for dispatch: given at start, called on the workers' threads, valid
+ * until dispatch stops. */
+struct engine_dispatch_hooks {
+    void *arg;
+    /* an action's outcome is in the audit log: its incident waits for it */
+    void (*outcome)(void *arg, int64_t decision, enum medic_outcome outcome, const char *detail);
+    /* why a disruptive step decided earlier must not run now (a pause or
+     * a storm that began since); NULL: it may */
+    const char *(*held)(void *arg);
+};
+
 /* Starts the executor's workers and notes how far the audit log at
  * db_path goes: what a recovery may take for left by a crash or the
  * previous leader. Recovers nothing yet. */
 int engine_dispatch_start(struct audit_store *store, const char *db_path,
-                          struct config_slot *configs, struct engine_dispatch **out,
-                          struct medic_error *err);
+                          struct config_slot *configs, const struct engine_dispatch_hooks *hooks,
+                          struct engine_dispatch **out, struct medic_error *err);
 /* Recovers what a crash or the previous leader left (above), up to where
  * the log went at start: never what this run decided or started since.
- * Call it once the pipeline is set (engine_dispatch_set_pipeline): every
- * outcome of the recovery, and of the actions it runs, reaches the
- * incidents waiting for it. */
+ * Every outcome of the recovery, and of the actions it runs, reaches the
+ * incidents waiting for it through the hooks. */
 int engine_dispatch_recover(struct engine_dispatch *d, const char *db_path,
                             struct medic_error *err);
 /* Hands a committed decision with verdict execute to the executor; a
  * decision that cannot be queued gets an intent and a failed outcome. */
 void engine_dispatch_execute(struct engine_dispatch *d, const struct policy_decision *decision,
                              int64_t decision_id);
-struct engine_pipeline;
-/* Hands p every outcome once it is recorded (its incident waits for it). */
-void engine_dispatch_set_pipeline(struct engine_dispatch *d, struct engine_pipeline *p);
 void engine_dispatch_metrics(struct engine_dispatch *d, struct medic_buf *out);
 /* Finishes queued and running actions, then stops. NULL is a no-op. */
 void engine_dispatch_stop(struct engine_dispatch *d);

@@ -9,8 +9,9 @@
  * audit log is read only where memory cannot serve: at start (what a crash
  * left undecided), after a failed round, and when more notifications wait
  * than the queue holds; then it reads them back in order until it has
- * caught up. Each round works on one configuration snapshot and takes no
- * lock while risks are fetched. */
+ * caught up. Each round works on one configuration snapshot, in phases
+ * (round.h): gather without the engine's lock (the log's reads, risks,
+ * agents' health), decide under it taken once, commit, dispatch. */
 #ifndef MEDIC_ENGINE_PIPELINE_H
 #define MEDIC_ENGINE_PIPELINE_H
 
@@ -26,16 +27,20 @@
 #include <stdint.h>
 
 struct engine_pipeline;
+struct handover;
 
-/* poll_interval > 0: other replicas commit to the same audit log, which
+/* in: what other threads hand the pipeline (a handover_init'ed one,
+ * which outlives it; dispatch hands its outcomes there too).
+ * poll_interval > 0: other replicas commit to the same audit log, which
  * is then read for what they committed this often, and whenever this
  * replica commits one (notifications are not handed over in memory).
  * answers (may be NULL) is told when a round took people's requests. */
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
-                          struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_view *slurm, struct engine_answers *answers,
-                          struct engine_pipeline **out, struct medic_error *err);
+                          struct handover *in, struct engine_dispatch *dispatch,
+                          struct engine_fleet *fleet, struct engine_slurm_view *slurm,
+                          struct engine_answers *answers, struct engine_pipeline **out,
+                          struct medic_error *err);
 
 /* Notification id, received at received_at (wall clock), was committed
  * (not a duplicate) with its alerts from first_alert_id on: evaluate it
@@ -47,10 +52,6 @@ void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t fi
 /* A person's answer to a pending step was recorded (audit_record_approval):
  * the next round takes it. Any thread. */
 void engine_pipeline_approval_recorded(struct engine_pipeline *e);
-
-/* An action's outcome was recorded: its incident goes on. Any thread. */
-void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
-                             enum medic_outcome outcome, const char *detail);
 
 /* Finishes the round in progress and stops. NULL is a no-op. */
 void engine_pipeline_stop(struct engine_pipeline *e);

@@ -16,6 +16,7 @@
 #include "engine_slurm_view.h"
 #include "engine_leader.h"
 #include "engine_pipeline.h"
+#include "handover.h"
 #include "page.h"
 #include "server.h"
 
@@ -34,6 +35,10 @@ struct engine {
     struct medic_rwlock role;
     struct engine_pipeline *pipeline;
     struct engine_dispatch *dispatch;
+    /* what the pipeline of a term is handed (dispatch's outcomes among
+     * it), and what its rounds publish for dispatch: made before both and
+     * released after both, so that neither points at the other */
+    struct handover inbox;
     struct engine_leader *leader; /* NULL: one replica on SQLite */
     int shared_log;               /* PostgreSQL: other replicas commit to the log too */
     /* what the last leader left is taken up (serve.c's recover); the

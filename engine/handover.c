@@ -155,3 +155,16 @@ void handover_fall_back(struct handover *h)
     medic_mutex_unlock(&h->lock);
     free_committed(queued);
 }
+
+void handover_publish_holds(struct handover *h, int paused, int storm)
+{
+    atomic_store(&h->paused, paused);
+    atomic_store(&h->storm, storm);
+}
+
+const char *handover_held(struct handover *h)
+{
+    return atomic_load(&h->paused)  ? "a person paused medic"
+           : atomic_load(&h->storm) ? "a storm began"
+                                    : NULL;
+}

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What other threads hand the engine's thread, and the wake-ups that come
  * with it: committed notifications (from the audit writer, in commit
- * order) and recorded outcomes (from dispatch). When memory cannot hold
+ * order) and recorded outcomes (from dispatch); and, the other way, what
+ * the engine's last round found holding disruptive steps back (a pause, a
+ * storm), for the actions' workers. The engine owns it, outliving the
+ * pipeline and dispatch of each term, so neither points at the other. When memory cannot hold
  * them, it says so instead: `backlog` (some committed notifications are
  * only in the audit log: read them from there, in order, and queue nothing
  * until the reads caught up) and `outcomes_from_log` (look every awaited
@@ -15,6 +18,7 @@
 #include "alert.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +56,7 @@ struct handover {
     struct handover_outcome *outcomes;
     size_t outcome_count;
     int outcomes_from_log;
+    atomic_int paused, storm; /* published by each round; read without the lock */
 };
 
 /* What one round takes. */
@@ -61,6 +66,7 @@ struct handed {
     struct handover_outcome *outcomes;
     size_t outcome_count;
     int outcomes_from_log;
+    atomic_int paused, storm; /* published by each round; read without the lock */
 };
 
 /* Starts awake, reading both from the log: what a previous run left. */
@@ -77,6 +83,12 @@ void handover_outcome(struct handover *h, int64_t decision, enum medic_outcome o
 /* Takes up to limit queued notifications (the queue first: the log holds
  * nothing older while it has items), or the word to read the log, and
  * every handed outcome. */
+/* What a round found: a person's pause, a storm (each 0 or 1). */
+void handover_publish_holds(struct handover *h, int paused, int storm);
+/* Why a disruptive step decided before the last round must not run now
+ * ("a person paused medic", "a storm began"); NULL: nothing holds it. */
+const char *handover_held(struct handover *h);
+
 /* Wakes the engine for a round (something it reads from the log). */
 void handover_wake(struct handover *h);
 void handover_take(struct handover *h, size_t limit, struct handed *out);

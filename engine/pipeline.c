@@ -5,10 +5,8 @@
 #include "lock.h"
 #include "engine_evaluate.h"
 #include "log.h"
-#include "payload.h"
-#include "engine_health.h"
-#include "engine_risk.h"
 #include "handover.h"
+#include "round.h"
 #include "table.h"
 #include "timeutil.h"
 
@@ -20,28 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-/* Notifications evaluated per round at most; more wait for the next one. */
-#define ROUND_LIMIT 256
 /* Decisions one round may make (256 notifications of up to 1000 alerts
  * with a few steps each fit); past it, alerts get an error decision. */
 #define ROUND_DECISIONS_LIMIT 1000000
-
-/* What a round collects while evaluating pending notifications. */
-struct round {
-    struct engine_pipeline *e;
-    struct policy_context ctx;
-    struct policy_decisions out;
-    int64_t now;  /* the engine's clock: what the policy engine measures intervals on */
-    int64_t wall; /* the wall clock at the same instant: what is recorded */
-    int64_t evaluated[ROUND_LIMIT];
-    size_t evaluated_count;
-    struct people_round people; /* pauses, answers to pending steps, releases */
-    /* per decision: the notification and alert it came from (0: a tick) */
-    int64_t *notification_of, *alert_of;
-    size_t origin_cap;
-    struct engine_risk risk;
-    struct engine_health health; /* the GPUs' recovery actions, for when.recovery_action */
-};
 
 static int remember_origin(struct round *r, size_t from, int64_t notification,
                            const struct medic_notification *n, int64_t first_alert)
@@ -78,86 +57,36 @@ static int apply_people(struct round *r, int64_t before)
                         people_origin, r);
 }
 
-/* Evaluates committed notification n, id, received at received_at, with
- * its alerts' ids from first_alert on, after the people's requests
- * accepted before it; a duplicate (first_alert AUDIT_DUPLICATE) only has
- * its alerts seen again, without asking Prometheus. */
-static int evaluate_one(struct round *r, int64_t id, int64_t first_alert, int64_t received_at,
-                        const struct medic_notification *n)
+/* Decides notification it, after the people's requests accepted before
+ * it, on what gather found for it; a repeat (first_alert AUDIT_DUPLICATE)
+ * only has its alerts seen again. */
+static int evaluate_one(struct round *r, const struct round_item *it)
 {
-    int people = apply_people(r, received_at);
-    if (people)
-        return people;
-    size_t from = r->out.count;
-    if (first_alert == AUDIT_DUPLICATE) {
-        int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 1, NULL, NULL, NAN, r->now,
-                                              &r->out);
-        if (rc == 0)
-            rc = remember_origin(r, from, id, n, 0);
-        r->evaluated[r->evaluated_count++] = id;
+    int rc = apply_people(r, it->received_at);
+    if (rc)
         return rc;
-    }
-    double *risks = malloc((n->alert_count + 1) * sizeof(*risks));
-    const struct engine_risk_entry **scored = calloc(n->alert_count + 1, sizeof(*scored));
-    const char **recoveries = calloc(n->alert_count + 1, sizeof(*recoveries));
-    if (!risks || !scored || !recoveries) {
-        free(risks);
-        free(scored);
-        free(recoveries);
-        return MEDIC_E_NOMEM;
-    }
-    /* Prometheus is read without the engine's lock, so that the receiver
-     * is never kept waiting by it; only this thread changes the engine's
-     * state */
-    medic_mutex_unlock(&r->e->lock);
-    engine_risk_notification(&r->risk, n, risks, scored);
-    engine_health_alerts(&r->health, n, recoveries);
-    medic_mutex_lock(&r->e->lock);
-    int rc = engine_evaluate_notification(&r->ctx, r->e->state, n, 0, risks, recoveries, NAN,
-                                          r->now, &r->out);
-    for (size_t i = from; i < r->out.count; i++) {
+    size_t from = r->out.count;
+    r->evaluated[r->evaluated_count++] = it->id;
+    if (!it->n) /* stored, and no longer readable: nothing to decide */
+        return 0;
+    int repeat = it->first_alert == AUDIT_DUPLICATE;
+    rc = engine_evaluate_notification(&r->ctx, r->e->state, it->n, repeat, it->risks,
+                                      it->recoveries, NAN, r->now, &r->out);
+    for (size_t i = from; rc == 0 && !repeat && i < r->out.count; i++) {
         struct policy_decision *x = &r->out.items[i];
-        for (size_t k = 0; k < n->alert_count; k++) {
-            if (!scored[k] || strcmp(n->alerts[k].fingerprint, x->fingerprint) != 0)
+        for (size_t k = 0; k < it->n->alert_count; k++) {
+            if (!it->scored[k] || strcmp(it->n->alerts[k].fingerprint, x->fingerprint) != 0)
                 continue;
             size_t at = strlen(x->reason);
             snprintf(x->reason + at, sizeof(x->reason) - at, "%s%s", at ? "; " : "",
-                     scored[k]->note);
+                     it->scored[k]->note);
             break;
         }
     }
-    free(risks);
-    free(scored);
-    free(recoveries);
-    if (rc == 0)
-        rc = remember_origin(r, from, id, n, first_alert);
-    r->evaluated[r->evaluated_count++] = id;
-    return rc;
+    return rc ? rc : remember_origin(r, from, it->id, it->n, repeat ? 0 : it->first_alert);
 }
 
-/* A notification read back from the audit log (the backlog). */
-static int evaluate_stored(void *arg, int64_t id, int64_t first_alert, int64_t received_at,
-                           const char *body, size_t len)
-{
-    struct round *r = arg;
-    struct medic_notification n;
-    struct medic_error err = {0};
-    struct receiver_limits limits;
-    receiver_limits_widest(&limits); /* it was accepted under the limits of its day */
-    medic_notification_init(&n);
-    if (receiver_payload_parse(body, len, &limits, &n, &err)) {
-        medic_log_error("cannot evaluate a stored notification", "error", err.msg, NULL);
-        medic_notification_release(&n);
-        r->evaluated[r->evaluated_count++] = id;
-        return remember_origin(r, r->out.count, id, NULL, 0);
-    }
-    int rc = evaluate_one(r, id, first_alert, received_at, &n);
-    medic_notification_release(&n);
-    return rc;
-}
-
-/* The outcomes the incidents wait for, read from the audit log (where
- * dispatch records them, and where a restart finds them). */
+/* Outcomes handed over in memory, for the incidents awaiting them. */
 struct awaited {
     int64_t incident, decision;
 };
@@ -183,7 +112,6 @@ static void collect_awaited(void *arg, int64_t incident, int64_t decision)
     l->items[l->count++] = (struct awaited){incident, decision};
 }
 
-/* Outcomes handed over in memory, for the incidents awaiting them. */
 static int apply_handed_outcomes(struct round *r, const struct handover_outcome *list, size_t count)
 {
     if (count == 0) /* most rounds: no walk over the incidents */
@@ -203,37 +131,21 @@ static int apply_handed_outcomes(struct round *r, const struct handover_outcome 
     return rc;
 }
 
+/* The awaited outcomes gather found in the audit log. */
+static int apply_logged_outcomes(struct round *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->logged_count && rc == 0; i++) {
+        const struct round_outcome *x = &r->logged[i];
+        struct policy_outcome o = {x->incident, x->decision, x->outcome, x->detail};
+        rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
+    }
+    return rc;
+}
+
 static int people_origin(void *arg, size_t from)
 {
     return remember_origin(arg, from, 0, NULL, 0);
-}
-
-/* Every awaited outcome looked up in the audit log (at start, after a
- * failed round, or when outcomes came faster than memory kept them). */
-static int apply_logged_outcomes(struct round *r)
-{
-    struct awaited_list l = {0};
-    policy_awaiting(r->e->state, collect_awaited, &l);
-    int rc = 0;
-    for (size_t i = 0; i < l.count && rc == 0; i++) {
-        char result[32], detail[1024];
-        struct medic_error err = {0};
-        int found = audit_decision_outcome(r->e->reader, l.items[i].decision, result,
-                                           sizeof(result), detail, sizeof(detail), &err);
-        if (found == MEDIC_E_NOTFOUND)
-            continue;
-        if (found) {
-            medic_log_error("cannot read an action's outcome", "error", err.msg, NULL);
-            continue;
-        }
-        int outcome = medic_outcome_parse(result);
-        struct policy_outcome o = {l.items[i].incident, l.items[i].decision,
-                                   outcome < 0 ? MEDIC_OUTCOME_FAILED : (enum medic_outcome)outcome,
-                                   detail};
-        rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
-    }
-    free(l.items);
-    return rc;
 }
 
 /* The decisions as audit rows; params[i] receives decision i's parameters
@@ -304,52 +216,48 @@ static int reconcile(struct engine_pipeline *e, struct round *r)
     return policy_reconcile_drains(&r->ctx, e->state, seen_at, r->now, &r->out);
 }
 
-/* One round: the scheduler when due, then the committed notifications;
- * then one commit of decisions, evaluated ids and the state's changed
- * rows. Returns 1 when it did anything, 0 when there was nothing to do, -1
- * when it failed. */
+/* One round (round.h): gather, then decide under the lock taken once: the
+ * outcomes, the people's requests and the notifications in the order they
+ * were accepted, then the scheduler when due; then one commit of
+ * decisions, evaluated ids and the state's changed rows, and the dispatch
+ * of what it committed. Returns 1 when it did anything, 0 when there was
+ * nothing to do, -1 when it failed. */
 static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int tick)
 {
     if (e->state_stale && engine_pipeline__restore_state(e))
         return -1; /* retried in a second */
+    /* gather, without the engine's lock (a round of ROUND_LIMIT items,
+     * some 60 KB, on the engine thread's stack) */
     struct round r = {.e = e, .now = now, .wall = wall};
     struct handed h;
-    handover_take(&e->in, ROUND_LIMIT, &h);
+    handover_take(e->in, ROUND_LIMIT, &h);
     struct medic_error err = {0};
     char config_hash[65], model_hash[65] = "";
     policy_decisions_init(&r.out);
     r.out.limit = ROUND_DECISIONS_LIMIT;
-    /* the round's snapshot: a reload meanwhile applies from the next round,
-     * and no lock is held while Prometheus is asked for risks */
+    /* the round's snapshot: a reload meanwhile applies from the next round */
     const struct medic_config *config = config_slot_acquire(e->configs);
+    snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
     /* answers to pending steps: when one was recorded here, and on every
      * round of a log other replicas write too */
     if ((atomic_exchange(&e->approvals_waiting, 0) || e->poll_interval) &&
         people_read(&r.people, e->reader))
         atomic_store(&e->approvals_waiting, 1);
-    medic_mutex_lock(&e->lock);
-    engine_context_from_config(config, &r.ctx);
-    engine_slurm_view_context(e->slurm, &r.ctx); /* Slurm's nodes as last read */
-    r.ctx.decision_ids = 1;                      /* the round binds and resolves decision ids */
-    snprintf(config_hash, sizeof(config_hash), "%s", config->hash);
-    engine_risk_begin(&r.risk, config, e->fleet, wall); /* Prometheus's time */
-    engine_health_begin(&r.health, config);
+    int rc = round_gather(&r, &h, config, &err);
     if (r.risk.enabled) /* alerts are scored */
         snprintf(model_hash, sizeof(model_hash), "%s", config->model.hash);
-    int rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
+
+    /* decide: the lock taken once, policy calls only */
+    medic_mutex_lock(&e->lock);
+    if (rc == 0)
+        rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
                                  : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
     if (rc == 0) /* the outcomes' decisions come from no notification */
         rc = remember_origin(&r, 0, 0, NULL, 0);
-    /* the round's nodes are asked of Prometheus together */
-    for (struct committed *c = h.notifications; c && r.risk.enabled; c = c->next)
-        for (size_t k = 0; c->first_alert != AUDIT_DUPLICATE && k < c->n.alert_count; k++)
-            engine_risk_want(&r.risk, &c->n.alerts[k]);
     /* the people's requests and the notifications in the order they were
      * accepted; then the scheduler, at now, after all of them */
-    for (struct committed *c = h.notifications; c && rc == 0; c = c->next)
-        rc = evaluate_one(&r, c->id, c->first_alert, c->received_at, &c->n);
-    if (rc == 0 && h.from_log)
-        rc = audit_pending_notifications(e->reader, ROUND_LIMIT, evaluate_stored, &r, &err);
+    for (size_t i = 0; i < r.item_count && rc == 0; i++)
+        rc = evaluate_one(&r, &r.items[i]);
     if (rc == 0)
         rc = apply_people(&r, INT64_MAX);
     size_t scheduled = r.out.count;
@@ -372,11 +280,10 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     e->storm = policy_storm_active(e->state);
     struct policy_pause_state pause;
     e->paused = policy_paused(e->state, &pause);
+    handover_publish_holds(e->in, e->paused, e->storm); /* for the actions' workers */
     int64_t oldest;
     e->pending_approvals = (int)policy_pending_approvals(e->state, &oldest);
     e->pending_oldest = oldest;
-    engine_risk_end(&r.risk);
-    engine_health_end(&r.health);
     /* the changed rows are serialised here, on the engine's thread: the
      * audit writer only writes bytes, and never takes this lock */
     struct audit_rows rows;
@@ -453,15 +360,16 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
         }
     }
     audit_rows_release(&rows);
+    round_release(&r);
     if (rc == 0 && h.from_log && r.evaluated_count < ROUND_LIMIT)
-        handover_caught_up(&e->in); /* the log is read to its end */
+        handover_caught_up(e->in); /* the log is read to its end */
     int from_log = h.from_log;
     handed_release(&h);
     if (rc) {
         atomic_fetch_add(&e->rounds_failed, 1);
         medic_log_error("policy engine round failed; retrying from the last committed state",
                         "error", err.msg[0] ? err.msg : medic_strerror(rc), NULL);
-        handover_fall_back(&e->in);
+        handover_fall_back(e->in);
         if (r.people.count) /* taken again by the next round */
             atomic_store(&e->approvals_waiting, 1);
         engine_pipeline__restore_state(e);
@@ -531,50 +439,51 @@ static void *engine_main(void *arg)
 {
     struct engine_pipeline *e = arg;
     pthread_setname_np(pthread_self(), "medic-engine");
-    medic_mutex_lock(&e->in.lock);
-    while (!e->in.stopping) {
+    medic_mutex_lock(&e->in->lock);
+    while (!e->in->stopping) {
         int64_t mono = medic_time_monotonic(), wall = medic_time_now();
         watch_clock(e, wall);
         int64_t now = engine_pipeline__now(e);
         int tick = mono - e->last_tick >= e->tick_interval;
         if (e->poll_interval && mono - e->last_poll >= e->poll_interval) {
             e->last_poll = mono; /* what other replicas committed */
-            e->in.wake = 1;
+            e->in->wake = 1;
         }
-        if (!e->in.wake && !tick) {
+        if (!e->in->wake && !tick) {
             int64_t due = e->last_tick + e->tick_interval;
             if (e->poll_interval && e->last_poll + e->poll_interval < due)
                 due = e->last_poll + e->poll_interval;
             struct timespec until = medic_time_deadline_in(due - mono);
-            medic_cond_timedwait(&e->in.cond, &e->in.lock, &until);
+            medic_cond_timedwait(&e->in->cond, &e->in->lock, &until);
             continue;
         }
-        e->in.wake = 0;
+        e->in->wake = 0;
         if (tick) {
             e->last_tick = mono;
             atomic_fetch_add(&e->ticks, 1);
         }
-        medic_mutex_unlock(&e->in.lock);
+        medic_mutex_unlock(&e->in->lock);
         int did = run_round(e, now, wall, tick);
-        medic_mutex_lock(&e->in.lock);
+        medic_mutex_lock(&e->in->lock);
         if (did > 0) {
-            e->in.wake = 1; /* a full round may leave more pending: go again at once */
-        } else if (did < 0 && !e->in.stopping) {
+            e->in->wake = 1; /* a full round may leave more pending: go again at once */
+        } else if (did < 0 && !e->in->stopping) {
             /* the store failed: wait a second before retrying */
             struct timespec until = medic_time_deadline_in(MEDIC_NS_PER_SEC);
-            medic_cond_timedwait(&e->in.cond, &e->in.lock, &until);
-            e->in.wake = 1;
+            medic_cond_timedwait(&e->in->cond, &e->in->lock, &until);
+            e->in->wake = 1;
         }
     }
-    medic_mutex_unlock(&e->in.lock);
+    medic_mutex_unlock(&e->in->lock);
     return NULL;
 }
 
 int engine_pipeline_start(struct audit_store *store, const char *db_path,
                           struct config_slot *configs, int64_t tick_interval, int64_t poll_interval,
-                          struct engine_dispatch *dispatch, struct engine_fleet *fleet,
-                          struct engine_slurm_view *slurm, struct engine_answers *answers,
-                          struct engine_pipeline **out, struct medic_error *err)
+                          struct handover *in, struct engine_dispatch *dispatch,
+                          struct engine_fleet *fleet, struct engine_slurm_view *slurm,
+                          struct engine_answers *answers, struct engine_pipeline **out,
+                          struct medic_error *err)
 {
     struct engine_pipeline *e = calloc(1, sizeof(*e));
     if (!e)
@@ -587,8 +496,8 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     e->configs = configs;
     e->tick_interval = tick_interval;
     e->poll_interval = poll_interval;
-    handover_init(&e->in); /* evaluate what a previous run left pending */
-    e->in.shared = poll_interval > 0;
+    e->in = in; /* new: it evaluates what a previous run left pending */
+    e->in->shared = poll_interval > 0;
     e->last_tick = medic_time_monotonic();
     /* the state read below is reconciled with a read of Slurm begun after
      * it: one is asked for now (a replica that just took the lease) */
@@ -612,7 +521,6 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
     if (rc) {
         audit_reader_free(e->reader);
         policy_state_free(e->state);
-        handover_release(&e->in);
         medic_mutex_destroy(&e->lock);
         free(e);
         return rc;
@@ -624,33 +532,26 @@ int engine_pipeline_start(struct audit_store *store, const char *db_path,
 void engine_pipeline_committed(struct engine_pipeline *e, int64_t id, int64_t first_alert_id,
                                int64_t received_at, struct medic_notification *n)
 {
-    handover_committed(&e->in, id, first_alert_id, received_at, n);
+    handover_committed(e->in, id, first_alert_id, received_at, n);
 }
 
 void engine_pipeline_approval_recorded(struct engine_pipeline *e)
 {
     atomic_store(&e->approvals_waiting, 1);
-    handover_wake(&e->in);
-}
-
-void engine_pipeline_outcome(struct engine_pipeline *e, int64_t decision_id,
-                             enum medic_outcome outcome, const char *detail)
-{
-    handover_outcome(&e->in, decision_id, outcome, detail);
+    handover_wake(e->in);
 }
 
 void engine_pipeline_stop(struct engine_pipeline *e)
 {
     if (!e)
         return;
-    medic_mutex_lock(&e->in.lock);
-    e->in.stopping = 1;
-    pthread_cond_signal(&e->in.cond);
-    medic_mutex_unlock(&e->in.lock);
+    medic_mutex_lock(&e->in->lock);
+    e->in->stopping = 1;
+    pthread_cond_signal(&e->in->cond);
+    medic_mutex_unlock(&e->in->lock);
     pthread_join(e->thread, NULL);
     audit_reader_free(e->reader);
     policy_state_free(e->state);
-    handover_release(&e->in);
     medic_mutex_destroy(&e->lock);
     free(e);
 }

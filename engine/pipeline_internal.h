@@ -31,7 +31,7 @@ struct engine_pipeline {
     int64_t last_poll;     /* monotonic, as last_tick */
     pthread_t thread;
     struct medic_mutex lock; /* guards state: changed by the engine thread, copied by dry runs */
-    struct handover in;      /* what other threads hand over, and the wake-ups */
+    struct handover *in;     /* what other threads hand over, and the wake-ups (not owned) */
     struct policy_state *state;
     int legacy_state;  /* an earlier medic's document: dropped once the rows are written */
     int state_stale;   /* a failed round changed state and it could not be read back yet */

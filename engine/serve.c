@@ -251,9 +251,21 @@ static void log_started(const struct medic_config *c)
 static void lose(void *arg);
 static int recover(struct engine *e, struct medic_error *err);
 
+/* dispatch's hooks, on the inbox that outlives the pipeline and dispatch */
+static void hand_outcome(void *arg, int64_t decision, enum medic_outcome outcome,
+                         const char *detail)
+{
+    handover_outcome(arg, decision, outcome, detail);
+}
+
+static const char *held_by(void *arg)
+{
+    return handover_held(arg);
+}
+
 /* This replica acts from now: action dispatch, then the policy engine
- * (which reads the committed state and decides what is pending), wired
- * together, and only then dispatch recovers what a crash or the previous
+ * (which reads the committed state and decides what is pending), both on
+ * one inbox, and only then dispatch recovers what a crash or the previous
  * leader left (interrupted intents, decisions never started), so that
  * every outcome of that recovery reaches the incident waiting for it. */
 static int gain(void *arg, int64_t epoch)
@@ -264,23 +276,23 @@ static int gain(void *arg, int64_t epoch)
     struct engine_pipeline *pipeline = NULL;
     (void)epoch;
     const struct medic_config *c = config_slot_acquire(e->configs);
-    int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &dispatch, &err);
+    handover_init(&e->inbox); /* the pipeline evaluates what a previous run left pending */
+    const struct engine_dispatch_hooks hooks = {&e->inbox, hand_outcome, held_by};
+    int rc = engine_dispatch_start(e->store, e->audit_path, e->configs, &hooks, &dispatch, &err);
     if (rc)
         medic_error_prefix(&err, "cannot start the action dispatch");
     if (rc == 0 &&
         (rc = engine_pipeline_start(e->store, e->audit_path, e->configs, c->engine_tick_interval,
-                                    e->shared_log ? SHARED_LOG_POLL : 0, dispatch, e->fleet,
-                                    e->slurm, e->answers, &pipeline, &err)))
+                                    e->shared_log ? SHARED_LOG_POLL : 0, &e->inbox, dispatch,
+                                    e->fleet, e->slurm, e->answers, &pipeline, &err)))
         medic_error_prefix(&err, "cannot start the policy engine");
     medic_config_unref(c);
     if (rc) {
         engine_dispatch_stop(dispatch);
+        handover_release(&e->inbox);
         medic_log_error("cannot act", "error", err.msg, NULL);
         return rc;
     }
-    /* wired first, then recovered: an outcome of the recovery never finds
-     * the pipeline missing */
-    engine_dispatch_set_pipeline(dispatch, pipeline);
     medic_rwlock_wrlock(&e->role);
     e->dispatch = dispatch;
     e->pipeline = pipeline;
@@ -336,10 +348,10 @@ static void lose(void *arg)
     e->dispatch = NULL;
     e->pipeline = NULL;
     medic_rwlock_unlock(&e->role);
-    if (dispatch)
-        engine_dispatch_set_pipeline(dispatch, NULL);
     engine_pipeline_stop(pipeline);
     engine_dispatch_stop(dispatch);
+    if (pipeline) /* both stopped: nothing hands anything over any more */
+        handover_release(&e->inbox);
 }
 
 /* The state last committed to the audit log. */
