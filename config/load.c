@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "config.h"
-#include "config_loader.h"
+#include "loader.h"
 #include "default_model.h"
 #include "ipmi.h"
 #include "log.h"
@@ -302,7 +302,7 @@ static int check_bmcs(struct loader *l, const struct yaml_tree_node *at)
     return 0;
 }
 
-/* The directives (engine/config_directives.c), then what spans several of
+/* The directives (directives.c), then what spans several of
  * them: the BMCs against the credentials, the model against Prometheus,
  * and the policies against the notifiers. */
 static int load_root(struct loader *l, const struct yaml_tree_node *root,

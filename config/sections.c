@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "config_loader.h"
+#include "loader.h"
 #include "log.h"
 #include "timeutil.h"
 #include "yaml_tree.h"

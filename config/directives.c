@@ -6,7 +6,7 @@
  * structure of their own (auth, tls, inventory, notifiers) have a loader of
  * their own and rows that document their keys. */
 #include "audit.h"
-#include "config_loader.h"
+#include "loader.h"
 #include "log.h"
 #include "timeutil.h"
 #include "yaml_tree.h"

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The configuration loader's pieces shared by config.c (the root and the
- * policies), config_sections.c (auth, notifiers, secret files) and
- * config_directives.c (the table of directives). Private to engine/. */
-#ifndef MEDIC_ENGINE_CONFIG_LOADER_H
-#define MEDIC_ENGINE_CONFIG_LOADER_H
+/* The configuration loader's pieces shared by load.c (the root and the
+ * policies), sections.c (auth, notifiers, secret files) and
+ * directives.c (the table of directives). Private to config/. */
+#ifndef MEDIC_CONFIG_LOADER_H
+#define MEDIC_CONFIG_LOADER_H
 
 #include "config.h"
 #include "buf.h"
@@ -34,11 +34,11 @@ char *config__resolve_path(const char *config_file, const char *path);
 int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n);
 /* config.c: the inventory section (file or nodes, node_labels). */
 int config__load_inventory(struct loader *l, const struct yaml_tree_node *n);
-/* config_directives.c: every default the table states as a literal
+/* directives.c: every default the table states as a literal
  * (`5s`), read as that value in the file would be: the one place medic's
  * configuration defaults live. */
 int config__apply_defaults(struct medic_config *config, struct medic_error *err);
-/* config_directives.c: every directive of the table present in root, in
+/* directives.c: every directive of the table present in root, in
  * the table's order; keys neither in the table nor in extra_keys are
  * refused. */
 int config__load_directives(struct loader *l, const struct yaml_tree_node *root,
