@@ -15,13 +15,19 @@ void medic_log_set_level(enum medic_log_level level)
     log_threshold = level;
 }
 
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
 int medic_log_parse_level(const char *name)
 {
-    static const char *const names[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)
-        if (strcmp(name, names[i]) == 0)
+        if (strcmp(name, level_names[i]) == 0)
             return i;
     return -1;
+}
+
+const char *medic_log_level_name(int level)
+{
+    return level >= 0 && level < 4 ? level_names[level] : "?";
 }
 
 static void log_value(struct medic_buf *b, const char *v)

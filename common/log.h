@@ -12,6 +12,8 @@ enum medic_log_level { MEDIC_LOG_DEBUG, MEDIC_LOG_INFO, MEDIC_LOG_WARN, MEDIC_LO
 void medic_log_set_level(enum medic_log_level level);
 /* Parses "debug", "info", "warn" or "error"; returns -1 when unknown. */
 int medic_log_parse_level(const char *name);
+/* A level's name (debug, info, warn, error). */
+const char *medic_log_level_name(int level);
 
 void medic_log(enum medic_log_level level, const char *msg, ...) __attribute__((sentinel));
 

@@ -241,7 +241,9 @@ int medic_time_parse_bound(const char *s, int64_t now, int64_t *out)
 char *medic_duration_format(int64_t ns, char *out, size_t size)
 {
     int64_t s = ns / MEDIC_NS_PER_SEC;
-    if (s % 86400 == 0 && s >= 86400)
+    if (ns % MEDIC_NS_PER_SEC != 0 && ns % MEDIC_NS_PER_MS == 0)
+        snprintf(out, size, "%lldms", (long long)(ns / MEDIC_NS_PER_MS));
+    else if (s % 86400 == 0 && s >= 86400)
         snprintf(out, size, "%lldd", (long long)(s / 86400));
     else if (s % 3600 == 0 && s >= 3600)
         snprintf(out, size, "%lldh", (long long)(s / 3600));

@@ -49,8 +49,9 @@ int medic_time_parse_rfc3339(const char *s, size_t len, int64_t *out);
  * time is written as `0001-01-01T00:00:00Z`. Returns out. */
 char *medic_time_format(int64_t t, char *out, size_t size);
 
-/* Writes a duration as medic.yaml would (whole seconds: 2d, 6h, 90m, 45s)
- * into out; returns out. */
+/* Writes a duration as medic.yaml would (2d, 6h, 90m, 45s; whole
+ * milliseconds below a second's multiple: 10ms, 1500ms) into out; returns
+ * out. */
 char *medic_duration_format(int64_t ns, char *out, size_t size);
 
 /* Parses a duration like `90m`, `2h`, `7d`, `1h30m`, `500ms`, `10s`, `2w`

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "config.h"
 #include "loader.h"
+#include "audit.h"
 #include "default_model.h"
 #include "ipmi.h"
 #include "log.h"
@@ -63,10 +64,14 @@ static int set_defaults(struct medic_config *config)
     static const char *const labels[] = {"node", "Hostname", "instance"};
     memset(config, 0, sizeof(*config));
     config->source = strdup("(built-in defaults)");
-    receiver_limits_default(&config->limits); /* then the table's, for those a file may set */
-    struct medic_error err = {0};
-    if (config__apply_defaults(config, &err)) /* the directive table's */
-        MEDIC_BUG("a default in the directive table does not load");
+    /* the modules' own defaults, then the directive table's */
+    receiver_limits_default(&config->limits);
+    struct audit_options audit;
+    audit_options_default(&audit);
+    config->audit_busy_timeout = (int64_t)audit.busy_timeout_ms * MEDIC_NS_PER_MS;
+    config->audit_max_pending = audit.max_pending;
+    if (config__apply_defaults(config))
+        return MEDIC_E_NOMEM;
     for (size_t i = 0; i < 3; i++)
         config->node_labels[i] = strdup(labels[i]);
     config->node_label_count = 3;

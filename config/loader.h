@@ -34,10 +34,9 @@ char *config__resolve_path(const char *config_file, const char *path);
 int config__load_notifiers(struct loader *l, const struct yaml_tree_node *n);
 /* config.c: the inventory section (file or nodes, node_labels). */
 int config__load_inventory(struct loader *l, const struct yaml_tree_node *n);
-/* directives.c: every default the table states as a literal
- * (`5s`), read as that value in the file would be: the one place medic's
- * configuration defaults live. */
-int config__apply_defaults(struct medic_config *config, struct medic_error *err);
+/* directives.c: every default the table states, set in its field (the
+ * modules' own defaults, set before, it leaves as they are). */
+int config__apply_defaults(struct medic_config *config);
 /* directives.c: every directive of the table present in root, in
  * the table's order; keys neither in the table nor in extra_keys are
  * refused. */

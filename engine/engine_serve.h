@@ -26,8 +26,11 @@
 struct engine {
     const struct engine_serve_options *options;
     struct config_slot *configs; /* the running configuration's snapshots */
-    char *listen;                /* what the listener and store started with */
-    char *audit_path;
+    /* the configuration it started with (a reference): what a reload
+     * cannot change is read there, and a reload's change of it is named */
+    const struct medic_config *started;
+    const char *listen; /* started's: what the listener and store started with */
+    const char *audit_path;
     struct audit_store *store;
     /* the policy engine and dispatch run while this replica leads (always,
      * on SQLite): the leader thread swaps them under role, for writing;

@@ -209,8 +209,11 @@ static int hook_reload(void *ctx, struct medic_error *err)
         reload_failed(e, err);
         return MEDIC_E_NOMEM;
     }
-    if (strcmp(fresh->listen, e->listen) != 0 || strcmp(fresh->audit_path, e->audit_path) != 0)
-        medic_log_warn("listen and audit path changes take effect at the next restart", NULL);
+    struct medic_buf later;
+    medic_buf_init(&later, 4096);
+    if (medic_config_changes(e->started, fresh, 1, &later) && !later.error)
+        medic_log_warn("these changes take effect at the next restart", "keys", later.data, NULL);
+    medic_buf_release(&later);
     medic_log_set_level((enum medic_log_level)fresh->log_level);
     config_slot_publish(e->configs, fresh);
     atomic_fetch_add(&e->reloads_ok, 1);
@@ -549,15 +552,13 @@ int engine_serve(const struct engine_serve_options *options)
     }
     medic_log_set_level((enum medic_log_level)(
         options->log_level ? medic_log_parse_level(options->log_level) : first->log_level));
-    e.listen = strdup(first->listen);
-    e.audit_path = strdup(first->audit_path);
+    e.started = medic_config_ref(first);
+    e.listen = first->listen;
+    e.audit_path = first->audit_path;
     e.configs = config_slot_new(first);
-    if (!e.configs || !e.listen || !e.audit_path) {
-        if (!e.configs)
-            medic_config_unref(first);
-        free(e.listen);
-        free(e.audit_path);
-        config_slot_free(e.configs);
+    if (!e.configs) {
+        medic_config_unref(first);
+        medic_config_unref(e.started);
         medic_log_error("out of memory", NULL);
         return 1;
     }
@@ -591,8 +592,7 @@ int engine_serve(const struct engine_serve_options *options)
     if (status == 0)
         medic_log_info("stopped; audit log closed", NULL);
     config_slot_free(e.configs);
-    free(e.listen);
-    free(e.audit_path);
+    medic_config_unref(e.started);
     medic_rwlock_destroy(&e.role);
     return status;
 }

@@ -156,10 +156,12 @@ def config_page(medic):
              ".SH KEYS"]
     for row in ref.split("\n"):
         cells = [c.strip() for c in row.strip().strip("|").split(" | ")]
-        if len(cells) != 3 or cells[0] in ("key", "---") or set(cells[0]) <= set("-"):
+        if len(cells) != 4 or cells[0] in ("key", "---") or set(cells[0]) <= set("-"):
             continue
-        key, default, meaning = cells
-        lines += [".TP", inline(key) + (f" (default: {inline(default)})" if default else ""),
+        key, default, applies, meaning = cells
+        lines += [".TP", inline(key) + (f" (default: {inline(default)}; a change applies "
+                                        f"{applies})" if default else f" (a change applies "
+                                        f"{applies})"),
                   inline(meaning)]
     lines += [".SH SEE ALSO", "\\fBmedic\\fR(1),", "\\fBmedic\\-serve\\fR(1),",
               "\\fBmedic\\-check\\fR(1)"]

@@ -179,6 +179,14 @@ const struct medic_credentials *medic_config_admin_auth(const struct medic_confi
  * as a Markdown table: what docs/configuration.md holds. */
 int medic_config_reference(struct medic_buf *out);
 
+/* The keys of the directive table whose value differs from running to
+ * fresh (only those a reload leaves for the next restart, the table's "at
+ * restart" rows, with restart_only), comma-separated into out; returns how
+ * many. Keys without one value (auth, tls, inventory, notifiers, policies)
+ * are not compared. */
+int medic_config_changes(const struct medic_config *running, const struct medic_config *fresh,
+                         int restart_only, struct medic_buf *out);
+
 /* ---- snapshots ---- */
 
 /* Moves a loaded configuration to the heap as a snapshot with one

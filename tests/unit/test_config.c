@@ -165,7 +165,7 @@ static void test_model_config(void **state)
     expect_error("model: { path: /nonexistent.safetensors }\n", "1:16: path: ");
     expect_error("prometheus: { url: ftp://x }\n", "1:20: url: expected http:// or https://");
     expect_error("prometheus: { url: http://x, timeout: 5ms }\n",
-                 "1:39: timeout: between 10ms and 60s");
+                 "1:39: timeout: between 10ms and 1m");
     expect_error("model: { fleet_interval: 0s, path: " LSTM_DIR "dcgm-d8-w30.model.safetensors }\n"
                  "prometheus: { url: http://127.0.0.1:9090 }\n",
                  "1:26: fleet_interval: at least 1s, or off");
