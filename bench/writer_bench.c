@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the audit writer spends per notification, without HTTP: the real
+ * 3-alert payload parsed once, then stored COUNT times (each with its own
+ * group key, so each is a new notification) by THREADS callers through the
+ * store the daemon uses (audit_record_notification, group commit, WAL
+ * synced at each commit, the embedded defaults' options), while a thread
+ * marks them evaluated every 10 ms as the engine's rounds do. Prints the
+ * CPU each of the store's threads spent per notification (user + system,
+ * /proc/self/task/N/stat) and the rate.
+ *
+ *   build/dev/bench/writer-bench [COUNT [THREADS [DB]]]
+ *
+ * The daemon's HTTP threads, the engine's decisions and the durable
+ * floor are in bench/http-bench.sh; this isolates the writer, whose CPU
+ * per notification is the ceiling of one machine's webhook rate. */
+#include "audit.h"
+#include "payload.h"
+#include "timeutil.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_THREADS 256
+#define EVALUATE_EVERY_NS (10 * MEDIC_NS_PER_MS)
+
+struct bench {
+    struct audit_store *store;
+    const struct medic_notification *n;
+    const char *raw;
+    size_t raw_len;
+    long count;
+    atomic_long next, failed;
+    /* committed ids waiting for their evaluated mark */
+    pthread_mutex_t lock;
+    int64_t *committed;
+    size_t committed_count;
+    atomic_int done;
+};
+
+static void *store_some(void *arg)
+{
+    struct bench *b = arg;
+    char key[64];
+    const char *nodes[3] = {"gpu-node-02", "gpu-node-02", "gpu-node-02"};
+    for (;;) {
+        long i = atomic_fetch_add(&b->next, 1);
+        if (i >= b->count)
+            return NULL;
+        struct medic_notification n = *b->n; /* shares the parsed alerts */
+        snprintf(key, sizeof(key), "{}:{bench=\"%ld\"}", i);
+        n.group_key = key;
+        struct audit_notification_in in = {.notification = &n,
+                                           .raw = b->raw,
+                                           .raw_len = b->raw_len,
+                                           .received_at = medic_time_now(),
+                                           .alert_nodes = nodes};
+        struct audit_notification_result res;
+        struct medic_error err = {0};
+        if (audit_record_notification(b->store, &in, &res, &err)) {
+            atomic_fetch_add(&b->failed, 1);
+            continue;
+        }
+        pthread_mutex_lock(&b->lock);
+        b->committed[b->committed_count++] = res.id;
+        pthread_mutex_unlock(&b->lock);
+    }
+}
+
+/* The engine's part of the writer's work: the evaluated marks. */
+static void *evaluate(void *arg)
+{
+    struct bench *b = arg;
+    int64_t *ids = calloc((size_t)b->count, sizeof(*ids));
+    for (int last = 0; ids && !last;) {
+        last = atomic_load(&b->done);
+        struct timespec pause = {0, EVALUATE_EVERY_NS};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&b->lock);
+        size_t k = b->committed_count;
+        memcpy(ids, b->committed, k * sizeof(*ids));
+        b->committed_count = 0;
+        pthread_mutex_unlock(&b->lock);
+        if (!k)
+            continue;
+        struct audit_evaluation_in in = {
+            .evaluated = ids, .evaluated_count = k, .evaluated_at = medic_time_now()};
+        struct medic_error err = {0};
+        if (audit_record_evaluation(b->store, &in, NULL, &err))
+            fprintf(stderr, "writer-bench: evaluation: %s\n", err.msg);
+    }
+    free(ids);
+    return NULL;
+}
+
+/* CPU seconds of this process's threads named name. */
+static double thread_cpu(const char *name)
+{
+    double total = 0;
+    DIR *d = opendir("/proc/self/task");
+    long hz = sysconf(_SC_CLK_TCK);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], line[1024];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(line, 1, sizeof(line) - 1, f);
+        fclose(f);
+        line[len] = 0;
+        char *open = strchr(line, '('), *close = strrchr(line, ')');
+        if (!open || !close || (size_t)(close - open - 1) != strlen(name) ||
+            strncmp(open + 1, name, strlen(name)) != 0)
+            continue;
+        unsigned long utime = 0, stime = 0;
+        /* after ")": state, then fields 4..13, then utime (14) and stime (15) */
+        if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                   &stime) == 2)
+            total += (double)(utime + stime) / (double)hz;
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+static int read_payload(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    *out = malloc(1 << 20);
+    *len = *out ? fread(*out, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    return *out && *len ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    long count = argc > 1 ? atol(argv[1]) : 20000;
+    long threads = argc > 2 ? atol(argv[2]) : 32;
+    char db[256];
+    snprintf(db, sizeof(db), "%s", argc > 3 ? argv[3] : "/tmp/medic-writer-bench.db");
+    const char *payload = getenv("PAYLOAD") ? getenv("PAYLOAD")
+                                            : MEDIC_SOURCE_DIR
+                              "/tests/fixtures/alertmanager/am-webhook-multi-alert.json";
+    if (count < 1 || threads < 1 || threads > MAX_THREADS) {
+        fprintf(stderr, "usage: writer-bench [COUNT [THREADS (1..%d) [DB]]]\n", MAX_THREADS);
+        return 2;
+    }
+    char *raw = NULL;
+    size_t raw_len = 0;
+    struct medic_notification n;
+    struct receiver_limits limits;
+    struct medic_error err = {0};
+    receiver_limits_default(&limits);
+    medic_notification_init(&n);
+    if (read_payload(payload, &raw, &raw_len) ||
+        receiver_payload_parse(raw, raw_len, &limits, &n, &err)) {
+        fprintf(stderr, "writer-bench: cannot read the payload %s %s\n", payload, err.msg);
+        return 1;
+    }
+    for (const char *suffix = ""; suffix;) { /* a fresh log each run */
+        char path[300];
+        snprintf(path, sizeof(path), "%s%s", db, suffix);
+        unlink(path);
+        suffix = !*suffix ? "-wal" : strcmp(suffix, "-wal") == 0 ? "-shm" : NULL;
+    }
+    struct audit_options options;
+    audit_options_default(&options);
+    struct bench b = {.n = &n, .raw = raw, .raw_len = raw_len, .count = count};
+    b.committed = calloc((size_t)count, sizeof(*b.committed));
+    pthread_mutex_init(&b.lock, NULL);
+    if (!b.committed || audit_store_open(db, &options, &b.store, &err)) {
+        fprintf(stderr, "writer-bench: %s\n", err.msg);
+        return 1;
+    }
+    static const char *const names[] = {"medic-audit", "medic-sync", "medic-ckpt"};
+    double before[3];
+    for (int i = 0; i < 3; i++)
+        before[i] = thread_cpu(names[i]);
+    int64_t start = medic_time_monotonic();
+    pthread_t t[MAX_THREADS], ev;
+    pthread_create(&ev, NULL, evaluate, &b);
+    for (long i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, store_some, &b);
+    for (long i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&b.done, 1);
+    pthread_join(ev, NULL);
+    double seconds = (double)(medic_time_monotonic() - start) / 1e9;
+    long stored = count - atomic_load(&b.failed);
+    printf("writer-bench: %ld notifications (3 alerts) from %ld callers in %.2f s: %.0f/s%s\n",
+           stored, threads, seconds, (double)stored / seconds,
+           atomic_load(&b.failed) ? " (some failed)" : "");
+    for (int i = 0; i < 3; i++)
+        printf("  %-12s %6.1f us of CPU per notification\n", names[i],
+               (thread_cpu(names[i]) - before[i]) * 1e6 / (double)(stored ? stored : 1));
+    audit_store_free(b.store);
+    medic_notification_release(&n);
+    free(raw);
+    free(b.committed);
+    return atomic_load(&b.failed) ? 1 : 0;
+}
