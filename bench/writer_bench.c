@@ -97,6 +97,14 @@ static void *evaluate(void *arg)
     return NULL;
 }
 
+static int count_pending(void *arg, int64_t id, int64_t first_alert_id, int64_t received_at,
+                         const char *body, size_t len)
+{
+    (void)id, (void)first_alert_id, (void)received_at, (void)body, (void)len;
+    ++*(long *)arg;
+    return 0;
+}
+
 /* CPU seconds of this process's threads named name. */
 static double thread_cpu(const char *name)
 {
@@ -202,8 +210,19 @@ int main(int argc, char **argv)
         printf("  %-12s %6.1f us of CPU per notification\n", names[i],
                (thread_cpu(names[i]) - before[i]) * 1e6 / (double)(stored ? stored : 1));
     audit_store_free(b.store);
+    /* every notification stored was marked evaluated */
+    long pending = 0;
+    struct audit_reader *reader = NULL;
+    if (audit_reader_open(db, &reader, &err) ||
+        audit_pending_notifications(reader, (size_t)count, count_pending, &pending, &err)) {
+        fprintf(stderr, "writer-bench: cannot read the log back: %s\n", err.msg);
+        pending = -1;
+    }
+    audit_reader_free(reader);
+    if (pending)
+        fprintf(stderr, "writer-bench: %ld notifications were not marked evaluated\n", pending);
     medic_notification_release(&n);
     free(raw);
     free(b.committed);
-    return atomic_load(&b.failed) ? 1 : 0;
+    return atomic_load(&b.failed) || pending ? 1 : 0;
 }
