@@ -87,47 +87,22 @@ static int evaluate_one(struct round *r, const struct round_item *it)
 }
 
 /* Outcomes handed over in memory, for the incidents awaiting them. */
-struct awaited {
-    int64_t incident, decision;
-};
-
-struct awaited_list {
-    struct awaited *items;
-    size_t count, cap;
-};
-
-static void collect_awaited(void *arg, int64_t incident, int64_t decision)
-{
-    struct awaited_list *l = arg;
-    if (!decision) /* bound when its round commits */
-        return;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct awaited *p = realloc(l->items, cap * sizeof(*p));
-        if (!p)
-            return; /* looked up again next round */
-        l->items = p;
-        l->cap = cap;
-    }
-    l->items[l->count++] = (struct awaited){incident, decision};
-}
-
 static int apply_handed_outcomes(struct round *r, const struct handover_outcome *list, size_t count)
 {
     if (count == 0) /* most rounds: no walk over the incidents */
         return 0;
-    struct awaited_list l = {0};
-    policy_awaiting(r->e->state, collect_awaited, &l);
+    struct round_outcome *awaited = NULL;
+    size_t n = round_awaited(r->e->state, &awaited);
     int rc = 0;
     for (size_t k = 0; k < count && rc == 0; k++)
-        for (size_t i = 0; i < l.count && rc == 0; i++) {
-            if (l.items[i].decision != list[k].decision)
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (awaited[i].decision != list[k].decision)
                 continue;
-            struct policy_outcome o = {l.items[i].incident, list[k].decision, list[k].outcome,
+            struct policy_outcome o = {awaited[i].incident, list[k].decision, list[k].outcome,
                                        list[k].detail};
             rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
         }
-    free(l.items);
+    free(awaited);
     return rc;
 }
 

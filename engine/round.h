@@ -72,6 +72,9 @@ struct round {
  * lock of the engine: only its thread changes the state, which it reads. */
 int round_gather(struct round *r, const struct handed *h, const struct medic_config *config,
                  struct medic_error *err);
+/* The outcomes st's incidents wait for (*out, to free; outcome and detail
+ * not filled in), from the engine's thread; returns how many. */
+size_t round_awaited(const struct policy_state *st, struct round_outcome **out);
 /* Frees what gather took (the items, the outcomes, the risks' round). */
 void round_release(struct round *r);
 

@@ -45,9 +45,6 @@ static int gather_stored(void *arg, int64_t id, int64_t first_alert, int64_t rec
     return 0;
 }
 
-/* The outcomes the incidents wait for, looked up in the audit log (at
- * start, after a failed round, or when outcomes came faster than memory
- * kept them). */
 struct awaited_list {
     struct round_outcome *items;
     size_t count, cap;
@@ -69,13 +66,23 @@ static void collect_awaited(void *arg, int64_t incident, int64_t decision)
     l->items[l->count++] = (struct round_outcome){.incident = incident, .decision = decision};
 }
 
-static void read_logged_outcomes(struct round *r)
+size_t round_awaited(const struct policy_state *st, struct round_outcome **out)
 {
     struct awaited_list l = {0};
-    policy_awaiting(r->e->state, collect_awaited, &l);
-    size_t found = 0;
-    for (size_t i = 0; i < l.count; i++) {
-        struct round_outcome *o = &l.items[i];
+    policy_awaiting(st, collect_awaited, &l);
+    *out = l.items;
+    return l.count;
+}
+
+/* The outcomes the incidents wait for, looked up in the audit log (at
+ * start, after a failed round, or when outcomes came faster than memory
+ * kept them). */
+static void read_logged_outcomes(struct round *r)
+{
+    struct round_outcome *items = NULL;
+    size_t count = round_awaited(r->e->state, &items), found = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct round_outcome *o = &items[i];
         char result[32];
         struct medic_error err = {0};
         int rc = audit_decision_outcome(r->e->reader, o->decision, result, sizeof(result),
@@ -88,9 +95,9 @@ static void read_logged_outcomes(struct round *r)
         }
         int outcome = medic_outcome_parse(result);
         o->outcome = outcome < 0 ? MEDIC_OUTCOME_FAILED : (enum medic_outcome)outcome;
-        l.items[found++] = *o;
+        items[found++] = *o;
     }
-    r->logged = l.items;
+    r->logged = items;
     r->logged_count = found;
 }
 
