@@ -4,12 +4,13 @@
  * order) and recorded outcomes (from dispatch); and, the other way, what
  * the engine's last round found holding disruptive steps back (a pause, a
  * storm), for the actions' workers. The engine owns it, outliving the
- * pipeline and dispatch of each term, so neither points at the other. When memory cannot hold
- * them, it says so instead: `backlog` (some committed notifications are
- * only in the audit log: read them from there, in order, and queue nothing
- * until the reads caught up) and `outcomes_from_log` (look every awaited
- * outcome up in the log). Its lock is held only for a pointer's move, so
- * the audit writer is never kept waiting by a round. Private to engine/. */
+ * pipeline and dispatch of each term, so neither points at the other.
+ * When memory cannot hold them, it says so instead: `backlog` (some
+ * committed notifications are only in the audit log: read them from there,
+ * in order, and queue nothing until the reads caught up) and
+ * `outcomes_from_log` (look every awaited outcome up in the log). Its lock
+ * is held only for a pointer's move, so the audit writer is never kept
+ * waiting by a round. Private to engine/. */
 #ifndef MEDIC_ENGINE_HANDOVER_H
 #define MEDIC_ENGINE_HANDOVER_H
 

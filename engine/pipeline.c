@@ -86,32 +86,12 @@ static int evaluate_one(struct round *r, const struct round_item *it)
     return rc ? rc : remember_origin(r, from, it->id, it->n, repeat ? 0 : it->first_alert);
 }
 
-/* Outcomes handed over in memory, for the incidents awaiting them. */
-static int apply_handed_outcomes(struct round *r, const struct handover_outcome *list, size_t count)
-{
-    if (count == 0) /* most rounds: no walk over the incidents */
-        return 0;
-    struct round_outcome *awaited = NULL;
-    size_t n = round_awaited(r->e->state, &awaited);
-    int rc = 0;
-    for (size_t k = 0; k < count && rc == 0; k++)
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (awaited[i].decision != list[k].decision)
-                continue;
-            struct policy_outcome o = {awaited[i].incident, list[k].decision, list[k].outcome,
-                                       list[k].detail};
-            rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
-        }
-    free(awaited);
-    return rc;
-}
-
-/* The awaited outcomes gather found in the audit log. */
-static int apply_logged_outcomes(struct round *r)
+/* The awaited outcomes gather found. */
+static int apply_outcomes(struct round *r)
 {
     int rc = 0;
-    for (size_t i = 0; i < r->logged_count && rc == 0; i++) {
-        const struct round_outcome *x = &r->logged[i];
+    for (size_t i = 0; i < r->outcome_count && rc == 0; i++) {
+        const struct round_outcome *x = &r->outcomes[i];
         struct policy_outcome o = {x->incident, x->decision, x->outcome, x->detail};
         rc = policy_outcome(&r->ctx, r->e->state, &o, r->now, &r->out);
     }
@@ -225,8 +205,7 @@ static int run_round(struct engine_pipeline *e, int64_t now, int64_t wall, int t
     /* decide: the lock taken once, policy calls only */
     medic_mutex_lock(&e->lock);
     if (rc == 0)
-        rc = h.outcomes_from_log ? apply_logged_outcomes(&r)
-                                 : apply_handed_outcomes(&r, h.outcomes, h.outcome_count);
+        rc = apply_outcomes(&r);
     if (rc == 0) /* the outcomes' decisions come from no notification */
         rc = remember_origin(&r, 0, 0, NULL, 0);
     /* the people's requests and the notifications in the order they were

@@ -38,7 +38,7 @@ struct round_item {
     const char **recoveries;
 };
 
-/* An awaited outcome read from the audit log. */
+/* An outcome an incident awaits, as it came. */
 struct round_outcome {
     int64_t incident, decision;
     enum medic_outcome outcome;
@@ -53,8 +53,8 @@ struct round {
     int64_t wall; /* the wall clock at the same instant: what is recorded */
     struct round_item items[ROUND_LIMIT];
     size_t item_count;
-    struct round_outcome *logged; /* outcomes_from_log: every awaited one found */
-    size_t logged_count;
+    struct round_outcome *outcomes; /* the awaited ones that came, handed over or logged */
+    size_t outcome_count;
     int64_t evaluated[ROUND_LIMIT];
     size_t evaluated_count;
     struct people_round people; /* pauses, answers to pending steps, releases */
@@ -67,14 +67,12 @@ struct round {
 
 /* The gather phase of round r (r->e, now and wall set; people read): the
  * context from config, the notifications of h (or of the log, when h says
- * so), the awaited outcomes of the log (when h says so), and what each
+ * so), the awaited outcomes that came (handed over in h, or from the log
+ * when h says so), and what each
  * notification's alerts need from Prometheus and the agents. Takes no
  * lock of the engine: only its thread changes the state, which it reads. */
 int round_gather(struct round *r, const struct handed *h, const struct medic_config *config,
                  struct medic_error *err);
-/* The outcomes st's incidents wait for (*out, to free; outcome and detail
- * not filled in), from the engine's thread; returns how many. */
-size_t round_awaited(const struct policy_state *st, struct round_outcome **out);
 /* Frees what gather took (the items, the outcomes, the risks' round). */
 void round_release(struct round *r);
 

@@ -9,6 +9,7 @@
 #include "payload.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,39 +67,49 @@ static void collect_awaited(void *arg, int64_t incident, int64_t decision)
     l->items[l->count++] = (struct round_outcome){.incident = incident, .decision = decision};
 }
 
-size_t round_awaited(const struct policy_state *st, struct round_outcome **out)
+/* Awaited decision o's outcome as the audit log has it; 0: none yet. */
+static int logged_outcome(struct round *r, struct round_outcome *o)
 {
-    struct awaited_list l = {0};
-    policy_awaiting(st, collect_awaited, &l);
-    *out = l.items;
-    return l.count;
+    char result[32];
+    struct medic_error err = {0};
+    int rc = audit_decision_outcome(r->e->reader, o->decision, result, sizeof(result), o->detail,
+                                    sizeof(o->detail), &err);
+    if (rc && rc != MEDIC_E_NOTFOUND)
+        medic_log_error("cannot read an action's outcome", "error", err.msg, NULL);
+    if (rc)
+        return 0;
+    int outcome = medic_outcome_parse(result);
+    o->outcome = outcome < 0 ? MEDIC_OUTCOME_FAILED : (enum medic_outcome)outcome;
+    return 1;
 }
 
-/* The outcomes the incidents wait for, looked up in the audit log (at
- * start, after a failed round, or when outcomes came faster than memory
- * kept them). */
-static void read_logged_outcomes(struct round *r)
+/* Awaited decision o's outcome as dispatch handed it over; 0: none. */
+static int handed_outcome(const struct handed *h, struct round_outcome *o)
 {
-    struct round_outcome *items = NULL;
-    size_t count = round_awaited(r->e->state, &items), found = 0;
-    for (size_t i = 0; i < count; i++) {
-        struct round_outcome *o = &items[i];
-        char result[32];
-        struct medic_error err = {0};
-        int rc = audit_decision_outcome(r->e->reader, o->decision, result, sizeof(result),
-                                        o->detail, sizeof(o->detail), &err);
-        if (rc == MEDIC_E_NOTFOUND)
-            continue;
-        if (rc) {
-            medic_log_error("cannot read an action's outcome", "error", err.msg, NULL);
-            continue;
+    for (size_t k = 0; k < h->outcome_count; k++)
+        if (h->outcomes[k].decision == o->decision) {
+            o->outcome = h->outcomes[k].outcome;
+            snprintf(o->detail, sizeof(o->detail), "%s", h->outcomes[k].detail);
+            return 1;
         }
-        int outcome = medic_outcome_parse(result);
-        o->outcome = outcome < 0 ? MEDIC_OUTCOME_FAILED : (enum medic_outcome)outcome;
-        items[found++] = *o;
-    }
-    r->logged = items;
-    r->logged_count = found;
+    return 0;
+}
+
+/* The outcomes the incidents wait for and that came: handed over in
+ * memory, or each looked up in the audit log (at start, after a failed
+ * round, or when outcomes came faster than memory kept them). */
+static void gather_outcomes(struct round *r, const struct handed *h)
+{
+    if (!h->outcomes_from_log && h->outcome_count == 0)
+        return; /* most rounds: no walk over the incidents */
+    struct awaited_list l = {0};
+    policy_awaiting(r->e->state, collect_awaited, &l);
+    size_t found = 0;
+    for (size_t i = 0; i < l.count; i++)
+        if (h->outcomes_from_log ? logged_outcome(r, &l.items[i]) : handed_outcome(h, &l.items[i]))
+            l.items[found++] = l.items[i];
+    r->outcomes = l.items;
+    r->outcome_count = found;
 }
 
 /* Every alert of the round's notifications scored, and its recovery
@@ -137,8 +148,7 @@ int round_gather(struct round *r, const struct handed *h, const struct medic_con
     r->ctx.decision_ids = 1;                      /* the round binds and resolves decision ids */
     engine_risk_begin(&r->risk, config, e->fleet, r->wall); /* Prometheus's time */
     engine_health_begin(&r->health, config);
-    if (h->outcomes_from_log)
-        read_logged_outcomes(r);
+    gather_outcomes(r, h);
     for (struct committed *c = h->notifications; c; c = c->next) {
         struct round_item *it = add_item(r, c->id, c->first_alert, c->received_at);
         if (it)
@@ -160,8 +170,8 @@ void round_release(struct round *r)
         free(it->recoveries);
     }
     r->item_count = 0;
-    free(r->logged);
-    r->logged = NULL;
+    free(r->outcomes);
+    r->outcomes = NULL;
     engine_risk_end(&r->risk);
     engine_health_end(&r->health);
 }
