@@ -149,11 +149,8 @@ static void default_text(const struct medic_config *c, const struct directive *d
         snprintf(out, size, "%s", d->words);
     else if (d->show)
         d->show(c, out, size);
-    else if (d->type != D_NONE && (d->has_default || d->from_module || d->type == D_STRING ||
-                                   d->type == D_PATH || d->type == D_HTTP_URL))
-        value_text(c, d, out, size);
     else
-        snprintf(out, size, "none");
+        value_text(c, d, out, size); /* "none" without a type */
 }
 
 int medic_config_reference(struct medic_buf *out)

@@ -27,7 +27,10 @@
 /* The rows' parts. A key with a value of one type at a field of struct
  * medic_config, read by the table (ROW); a key read by its row's load()
  * (KEY, or ROW with FN); a key its section's loader reads, documented
- * here (DOC; DOC_TYPED with the field its default is shown from). */
+ * here (DOC; DOC_TYPED with the field its default is shown from). A
+ * typed row without DEFAULT_ takes the default its module's *_default()
+ * set (the receiver's limits, the audit store's options, the safety
+ * settings): the reference shows it from there, never restated here. */
 #define ROW(sec, name, t, field) .section = (sec), .key = (name), .type = (t), .at = AT(field)
 #define KEY(sec, name) .section = (sec), .key = (name)
 #define DOC(sec, name) .section = (sec), .key = (name), .read = READ_SECTION
@@ -36,7 +39,6 @@
 #define BOUNDS(lo, hi) .min = (lo), .max = (hi)
 #define DEFAULT_NUMBER(n) .has_default = 1, .number = (n)
 #define DEFAULT_TEXT(s) .has_default = 1, .text = (s)
-#define FROM_MODULE .from_module = 1
 #define SHOWN(fn) .show = (fn)
 #define SAID(w) .words = (w)
 #define AT_RESTART .at_restart = 1
@@ -101,13 +103,12 @@ const struct directive config__directives[] = {
      .doc = "`postgresql://USER:PASSWORD@HOST:PORT/DB` instead of `path`: the audit log in "
             "PostgreSQL, "
             "which several replicas share ([ha.md](ha.md)); schema created and migrated at start"},
-    {ROW("audit", "busy_timeout", D_DURATION, audit_busy_timeout), BOUNDS(0, SEC(8)), FROM_MODULE,
-     AT_RESTART,
+    {ROW("audit", "busy_timeout", D_DURATION, audit_busy_timeout), BOUNDS(0, SEC(8)), AT_RESTART,
      .doc =
          "how long a commit waits for a lock held by another process before the request gets 503, "
          "below the 10 s a shutdown waits for webhooks in flight"},
-    {ROW("audit", "max_pending", D_COUNT, audit_max_pending), BOUNDS(1, 1000000), FROM_MODULE,
-     AT_RESTART, .doc = "write requests queued for the audit writer before new ones get 503"},
+    {ROW("audit", "max_pending", D_COUNT, audit_max_pending), BOUNDS(1, 1000000), AT_RESTART,
+     .doc = "write requests queued for the audit writer before new ones get 503"},
     {ROW("audit", "writers", D_COUNT, audit_writers), BOUNDS(1, 17),
      SAID("1 and a quarter of the cores, at most 5"), AT_RESTART,
      .doc =
@@ -151,15 +152,15 @@ const struct directive config__directives[] = {
          "that the audit log records who answered; the admin credentials answer too, as `admin` or "
          "their basic-auth user"},
     {ROW("limits", "max_body_bytes", D_BYTES, limits.max_body_bytes),
-     BOUNDS(1024, RECEIVER_WIDEST_BODY_BYTES), FROM_MODULE, .doc = "larger bodies get 413"},
+     BOUNDS(1024, RECEIVER_WIDEST_BODY_BYTES), .doc = "larger bodies get 413"},
     {ROW("limits", "max_alerts", D_COUNT, limits.max_alerts), BOUNDS(1, RECEIVER_WIDEST_ALERTS),
-     FROM_MODULE, .doc = "alerts in one notification"},
+     .doc = "alerts in one notification"},
     {ROW("limits", "max_labels", D_COUNT, limits.max_labels), BOUNDS(1, RECEIVER_WIDEST_LABELS),
-     FROM_MODULE, .doc = "labels or annotations in one set"},
+     .doc = "labels or annotations in one set"},
     {ROW("limits", "max_label_value_bytes", D_BYTES, limits.max_label_value_bytes),
-     BOUNDS(16, RECEIVER_WIDEST_VALUE_BYTES), FROM_MODULE, .doc = "one label value"},
+     BOUNDS(16, RECEIVER_WIDEST_VALUE_BYTES), .doc = "one label value"},
     {ROW("limits", "max_annotation_value_bytes", D_BYTES, limits.max_annotation_value_bytes),
-     BOUNDS(16, RECEIVER_WIDEST_VALUE_BYTES), FROM_MODULE, .doc = "one annotation value"},
+     BOUNDS(16, RECEIVER_WIDEST_VALUE_BYTES), .doc = "one annotation value"},
     {ROW("limits", "max_connections", D_COUNT, max_connections), BOUNDS(1, 65536),
      DEFAULT_NUMBER(512), AT_RESTART, .doc = "concurrent HTTP connections"},
     {ROW("limits", "max_connections_per_address", D_COUNT, max_connections_per_address),
@@ -227,31 +228,29 @@ const struct directive config__directives[] = {
      .doc = "caps, storm breaker, stale alerts, maintenance windows ([policies.md](policies.md))"},
     {DOC_TYPED("safety", "max_disruptive_in_flight", D_COUNT,
                policies.safety.max_disruptive_in_flight),
-     FROM_MODULE,
      .doc = "nodes medic holds disrupted at once, fleet-wide (drained, power-limited, or with a "
             "disruptive action in flight); a step over it is held until a node is given back"},
     {DOC_TYPED("safety", "max_disrupted_fraction", D_REAL, policies.safety.max_disrupted_fraction),
-     FROM_MODULE, .doc = "the same cap as a fraction of the inventory's nodes (at least one node)"},
+     .doc = "the same cap as a fraction of the inventory's nodes (at least one node)"},
     {DOC_TYPED("safety", "storm.max_alerting_nodes", D_COUNT,
                policies.safety.storm_max_alerting_nodes),
-     FROM_MODULE,
      .doc =
          "more nodes alerting within `storm.window` is a storm: disruptive steps are held, on-call "
          "is told once when it starts and once when it passes"},
-    {DOC_TYPED("safety", "storm.window", D_DURATION, policies.safety.storm_window), FROM_MODULE,
+    {DOC_TYPED("safety", "storm.window", D_DURATION, policies.safety.storm_window),
      .doc = "the window the storm breaker counts alerting nodes in"},
     {DOC_TYPED("safety", "storm.notifier", D_STRING, policies.safety.storm_notifier),
      .doc = "the notifier on-call hears from medic itself through (storms, stopped incidents, "
             "interrupted actions); required with live disruptive policies"},
-    {DOC_TYPED("safety", "max_alert_age", D_DURATION, policies.safety.max_alert_age), FROM_MODULE,
+    {DOC_TYPED("safety", "max_alert_age", D_DURATION, policies.safety.max_alert_age),
      .doc = "an alert that started longer ago never triggers a disruptive step (a held step is "
             "dropped "
             "then)"},
-    {DOC_TYPED("safety", "alert_expiry", D_DURATION, policies.safety.alert_expiry), FROM_MODULE,
+    {DOC_TYPED("safety", "alert_expiry", D_DURATION, policies.safety.alert_expiry),
      .doc = "an alert not re-sent this long is taken as resolved (its resolve was lost); keep it "
             "above "
             "every route's `repeat_interval`"},
-    {DOC_TYPED("safety", "restart_grace", D_DURATION, policies.safety.restart_grace), FROM_MODULE,
+    {DOC_TYPED("safety", "restart_grace", D_DURATION, policies.safety.restart_grace),
      .doc =
          "after a start or a takeover, a due disruptive step waits this long for an alert of its "
          "incident to be seen again (Alertmanager's retries bring a resolve sent while medic was "
@@ -294,7 +293,6 @@ const struct directive config__directives[] = {
          "Shown on the page and as `medic_group_disrupted_nodes`; `medic check config` warns about "
          "an entry that covers no node and a fraction that allows no node in a small group"},
     {DOC_TYPED("safety", "maintenance_from_slurm", D_BOOL, policies.safety.maintenance_from_slurm),
-     FROM_MODULE,
      .doc =
          "Slurm as a source of maintenance: a node Slurm has in a maintenance reservation "
          "(`Flags=MAINT`, state `MAINT`) is in maintenance for medic too, its disruptive steps "
@@ -304,7 +302,7 @@ const struct directive config__directives[] = {
          "`medic_slurm_maintenance_nodes` counts them. It fails closed: before the first read, or "
          "once the last success is over three intervals old, "
          "every disruptive step on a node with a Slurm node is held (and Slurm asked every 5 s)"},
-    {DOC_TYPED("safety", "held_notice", D_DURATION, policies.safety.held_notice), FROM_MODULE,
+    {DOC_TYPED("safety", "held_notice", D_DURATION, policies.safety.held_notice),
      .doc =
          "on-call hears of disruptive steps a fleet or group cap, a maintenance window, a cooldown "
          "or a budget held or suppressed (a broken node left in service) through "

@@ -37,14 +37,13 @@ struct directive {
     enum directive_read read;
     size_t at;        /* the value's place in struct medic_config (with a type) */
     int64_t min, max; /* D_DURATION (ns), D_COUNT, D_BYTES; max 0: no upper bound */
-    /* the default: the table's own (number or text, by type), or
-     * from_module (the module's *_default() sets it: receiver, audit,
-     * policies), or said by show() or in words (a rule, not one value);
-     * none of them: none */
+    /* the default: the table's own (number or text, by type); else the
+     * value its module's *_default() set, for a typed row (the receiver's
+     * limits, the audit store's options, the safety settings); or said by
+     * show() or in words (a rule, not one value) */
     int has_default;
     int64_t number;
     const char *text;
-    int from_module;
     int (*show)(const struct medic_config *c, char *out, size_t size);
     const char *words;
     int at_restart; /* a reload leaves it as it was started */
