@@ -16,10 +16,11 @@ void medic_log_set_level(enum medic_log_level level)
 }
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+#define LEVELS ((int)(sizeof(level_names) / sizeof(level_names[0])))
 
 int medic_log_parse_level(const char *name)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < LEVELS; i++)
         if (strcmp(name, level_names[i]) == 0)
             return i;
     return -1;
@@ -27,7 +28,7 @@ int medic_log_parse_level(const char *name)
 
 const char *medic_log_level_name(int level)
 {
-    return level >= 0 && level < 4 ? level_names[level] : "?";
+    return level >= 0 && level < LEVELS ? level_names[level] : "?";
 }
 
 static void log_value(struct medic_buf *b, const char *v)
@@ -44,14 +45,13 @@ static void log_value(struct medic_buf *b, const char *v)
 
 void medic_log(enum medic_log_level level, const char *msg, ...)
 {
-    static const char *const names[] = {"debug", "info", "warn", "error"};
     if (level < log_threshold)
         return;
     char ts[40];
     medic_time_format(medic_time_now(), ts, sizeof(ts));
     struct medic_buf b;
     medic_buf_init(&b, 16384);
-    medic_buf_printf(&b, "ts=%s level=%s msg=", ts, names[level]);
+    medic_buf_printf(&b, "ts=%s level=%s msg=", ts, medic_log_level_name((int)level));
     medic_buf_json_string(&b, msg);
     va_list ap;
     va_start(ap, msg);
