@@ -54,12 +54,6 @@ static const struct cli_help help_approve = {
                    "the bearer token to send (an approver's, or the admin one); default "          \
                    "$MEDIC_TOKEN_FILE")
 
-/* The command's name without "medic ", as cli_parse says it. */
-static const char *bare(const char *command)
-{
-    return command + strlen("medic ");
-}
-
 /* The daemon: $MEDIC_URL, else medic serve's default listen address. */
 static const char *default_url(void)
 {
@@ -84,7 +78,7 @@ static int read_token(const char *command, const char *token_file, char **token)
     struct medic_error err = {0};
     size_t len = 0;
     if (medic_read_file(token_file, 4096, token, &len, &err)) {
-        fprintf(stderr, "%s: %s\n", command, err.msg);
+        fprintf(stderr, "medic %s: %s\n", command, err.msg);
         return 1;
     }
     while (len && ((*token)[len - 1] == '\n' || (*token)[len - 1] == '\r'))
@@ -160,10 +154,11 @@ static int send_request(const char *command, const char *method, const char *url
     CURLcode res = http_call(method, url, path, body, token, &status, &got);
     int exit_code = 1;
     if (res != CURLE_OK) {
-        fprintf(stderr,
-                "%s: cannot reach medic at %s: %s (is medic serve listening there? --url names "
-                "its listen address)\n",
-                command, url, curl_easy_strerror(res));
+        fprintf(
+            stderr,
+            "medic %s: cannot reach medic at %s: %s (is medic serve listening there? --url names "
+            "its listen address)\n",
+            command, url, curl_easy_strerror(res));
     } else {
         cJSON *root = cJSON_ParseWithLength(got.data ? got.data : "", got.len);
         const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
@@ -193,7 +188,7 @@ static int send_request(const char *command, const char *method, const char *url
             exit_code =
                 cJSON_IsString(result) && strstr(result->valuestring, ": held: step ") ? 3 : 0;
         } else {
-            fprintf(stderr, "%s: medic answered %ld: %s\n", command, status,
+            fprintf(stderr, "medic %s: medic answered %ld: %s\n", command, status,
                     cJSON_IsString(error)    ? error->valuestring
                     : cJSON_IsString(result) ? result->valuestring
                                              : (got.data ? got.data : ""));
@@ -220,8 +215,8 @@ static int wait_outcome(const char *command, const char *url, const char *token,
         long status = 0;
         CURLcode res = http_call("GET", url, path, NULL, token, &status, &got);
         if (res != CURLE_OK || status != 200) {
-            fprintf(stderr, "%s: cannot read the outcome of decision %lld (%s): %s\n", command,
-                    t->decision, res != CURLE_OK ? curl_easy_strerror(res) : "HTTP error",
+            fprintf(stderr, "medic %s: cannot read the outcome of decision %lld (%s): %s\n",
+                    command, t->decision, res != CURLE_OK ? curl_easy_strerror(res) : "HTTP error",
                     got.data ? got.data : "");
             medic_buf_release(&got);
             return 1;
@@ -247,7 +242,7 @@ static int wait_outcome(const char *command, const char *url, const char *token,
             return code;
         if (medic_time_monotonic() - start >= limit) {
             fprintf(stderr,
-                    "%s: decision %lld's %s has no outcome after %lld s; it may still run: "
+                    "medic %s: decision %lld's %s has no outcome after %lld s; it may still run: "
                     "medic audit actions --decision %lld\n",
                     command, t->decision, t->action, (long long)(limit / MEDIC_NS_PER_SEC),
                     t->decision);
@@ -296,27 +291,27 @@ static int answer(const char *command, int approve, int argc, char **argv)
         CLI_OPT_END,
     };
     int rest = 0;
-    int rc = cli_parse(bare(command), &help_approve, argc, argv, 1, options, &rest);
+    int rc = cli_parse(command, &help_approve, argc, argv, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (rest != argc - 1)
-        return cli_usage_error(bare(command), &help_approve, options,
+        return cli_usage_error(command, &help_approve, options,
                                "give the pending decision's ID, once");
     const char *id = argv[rest];
     if (strspn(id, "0123456789") != strlen(id) || !id[0]) {
-        fprintf(stderr, "%s: ID is the pending decision's number, not '%s'\n", command, id);
+        fprintf(stderr, "medic %s: ID is the pending decision's number, not '%s'\n", command, id);
         return 2;
     }
     if (!approve && (!reason || !reason[0])) {
-        fprintf(stderr, "%s: a denial needs --reason: on-call reads it\n", command);
+        fprintf(stderr, "medic %s: a denial needs --reason: on-call reads it\n", command);
         return 2;
     }
     if (approve && undo) {
-        fprintf(stderr, "%s: --undo goes with medic deny\n", command);
+        fprintf(stderr, "medic %s: --undo goes with medic deny\n", command);
         return 2;
     }
     if (!approve && wait) {
-        fprintf(stderr, "%s: --wait goes with medic approve\n", command);
+        fprintf(stderr, "medic %s: --wait goes with medic approve\n", command);
         return 2;
     }
     char path[64];
@@ -362,18 +357,18 @@ static int pause_fleet(const char *command, int pause, int argc, char **argv)
         CLI_OPT_END,
     };
     int rest = 0;
-    int rc = cli_parse(bare(command), &help_pause, argc, argv, 1, options, &rest);
+    int rc = cli_parse(command, &help_pause, argc, argv, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (rest != argc)
-        return cli_usage_error(bare(command), &help_pause, options, "unexpected argument '%s'",
+        return cli_usage_error(command, &help_pause, options, "unexpected argument '%s'",
                                argv[rest]);
     if (pause && (!reason || !reason[0])) {
-        fprintf(stderr, "%s: a pause needs --reason: on-call reads it\n", command);
+        fprintf(stderr, "medic %s: a pause needs --reason: on-call reads it\n", command);
         return 2;
     }
     if (!pause && until) {
-        fprintf(stderr, "%s: --until goes with medic pause\n", command);
+        fprintf(stderr, "medic %s: --until goes with medic pause\n", command);
         return 2;
     }
     char *json = NULL;
@@ -399,22 +394,22 @@ static int pause_fleet(const char *command, int pause, int argc, char **argv)
 
 int medic_cmd_pause(int argc, char **argv)
 {
-    return pause_fleet("medic pause", 1, argc, argv);
+    return pause_fleet("pause", 1, argc, argv);
 }
 
 int medic_cmd_unpause(int argc, char **argv)
 {
-    return pause_fleet("medic unpause", 0, argc, argv);
+    return pause_fleet("unpause", 0, argc, argv);
 }
 
 int medic_cmd_approve(int argc, char **argv)
 {
-    return answer("medic approve", 1, argc, argv);
+    return answer("approve", 1, argc, argv);
 }
 
 int medic_cmd_deny(int argc, char **argv)
 {
-    return answer("medic deny", 0, argc, argv);
+    return answer("deny", 0, argc, argv);
 }
 
 static const struct cli_help help_node = {
@@ -437,7 +432,7 @@ static const struct cli_help help_node = {
 
 int medic_cmd_node(int argc, char **argv)
 {
-    const char *command = "medic node release";
+    const char *command = "node release";
     const char *reason = NULL, *url = default_url(), *token_file = NULL;
     const struct cli_option options[] = {
         CLI_OPT_STRING("reason", &reason, "TEXT",
@@ -453,21 +448,21 @@ int medic_cmd_node(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "release") != 0)
         return cli_usage_error("node", &help_node, options, "expected release");
     int rest = 0;
-    int rc = cli_parse(bare(command), &help_node, argc - 1, argv + 1, 1, options, &rest);
+    int rc = cli_parse(command, &help_node, argc - 1, argv + 1, 1, options, &rest);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (rest != argc - 2)
-        return cli_usage_error(bare(command), &help_node, options,
+        return cli_usage_error(command, &help_node, options,
                                "give the node's inventory name, once");
     const char *node = argv[1 + rest];
     if (!reason || !reason[0]) {
-        fprintf(stderr, "%s: a release needs --reason: what was repaired\n", command);
+        fprintf(stderr, "medic %s: a release needs --reason: what was repaired\n", command);
         return 2;
     }
     if (!node[0] || strlen(node) > 120 ||
         strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") !=
             strlen(node)) {
-        fprintf(stderr, "%s: '%s' is not an inventory node name\n", command, node);
+        fprintf(stderr, "medic %s: '%s' is not an inventory node name\n", command, node);
         return 2;
     }
     char path[200];
