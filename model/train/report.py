@@ -183,7 +183,10 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         + ("It is above the rule score in PR-AUC on every setting of that simulator, the "
            "condition for shipping it." if _beats(unseen) else
            "**It is not above the rule score in PR-AUC on every setting of that simulator**, "
-           "the condition for shipping it (below).") + "\n")
+           "the condition for shipping it (below). Until a model meets it, the shipped "
+           "policies and `examples/` show the risk with each decision but do not act on it, "
+           "and `medic check config` warns about a policy that waits for the built-in "
+           "model's risk (`when.risk_at_least`).") + "\n")
     goals = [("PR-AUC above the rule score on every setting of the unseen simulator",
               ", ".join(f"{r[LSTM]['ap']:.3f} vs {r[RULE]['ap']:.3f}"
                         for r in unseen["per"].values()), _beats(unseen)),

@@ -198,6 +198,37 @@ static void test_model_config(void **state)
     assert_string_equal(c.features.items[17].name, "xid_hardware_held");
     assert_int_equal(c.fleet_interval, 30 * MEDIC_NS_PER_SEC); /* fleet scoring on by default */
     medic_config_release(&c);
+
+    /* a policy that waits for the built-in model's risk is warned about
+     * (the model has not met its ship condition); with a model of the
+     * site's own, or without the gate, it is not */
+    static const char gated[] =
+        "policies:\n"
+        "  - { name: hot, match: '{a=\"b\"}', cooldown: 1h, when: { risk_at_least: 0.25 },\n"
+        "      steps: [ { action: power_limit, watts: 300 } ] }\n"
+        "  - { name: shown, match: '{a=\"c\"}', cooldown: 1h,\n"
+        "      steps: [ { action: power_limit, watts: 300 } ] }\n";
+    static struct medic_config_warnings w;
+    const char *const models[] = {"",
+                                  "model: { path: " LSTM_DIR "dcgm-d8-w30.model.safetensors }\n"};
+    for (size_t m = 0; m < 2; m++) {
+        char text[600];
+        snprintf(text, sizeof(text), "%sprometheus: { url: http://127.0.0.1:9090 }\n%s", models[m],
+                 gated);
+        path = write_file("gated.yaml", text, 0644);
+        if (medic_config_load(path, &c, &err))
+            fail_msg("%s", err.msg);
+        medic_config_warn(&c, &w);
+        int hot = 0, shown = 0;
+        for (size_t i = 0; i < w.count; i++) {
+            hot += strstr(w.items[i], "policy 'hot' acts only at when.risk_at_least 0.25 of the "
+                                      "built-in model, which has not been shown") != NULL;
+            shown += strstr(w.items[i], "'shown'") != NULL;
+        }
+        assert_int_equal(hot, m == 0);
+        assert_int_equal(shown, 0);
+        medic_config_release(&c);
+    }
     path = write_file(
         "off.yaml", "prometheus: { url: http://127.0.0.1:9090 }\nmodel: { fleet_interval: off }\n",
         0644);
