@@ -13,6 +13,8 @@
 static const struct cli_help help = {
     "usage: medic model info [FILE]\n"
     "       medic model check --model FILE --vectors FILE [--tolerance X]\n"
+    "       medic model check --model NEW --dataset FILE [--against FILE]\n"
+    "                         [--draws N] [--seed N]\n"
     "       medic model bench [--model FILE] [--batch B] [--seq T] [--seconds S]\n"
     "                         [--kernel avx512|avx2|portable]\n"
     "       medic model dataset OPTIONS (see --help there)\n"
@@ -23,6 +25,13 @@ static const struct cli_help help = {
     "       `output` and `last_hidden` (computed by PyTorch); prints\n"
     "       max_abs_err=<x> and exits 1 above the tolerance (default 1e-5) or on\n"
     "       NaN or inf.\n"
+    "       With --dataset, whether NEW (a model retrained on this fleet) may\n"
+    "       replace the model in use (--against, default the built-in one):\n"
+    "       both and a rule written from the counters score the dataset's\n"
+    "       windows (medic model dataset, of weeks NEW never trained on), and\n"
+    "       NEW must lead both in PR-AUC with a 95% lower bound above zero (the\n"
+    "       faults resampled) and recall at 1% false positives at least the\n"
+    "       rule's. Prints the report; exits 0 to deploy, 1 when refused.\n"
     "dataset exports labelled windows from Prometheus around the audit log's\n"
     "       incidents, for retraining (medic model dataset --help).\n"
     "bench  times predictions on one core: microseconds per prediction at batch 1\n"
@@ -246,14 +255,22 @@ static int cmd_bench(const char *path, size_t batch, size_t steps, double second
 
 int medic_cmd_model(int argc, char **argv)
 {
-    const char *model = NULL, *vectors = NULL, *kernel = NULL;
+    const char *model = NULL, *vectors = NULL, *kernel = NULL, *dataset = NULL, *against = NULL;
     double tolerance = 1e-5, seconds = 2.0;
-    long batch = 64, steps = 60;
+    long batch = 64, steps = 60, draws = 1000, seed = 1;
     const struct cli_option options[] = {
         CLI_OPT_STRING("model", &model, "FILE", "check, bench: the model file"),
         CLI_OPT_STRING("vectors", &vectors, "FILE", "check: PyTorch's vectors"),
         CLI_OPT_REAL("tolerance", &tolerance, 0, 1, "X",
                      "check: the largest error allowed (default 1e-5)"),
+        CLI_OPT_STRING("dataset", &dataset, "FILE",
+                       "check: labelled windows of later weeks (medic model dataset)"),
+        CLI_OPT_STRING("against", &against, "FILE",
+                       "check --dataset: the model in use (default the built-in one)"),
+        CLI_OPT_INT("draws", &draws, 100, 100000, "N",
+                    "check --dataset: resamplings for the lower bounds (default 1000)"),
+        CLI_OPT_INT("seed", &seed, 0, 1L << 62, "N",
+                    "check --dataset: the resamplings' seed (default 1)"),
         CLI_OPT_INT("batch", &batch, 1, 4096, "B", "bench: the batch (default 64)"),
         CLI_OPT_INT("seq", &steps, 1, 100000, "T", "bench: steps per window (default 60)"),
         CLI_OPT_REAL("seconds", &seconds, 0.001, 3600, "S",
@@ -275,7 +292,10 @@ int medic_cmd_model(int argc, char **argv)
         return parsed == 1 ? 0 : 2;
     if (strcmp(what, "info") == 0 && rest >= argc - 1)
         return cmd_info(rest == argc - 1 ? argv[rest] : NULL);
-    if (strcmp(what, "check") == 0 && model && vectors && rest == argc)
+    if (strcmp(what, "check") == 0 && model && dataset && !vectors && rest == argc)
+        return medic_cmd_model_check_dataset(model, against, dataset, (size_t)draws,
+                                             (uint64_t)seed);
+    if (strcmp(what, "check") == 0 && model && vectors && !dataset && rest == argc)
         return cmd_check(model, vectors, tolerance);
     if (strcmp(what, "bench") == 0 && rest == argc && batch > 0 && batch <= 4096 && steps > 0 &&
         steps <= 100000 && seconds > 0)

@@ -5,6 +5,9 @@
 #ifndef MEDIC_COMMANDS_H
 #define MEDIC_COMMANDS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 int medic_cmd_serve(int argc, char **argv);
 int medic_cmd_audit(int argc, char **argv);
 int medic_cmd_check(int argc, char **argv);
@@ -26,6 +29,9 @@ int medic_cmd_node(int argc, char **argv);
 int medic_cmd_inventory(int argc, char **argv);
 /* medic model dataset, argv starting at "dataset" */
 int medic_cmd_model_dataset(int argc, char **argv);
+/* medic model check --dataset: 0 deploy, 1 refused or an error */
+int medic_cmd_model_check_dataset(const char *model_path, const char *against_path,
+                                  const char *dataset_path, size_t draws, uint64_t seed);
 
 /* "medic" plus build facts, for version output and /metrics. */
 extern const char medic_version[];

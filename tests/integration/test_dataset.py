@@ -191,6 +191,17 @@ def test_dataset_from_audit_log_and_prometheus(suite):
     risk = json.loads(p.stdout)["risk"]
     assert p.returncode == 0 and 0 <= risk <= 1, p
     print(f"  retrained model scores gpu-node-01 at {risk:.4f}")
+    # before it replaces the model in use, it is checked on labelled windows
+    # against that model and the rule: one fault cannot tell, so it is refused
+    # with the report, and the exit status a deploy script stops on
+    c = subprocess.run([suite.medic, "model", "check", "--model", model, "--dataset", out_path],
+                       capture_output=True, text=True, timeout=60)
+    assert c.returncode == 1, c.stdout + c.stderr
+    assert "18 windows, 6 positive from 1 faults, 12 negative" in c.stdout, c.stdout
+    assert re.search(r"new model +[01]\.\d{3} +[01]\.\d{3}\n", c.stdout), c.stdout
+    assert re.search(r"in use \([0-9a-f]{12}\) +[01]\.\d{3}", c.stdout), c.stdout
+    assert ("verdict: refused: the dataset holds 1 fault and 12 negative windows: at least 10 "
+            "faults") in c.stdout, c.stdout
 
 
 def test_builtin_model_scores_alerts(suite):

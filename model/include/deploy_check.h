@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Whether a retrained model may replace the one in use: both, and a rule
+ * written by hand, score the same labelled windows of the fleet's later
+ * weeks (a `medic model dataset` file the new model never trained on);
+ * the new model must rank the failing GPUs better than each, by more
+ * than chance, with the faults (not the windows, of which each fault
+ * gives many) as the unit that is resampled. */
+#ifndef MEDIC_MODEL_DEPLOY_CHECK_H
+#define MEDIC_MODEL_DEPLOY_CHECK_H
+
+#include "error.h"
+#include "feature_spec.h"
+#include "lstm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fewest faults among the positives for a verdict: below it, no lead can
+ * be told from chance. */
+#define DEPLOY_MIN_FAULTS 10
+/* The false-positive rate recall is read at. */
+#define DEPLOY_FPR 0.01
+
+struct deploy_dataset {
+    struct feature_spec spec; /* the features the windows hold, raw */
+    size_t count;             /* windows */
+    float *windows;           /* [count][spec.window][spec.count] */
+    float *labels;            /* [count]: 1 a fault followed, 0 not */
+    size_t *group;            /* [count]: the fault (positives) or the draw (negatives) */
+    size_t groups, positives, faults;
+    int grouped; /* 0: the file names no samples, each window is its own group */
+    char horizon[32];
+};
+
+/* Reads a `medic model dataset` file. MEDIC_E_INVALID naming what is
+ * wrong (not a dataset, shapes, labels other than 0 and 1). */
+int deploy_dataset_load(const char *path, struct deploy_dataset *d, struct medic_error *err);
+void deploy_dataset_release(struct deploy_dataset *d);
+
+/* m's risk of every window (scaled as m's metadata says). MEDIC_E_INVALID
+ * when m's features, window or step are not the dataset's. */
+int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, double *out,
+                        struct medic_error *err);
+
+/* The rule's score of every window: terms an SRE would write from the
+ * counters (a hardware Xid that just came, correctable ECC errors, a
+ * double-bit error, row remaps, PCIe replays, heat, throttling, power and
+ * clock jitter), each in [0, 1], added; a term whose feature the dataset
+ * lacks is left out. The names of the features used go into used. */
+void deploy_rule_scores(const struct deploy_dataset *d, double *out, char *used, size_t size);
+
+struct deploy_stats {
+    double ap;     /* average precision (PR-AUC) */
+    double recall; /* recall at DEPLOY_FPR */
+};
+
+struct deploy_lead {
+    double mean;  /* the new model's PR-AUC less the other's */
+    double lower; /* its one-sided 95% lower bound over the draws */
+};
+
+struct deploy_report {
+    struct deploy_stats model, against, rule;
+    struct deploy_lead over_against, over_rule;
+    size_t draws;
+};
+
+/* Compares the new model's scores with the model in use's and the rule's:
+ * the statistics of each, and the leads with their lower bounds from
+ * draws resamplings of the groups (Poisson weights, seeded). */
+int deploy_compare(const struct deploy_dataset *d, const double *model, const double *against,
+                   const double *rule, size_t draws, uint64_t seed, struct deploy_report *r);
+
+/* 1 when the new model may be deployed; 0 with the first reason it may
+ * not in why. */
+int deploy_verdict(const struct deploy_dataset *d, const struct deploy_report *r, char *why,
+                   size_t size);
+
+#endif
