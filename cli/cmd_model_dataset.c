@@ -7,6 +7,7 @@
 #include "default_model.h"
 #include "feature_spec.h"
 #include "prometheus.h"
+#include "random.h"
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -141,14 +142,6 @@ static int fetch(struct dataset *d, const char *node, const char *gpu, int64_t e
     return rc;
 }
 
-static uint64_t next_random(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 struct dataset_options {
     const char *db, *url, *out, *model;
     int64_t since, until, horizon, stride, quiet, timeout;
@@ -199,8 +192,8 @@ static int negatives(struct dataset *d, const struct dataset_options *o,
     int64_t span = o->until > first ? o->until - first : 1;
     long drawn = 0, tries = 0;
     while (rc == 0 && drawn < o->negatives && tries++ < 20 * o->negatives) {
-        const char *node = nodes[next_random(&state) % node_count];
-        int64_t at = first + (int64_t)(next_random(&state) % (uint64_t)span);
+        const char *node = nodes[medic_random_next(&state) % node_count];
+        int64_t at = first + (int64_t)(medic_random_next(&state) % (uint64_t)span);
         int busy = 0;
         rc = audit_node_has_decisions(reader, node, at - o->quiet, at + o->quiet, &busy, err);
         if (rc || busy)

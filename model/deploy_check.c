@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "deploy_check.h"
+#include "random.h"
 #include "safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -326,14 +327,6 @@ static struct deploy_stats stats(const struct deploy_dataset *d, const struct ra
     return s;
 }
 
-static uint64_t next_random(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* A Poisson(1) count (Knuth's method): the bootstrap's weight of a group. */
 static double poisson1(uint64_t *state)
 {
@@ -341,7 +334,7 @@ static double poisson1(uint64_t *state)
     int k = 0;
     do {
         k++;
-        p *= (double)(next_random(state) >> 11) / 9007199254740992.0;
+        p *= (double)(medic_random_next(state) >> 11) / 9007199254740992.0;
     } while (p > limit);
     return k - 1;
 }
