@@ -194,6 +194,54 @@ static void test_schema_and_duplicates(void **state)
     audit_store_free(s);
 }
 
+/* A notification's alerts are stored in runs of several per statement:
+ * every one is there at its position, their ids follow one another from
+ * the first alert's id the store reports, a run's end or not. */
+static void test_alerts_of_any_count(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    const size_t counts[] = {1, 3, 8, 9, 19};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t k = counts[c];
+        char text[16384], sql[256];
+        int len = snprintf(text, sizeof(text),
+                           "{\"version\":\"4\",\"groupKey\":\"{}:{count=\\\"%zu\\\"}\","
+                           "\"status\":\"firing\",\"receiver\":\"medic\",\"alerts\":[",
+                           k);
+        const char *nodes[19];
+        for (size_t i = 0; i < k; i++) {
+            len += snprintf(text + len, sizeof(text) - (size_t)len,
+                            "%s{\"status\":\"firing\",\"labels\":{\"alertname\":\"X\","
+                            "\"gpu\":\"%zu\"},\"startsAt\":\"2026-11-22T07:54:16Z\","
+                            "\"fingerprint\":\"f%zu-%zu\"}",
+                            i ? "," : "", i, k, i);
+            nodes[i] = "gpu-node-01";
+        }
+        snprintf(text + len, sizeof(text) - (size_t)len, "]}");
+        struct medic_notification n;
+        parse(text, &n);
+        struct audit_notification_in in = {&n, text, strlen(text), medic_time_now(), NULL, nodes};
+        struct audit_notification_result res;
+        struct medic_error err = {0};
+        if (audit_record_notification(s, &in, &res, &err))
+            fail_msg("record: %s", err.msg);
+        medic_notification_release(&n);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM alerts WHERE notification_id = %lld",
+                 (long long)res.id);
+        assert_int_equal(count(sql), (int64_t)k);
+        snprintf(sql, sizeof(sql), "SELECT min(id) FROM alerts WHERE notification_id = %lld",
+                 (long long)res.id);
+        assert_int_equal(count(sql), res.first_alert_id);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM alerts WHERE notification_id = %lld AND id = %lld + "
+                 "position AND fingerprint = 'f%zu-' || position",
+                 (long long)res.id, (long long)res.first_alert_id, k);
+        assert_int_equal(count(sql), (int64_t)k);
+    }
+    audit_store_free(s);
+}
+
 static void test_newer_schema_refused(void **state)
 {
     (void)state;
@@ -986,6 +1034,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_schema_and_duplicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alerts_of_any_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_of_a_missing_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_in_a_missing_directory, setup, teardown),
