@@ -80,13 +80,12 @@ static int group_windows(struct deploy_dataset *d, const char *samples, struct m
     return rc;
 }
 
-int deploy_dataset_load(const char *path, struct deploy_dataset *d, struct medic_error *err)
+/* The dataset in file (released here). */
+static int dataset_from(struct safetensors *file_in, struct deploy_dataset *d,
+                        struct medic_error *err)
 {
-    memset(d, 0, sizeof(*d));
-    struct safetensors file;
-    int rc = safetensors_load(path, &file, err);
-    if (rc)
-        return rc;
+    struct safetensors file = *file_in;
+    int rc = 0;
     const char *format = safetensors_meta(&file, "format");
     const struct safetensor *w = safetensors_find(&file, "windows");
     if (!format || strcmp(format, "medic-dataset") != 0 || !w || w->dims != 3) {
@@ -136,6 +135,23 @@ out:
     if (rc)
         deploy_dataset_release(d);
     return rc;
+}
+
+int deploy_dataset_load(const char *path, struct deploy_dataset *d, struct medic_error *err)
+{
+    memset(d, 0, sizeof(*d));
+    struct safetensors file;
+    int rc = safetensors_load(path, &file, err);
+    return rc ? rc : dataset_from(&file, d, err);
+}
+
+int deploy_dataset_parse(unsigned char *bytes, size_t size, struct deploy_dataset *d,
+                         struct medic_error *err)
+{
+    memset(d, 0, sizeof(*d));
+    struct safetensors file;
+    int rc = safetensors_parse(bytes, size, &file, err);
+    return rc ? rc : dataset_from(&file, d, err);
 }
 
 void deploy_dataset_release(struct deploy_dataset *d)

@@ -52,7 +52,7 @@ run_ctest() { # preset
 fuzz() { # seconds per target; fails when any target finds a crash or leak
   build fuzz
   local corpus target failed=0
-  for target in webhook policy model prometheus requests health slurm config whatif; do
+  for target in webhook policy model prometheus dataset requests health slurm config whatif; do
     corpus=$(mktemp -d)
     cp "tests/fuzz/corpus/$target"/* "$corpus/"
     say "fuzzing the $target parser for $1 s"

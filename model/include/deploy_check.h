@@ -35,6 +35,9 @@ struct deploy_dataset {
 /* Reads a `medic model dataset` file. MEDIC_E_INVALID naming what is
  * wrong (not a dataset, shapes, labels other than 0 and 1). */
 int deploy_dataset_load(const char *path, struct deploy_dataset *d, struct medic_error *err);
+/* The same from a file's bytes in memory (taken over, as safetensors_parse). */
+int deploy_dataset_parse(unsigned char *bytes, size_t size, struct deploy_dataset *d,
+                         struct medic_error *err);
 void deploy_dataset_release(struct deploy_dataset *d);
 
 /* m's risk of every window (scaled as m's metadata says). MEDIC_E_INVALID
