@@ -185,11 +185,18 @@ def cmd_retrain(args):
     val = (m["node"] % 5) == 0 if len(np.unique(m["node"])) >= 5 else \
         np.random.default_rng(1).random(len(m)) < 0.2
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
-    model, center, scale, hist = train_on(x, m, val, epochs=args.epochs)
+    start, how = None, "retrained"
+    if args.fine_tune:  # the model's weights and scaler as the start, a lower rate
+        model, center, scale, fmeta = load_model(args.fine_tune)
+        if [(f["name"], f["query"]) for f in json.loads(fmeta["features"])] != feats:
+            sys.exit(f"{args.fine_tune}: its features differ from the datasets'")
+        start, how = (model, center, scale), f"fine-tuned from {os.path.basename(args.fine_tune)}"
+    model, center, scale, hist = train_on(x, m, val, start=start, epochs=args.epochs,
+                                          **({"lr": 1e-3} if start else {}))
     (a, b), threshold = finish(model, center, scale, x, m, val)
     fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],
               meta.get("horizon", ""),
-              f"retrained on {len(x)} windows from medic model dataset: "
+              f"{how} on {len(x)} windows from medic model dataset: "
               + ", ".join(os.path.basename(p) for p in args.dataset),
               {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
                "calibration": calibration_meta(a, b), "epochs": str(len(hist))})
@@ -252,6 +259,8 @@ def main():
     r.add_argument("--dataset", action="append", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--epochs", type=int, default=recipes.TRAINING["epochs"])
+    r.add_argument("--fine-tune", metavar="MODEL",
+                   help="start from MODEL (its weights and scaler) instead of from scratch")
     c = sub.add_parser("compare", help="compare two model files")
     c.add_argument("a")
     c.add_argument("b")

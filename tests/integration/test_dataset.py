@@ -202,6 +202,19 @@ def test_dataset_from_audit_log_and_prometheus(suite):
     assert re.search(r"in use \([0-9a-f]{12}\) +[01]\.\d{3}", c.stdout), c.stdout
     assert ("verdict: refused: the dataset holds 1 fault and 12 negative windows: at least 10 "
             "faults") in c.stdout, c.stdout
+    # or fine-tuned from the built-in model, its weights and scaler the start
+    tuned = os.path.join(suite.workdir, "tuned.safetensors")
+    r = subprocess.run(["/usr/bin/python3", TRAIN, "retrain", "--dataset", out_path, "--out",
+                        tuned, "--epochs", "2", "--fine-tune",
+                        os.path.join(ROOT, "model", "default.safetensors")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    info = subprocess.run([suite.medic, "model", "info", tuned], capture_output=True, text=True)
+    assert "fine-tuned from default.safetensors on 18 windows" in info.stdout, info.stdout
+    c = subprocess.run([suite.medic, "model", "check", "--model", tuned, "--dataset", out_path,
+                        "--against", model], capture_output=True, text=True, timeout=60)
+    assert c.returncode == 1 and "verdict: refused" in c.stdout, c.stdout + c.stderr
+    assert f"in use: {model}" in c.stdout, c.stdout
 
 
 def test_builtin_model_scores_alerts(suite):
