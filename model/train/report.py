@@ -18,6 +18,11 @@ import windows
 LSTM, RULE, THRESHOLDS = "LSTM", "rule score", "static thresholds"
 # the goals the shipped model is held to on the simulator it did not train on
 GOAL_AP, GOAL_RECALL_SIGNED = 0.65, 0.4
+# the ship condition: a mean lead over the rule of at least SHIP_LEAD PR-AUC
+# whose one-sided 95% lower bound (DRAWS resamplings of the faults and the
+# healthy GPUs) is above zero, no held-out fleet more than SHIP_BEHIND
+# behind it, and recall at 1% FPR at least the rule's
+SHIP_LEAD, SHIP_BEHIND, DRAWS = 0.02, 0.05, 1000
 
 
 def _lead(leads):
@@ -112,6 +117,13 @@ def _run_table(out, run):
         f"{ceiling(run['m']):.3f} on them.\n")
 
 
+def closure(run):
+    """How much of the distance from the rule to the ceiling the LSTM
+    covers, in PR-AUC: (LSTM - rule) / (ceiling - rule)."""
+    a, r, top = run["all"][LSTM]["ap"], run["all"][RULE]["ap"], ceiling(run["m"])
+    return (a - r) / (top - r) if top > r else 0.0
+
+
 def ceiling(m):
     """The PR-AUC of a detector that sees every sign there is and nothing
     else: the windows with a sign first, the rest in random order (the
@@ -122,8 +134,56 @@ def ceiling(m):
     return evaluate.pr_curve(y, np.ones(len(y)), score)[4]
 
 
+def groups(m):
+    """Each window's group, the unit a resampling draws: its fault for a
+    positive (a fleet, node and fault minute: the hour of windows before
+    one fault rises and falls together), its GPU for a negative."""
+    pos, _, ids = evaluate.fault_ids(m)
+    group = np.zeros(len(m), np.int64)
+    group[pos] = ids
+    gpu = (m["fleet"][~pos].astype(np.int64) * 10**9 + m["node"][~pos].astype(np.int64) * 1000
+           + m["gpu"][~pos])
+    group[~pos] = (ids.max() + 1 if pos.any() else 0) + np.unique(gpu, return_inverse=True)[1]
+    return group
+
+
+def paired_lead(m, a, b, draws=DRAWS, seed=1):
+    """a's PR-AUC less b's on the same windows (as sampled), and the
+    one-sided 95% lower bound of that lead over draws Poisson resamplings
+    of the groups (faults and healthy GPUs): the windows are not
+    independent, the faults are."""
+    y = m["label"].astype(int)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    lead = evaluate.pr_curve(y, np.ones(len(y)), a)[4] - evaluate.pr_curve(
+        y, np.ones(len(y)), b)[4]
+    group = groups(m)
+    rng = np.random.default_rng(seed)
+    leads = []
+    for _ in range(draws):
+        w = rng.poisson(1.0, group.max() + 1)[group].astype(np.float64)
+        if w[y == 1].sum() == 0 or w[y == 0].sum() == 0:
+            continue
+        leads.append(evaluate.pr_curve(y, w, a)[4] - evaluate.pr_curve(y, w, b)[4])
+    return lead, float(np.percentile(leads, 5))
+
+
+def ship_condition(run):
+    """The shipped model against the rule on one simulator's held-out
+    fleets: its mean lead (and lower bound), the fleet it trails most, its
+    recall at 1% FPR of every failing GPU's windows and the rule's, and
+    whether each part of the condition holds."""
+    m, det = run["m"], run["detectors"]
+    lead, lower = paired_lead(m, det[LSTM], det[RULE])
+    worst = min(r[LSTM]["ap"] - r[RULE]["ap"] for r in run["per"].values())
+    recall, rule_recall = run["all"][LSTM]["recall"], run["all"][RULE]["recall"]
+    return {"lead": lead, "lower": lower, "worst": worst, "recall": recall,
+            "rule_recall": rule_recall,
+            "ok": [lead >= SHIP_LEAD and lower > 0, worst >= -SHIP_BEHIND,
+                   recall >= rule_recall]}
+
+
 def _beats(run):
-    return all(r[LSTM]["ap"] > r[RULE]["ap"] for r in run["per"].values())
+    return all(ship_condition(run)["ok"])
 
 
 def _classes(out, run):
@@ -173,6 +233,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         "Prometheus computes them (`model/train/features.py`, checked against a real "
         "Prometheus by `tests/integration/test_features.py`).\n")
 
+    ship = ship_condition(unseen)
     out("## Summary\n")
     out(f"The shipped model was trained on {named(shipped)}. On {named(other)}, which it "
         f"never saw, it ranks windows with a PR-AUC of {u[LSTM]['ap']:.3f} against "
@@ -180,16 +241,26 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         f"for the static thresholds, and at a 1% false-positive rate it recalls "
         f"{u[LSTM]['recall_signed']:.3f} of the windows that show a sign against "
         f"{u[RULE]['recall_signed']:.3f} and {u[THRESHOLDS]['recall_signed']:.3f}. "
-        + ("It is above the rule score in PR-AUC on every setting of that simulator, the "
-           "condition for shipping it." if _beats(unseen) else
-           "**It is not above the rule score in PR-AUC on every setting of that simulator**, "
-           "the condition for shipping it (below). Until a model meets it, the shipped "
+        f"Paired on the same windows, its lead over the rule is {ship['lead']:+.3f} PR-AUC, "
+        f"with a one-sided 95% lower bound of {ship['lower']:+.3f} when the faults and the "
+        f"healthy GPUs (not the windows: each fault gives an hour of them) are resampled "
+        f"{DRAWS} times; it closes {closure(unseen):.0%} of the distance from the rule to "
+        "a detector that sees every sign. "
+        + ("It meets the condition for shipping it (below)." if all(ship["ok"]) else
+           "**It does not meet the condition for shipping it** (below). Until a model "
+           "meets it, the shipped "
            "policies and `examples/` show the risk with each decision but do not act on it, "
            "and `medic check config` warns about a policy that waits for the built-in "
            "model's risk (`when.risk_at_least`).") + "\n")
-    goals = [("PR-AUC above the rule score on every setting of the unseen simulator",
-              ", ".join(f"{r[LSTM]['ap']:.3f} vs {r[RULE]['ap']:.3f}"
-                        for r in unseen["per"].values()), _beats(unseen)),
+    goals = [(f"ship: a lead over the rule of at least {SHIP_LEAD} PR-AUC, its 95% lower "
+              "bound above zero (faults resampled)",
+              f"{ship['lead']:+.3f} (lower bound {ship['lower']:+.3f})", ship["ok"][0]),
+             (f"ship: no held-out fleet more than {SHIP_BEHIND} PR-AUC behind the rule",
+              f"the furthest {ship['worst']:+.3f} ("
+              + ", ".join(f"{r[LSTM]['ap']:.3f} vs {r[RULE]['ap']:.3f}"
+                          for r in unseen["per"].values()) + ")", ship["ok"][1]),
+             ("ship: recall at 1% FPR of every failing GPU's windows at least the rule's",
+              f"{ship['recall']:.3f} vs {ship['rule_recall']:.3f}", ship["ok"][2]),
              (f"PR-AUC over all of them at least {GOAL_AP}", f"{u[LSTM]['ap']:.3f}",
               u[LSTM]["ap"] >= GOAL_AP),
              (f"recall at 1% FPR of the windows with a sign at least {GOAL_RECALL_SIGNED}",
@@ -300,7 +371,15 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         "one, not a measurement.")
     out("- The rule score was written once from what the failure modes show and not tuned "
         "on either simulator; a rule tuned on a real fleet would do better than here, and so "
-        "would a model retrained on one (`medic model dataset`, docs/model.md).\n")
+        "would a model retrained on one (`medic model dataset`, docs/model.md). It reads "
+        "only the model's inputs: a rule written from the raw DCGM counters is a higher "
+        "bar, not yet measured here.")
+    out(f"- {named(other)[:1].upper() + named(other)[1:]} was written knowing the model's features and was looked at "
+        "while they were chosen: it is a development set more than a held-out one. A "
+        "simulator written against none of the features, looked at once for the final "
+        "figures, is still to come.")
+    out("- The lower bounds resample the faults of one run's held-out fleets; fleets drawn "
+        "again, and several training seeds per setting, would add their own spread.\n")
     out("## Reproducing\n")
     out("`model/train/regenerate.sh` trains the shipped model again on one core with "
         "Debian's torch (reference BLAS, one thread) and compares it with the committed "
