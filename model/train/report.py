@@ -374,7 +374,8 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
         "would a model retrained on one (`medic model dataset`, docs/model.md). It reads "
         "only the model's inputs: a rule written from the raw DCGM counters is a higher "
         "bar, not yet measured here.")
-    out(f"- {named(other)[:1].upper() + named(other)[1:]} was written knowing the model's features and was looked at "
+    sim_b = named(other)[:1].upper() + named(other)[1:]
+    out(f"- {sim_b} was written knowing the model's features and was looked at "
         "while they were chosen: it is a development set more than a held-out one. A "
         "simulator written against none of the features, looked at once for the final "
         "figures, is still to come.")
