@@ -199,7 +199,6 @@ int audit__insert_notification_looked_up(struct audit_store *s, struct job *job,
 int audit__insert_notification_row(struct audit_store *s, struct job *job, int64_t first,
                                    int64_t *id);
 int audit__insert_alerts_each(struct audit_store *s, struct job *job, int64_t id);
-int audit__insert_alerts_together(struct audit_store *s, struct job *job, int64_t id);
 int audit__insert_decisions_each(struct audit_store *s, const struct audit_evaluation_in *in,
                                  int64_t *ids, struct medic_error *err);
 int audit__insert_changes_each(struct audit_store *s, const struct audit_evaluation_in *in,

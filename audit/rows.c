@@ -233,53 +233,6 @@ int audit__insert_alerts_each(struct audit_store *s, struct job *job, int64_t id
     return rc;
 }
 
-/* The statement that inserts k alerts (2..AUDIT_ALERTS_PER_INSERT), prepared
- * on first use. */
-static struct db_stmt *alert_rows(struct audit_store *s, size_t k, struct medic_error *err)
-{
-    if (s->alert_rows[k])
-        return s->alert_rows[k];
-    const char *one = stmt_sql[ST_INSERT_ALERT], *values = strstr(one, " VALUES ");
-    struct medic_buf sql;
-    medic_buf_init(&sql, 0);
-    medic_buf_append(&sql, one, (size_t)(values - one));
-    medic_buf_puts(&sql, " VALUES ");
-    for (size_t i = 0; i < k; i++)
-        medic_buf_puts(&sql, i ? ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                               : "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (sql.error)
-        medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    else if (db_prepare_cached(s->db, sql.data, &s->alert_rows[k], err))
-        medic_error_prefix(err, "preparing the insert of several alerts");
-    medic_buf_release(&sql);
-    return s->alert_rows[k];
-}
-
-/* One writer: a notification's alerts in as few statements as there are
- * runs of AUDIT_ALERTS_PER_INSERT, each giving its rows consecutive ids (no
- * other connection inserts meanwhile), so that the first alert's id is the
- * last one's less the others. A statement per alert cost a third more. */
-int audit__insert_alerts_together(struct audit_store *s, struct job *job, int64_t id)
-{
-    struct audit_notification_result *out = job->out;
-    const struct medic_notification *n =
-        ((const struct audit_notification_in *)job->in)->notification;
-    int rc = 0;
-    for (size_t at = 0, k; at < n->alert_count && rc == 0; at += k) {
-        k = n->alert_count - at;
-        if (k > AUDIT_ALERTS_PER_INSERT)
-            k = AUDIT_ALERTS_PER_INSERT;
-        struct db_stmt *st = k == 1 ? s->stmts[ST_INSERT_ALERT] : alert_rows(s, k, &job->err);
-        if (!st)
-            return job->err.code ? job->err.code : MEDIC_E_STORE;
-        for (size_t i = 0; i < k; i++)
-            audit__bind_alert_at(st, (int)i * ALERT_COLUMNS, job, id, at + i);
-        if ((rc = audit__step_id(st, NULL, &job->err, "storing the alerts")) == 0 && at == 0)
-            out->first_alert_id = db_last_insert_id(s->db) - (int64_t)(k - 1);
-    }
-    return rc;
-}
-
 static int write_notification(struct audit_store *s, struct job *job)
 {
     const struct medic_notification *n =

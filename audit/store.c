@@ -402,10 +402,6 @@ static void close_db(struct audit_store *s)
 {
     for (int i = 0; i < ST_COUNT; i++)
         db_finalize(s->stmts[i]);
-    for (int k = 0; k <= AUDIT_ALERTS_PER_INSERT; k++) {
-        db_finalize(s->alert_rows[k]);
-        s->alert_rows[k] = NULL;
-    }
     s->backend->close(s);
 }
 

@@ -59,9 +59,6 @@ struct job {
     struct prepared_notification owned_prep;
 };
 
-/* The most alerts one statement inserts (see audit__insert_alerts_together). */
-#define AUDIT_ALERTS_PER_INSERT 8
-
 enum stmt_id {
     ST_FIND_FIRST,
     ST_INSERT_NOTIFICATION,
@@ -98,9 +95,6 @@ struct audit_store {
     void *state;                         /* the backend's own: its connection, its threads */
     struct db *db;
     struct db_stmt *stmts[ST_COUNT];
-    /* one writer's inserts of k alerts in one statement (k >= 2), prepared
-     * when first needed */
-    struct db_stmt *alert_rows[AUDIT_ALERTS_PER_INSERT + 1];
     /* each chain's last hash in the open transaction ("": not read yet);
      * forgotten when a transaction begins */
     char chain_head[CHAIN_COUNT][65];

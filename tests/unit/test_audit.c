@@ -194,9 +194,9 @@ static void test_schema_and_duplicates(void **state)
     audit_store_free(s);
 }
 
-/* A notification's alerts are stored in runs of several per statement:
- * every one is there at its position, their ids follow one another from
- * the first alert's id the store reports, a run's end or not. */
+/* A notification of any number of alerts: every one is there at its
+ * position, and their ids follow one another from the first alert's id
+ * the store reports (the engine names each alert by it). */
 static void test_alerts_of_any_count(void **state)
 {
     (void)state;
