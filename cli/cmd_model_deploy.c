@@ -51,6 +51,9 @@ int medic_cmd_model_check_dataset(const char *model_path, const char *against_pa
         err = (struct medic_error){.code = MEDIC_E_NOMEM, .msg = "out of memory"};
         goto out;
     }
+    failed = model_path;
+    if (deploy_monotone_probe(&model, &d, &r, &err))
+        goto out;
     failed = NULL;
     char in_use[128];
     snprintf(in_use, sizeof(in_use), "in use (%.12s)", against.hash);
@@ -70,6 +73,15 @@ int medic_cmd_model_check_dataset(const char *model_path, const char *against_pa
            "(lower bounds from %zu resamplings of the faults and negative draws, seed %llu)\n\n",
            r.over_against.mean, r.over_against.lower, r.over_rule.mean, r.over_rule.lower, r.draws,
            (unsigned long long)seed);
+    printf("more evidence, the new model's risk (each input raised by one over the last %d "
+           "steps):\n",
+           DEPLOY_PROBE_STEPS);
+    for (size_t k = 0; k < r.monotone_count; k++)
+        printf("  %-30s falls in %5.1f%% of the windows (lowest new/old %.2f)\n",
+               r.monotone[k].name, 100 * r.monotone[k].falls, r.monotone[k].lowest);
+    if (!r.monotone_count)
+        printf("  (the model reads none of the evidence inputs)\n");
+    printf("\n");
     char why[512];
     if (deploy_verdict(&d, &r, why, sizeof(why))) {
         printf("verdict: deploy: it ranks this fleet's failing GPUs better than the model in "

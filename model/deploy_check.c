@@ -162,32 +162,43 @@ void deploy_dataset_release(struct deploy_dataset *d)
     memset(d, 0, sizeof(*d));
 }
 
-int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, double *out,
-                        struct medic_error *err)
+/* m's features, checked against the dataset's, into spec. */
+static int model_spec(const struct model *m, const struct deploy_dataset *d,
+                      struct feature_spec *spec, struct medic_error *err)
 {
-    struct feature_spec spec;
-    int rc = features_from_metadata(&m->file, m->D, &spec, err);
+    int rc = features_from_metadata(&m->file, m->D, spec, err);
     if (rc)
         return rc;
-    if (spec.count != d->spec.count || spec.window != d->spec.window || spec.step != d->spec.step)
+    if (spec->count != d->spec.count || spec->window != d->spec.window ||
+        spec->step != d->spec.step)
         return medic_error_set(err, MEDIC_E_INVALID,
                                "the model reads %zu features over %zu steps, the dataset holds "
                                "%zu over %zu: export the dataset with this model's features "
                                "(medic model dataset --model FILE)",
-                               spec.count, spec.window, d->spec.count, d->spec.window);
-    for (size_t f = 0; f < spec.count; f++)
-        if (strcmp(spec.items[f].name, d->spec.items[f].name) != 0 ||
-            strcmp(spec.items[f].query, d->spec.items[f].query) != 0)
+                               spec->count, spec->window, d->spec.count, d->spec.window);
+    for (size_t f = 0; f < spec->count; f++)
+        if (strcmp(spec->items[f].name, d->spec.items[f].name) != 0 ||
+            strcmp(spec->items[f].query, d->spec.items[f].query) != 0)
             return medic_error_set(err, MEDIC_E_INVALID,
                                    "feature %zu is %s in the model and %s in the dataset (or its "
                                    "query differs): export the dataset with this model's "
                                    "features (medic model dataset --model FILE)",
-                                   f + 1, spec.items[f].name, d->spec.items[f].name);
-    size_t per = spec.window * spec.count;
+                                   f + 1, spec->items[f].name, d->spec.items[f].name);
+    return 0;
+}
+
+/* m's risk of every window of d, with feature raise (when not SIZE_MAX)
+ * raised by one over the last DEPLOY_PROBE_STEPS steps. */
+static int score(const struct model *m, const struct feature_spec *spec,
+                 const struct deploy_dataset *d, size_t raise, double *out, struct medic_error *err)
+{
+    size_t per = spec->window * spec->count, T = spec->window, D = spec->count;
+    size_t from = T > DEPLOY_PROBE_STEPS ? T - DEPLOY_PROBE_STEPS : 0;
     struct model_workspace w;
     float *rows = malloc(DEPLOY_BATCH * per * sizeof(float));
     float *risk = malloc(DEPLOY_BATCH * sizeof(float));
-    if (!rows || !risk || model_workspace_init(&w, m, DEPLOY_BATCH, spec.window)) {
+    int rc = 0;
+    if (!rows || !risk || model_workspace_init(&w, m, DEPLOY_BATCH, T)) {
         free(rows);
         free(risk);
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
@@ -195,8 +206,11 @@ int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, d
     for (size_t at = 0; at < d->count && rc == 0; at += DEPLOY_BATCH) {
         size_t b = d->count - at < DEPLOY_BATCH ? d->count - at : DEPLOY_BATCH;
         memcpy(rows, d->windows + at * per, b * per * sizeof(float));
-        features_scale(&spec, rows, b * spec.window);
-        if (model_predict(m, &w, rows, b, spec.window, risk, NULL))
+        for (size_t i = 0; raise != SIZE_MAX && i < b; i++)
+            for (size_t t = from; t < T; t++)
+                rows[(i * T + t) * D + raise] += 1.0f;
+        features_scale(spec, rows, b * T);
+        if (model_predict(m, &w, rows, b, T, risk, NULL))
             rc = medic_error_set(err, MEDIC_E_INVALID, "the model cannot run these windows");
         for (size_t i = 0; i < b && rc == 0; i++)
             out[at + i] = risk[i];
@@ -204,6 +218,58 @@ int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, d
     model_workspace_release(&w);
     free(rows);
     free(risk);
+    return rc;
+}
+
+int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, double *out,
+                        struct medic_error *err)
+{
+    struct feature_spec spec;
+    int rc = model_spec(m, d, &spec, err);
+    return rc ? rc : score(m, &spec, d, SIZE_MAX, out, err);
+}
+
+/* The inputs that count evidence of a failing GPU (model/train/features.py's
+ * EVIDENCE): more of any must never lower a risk. */
+static const char *const evidence[] = {
+    "ecc_sbe_log_increase_15m",  "ecc_dbe_increase_1h",
+    "remapped_rows_increase_1h", "pcie_replay_log_increase_15m",
+    "xid_changes_30m",           "xid_hardware_new_30m",
+    "xid_hardware_held",         "hw_throttle",
+};
+
+int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
+                          struct deploy_report *r, struct medic_error *err)
+{
+    struct feature_spec spec;
+    r->monotone_count = 0;
+    int rc = model_spec(m, d, &spec, err);
+    double *base = malloc((d->count ? d->count : 1) * sizeof(double));
+    double *raised = malloc((d->count ? d->count : 1) * sizeof(double));
+    if (rc == 0 && (!base || !raised))
+        rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    if (rc == 0)
+        rc = score(m, &spec, d, SIZE_MAX, base, err);
+    for (size_t e = 0; rc == 0 && e < sizeof(evidence) / sizeof(evidence[0]); e++) {
+        size_t f = 0;
+        while (f < spec.count && strcmp(spec.items[f].name, evidence[e]) != 0)
+            f++;
+        if (f == spec.count || (rc = score(m, &spec, d, f, raised, err)))
+            continue;
+        struct deploy_monotone *x = &r->monotone[r->monotone_count++];
+        snprintf(x->name, sizeof(x->name), "%s", evidence[e]);
+        size_t falls = 0;
+        x->lowest = 1;
+        for (size_t i = 0; i < d->count; i++) {
+            double ratio = raised[i] / (base[i] > 1e-12 ? base[i] : 1e-12);
+            falls += ratio < 1 - 1e-4;
+            if (ratio < x->lowest)
+                x->lowest = ratio;
+        }
+        x->falls = d->count ? (double)falls / (double)d->count : 0;
+    }
+    free(base);
+    free(raised);
     return rc;
 }
 
@@ -419,6 +485,14 @@ int deploy_verdict(const struct deploy_dataset *d, const struct deploy_report *r
                  d->faults, d->faults == 1 ? "" : "s", d->count - d->positives, DEPLOY_MIN_FAULTS);
         return 0;
     }
+    for (size_t k = 0; k < r->monotone_count; k++)
+        if (r->monotone[k].falls > DEPLOY_MONOTONE_LIMIT) {
+            snprintf(why, size,
+                     "one more %s lowers its risk of %.1f%% of the windows (to %.2f of it at "
+                     "worst): more evidence of a failing GPU must never lower its risk",
+                     r->monotone[k].name, 100 * r->monotone[k].falls, r->monotone[k].lowest);
+            return 0;
+        }
     if (!(r->over_against.lower > 0)) {
         snprintf(why, size,
                  "its lead over the model in use (%+.3f PR-AUC) is not above zero at 95%% "

@@ -20,6 +20,12 @@
 #define DEPLOY_MIN_FAULTS 10
 /* The false-positive rate recall is read at. */
 #define DEPLOY_FPR 0.01
+/* The monotone probe raises an evidence input by one over a window's last
+ * DEPLOY_PROBE_STEPS steps; a model whose risk then falls in more than
+ * DEPLOY_MONOTONE_LIMIT of the windows is refused. */
+#define DEPLOY_PROBE_STEPS 5
+#define DEPLOY_MONOTONE_LIMIT 0.01
+#define DEPLOY_EVIDENCE_MAX 8
 
 struct deploy_dataset {
     struct feature_spec spec; /* the features the windows hold, raw */
@@ -62,10 +68,18 @@ struct deploy_lead {
     double lower; /* its one-sided 95% lower bound over the draws */
 };
 
+struct deploy_monotone {
+    char name[64];
+    double falls;  /* the share of windows whose risk falls when it is raised */
+    double lowest; /* the lowest new/old risk */
+};
+
 struct deploy_report {
     struct deploy_stats model, against, rule;
     struct deploy_lead over_against, over_rule;
     size_t draws;
+    struct deploy_monotone monotone[DEPLOY_EVIDENCE_MAX]; /* deploy_monotone_probe's */
+    size_t monotone_count;
 };
 
 /* Compares the new model's scores with the model in use's and the rule's:
@@ -74,7 +88,15 @@ struct deploy_report {
 int deploy_compare(const struct deploy_dataset *d, const double *model, const double *against,
                    const double *rule, size_t draws, uint64_t seed, struct deploy_report *r);
 
-/* 1 when the new model may be deployed; 0 with the first reason it may
+/* The monotone probe of m (the new model) into r, after deploy_compare: for each evidence input
+ * it reads (counts of ECC errors, remapped rows, PCIe replays, Xids, time
+ * throttled), raised by one over the last DEPLOY_PROBE_STEPS steps of every
+ * window, the share of windows whose risk falls. */
+int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
+                          struct deploy_report *r, struct medic_error *err);
+
+/* 1 when the new model may be deployed (monotone in the evidence, ahead of
+ * both by more than chance, recall at least the rule's); 0 with the first reason it may
  * not in why. */
 int deploy_verdict(const struct deploy_dataset *d, const struct deploy_report *r, char *why,
                    size_t size);

@@ -5,7 +5,8 @@
  * chance could give, too few faults, and files that are not what they
  * should be. The datasets are made here with the built-in model's
  * features, and labelled from a known ranking (the built-in model's, or
- * the rule's), so the right verdict is known. */
+ * the rule's), so the right verdict is known; the monotone probe finds
+ * the built-in model's risk falling for a double-bit error. */
 #include "default_model.h"
 #include "deploy_check.h"
 #include "safetensors.h"
@@ -196,6 +197,23 @@ static void test_verdicts(void **state)
         0);
     assert_true(r.over_against.mean == 0 && r.over_against.lower == 0);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 0);
+
+    /* a model whose risk falls when the evidence grows is refused however
+     * well it ranks; one that answers the same for everything never falls */
+    assert_int_equal(
+        deploy_compare(&by_model.d, by_model.builtin, by_model.flat, by_model.rule, 100, 1, &r), 0);
+    struct medic_error err = {0};
+    assert_int_equal(deploy_monotone_probe(&flat, &by_model.d, &r, &err), 0);
+    assert_int_equal(r.monotone_count, 8);
+    for (size_t k = 0; k < r.monotone_count; k++)
+        assert_true(r.monotone[k].falls == 0 && r.monotone[k].lowest > 0.9999);
+    assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 1);
+    assert_int_equal(deploy_monotone_probe(&builtin, &by_model.d, &r, &err), 0);
+    assert_string_equal(r.monotone[1].name, "ecc_dbe_increase_1h");
+    assert_true(r.monotone[1].falls > DEPLOY_MONOTONE_LIMIT && r.monotone[1].lowest < 1);
+    assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "lowers its risk of"));
+    assert_non_null(strstr(why, "more evidence of a failing GPU must never lower its risk"));
 
     /* labelled by the rule's ranking: beating the model in use is not
      * enough */
