@@ -106,6 +106,13 @@ FEATURES = [
     ("xid_hardware_held", f'{_x("XID_ERRORS")} >= bool {HARDWARE_XID_MIN}'),
 ]
 F = {name: i for i, (name, _) in enumerate(FEATURES)}
+
+# The inputs that count evidence of a failing GPU: more of any of them must
+# never lower the risk (the monotone probe in report.py and `medic model
+# check --dataset`, model/deploy_check.c, test it).
+EVIDENCE = ["ecc_sbe_log_increase_15m", "ecc_dbe_increase_1h", "remapped_rows_increase_1h",
+            "pcie_replay_log_increase_15m", "xid_changes_30m", "xid_hardware_new_30m",
+            "xid_hardware_held", "hw_throttle"]
 # every series the features read, and those a fleet may lack
 SERIES = ["GPU_TEMP", "MEMORY_TEMP", "POWER_USAGE", "SM_CLOCK", "CLOCK_THROTTLE_REASONS",
           "ECC_SBE_AGG_TOTAL", "ECC_DBE_AGG_TOTAL", "CORRECTABLE_REMAPPED_ROWS",

@@ -163,8 +163,10 @@ def cmd_evaluate(args):
     tuned = (f"one fleet of {report.named(other)} ({recipes.setting(own['fleets'][0])})",
              runs_of(shipped, t_model, center, scale, only=other)[0])
     calibration = json.loads(meta.get("calibration", '{"a": 1, "b": 0}'))
+    monotone = report.monotone_probe(
+        lambda w: fp.predict(model, ((w - center) / scale).astype(np.float32)), tests[other][0])
     report.write(args.report, args.plot, args.model, meta, runs, tuned,
-                 (calibration["a"], calibration["b"]))
+                 (calibration["a"], calibration["b"]), monotone)
     log(f"wrote {args.report} and {args.plot}")
 
 

@@ -204,7 +204,30 @@ def _classes(out, run):
     out("")
 
 
-def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
+# the monotone probe: each evidence input raised by one unit over a
+# window's last PROBE_STEPS steps, on at most PROBE_WINDOWS windows
+PROBE_STEPS, PROBE_WINDOWS = 5, 5000
+
+
+def monotone_probe(predict, x):
+    """Per evidence input: the share of windows whose risk falls when that
+    input is raised by one (a count, or ln(1 + count) for the log ones) over
+    the last PROBE_STEPS steps, the median and the lowest ratio of the new
+    risk to the old. predict: raw windows -> risks."""
+    import features
+    x = x[np.random.default_rng(1).permutation(len(x))[:PROBE_WINDOWS]]
+    base = predict(x)
+    rows = []
+    for name in features.EVIDENCE:
+        y = x.copy()
+        y[:, -PROBE_STEPS:, features.F[name]] += 1.0
+        ratio = predict(y) / np.maximum(base, 1e-12)
+        rows.append((name, float(np.mean(ratio < 1 - 1e-4)), float(np.median(ratio)),
+                     float(ratio.min())))
+    return len(x), rows
+
+
+def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, monotone=None):
     """runs: score_run results, the shipped model's first (trained on
     recipes.SHIPPED); tuned: (description, score_run) of the shipped model
     fine-tuned on the other simulator's fleet; calibration: the Platt
@@ -277,6 +300,29 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration):
     for goal, got, ok in goals:
         out(f"| {goal} | {got} | {'yes' if ok else '**no**'} |")
     out("")
+
+    if monotone:
+        n, rows = monotone
+        out("## Monotone in the evidence\n")
+        out(f"More evidence of a failing GPU must never lower its risk. On {n} held-out "
+            f"windows of {named(other)}, each evidence input raised by one (one more "
+            f"error, or one more e-fold of a count kept as its logarithm) over the last "
+            f"{PROBE_STEPS} minutes, the shipped model's risk:\n")
+        out("| input | windows whose risk falls | median new/old risk | lowest |")
+        out("|---|---|---|---|")
+        for name, falls, median, lowest in rows:
+            out(f"| `{name}` | {falls:.1%} | {median:.2f} | {lowest:.2f} |")
+        worst = max(rows, key=lambda r: r[1])
+        out(f"\n{'**It is not monotone**' if worst[1] > 0.01 else 'It is monotone'}: "
+            + (f"`{worst[0]}` lowers the risk of {worst[1]:.0%} of the windows. An LSTM "
+               "trained without constraints learns whatever the training fleets' "
+               "correlations say, including that evidence means less where it was common "
+               "on healthy GPUs; a model that is monotone by construction (constraints on "
+               "these inputs) or a test that holds every shipped model to it is needed. "
+               "`medic model check --dataset` refuses a model that lowers the risk for more "
+               "evidence in more than 1% of a fleet's windows.\n"
+               if worst[1] > 0.01 else "no input lowers the risk of more than 1% of the "
+               "windows.\n"))
 
     out("## Leave one simulator out\n")
     out("Each model is trained on one simulator's training fleets (early stopping and the "
