@@ -512,6 +512,11 @@ def test_sigterm_while_the_disk_hangs(suite):
     wait_until("webhooks committed", lambda: list(answers.values()).count(200) >= 50, timeout=30)
     open(hang, "w").close()
     wait_until("a sync held", lambda: os.path.exists(hang + ".held"), timeout=30)
+    # the held sync may be the engine's alone: SIGTERM once a webhook waits
+    # on it (the in-flight gauge counts it beside the scrape that reads it),
+    # else there is nothing to answer 503 and every client is refused
+    wait_until("a webhook waiting on the held sync",
+               lambda: medic.metric("medic_http_requests_in_flight") >= 2, timeout=30)
     medic.process.send(signal.SIGTERM)
     # the 10 s drain, then the answers: a loaded 2-core machine running
     # the sanitizer build once took longer than 30 s to log them
