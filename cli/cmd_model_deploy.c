@@ -52,7 +52,7 @@ int medic_cmd_model_check_dataset(const char *model_path, const char *against_pa
         goto out;
     }
     failed = model_path;
-    if (deploy_monotone_probe(&model, &d, &r, &err))
+    if (deploy_monotone_probe(&model, &d, new_risk, &r, &err))
         goto out;
     failed = NULL;
     char in_use[128];

@@ -238,18 +238,15 @@ static const char *const evidence[] = {
     "xid_hardware_held",         "hw_throttle",
 };
 
-int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
+int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d, const double *base,
                           struct deploy_report *r, struct medic_error *err)
 {
     struct feature_spec spec;
     r->monotone_count = 0;
     int rc = model_spec(m, d, &spec, err);
-    double *base = malloc((d->count ? d->count : 1) * sizeof(double));
     double *raised = malloc((d->count ? d->count : 1) * sizeof(double));
-    if (rc == 0 && (!base || !raised))
+    if (rc == 0 && !raised)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    if (rc == 0)
-        rc = score(m, &spec, d, SIZE_MAX, base, err);
     for (size_t e = 0; rc == 0 && e < sizeof(evidence) / sizeof(evidence[0]); e++) {
         size_t f = 0;
         while (f < spec.count && strcmp(spec.items[f].name, evidence[e]) != 0)
@@ -268,7 +265,6 @@ int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
         }
         x->falls = d->count ? (double)falls / (double)d->count : 0;
     }
-    free(base);
     free(raised);
     return rc;
 }

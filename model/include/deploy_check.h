@@ -91,8 +91,9 @@ int deploy_compare(const struct deploy_dataset *d, const double *model, const do
 /* The monotone probe of m (the new model) into r, after deploy_compare: for each evidence input
  * it reads (counts of ECC errors, remapped rows, PCIe replays, Xids, time
  * throttled), raised by one over the last DEPLOY_PROBE_STEPS steps of every
- * window, the share of windows whose risk falls. */
-int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
+ * window, the share of windows whose risk falls against base (m's risk of
+ * the windows as they are, deploy_model_scores'). */
+int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d, const double *base,
                           struct deploy_report *r, struct medic_error *err);
 
 /* 1 when the new model may be deployed (monotone in the evidence, ahead of

@@ -182,10 +182,6 @@ def ship_condition(run):
                    recall >= rule_recall]}
 
 
-def _beats(run):
-    return all(ship_condition(run)["ok"])
-
-
 def _classes(out, run):
     m = run["m"]
     pos, first, _ = evaluate.fault_ids(m)

@@ -203,12 +203,12 @@ static void test_verdicts(void **state)
     assert_int_equal(
         deploy_compare(&by_model.d, by_model.builtin, by_model.flat, by_model.rule, 100, 1, &r), 0);
     struct medic_error err = {0};
-    assert_int_equal(deploy_monotone_probe(&flat, &by_model.d, &r, &err), 0);
+    assert_int_equal(deploy_monotone_probe(&flat, &by_model.d, by_model.flat, &r, &err), 0);
     assert_int_equal(r.monotone_count, 8);
     for (size_t k = 0; k < r.monotone_count; k++)
         assert_true(r.monotone[k].falls == 0 && r.monotone[k].lowest > 0.9999);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 1);
-    assert_int_equal(deploy_monotone_probe(&builtin, &by_model.d, &r, &err), 0);
+    assert_int_equal(deploy_monotone_probe(&builtin, &by_model.d, by_model.builtin, &r, &err), 0);
     assert_string_equal(r.monotone[1].name, "ecc_dbe_increase_1h");
     assert_true(r.monotone[1].falls > DEPLOY_MONOTONE_LIMIT && r.monotone[1].lowest < 1);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 0);
