@@ -6,7 +6,7 @@
  * should be. The datasets are made here with the built-in model's
  * features, and labelled from a known ranking (the built-in model's, or
  * the rule's), so the right verdict is known; the monotone probe finds
- * the built-in model's risk falling for a double-bit error. */
+ * the risk of a model made to fall for a double-bit error doing so. */
 #include "default_model.h"
 #include "deploy_check.h"
 #include "safetensors.h"
@@ -134,6 +134,44 @@ static const char *write_dataset(const char *name, const double *score, size_t f
     return path;
 }
 
+/* The built-in model with the double-bit error input's weights into the
+ * LSTM turned around and made larger: a model whose risk falls as that
+ * evidence grows, whatever the built-in model does with it. */
+static void load_reversed(struct model *out)
+{
+    struct model m;
+    struct medic_error err = {0};
+    assert_int_equal(model_load_builtin(&m, &err), 0);
+    struct feature_spec spec;
+    assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
+    size_t dbe = spec.count;
+    for (size_t f = 0; f < spec.count; f++)
+        if (strcmp(spec.items[f].name, "ecc_dbe_increase_1h") == 0)
+            dbe = f;
+    assert_true(dbe < spec.count);
+    const struct safetensors *st = &m.file;
+    struct safetensors_out tensors[16];
+    float *copies[16];
+    assert_true(st->count <= 16);
+    for (size_t i = 0; i < st->count; i++) {
+        const struct safetensor *t = &st->tensors[i];
+        copies[i] = malloc(t->end - t->begin);
+        memcpy(copies[i], st->data + t->begin, t->end - t->begin);
+        if (strcmp(t->name, "lstm.weight_ih_l0") == 0)
+            for (size_t r = 0; r < t->shape[0]; r++)
+                copies[i][r * t->shape[1] + dbe] *= -40.0f;
+        tensors[i] = (struct safetensors_out){t->name, t->shape, t->dims, copies[i]};
+    }
+    char path[300];
+    snprintf(path, sizeof(path), "%s/reversed.safetensors", dir);
+    assert_int_equal(safetensors_write(path, tensors, st->count, st->meta, st->meta_count, &err),
+                     0);
+    for (size_t i = 0; i < st->count; i++)
+        free(copies[i]);
+    model_release(&m);
+    assert_int_equal(model_load(path, out, &err), 0);
+}
+
 /* The built-in model, and one that answers the same for every window. */
 static void load_models(struct model *builtin, struct model *flat)
 {
@@ -208,7 +246,12 @@ static void test_verdicts(void **state)
     for (size_t k = 0; k < r.monotone_count; k++)
         assert_true(r.monotone[k].falls == 0 && r.monotone[k].lowest > 0.9999);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 1);
-    assert_int_equal(deploy_monotone_probe(&builtin, &by_model.d, by_model.builtin, &r, &err), 0);
+    struct model reversed;
+    load_reversed(&reversed);
+    static double reversed_risk[WINDOWS];
+    assert_int_equal(deploy_model_scores(&reversed, &by_model.d, reversed_risk, &err), 0);
+    assert_int_equal(deploy_monotone_probe(&reversed, &by_model.d, reversed_risk, &r, &err), 0);
+    model_release(&reversed);
     assert_string_equal(r.monotone[1].name, "ecc_dbe_increase_1h");
     assert_true(r.monotone[1].falls > DEPLOY_MONOTONE_LIMIT && r.monotone[1].lowest < 1);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 0);
