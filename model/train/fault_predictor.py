@@ -21,8 +21,12 @@ class FaultPredictor(nn.Module):
                                         nn.Sigmoid())
 
     def forward(self, x):
+        return torch.sigmoid(self.logit(x))
+
+    def logit(self, x):
+        """The classifier's output before its sigmoid."""
         out, _ = self.lstm(x)
-        return self.classifier(out[:, -1, :])
+        return self.classifier[:3](out[:, -1, :])
 
 
 class FocalLoss(nn.Module):
@@ -97,8 +101,7 @@ def logits(model, x, batch=4096):
     out = []
     with torch.no_grad():
         for i in range(0, len(x), batch):
-            h, _ = model.lstm(torch.from_numpy(x[i:i + batch]))
-            out.append(model.classifier[:3](h[:, -1, :]).numpy()[:, 0])
+            out.append(model.logit(torch.from_numpy(x[i:i + batch])).numpy()[:, 0])
     return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
 
@@ -129,12 +132,43 @@ def calibrate(model, x, y, w, iterations=100):
     return float(a), float(b)
 
 
+def raised(xb, evidence, rng, most_steps=10, most=3.0):
+    """xb with, in each window, one evidence input (of the (index, unit)
+    pairs, unit one count in scaled inputs) raised by 1 to `most` counts
+    over the window's last 1 to most_steps steps: more of what fails GPUs."""
+    n, t, _ = xb.shape
+    pick = rng.integers(len(evidence), size=n)
+    cols = np.array([f for f, _ in evidence])[pick]
+    units = np.array([u for _, u in evidence], np.float32)[pick] * rng.uniform(1, most, n)
+    span = rng.integers(1, most_steps + 1, size=n)
+    up = xb.clone()
+    steps = torch.arange(t)[None, :] >= torch.from_numpy(t - span)[:, None]
+    up[torch.arange(n), :, torch.from_numpy(cols)] += steps * torch.from_numpy(
+        units.astype(np.float32))[:, None]
+    return up
+
+
+def monotone_penalty(model, xb, evidence, rng):
+    """How far the logit falls, on average, when a window gets more
+    evidence (raised): zero for a model monotone in it on these windows. A
+    small margin asks more evidence to raise the risk, not only not to
+    lower it."""
+    n = len(xb)
+    z = model.logit(torch.cat([xb, raised(xb, evidence, rng)]))
+    return torch.relu(z[:n] - z[n:] + MONOTONE_MARGIN).mean()
+
+
+MONOTONE_MARGIN = 0.01
+
+
 def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=2e-3,
-          max_steps=None, log=print, start=None):
+          max_steps=None, log=print, start=None, evidence=None, monotone_weight=1.0):
     """Trains on the windows outside val_mask; keeps the weights of the
     epoch with the best validation loss; stops after `patience` epochs
     without improvement (or after max_steps batches). start: (model,
-    center, scale) to fine-tune, its scaler kept. Returns (model, center,
+    center, scale) to fine-tune, its scaler kept. evidence: the indexes of
+    the inputs more of which must never lower the risk; the loss then adds
+    monotone_weight times the monotone penalty. Returns (model, center,
     scale, history)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)
@@ -148,6 +182,7 @@ def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=
         model = FaultPredictor(x.shape[-1], hidden)
     xs = ((x - center) / scale).astype(np.float32)
     y = m["label"].astype(np.float32)
+    pairs = [(f, 1.0 / float(scale[f])) for f in evidence or []]
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = FocalLoss()
     xv, yv = torch.from_numpy(xs[va]), torch.from_numpy(y[va])[:, None]
@@ -166,6 +201,8 @@ def train(x, m, val_mask, seed, hidden=64, epochs=30, patience=5, batch=256, lr=
             j = idx[i:i + batch]
             xb = torch.from_numpy(augment(xs[j], rng))
             loss = loss_fn(model(xb), torch.from_numpy(y[j])[:, None])
+            if pairs:
+                loss = loss + monotone_weight * monotone_penalty(model, xb, pairs, rng)
             opt.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -63,11 +63,21 @@ def describe(sim):
             f"within {windows.HORIZON} min; risk calibrated to the cited fault rate")
 
 
-def train_on(x, m, val_mask, log=log, max_steps=None, start=None, **override):
+def evidence_of(names):
+    """The indexes of the evidence inputs (features.EVIDENCE) among a
+    model's input names: those training keeps the risk monotone in."""
+    return [i for i, n in enumerate(names) if n in features.EVIDENCE]
+
+
+def train_on(x, m, val_mask, log=log, max_steps=None, start=None, names=None, **override):
+    """fp.train with the recipe's settings; the risk kept monotone in the
+    evidence among names (default: the shipped features)."""
     cfg = dict(recipes.TRAINING, **override)
+    names = names or [n for n, _ in features.FEATURES]
     return fp.train(x, m, val_mask, cfg["seed"], hidden=cfg["hidden"], epochs=cfg["epochs"],
                     patience=cfg["patience"], batch=cfg["batch"], lr=cfg["lr"],
-                    max_steps=max_steps, log=log, start=start)
+                    max_steps=max_steps, log=log, start=start, evidence=evidence_of(names),
+                    monotone_weight=cfg["monotone_weight"])
 
 
 def finish(model, center, scale, x, m, val):
@@ -194,6 +204,7 @@ def cmd_retrain(args):
             sys.exit(f"{args.fine_tune}: its features differ from the datasets'")
         start, how = (model, center, scale), f"fine-tuned from {os.path.basename(args.fine_tune)}"
     model, center, scale, hist = train_on(x, m, val, start=start, epochs=args.epochs,
+                                          names=[n for n, _ in feats],
                                           **({"lr": 1e-3} if start else {}))
     (a, b), threshold = finish(model, center, scale, x, m, val)
     fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],

@@ -61,8 +61,10 @@ SIMULATORS = {
 # The shipped model: trained on simulator A's fleets, so that simulator B
 # is the fleet it never saw.
 SHIPPED = "simulate"
+# monotone_weight: the weight of the monotone penalty (fault_predictor.py's
+# monotone_penalty) beside the focal loss; 0 trains without it
 TRAINING = {"hidden": 32, "seed": 20261124, "epochs": 25, "patience": 4, "batch": 256,
-            "lr": 3e-3}
+            "lr": 3e-3, "monotone_weight": 1.0}
 
 
 def setting(f):

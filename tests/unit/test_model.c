@@ -526,7 +526,7 @@ static void test_prometheus_fleet_subset(void **state)
  * calibrated (a steady healthy GPU's risk is small), and has learned the
  * simulator's lesson: a GPU whose correctable errors climb, with rows
  * remapped and a double-bit error whose Xid arrives, is riskier than a
- * steady healthy one. */
+ * steady healthy one, and more of any evidence lowers neither's risk. */
 static size_t feature_index(const struct feature_spec *spec, const char *name)
 {
     for (size_t d = 0; d < spec->count; d++)
@@ -592,11 +592,33 @@ static void test_builtin_model(void **state)
             row[feature_index(&spec, "xid_hardware_held")] = 1;
         }
     }
+    float base[30 * 18]; /* the failing GPU's raw rows (scoring scales them in place) */
+    memcpy(base, scorer.rows, sizeof(base));
     assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &failing), 0);
     assert_true(healthy.risk >= 0 && failing.risk <= 1);
     /* calibrated: a steady GPU's chance of failing within the hour is small */
     assert_true(healthy.risk < 0.01);
-    assert_true(failing.risk > healthy.risk + 0.2);
+    assert_true(failing.risk > 0.05 && failing.risk > 100 * healthy.risk);
+    /* monotone in the evidence: one more of any count over the last five
+     * minutes never lowers either GPU's risk */
+    static const char *const evidence[] = {
+        "ecc_sbe_log_increase_15m", "ecc_dbe_increase_1h", "remapped_rows_increase_1h",
+        "pcie_replay_log_increase_15m", "xid_changes_30m", "xid_hardware_new_30m",
+        "xid_hardware_held", "hw_throttle"};
+    for (size_t e = 0; e < sizeof(evidence) / sizeof(evidence[0]); e++)
+        for (int which = 0; which < 2; which++) {
+            const struct risk_score *before = which ? &failing : &healthy;
+            struct risk_score after;
+            for (size_t t = 0; t < spec.window; t++) {
+                memcpy(&scorer.rows[t * D], which ? &base[t * D] : steady, sizeof(steady));
+                if (t + 5 >= spec.window)
+                    scorer.rows[t * D + feature_index(&spec, evidence[e])] += 1;
+            }
+            assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &after), 0);
+            if (after.risk < before->risk * (1 - 1e-4))
+                fail_msg("one more %s lowers the %s GPU's risk from %.5f to %.5f", evidence[e],
+                         which ? "failing" : "healthy", before->risk, after.risk);
+        }
     risk_scorer_release(&scorer);
     model_release(&m);
 }
