@@ -602,9 +602,10 @@ static void test_builtin_model(void **state)
     /* monotone in the evidence: one more of any count over the last five
      * minutes never lowers either GPU's risk */
     static const char *const evidence[] = {
-        "ecc_sbe_log_increase_15m", "ecc_dbe_increase_1h", "remapped_rows_increase_1h",
-        "pcie_replay_log_increase_15m", "xid_changes_30m", "xid_hardware_new_30m",
-        "xid_hardware_held", "hw_throttle"};
+        "ecc_sbe_log_increase_15m",  "ecc_dbe_increase_1h",
+        "remapped_rows_increase_1h", "pcie_replay_log_increase_15m",
+        "xid_changes_30m",           "xid_hardware_new_30m",
+        "xid_hardware_held",         "hw_throttle"};
     for (size_t e = 0; e < sizeof(evidence) / sizeof(evidence[0]); e++)
         for (int which = 0; which < 2; which++) {
             const struct risk_score *before = which ? &failing : &healthy;
