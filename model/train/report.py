@@ -418,9 +418,10 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         "bar, not yet measured here.")
     sim_b = named(other)[:1].upper() + named(other)[1:]
     out(f"- {sim_b} was written knowing the model's features and was looked at "
-        "while they were chosen: it is a development set more than a held-out one. A "
-        "simulator written against none of the features, looked at once for the final "
-        "figures, is still to come.")
+        "while they were chosen: it is a development set more than a held-out one. "
+        "Simulator C (`model/train/simulate_hazard.py`, written from the Llama 3 report "
+        "and dcgm-exporter's conventions, not from the features) is kept for the final "
+        "figures and has not been scored yet.")
     out("- The lower bounds resample the faults of one run's held-out fleets; fleets drawn "
         "again, and several training seeds per setting, would add their own spread.\n")
     out("## Reproducing\n")

@@ -22,10 +22,12 @@ import numpy as np
 
 import features
 import simulate
+import simulate_hazard
 import simulate_wear
 
 # the fleet simulators, by the name a setting gives in "simulator"
-SIMULATORS = {"simulate": simulate, "simulate_wear": simulate_wear}
+SIMULATORS = {"simulate": simulate, "simulate_wear": simulate_wear,
+              "simulate_hazard": simulate_hazard}
 
 WINDOW = 30
 STEP_S = 60
