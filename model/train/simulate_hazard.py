@@ -61,28 +61,28 @@ NODE_LEVEL = {"unseen"}
 IDLE, SW_POWER, HW_SLOWDOWN, SW_THERMAL = 1, 4, 8, 32
 
 
-def fault_mix():
-    """The Llama 3 report's hardware interruptions by class; the network
-    and half of what the report does not attribute (ASSUMPTION) count as
-    faults GPU telemetry cannot see."""
+def _shares():
+    """The Llama 3 report's interruptions by class, as shares of all of
+    them: the network and half of what the report does not attribute
+    (ASSUMPTION) count as faults GPU telemetry cannot see."""
     l3 = sources.LLAMA3
     named = l3["faulty_gpu"] + l3["hbm3_memory"] + l3["network"] + l3["sram_memory"] + \
         l3["gpu_system_processor"]
-    shares = {"gpu_other": l3["faulty_gpu"], "gpu_memory": l3["hbm3_memory"],
-              "gpu_sram": l3["sram_memory"], "gsp": l3["gpu_system_processor"],
-              "unseen": l3["network"] + 0.5 * (1 - named)}
-    total = sum(shares.values())
-    return {k: v / total for k, v in shares.items()}
+    return {"gpu_other": l3["faulty_gpu"], "gpu_memory": l3["hbm3_memory"],
+            "gpu_sram": l3["sram_memory"], "gsp": l3["gpu_system_processor"],
+            "unseen": l3["network"] + 0.5 * (1 - named)}
+
+
+def fault_mix():
+    """The hardware faults' mix (_shares normalised)."""
+    total = sum(_shares().values())
+    return {k: v / total for k, v in _shares().items()}
 
 
 def gpu_fault_rate_per_minute():
     """Hardware faults per GPU-minute: the report's interruptions per
-    GPU-hour, the share of them fault_mix covers."""
-    l3 = sources.LLAMA3
-    named = l3["faulty_gpu"] + l3["hbm3_memory"] + l3["network"] + l3["sram_memory"] + \
-        l3["gpu_system_processor"]
-    covered = named + 0.5 * (1 - named)
-    return covered / (sources.llama3_gpu_mtbf_hours() * 60.0)
+    GPU-hour, the share of them _shares covers."""
+    return sum(_shares().values()) / (sources.llama3_gpu_mtbf_hours() * 60.0)
 
 
 def draw_faults(rng, minutes, accel, mix):
