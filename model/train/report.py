@@ -310,12 +310,11 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
             out(f"| `{name}` | {falls:.1%} | {median:.2f} | {lowest:.2f} |")
         worst = max(rows, key=lambda r: r[1])
         out(f"\n{'**It is not monotone**' if worst[1] > 0.01 else 'It is monotone'}: "
-            + (f"`{worst[0]}` lowers the risk of {worst[1]:.0%} of the windows. An LSTM "
-               "trained without constraints learns whatever the training fleets' "
-               "correlations say, including that evidence means less where it was common "
-               "on healthy GPUs; a model that is monotone by construction (constraints on "
-               "these inputs) or a test that holds every shipped model to it is needed. "
-               "`medic model check --dataset` refuses a model that lowers the risk for more "
+            + (f"`{worst[0]}` lowers the risk of {worst[1]:.1%} of the windows. The "
+               "trainer's monotone penalty (`fault_predictor.py`) punishes a logit that "
+               "falls when one evidence count is raised in a training window; it is a "
+               "penalty on the windows it sees, not a guarantee by construction. `medic "
+               "model check --dataset` refuses a model that lowers the risk for more "
                "evidence in more than 1% of a fleet's windows.\n"
                if worst[1] > 0.01 else "no input lowers the risk of more than 1% of the "
                "windows.\n"))
