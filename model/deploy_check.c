@@ -229,9 +229,7 @@ int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, d
     return rc ? rc : score(m, &spec, d, SIZE_MAX, out, err);
 }
 
-/* The inputs that count evidence of a failing GPU (model/train/features.py's
- * EVIDENCE): more of any must never lower a risk. */
-static const char *const evidence[] = {
+const char *const deploy_evidence[DEPLOY_EVIDENCE_MAX] = {
     "ecc_sbe_log_increase_15m",  "ecc_dbe_increase_1h",
     "remapped_rows_increase_1h", "pcie_replay_log_increase_15m",
     "xid_changes_30m",           "xid_hardware_new_30m",
@@ -247,14 +245,14 @@ int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
     double *raised = malloc((d->count ? d->count : 1) * sizeof(double));
     if (rc == 0 && !raised)
         rc = medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
-    for (size_t e = 0; rc == 0 && e < sizeof(evidence) / sizeof(evidence[0]); e++) {
+    for (size_t e = 0; rc == 0 && e < DEPLOY_EVIDENCE_MAX; e++) {
         size_t f = 0;
-        while (f < spec.count && strcmp(spec.items[f].name, evidence[e]) != 0)
+        while (f < spec.count && strcmp(spec.items[f].name, deploy_evidence[e]) != 0)
             f++;
         if (f == spec.count || (rc = score(m, &spec, d, f, raised, err)))
             continue;
         struct deploy_monotone *x = &r->monotone[r->monotone_count++];
-        snprintf(x->name, sizeof(x->name), "%s", evidence[e]);
+        snprintf(x->name, sizeof(x->name), "%s", deploy_evidence[e]);
         size_t falls = 0;
         x->lowest = 1;
         for (size_t i = 0; i < d->count; i++) {

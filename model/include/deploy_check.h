@@ -26,6 +26,9 @@
 #define DEPLOY_PROBE_STEPS 5
 #define DEPLOY_MONOTONE_LIMIT 0.01
 #define DEPLOY_EVIDENCE_MAX 8
+/* The inputs that count evidence of a failing GPU (model/train/features.py's
+ * EVIDENCE): more of any must never lower a risk. */
+extern const char *const deploy_evidence[DEPLOY_EVIDENCE_MAX];
 
 struct deploy_dataset {
     struct feature_spec spec; /* the features the windows hold, raw */

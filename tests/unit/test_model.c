@@ -2,6 +2,7 @@
 /* The safetensors loader and the model: PyTorch's numbers, and hostile
  * files refused with a message instead of a crash. */
 #include "default_model.h"
+#include "deploy_check.h"
 #include "feature_spec.h"
 #include "lstm.h"
 #include "risk.h"
@@ -601,24 +602,20 @@ static void test_builtin_model(void **state)
     assert_true(failing.risk > 0.05 && failing.risk > 100 * healthy.risk);
     /* monotone in the evidence: one more of any count over the last five
      * minutes never lowers either GPU's risk */
-    static const char *const evidence[] = {
-        "ecc_sbe_log_increase_15m",  "ecc_dbe_increase_1h",
-        "remapped_rows_increase_1h", "pcie_replay_log_increase_15m",
-        "xid_changes_30m",           "xid_hardware_new_30m",
-        "xid_hardware_held",         "hw_throttle"};
-    for (size_t e = 0; e < sizeof(evidence) / sizeof(evidence[0]); e++)
+    for (size_t e = 0; e < DEPLOY_EVIDENCE_MAX; e++)
         for (int which = 0; which < 2; which++) {
             const struct risk_score *before = which ? &failing : &healthy;
             struct risk_score after;
             for (size_t t = 0; t < spec.window; t++) {
                 memcpy(&scorer.rows[t * D], which ? &base[t * D] : steady, sizeof(steady));
                 if (t + 5 >= spec.window)
-                    scorer.rows[t * D + feature_index(&spec, evidence[e])] += 1;
+                    scorer.rows[t * D + feature_index(&spec, deploy_evidence[e])] += 1;
             }
             assert_int_equal(risk_score_rows(&scorer, 1, spec.window, &after), 0);
             if (after.risk < before->risk * (1 - 1e-4))
-                fail_msg("one more %s lowers the %s GPU's risk from %.5f to %.5f", evidence[e],
-                         which ? "failing" : "healthy", before->risk, after.risk);
+                fail_msg("one more %s lowers the %s GPU's risk from %.5f to %.5f",
+                         deploy_evidence[e], which ? "failing" : "healthy", before->risk,
+                         after.risk);
         }
     risk_scorer_release(&scorer);
     model_release(&m);
