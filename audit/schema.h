@@ -11,7 +11,7 @@
 
 /* The schema version this build writes: each backend migrates a log up to
  * it, and refuses one newer. */
-#define AUDIT_SCHEMA_VERSION 12
+#define AUDIT_SCHEMA_VERSION 13
 
 /* The indexes that let rows be removed from the log (`medic audit
  * archive`): each key that refers to a row has one, so that the database's

@@ -6,12 +6,14 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 static int widen_verdicts(sqlite3 *db, struct medic_error *err);
 static int widen_results(sqlite3 *db, struct medic_error *err);
 static int widen_encodings(sqlite3 *db, struct medic_error *err);
 static int verdict_pending(sqlite3 *db, struct medic_error *err);
 static int approvals_undo(sqlite3 *db, struct medic_error *err);
+static int checks_without_lists(sqlite3 *db, struct medic_error *err);
 
 /* Each entry moves the schema from version i to i + 1: its SQL, then its
  * function when it has one. Never edit an entry that has shipped: add a
@@ -252,6 +254,10 @@ static const struct migration {
      "  requests INTEGER NOT NULL"
      ");" ARCHIVE_INDEXES,
      NULL},
+    /* 13: the CHECKs of a value among three or more as ORs, not IN lists
+     * (SQLite built a temporary b-tree of the list for every row written):
+     * the same rule, so the tables' SQL is edited in place */
+    {"", checks_without_lists},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == AUDIT_SCHEMA_VERSION,
@@ -323,6 +329,70 @@ static int verdict_pending(sqlite3 *db, struct medic_error *err)
 {
     return edit_table_sql(db, "decisions", "'no_match','error')", "'no_match','error','pending')",
                           err);
+}
+
+/* Replaces the CHECK on column in table's SQL (whatever its spacing, as
+ * each earlier step left it) by CHECK (expr); nothing when the SQL has
+ * that CHECK already. */
+static int replace_check(sqlite3 *db, const char *table, const char *column, const char *expr,
+                         struct medic_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    char *from = NULL, *to = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read the schema: %s",
+                               sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    const char *sql =
+        sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    char head[80];
+    snprintf(head, sizeof(head), "CHECK (%s IN", column);
+    const char *check = sql ? strstr(sql, head) : NULL;
+    const char *end = check ? strchr(check, '(') : NULL;
+    for (int depth = 0; end && *end; end++)
+        if (*end == '(')
+            depth++;
+        else if (*end == ')' && --depth == 0)
+            break;
+    if (end && *end) {
+        from = sqlite3_mprintf("%.*s", (int)(end - check + 1), check);
+        to = sqlite3_mprintf("CHECK (%s)", expr);
+    }
+    int done = !check && sql && strstr(sql, expr); /* a log set back to an earlier version */
+    sqlite3_finalize(st);
+    int rc = from && to ? edit_table_sql(db, table, from, to, err)
+             : done     ? 0
+                        : medic_error_set(err, MEDIC_E_STORE, "%s: no CHECK (%s IN ...) to rewrite",
+                                          table, column);
+    sqlite3_free(from);
+    sqlite3_free(to);
+    return rc;
+}
+
+/* The CHECKs that compared a value with an IN list of three or more,
+ * rewritten as ORs (schema_def.c): each row written no longer builds a
+ * temporary b-tree. */
+static int checks_without_lists(sqlite3 *db, struct medic_error *err)
+{
+    static const char *const edits[][3] = {
+        {"notifications", "payload_encoding",
+         "payload_encoding = 'identity' OR payload_encoding = 'deflate' OR"
+         " payload_encoding = 'lz4'"},
+        {"decisions", "verdict",
+         "verdict = 'execute' OR verdict = 'dry_run' OR verdict = 'suppressed' OR"
+         " verdict = 'no_match' OR verdict = 'error' OR verdict = 'pending'"},
+        {"actions", "result",
+         "result = 'pending' OR result = 'succeeded' OR result = 'failed' OR"
+         " result = 'timed_out' OR result = 'refused' OR result = 'interrupted'"},
+        {"audit_archives", "state", "state = 'removing' OR state = 'done' OR state = 'held'"},
+    };
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        int rc = replace_check(db, edits[i][0], edits[i][1], edits[i][2], err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Adds approvals.undo, once (a log a test or an older medic brought back
