@@ -8,7 +8,13 @@
  * CPU each of the store's threads spent per notification (user + system,
  * /proc/self/task/N/stat) and the rate.
  *
- *   build/dev/bench/writer-bench [COUNT [THREADS [DB]]]
+ *   [NODES=N] [WARM=N] build/dev/bench/writer-bench [COUNT [THREADS [DB]]]
+ *
+ * NODES spreads the notifications' alerts over that many nodes (each
+ * notification's three on one node, the nodes in turn; default 1), as a
+ * fleet's are; WARM stores that many first, unmeasured, so that COUNT is
+ * measured on a log that has grown (its indexes larger than SQLite's page
+ * cache, as a fleet's log is after weeks).
  *
  * The daemon's HTTP threads, the engine's decisions and the durable
  * floor are in bench/http-bench.sh; this isolates the writer, whose CPU
@@ -33,7 +39,7 @@ struct bench {
     const struct medic_notification *n;
     const char *raw;
     size_t raw_len;
-    long count;
+    long count, capacity, nodes; /* capacity: every notification of the run */
     atomic_long next, failed;
     /* committed ids waiting for their evaluated mark */
     pthread_mutex_t lock;
@@ -45,12 +51,13 @@ struct bench {
 static void *store_some(void *arg)
 {
     struct bench *b = arg;
-    char key[64];
-    const char *nodes[3] = {"gpu-node-02", "gpu-node-02", "gpu-node-02"};
+    char key[64], node[32];
+    const char *nodes[3] = {node, node, node};
     for (;;) {
         long i = atomic_fetch_add(&b->next, 1);
         if (i >= b->count)
             return NULL;
+        snprintf(node, sizeof(node), "gpu-node-%05ld", i % b->nodes);
         struct medic_notification n = *b->n; /* shares the parsed alerts */
         snprintf(key, sizeof(key), "{}:{bench=\"%ld\"}", i);
         n.group_key = key;
@@ -75,7 +82,7 @@ static void *store_some(void *arg)
 static void *evaluate(void *arg)
 {
     struct bench *b = arg;
-    int64_t *ids = calloc((size_t)b->count, sizeof(*ids));
+    int64_t *ids = calloc((size_t)b->capacity, sizeof(*ids));
     for (int last = 0; ids && !last;) {
         last = atomic_load(&b->done);
         struct timespec pause = {0, EVALUATE_EVERY_NS};
@@ -152,12 +159,14 @@ int main(int argc, char **argv)
 {
     long count = argc > 1 ? atol(argv[1]) : 20000;
     long threads = argc > 2 ? atol(argv[2]) : 32;
+    long nodes = getenv("NODES") ? atol(getenv("NODES")) : 1;
+    long warm = getenv("WARM") ? atol(getenv("WARM")) : 0;
     char db[256];
     snprintf(db, sizeof(db), "%s", argc > 3 ? argv[3] : "/tmp/medic-writer-bench.db");
     const char *payload = getenv("PAYLOAD") ? getenv("PAYLOAD")
                                             : MEDIC_SOURCE_DIR
                               "/tests/fixtures/alertmanager/am-webhook-multi-alert.json";
-    if (count < 1 || threads < 1 || threads > MAX_THREADS) {
+    if (count < 1 || threads < 1 || threads > MAX_THREADS || nodes < 1 || warm < 0) {
         fprintf(stderr, "usage: writer-bench [COUNT [THREADS (1..%d) [DB]]]\n", MAX_THREADS);
         return 2;
     }
@@ -181,30 +190,45 @@ int main(int argc, char **argv)
     }
     struct audit_options options;
     audit_options_default(&options);
-    struct bench b = {.n = &n, .raw = raw, .raw_len = raw_len, .count = count};
-    b.committed = calloc((size_t)count, sizeof(*b.committed));
+    struct bench b = {.n = &n,
+                      .raw = raw,
+                      .raw_len = raw_len,
+                      .count = warm,
+                      .capacity = warm + count,
+                      .nodes = nodes};
+    b.committed = calloc((size_t)(warm + count), sizeof(*b.committed));
     pthread_mutex_init(&b.lock, NULL);
     if (!b.committed || audit_store_open(db, &options, &b.store, &err)) {
         fprintf(stderr, "writer-bench: %s\n", err.msg);
         return 1;
     }
     static const char *const names[] = {"medic-audit", "medic-sync", "medic-ckpt"};
+    pthread_t t[MAX_THREADS], ev;
+    pthread_create(&ev, NULL, evaluate, &b);
+    for (long i = 0; warm && i < threads; i++) /* the log grown first, unmeasured */
+        pthread_create(&t[i], NULL, store_some, &b);
+    for (long i = 0; warm && i < threads; i++)
+        pthread_join(t[i], NULL);
+    if (warm)
+        printf("writer-bench: %ld notifications stored first\n", warm);
     double before[3];
     for (int i = 0; i < 3; i++)
         before[i] = thread_cpu(names[i]);
+    long failed_before = atomic_load(&b.failed);
+    atomic_store(&b.next, warm); /* each caller of the first took one more */
+    b.count = warm + count;
     int64_t start = medic_time_monotonic();
-    pthread_t t[MAX_THREADS], ev;
-    pthread_create(&ev, NULL, evaluate, &b);
     for (long i = 0; i < threads; i++)
         pthread_create(&t[i], NULL, store_some, &b);
     for (long i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
+    double seconds = (double)(medic_time_monotonic() - start) / 1e9;
     atomic_store(&b.done, 1);
     pthread_join(ev, NULL);
-    double seconds = (double)(medic_time_monotonic() - start) / 1e9;
-    long stored = count - atomic_load(&b.failed);
-    printf("writer-bench: %ld notifications (3 alerts) from %ld callers in %.2f s: %.0f/s%s\n",
-           stored, threads, seconds, (double)stored / seconds,
+    long stored = count - (atomic_load(&b.failed) - failed_before);
+    printf("writer-bench: %ld notifications (3 alerts, %ld node%s) from %ld callers in %.2f s: "
+           "%.0f/s%s\n",
+           stored, nodes, nodes == 1 ? "" : "s", threads, seconds, (double)stored / seconds,
            atomic_load(&b.failed) ? " (some failed)" : "");
     for (int i = 0; i < 3; i++)
         printf("  %-12s %6.1f us of CPU per notification\n", names[i],
@@ -214,7 +238,8 @@ int main(int argc, char **argv)
     long pending = 0;
     struct audit_reader *reader = NULL;
     if (audit_reader_open(db, &reader, &err) ||
-        audit_pending_notifications(reader, (size_t)count, count_pending, &pending, &err)) {
+        audit_pending_notifications(reader, (size_t)(warm + count), count_pending, &pending,
+                                    &err)) {
         fprintf(stderr, "writer-bench: cannot read the log back: %s\n", err.msg);
         pending = -1;
     }
