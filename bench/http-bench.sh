@@ -13,6 +13,11 @@
 # more cores than one load thread can fill; run the script itself under
 # `taskset -c` to keep the servers on the others.
 #
+# GROWN=N has medic's log hold N notifications before the run (their
+# alerts spread over GROWN_NODES nodes, default 2000; written by
+# build/dev/bench/writer-bench, every one marked evaluated), so that the run
+# measures the log a fleet has after weeks rather than a new one.
+#
 # Needs: wrk, nginx (Debian packages wrk, nginx-light) and a built medic
 # (scripts/dev.sh build). Prints notifications/s, p50/p99 latency and the
 # ratio to nginx.
@@ -25,6 +30,8 @@ load=()
 [ -n "${LOAD_CPUS:-}" ] && load=(taskset -c "$LOAD_CPUS")
 medic=${MEDIC:-$top/build/dev/medic}
 floor=${FLOOR:-$top/build/dev/bench/durable-floor}
+writer=${WRITER:-$top/build/dev/bench/writer-bench}
+grown=${GROWN:-0}
 payload=$top/tests/fixtures/alertmanager/am-webhook-multi-alert.json
 for tool in wrk nginx; do
   command -v "$tool" >/dev/null || { echo "http-bench: install $tool (apt-get install wrk nginx-light)" >&2; exit 1; }
@@ -56,6 +63,10 @@ YAML
 # medic closes the extra ones at once and wrk measures reconnections
 if [ "$conns" -gt 64 ]; then
   printf 'limits: { max_connections_per_address: %d }\n' "$conns" >>"$work/medic.yaml"
+fi
+if [ "$grown" -gt 0 ]; then
+  NODES=${GROWN_NODES:-2000} "$writer" "$grown" 64 "$work/medic.db" >"$work/grown.txt"
+  echo "medic's log: $grown notifications stored first, over ${GROWN_NODES:-2000} nodes ($(du -m "$work/medic.db" | cut -f1) MB)"
 fi
 "$medic" serve --config "$work/medic.yaml" 2>"$work/medic.log" &
 pids+=($!)
@@ -126,7 +137,7 @@ join "$work/ticks.before" "$work/ticks.after" | awk -v n=$(( after_n - before_n 
   END { printf "audit writer CPU per notification: %.1f us (%d notifications)\n", w, n }'
 run floor $floor_port
 run nginx $nginx_port
-stored=$(count_stored)
+stored=$(( $(count_stored) - before_n ))
 echo "medic committed $stored notifications ($(( stored * 3 )) alerts), every one before its 200"
 awk -v m="$(cat "$work/medic.rps")" -v f="$(cat "$work/floor.rps")" -v n="$(cat "$work/nginx.rps")" \
   'BEGIN { printf "ratio medic/durable floor: %.2f   medic/nginx: %.2f\n", m / f, m / n }'
