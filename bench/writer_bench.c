@@ -39,8 +39,8 @@ struct bench {
     const struct medic_notification *n;
     const char *raw;
     size_t raw_len;
-    long count, capacity, nodes; /* capacity: every notification of the run */
-    atomic_long next, failed;
+    long count, capacity, nodes;      /* capacity: every notification of the run */
+    atomic_long next, failed, stored; /* stored: every notification committed */
     /* committed ids waiting for their evaluated mark */
     pthread_mutex_t lock;
     int64_t *committed;
@@ -74,6 +74,7 @@ static void *store_some(void *arg)
         }
         pthread_mutex_lock(&b->lock);
         b->committed[b->committed_count++] = res.id;
+        atomic_fetch_add(&b->stored, 1);
         pthread_mutex_unlock(&b->lock);
     }
 }
@@ -249,5 +250,8 @@ int main(int argc, char **argv)
     medic_notification_release(&n);
     free(raw);
     free(b.committed);
-    return atomic_load(&b.failed) || pending ? 1 : 0;
+    long all = atomic_load(&b.stored);
+    if (all != warm + count)
+        fprintf(stderr, "writer-bench: %ld notifications committed of %ld\n", all, warm + count);
+    return atomic_load(&b.failed) || pending || all != warm + count ? 1 : 0;
 }
