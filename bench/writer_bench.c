@@ -39,8 +39,8 @@ struct bench {
     const struct medic_notification *n;
     const char *raw;
     size_t raw_len;
-    long count, capacity, nodes;      /* capacity: every notification of the run */
-    atomic_long next, failed, stored; /* stored: every notification committed */
+    long count, capacity, nodes;             /* capacity: every notification of the run */
+    atomic_long next, failed, committed_all; /* committed_all: warm ones included */
     /* committed ids waiting for their evaluated mark */
     pthread_mutex_t lock;
     int64_t *committed;
@@ -74,7 +74,7 @@ static void *store_some(void *arg)
         }
         pthread_mutex_lock(&b->lock);
         b->committed[b->committed_count++] = res.id;
-        atomic_fetch_add(&b->stored, 1);
+        atomic_fetch_add(&b->committed_all, 1);
         pthread_mutex_unlock(&b->lock);
     }
 }
@@ -168,7 +168,10 @@ int main(int argc, char **argv)
                                             : MEDIC_SOURCE_DIR
                               "/tests/fixtures/alertmanager/am-webhook-multi-alert.json";
     if (count < 1 || threads < 1 || threads > MAX_THREADS || nodes < 1 || warm < 0) {
-        fprintf(stderr, "usage: writer-bench [COUNT [THREADS (1..%d) [DB]]]\n", MAX_THREADS);
+        fprintf(
+            stderr,
+            "usage: [NODES=N (1..)] [WARM=N (0..)] writer-bench [COUNT [THREADS (1..%d) [DB]]]\n",
+            MAX_THREADS);
         return 2;
     }
     char *raw = NULL;
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
     medic_notification_release(&n);
     free(raw);
     free(b.committed);
-    long all = atomic_load(&b.stored);
+    long all = atomic_load(&b.committed_all);
     if (all != warm + count)
         fprintf(stderr, "writer-bench: %ld notifications committed of %ld\n", all, warm + count);
     return atomic_load(&b.failed) || pending || all != warm + count ? 1 : 0;
