@@ -270,7 +270,8 @@ static const char *held_by(void *arg)
  * (which reads the committed state and decides what is pending), both on
  * one inbox, and only then dispatch recovers what a crash or the previous
  * leader left (interrupted intents, decisions never started), so that
- * every outcome of that recovery reaches the incident waiting for it. */
+ * every outcome of that recovery reaches the incident waiting for it. On
+ * a shared log that recovery runs after the lease is renewed (renewed). */
 static int gain(void *arg, int64_t epoch)
 {
     struct engine *e = arg;
@@ -301,8 +302,14 @@ static int gain(void *arg, int64_t epoch)
     e->pipeline = pipeline;
     medic_rwlock_unlock(&e->role);
     e->recovered = 0;
+    /* on a shared log, recovery waits for the renewal that follows at
+     * once: starting the engine may take longer than the lease (its
+     * state's table locked), and work recovered under a lease that lapsed
+     * meanwhile would be refused by the fence and never taken up again */
+    if (e->shared_log)
+        return 0;
     rc = recover(e, &err);
-    if (rc && !e->shared_log) {
+    if (rc) {
         medic_log_error("cannot recover the work a previous medic left; not acting", "error",
                         err.msg, NULL);
         lose(e);

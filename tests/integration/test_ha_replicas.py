@@ -30,8 +30,9 @@ deadlines:
 - approve mode: an answer given to the replica that does not lead is
   taken by the leader from the shared log, and the step runs once;
 - a resume queued when the leader was killed is run by the next start
-  while its engine is held reading the state (a table lock): its outcome
-  reaches the incident, which recovers;
+  after its engine was held reading the state until its lease was nearly
+  spent: it is not refused under a lease gone meanwhile, its outcome reaches the incident,
+  which recovers;
 - a replica whose wall clock is 40 minutes off the database's never
   leads, says so, and leads once its clock is right;
 - `medic audit verify` on the log after each."""
@@ -732,13 +733,17 @@ def test_replica_with_a_wrong_clock_does_not_lead(suite):
 def test_recovered_undo_reaches_its_incident(suite):
     """A resume decided but still queued when the leader is killed (its four
     action workers busy with drains of four other nodes that a stand-in
-    around the real scontrol holds) is run by the next start. That start is held while its engine
-    reads the stored state (the test locks the state's table in PostgreSQL
-    for 5 s): the window in which an outcome of the recovery could finish
-    before the engine was wired to hear it. By then the alert is older than
-    safety.max_alert_age (6 s here), which holds back what disrupts but never
-    an undo. The resume's outcome reaches its incident, which ends
-    `recovered`, not stuck `undoing` holding a cap slot, the node back."""
+    around the real scontrol holds) is run by the next start. That start is
+    held while its engine reads the stored state (a row-level policy on the
+    state's table in PostgreSQL waits while a file exists) until its lease
+    is nearly spent: the window in which an outcome of the recovery could
+    finish before the engine was wired to hear it, or in which the recovered
+    resume would commit its intent and then meet the lease gone, refused
+    for good. By then the
+    alert is older than safety.max_alert_age (6 s here), which holds back
+    what disrupts but never an undo. The resume's outcome reaches its
+    incident, which ends `recovered`, not stuck `undoing` holding a cap
+    slot, the node back."""
     pg = PostgreSQL(suite.subdir("undo")).start()
     suite.on_exit(pg.stop)
     url = pg.database("undo")
@@ -806,22 +811,38 @@ def test_recovered_undo_reaches_its_incident(suite):
     assert "DRAIN" in cluster.node("gpu-node-01")[0]
     wait_until("the alert to be older than max_alert_age",
                lambda: time.time() > fired_at + 8, timeout=20)
-    # the engine's next start waits on its state's table for 5 s
-    lock = subprocess.Popen(
-        (["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []) +
-        ["psql", "-h", pg.dir, "-p", str(pg.port), "-U", "postgres", "-d", "undo", "-c",
-         "BEGIN; LOCK TABLE engine_rows IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    suite.on_exit(lambda: lock.poll() is None and lock.kill())
-    wait_until("the lock held", lambda: pg.sql(
-        "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-        "WHERE c.relname = 'engine_rows' AND l.granted AND l.mode = 'AccessExclusiveLock'",
-        db="undo")[0][0] == "1", timeout=10)
+    # the engine's next start waits in its read of the stored state while
+    # the hold file exists (the policy runs as the superuser, who may stat it)
+    hold = os.path.join(pg.dir, "hold-state-read")
+    open(hold, "w").close()
+    suite.on_exit(lambda: os.path.exists(hold) and os.unlink(hold))
+    pg.sql("CREATE FUNCTION hold_state_read() RETURNS boolean LANGUAGE plpgsql "
+           "SECURITY DEFINER AS $$ DECLARE n int := 0; BEGIN "
+           "IF current_query() LIKE 'SELECT kind, key, value FROM engine_rows%' THEN "
+           f"WHILE (pg_stat_file('{hold}', true)).size IS NOT NULL AND n < 1200 LOOP "
+           "PERFORM pg_sleep(0.05); n := n + 1; END LOOP; END IF; RETURN true; END $$", db="undo")
+    for statement in ("ALTER TABLE engine_rows ENABLE ROW LEVEL SECURITY",
+                      "ALTER TABLE engine_rows FORCE ROW LEVEL SECURITY",
+                      "CREATE POLICY rows ON engine_rows USING (true) WITH CHECK (true)",
+                      "CREATE POLICY held ON engine_rows AS RESTRICTIVE FOR SELECT "
+                      "USING (hold_state_read())"):
+        pg.sql(statement, db="undo")
     medic.start(wait=False)
+    wait_until("the engine's start held in its read of the state", lambda: pg.sql(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+        "AND query LIKE 'SELECT kind, key, value FROM engine_rows%'", db="undo")[0][0] == "1",
+        timeout=30)
+    # let go when less than 0.25 s of the lease is left: a recovery run
+    # then, before a renewal, would start the resume under a lease about to
+    # go (its intent committed, the command refused by the fence for good)
+    wait_until("the lease nearly spent while the engine starts", lambda: float(pg.sql(
+        "SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM medic_lease",
+        db="undo")[0][0]) < 0.25, timeout=LEASE + 10, interval=0.02)
+    assert actions("resume", "outcome") == []
+    os.unlink(hold)
     resumed = wait_until("the recovered resume", lambda: actions("resume", "outcome"),
                          timeout=60)
     assert resumed[0]["result"] == "succeeded", resumed
-    assert lock.wait(timeout=30) == 0
     wait_until("the incident recovered", lambda: [
         i for i in audit("incidents") if i["node"] == "gpu-node-01"
         and i["state"] == "recovered"], timeout=30)
