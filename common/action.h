@@ -125,6 +125,10 @@ enum medic_param_type {
  * person's pause, a storm): the step is held and decided again once the
  * guard clears, not dropped. */
 #define MEDIC_HELD_PREFIX "held before it started: "
+/* The detail of a command its fence did not send: this replica could not
+ * show it still held the lease. Nothing reached the node; a resume so
+ * refused leaves medic's drain where it was. */
+#define MEDIC_FENCED_PREFIX "not sent: "
 
 /* X(KIND, key, type, field, required, min, max, doc); field is the member
  * of struct medic_action that holds it; min and max bound an integer. */

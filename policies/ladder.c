@@ -538,12 +538,15 @@ static void undo_outcome(const struct policy_context *ctx, struct policy_state *
     enum medic_action_kind kind = in->undo[i].kind;
     memmove(&in->undo[i], &in->undo[i + 1], (size_t)(in->undo_count - i - 1) * sizeof(in->undo[0]));
     in->undo_count--;
-    /* a resume that was tried and may not have happened leaves medic's
-     * drain where it was: the node is held for a person (never counted as
-     * disrupted for ever with no way out); one refused because the drain
-     * is someone else's now lets go of it */
+    /* a resume that was tried and may not have happened, or that its fence
+     * did not send (the lease lapsed), leaves medic's drain where it was:
+     * the node is held for a person (never counted as disrupted for ever
+     * with no way out); one refused because the drain is someone else's
+     * now lets go of it */
+    int fenced = outcome == MEDIC_OUTCOME_REFUSED && detail &&
+                 strncmp(detail, MEDIC_FENCED_PREFIX, strlen(MEDIC_FENCED_PREFIX)) == 0;
     int still_drained = kind == MEDIC_ACTION_RESUME && outcome != MEDIC_OUTCOME_SUCCEEDED &&
-                        outcome != MEDIC_OUTCOME_REFUSED;
+                        (outcome != MEDIC_OUTCOME_REFUSED || fenced);
     if (outcome == MEDIC_OUTCOME_SUCCEEDED) {
         succeeded(st, in, kind, 0, 1, detail, now);
     } else if (still_drained) {

@@ -7,6 +7,8 @@
 #ifndef MEDIC_ACTIONS_FENCE_H
 #define MEDIC_ACTIONS_FENCE_H
 
+#include "action.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -23,7 +25,7 @@ static inline int action_fenced(const struct action_fence *fence, char *detail, 
     char why[256] = "";
     if (!fence || !fence->check || fence->check(fence->ctx, why, sizeof(why)) == 0)
         return 0;
-    snprintf(detail, size, "not sent: %s", why);
+    snprintf(detail, size, MEDIC_FENCED_PREFIX "%s", why);
     return 1;
 }
 

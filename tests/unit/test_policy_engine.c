@@ -3417,6 +3417,40 @@ static void test_failed_resume_holds_refused_lets_go(void **state)
     world_release(&w);
 }
 
+/* A resume its fence did not send (the replica could not show it still
+ * held the lease: nothing reached Slurm) is not a drain someone else took:
+ * medic's drain stays, the node is held for a person, and a release
+ * resumes it. */
+static void test_fenced_resume_keeps_the_drain(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, drain_resume_policies, NULL, 40, 1);
+    struct test_alert a;
+    char why[300];
+    make_alert(&a, "GPUXidError", "gpu-node-08", "1", "79", T0, NAN);
+    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(&w, T0 + 1);
+    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
+    passes_verify(&w, "gpu-node-08", T0 + 10 * MIN + 1);
+    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, NULL);
+    outcome_with(&w, "gpu-node-08", MEDIC_OUTCOME_REFUSED,
+                 MEDIC_FENCED_PREFIX "this replica cannot show it still holds the lease (this "
+                                     "replica is not the leader); the step is left to the leader",
+                 T0 + 11 * MIN);
+    assert_string_equal(incident_state(&w, "gpu-node-08"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w.state), 1);
+    assert_int_equal(policy_quarantined_nodes(w.state), 1);
+    struct policy_release r = {"gpu-node-08", "alice", "the leader is back"};
+    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 20 * MIN, &w.out, why, sizeof(why)),
+                     0);
+    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, "released by alice");
+    succeed(&w, T0 + 20 * MIN + 1);
+    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    assert_int_equal(policy_open_incidents(w.state), 0);
+    world_release(&w);
+}
+
 /* A verify after a power cycle asks for evidence of the repair: a boot
  * after the time the cycle was decided (booted_after), also the verify
  * before the resume; a verify after a drain alone asks for none. */
@@ -3768,6 +3802,7 @@ int main(void)
         cmocka_unit_test(test_verify_after_a_reset_asks_for_the_gpu),
         cmocka_unit_test(test_operators_drain_is_not_medics),
         cmocka_unit_test(test_failed_resume_holds_refused_lets_go),
+        cmocka_unit_test(test_fenced_resume_keeps_the_drain),
         cmocka_unit_test(test_reload_follows_a_renamed_policy),
         cmocka_unit_test(test_reload_never_strands_through_a_rename),
         cmocka_unit_test(test_reload_follows_a_renamed_node),
