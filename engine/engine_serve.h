@@ -44,9 +44,15 @@ struct engine {
     struct handover inbox;
     struct engine_leader *leader; /* NULL: one replica on SQLite */
     int shared_log;               /* PostgreSQL: other replicas commit to the log too */
-    /* what the last leader left is taken up (serve.c's recover); the
-     * leader thread's alone */
-    int recovered;
+    /* what the last leader left is taken up (serve.c's recover): on a
+     * shared log by a thread of its own, started after a renewal (the
+     * leader thread goes on renewing the lease while it runs: telling
+     * on-call may wait on a notifier); recovery_live and the thread are
+     * the leader thread's alone */
+    atomic_int recovered;
+    atomic_int recovery_done;
+    int recovery_live;
+    pthread_t recovery;
     struct engine_fleet *fleet;
     struct engine_slurm_view *slurm; /* Slurm's nodes: maintenance, drains to reconcile */
     struct receiver_server *server;

@@ -301,7 +301,7 @@ static int gain(void *arg, int64_t epoch)
     e->dispatch = dispatch;
     e->pipeline = pipeline;
     medic_rwlock_unlock(&e->role);
-    e->recovered = 0;
+    atomic_store(&e->recovered, 0);
     /* on a shared log, recovery waits for the renewal that follows at
      * once: starting the engine may take longer than the lease (its
      * state's table locked), and work recovered under a lease that lapsed
@@ -331,7 +331,7 @@ static int recover(struct engine *e, struct medic_error *err)
     int rc = e->dispatch ? engine_dispatch_recover(e->dispatch, e->audit_path, err) : 0;
     medic_rwlock_unlock(&e->role);
     if (rc == 0)
-        e->recovered = 1;
+        atomic_store(&e->recovered, 1);
     else if (e->shared_log)
         medic_log_warn("cannot recover the work the last leader left yet; trying again at the "
                        "next renewal of the lease",
@@ -339,12 +339,40 @@ static int recover(struct engine *e, struct medic_error *err)
     return rc;
 }
 
-static void renewed(void *arg)
+static void *recovery_main(void *arg)
 {
     struct engine *e = arg;
     struct medic_error err = {0};
-    if (!e->recovered)
-        recover(e, &err);
+    pthread_setname_np(pthread_self(), "medic-recover");
+    recover(e, &err);
+    atomic_store(&e->recovery_done, 1);
+    return NULL;
+}
+
+static void join_recovery(struct engine *e)
+{
+    if (!e->recovery_live)
+        return;
+    pthread_join(e->recovery, NULL);
+    e->recovery_live = 0;
+}
+
+/* After a renewal: recovery not yet done (or failed: tried again) runs on
+ * its own thread, so that this one renews the lease meanwhile. */
+static void renewed(void *arg)
+{
+    struct engine *e = arg;
+    if (e->recovery_live && atomic_load(&e->recovery_done))
+        join_recovery(e);
+    if (atomic_load(&e->recovered) || e->recovery_live)
+        return;
+    atomic_store(&e->recovery_done, 0);
+    if (pthread_create(&e->recovery, NULL, recovery_main, e) == 0) {
+        e->recovery_live = 1;
+        return;
+    }
+    struct medic_error err = {0};
+    recover(e, &err); /* no thread to be had: here, as the lease allows */
 }
 
 /* This replica stops acting: the engine finishes its round (refused by the
@@ -352,6 +380,7 @@ static void renewed(void *arg)
 static void lose(void *arg)
 {
     struct engine *e = arg;
+    join_recovery(e); /* it uses dispatch: done before dispatch stops */
     medic_rwlock_wrlock(&e->role);
     struct engine_dispatch *dispatch = e->dispatch;
     struct engine_pipeline *pipeline = e->pipeline;

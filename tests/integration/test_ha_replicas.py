@@ -31,8 +31,10 @@ deadlines:
   taken by the leader from the shared log, and the step runs once;
 - a resume queued when the leader was killed is run by the next start
   after its engine was held reading the state until its lease was nearly
-  spent: it is not refused under a lease gone meanwhile, its outcome reaches the incident,
-  which recovers;
+  spent: it is not refused under a lease gone meanwhile, its outcome
+  reaches the incident, which recovers;
+- a leader whose recovery waits on a notifier that never answers keeps
+  renewing its lease: one term, no step down;
 - a replica whose wall clock is 40 minutes off the database's never
   leads, says so, and leads once its clock is right;
 - `medic audit verify` on the log after each."""
@@ -851,11 +853,61 @@ def test_recovered_undo_reaches_its_incident(suite):
                timeout=30)
 
 
+def test_recovery_beside_a_hung_notifier_keeps_the_lease(suite):
+    """A leader killed while a notify step waits on a receiver that does not
+    answer leaves an intent without an outcome. The next start records it
+    interrupted and tells on-call through the storm notifier, the same hung
+    receiver (one attempt, 2 s): longer than nothing, as long as the lease.
+    The lease is renewed all the while: the replica keeps its term (one
+    `leads` since the start, no step down)."""
+    pg = PostgreSQL(suite.subdir("hung")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("hung")
+    hung = RecordingReceiver(delay=60)
+    suite.on_exit(hung.stop)
+    workdir = suite.subdir("hung-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+              f"notifiers:\n  oncall: {{ type: webhook, url: '{hung.url}/hook' }}\n"
+              "engine: { tick_interval: 200ms }\n"
+              "safety: { storm: { notifier: oncall } }\n"
+              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: notify, notifier: oncall } ]\n")
+    medic = Replica(suite, url, "hung-a", config)
+    medic.start()
+    suite.on_exit(medic.stop)
+    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+    assert medic.webhook(payload("gpu-node-01"))[0] == 200
+    wait_until("the notify under way", lambda: [
+        a for a in json.loads(subprocess.run(
+            [suite.medic, "audit", "actions", "--db", url, "--format", "json"],
+            capture_output=True, text=True, timeout=30).stdout)
+        if a["action"] == "notify" and a["phase"] == "intent"], timeout=30)
+    medic.stop(signal.SIGKILL)
+    before = len(log_lines(medic))  # the next start's lines follow these
+    medic.start()
+    told = wait_until("on-call told (or not) of the interrupted notify", lambda: [
+        line for _, line in log_lines(medic)[before:]
+        if "told on-call about interrupted actions" in line], timeout=30)
+    assert "result=succeeded" not in told[0], told  # the receiver never answered
+    # two renewals after the answer gave up: a lease that lapsed while on-call
+    # was being told would show by now
+    seen = medic.metric("medic_ha_lease_renew_duration_seconds_count", AUTH)
+    wait_until("two more renewals", lambda: medic.metric(
+        "medic_ha_lease_renew_duration_seconds_count", AUTH) >= seen + 2, timeout=LEASE * 3)
+    since = [line for _, line in log_lines(medic)[before:]]
+    assert len([line for line in since if "this replica leads" in line]) == 1, since
+    assert not [line for line in since if "no longer leads" in line], since
+    assert medic.leads()
+
+
 if __name__ == "__main__":
     Suite(__doc__).run([test_round_robin_and_duplicates, test_kill_leader_under_load,
                         test_sigstop_leader_is_fenced, test_postgres_restart_under_load,
                         test_paused_leader_sends_no_power_cycle, test_replicas_started_together,
                         test_replica_with_another_configuration,
                         test_replica_with_a_wrong_clock_does_not_lead,
-                        test_recovered_undo_reaches_its_incident, test_takeover_with_work_waiting,
+                        test_recovered_undo_reaches_its_incident,
+                        test_recovery_beside_a_hung_notifier_keeps_the_lease,
+                        test_takeover_with_work_waiting,
                         test_approval_on_another_replica])
