@@ -50,7 +50,6 @@ struct engine {
      * on-call may wait on a notifier); recovery_live and the thread are
      * the leader thread's alone */
     atomic_int recovered;
-    atomic_int recovery_done;
     int recovery_live;
     pthread_t recovery;
     struct engine_fleet *fleet;

@@ -345,7 +345,6 @@ static void *recovery_main(void *arg)
     struct medic_error err = {0};
     pthread_setname_np(pthread_self(), "medic-recover");
     recover(e, &err);
-    atomic_store(&e->recovery_done, 1);
     return NULL;
 }
 
@@ -362,11 +361,10 @@ static void join_recovery(struct engine *e)
 static void renewed(void *arg)
 {
     struct engine *e = arg;
-    if (e->recovery_live && atomic_load(&e->recovery_done))
-        join_recovery(e);
+    if (e->recovery_live && pthread_tryjoin_np(e->recovery, NULL) == 0)
+        e->recovery_live = 0; /* it ended: done, or to be tried again */
     if (atomic_load(&e->recovered) || e->recovery_live)
         return;
-    atomic_store(&e->recovery_done, 0);
     if (pthread_create(&e->recovery, NULL, recovery_main, e) == 0) {
         e->recovery_live = 1;
         return;

@@ -63,6 +63,7 @@ class Replica(Medic):
     def __init__(self, suite, url, name, config_text):
         self.pg_url = url
         super().__init__(suite.medic, suite.subdir(name), config_text, name=name)
+        self.db = url  # what `audit` reads
 
     def write_config(self, text):
         with open(self.config_path, "w") as f:
@@ -741,11 +742,10 @@ def test_recovered_undo_reaches_its_incident(suite):
     is nearly spent: the window in which an outcome of the recovery could
     finish before the engine was wired to hear it, or in which the recovered
     resume would commit its intent and then meet the lease gone, refused
-    for good. By then the
-    alert is older than safety.max_alert_age (6 s here), which holds back
-    what disrupts but never an undo. The resume's outcome reaches its
-    incident, which ends `recovered`, not stuck `undoing` holding a cap
-    slot, the node back."""
+    for good. By then the alert is older than safety.max_alert_age (6 s
+    here), which holds back what disrupts but never an undo. The resume's
+    outcome reaches its incident, which ends `recovered`, not stuck
+    `undoing` holding a cap slot, the node back."""
     pg = PostgreSQL(suite.subdir("undo")).start()
     suite.on_exit(pg.stop)
     url = pg.database("undo")
@@ -784,14 +784,8 @@ def test_recovered_undo_reaches_its_incident(suite):
     suite.on_exit(medic.stop)
     wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
 
-    def audit(kind):
-        out = subprocess.run([suite.medic, "audit", kind, "--db", url, "--format", "json",
-                              "--limit", "10000"], capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
     def actions(action, phase):
-        return [a for a in audit("actions") if a["action"] == action and a["phase"] == phase]
+        return [a for a in medic.audit("actions") if a["action"] == action and a["phase"] == phase]
 
     fired_at = time.time()
     fired = payload("gpu-node-01")
@@ -806,7 +800,7 @@ def test_recovered_undo_reaches_its_incident(suite):
     resolved["status"] = resolved["alerts"][0]["status"] = "resolved"
     resolved["alerts"][0]["endsAt"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     assert medic.webhook(json.dumps(resolved))[0] == 200
-    wait_until("the resume decided", lambda: [d for d in audit("decisions")
+    wait_until("the resume decided", lambda: [d for d in medic.audit("decisions")
                                               if d["action"] == "resume"], timeout=30)
     assert actions("resume", "intent") == []  # queued behind the workers
     medic.stop(signal.SIGKILL)
@@ -846,7 +840,7 @@ def test_recovered_undo_reaches_its_incident(suite):
                          timeout=60)
     assert resumed[0]["result"] == "succeeded", resumed
     wait_until("the incident recovered", lambda: [
-        i for i in audit("incidents") if i["node"] == "gpu-node-01"
+        i for i in medic.audit("incidents") if i["node"] == "gpu-node-01"
         and i["state"] == "recovered"], timeout=30)
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
     wait_until("the cap slot let go", lambda: medic.metric("medic_disrupted_nodes", AUTH) == 0,
@@ -879,10 +873,8 @@ def test_recovery_beside_a_hung_notifier_keeps_the_lease(suite):
     wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
     assert medic.webhook(payload("gpu-node-01"))[0] == 200
     wait_until("the notify under way", lambda: [
-        a for a in json.loads(subprocess.run(
-            [suite.medic, "audit", "actions", "--db", url, "--format", "json"],
-            capture_output=True, text=True, timeout=30).stdout)
-        if a["action"] == "notify" and a["phase"] == "intent"], timeout=30)
+        a for a in medic.audit("actions") if a["action"] == "notify" and a["phase"] == "intent"],
+        timeout=30)
     medic.stop(signal.SIGKILL)
     before = len(log_lines(medic))  # the next start's lines follow these
     medic.start()

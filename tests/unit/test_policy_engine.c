@@ -3374,6 +3374,34 @@ static void test_operators_drain_is_not_medics(void **state)
     world_release(&w);
 }
 
+/* gpu-node-08 drained at T0 and its alert resolved: its resume, decided
+ * after a verify, ends with outcome (detail). medic's drain stays: the node
+ * is held for a person and counted, and a release at T0 + 20 min resumes
+ * it. */
+static void resume_ends_held(struct world *w, enum medic_outcome outcome, const char *detail)
+{
+    struct test_alert a;
+    char why[300];
+    make_alert(&a, "GPUXidError", "gpu-node-08", "1", "79", T0, NAN);
+    evaluate(w, &a, MEDIC_STATUS_FIRING, T0);
+    succeed(w, T0 + 1);
+    evaluate(w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
+    passes_verify(w, "gpu-node-08", T0 + 10 * MIN + 1);
+    expect(last(w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, NULL);
+    outcome_with(w, "gpu-node-08", outcome, detail, T0 + 11 * MIN);
+    assert_string_equal(incident_state(w, "gpu-node-08"), "quarantined");
+    assert_int_equal(policy_disrupted_nodes(w->state), 1);
+    assert_int_equal(policy_quarantined_nodes(w->state), 1);
+    struct policy_release r = {"gpu-node-08", "alice", "checked"};
+    assert_int_equal(
+        policy_release(&w->ctx, w->state, &r, T0 + 20 * MIN, &w->out, why, sizeof(why)), 0);
+    check_rows(w);
+    expect(last(w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, "released by alice");
+    succeed(w, T0 + 20 * MIN + 1);
+    assert_int_equal(policy_disrupted_nodes(w->state), 0);
+    assert_int_equal(policy_open_incidents(w->state), 0);
+}
+
 /* A resume that was tried and failed (slurmctld away) leaves medic's drain
  * in place: the node is held for a person, counted, and a release resumes
  * it; a resume refused because a person drained the node again lets go of
@@ -3383,25 +3411,8 @@ static void test_failed_resume_holds_refused_lets_go(void **state)
     (void)state;
     struct world w;
     world_init(&w, drain_resume_policies, NULL, 40, 1);
-    struct test_alert a, b;
-    char why[300];
-    make_alert(&a, "GPUXidError", "gpu-node-08", "1", "79", T0, NAN);
-    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0 + 1);
-    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
-    passes_verify(&w, "gpu-node-08", T0 + 10 * MIN + 1);
-    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, NULL);
-    outcome_with(&w, "gpu-node-08", MEDIC_OUTCOME_FAILED,
-                 "scontrol: Unable to contact slurm controller", T0 + 11 * MIN);
-    assert_string_equal(incident_state(&w, "gpu-node-08"), "quarantined");
-    assert_int_equal(policy_disrupted_nodes(w.state), 1);
-    struct policy_release r = {"gpu-node-08", "alice", "slurmctld is back"};
-    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 20 * MIN, &w.out, why, sizeof(why)),
-                     0);
-    check_rows(&w);
-    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, "released by alice");
-    succeed(&w, T0 + 20 * MIN + 1);
-    assert_int_equal(policy_disrupted_nodes(w.state), 0);
+    struct test_alert b;
+    resume_ends_held(&w, MEDIC_OUTCOME_FAILED, "scontrol: Unable to contact slurm controller");
     /* refused: someone else's drain now */
     make_alert(&b, "GPUXidError", "gpu-node-08", "1", "79", T0 + 60 * MIN, NAN);
     evaluate(&w, &b, MEDIC_STATUS_FIRING, T0 + 60 * MIN);
@@ -3426,28 +3437,10 @@ static void test_fenced_resume_keeps_the_drain(void **state)
     (void)state;
     struct world w;
     world_init(&w, drain_resume_policies, NULL, 40, 1);
-    struct test_alert a;
-    char why[300];
-    make_alert(&a, "GPUXidError", "gpu-node-08", "1", "79", T0, NAN);
-    evaluate(&w, &a, MEDIC_STATUS_FIRING, T0);
-    succeed(&w, T0 + 1);
-    evaluate(&w, &a, MEDIC_STATUS_RESOLVED, T0 + 10 * MIN);
-    passes_verify(&w, "gpu-node-08", T0 + 10 * MIN + 1);
-    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, NULL);
-    outcome_with(&w, "gpu-node-08", MEDIC_OUTCOME_REFUSED,
-                 MEDIC_FENCED_PREFIX "this replica cannot show it still holds the lease (this "
-                                     "replica is not the leader); the step is left to the leader",
-                 T0 + 11 * MIN);
-    assert_string_equal(incident_state(&w, "gpu-node-08"), "quarantined");
-    assert_int_equal(policy_disrupted_nodes(w.state), 1);
-    assert_int_equal(policy_quarantined_nodes(w.state), 1);
-    struct policy_release r = {"gpu-node-08", "alice", "the leader is back"};
-    assert_int_equal(policy_release(&w.ctx, w.state, &r, T0 + 20 * MIN, &w.out, why, sizeof(why)),
-                     0);
-    expect(last(&w, 0), "gpu-node-08", "resume", VERDICT_EXECUTE, "released by alice");
-    succeed(&w, T0 + 20 * MIN + 1);
-    assert_int_equal(policy_disrupted_nodes(w.state), 0);
-    assert_int_equal(policy_open_incidents(w.state), 0);
+    resume_ends_held(&w, MEDIC_OUTCOME_REFUSED,
+                     MEDIC_FENCED_PREFIX "this replica cannot show it still holds the lease (this "
+                                         "replica is not the leader); the step is left to the "
+                                         "leader");
     world_release(&w);
 }
 
