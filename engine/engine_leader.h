@@ -32,8 +32,9 @@ struct engine_leader_hooks {
     /* it no longer leads: stop acting (decisions are already fenced) */
     void (*lose)(void *arg);
     /* after each renewal that kept the lease: finish taking up what gain
-     * could not (NULL: nothing) */
-    void (*renewed)(void *arg);
+     * could not (NULL: nothing); non-zero: it could not start after all,
+     * and gives the lease up */
+    int (*renewed)(void *arg);
 };
 
 /* Starts the thread; url is the audit log's. Each renewal publishes the

@@ -52,6 +52,12 @@ struct engine {
     atomic_int recovered;
     int recovery_live;
     pthread_t recovery;
+    /* on a shared log the start of a term (serve.c's gain) runs on a thread
+     * of its own too, while the leader thread renews the lease; the fields
+     * are the leader thread's alone, start_rc the start's result once joined */
+    int start_live;
+    int start_rc;
+    pthread_t starting;
     struct engine_fleet *fleet;
     struct engine_slurm_view *slurm; /* Slurm's nodes: maintenance, drains to reconcile */
     struct receiver_server *server;

@@ -88,6 +88,16 @@ static void step_down(struct engine_leader *l, const char *why)
     set_leading(l, 0, l->epoch);
 }
 
+/* The term could not start: this replica steps down and gives the lease up
+ * at once, so that another may lead. */
+static void give_up(struct engine_leader *l)
+{
+    int64_t epoch = l->epoch;
+    struct medic_error err = {0};
+    step_down(l, "the policy engine could not start");
+    audit_lease_client_release(l->client, epoch, &err);
+}
+
 static void take_up(struct engine_leader *l, int64_t epoch)
 {
     char e[24];
@@ -98,11 +108,8 @@ static void take_up(struct engine_leader *l, int64_t epoch)
     set_leading(l, 1, epoch);
     medic_log_info("this replica leads: it decides and acts from now", "replica", l->replica,
                    "epoch", e, NULL);
-    if (l->hooks.gain(l->hooks.arg, epoch) == 0)
-        return;
-    struct medic_error err = {0};
-    step_down(l, "the policy engine could not start");
-    audit_lease_client_release(l->client, epoch, &err);
+    if (l->hooks.gain(l->hooks.arg, epoch) != 0)
+        give_up(l);
 }
 
 /* The hash of what decides in this replica's configuration now
@@ -229,8 +236,8 @@ static int renew(struct engine_leader *l)
         if (l->leading && lease.epoch != l->epoch) /* it expired meanwhile: start afresh */
             step_down(l, "the lease expired before it was renewed");
         if (l->leading) {
-            if (l->hooks.renewed)
-                l->hooks.renewed(l->hooks.arg);
+            if (l->hooks.renewed && l->hooks.renewed(l->hooks.arg) != 0)
+                give_up(l);
             return 0;
         }
         take_up(l, lease.epoch);

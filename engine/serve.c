@@ -266,19 +266,13 @@ static const char *held_by(void *arg)
     return handover_held(arg);
 }
 
-/* This replica acts from now: action dispatch, then the policy engine
- * (which reads the committed state and decides what is pending), both on
- * one inbox, and only then dispatch recovers what a crash or the previous
- * leader left (interrupted intents, decisions never started), so that
- * every outcome of that recovery reaches the incident waiting for it. On
- * a shared log that recovery runs after the lease is renewed (renewed). */
-static int gain(void *arg, int64_t epoch)
+/* Action dispatch, then the policy engine (which reads the committed
+ * state and decides what is pending), both on one inbox. */
+static int start_acting(struct engine *e)
 {
-    struct engine *e = arg;
     struct medic_error err = {0};
     struct engine_dispatch *dispatch = NULL;
     struct engine_pipeline *pipeline = NULL;
-    (void)epoch;
     const struct medic_config *c = config_slot_acquire(e->configs);
     handover_init(&e->inbox); /* the pipeline evaluates what a previous run left pending */
     const struct engine_dispatch_hooks hooks = {&e->inbox, hand_outcome, held_by};
@@ -301,13 +295,46 @@ static int gain(void *arg, int64_t epoch)
     e->dispatch = dispatch;
     e->pipeline = pipeline;
     medic_rwlock_unlock(&e->role);
+    return 0;
+}
+
+static void *start_main(void *arg)
+{
+    struct engine *e = arg;
+    pthread_setname_np(pthread_self(), "medic-start");
+    e->start_rc = start_acting(e);
+    return NULL;
+}
+
+static void join_start(struct engine *e)
+{
+    if (!e->start_live)
+        return;
+    pthread_join(e->starting, NULL);
+    e->start_live = 0;
+}
+
+/* This replica acts from now: it starts dispatch and the engine, and only
+ * then dispatch recovers what a crash or the previous leader left
+ * (interrupted intents, decisions never started), so that every outcome of
+ * that recovery reaches the incident waiting for it. On a shared log the
+ * start runs on a thread of its own while this one renews the lease
+ * (reading the state may take longer than a lease), and recovery waits
+ * for a renewal after the start (renewed): work recovered under a lease
+ * that lapsed would be refused by the fence and never taken up again. */
+static int gain(void *arg, int64_t epoch)
+{
+    struct engine *e = arg;
+    struct medic_error err = {0};
+    (void)epoch;
     atomic_store(&e->recovered, 0);
-    /* on a shared log, recovery waits for the renewal that follows at
-     * once: starting the engine may take longer than the lease (its
-     * state's table locked), and work recovered under a lease that lapsed
-     * meanwhile would be refused by the fence and never taken up again */
-    if (e->shared_log)
+    if (e->shared_log && pthread_create(&e->starting, NULL, start_main, e) == 0) {
+        e->start_live = 1;
         return 0;
+    }
+    int rc = start_acting(e); /* one replica, or no thread to be had: here */
+    if (rc || e->shared_log)
+        return rc;
     rc = recover(e, &err);
     if (rc) {
         medic_log_error("cannot recover the work a previous medic left; not acting", "error",
@@ -356,21 +383,31 @@ static void join_recovery(struct engine *e)
     e->recovery_live = 0;
 }
 
-/* After a renewal: recovery not yet done (or failed: tried again) runs on
- * its own thread, so that this one renews the lease meanwhile. */
-static void renewed(void *arg)
+/* After a renewal: once the start has ended (non-zero when it failed: the
+ * replica gives the lease up), recovery not yet done (or failed: tried
+ * again) runs on its own thread, so that this one renews the lease
+ * meanwhile. */
+static int renewed(void *arg)
 {
     struct engine *e = arg;
+    if (e->start_live) {
+        if (pthread_tryjoin_np(e->starting, NULL) != 0)
+            return 0; /* still starting */
+        e->start_live = 0;
+        if (e->start_rc)
+            return e->start_rc;
+    }
     if (e->recovery_live && pthread_tryjoin_np(e->recovery, NULL) == 0)
         e->recovery_live = 0; /* it ended: done, or to be tried again */
     if (atomic_load(&e->recovered) || e->recovery_live)
-        return;
+        return 0;
     if (pthread_create(&e->recovery, NULL, recovery_main, e) == 0) {
         e->recovery_live = 1;
-        return;
+        return 0;
     }
     struct medic_error err = {0};
     recover(e, &err); /* no thread to be had: here, as the lease allows */
+    return 0;
 }
 
 /* This replica stops acting: the engine finishes its round (refused by the
@@ -378,6 +415,7 @@ static void renewed(void *arg)
 static void lose(void *arg)
 {
     struct engine *e = arg;
+    join_start(e);    /* what it started is stopped here */
     join_recovery(e); /* it uses dispatch: done before dispatch stops */
     medic_rwlock_wrlock(&e->role);
     struct engine_dispatch *dispatch = e->dispatch;

@@ -738,14 +738,13 @@ def test_recovered_undo_reaches_its_incident(suite):
     action workers busy with drains of four other nodes that a stand-in
     around the real scontrol holds) is run by the next start. That start is
     held while its engine reads the stored state (a row-level policy on the
-    state's table in PostgreSQL waits while a file exists) until its lease
-    is nearly spent: the window in which an outcome of the recovery could
-    finish before the engine was wired to hear it, or in which the recovered
-    resume would commit its intent and then meet the lease gone, refused
-    for good. By then the alert is older than safety.max_alert_age (6 s
-    here), which holds back what disrupts but never an undo. The resume's
-    outcome reaches its incident, which ends `recovered`, not stuck
-    `undoing` holding a cap slot, the node back."""
+    state's table in PostgreSQL waits while a file exists) for longer than
+    two leases: the lease is renewed meanwhile (one term throughout, no
+    step down), and nothing is recovered before the engine is wired to
+    hear its outcomes. By then the alert is older than
+    safety.max_alert_age (6 s here), which holds back what disrupts but
+    never an undo. The resume's outcome reaches its incident, which ends
+    `recovered`, not stuck `undoing` holding a cap slot, the node back."""
     pg = PostgreSQL(suite.subdir("undo")).start()
     suite.on_exit(pg.stop)
     url = pg.database("undo")
@@ -823,17 +822,23 @@ def test_recovered_undo_reaches_its_incident(suite):
                       "CREATE POLICY held ON engine_rows AS RESTRICTIVE FOR SELECT "
                       "USING (hold_state_read())"):
         pg.sql(statement, db="undo")
+    before = len(log_lines(medic))  # the next start's lines follow these
     medic.start(wait=False)
     wait_until("the engine's start held in its read of the state", lambda: pg.sql(
         "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
         "AND query LIKE 'SELECT kind, key, value FROM engine_rows%'", db="undo")[0][0] == "1",
         timeout=30)
-    # let go when less than 0.25 s of the lease is left: a recovery run
-    # then, before a renewal, would start the resume under a lease about to
-    # go (its intent committed, the command refused by the fence for good)
-    wait_until("the lease nearly spent while the engine starts", lambda: float(pg.sql(
-        "SELECT extract(epoch FROM expires_at - clock_timestamp()) FROM medic_lease",
-        db="undo")[0][0]) < 0.25, timeout=LEASE + 10, interval=0.02)
+    def lease():
+        epoch, expires = pg.sql("SELECT epoch, extract(epoch FROM expires_at) FROM medic_lease",
+                                db="undo")[0]
+        return int(epoch), float(expires)
+
+    # the lease renewed in the same term past two leases while the start waits
+    term, expires = lease()
+    wait_until("the lease renewed past two leases while the engine starts", lambda: (
+        lambda now: now[0] != term or now[1] >= expires + 2 * LEASE)(lease()),
+        timeout=LEASE * 6)
+    assert lease()[0] == term, "the lease lapsed while the engine started"
     assert actions("resume", "outcome") == []
     os.unlink(hold)
     resumed = wait_until("the recovered resume", lambda: actions("resume", "outcome"),
@@ -845,6 +850,82 @@ def test_recovered_undo_reaches_its_incident(suite):
     assert "DRAIN" not in cluster.node("gpu-node-01")[0]
     wait_until("the cap slot let go", lambda: medic.metric("medic_disrupted_nodes", AUTH) == 0,
                timeout=30)
+    since = [line for _, line in log_lines(medic)[before:]]
+    assert len([line for line in since if "this replica leads" in line]) == 1, since
+    assert not [line for line in since if "no longer leads" in line], since
+
+
+def test_a_start_that_fails_gives_the_lease_up(suite):
+    """The engine's start fails on a shared log: its read of the stored
+    state is refused (a row-level policy in PostgreSQL raises while a file
+    exists). The replica says so and gives the lease up each time, so that
+    another could lead (a new term each time it takes it again), and
+    decides nothing meanwhile; once the state can be read it leads, and the
+    alert that came in while it could not start is decided and notified."""
+    pg = PostgreSQL(suite.subdir("fails")).start()
+    suite.on_exit(pg.stop)
+    url = pg.database("fails")
+    hook = RecordingReceiver()
+    suite.on_exit(hook.stop)
+    workdir = suite.subdir("fails-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+              f"notifiers:\n  oncall: {{ type: webhook, url: '{hook.url}/hook' }}\n"
+              "engine: { tick_interval: 200ms }\n"
+              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: notify, notifier: oncall } ]\n")
+    medic = Replica(suite, url, "fails-a", config)
+    medic.start()
+    suite.on_exit(medic.stop)
+    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+    # an incident first: the engine's state has rows for the policy below
+    assert medic.webhook(payload("gpu-node-09"))[0] == 200
+    wait_until("the first alert notified", lambda: hook.requests, timeout=30)
+    wait_until("its incident in the engine's state", lambda: int(pg.sql(
+        "SELECT count(*) FROM engine_rows", db="fails")[0][0]) > 0, timeout=30)
+    medic.stop()
+    decided = len(medic.audit("decisions"))
+    refuse = os.path.join(pg.dir, "refuse-state-read")
+    open(refuse, "w").close()
+    suite.on_exit(lambda: os.path.exists(refuse) and os.unlink(refuse))
+    pg.sql("CREATE FUNCTION refuse_state_read() RETURNS boolean LANGUAGE plpgsql "
+           "SECURITY DEFINER AS $$ BEGIN "
+           "IF current_query() LIKE 'SELECT kind, key, value FROM engine_rows%' "
+           f"AND (pg_stat_file('{refuse}', true)).size IS NOT NULL THEN "
+           "RAISE EXCEPTION 'the state read is refused'; END IF; RETURN true; END $$",
+           db="fails")
+    for statement in ("ALTER TABLE engine_rows ENABLE ROW LEVEL SECURITY",
+                      "ALTER TABLE engine_rows FORCE ROW LEVEL SECURITY",
+                      "CREATE POLICY rows ON engine_rows USING (true) WITH CHECK (true)",
+                      "CREATE POLICY refused ON engine_rows AS RESTRICTIVE FOR SELECT "
+                      "USING (refuse_state_read())"):
+        pg.sql(statement, db="fails")
+    before = len(log_lines(medic))
+    medic.start(wait=False)
+
+    def given_up():
+        return [line for _, line in log_lines(medic)[before:]
+                if "no longer leads" in line and "could not start" in line]
+
+    wait_until("the start refused and the lease given up", given_up, timeout=LEASE * 5)
+    assert medic.webhook(payload("gpu-node-01"))[0] == 200
+    # twice more after the alert was stored: the replica is alive, and
+    # still decides nothing
+    seen = len(given_up())
+    wait_until("the lease given up twice more", lambda: len(given_up()) >= seen + 2,
+               timeout=LEASE * 10)
+    assert len(medic.audit("decisions")) == decided, medic.audit("decisions")
+    assert len(hook.requests) == 1
+    terms = [int(re.search(r"epoch=(\d+)", line).group(1)) for _, line in log_lines(medic)[before:]
+             if "this replica leads" in line]
+    assert len(terms) >= 3 and len(set(terms)) == len(terms), terms  # a new term each time
+    os.unlink(refuse)
+    wait_until("the alert notified once the state can be read", lambda: len(hook.requests) == 2,
+               timeout=LEASE * 5 + 10)
+    wait_until("the replica leads", medic.leads, timeout=LEASE * 3)
+    notified = sorted((d["id"], d["node"]) for d in medic.audit("decisions")
+                      if d["action"] == "notify")
+    assert [node for _, node in notified] == ["gpu-node-09", "gpu-node-01"], notified
 
 
 def test_recovery_beside_a_hung_notifier_keeps_the_lease(suite):
@@ -900,6 +981,7 @@ if __name__ == "__main__":
                         test_replica_with_another_configuration,
                         test_replica_with_a_wrong_clock_does_not_lead,
                         test_recovered_undo_reaches_its_incident,
+                        test_a_start_that_fails_gives_the_lease_up,
                         test_recovery_beside_a_hung_notifier_keeps_the_lease,
                         test_takeover_with_work_waiting,
                         test_approval_on_another_replica])
