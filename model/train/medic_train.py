@@ -257,6 +257,11 @@ def cmd_smoke(args):
           f"{ap:.3f} (base rate {base:.3f}), wrote {out}")
     if not np.isfinite(s).all() or ap <= base:
         sys.exit("smoke: the model learned nothing (average precision at or below the base rate)")
+    # the SRE rule the evaluation holds models to reads every window's raw scrapes
+    sre_ap = evaluate.pr_curve(m["label"], np.ones(len(m)), m["sre"])[4]
+    print(f"smoke: the SRE rule's average precision {sre_ap:.3f}")
+    if not np.isfinite(m["sre"]).all() or sre_ap <= base:
+        sys.exit("smoke: the SRE rule tells nothing (average precision at or below the base rate)")
     # simulator C is kept for the final figures: only that it makes windows
     # of both kinds, nothing scored on it
     c = recipes.fleet("simulate_hazard", 7, 8, 7, "H100-SXM", 30)
