@@ -77,30 +77,27 @@ def _hardware_xid(s, t):
     return ((held >= features.HARDWARE_XID_MIN) & (changed > 0)).astype(np.float64)
 
 
-def _inc(name, r):
-    return lambda s, t: features._increase(s, name, t, r)
+def _counter(name, severity, series, window, fires_at, full_at):
+    """An alert on a counter's increase over window ("1h", "24h"): at
+    fires_at or more (any increase where fires_at is 0), stronger up to
+    full_at."""
+    r = {"1h": HOUR, "24h": DAY}[window]
+    promql = f'increase({_x(series)}[{window}]) ' + (f">= {fires_at:g}" if fires_at else "> 0")
+    return (name, severity, promql, lambda s, t: _grade(features._increase(s, series, t, r),
+                                                        fires_at or 0.5, full_at))
 
 
 # (name, severity, the alert's PromQL, strength from a GPU's scrapes)
 RULES = [
-    ("double-bit ECC error in a day", CRITICAL,
-     f'increase({_x("ECC_DBE_AGG_TOTAL")}[24h]) > 0',
-     lambda s, t: _grade(_inc("ECC_DBE_AGG_TOTAL", DAY)(s, t), 0.5, 4)),
-    ("uncorrectable row remap in a day", CRITICAL,
-     f'increase({_x("UNCORRECTABLE_REMAPPED_ROWS")}[24h]) > 0',
-     lambda s, t: _grade(_inc("UNCORRECTABLE_REMAPPED_ROWS", DAY)(s, t), 0.5, 4)),
+    _counter("double-bit ECC error in a day", CRITICAL, "ECC_DBE_AGG_TOTAL", "24h", 0, 4),
+    _counter("uncorrectable row remap in a day", CRITICAL, "UNCORRECTABLE_REMAPPED_ROWS", "24h",
+             0, 4),
     ("hardware Xid in six hours", CRITICAL,
      f'max_over_time({_x("XID_ERRORS")}[6h]) >= {features.HARDWARE_XID_MIN} '
      f'and changes({_x("XID_ERRORS")}[6h]) > 0', _hardware_xid),
-    ("correctable ECC burst in an hour", WARNING,
-     f'increase({_x("ECC_SBE_AGG_TOTAL")}[1h]) > 8',
-     lambda s, t: _grade(_inc("ECC_SBE_AGG_TOTAL", HOUR)(s, t), 8, 1000)),
-    ("correctable row remap in a day", WARNING,
-     f'increase({_x("CORRECTABLE_REMAPPED_ROWS")}[24h]) > 0',
-     lambda s, t: _grade(_inc("CORRECTABLE_REMAPPED_ROWS", DAY)(s, t), 0.5, 8)),
-    ("PCIe replays in an hour", WARNING,
-     f'increase({_x("PCIE_REPLAY_COUNTER")}[1h]) > 15',
-     lambda s, t: _grade(_inc("PCIE_REPLAY_COUNTER", HOUR)(s, t), 15, 1000)),
+    _counter("correctable ECC burst in an hour", WARNING, "ECC_SBE_AGG_TOTAL", "1h", 8, 1000),
+    _counter("correctable row remap in a day", WARNING, "CORRECTABLE_REMAPPED_ROWS", "24h", 0, 8),
+    _counter("PCIe replays in an hour", WARNING, "PCIE_REPLAY_COUNTER", "1h", 15, 1000),
     ("any new Xid in an hour", WARNING, f'changes({_x("XID_ERRORS")}[1h]) > 0',
      lambda s, t: _grade(features._changes(s, "XID_ERRORS", t, HOUR), 0.5, 4)),
     ("hot: GPU over 89 C or memory over 99 C in 15 minutes", INFO,
@@ -109,9 +106,7 @@ RULES = [
      _hot),
     ("hardware throttling in 30 minutes", INFO, "avg_over_time(gpu:hw_throttle[30m]) > 0",
      lambda s, t: np.where(_throttle_share(s, t) > 0, 0.5 + 0.5 * _throttle_share(s, t), 0.0)),
-    ("correctable ECC errors over a day", INFO,
-     f'increase({_x("ECC_SBE_AGG_TOTAL")}[24h]) > 200',
-     lambda s, t: _grade(_inc("ECC_SBE_AGG_TOTAL", DAY)(s, t), 200, 20000)),
+    _counter("correctable ECC errors over a day", INFO, "ECC_SBE_AGG_TOTAL", "24h", 200, 20000),
 ]
 
 

@@ -143,6 +143,43 @@ def payload(node, status="firing"):
                            "endsAt": "0001-01-01T00:00:00Z"}]})
 
 
+def on_state_read(pg, db, body):
+    """Runs body (PL/pgSQL) in each read of the engine's stored state, as the
+    engine's start reads it: a restrictive row-level policy on engine_rows
+    calls a SECURITY DEFINER function (the superuser may stat a file), so
+    that a test can hold or refuse that read. The policy is asked per row:
+    the table must hold some."""
+    pg.sql("CREATE FUNCTION on_state_read() RETURNS boolean LANGUAGE plpgsql "
+           "SECURITY DEFINER AS $$ DECLARE n int := 0; BEGIN "
+           "IF current_query() LIKE 'SELECT kind, key, value FROM engine_rows%' THEN "
+           f"{body} END IF; RETURN true; END $$", db=db)
+    for statement in ("ALTER TABLE engine_rows ENABLE ROW LEVEL SECURITY",
+                      "ALTER TABLE engine_rows FORCE ROW LEVEL SECURITY",
+                      "CREATE POLICY rows ON engine_rows USING (true) WITH CHECK (true)",
+                      "CREATE POLICY read ON engine_rows AS RESTRICTIVE FOR SELECT "
+                      "USING (on_state_read())"):
+        pg.sql(statement, db=db)
+
+
+def notifying_replica(suite, name, receiver, safety=""):
+    """One live replica on a PostgreSQL server of its own, leading, whose
+    policy notifies receiver of every Xid alert: (the server, the replica)."""
+    pg = PostgreSQL(suite.subdir(name)).start()
+    suite.on_exit(pg.stop)
+    workdir = suite.subdir(f"{name}-config")
+    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
+    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
+              f"notifiers:\n  oncall: {{ type: webhook, url: '{receiver.url}/hook' }}\n"
+              "engine: { tick_interval: 200ms }\n" + safety +
+              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
+              "    steps: [ { action: notify, notifier: oncall } ]\n")
+    medic = Replica(suite, pg.database(name), f"{name}-a", config)
+    medic.start()
+    suite.on_exit(medic.stop)
+    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+    return pg, medic
+
+
 def log_lines(replica):
     """Its log as (unix time, line) pairs."""
     out = []
@@ -811,17 +848,8 @@ def test_recovered_undo_reaches_its_incident(suite):
     hold = os.path.join(pg.dir, "hold-state-read")
     open(hold, "w").close()
     suite.on_exit(lambda: os.path.exists(hold) and os.unlink(hold))
-    pg.sql("CREATE FUNCTION hold_state_read() RETURNS boolean LANGUAGE plpgsql "
-           "SECURITY DEFINER AS $$ DECLARE n int := 0; BEGIN "
-           "IF current_query() LIKE 'SELECT kind, key, value FROM engine_rows%' THEN "
-           f"WHILE (pg_stat_file('{hold}', true)).size IS NOT NULL AND n < 1200 LOOP "
-           "PERFORM pg_sleep(0.05); n := n + 1; END LOOP; END IF; RETURN true; END $$", db="undo")
-    for statement in ("ALTER TABLE engine_rows ENABLE ROW LEVEL SECURITY",
-                      "ALTER TABLE engine_rows FORCE ROW LEVEL SECURITY",
-                      "CREATE POLICY rows ON engine_rows USING (true) WITH CHECK (true)",
-                      "CREATE POLICY held ON engine_rows AS RESTRICTIVE FOR SELECT "
-                      "USING (hold_state_read())"):
-        pg.sql(statement, db="undo")
+    on_state_read(pg, "undo", f"WHILE (pg_stat_file('{hold}', true)).size IS NOT NULL "
+                  "AND n < 1200 LOOP PERFORM pg_sleep(0.05); n := n + 1; END LOOP;")
     before = len(log_lines(medic))  # the next start's lines follow these
     medic.start(wait=False)
     wait_until("the engine's start held in its read of the state", lambda: pg.sql(
@@ -862,22 +890,9 @@ def test_a_start_that_fails_gives_the_lease_up(suite):
     another could lead (a new term each time it takes it again), and
     decides nothing meanwhile; once the state can be read it leads, and the
     alert that came in while it could not start is decided and notified."""
-    pg = PostgreSQL(suite.subdir("fails")).start()
-    suite.on_exit(pg.stop)
-    url = pg.database("fails")
     hook = RecordingReceiver()
     suite.on_exit(hook.stop)
-    workdir = suite.subdir("fails-config")
-    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
-              f"notifiers:\n  oncall: {{ type: webhook, url: '{hook.url}/hook' }}\n"
-              "engine: { tick_interval: 200ms }\n"
-              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-              "    steps: [ { action: notify, notifier: oncall } ]\n")
-    medic = Replica(suite, url, "fails-a", config)
-    medic.start()
-    suite.on_exit(medic.stop)
-    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+    pg, medic = notifying_replica(suite, "fails", hook)
     # an incident first: the engine's state has rows for the policy below
     assert medic.webhook(payload("gpu-node-09"))[0] == 200
     wait_until("the first alert notified", lambda: hook.requests, timeout=30)
@@ -888,18 +903,8 @@ def test_a_start_that_fails_gives_the_lease_up(suite):
     refuse = os.path.join(pg.dir, "refuse-state-read")
     open(refuse, "w").close()
     suite.on_exit(lambda: os.path.exists(refuse) and os.unlink(refuse))
-    pg.sql("CREATE FUNCTION refuse_state_read() RETURNS boolean LANGUAGE plpgsql "
-           "SECURITY DEFINER AS $$ BEGIN "
-           "IF current_query() LIKE 'SELECT kind, key, value FROM engine_rows%' "
-           f"AND (pg_stat_file('{refuse}', true)).size IS NOT NULL THEN "
-           "RAISE EXCEPTION 'the state read is refused'; END IF; RETURN true; END $$",
-           db="fails")
-    for statement in ("ALTER TABLE engine_rows ENABLE ROW LEVEL SECURITY",
-                      "ALTER TABLE engine_rows FORCE ROW LEVEL SECURITY",
-                      "CREATE POLICY rows ON engine_rows USING (true) WITH CHECK (true)",
-                      "CREATE POLICY refused ON engine_rows AS RESTRICTIVE FOR SELECT "
-                      "USING (refuse_state_read())"):
-        pg.sql(statement, db="fails")
+    on_state_read(pg, "fails", f"IF (pg_stat_file('{refuse}', true)).size IS NOT NULL THEN "
+                  "RAISE EXCEPTION 'the state read is refused'; END IF;")
     before = len(log_lines(medic))
     medic.start(wait=False)
 
@@ -935,23 +940,9 @@ def test_recovery_beside_a_hung_notifier_keeps_the_lease(suite):
     receiver (one attempt, 2 s): longer than nothing, as long as the lease.
     The lease is renewed all the while: the replica keeps its term (one
     `leads` since the start, no step down)."""
-    pg = PostgreSQL(suite.subdir("hung")).start()
-    suite.on_exit(pg.stop)
-    url = pg.database("hung")
     hung = RecordingReceiver(delay=60)
     suite.on_exit(hung.stop)
-    workdir = suite.subdir("hung-config")
-    token = write_secret(os.path.join(workdir, "webhook.token"), TOKEN)
-    config = (f"mode: live\nauth: {{ webhook_bearer_token_file: {token} }}\n"
-              f"notifiers:\n  oncall: {{ type: webhook, url: '{hung.url}/hook' }}\n"
-              "engine: { tick_interval: 200ms }\n"
-              "safety: { storm: { notifier: oncall } }\n"
-              "policies:\n  - name: xid\n    match: '{alertname=\"GPUXidError\"}'\n"
-              "    steps: [ { action: notify, notifier: oncall } ]\n")
-    medic = Replica(suite, url, "hung-a", config)
-    medic.start()
-    suite.on_exit(medic.stop)
-    wait_until("the replica leads", medic.leads, timeout=LEASE + 3)
+    _, medic = notifying_replica(suite, "hung", hung, "safety: { storm: { notifier: oncall } }\n")
     assert medic.webhook(payload("gpu-node-01"))[0] == 200
     wait_until("the notify under way", lambda: [
         a for a in medic.audit("actions") if a["action"] == "notify" and a["phase"] == "intent"],
