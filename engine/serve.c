@@ -306,14 +306,6 @@ static void *start_main(void *arg)
     return NULL;
 }
 
-static void join_start(struct engine *e)
-{
-    if (!e->start_live)
-        return;
-    pthread_join(e->starting, NULL);
-    e->start_live = 0;
-}
-
 /* This replica acts from now: it starts dispatch and the engine, and only
  * then dispatch recovers what a crash or the previous leader left
  * (interrupted intents, decisions never started), so that every outcome of
@@ -375,12 +367,13 @@ static void *recovery_main(void *arg)
     return NULL;
 }
 
-static void join_recovery(struct engine *e)
+/* Joins a thread of the leader's (the start, the recovery) if it runs. */
+static void join_live(pthread_t thread, int *live)
 {
-    if (!e->recovery_live)
+    if (!*live)
         return;
-    pthread_join(e->recovery, NULL);
-    e->recovery_live = 0;
+    pthread_join(thread, NULL);
+    *live = 0;
 }
 
 /* After a renewal: once the start has ended (non-zero when it failed: the
@@ -415,8 +408,8 @@ static int renewed(void *arg)
 static void lose(void *arg)
 {
     struct engine *e = arg;
-    join_start(e);    /* what it started is stopped here */
-    join_recovery(e); /* it uses dispatch: done before dispatch stops */
+    join_live(e->starting, &e->start_live);    /* what it started is stopped here */
+    join_live(e->recovery, &e->recovery_live); /* it uses dispatch: done before it stops */
     medic_rwlock_wrlock(&e->role);
     struct engine_dispatch *dispatch = e->dispatch;
     struct engine_pipeline *pipeline = e->pipeline;

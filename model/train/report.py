@@ -444,11 +444,12 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
     out("## What this does not show\n")
     out("- A real fleet's telemetry: two simulators that disagree are a harder test than "
         "one, not a measurement.")
-    out("- Both rules were written once, the rule score from what the failure modes show "
-        "over the model's inputs, the SRE rule from NVIDIA's guidance over the raw counters "
-        "(a day of them, where the model sees an hour), and neither was tuned on either "
-        "simulator; rules tuned on a real fleet would do better than here, and so would a "
-        "model retrained on one (`medic model dataset`, docs/model.md).")
+    out("- Both rules were written once: the rule score from what the failure modes show, "
+        "over the model's inputs; the SRE rule from NVIDIA's guidance, over the raw counters "
+        "(a day of them, where the model sees an hour), its thresholds at simulator A's "
+        "healthy baseline. Neither was tuned on simulator B; rules tuned on a real fleet "
+        "would do better than here, and so would a model retrained on one (`medic model "
+        "dataset`, docs/model.md).")
     sim_b = named(other)[:1].upper() + named(other)[1:]
     out(f"- {sim_b} was written knowing the model's features and was looked at "
         "while they were chosen: it is a development set more than a held-out one. "

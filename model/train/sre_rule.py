@@ -31,10 +31,7 @@ import features
 
 DAY, SIX_HOURS, HOUR = 86400.0, 21600.0, 3600.0
 CRITICAL, WARNING, INFO = 4.0, 2.0, 1.0
-
-
-def _x(name):
-    return f"DCGM_FI_DEV_{name}{features.SEL}"
+_x = features._x  # one GPU's series, as the model's features select it
 
 
 def _grade(v, fires_at, full_at):
@@ -56,9 +53,10 @@ def _hot(s, t):
                       np.where(mem > HOT_MEMORY, np.clip(0.5 + (mem - HOT_MEMORY) / 10, 0, 1), 0))
 
 
-def _throttle_share(s, t):
+def _throttling(s, t):
     """avg_over_time(gpu:hw_throttle[30m]) of a recording rule evaluated every
-    minute: HW slowdown, HW thermal or HW power brake set."""
+    minute (t: the 60 s grid from 0): HW slowdown, HW thermal or HW power
+    brake set; 0.5 to 1 as that share grows, 0 where it is none."""
     bits = features._instant(s, "CLOCK_THROTTLE_REASONS", t)
     on = np.zeros(len(t))
     for b in features.THROTTLE_BITS:
@@ -66,7 +64,8 @@ def _throttle_share(s, t):
     p = np.concatenate([[0.0], np.cumsum(on)])
     i = np.arange(len(t))
     lo = np.maximum(i - 30, 0)
-    return (p[i + 1] - p[lo]) / (i + 1 - lo)
+    share = (p[i + 1] - p[lo]) / (i + 1 - lo)
+    return np.where(share > 0, 0.5 + 0.5 * share, 0.0)
 
 
 def _hardware_xid(s, t):
@@ -105,7 +104,7 @@ RULES = [
      f'or max_over_time({_x("MEMORY_TEMP")}[15m]) > {HOT_MEMORY:g}',
      _hot),
     ("hardware throttling in 30 minutes", INFO, "avg_over_time(gpu:hw_throttle[30m]) > 0",
-     lambda s, t: np.where(_throttle_share(s, t) > 0, 0.5 + 0.5 * _throttle_share(s, t), 0.0)),
+     _throttling),
     _counter("correctable ECC errors over a day", INFO, "ECC_SBE_AGG_TOTAL", "24h", 200, 20000),
 ]
 

@@ -37,8 +37,9 @@ HORIZON = 60
 MAX_GAP = 5  # steps medic fills with the previous value (PROMETHEUS_MAX_GAP)
 # what is known of each window: where it comes from, its label, and for a
 # positive the minutes to the fault, the fault's class and build-up; and the
-# score of the SRE's rule (sre_rule.py) at its end, from the raw scrapes (NaN
-# for a `medic model dataset` file, which holds the features only)
+# score of the SRE's rule (sre_rule.py) at its end, from the raw scrapes, where
+# asked for (NaN otherwise, and for a `medic model dataset` file, which holds
+# the features only)
 META_DTYPE = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
               ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8"),
               ("sre", "f8")]
@@ -69,7 +70,8 @@ def node_features(gpus, minutes):
     return np.stack([fill_gaps(x) for x in features.evaluate_node(gpus, t)]).astype(np.float32)
 
 
-def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=None):
+def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=None,
+                  sre=False):
     xs, meta = [], []
     seed = setting["seed"]
     rng = np.random.default_rng(seed + 7919)
@@ -78,7 +80,7 @@ def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=
     sim = SIMULATORS[setting.get("simulator", "simulate")]
     for n, gpus, faults, down in sim.simulate_fleet(setting, nodes, days, accel):
         x = node_features(gpus, T)
-        sre = sre_rule.node_scores(gpus, T)
+        rule = sre_rule.node_scores(gpus, T) if sre else np.full((GPUS, T), np.nan)
         usable = np.zeros((GPUS, T), bool)  # every step of the window has values
         for g in range(GPUS):
             whole = (~np.isnan(x[g]).any(axis=1)).astype(int)
@@ -93,12 +95,12 @@ def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=
                 for g in (range(GPUS) if gpu < 0 else [gpu]):
                     if usable[g, e]:
                         xs.append(x[g, e - WINDOW + 1:e + 1])
-                        meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride, sre[g, e]))
+                        meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride, rule[g, e]))
         for g in range(GPUS):
             for e in range(WINDOW - 1 + int(rng.integers(neg_stride)), T, neg_stride):
                 if usable[g, e] and not soon[g, e] and not down[e]:
                     xs.append(x[g, e - WINDOW + 1:e + 1])
-                    meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel, sre[g, e]))
+                    meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel, rule[g, e]))
         if progress:
             progress(n + 1, nodes)
     return np.stack(xs).astype(np.float32), np.array(meta, dtype=META_DTYPE)
