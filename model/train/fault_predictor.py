@@ -2,6 +2,7 @@
 """The FaultPredictor, its training and its export to the model file medic
 reads (safetensors; metadata as in SPEC.md's "Model file")."""
 
+import copy
 import json
 import math
 import time
@@ -130,6 +131,21 @@ def calibrate(model, x, y, w, iterations=100):
         last.weight.mul_(float(a))
         last.bias.mul_(float(a)).add_(float(b))
     return float(a), float(b)
+
+
+def uncalibrated(model, a, b):
+    """A copy of model without the Platt scaling calibrate folded into its
+    last layer (a and b, the model file's `calibration`): the network as
+    trained, whose loss training goes on from. Fine-tuning a calibrated
+    model instead starts from a logit shifted to the real fault rate, where
+    the focal loss of the training windows is far from its minimum: the
+    first steps then move the whole network to undo the shift."""
+    model = copy.deepcopy(model)
+    last = model.classifier[2]
+    with torch.no_grad():
+        last.bias.sub_(float(b)).div_(float(a))
+        last.weight.div_(float(a))
+    return model
 
 
 def raised(xb, evidence, rng, most_steps=10, most=3.0):

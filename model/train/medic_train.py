@@ -141,8 +141,14 @@ def load_model(path):
     return model, center, scale, meta
 
 
+def fine_tune_start(model, center, scale, meta):
+    """What fine-tuning starts from: the model's network without the
+    calibration folded into it, and its scaler."""
+    calibration = json.loads(meta.get("calibration", '{"a": 1, "b": 0}'))
+    return fp.uncalibrated(model, calibration["a"], calibration["b"]), center, scale
+
+
 def cmd_evaluate(args):
-    import copy
     import report
     shipped = recipes.SHIPPED
     other = next(s for s in recipes.SIMULATORS if s != shipped)
@@ -166,12 +172,13 @@ def cmd_evaluate(args):
     o_model, o_center, o_scale = train_simulator(other)[:3]
     runs += runs_of(other, o_model, o_center, o_scale)
     # fine-tuning: the shipped model on one of the other simulator's training
-    # fleets, its scaler kept, stopped early on that simulator's validation
+    # fleets, its scaler kept, stopped early on that simulator's validation,
+    # as `retrain --fine-tune` does
     spec = recipes.SIMULATORS[other]
     own = dict(spec["train"], fleets=spec["train"]["fleets"][:1])
     x, m, val = with_validation(own, spec["validation"], f"{other} fine-tuning")
-    start = (copy.deepcopy(model), center, scale)
-    t_model = train_on(x, m, val, start=start, epochs=8, lr=1e-3)[0]
+    start = fine_tune_start(model, center, scale, meta)
+    t_model = train_on(x, m, val, start=start, **recipes.FINE_TUNE)[0]
     finish(t_model, center, scale, x, m, val)  # calibrated again on that validation fleet
     tuned = (f"one fleet of {report.named(other)} ({recipes.setting(own['fleets'][0])})",
              runs_of(shipped, t_model, center, scale, only=other)[0])
@@ -201,14 +208,18 @@ def cmd_retrain(args):
         np.random.default_rng(1).random(len(m)) < 0.2
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
     start, how = None, "retrained"
-    if args.fine_tune:  # the model's weights and scaler as the start, a lower rate
+    recipe = dict(recipes.TRAINING)
+    if args.fine_tune:  # the model's network and scaler as the start, a lower rate
         model, center, scale, fmeta = load_model(args.fine_tune)
         if [(f["name"], f["query"]) for f in json.loads(fmeta["features"])] != feats:
             sys.exit(f"{args.fine_tune}: its features differ from the datasets'")
-        start, how = (model, center, scale), f"fine-tuned from {os.path.basename(args.fine_tune)}"
-    model, center, scale, hist = train_on(x, m, val, start=start, epochs=args.epochs,
-                                          names=[n for n, _ in feats],
-                                          **({"lr": 1e-3} if start else {}))
+        start = fine_tune_start(model, center, scale, fmeta)
+        how = f"fine-tuned from {os.path.basename(args.fine_tune)}"
+        recipe.update(recipes.FINE_TUNE)
+    if args.epochs:
+        recipe["epochs"] = args.epochs
+    model, center, scale, hist = train_on(x, m, val, start=start, epochs=recipe["epochs"],
+                                          lr=recipe["lr"], names=[n for n, _ in feats])
     (a, b), threshold = finish(model, center, scale, x, m, val)
     fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],
               meta.get("horizon", ""),
@@ -260,6 +271,21 @@ def cmd_smoke(args):
           f"{ap:.3f} (base rate {base:.3f}), wrote {out}")
     if not np.isfinite(s).all() or ap <= base:
         sys.exit("smoke: the model learned nothing (average precision at or below the base rate)")
+    # fine-tuning starts from the network as trained: a calibrated model's
+    # file, read back for fine-tuning, gives the logits it had before
+    xs = ((x - center) / scale).astype(np.float32)
+    before = fp.logits(model, xs)
+    (a, b), _ = finish(model, center, scale, x, m, val)
+    calibrated = os.path.join(args.dir, "smoke-calibrated.safetensors")
+    fp.export(calibrated, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
+              f"{windows.HORIZON}m", "SYNTHETIC: tiny fleets of both simulators, calibrated",
+              {"calibration": calibration_meta(a, b)})
+    start = fine_tune_start(*load_model(calibrated))[0]
+    drift = float(np.abs(fp.logits(start, xs) - before).max())
+    print(f"smoke: calibrated by {a:.3f} and {b:.3f}; fine-tuning starts {drift:.2g} from the "
+          "logits as trained")
+    if not abs(a - 1) + abs(b) > 1e-3 or drift > 1e-2:
+        sys.exit("smoke: fine-tuning does not start from the network as trained")
     # the SRE rule the evaluation holds models to reads every window's raw scrapes
     sre_ap = evaluate.pr_curve(m["label"], np.ones(len(m)), m["sre"])[4]
     print(f"smoke: the SRE rule's average precision {sre_ap:.3f}")
@@ -286,9 +312,12 @@ def main():
     r = sub.add_parser("retrain", help="train on `medic model dataset` files")
     r.add_argument("--dataset", action="append", required=True)
     r.add_argument("--out", required=True)
-    r.add_argument("--epochs", type=int, default=recipes.TRAINING["epochs"])
+    r.add_argument("--epochs", type=int,
+                   help=f"at most this many epochs (default {recipes.TRAINING['epochs']}, "
+                        f"{recipes.FINE_TUNE['epochs']} with --fine-tune)")
     r.add_argument("--fine-tune", metavar="MODEL",
-                   help="start from MODEL (its weights and scaler) instead of from scratch")
+                   help="start from MODEL (its network and scaler, without its calibration) at "
+                        f"a learning rate of {recipes.FINE_TUNE['lr']:g} instead of from scratch")
     c = sub.add_parser("compare", help="compare two model files")
     c.add_argument("a")
     c.add_argument("b")
