@@ -107,15 +107,20 @@ def with_validation(train, validation, label):
     return np.concatenate([x, xv]), np.concatenate([m, mv]), val
 
 
-def train_simulator(sim):
+def train_simulator(sim, seeds=(None,)):
     """A model trained on a simulator's training fleets, stopped early,
-    calibrated and given its threshold on its validation fleet."""
+    calibrated and given its threshold on its validation fleet; with seeds,
+    one such model per training seed (None: the recipe's), the windows made
+    once."""
     spec = recipes.SIMULATORS[sim]
     x, m, val = with_validation(spec["train"], spec["validation"], sim)
     log(f"{len(x)} windows ({int(m['label'].sum())} positive), {int(val.sum())} for validation")
-    model, center, scale, hist = train_on(x, m, val)
-    calibration, threshold = finish(model, center, scale, x, m, val)
-    return model, center, scale, hist, calibration, threshold
+    out = []
+    for seed in seeds:
+        model, center, scale, hist = train_on(x, m, val, **({"seed": seed} if seed else {}))
+        calibration, threshold = finish(model, center, scale, x, m, val)
+        out.append((model, center, scale, hist, calibration, threshold))
+    return out[0] if seeds == (None,) else out
 
 
 def cmd_default(args):
@@ -182,11 +187,19 @@ def cmd_evaluate(args):
     finish(t_model, center, scale, x, m, val)  # calibrated again on that validation fleet
     tuned = (f"one fleet of {report.named(other)} ({recipes.setting(own['fleets'][0])})",
              runs_of(shipped, t_model, center, scale, only=other)[0])
+    # the shipped recipe with other training seeds, on the simulator it did
+    # not train on: the spread a seed alone makes
+    log(f"training on {shipped} with seeds {recipes.SPREAD_SEEDS} for their spread")
+    seeds = [(recipes.TRAINING["seed"],
+              next(r for r in runs if r["trained"] == shipped and r["tested"] == other))]
+    for seed, (s_model, s_center, s_scale, *_) in zip(
+            recipes.SPREAD_SEEDS, train_simulator(shipped, recipes.SPREAD_SEEDS)):
+        seeds.append((seed, runs_of(shipped, s_model, s_center, s_scale, only=other)[0]))
     calibration = json.loads(meta.get("calibration", '{"a": 1, "b": 0}'))
     monotone = report.monotone_probe(
         lambda w: fp.predict(model, ((w - center) / scale).astype(np.float32)), tests[other][0])
     report.write(args.report, args.plot, args.model, meta, runs, tuned,
-                 (calibration["a"], calibration["b"]), monotone)
+                 (calibration["a"], calibration["b"]), monotone, seeds)
     log(f"wrote {args.report} and {args.plot}")
 
 
