@@ -233,10 +233,11 @@ def monotone_probe(predict, x):
     return len(x), rows
 
 
-def _seeds(out, seeds, other):
+def _seeds(out, seeds, other, shipped_ships):
     """The shipped recipe trained with other seeds, each scored on the
     simulator it did not train on: how far a seed alone moves the figures
-    and the ship condition."""
+    and the ship condition. shipped_ships: the shipped model's ship
+    conditions (the first seed's), already measured for the summary."""
     out("## Training seeds\n")
     out(f"The shipped recipe trained again with other seeds, on the same windows, each "
         f"tested on the same held-out fleets of {named(other)}. The first row is the "
@@ -246,9 +247,9 @@ def _seeds(out, seeds, other):
         "bound) | ship condition |")
     out("|---|---|---|---|---|---|---|")
     leads, aps = [], []
-    for seed, run in seeds:
+    for i, (seed, run) in enumerate(seeds):
         a = run["all"][LSTM]
-        ships = {bar: ship_condition(run, bar) for bar in BARS}
+        ships = shipped_ships if i == 0 else {bar: ship_condition(run, bar) for bar in BARS}
         met = all(all(v["ok"]) for v in ships.values())
         leads.append(ships[RULE]["lead"])
         aps.append(a["ap"])
@@ -351,7 +352,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         out(f"| {goal} | {got} | {'yes' if ok else '**no**'} |")
     out("")
     if seeds:
-        _seeds(out, seeds, other)
+        _seeds(out, seeds, other, ships)
 
     out("## The bar: the rule an SRE would write\n")
     out("`model/train/sre_rule.py` scores each GPU from dcgm-exporter's raw series as an "
