@@ -136,8 +136,17 @@ static int fetch(struct dataset *d, const char *node, const char *gpu, int64_t e
         return err.code == MEDIC_E_NOMEM ? MEDIC_E_NOMEM : 0;
     }
     int rc = 0;
-    for (size_t s = 0; rc == 0 && s < w.count; s++)
+    for (size_t s = 0; rc == 0 && s < w.count; s++) {
+        if (w.lost[s].steps) { /* no telemetry to learn from: the others are kept */
+            char why[160];
+            prometheus_silence_describe(&w.lost[s], d->spec->step, why, sizeof(why));
+            fprintf(stderr, "  skipped %s gpu %s at %s: %s\n", node, w.gpu[s],
+                    medic_time_format(end, when, sizeof(when)), why);
+            d->skipped++;
+            continue;
+        }
         rc = append(d, &w, s, node, end, label, source);
+    }
     prometheus_window_release(&w);
     return rc;
 }

@@ -137,7 +137,10 @@ int medic_cmd_predict(int argc, char **argv)
         CLI_OPT_STRING("prometheus", &prom, "URL",
                        "fetch the window from Prometheus with query_range, each feature's "
                        "PromQL template filled with --node and --gpu; without --gpu every GPU "
-                       "of the node is scored and the highest risk is the node's."),
+                       "of the node is scored and the highest risk is the node's, and a GPU "
+                       "that sent nothing for over 5 steps while another of the node "
+                       "reported is lost: risk 1, with how long (a long gap is otherwise an "
+                       "error)."),
         CLI_OPT_STRING("node", &node, "N", "with --prometheus: the node"),
         CLI_OPT_STRING("gpu", &gpu, "G", "with --prometheus: one GPU of it"),
         CLI_OPT_STRING("at", &at, "TIME",
@@ -224,6 +227,14 @@ int medic_cmd_predict(int argc, char **argv)
             cJSON *g = cJSON_CreateObject();
             cJSON_AddStringToObject(g, "gpu", score.gpu[s]);
             cJSON_AddNumberToObject(g, "risk", score.gpu_risk[s]);
+            if (score.lost[s].steps) {
+                char why[160];
+                prometheus_silence_describe(&score.lost[s], spec.step, why, sizeof(why));
+                cJSON_AddNumberToObject(
+                    g, "telemetry_lost_seconds",
+                    (double)(score.lost[s].steps * spec.step / MEDIC_NS_PER_SEC));
+                cJSON_AddStringToObject(g, "reason", why);
+            }
             cJSON_AddItemToArray(gpus, g);
         }
         char *text = cJSON_PrintUnformatted(o);
@@ -232,8 +243,13 @@ int medic_cmd_predict(int argc, char **argv)
         free(text);
         cJSON_Delete(o);
     } else {
-        for (size_t s = 0; s < score.count; s++)
-            printf("gpu %-4s risk %.4f\n", score.gpu[s][0] ? score.gpu[s] : "-", score.gpu_risk[s]);
+        for (size_t s = 0; s < score.count; s++) {
+            char why[160] = "";
+            if (score.lost[s].steps)
+                prometheus_silence_describe(&score.lost[s], spec.step, why, sizeof(why));
+            printf("gpu %-4s risk %.4f%s%s\n", score.gpu[s][0] ? score.gpu[s] : "-",
+                   score.gpu_risk[s], why[0] ? " " : "", why);
+        }
         printf("risk %.4f (model %.12s, window %zu x %llds)\n", score.risk, m.hash, steps,
                (long long)(spec.step / MEDIC_NS_PER_SEC));
     }

@@ -35,7 +35,8 @@ void engine_fleet_stop(struct engine_fleet *f);
 struct engine_fleet_score {
     float risk;
     char gpu[32];
-    float last[FEATURES_MAX]; /* the window's latest raw values */
+    struct prometheus_silence lost; /* with steps: the GPU is lost */
+    float last[FEATURES_MAX];       /* the window's latest raw values */
 };
 
 /* The last cycle's risk of node's gpu ("": its worst GPU) when that cycle

@@ -18,7 +18,9 @@ struct fleet_risk {
     char node[128];
     char gpu[32];
     float risk;
-    float last[FEATURES_MAX]; /* the window's latest raw values */
+    struct prometheus_silence lost; /* with steps: the GPU is lost, */
+    long long lost_seconds;         /* for this long */
+    float last[FEATURES_MAX];       /* the window's latest raw values */
 };
 
 /* The risks of one cycle. */
@@ -118,6 +120,7 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
     if (at) {
         const struct fleet_risk *r = &p->risks[at - 1];
         out->risk = r->risk;
+        out->lost = r->lost;
         snprintf(out->gpu, sizeof(out->gpu), "%s", r->gpu);
         memcpy(out->last, r->last, sizeof(out->last));
         rc = 0;
@@ -194,6 +197,8 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
             snprintf(r->node, sizeof(r->node), "%s", fleet.series[i].node);
             snprintf(r->gpu, sizeof(r->gpu), "%s", fleet.series[i].gpu);
             r->risk = risk[i];
+            r->lost = fleet.series[i].lost;
+            r->lost_seconds = r->lost.steps * c->features.step / MEDIC_NS_PER_SEC;
             memcpy(r->last,
                    prometheus_fleet_rows(&fleet, &c->features, i) +
                        (c->features.window - 1) * c->features.count,
@@ -369,8 +374,9 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         "whose GPU the fleet's cycles had not scored on the alert's window.\n"
         "# TYPE medic_risk_prometheus_requests_total counter\n"
         "medic_risk_prometheus_requests_total %llu\n"
-        "# HELP medic_gpu_failure_risk The model's failure risk of each GPU, from "
-        "the last fleet scoring cycle.\n"
+        "# HELP medic_gpu_failure_risk The failure risk of each GPU from the last fleet "
+        "scoring cycle: the model's, or 1 for a GPU whose telemetry is lost "
+        "(medic_gpu_telemetry_lost_seconds).\n"
         "# TYPE medic_gpu_failure_risk gauge\n",
         (unsigned long long)atomic_load(&f->cycles),
         (unsigned long long)atomic_load(&f->cycle_failures),
@@ -394,6 +400,20 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         medic_buf_puts(b, "\",gpu=\"");
         engine_prometheus_label(b, f->current.risks[i].gpu);
         medic_buf_printf(b, "\"} %.6f\n", (double)f->current.risks[i].risk);
+    }
+    medic_buf_puts(b, "# HELP medic_gpu_telemetry_lost_seconds How long each lost GPU sent "
+                      "nothing while its node's other GPUs reported, in the last cycle's "
+                      "window (only lost GPUs are listed).\n"
+                      "# TYPE medic_gpu_telemetry_lost_seconds gauge\n");
+    for (size_t i = 0; i < f->current.count; i++) {
+        const struct fleet_risk *r = &f->current.risks[i];
+        if (!r->lost.steps)
+            continue;
+        medic_buf_puts(b, "medic_gpu_telemetry_lost_seconds{node=\"");
+        engine_prometheus_label(b, r->node);
+        medic_buf_puts(b, "\",gpu=\"");
+        engine_prometheus_label(b, r->gpu);
+        medic_buf_printf(b, "\"} %lld\n", r->lost_seconds);
     }
     medic_mutex_unlock(&f->lock);
 }

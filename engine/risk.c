@@ -79,16 +79,23 @@ static void unknown(struct engine_risk_entry *e, const char *why)
 
 /* "risk 0.83 gpu 3 (ecc_sbe_log_increase_15m=3.7 temp_rise_1h=12.5 ...)": the
  * GPU's latest values of the RISK_NOTE_INPUTS inputs furthest from the
- * model's centre, in units of their scale (what stands out, most first). */
+ * model's centre, in units of their scale (what stands out, most first);
+ * for a lost GPU, "risk 1 gpu 3 (telemetry lost: ...)". */
 #define RISK_NOTE_INPUTS 4
 static void summarise(const struct feature_spec *spec, struct engine_risk_entry *e, double risk,
-                      const char *gpu, const float *last)
+                      const char *gpu, const float *last, const struct prometheus_silence *lost)
 {
     e->risk = risk;
     char shown_risk[24];
     medic_risk_format(risk, shown_risk, sizeof(shown_risk));
     size_t at = (size_t)snprintf(e->note, sizeof(e->note), "risk %s gpu %s (", shown_risk,
                                  gpu[0] ? gpu : "-");
+    if (lost->steps) {
+        char why[160];
+        prometheus_silence_describe(lost, spec->step, why, sizeof(why));
+        snprintf(e->note + at, sizeof(e->note) - at, "%s)", why);
+        return;
+    }
     size_t shown[RISK_NOTE_INPUTS], count = 0;
     for (size_t d = 0; d < spec->count; d++) {
         const struct feature *f = &spec->items[d];
@@ -123,7 +130,7 @@ static struct engine_risk_entry *from_fleet(struct engine_risk *r, const char *n
         return NULL;
     struct engine_risk_entry *e = entry(r, node, gpu, 1);
     if (e)
-        summarise(spec, e, s.risk, s.gpu, s.last);
+        summarise(spec, e, s.risk, s.gpu, s.last, &s.lost);
     return e;
 }
 
@@ -163,13 +170,13 @@ static void record(struct engine_risk *r, const struct prometheus_fleet *f, cons
             prometheus_series_problem(spec, s, why, sizeof(why));
             unknown(e, why);
         } else {
-            summarise(spec, e, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last);
+            summarise(spec, e, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, &s->lost);
         }
         struct engine_risk_entry *n = s->gpu[0] ? entry(r, s->node, "", 1) : NULL;
         if (!n || isnan(risk[i]))
             continue;
         if (isnan(n->risk) || risk[i] > n->risk)
-            summarise(spec, n, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last);
+            summarise(spec, n, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, &s->lost);
     }
     /* a node none of whose GPUs could be scored: the first one's reason */
     for (size_t i = 0; i < f->count; i++) {

@@ -213,6 +213,33 @@ int prometheus_parse_range(const char *body, size_t len, const struct feature_sp
     return 0;
 }
 
+/* Forward-fills short gaps. With every GPU of the node (whole_node), one
+ * silent for longer while another is usable is lost (marked, not scored);
+ * any other long gap, or no data at the start, is refused. */
+static int fill_window(const struct feature_spec *spec, int whole_node, struct prometheus_window *w,
+                       struct medic_error *err)
+{
+    struct prometheus_silence silent[PROMETHEUS_MAX_SERIES];
+    size_t bad[PROMETHEUS_MAX_SERIES] = {0}, usable = 0;
+    int at_start[PROMETHEUS_MAX_SERIES] = {0}, ok[PROMETHEUS_MAX_SERIES];
+    for (size_t s = 0; s < w->count; s++) {
+        size_t filled = 0;
+        silent[s] = prometheus__silence(spec, w->rows[s]);
+        ok[s] = prometheus__fill(spec, w->rows[s], &filled, &bad[s], &at_start[s]) == 0;
+        usable += (size_t)ok[s];
+        w->filled += filled;
+    }
+    for (size_t s = 0; s < w->count; s++) {
+        if (ok[s])
+            continue;
+        if (whole_node && usable && silent[s].steps)
+            w->lost[s] = silent[s];
+        else
+            return prometheus__gap_error(spec, bad[s], at_start[s], w->gpu[s], err);
+    }
+    return 0;
+}
+
 int prometheus_fetch_window(const char *url, long timeout_ms, const struct feature_spec *spec,
                             const char *node, const char *gpu, int64_t now,
                             struct prometheus_window *out, struct medic_error *err)
@@ -252,15 +279,8 @@ int prometheus_fetch_window(const char *url, long timeout_ms, const struct featu
             break;
         }
     }
-    /* forward-fill short gaps; a long one, or no data at the start, is refused */
-    for (size_t s = 0; s < out->count && rc == 0; s++) {
-        size_t filled = 0;
-        size_t bad = 0;
-        int at_start = 0;
-        if (prometheus__fill(spec, out->rows[s], &filled, &bad, &at_start))
-            rc = prometheus__gap_error(spec, bad, at_start, out->gpu[s], err);
-        out->filled += filled;
-    }
+    if (rc == 0)
+        rc = fill_window(spec, gpu == NULL, out, err);
     medic_buf_release(&body);
     if (c)
         curl_easy_cleanup(c);
@@ -276,6 +296,35 @@ int prometheus__gap_error(const struct feature_spec *spec, size_t d, int at_star
         err, MEDIC_E_INVALID, "feature %s of gpu %s: %s (more than %d steps missing)",
         spec->items[d].name, gpu[0] ? gpu : "-",
         at_start ? "no data at the window's start" : "a gap in the window", PROMETHEUS_MAX_GAP);
+}
+
+struct prometheus_silence prometheus__silence(const struct feature_spec *spec, const float *row)
+{
+    const size_t W = spec->window, F = spec->count;
+    struct prometheus_silence longest = {0, 0};
+    for (size_t k = 0, run = 0; k < W; k++) {
+        run = isnan(row[k * F]) ? run + 1 : 0;
+        if (run > PROMETHEUS_MAX_GAP && run >= longest.steps)
+            longest = (struct prometheus_silence){(unsigned short)run, (unsigned short)(W - 1 - k)};
+    }
+    return longest;
+}
+
+void prometheus_silence_describe(const struct prometheus_silence *s, int64_t step, char *out,
+                                 size_t size)
+{
+    char span[32], ago[32];
+    medic_duration_format((int64_t)s->steps * step, span, sizeof(span));
+    medic_duration_format((int64_t)s->ago * step, ago, sizeof(ago));
+    if (s->ago)
+        snprintf(out, size,
+                 "telemetry lost: nothing for %s until %s ago while the node's other GPUs "
+                 "reported",
+                 span, ago);
+    else
+        snprintf(out, size,
+                 "telemetry lost: nothing for the last %s while the node's other GPUs reported",
+                 span);
 }
 
 int prometheus__fill(const struct feature_spec *spec, float *row, size_t *filled,

@@ -178,23 +178,41 @@ void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fl
 {
     if (f->count)
         memcpy(f->rows, f->raw, f->count * spec->window * spec->count * sizeof(float));
+    struct medic_map reporting; /* nodes with a usable series */
+    medic_map_init(&reporting);
     for (size_t i = 0; i < f->count; i++) {
         struct prometheus_series *s = &f->series[i];
         size_t bad = 0;
         int at_start = 0;
+        s->lost = (struct prometheus_silence){0, 0};
         if (prometheus__fill(spec, prometheus_fleet_rows(f, spec, i), &f->filled, &bad,
                              &at_start)) {
             s->usable = 0;
             s->bad_feature = (unsigned short)bad;
             s->bad_at_start = (unsigned char)at_start;
-            if (f->unusable++ == 0) {
-                char why[200];
-                prometheus_series_problem(spec, s, why, sizeof(why));
-                snprintf(f->first_problem, sizeof(f->first_problem), "node %.100s: %.140s", s->node,
-                         why);
-            }
+        } else {
+            s->usable = 1;
+            /* out of memory: no GPU of this node is taken for lost */
+            medic_map_put(&reporting, s->node, s);
         }
     }
+    for (size_t i = 0; i < f->count; i++) {
+        struct prometheus_series *s = &f->series[i];
+        if (s->usable)
+            continue;
+        if (medic_map_get(&reporting, s->node) &&
+            (s->lost = prometheus__silence(spec, f->raw + i * spec->window * spec->count)).steps) {
+            f->lost++;
+            continue;
+        }
+        if (f->unusable++ == 0) {
+            char why[200];
+            prometheus_series_problem(spec, s, why, sizeof(why));
+            snprintf(f->first_problem, sizeof(f->first_problem), "node %.100s: %.140s", s->node,
+                     why);
+        }
+    }
+    medic_map_release(&reporting);
 }
 
 void prometheus_series_problem(const struct feature_spec *spec, const struct prometheus_series *s,

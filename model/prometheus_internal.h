@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "error.h"
 #include "feature_spec.h"
+#include "prometheus.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -32,6 +33,12 @@ void prometheus__place(const cJSON *values, const struct feature_spec *spec, siz
  * the feature in *bad_feature and *at_start set for the latter. */
 int prometheus__fill(const struct feature_spec *spec, float *row, size_t *filled,
                      size_t *bad_feature, int *at_start);
+/* The longest run of steps of row (raw: gaps not filled) without the first
+ * feature, the one that says which GPUs there are (a GPU's temperature in
+ * the built-in model: there whenever the GPU is scraped, where features
+ * over a range go on for a while after), as a silence (steps 0 when no
+ * run is longer than PROMETHEUS_MAX_GAP). */
+struct prometheus_silence prometheus__silence(const struct feature_spec *spec, const float *row);
 /* The error for such a window: "feature F of gpu G: a gap in the window (...)". */
 int prometheus__gap_error(const struct feature_spec *spec, size_t d, int at_start, const char *gpu,
                           struct medic_error *err);

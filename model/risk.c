@@ -59,17 +59,36 @@ int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_m
     int rc = prometheus_fetch_window(url, timeout_ms, s->spec, node, gpu, now, &pw, err);
     if (rc)
         return rc;
+    /* the windows the model scores, in order; the lost GPUs between them */
     const size_t per = s->spec->window * s->spec->count;
-    for (size_t i = 0; i < pw.count; i++) {
-        memcpy(s->rows + i * per, pw.rows[i], per * sizeof(float));
-        snprintf(out->gpu[i], sizeof(out->gpu[i]), "%s", pw.gpu[i]);
+    size_t scored = 0;
+    for (size_t i = 0; i < pw.count; i++)
+        if (!pw.lost[i].steps)
+            memcpy(s->rows + scored++ * per, pw.rows[i], per * sizeof(float));
+    struct risk_score model = {0};
+    rc = scored ? risk_score_rows(s, scored, s->spec->window, &model) : 0;
+    if (rc) {
+        prometheus_window_release(&pw);
+        return medic_error_set(err, rc, "the model could not score the window");
     }
-    size_t count = pw.count;
+    out->count = pw.count;
+    out->worst = 0;
+    for (size_t i = 0, k = 0; i < pw.count; i++) {
+        snprintf(out->gpu[i], sizeof(out->gpu[i]), "%s", pw.gpu[i]);
+        out->lost[i] = pw.lost[i];
+        if (pw.lost[i].steps) {
+            out->gpu_risk[i] = PROMETHEUS_LOST_RISK;
+        } else {
+            out->gpu_risk[i] = model.gpu_risk[k++];
+        }
+        if (out->gpu_risk[i] > out->gpu_risk[out->worst])
+            out->worst = i;
+    }
+    out->risk = out->gpu_risk[out->worst];
+    for (size_t d = 0; d < FEATURES_MAX; d++)
+        out->last[d] = out->lost[out->worst].steps ? NAN : model.last[d];
     prometheus_window_release(&pw);
-    rc = risk_score_rows(s, count, s->spec->window, out);
-    if (rc)
-        medic_error_set(err, rc, "the model could not score the window");
-    return rc;
+    return 0;
 }
 
 int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
@@ -87,7 +106,7 @@ int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
     int rc = 0;
     for (size_t i = 0, n = 0; i <= fleet->count && rc == 0; i++) {
         if (i < fleet->count) {
-            risk[i] = NAN;
+            risk[i] = fleet->series[i].lost.steps ? PROMETHEUS_LOST_RISK : NAN;
             if (fleet->series[i].usable) {
                 memcpy(batch + n * per, prometheus_fleet_rows(fleet, spec, i), per * sizeof(float));
                 features_scale(spec, batch + n * per, spec->window);

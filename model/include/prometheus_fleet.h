@@ -7,7 +7,9 @@
  * requests run concurrently (at most `parallel` at a time) on one libcurl
  * multi handle and share one deadline, so the number of requests and the
  * time a cycle takes do not grow with the number of nodes Prometheus
- * knows. A window with a long gap is kept out, with the reason, rather
+ * knows. A GPU silent for longer than PROMETHEUS_MAX_GAP steps while
+ * another GPU of its node reported throughout is lost (prometheus.h);
+ * any other window with a long gap is kept out, with the reason, rather
  * than scored on made-up values.
  *
  * Given the previous cycle's fleet, a fetch asks only for the steps since
@@ -22,6 +24,7 @@
 #include "error.h"
 #include "feature_spec.h"
 #include "map.h"
+#include "prometheus.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,9 +34,10 @@
 struct prometheus_series {
     char node[128];
     char gpu[32];
-    int usable;                 /* 0: a gap too long, or no data at the window's start */
-    unsigned short bad_feature; /* when not usable: the feature, */
-    unsigned char bad_at_start; /* and whether its data starts too late */
+    int usable;                     /* 0: a gap too long, or no data at the window's start */
+    unsigned short bad_feature;     /* when not usable: the feature, */
+    unsigned char bad_at_start;     /* and whether its data starts too late; */
+    struct prometheus_silence lost; /* or, with steps, the GPU is lost */
 };
 
 struct prometheus_fleet {
@@ -44,7 +48,8 @@ struct prometheus_fleet {
     int64_t end;             /* the window's last step */
     size_t asked_steps;      /* steps asked of Prometheus (the window's, or fewer) */
     size_t fresh;            /* series the previous fleet did not have (0 without one) */
-    size_t unusable;         /* series kept out */
+    size_t unusable;         /* series kept out (not the lost ones) */
+    size_t lost;             /* series of lost GPUs */
     char first_problem[256]; /* why the first of them was kept out */
     size_t filled;           /* points forward-filled */
     size_t requests;         /* query_range requests made */
@@ -83,7 +88,8 @@ int prometheus_parse_fleet(const char *body, size_t len, const struct feature_sp
                            const char *node_label, int64_t start, size_t max_series,
                            struct prometheus_fleet *out, struct medic_error *err);
 
-/* Fills short gaps of every series and keeps out those with a long one. */
+/* Fills short gaps of every series, marks the lost GPUs and keeps out the
+ * other series with a long gap. */
 void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fleet *f);
 
 /* Why series s (not usable) was kept out, as prometheus_fetch_window says it. */

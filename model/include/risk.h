@@ -28,7 +28,9 @@ struct risk_score {
     size_t count;
     char gpu[PROMETHEUS_MAX_SERIES][32];
     float gpu_risk[PROMETHEUS_MAX_SERIES];
-    float last[FEATURES_MAX]; /* the worst GPU's latest raw values */
+    /* with steps: the GPU is lost, its risk PROMETHEUS_LOST_RISK */
+    struct prometheus_silence lost[PROMETHEUS_MAX_SERIES];
+    float last[FEATURES_MAX]; /* the worst GPU's latest raw values (NAN: lost) */
 };
 
 int risk_scorer_init(struct risk_scorer *s, const struct model *m, const struct feature_spec *spec);
@@ -37,14 +39,16 @@ void risk_scorer_release(struct risk_scorer *s);
 /* Scores count raw sequences of steps rows already in s->rows. */
 int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct risk_score *out);
 
-/* Scores node (and gpu; NULL: every GPU) from the window ending at now.
- * Errors are prometheus_fetch_window's. */
+/* Scores node (and gpu; NULL: every GPU, a lost one at
+ * PROMETHEUS_LOST_RISK) from the window ending at now. Errors are
+ * prometheus_fetch_window's. */
 int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
                           const char *gpu, int64_t now, struct risk_score *out,
                           struct medic_error *err);
 
 /* Scores every usable window of fleet through the LSTM, RISK_FLEET_BATCH
- * at a time: risk[i] for series i (NAN for one kept out). The windows are
+ * at a time: risk[i] for series i (PROMETHEUS_LOST_RISK for a lost GPU,
+ * NAN for one kept out). The windows are
  * left as they were (raw values). MEDIC_E_NOMEM, or MEDIC_E_INVALID when
  * the model cannot run them. */
 #define RISK_FLEET_BATCH 64

@@ -4,8 +4,11 @@
 with `promtool tsdb create-blocks-from openmetrics`: the risk from
 Prometheus equals the risk from the same window given as CSV (the CSV path
 runs the forward pass checked against PyTorch's vectors); every GPU of an
-8-GPU node is scored and the highest risk is the node's; a gap longer than
-5 steps and a stopped Prometheus give clear errors, in bounded time."""
+8-GPU node is scored and the highest risk is the node's; a GPU whose
+telemetry stopped while its node's others report is lost, risk 1 with how
+long, on the node path and in medic serve's decisions and /metrics; any
+other gap longer than 5 steps and a stopped Prometheus give clear errors,
+in bounded time."""
 
 import datetime
 import json
@@ -41,14 +44,15 @@ def value(metric, node, gpu, t):
     return round(base, 3)
 
 
-def openmetrics(nodes, start, end, step=15, hole=None):
+def openmetrics(nodes, start, end, step=15, holes=()):
+    """holes: ((node, gpu), from, to): that GPU has no sample in [from, to)."""
     lines = []
     for m in METRICS:
         lines.append(f"# TYPE {m} gauge")
         for node, gpus in nodes.items():
             for g in range(gpus):
                 for t in range(start, end + 1, step):
-                    if hole and (node, g) == hole[0] and hole[1] <= t < hole[2]:
+                    if any((node, g) == h[0] and h[1] <= t < h[2] for h in holes):
                         continue
                     lines.append(f'{m}{{Hostname="{node}",gpu="{g}",job="dcgm"}} '
                                  f"{value(m, node, g, t)} {t}")
@@ -138,13 +142,45 @@ def test_prometheus_window_matches_csv(suite):
     assert out.returncode == 1 and "no gpu_temp series for node gpu-node-99" in out.stderr, out
 
 
+def lost_gpu(end_hist):
+    """gpu-node-04's GPU 2 sends nothing for its last 12 minutes while the
+    node's other three go on: Prometheus still answers its last sample for
+    5 of them, so it is silent for the window's last 7 steps or more."""
+    return (("gpu-node-04", 2), end_hist - 720, end_hist + 1)
+
+
+def check_lost(gpus):
+    """medic predict's GPUs of gpu-node-04: GPU 2 lost, the others scored."""
+    lost = [g for g in gpus if g.get("reason")]
+    assert [g["gpu"] for g in lost] == ["2"] and lost[0]["risk"] == 1, gpus
+    assert lost[0]["telemetry_lost_seconds"] >= 6 * 60, lost
+    assert lost[0]["reason"].startswith("telemetry lost: nothing for the last "), lost
+    assert all(g["risk"] < 1 for g in gpus if g["gpu"] != "2"), gpus
+    return lost[0]
+
+
 def test_gap_and_prometheus_down(suite):
     now = int(time.time())
     end_hist = now - 30
-    history = openmetrics({"gpu-node-02": 1}, end_hist - 2 * 3600, end_hist,
-                          hole=(("gpu-node-02", 0), end_hist - 1500, end_hist - 600))
+    history = openmetrics({"gpu-node-02": 1, "gpu-node-04": 4}, end_hist - 2 * 3600, end_hist,
+                          holes=[(("gpu-node-02", 0), end_hist - 1500, end_hist - 600),
+                                 lost_gpu(end_hist)])
     url, prom = start_prometheus(suite, "gap", history)
+    # a gap in a node's only GPU: no other GPU tells it from the exporter's
     out = predict(suite, "--prometheus", url, "--node", "gpu-node-02", "--gpu", "0")
+    assert out.returncode == 1 and "a gap in the window" in out.stderr, out
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-02")
+    assert out.returncode == 1 and "a gap in the window" in out.stderr, out
+    # a GPU silent while its node's others report is lost
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-04")
+    assert out.returncode == 0, out
+    node = json.loads(out.stdout)
+    lost = check_lost(node["gpus"])
+    assert node["risk"] == 1 and len(node["gpus"]) == 4, node
+    print(f"  gpu-node-04: gpu 2 risk 1, {lost['reason']}; the others "
+          f"{max(g['risk'] for g in node['gpus'] if g['gpu'] != '2'):.4f} at most")
+    # alone, nothing says it is the GPU and not its exporter
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-04", "--gpu", "2")
     assert out.returncode == 1 and "a gap in the window" in out.stderr, out
     prom.stop()
     started = time.monotonic()
@@ -235,11 +271,12 @@ def alert_before_a_step_takes_the_fleets_risk(medic, auth):
 
 
 def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_medic):
-    """One notification with alerts on three nodes (one decision each): the engine asks
+    """One notification with alerts on four nodes (one decision each): the engine asks
     Prometheus once per model feature for all of them (counted by
     Prometheus itself; this medic does no fleet scoring, and the one that
     does is stopped meanwhile), and each alert gets its own GPU's risk, or
-    the reason it has none. expected() gives medic predict's risks, asked
+    the reason it has none, or that its telemetry is lost. expected() gives
+    medic predict's risks, asked
     before and after the round: a step of the model's window may begin
     between them."""
     workdir = suite.subdir("serve-batch")
@@ -248,7 +285,8 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_med
     medic.start()
     suite.on_exit(medic.stop)
     alerts = []
-    for node, gpu in [("gpu-node-08", "5"), ("gpu-node-01", "1"), ("gpu-node-03", "0")]:
+    for node, gpu in [("gpu-node-08", "5"), ("gpu-node-01", "1"), ("gpu-node-03", "0"),
+                      ("gpu-node-04", "2")]:
         alerts += json.loads(hot_alert(node, gpu))["alerts"]
     body = json.loads(hot_alert("gpu-node-08"))
     body["alerts"] = alerts
@@ -261,7 +299,7 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_med
         status, _, answer = medic.post("/webhook", json.dumps(body),
                                        headers={"Authorization": "Bearer risk-token"})
         assert status == 200, answer
-        got = wait_until("three decisions", lambda: (lambda d: d if len(d) == 3 else None)(
+        got = wait_until("four decisions", lambda: (lambda d: d if len(d) == 4 else None)(
             medic.audit("decisions")), timeout=20)
         quiet(url)
         assert prometheus_query_ranges(url) - asked == 8, "one query_range per feature"
@@ -280,12 +318,16 @@ def test_round_fetches_its_nodes_together(suite, url, token, expected, fleet_med
     unknown = [d for d in got if d["node"] == "gpu-node-03"]
     assert len(unknown) == 1 and unknown[0]["risk"] is None, got
     assert "a gap in the window" in unknown[0]["reason"], unknown
+    lost = [d for d in got if d["node"] == "gpu-node-04"]
+    assert len(lost) == 1 and lost[0]["risk"] == 1, got
+    assert re.search(r"risk 1\.0* gpu 2 \(telemetry lost: nothing for the last \d+m while the "
+                     r"node's other GPUs reported\)$", lost[0]["reason"]), lost
     assert sorted(d["node"] for d in got if d["risk"] is not None) == [
-        "gpu-node-01", "gpu-node-08"], got
+        "gpu-node-01", "gpu-node-04", "gpu-node-08"], got
     checked = [k for k in before if (k[0], str(k[1])) in by_gpu]
     assert len(checked) == 2, (checked, by_gpu)
-    print("  one notification, alerts on 3 nodes: 8 query_range requests in all; "
-          f"gpu-node-03: {unknown[0]['reason'][-90:]}")
+    print("  one notification, alerts on 4 nodes: 8 query_range requests in all; "
+          f"gpu-node-03: {unknown[0]['reason'][-90:]}; gpu-node-04: {lost[0]['reason'][-100:]}")
     medic.stop()
 
 
@@ -307,10 +349,11 @@ def test_serve_enriches_alerts_with_risk(suite):
     now = int(time.time())
     end_hist = now - 30
     # gpu-node-03's only GPU has a 15 minute hole in its window: fleet
-    # scoring leaves it out and counts it
-    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8, "gpu-node-03": 1},
-                          end_hist - 2 * 3600, end_hist,
-                          hole=(("gpu-node-03", 0), end_hist - 1500, end_hist - 600))
+    # scoring leaves it out and counts it; gpu-node-04's GPU 2 is lost
+    history = openmetrics({"gpu-node-01": 2, "gpu-node-08": 8, "gpu-node-03": 1,
+                           "gpu-node-04": 4}, end_hist - 2 * 3600, end_hist,
+                          holes=[(("gpu-node-03", 0), end_hist - 1500, end_hist - 600),
+                                 lost_gpu(end_hist)])
     url, prom = start_prometheus(suite, "serve-prom", history)
     workdir = suite.subdir("serve")
     token = write_secret(os.path.join(workdir, "webhook.token"), "risk-token")
@@ -369,7 +412,12 @@ def test_serve_enriches_alerts_with_risk(suite):
         fleet = values[f'medic_gpu_failure_risk{{node="{n}",gpu="{g}"}}']
         assert min(abs(fleet - risk), abs(fleet - after[(n, g)])) < 1e-5, (n, g, fleet, risk)
     gpus = [k for k in values if k.startswith("medic_gpu_failure_risk{")]
-    assert len(gpus) == 10, gpus  # 2 GPUs of gpu-node-01, 8 of gpu-node-08, none of -03
+    # 2 GPUs of gpu-node-01, 8 of gpu-node-08, 4 of gpu-node-04, none of -03
+    assert len(gpus) == 14, gpus
+    lost = 'node="gpu-node-04",gpu="2"'
+    assert values[f"medic_gpu_failure_risk{{{lost}}}"] == 1, values
+    assert values[f"medic_gpu_telemetry_lost_seconds{{{lost}}}"] >= 360, values
+    assert len([k for k in values if k.startswith("medic_gpu_telemetry_lost_seconds{")]) == 1
     cycles = values["medic_fleet_scoring_cycles_total"]
     # one request per feature and cycle, whatever the number of nodes (a
     # cycle under way may have made its requests and not yet counted itself)
@@ -378,7 +426,9 @@ def test_serve_enriches_alerts_with_risk(suite):
     assert values["medic_fleet_scoring_gpu_failures_total"] in (cycles, cycles + 1), values
     assert values["medic_fleet_scoring_failures_total"] == 0, values
     print(f"  fleet scoring: {len(gpus)} GPUs on /metrics, each as medic predict scores it; "
-          f"gpu-node-03 gpu 0 left out; {cycles:.0f} cycles of 8 requests")
+          f"gpu-node-03 gpu 0 left out; gpu-node-04 gpu 2 lost for "
+          f"{values[f'medic_gpu_telemetry_lost_seconds{{{lost}}}']:.0f} s; {cycles:.0f} cycles "
+          "of 8 requests")
     test_round_fetches_its_nodes_together(
         suite, url, token, lambda: {k: expected(k[0], "--gpu", str(k[1])) for k in before}, medic)
     alert_before_a_step_takes_the_fleets_risk(medic, auth)

@@ -330,8 +330,10 @@ static void test_prometheus_answer(void **state)
 
 /* The whole fleet's answer is split by the node label and gpu: a series
  * without the node label or with a value too long to keep is left out, the
- * cap on series is an error, and a window with a long gap, or a feature
- * missing, is kept out with the reason while short gaps are filled. */
+ * cap on series is an error, a GPU silent for longer than the gap filled
+ * while another of its node reports is lost, and any other window with a
+ * long gap, or a feature missing, is kept out with the reason while short
+ * gaps are filled. */
 static void test_prometheus_parse_fleet(void **state)
 {
     (void)state;
@@ -351,7 +353,7 @@ static void test_prometheus_parse_fleet(void **state)
              /* gpu 0 of b: one gap of 2 steps, filled */
              "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"0\"},\"values\":[[1000,\"60\"],"
              "[1060,\"61\"],[1240,\"64\"],[1300,\"65\"],[1360,\"66\"],[1420,\"67\"]]},"
-             /* gpu 1 of b: data only from the 7th step: kept out */
+             /* gpu 1 of b: data only from the 7th step while b/0 reports: lost */
              "{\"metric\":{\"Hostname\":\"b\",\"gpu\":\"1\"},\"values\":[[1360,\"70\"]]},"
              "{\"metric\":{\"gpu\":\"2\"},\"values\":[[1000,\"1\"]]},"
              "{\"metric\":{\"Hostname\":\"%s\",\"gpu\":\"0\"},\"values\":[[1000,\"1\"]]}"
@@ -377,16 +379,24 @@ static void test_prometheus_parse_fleet(void **state)
     assert_float_equal(raw[4 * 2], 64.0, 0);
     assert_float_equal(raw[4 * 2 + 1], 304.0, 0);
     assert_true(isnan(raw[2 * 2]));
-    /* a has no power at all, c no temperature: their windows are kept out,
-     * as is b/1's */
+    /* a has no power at all, c (no other GPU) no temperature: their windows
+     * are kept out; b/1 is lost for its first 6 steps */
     prometheus_fleet_fill(&spec, &f);
     const float *b0 = prometheus_fleet_rows(&f, &spec, 1);
     assert_true(isnan(raw[2 * 2])); /* the answer stays as it was */
-    assert_int_equal(f.unusable, 3);
+    assert_int_equal(f.unusable, 2);
+    assert_int_equal(f.lost, 1);
     assert_false(f.series[0].usable);
     assert_true(f.series[1].usable);
     assert_false(f.series[2].usable);
     assert_false(f.series[3].usable);
+    assert_int_equal(f.series[2].lost.steps, 6);
+    assert_int_equal(f.series[2].lost.ago, 2); /* its last step, 1420, has no sample again */
+    assert_int_equal(f.series[0].lost.steps + f.series[1].lost.steps + f.series[3].lost.steps, 0);
+    char said[160];
+    prometheus_silence_describe(&f.series[2].lost, spec.step, said, sizeof(said));
+    assert_string_equal(said, "telemetry lost: nothing for 6m until 2m ago while the node's "
+                              "other GPUs reported");
     assert_float_equal(b0[2 * 2], 61.0, 0); /* filled with the value before */
     assert_float_equal(b0[3 * 2], 61.0, 0);
     assert_int_equal(f.filled, 2);
