@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "options.h"
 #include "default_model.h"
+#include "deploy_check.h"
 #include "feature_spec.h"
 #include "prometheus.h"
 #include "random.h"
@@ -45,7 +46,9 @@ static const struct cli_help help = {
 };
 
 #define MAX_INCIDENTS 100000
-#define MAX_WINDOWS 200000 /* 240 MB of a 30 x 10 model's windows */
+/* 432 MB of the built-in model's 30 x 18 windows; a larger model's stop
+ * where medic model check's cap on the file would */
+#define MAX_WINDOWS 200000
 #define MAX_ACTIONS 16
 
 struct incident {
@@ -92,7 +95,8 @@ static int append(struct dataset *d, const struct prometheus_window *w, size_t s
                   int64_t end, int label, const char *source)
 {
     size_t cells = d->spec->window * d->spec->count;
-    if (d->count == MAX_WINDOWS)
+    if (d->count == MAX_WINDOWS || (d->count + 1) * cells * sizeof(float) >
+                                       DEPLOY_DATASET_MAX_FILE - DEPLOY_DATASET_MAX_HEADER)
         return MEDIC_E_LIMIT;
     if (d->count == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 256;
@@ -247,9 +251,14 @@ static int write_dataset(struct dataset *d, const struct dataset_options *o, con
         {"labels", lshape, 1, d->labels},
         {"windows", wshape, 3, d->windows},
     };
-    int rc = samples
-                 ? safetensors_write(o->out, tensors, 2, meta, sizeof(meta) / sizeof(meta[0]), err)
-                 : medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
+    /* the header holds the samples: one medic model check could not read is refused */
+    int rc = !samples ? medic_error_set(err, MEDIC_E_NOMEM, "out of memory")
+             : strlen(samples) + strlen(features ? features : "") + 4096 > DEPLOY_DATASET_MAX_HEADER
+                 ? medic_error_set(err, MEDIC_E_LIMIT,
+                                   "the windows' list is longer than a dataset's header may be "
+                                   "(%zu MiB): narrow --since and --until, or lower --negatives",
+                                   DEPLOY_DATASET_MAX_HEADER >> 20)
+                 : safetensors_write(o->out, tensors, 2, meta, sizeof(meta) / sizeof(meta[0]), err);
     free(samples);
     return rc;
 }
@@ -377,8 +386,9 @@ int medic_cmd_model_dataset(int argc, char **argv)
     else
         fprintf(stderr, "medic model dataset: %s\n",
                 err.msg[0]            ? err.msg
-                : rc == MEDIC_E_LIMIT ? "more than 200000 windows: narrow --since and --until, "
-                                        "or lower --negatives"
+                : rc == MEDIC_E_LIMIT ? "more windows than a dataset file holds (200000, or 1 "
+                                        "GiB of them): narrow --since and --until, or lower "
+                                        "--negatives"
                 : rc == MEDIC_E_NOMEM ? "out of memory"
                                       : "failed");
     if (reader)

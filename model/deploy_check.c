@@ -141,7 +141,8 @@ int deploy_dataset_load(const char *path, struct deploy_dataset *d, struct medic
 {
     memset(d, 0, sizeof(*d));
     struct safetensors file;
-    int rc = safetensors_load(path, &file, err);
+    int rc = safetensors_load_capped(path, DEPLOY_DATASET_MAX_FILE, DEPLOY_DATASET_MAX_HEADER,
+                                     &file, err);
     return rc ? rc : dataset_from(&file, d, err);
 }
 
@@ -150,7 +151,7 @@ int deploy_dataset_parse(unsigned char *bytes, size_t size, struct deploy_datase
 {
     memset(d, 0, sizeof(*d));
     struct safetensors file;
-    int rc = safetensors_parse(bytes, size, &file, err);
+    int rc = safetensors_parse_capped(bytes, size, DEPLOY_DATASET_MAX_HEADER, &file, err);
     return rc ? rc : dataset_from(&file, d, err);
 }
 

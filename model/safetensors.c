@@ -100,6 +100,12 @@ static int parse_tensor(const cJSON *item, struct safetensor *t, size_t data_siz
 int safetensors_parse(unsigned char *bytes, size_t size, struct safetensors *out,
                       struct medic_error *err)
 {
+    return safetensors_parse_capped(bytes, size, SAFETENSORS_MAX_HEADER, out, err);
+}
+
+int safetensors_parse_capped(unsigned char *bytes, size_t size, size_t max_header,
+                             struct safetensors *out, struct medic_error *err)
+{
     memset(out, 0, sizeof(*out));
     out->file = bytes;
     out->size = size;
@@ -112,11 +118,11 @@ int safetensors_parse(unsigned char *bytes, size_t size, struct safetensors *out
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | bytes[i];
-    if (n > SAFETENSORS_MAX_HEADER || n > size - 8 || n < 2) {
+    if (n > max_header || n > size - 8 || n < 2) {
         rc = medic_error_set(err, MEDIC_E_INVALID,
                              "not a safetensors file: its header length %llu does not fit the "
-                             "file (%zu bytes) or the 1 MiB cap",
-                             (unsigned long long)n, size);
+                             "file (%zu bytes) or the %zu MiB cap",
+                             (unsigned long long)n, size, max_header >> 20);
         goto out;
     }
     if (bytes[8] != '{') {
@@ -203,12 +209,18 @@ out:
 
 int safetensors_load(const char *path, struct safetensors *out, struct medic_error *err)
 {
+    return safetensors_load_capped(path, SAFETENSORS_MAX_FILE, SAFETENSORS_MAX_HEADER, out, err);
+}
+
+int safetensors_load_capped(const char *path, size_t max_file, size_t max_header,
+                            struct safetensors *out, struct medic_error *err)
+{
     char *bytes;
     size_t len;
-    int rc = medic_read_config_file(path, SAFETENSORS_MAX_FILE, &bytes, &len, err);
+    int rc = medic_read_config_file(path, max_file, &bytes, &len, err);
     if (rc)
         return rc;
-    rc = safetensors_parse((unsigned char *)bytes, len, out, err);
+    rc = safetensors_parse_capped((unsigned char *)bytes, len, max_header, out, err);
     if (rc)
         medic_error_prefix(err, path);
     return rc;

@@ -30,6 +30,12 @@
  * EVIDENCE): more of any must never lower a risk. */
 extern const char *const deploy_evidence[DEPLOY_EVIDENCE_MAX];
 
+/* The caps on a dataset file: its header lists every window (about 100
+ * bytes each), its windows are the model's window x features floats each;
+ * `medic model dataset` writes no file they refuse. */
+#define DEPLOY_DATASET_MAX_FILE ((size_t)1 << 30)
+#define DEPLOY_DATASET_MAX_HEADER ((size_t)64 << 20)
+
 struct deploy_dataset {
     struct feature_spec spec; /* the features the windows hold, raw */
     size_t count;             /* windows */

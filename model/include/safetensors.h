@@ -46,6 +46,13 @@ int safetensors_parse(unsigned char *bytes, size_t size, struct safetensors *out
                       struct medic_error *err);
 /* Reads and parses path. */
 int safetensors_load(const char *path, struct safetensors *out, struct medic_error *err);
+/* The same two with the caller's caps on the header's and the file's size
+ * in place of SAFETENSORS_MAX_HEADER and SAFETENSORS_MAX_FILE (a `medic
+ * model dataset` file's header lists every window). */
+int safetensors_parse_capped(unsigned char *bytes, size_t size, size_t max_header,
+                             struct safetensors *out, struct medic_error *err);
+int safetensors_load_capped(const char *path, size_t max_file, size_t max_header,
+                            struct safetensors *out, struct medic_error *err);
 void safetensors_release(struct safetensors *st);
 
 const struct safetensor *safetensors_find(const struct safetensors *st, const char *name);

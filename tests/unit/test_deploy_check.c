@@ -310,6 +310,64 @@ static void test_refused_files(void **state)
     model_release(&flat);
 }
 
+/* A dataset's header lists every window: 12,000 windows' list is more
+ * than the 1 MiB a model file's header may be, and medic model check reads
+ * it; the same file read as a model is refused at that cap. */
+static void test_large_header(void **state)
+{
+    (void)state;
+    struct model m;
+    struct medic_error err = {0};
+    assert_int_equal(model_load_builtin(&m, &err), 0);
+    struct feature_spec spec;
+    assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
+    enum { MANY = 12000 };
+    const size_t T = spec.window, D = spec.count;
+    float *w = calloc((size_t)MANY * T * D, sizeof(float)), *labels = calloc(MANY, sizeof(float));
+    char *samples = malloc((size_t)MANY * 128);
+    assert_non_null(w);
+    assert_non_null(labels);
+    assert_non_null(samples);
+    size_t len = (size_t)sprintf(samples, "[");
+    for (int i = 0; i < MANY; i++) {
+        labels[i] = i % 10 == 0;
+        len += (size_t)sprintf(samples + len,
+                               "%s{\"node\":\"gpu-node-%05d\",\"gpu\":\"%d\",\"end\":"
+                               "\"2026-11-01T00:%02d:00Z\",\"label\":%d,\"source\":\"drain "
+                               "after GPUFellOffBus\"}",
+                               i ? "," : "", i / 8, i % 8, i % 60, (int)labels[i]);
+    }
+    sprintf(samples + len, "]");
+    assert_true(len > SAFETENSORS_MAX_HEADER);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/large.safetensors", dir);
+    size_t wshape[3] = {MANY, T, D}, lshape[1] = {MANY};
+    const struct safetensors_out tensors[] = {{"labels", lshape, 1, labels},
+                                              {"windows", wshape, 3, w}};
+    const struct safetensors_meta meta[] = {
+        {"format", "medic-dataset"},
+        {"features", (char *)safetensors_meta(&m.file, "features")},
+        {"window", (char *)safetensors_meta(&m.file, "window")},
+        {"step", (char *)safetensors_meta(&m.file, "step")},
+        {"horizon", "3600s"},
+        {"samples", samples},
+    };
+    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, &err), 0);
+    struct deploy_dataset d;
+    assert_int_equal(deploy_dataset_load(path, &d, &err), 0);
+    assert_int_equal(d.count, MANY);
+    assert_int_equal(d.positives, MANY / 10);
+    assert_true(d.grouped);
+    deploy_dataset_release(&d);
+    struct model big;
+    assert_int_equal(model_load(path, &big, &err), MEDIC_E_INVALID);
+    assert_non_null(strstr(err.msg, "the 1 MiB cap"));
+    free(w);
+    free(labels);
+    free(samples);
+    model_release(&m);
+}
+
 int main(void)
 {
     assert_non_null(mkdtemp(dir));
@@ -317,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_statistics),
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_refused_files),
+        cmocka_unit_test(test_large_header),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
