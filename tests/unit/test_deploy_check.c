@@ -69,6 +69,28 @@ static int descending(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+/* Writes count windows of m's features, their labels and the samples'
+ * list as `medic model dataset` does. */
+static void write_windows(const char *path, const struct model *m, size_t count, float *w,
+                          float *labels, char *samples)
+{
+    struct feature_spec spec;
+    struct medic_error err = {0};
+    assert_int_equal(features_from_metadata(&m->file, m->D, &spec, &err), 0);
+    size_t wshape[3] = {count, spec.window, spec.count}, lshape[1] = {count};
+    const struct safetensors_out tensors[] = {{"labels", lshape, 1, labels},
+                                              {"windows", wshape, 3, w}};
+    const struct safetensors_meta meta[] = {
+        {"format", "medic-dataset"},
+        {"features", (char *)safetensors_meta(&m->file, "features")},
+        {"window", (char *)safetensors_meta(&m->file, "window")},
+        {"step", (char *)safetensors_meta(&m->file, "step")},
+        {"horizon", "3600s"},
+        {"samples", samples},
+    };
+    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, &err), 0);
+}
+
 /* Writes a dataset of WINDOWS noisy windows of the built-in model's
  * features whose positives are the faults of the top ones by score (or
  * with score NULL, a dataset of the raw windows for scoring first), in
@@ -117,18 +139,7 @@ static const char *write_dataset(const char *name, const double *score, size_t f
     snprintf(samples + len, sizeof(samples) - len, "]");
     static char path[300];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    size_t wshape[3] = {WINDOWS, T, D}, lshape[1] = {WINDOWS};
-    const struct safetensors_out tensors[] = {{"labels", lshape, 1, labels},
-                                              {"windows", wshape, 3, w}};
-    const struct safetensors_meta meta[] = {
-        {"format", "medic-dataset"},
-        {"features", (char *)safetensors_meta(&m.file, "features")},
-        {"window", (char *)safetensors_meta(&m.file, "window")},
-        {"step", (char *)safetensors_meta(&m.file, "step")},
-        {"horizon", "3600s"},
-        {"samples", samples},
-    };
-    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, &err), 0);
+    write_windows(path, &m, WINDOWS, w, labels, samples);
     free(w);
     model_release(&m);
     return path;
@@ -341,18 +352,7 @@ static void test_large_header(void **state)
     assert_true(len > SAFETENSORS_MAX_HEADER);
     char path[300];
     snprintf(path, sizeof(path), "%s/large.safetensors", dir);
-    size_t wshape[3] = {MANY, T, D}, lshape[1] = {MANY};
-    const struct safetensors_out tensors[] = {{"labels", lshape, 1, labels},
-                                              {"windows", wshape, 3, w}};
-    const struct safetensors_meta meta[] = {
-        {"format", "medic-dataset"},
-        {"features", (char *)safetensors_meta(&m.file, "features")},
-        {"window", (char *)safetensors_meta(&m.file, "window")},
-        {"step", (char *)safetensors_meta(&m.file, "step")},
-        {"horizon", "3600s"},
-        {"samples", samples},
-    };
-    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, &err), 0);
+    write_windows(path, &m, MANY, w, labels, samples);
     struct deploy_dataset d;
     assert_int_equal(deploy_dataset_load(path, &d, &err), 0);
     assert_int_equal(d.count, MANY);
