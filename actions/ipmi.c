@@ -58,25 +58,32 @@ int ipmi_workaround_flags(const char *const *names, size_t count, int lan_2_0, u
     return 0;
 }
 
+/* resend: FreeIPMI resends a request unanswered after the retransmission
+ * timeout, with new sequence numbers, so a BMC cannot tell the copy from a
+ * second command. Reads are resent; a session that carries a command that
+ * changes the chassis is opened with resend 0: its retransmission timeout
+ * exceeds its session timeout, so the command goes out once and its reply
+ * is awaited for the whole session timeout. */
 static ipmi_ctx_t open_session(const struct ipmi_target *t, const struct ipmi_options *o,
-                               char *detail, size_t size)
+                               int resend, char *detail, size_t size)
 {
     ipmi_ctx_t ctx = ipmi_ctx_create();
     if (!ctx) {
         snprintf(detail, size, "cannot create an IPMI context");
         return NULL;
     }
+    unsigned int retransmission = resend ? o->retransmission_timeout_ms : o->session_timeout_ms - 1;
     int rc;
     if (t->lan_2_0)
         rc = ipmi_ctx_open_outofband_2_0(ctx, t->address, t->username, t->password, NULL, 0,
                                          IPMI_PRIVILEGE_LEVEL_ADMIN, (uint8_t)t->cipher_suite,
-                                         o->session_timeout_ms, o->retransmission_timeout_ms,
-                                         t->workarounds, IPMI_FLAGS_DEFAULT);
+                                         o->session_timeout_ms, retransmission, t->workarounds,
+                                         IPMI_FLAGS_DEFAULT);
     else
         rc = ipmi_ctx_open_outofband(ctx, t->address, t->username, t->password,
                                      IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIVILEGE_LEVEL_ADMIN,
-                                     o->session_timeout_ms, o->retransmission_timeout_ms,
-                                     t->workarounds, IPMI_FLAGS_DEFAULT);
+                                     o->session_timeout_ms, retransmission, t->workarounds,
+                                     IPMI_FLAGS_DEFAULT);
     if (rc < 0) {
         /* the BMC's error, never the password */
         snprintf(detail, size, "cannot open a session with BMC %s: %s", t->address,
@@ -110,13 +117,23 @@ static int read_power(ipmi_ctx_t ctx, char *detail, size_t size)
     return r;
 }
 
-static int chassis_control(ipmi_ctx_t ctx, uint8_t command, char *detail, size_t size)
+/* Sends one chassis control command on a session of its own that never
+ * resends it (open_session). Opening that session sends nothing that
+ * changes the chassis, so it is tried up to three times. -1 with why. */
+static int chassis_control(const struct ipmi_target *t, const struct ipmi_options *o,
+                           uint8_t command, char *why, size_t size)
 {
+    ipmi_ctx_t ctx = NULL;
+    for (int attempt = 0; attempt < 3 && !ctx; attempt++)
+        ctx = open_session(t, o, 0, why, size);
+    if (!ctx)
+        return -1;
     fiid_obj_t rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
     int rc = rs ? ipmi_cmd_chassis_control(ctx, command, rs) : -1;
     if (rc < 0)
-        snprintf(detail, size, "%s", ipmi_ctx_errormsg(ctx));
+        snprintf(why, size, "%s", ipmi_ctx_errormsg(ctx));
     fiid_obj_destroy(rs);
+    close_session(ctx);
     return rc;
 }
 
@@ -128,7 +145,7 @@ int ipmi_power_state(const struct ipmi_target *t, const struct ipmi_options *o, 
         ipmi_options_default(&defaults);
         o = &defaults;
     }
-    ipmi_ctx_t ctx = open_session(t, o, detail, size);
+    ipmi_ctx_t ctx = open_session(t, o, 1, detail, size);
     if (!ctx)
         return -1;
     int r = read_power(ctx, detail, size);
@@ -143,7 +160,7 @@ static int64_t wait_for(ipmi_ctx_t *ctx, const struct ipmi_target *t, const stru
 {
     while (medic_time_monotonic() < deadline) {
         if (!*ctx)
-            *ctx = open_session(t, o, detail, size);
+            *ctx = open_session(t, o, 1, detail, size);
         int on = *ctx ? read_power(*ctx, detail, size) : -1;
         if (on < 0 && *ctx) {
             close_session(*ctx); /* a BMC may drop sessions across a power change */
@@ -165,7 +182,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
         o = &defaults;
     }
     char why[256] = "";
-    ipmi_ctx_t ctx = open_session(t, o, detail, size);
+    ipmi_ctx_t ctx = open_session(t, o, 1, detail, size);
     if (!ctx)
         return strstr(detail, "timeout") || strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT
                                                                         : MEDIC_OUTCOME_FAILED;
@@ -188,7 +205,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
             close_session(ctx);
             return MEDIC_OUTCOME_FAILED;
         }
-        if (chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_UP, why, sizeof(why)) < 0 &&
+        if (chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_UP, why, sizeof(why)) < 0 &&
             wait_for(&ctx, t, o, 1, start, start + 5 * MEDIC_NS_PER_SEC, detail, size) < 0) {
             snprintf(detail, size, "the node was off; power on failed: %s", why);
             close_session(ctx);
@@ -204,7 +221,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
         close_session(ctx);
         return on_ms < 0 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_SUCCEEDED;
     }
-    int sent = chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_CYCLE, why, sizeof(why)) >= 0;
+    int sent = chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_CYCLE, why, sizeof(why)) >= 0;
     /* sent or not, the power state is the truth: a lost reply is not resent */
     int64_t off_ms = wait_for(&ctx, t, o, 0, start, sent ? deadline : start + 10 * MEDIC_NS_PER_SEC,
                               detail, size);
@@ -222,10 +239,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
     if (on_ms < 0 && power_on) {
         /* it stayed off: power it on, as the policy says */
         char why_on[256] = "";
-        if (!ctx)
-            ctx = open_session(t, o, detail, size);
-        if (ctx)
-            chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_UP, why_on, sizeof(why_on));
+        chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_UP, why_on, sizeof(why_on));
         on_ms = wait_for(&ctx, t, o, 1, medic_time_monotonic(),
                          medic_time_monotonic() + 30 * MEDIC_NS_PER_SEC, detail, size);
         if (on_ms >= 0)

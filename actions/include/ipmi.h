@@ -2,8 +2,11 @@
 /* Power cycles through a BMC with libfreeipmi, out of band (RMCP+ /
  * LAN_2_0, or IPMI 1.5 / LAN), with bounded session timeouts, and confirms
  * through the chassis status that the node went down and came back. A
- * command whose reply was lost is never sent again blindly: the power state
- * says whether it happened. */
+ * command that changes the chassis goes out on a session of its own that
+ * does not resend it (a resent request is a second command to a BMC); only
+ * a BMC silent for the whole session timeout gets one copy, sent by
+ * FreeIPMI as it gives up. A command whose reply was lost is never sent
+ * again by medic: the power state says whether it happened. */
 #ifndef MEDIC_ACTIONS_IPMI_H
 #define MEDIC_ACTIONS_IPMI_H
 

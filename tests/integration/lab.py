@@ -479,7 +479,9 @@ class IpmiBmc:
     keeps the power state in DIR/power and appends every change to
     DIR/power.log ("<time> set power 0"), which is how a test sees what was
     done. ipmi_sim's own power cycle turns power off, then on about a second
-    later."""
+    later. reply_delay: seconds the hook takes to answer a power change (a
+    slow BMC: the command's reply comes after the client's retransmission
+    timeout)."""
 
     HOOK = """#!/bin/sh
 dir=$1; shift; op=$1; shift
@@ -498,6 +500,7 @@ set)
     echo "$(date +%s.%N) set $p $v" >>"$dir/power.log"
     case $p in
       power) echo "$v" >"$dir/power"
+             if [ -f "$dir/reply-delay" ]; then sleep "$(cat "$dir/reply-delay")"; fi
              # the node itself goes down and boots (IpmiBmc.boots)
              if [ -x "$dir/on-power" ]; then "$dir/on-power" "$v" >>"$dir/on-power.log" 2>&1; fi ;;
       identify) [ $# -ge 1 ] && shift ;;
@@ -508,7 +511,8 @@ esac
 exit 0
 """
 
-    def __init__(self, workdir, name, user="admin", password="secret", power=1):
+    def __init__(self, workdir, name, user="admin", password="secret", power=1,
+                 reply_delay=None):
         self.binary = require_binary("ipmi_sim")
         self.dir = os.path.join(workdir, "bmc-" + name)
         os.makedirs(os.path.join(self.dir, "state"), exist_ok=True)
@@ -522,6 +526,9 @@ exit 0
         with open(os.path.join(self.dir, "power"), "w") as f:
             f.write(f"{power}\n")
         open(os.path.join(self.dir, "power.log"), "w").close()
+        if reply_delay:
+            with open(os.path.join(self.dir, "reply-delay"), "w") as f:
+                f.write(f"{reply_delay}\n")
         auths = "none md2 md5 straight"
         with open(os.path.join(self.dir, "lan.conf"), "w") as f:
             f.write(f'name "{name}"\nset_working_mc 0x20\n  startlan 1\n'

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """ipmi_power_cycle through libfreeipmi over RMCP+ against ipmi_sim BMCs on
 127.0.0.1: a cycle that shows in the BMC's power log and is confirmed by the
-chassis status, a node found off powered on, a wrong password failing fast
+chassis status, a node found off powered on, a slow BMC sent the
+power cycle once, a wrong password failing fast
 and clearly, an unreachable BMC failing in bounded time, four nodes at
 once; intents and outcomes audited, secrets nowhere in the log."""
 
@@ -92,6 +93,32 @@ def test_off_node_is_powered_on(suite):
     assert lab["gpu-node-02"].log() == [["set", "power", "1"]]
 
 
+def test_slow_bmc_gets_one_command(suite):
+    """A BMC that answers a power change after medic's retransmission
+    timeout (500 ms) but within the session's (3 s): the power cycle reaches
+    it once. Reads may be resent; the command that changes the chassis is
+    not (FreeIPMI resends with new sequence numbers, which a BMC cannot tell
+    from a second command). A BMC silent for the whole session timeout gets
+    at most one copy, which FreeIPMI sends as it gives up, and the power
+    state still decides the outcome."""
+    lab = bmcs(suite, "gpu-node-05", reply_delay=1.2)
+    medic = start_lab(suite, "slow", lab)
+    medic.post("/webhook", payload("gpu-node-05", time.time()), headers=AUTH)
+    done = wait_until("the outcome", lambda: outcomes(medic), timeout=60)
+    assert done[0]["result"] == "succeeded", done
+    log = lab["gpu-node-05"].log()
+    assert log == [["set", "power", "0"], ["set", "power", "1"]], log
+    assert lab["gpu-node-05"].power() == 1
+    silent = bmcs(suite, "gpu-node-06", reply_delay=4)
+    medic = start_lab(suite, "silent", silent)
+    medic.post("/webhook", payload("gpu-node-06", time.time()), headers=AUTH)
+    done = wait_until("the outcome", lambda: outcomes(medic), timeout=90)
+    assert done[0]["result"] == "succeeded" and "the reply was lost" in done[0]["detail"], done
+    log = silent["gpu-node-06"].log()
+    assert log.count(["set", "power", "0"]) in (1, 2) and log[-1] == ["set", "power", "1"], log
+    assert silent["gpu-node-06"].power() == 1
+
+
 def test_wrong_password_and_unreachable(suite):
     lab = bmcs(suite, "gpu-node-03", "gpu-node-04")
     medic = start_lab(suite, "failures", lab, passwords={"gpu-node-03": "bmc-wrong"})
@@ -132,6 +159,7 @@ if __name__ == "__main__":
     Suite(__doc__).run([
         test_power_cycle_confirmed,
         test_off_node_is_powered_on,
+        test_slow_bmc_gets_one_command,
         test_wrong_password_and_unreachable,
         test_four_nodes_at_once,
     ])
