@@ -253,12 +253,13 @@ static int write_dataset(struct dataset *d, const struct dataset_options *o, con
     };
     /* the header holds the samples: one medic model check could not read is refused */
     int rc = !samples ? medic_error_set(err, MEDIC_E_NOMEM, "out of memory")
-             : strlen(samples) + strlen(features ? features : "") + 4096 > DEPLOY_DATASET_MAX_HEADER
-                 ? medic_error_set(err, MEDIC_E_LIMIT,
-                                   "the windows' list is longer than a dataset's header may be "
-                                   "(%zu MiB): narrow --since and --until, or lower --negatives",
-                                   DEPLOY_DATASET_MAX_HEADER >> 20)
-                 : safetensors_write(o->out, tensors, 2, meta, sizeof(meta) / sizeof(meta[0]), err);
+                      : safetensors_write(o->out, tensors, 2, meta, sizeof(meta) / sizeof(meta[0]),
+                                          DEPLOY_DATASET_MAX_HEADER, err);
+    if (rc == MEDIC_E_LIMIT)
+        medic_error_set(err, MEDIC_E_LIMIT,
+                        "the windows' list is longer than a dataset's header may be (%zu MiB): "
+                        "narrow --since and --until, or lower --negatives",
+                        DEPLOY_DATASET_MAX_HEADER >> 20);
     free(samples);
     return rc;
 }

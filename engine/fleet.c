@@ -18,8 +18,7 @@ struct fleet_risk {
     char node[128];
     char gpu[32];
     float risk;
-    struct prometheus_silence lost; /* with steps: the GPU is lost, */
-    long long lost_seconds;         /* for this long */
+    struct prometheus_silence lost; /* with steps: the GPU is lost */
     float last[FEATURES_MAX];       /* the window's latest raw values */
 };
 
@@ -29,6 +28,7 @@ struct published {
     size_t count;
     struct medic_map by_key; /* "node\037gpu" -> index + 1; "node\037" -> its worst GPU's */
     int64_t window_end;
+    int64_t step;        /* the windows' step (ns) */
     char model_hash[65]; /* the model that scored them */
 };
 
@@ -68,9 +68,10 @@ static void published_release(struct published *p)
  * current ones of the window a step earlier are kept for alerts of that
  * window. NULL drops both. */
 static void publish(struct engine_fleet *f, struct fleet_risk *risks, size_t count,
-                    int64_t window_end, const char *model_hash)
+                    int64_t window_end, int64_t step, const char *model_hash)
 {
-    struct published next = {.risks = risks, .count = count, .window_end = window_end};
+    struct published next = {
+        .risks = risks, .count = count, .window_end = window_end, .step = step};
     snprintf(next.model_hash, sizeof(next.model_hash), "%s", model_hash ? model_hash : "");
     for (size_t i = 0; i < count; i++) {
         char key[sizeof(risks[i].node) + sizeof(risks[i].gpu) + 1];
@@ -181,7 +182,7 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
         medic_mutex_lock(&f->lock);
         prometheus_fleet_release(&f->previous);
         medic_mutex_unlock(&f->lock);
-        publish(f, NULL, 0, 0, NULL);
+        publish(f, NULL, 0, 0, 0, NULL);
         atomic_fetch_add(&f->cycle_failures, 1);
         medic_log_warn("fleet scoring: no risks this cycle", "error", err.msg, NULL);
         return;
@@ -198,14 +199,13 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
             snprintf(r->gpu, sizeof(r->gpu), "%s", fleet.series[i].gpu);
             r->risk = risk[i];
             r->lost = fleet.series[i].lost;
-            r->lost_seconds = r->lost.steps * c->features.step / MEDIC_NS_PER_SEC;
             memcpy(r->last,
                    prometheus_fleet_rows(&fleet, &c->features, i) +
                        (c->features.window - 1) * c->features.count,
                    c->features.count * sizeof(float));
         }
     free(risk);
-    publish(f, risks, count, now / step * step, c->model.hash);
+    publish(f, risks, count, now / step * step, step, c->model.hash);
     if (fleet.unusable)
         medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);
     atomic_fetch_add(&f->gpu_failures, fleet.count - count);
@@ -260,7 +260,7 @@ static void *fleet_main(void *arg)
         if (on)
             cycle(f, c, at);
         else
-            publish(f, NULL, 0, 0, NULL);
+            publish(f, NULL, 0, 0, 0, NULL);
         medic_config_unref(c);
         int64_t due = started + interval;
         /* A cycle more often than the model's step also runs ahead of each
@@ -413,7 +413,8 @@ void engine_fleet_metrics(struct engine_fleet *f, struct medic_buf *b)
         engine_prometheus_label(b, r->node);
         medic_buf_puts(b, "\",gpu=\"");
         engine_prometheus_label(b, r->gpu);
-        medic_buf_printf(b, "\"} %lld\n", r->lost_seconds);
+        medic_buf_printf(b, "\"} %lld\n",
+                         (long long)(r->lost.steps * f->current.step / MEDIC_NS_PER_SEC));
     }
     medic_mutex_unlock(&f->lock);
 }

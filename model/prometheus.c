@@ -232,9 +232,8 @@ static int fill_window(const struct feature_spec *spec, int whole_node, struct p
     for (size_t s = 0; s < w->count; s++) {
         if (ok[s])
             continue;
-        if (whole_node && usable && silent[s].steps)
-            w->lost[s] = silent[s];
-        else
+        w->lost[s] = prometheus__lost(silent[s], whole_node && usable);
+        if (!w->lost[s].steps)
             return prometheus__gap_error(spec, bad[s], at_start[s], w->gpu[s], err);
     }
     return 0;
@@ -308,6 +307,11 @@ struct prometheus_silence prometheus__silence(const struct feature_spec *spec, c
             longest = (struct prometheus_silence){(unsigned short)run, (unsigned short)(W - 1 - k)};
     }
     return longest;
+}
+
+struct prometheus_silence prometheus__lost(struct prometheus_silence silence, int node_reports)
+{
+    return node_reports ? silence : (struct prometheus_silence){0, 0};
 }
 
 void prometheus_silence_describe(const struct prometheus_silence *s, int64_t step, char *out,

@@ -200,8 +200,10 @@ void prometheus_fleet_fill(const struct feature_spec *spec, struct prometheus_fl
         struct prometheus_series *s = &f->series[i];
         if (s->usable)
             continue;
-        if (medic_map_get(&reporting, s->node) &&
-            (s->lost = prometheus__silence(spec, f->raw + i * spec->window * spec->count)).steps) {
+        s->lost =
+            prometheus__lost(prometheus__silence(spec, f->raw + i * spec->window * spec->count),
+                             medic_map_get(&reporting, s->node) != NULL);
+        if (s->lost.steps) {
             f->lost++;
             continue;
         }

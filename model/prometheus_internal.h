@@ -39,6 +39,12 @@ int prometheus__fill(const struct feature_spec *spec, float *row, size_t *filled
  * over a range go on for a while after), as a silence (steps 0 when no
  * run is longer than PROMETHEUS_MAX_GAP). */
 struct prometheus_silence prometheus__silence(const struct feature_spec *spec, const float *row);
+/* The lost-GPU rule, for both the node's and the fleet's fetch: a GPU
+ * whose window could not be filled is lost when another GPU of its node has
+ * a usable window (node_reports) and its own first feature is silent
+ * (silence: prometheus__silence of its raw row). Otherwise {0, 0}: its gap
+ * is an error, as a gap shared by the whole node says nothing of one GPU. */
+struct prometheus_silence prometheus__lost(struct prometheus_silence silence, int node_reports);
 /* The error for such a window: "feature F of gpu G: a gap in the window (...)". */
 int prometheus__gap_error(const struct feature_spec *spec, size_t d, int at_start, const char *gpu,
                           struct medic_error *err);

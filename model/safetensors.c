@@ -271,7 +271,7 @@ int safetensors_f32(const struct safetensors *st, const char *name, const size_t
 }
 
 int safetensors_write(const char *path, const struct safetensors_out *tensors, size_t count,
-                      const struct safetensors_meta *meta, size_t meta_count,
+                      const struct safetensors_meta *meta, size_t meta_count, size_t max_header,
                       struct medic_error *err)
 {
     cJSON *header = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(header, "__metadata__");
@@ -299,6 +299,11 @@ int safetensors_write(const char *path, const struct safetensors_out *tensors, s
     if (!text)
         return medic_error_set(err, MEDIC_E_NOMEM, "out of memory");
     size_t len = strlen(text), padded = len + (8 - (8 + len) % 8) % 8;
+    if (max_header && padded > max_header) {
+        free(text);
+        return medic_error_set(err, MEDIC_E_LIMIT, "%s: a header of %zu bytes, over %zu", path,
+                               padded, max_header);
+    }
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
         free(text);

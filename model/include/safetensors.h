@@ -73,9 +73,12 @@ struct safetensors_out {
 
 /* Writes a safetensors file (through path.tmp, renamed into place): the
  * tensors in the order given (give them sorted by name, as PyTorch's
- * writer does) and the metadata strings. */
+ * writer does) and the metadata strings. max_header: the most bytes the
+ * JSON header may take, as the reader's cap (safetensors_parse_capped)
+ * counts them, escapes and padding included; 0 for no cap. A longer one
+ * is MEDIC_E_LIMIT and writes nothing. */
 int safetensors_write(const char *path, const struct safetensors_out *tensors, size_t count,
-                      const struct safetensors_meta *meta, size_t meta_count,
+                      const struct safetensors_meta *meta, size_t meta_count, size_t max_header,
                       struct medic_error *err);
 
 #endif

@@ -34,7 +34,16 @@ def rule_score(x):
     ECC errors and row remaps climbing, PCIe replays, a double-bit error,
     heat (above 80 C, or rising fast), HW throttling over the window, and
     power or clock jitter. Written by hand from what the failure modes are
-    known to show, not fitted."""
+    known to show, not fitted. A value missing (a lost GPU's window) adds
+    nothing, as a rule over an absent series does not fire."""
+    score = _rule_score(x)
+    gone = ~np.isfinite(score)
+    if gone.any():
+        score[gone] = _rule_score(np.nan_to_num(x[gone], nan=0.0))
+    return score
+
+
+def _rule_score(x):
     last = x[:, -1, :]
 
     def c(v, scale):

@@ -43,14 +43,15 @@ def progress(label):
     return report
 
 
-def fleets(spec, label, sre=False):
+def fleets(spec, label, sre=False, keep_lost=False):
     """The windows of every fleet of spec; sre: with the SRE rule's score of
-    each (sre_rule.py), which only the evaluation needs."""
+    each (sre_rule.py), and keep_lost: with lost GPUs' windows, which only
+    the evaluation needs (no model trains on a window medic never scores)."""
     xs, ms = [], []
     for f in spec["fleets"]:
         x, m = windows.fleet_windows(f, f["nodes"], f["days"], spec["accel"], spec["pos_stride"],
                                      spec["neg_stride"], progress(f"{label} fleet {f['seed']}"),
-                                     sre)
+                                     sre, keep_lost)
         xs.append(x)
         ms.append(m)
     return np.concatenate(xs), np.concatenate(ms)
@@ -164,7 +165,7 @@ def cmd_evaluate(args):
     model, center, scale, meta = load_model(args.model)
     tests = {}
     for sim, spec in recipes.SIMULATORS.items():
-        tests[sim] = fleets(spec["held_out"], f"{sim} held-out", sre=True)
+        tests[sim] = fleets(spec["held_out"], f"{sim} held-out", sre=True, keep_lost=True)
         log(f"{sim}: {len(tests[sim][0])} held-out windows "
             f"({int(tests[sim][1]['label'].sum())} positive)")
 
@@ -200,7 +201,8 @@ def cmd_evaluate(args):
             recipes.SPREAD_SEEDS, train_simulator(shipped, recipes.SPREAD_SEEDS)):
         seeds.append((seed, runs_of(shipped, s_model, s_center, s_scale, only=other)[0]))
     monotone = report.monotone_probe(
-        lambda w: fp.predict(model, ((w - center) / scale).astype(np.float32)), tests[other][0])
+        lambda w: fp.predict(model, ((w - center) / scale).astype(np.float32)),
+        tests[other][0][tests[other][1]["lost"] == 0])
     report.write(args.report, args.plot, args.model, meta, runs, tuned, calibration_of(meta),
                  monotone, seeds)
     log(f"wrote {args.report} and {args.plot}")
@@ -308,6 +310,21 @@ def cmd_smoke(args):
     print(f"smoke: the SRE rule's average precision {sre_ap:.3f}")
     if not np.isfinite(m["sre"]).all() or sre_ap <= base:
         sys.exit("smoke: the SRE rule tells nothing (average precision at or below the base rate)")
+    # a lost GPU's windows: a silence counted as medic counts it
+    first = np.random.default_rng(1).normal(size=300)
+    for a, b in ((20, 27), (60, 66), (100, 105), (150, 260)):
+        first[a:b] = np.nan
+
+    def silent_at(e):
+        run = longest = 0
+        for v in first[max(e - windows.WINDOW + 1, 0):e + 1]:
+            run = run + 1 if np.isnan(v) else 0
+            longest = max(longest, run)
+        return longest > windows.MAX_GAP and not np.isnan(first[max(e - windows.WINDOW + 1, 0):
+                                                                 e + 1]).all()
+    want = np.array([silent_at(e) for e in range(len(first))])
+    if not (windows.silent_windows(first) == want).all() or not want.any():
+        sys.exit("smoke: the lost-GPU windows differ from medic's rule")
     # simulator C is kept for the final figures: only that it makes windows
     # of both kinds, nothing scored on it
     c = recipes.fleet("simulate_hazard", 7, 8, 7, "H100-SXM", 30)

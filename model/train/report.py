@@ -68,7 +68,9 @@ def measure(m, score):
 
 def score_run(trained, tested, m, x, score):
     """Every detector on one simulator's held-out windows: per setting and
-    over all of them."""
+    over all of them. score: the model's; a lost GPU's window (m["lost"])
+    gets medic's risk 1 (PROMETHEUS_LOST_RISK) instead."""
+    score = np.where(m["lost"] == 1, 1.0, score)
     detectors = {LSTM: score, RULE: evaluate.rule_score(x), SRE: m["sre"],
                  THRESHOLDS: evaluate.threshold_score(x)}
     per = {}
@@ -124,7 +126,16 @@ def _run_table(out, run):
         f"{ceiling(run['m']):.3f} on them. At the real fault rate (each healthy window "
         "weighed back to the windows it stands for) the PR-AUC over all of them is "
         + ", ".join(f"{run['all'][k]['ap_real']:.4f} for the {k}" for k in run["detectors"])
-        + ".\n")
+        + f". {lost_windows(run['m'])}\n")
+
+
+def lost_windows(m):
+    """What the windows of lost GPUs are, and how many."""
+    lost = m["lost"] == 1
+    return (f"{int(lost.sum())} of these windows ({int((lost & (m['label'] == 1)).sum())} "
+            "positive) are of a lost GPU (its temperature silent for more than 5 steps while "
+            "another GPU of its node reported): medic gives those risk 1, the rules score "
+            "what is there.")
 
 
 def closure(run, bar):

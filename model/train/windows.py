@@ -7,7 +7,11 @@ each step the features evaluated from the GPU's raw scrapes at that minute
 as Prometheus would (features.evaluate). It is positive when a hardware
 fault takes that GPU out within HORIZON minutes after e (a GPU fault for
 its GPU, a node fault for all of them). A window medic would score as
-unknown (a gap longer than it fills, no data at its start) is left out.
+unknown (a gap longer than it fills, no data at its start) is left out,
+but for a lost GPU's: one whose first feature is silent for more than
+MAX_GAP steps in the window while another GPU of its node has a usable
+window, which medic scores 1 (PROMETHEUS_LOST_RISK). Those are kept where
+asked for (keep_lost, for an evaluation), marked `lost`, gaps and all.
 Positives are taken every pos_stride minutes before each fault, negatives
 every neg_stride minutes (random phase) on healthy GPUs. Each window has a
 weight: how many windows of a fleet scored every minute, at the real fault
@@ -42,7 +46,7 @@ MAX_GAP = 5  # steps medic fills with the previous value (PROMETHEUS_MAX_GAP)
 # the features only)
 META_DTYPE = [("fleet", "i4"), ("node", "i4"), ("gpu", "i4"), ("end", "i8"), ("label", "i1"),
               ("lead", "i4"), ("cls", "U12"), ("build_up", "i4"), ("weight", "f8"),
-              ("sre", "f8")]
+              ("sre", "f8"), ("lost", "i1")]
 
 
 def fill_gaps(x):
@@ -65,13 +69,35 @@ def fill_gaps(x):
 
 def node_features(gpus, minutes):
     """[GPUs, minutes, len(features.FEATURES)] float32 on the 60 s grid, gaps
-    filled as medic fills them."""
+    filled as medic fills them; and [GPUs, minutes] bool: silent_windows of
+    each GPU."""
     t = np.arange(minutes) * float(STEP_S)
-    return np.stack([fill_gaps(x) for x in features.evaluate_node(gpus, t)]).astype(np.float32)
+    raw = features.evaluate_node(gpus, t)
+    silent = np.stack([silent_windows(x[:, 0]) for x in raw])
+    return np.stack([fill_gaps(x) for x in raw]).astype(np.float32), silent
+
+
+def silent_windows(first):
+    """For a GPU's first feature (raw: gaps not filled) over [minutes]:
+    whether the window ending at each minute holds a silence of it (more
+    than MAX_GAP steps in a row without it, counted from the window's
+    start, as prometheus__silence counts) and a value of it (else
+    Prometheus returns no series of the GPU at all). A GPU is lost in such
+    a window when another GPU of its node has a usable window."""
+    minutes = len(first)
+    run = np.zeros(minutes, int)  # missing steps in a row, ending at each minute
+    for k in np.flatnonzero(np.isnan(first)):
+        run[k] = (run[k - 1] if k else 0) + 1
+    # a run longer than MAX_GAP inside the window ending at e ends at a
+    # minute k of it with k >= e - WINDOW + 1 + MAX_GAP
+    ends = (run > MAX_GAP).astype(int)
+    seen = (~np.isnan(first)).astype(int)
+    return ((np.convolve(ends, np.ones(WINDOW - MAX_GAP, int))[:minutes] > 0)
+            & (np.convolve(seen, np.ones(WINDOW, int))[:minutes] > 0))
 
 
 def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=None,
-                  sre=False):
+                  sre=False, keep_lost=False):
     xs, meta = [], []
     seed = setting["seed"]
     rng = np.random.default_rng(seed + 7919)
@@ -79,12 +105,15 @@ def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=
     kernel = np.ones(WINDOW, int)
     sim = SIMULATORS[setting.get("simulator", "simulate")]
     for n, gpus, faults, down in sim.simulate_fleet(setting, nodes, days, accel):
-        x = node_features(gpus, T)
+        x, silent = node_features(gpus, T)
         rule = sre_rule.node_scores(gpus, T) if sre else np.full((GPUS, T), np.nan)
         usable = np.zeros((GPUS, T), bool)  # every step of the window has values
         for g in range(GPUS):
             whole = (~np.isnan(x[g]).any(axis=1)).astype(int)
             usable[g, WINDOW - 1:] = np.convolve(whole, kernel, "valid") == WINDOW
+        lost = silent & ~usable & usable.any(axis=0) if keep_lost else np.zeros_like(usable)
+        lost[:, :WINDOW - 1] = False
+        kept = usable | lost
         soon = np.zeros((GPUS, T), bool)  # a fault within HORIZON
         for start, cls, gpu, lead in faults:
             rows = slice(None) if gpu < 0 else slice(gpu, gpu + 1)
@@ -93,14 +122,16 @@ def fleet_windows(setting, nodes, days, accel, pos_stride, neg_stride, progress=
                 if e < WINDOW - 1:
                     continue
                 for g in (range(GPUS) if gpu < 0 else [gpu]):
-                    if usable[g, e]:
+                    if kept[g, e]:
                         xs.append(x[g, e - WINDOW + 1:e + 1])
-                        meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride, rule[g, e]))
+                        meta.append((seed, n, g, e, 1, start - e, cls, lead, pos_stride, rule[g, e],
+                                     lost[g, e]))
         for g in range(GPUS):
             for e in range(WINDOW - 1 + int(rng.integers(neg_stride)), T, neg_stride):
-                if usable[g, e] and not soon[g, e] and not down[e]:
+                if kept[g, e] and not soon[g, e] and not down[e]:
                     xs.append(x[g, e - WINDOW + 1:e + 1])
-                    meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel, rule[g, e]))
+                    meta.append((seed, n, g, e, 0, 0, "", 0, neg_stride * accel, rule[g, e],
+                                 lost[g, e]))
         if progress:
             progress(n + 1, nodes)
     return np.stack(xs).astype(np.float32), np.array(meta, dtype=META_DTYPE)

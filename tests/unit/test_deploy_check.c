@@ -88,7 +88,7 @@ static void write_windows(const char *path, const struct model *m, size_t count,
         {"horizon", "3600s"},
         {"samples", samples},
     };
-    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, &err), 0);
+    assert_int_equal(safetensors_write(path, tensors, 2, meta, 6, 0, &err), 0);
 }
 
 /* Writes a dataset of WINDOWS noisy windows of the built-in model's
@@ -175,7 +175,7 @@ static void load_reversed(struct model *out)
     }
     char path[300];
     snprintf(path, sizeof(path), "%s/reversed.safetensors", dir);
-    assert_int_equal(safetensors_write(path, tensors, st->count, st->meta, st->meta_count, &err),
+    assert_int_equal(safetensors_write(path, tensors, st->count, st->meta, st->meta_count, 0, &err),
                      0);
     for (size_t i = 0; i < st->count; i++)
         free(copies[i]);
