@@ -58,32 +58,44 @@ int ipmi_workaround_flags(const char *const *names, size_t count, int lan_2_0, u
     return 0;
 }
 
-/* resend: FreeIPMI resends a request unanswered after the retransmission
- * timeout, with new sequence numbers, so a BMC cannot tell the copy from a
- * second command. Reads are resent; a session that carries a command that
- * changes the chassis is opened with resend 0: its retransmission timeout
- * exceeds its session timeout, so the command goes out once and its reply
- * is awaited for the whole session timeout. */
+/* How a session resends. FreeIPMI resends a request unanswered after the
+ * retransmission timeout, with new sequence numbers, so a BMC cannot tell
+ * the copy from a second command; and it sends one more as the session
+ * timeout runs out. */
+enum session_kind {
+    SESSION_READS,   /* resent after retransmission_timeout_ms */
+    SESSION_COMMAND, /* a command that changes the chassis: retransmission
+                      * just under the session timeout, so it goes out once,
+                      * and once more only when the BMC stays silent */
+    SESSION_PATIENT, /* for a BMC whose session needs a resend while it opens
+                      * (ipmi_sim's IPMI 1.5 gets its first answer wrong):
+                      * resent after session_timeout_ms, given up after twice
+                      * that; the command may go out three times to a BMC
+                      * silent that long */
+};
+
 static ipmi_ctx_t open_session(const struct ipmi_target *t, const struct ipmi_options *o,
-                               int resend, char *detail, size_t size)
+                               enum session_kind kind, char *detail, size_t size)
 {
     ipmi_ctx_t ctx = ipmi_ctx_create();
     if (!ctx) {
         snprintf(detail, size, "cannot create an IPMI context");
         return NULL;
     }
-    unsigned int retransmission = resend ? o->retransmission_timeout_ms : o->session_timeout_ms - 1;
+    unsigned int session =
+        kind == SESSION_PATIENT ? 2 * o->session_timeout_ms : o->session_timeout_ms;
+    unsigned int retransmission = kind == SESSION_READS     ? o->retransmission_timeout_ms
+                                  : kind == SESSION_COMMAND ? o->session_timeout_ms - 1
+                                                            : o->session_timeout_ms;
     int rc;
     if (t->lan_2_0)
-        rc = ipmi_ctx_open_outofband_2_0(ctx, t->address, t->username, t->password, NULL, 0,
-                                         IPMI_PRIVILEGE_LEVEL_ADMIN, (uint8_t)t->cipher_suite,
-                                         o->session_timeout_ms, retransmission, t->workarounds,
-                                         IPMI_FLAGS_DEFAULT);
+        rc = ipmi_ctx_open_outofband_2_0(
+            ctx, t->address, t->username, t->password, NULL, 0, IPMI_PRIVILEGE_LEVEL_ADMIN,
+            (uint8_t)t->cipher_suite, session, retransmission, t->workarounds, IPMI_FLAGS_DEFAULT);
     else
         rc = ipmi_ctx_open_outofband(ctx, t->address, t->username, t->password,
                                      IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIVILEGE_LEVEL_ADMIN,
-                                     o->session_timeout_ms, retransmission, t->workarounds,
-                                     IPMI_FLAGS_DEFAULT);
+                                     session, retransmission, t->workarounds, IPMI_FLAGS_DEFAULT);
     if (rc < 0) {
         /* the BMC's error, never the password */
         snprintf(detail, size, "cannot open a session with BMC %s: %s", t->address,
@@ -117,17 +129,22 @@ static int read_power(ipmi_ctx_t ctx, char *detail, size_t size)
     return r;
 }
 
-/* Sends one chassis control command on a session of its own that never
- * resends it (open_session). Opening that session sends nothing that
- * changes the chassis, so it is tried up to three times. -1 with why. */
+/* Sends one chassis control command on a session of its own that does not
+ * resend it while the BMC may still answer (SESSION_COMMAND); a BMC whose
+ * session cannot be opened so gets a SESSION_PATIENT one. Opening a session
+ * sends nothing that changes the chassis. -1 with why. */
 static int chassis_control(const struct ipmi_target *t, const struct ipmi_options *o,
                            uint8_t command, char *why, size_t size)
 {
-    ipmi_ctx_t ctx = NULL;
-    for (int attempt = 0; attempt < 3 && !ctx; attempt++)
-        ctx = open_session(t, o, 0, why, size);
+    ipmi_ctx_t ctx = open_session(t, o, SESSION_COMMAND, why, size);
+    if (!ctx)
+        ctx = open_session(t, o, SESSION_PATIENT, why, size);
     if (!ctx)
         return -1;
+    /* FreeIPMI's session timeout counts from the last answer, its copy's
+     * from the send: a pause between them lets it give up right after the
+     * one copy, rather than wait again */
+    usleep(20 * 1000);
     fiid_obj_t rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
     int rc = rs ? ipmi_cmd_chassis_control(ctx, command, rs) : -1;
     if (rc < 0)
@@ -145,7 +162,7 @@ int ipmi_power_state(const struct ipmi_target *t, const struct ipmi_options *o, 
         ipmi_options_default(&defaults);
         o = &defaults;
     }
-    ipmi_ctx_t ctx = open_session(t, o, 1, detail, size);
+    ipmi_ctx_t ctx = open_session(t, o, SESSION_READS, detail, size);
     if (!ctx)
         return -1;
     int r = read_power(ctx, detail, size);
@@ -160,7 +177,7 @@ static int64_t wait_for(ipmi_ctx_t *ctx, const struct ipmi_target *t, const stru
 {
     while (medic_time_monotonic() < deadline) {
         if (!*ctx)
-            *ctx = open_session(t, o, 1, detail, size);
+            *ctx = open_session(t, o, SESSION_READS, detail, size);
         int on = *ctx ? read_power(*ctx, detail, size) : -1;
         if (on < 0 && *ctx) {
             close_session(*ctx); /* a BMC may drop sessions across a power change */
@@ -182,7 +199,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
         o = &defaults;
     }
     char why[256] = "";
-    ipmi_ctx_t ctx = open_session(t, o, 1, detail, size);
+    ipmi_ctx_t ctx = open_session(t, o, SESSION_READS, detail, size);
     if (!ctx)
         return strstr(detail, "timeout") || strstr(detail, "timed out") ? MEDIC_OUTCOME_TIMED_OUT
                                                                         : MEDIC_OUTCOME_FAILED;

@@ -3,10 +3,11 @@
  * LAN_2_0, or IPMI 1.5 / LAN), with bounded session timeouts, and confirms
  * through the chassis status that the node went down and came back. A
  * command that changes the chassis goes out on a session of its own that
- * does not resend it (a resent request is a second command to a BMC); only
- * a BMC silent for the whole session timeout gets one copy, sent by
- * FreeIPMI as it gives up. A command whose reply was lost is never sent
- * again by medic: the power state says whether it happened. */
+ * does not resend it while the BMC may still answer (a resent request is a
+ * second command to a BMC); a BMC silent for the whole session timeout
+ * gets one copy, sent by FreeIPMI as it gives up. A command whose reply was
+ * lost is never sent again by medic: the power state says whether it
+ * happened. */
 #ifndef MEDIC_ACTIONS_IPMI_H
 #define MEDIC_ACTIONS_IPMI_H
 
