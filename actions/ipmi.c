@@ -132,9 +132,12 @@ static int read_power(ipmi_ctx_t ctx, char *detail, size_t size)
 /* Sends one chassis control command on a session of its own that does not
  * resend it while the BMC may still answer (SESSION_COMMAND); a BMC whose
  * session cannot be opened so gets a SESSION_PATIENT one. Opening a session
- * sends nothing that changes the chassis. -1 with why. */
+ * sends nothing that changes the chassis. The fence (NULL: none) is asked
+ * once the session is open, right before the command. 0 sent, -1 failed,
+ * 1 fenced: not sent; why says which. */
 static int chassis_control(const struct ipmi_target *t, const struct ipmi_options *o,
-                           uint8_t command, char *why, size_t size)
+                           const struct action_fence *fence, uint8_t command, char *why,
+                           size_t size)
 {
     ipmi_ctx_t ctx = open_session(t, o, SESSION_COMMAND, why, size);
     if (!ctx)
@@ -145,6 +148,10 @@ static int chassis_control(const struct ipmi_target *t, const struct ipmi_option
      * from the send: a pause between them lets it give up right after the
      * one copy, rather than wait again */
     usleep(20 * 1000);
+    if (action_fenced(fence, why, size)) {
+        close_session(ctx);
+        return 1;
+    }
     fiid_obj_t rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
     int rc = rs ? ipmi_cmd_chassis_control(ctx, command, rs) : -1;
     if (rc < 0)
@@ -190,6 +197,13 @@ static int64_t wait_for(ipmi_ctx_t *ctx, const struct ipmi_target *t, const stru
     return -1;
 }
 
+static enum medic_outcome refused(ipmi_ctx_t ctx, const char *why, char *detail, size_t size)
+{
+    snprintf(detail, size, "%s", why);
+    close_session(ctx);
+    return MEDIC_OUTCOME_REFUSED;
+}
+
 enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
                                     const struct ipmi_options *o, char *detail, size_t size)
 {
@@ -210,10 +224,6 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
         close_session(ctx);
         return MEDIC_OUTCOME_FAILED;
     }
-    if (action_fenced(o->fence, detail, size)) {
-        close_session(ctx);
-        return MEDIC_OUTCOME_REFUSED;
-    }
     enum medic_outcome result = MEDIC_OUTCOME_SUCCEEDED;
     if (before == 0) {
         /* a power cycle does nothing to a node that is off */
@@ -222,7 +232,10 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
             close_session(ctx);
             return MEDIC_OUTCOME_FAILED;
         }
-        if (chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_UP, why, sizeof(why)) < 0 &&
+        int up = chassis_control(t, o, o->fence, IPMI_CHASSIS_CONTROL_POWER_UP, why, sizeof(why));
+        if (up > 0)
+            return refused(ctx, why, detail, size);
+        if (up < 0 &&
             wait_for(&ctx, t, o, 1, start, start + 5 * MEDIC_NS_PER_SEC, detail, size) < 0) {
             snprintf(detail, size, "the node was off; power on failed: %s", why);
             close_session(ctx);
@@ -238,7 +251,10 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
         close_session(ctx);
         return on_ms < 0 ? MEDIC_OUTCOME_TIMED_OUT : MEDIC_OUTCOME_SUCCEEDED;
     }
-    int sent = chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_CYCLE, why, sizeof(why)) >= 0;
+    int cycle = chassis_control(t, o, o->fence, IPMI_CHASSIS_CONTROL_POWER_CYCLE, why, sizeof(why));
+    if (cycle > 0)
+        return refused(ctx, why, detail, size);
+    int sent = cycle == 0;
     /* sent or not, the power state is the truth: a lost reply is not resent */
     int64_t off_ms = wait_for(&ctx, t, o, 0, start, sent ? deadline : start + 10 * MEDIC_NS_PER_SEC,
                               detail, size);
@@ -256,7 +272,7 @@ enum medic_outcome ipmi_power_cycle(const struct ipmi_target *t, int power_on,
     if (on_ms < 0 && power_on) {
         /* it stayed off: power it on, as the policy says */
         char why_on[256] = "";
-        chassis_control(t, o, IPMI_CHASSIS_CONTROL_POWER_UP, why_on, sizeof(why_on));
+        chassis_control(t, o, NULL, IPMI_CHASSIS_CONTROL_POWER_UP, why_on, sizeof(why_on));
         on_ms = wait_for(&ctx, t, o, 1, medic_time_monotonic(),
                          medic_time_monotonic() + 30 * MEDIC_NS_PER_SEC, detail, size);
         if (on_ms >= 0)
