@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "options.h"
 #include "default_model.h"
+#include "feature_spec.h"
 #include "lstm.h"
 #include "timeutil.h"
 
@@ -19,8 +20,10 @@ static const struct cli_help help = {
     "                         [--kernel avx512|avx2|portable]\n"
     "       medic model dataset OPTIONS (see --help there)\n"
     "\n"
-    "info   prints a model file's tensors and metadata; without FILE, the model\n"
-    "       built into medic (used when the configuration names none).\n"
+    "info   prints a model file's tensors and metadata, and how its risk is made\n"
+    "       (the LSTM's, or joined with the rule score); without FILE, the model\n"
+    "       built into medic (used when the configuration names none). Exits 1\n"
+    "       when the metadata is malformed.\n"
     "check  runs the vectors' `input` through the model and compares with their\n"
     "       `output` and `last_hidden` (computed by PyTorch); prints\n"
     "       max_abs_err=<x> and exits 1 above the tolerance (default 1e-5) or on\n"
@@ -67,8 +70,20 @@ static int cmd_info(const char *path)
     printf("\nmetadata:\n");
     for (size_t i = 0; i < m.file.meta_count; i++)
         printf("  %s: %s\n", m.file.meta[i].key, m.file.meta[i].value);
+    /* what medic makes of the metadata: the window, the risk's formula */
+    struct feature_spec spec;
+    int rc = features_from_metadata(&m.file, m.D, &spec, &err);
+    if (rc == 0 && spec.blend.on)
+        printf("\nrisk: sigmoid(%g x logit(LSTM) + %g x rule score %s %g), the rule score's "
+               "terms from the window (docs/model.md)\n",
+               spec.blend.logit_weight, spec.blend.rule_weight, spec.blend.bias < 0 ? "-" : "+",
+               fabs(spec.blend.bias));
+    else if (rc == 0)
+        printf("\nrisk: the LSTM's\n");
+    else if (rc != MEDIC_E_NOTFOUND)
+        fprintf(stderr, "medic model info: %s\n", err.msg);
     model_release(&m);
-    return 0;
+    return rc && rc != MEDIC_E_NOTFOUND ? 1 : 0;
 }
 
 static double max_err(const float *a, const float *b, size_t n, int *bad)

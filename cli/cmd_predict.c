@@ -5,6 +5,7 @@
 #include "feature_spec.h"
 #include "lstm.h"
 #include "risk.h"
+#include "rule_score.h"
 #include "table.h"
 #include "timeutil.h"
 #include "yaml_tree.h"
@@ -227,6 +228,12 @@ int medic_cmd_predict(int argc, char **argv)
             cJSON *g = cJSON_CreateObject();
             cJSON_AddStringToObject(g, "gpu", score.gpu[s]);
             cJSON_AddNumberToObject(g, "risk", score.gpu_risk[s]);
+            if (!score.lost[s].steps) { /* the rule score; a part of the risk with a blend */
+                char terms[160];
+                rule_fired_describe(score.fired[s], terms, sizeof(terms));
+                cJSON_AddNumberToObject(g, "rule_score", score.rule[s]);
+                cJSON_AddStringToObject(g, "rule_terms", terms);
+            }
             if (score.lost[s].steps) {
                 char why[160];
                 prometheus_silence_describe(&score.lost[s], spec.step, why, sizeof(why));
@@ -244,9 +251,14 @@ int medic_cmd_predict(int argc, char **argv)
         cJSON_Delete(o);
     } else {
         for (size_t s = 0; s < score.count; s++) {
-            char why[160] = "";
+            char why[180] = "";
             if (score.lost[s].steps)
                 prometheus_silence_describe(&score.lost[s], spec.step, why, sizeof(why));
+            else if (spec.blend.on && score.fired[s]) {
+                char terms[160];
+                rule_fired_describe(score.fired[s], terms, sizeof(terms));
+                snprintf(why, sizeof(why), "(rule: %s)", terms);
+            }
             printf("gpu %-4s risk %.4f%s%s\n", score.gpu[s][0] ? score.gpu[s] : "-",
                    score.gpu_risk[s], why[0] ? " " : "", why);
         }

@@ -37,6 +37,7 @@ struct engine_fleet_score {
     char gpu[32];
     struct prometheus_silence lost; /* with steps: the GPU is lost */
     float last[FEATURES_MAX];       /* the window's latest raw values */
+    unsigned fired;                 /* the rule's terms above 0 (rule_score.h) */
 };
 
 /* The last cycle's risk of node's gpu ("": its worst GPU) when that cycle

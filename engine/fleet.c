@@ -20,6 +20,7 @@ struct fleet_risk {
     float risk;
     struct prometheus_silence lost; /* with steps: the GPU is lost */
     float last[FEATURES_MAX];       /* the window's latest raw values */
+    unsigned fired;                 /* the rule's terms above 0 */
 };
 
 /* The risks of one cycle. */
@@ -124,6 +125,7 @@ int engine_fleet_lookup(struct engine_fleet *f, const char *model_hash, int64_t 
         out->lost = r->lost;
         snprintf(out->gpu, sizeof(out->gpu), "%s", r->gpu);
         memcpy(out->last, r->last, sizeof(out->last));
+        out->fired = r->fired;
         rc = 0;
     }
     medic_mutex_unlock(&f->lock);
@@ -189,8 +191,10 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
     }
     struct fleet_risk *risks = calloc(fleet.count + 1, sizeof(*risks));
     float *risk = malloc((fleet.count + 1) * sizeof(*risk));
+    unsigned *fired = malloc((fleet.count + 1) * sizeof(*fired));
     size_t count = 0;
-    if (risks && risk && risk_score_fleet(&c->model, &c->features, &fleet, risk) == 0)
+    if (risks && risk && fired &&
+        risk_score_fleet(&c->model, &c->features, &fleet, risk, fired) == 0)
         for (size_t i = 0; i < fleet.count; i++) {
             if (isnan(risk[i]))
                 continue;
@@ -199,12 +203,14 @@ static void cycle(struct engine_fleet *f, const struct medic_config *c, int64_t 
             snprintf(r->gpu, sizeof(r->gpu), "%s", fleet.series[i].gpu);
             r->risk = risk[i];
             r->lost = fleet.series[i].lost;
+            r->fired = fired[i];
             memcpy(r->last,
                    prometheus_fleet_rows(&fleet, &c->features, i) +
                        (c->features.window - 1) * c->features.count,
                    c->features.count * sizeof(float));
         }
     free(risk);
+    free(fired);
     publish(f, risks, count, now / step * step, step, c->model.hash);
     if (fleet.unusable)
         medic_log_debug("fleet scoring: GPUs left out", "first", fleet.first_problem, NULL);

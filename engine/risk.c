@@ -3,6 +3,7 @@
 #include "log.h"
 #include "prometheus_fleet.h"
 #include "risk.h"
+#include "rule_score.h"
 #include "timeutil.h"
 
 #include <math.h>
@@ -77,13 +78,16 @@ static void unknown(struct engine_risk_entry *e, const char *why)
     snprintf(e->note, sizeof(e->note), "risk unknown: %.200s", why);
 }
 
-/* "risk 0.83 gpu 3 (ecc_sbe_log_increase_15m=3.7 temp_rise_1h=12.5 ...)": the
- * GPU's latest values of the RISK_NOTE_INPUTS inputs furthest from the
- * model's centre, in units of their scale (what stands out, most first);
- * for a lost GPU, "risk 1 gpu 3 (telemetry lost: ...)". */
+/* "risk 0.83 gpu 3 (rule: ecc_sbe, pcie_replay; ecc_sbe_log_increase_15m=3.7
+ * temp_rise_1h=12.5 ...)": the rule's terms that fired (fired, when the
+ * model blends the rule into its risk), then the GPU's latest values of the
+ * RISK_NOTE_INPUTS inputs furthest from the model's centre, in units of
+ * their scale (what stands out, most first); for a lost GPU, "risk 1 gpu 3
+ * (telemetry lost: ...)". */
 #define RISK_NOTE_INPUTS 4
 static void summarise(const struct feature_spec *spec, struct engine_risk_entry *e, double risk,
-                      const char *gpu, const float *last, const struct prometheus_silence *lost)
+                      const char *gpu, const float *last, unsigned fired,
+                      const struct prometheus_silence *lost)
 {
     e->risk = risk;
     char shown_risk[24];
@@ -95,6 +99,11 @@ static void summarise(const struct feature_spec *spec, struct engine_risk_entry 
         prometheus_silence_describe(lost, spec->step, why, sizeof(why));
         snprintf(e->note + at, sizeof(e->note) - at, "%s)", why);
         return;
+    }
+    if (spec->blend.on && fired) {
+        char terms[160];
+        rule_fired_describe(fired, terms, sizeof(terms));
+        at += (size_t)snprintf(e->note + at, sizeof(e->note) - at, "rule: %s; ", terms);
     }
     size_t shown[RISK_NOTE_INPUTS], count = 0;
     for (size_t d = 0; d < spec->count; d++) {
@@ -130,7 +139,7 @@ static struct engine_risk_entry *from_fleet(struct engine_risk *r, const char *n
         return NULL;
     struct engine_risk_entry *e = entry(r, node, gpu, 1);
     if (e)
-        summarise(spec, e, s.risk, s.gpu, s.last, &s.lost);
+        summarise(spec, e, s.risk, s.gpu, s.last, s.fired, &s.lost);
     return e;
 }
 
@@ -156,7 +165,8 @@ void engine_risk_want(struct engine_risk *r, const struct medic_alert *a)
 
 /* The entries of the nodes of one fetch: each GPU's, and each node's
  * (gpu ""), its worst usable GPU's. */
-static void record(struct engine_risk *r, const struct prometheus_fleet *f, const float *risk)
+static void record(struct engine_risk *r, const struct prometheus_fleet *f, const float *risk,
+                   const unsigned *fired)
 {
     const struct feature_spec *spec = &r->config->features;
     const size_t F = spec->count, last = (spec->window - 1) * F;
@@ -170,13 +180,15 @@ static void record(struct engine_risk *r, const struct prometheus_fleet *f, cons
             prometheus_series_problem(spec, s, why, sizeof(why));
             unknown(e, why);
         } else {
-            summarise(spec, e, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, &s->lost);
+            summarise(spec, e, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, fired[i],
+                      &s->lost);
         }
         struct engine_risk_entry *n = s->gpu[0] ? entry(r, s->node, "", 1) : NULL;
         if (!n || isnan(risk[i]))
             continue;
         if (isnan(n->risk) || risk[i] > n->risk)
-            summarise(spec, n, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, &s->lost);
+            summarise(spec, n, risk[i], s->gpu, prometheus_fleet_rows(f, spec, i) + last, fired[i],
+                      &s->lost);
     }
     /* a node none of whose GPUs could be scored: the first one's reason */
     for (size_t i = 0; i < f->count; i++) {
@@ -241,9 +253,12 @@ static void fetch_wanted(struct engine_risk *r)
             if (carried)
                 prometheus_fleet_release(&carry);
             float *risk = rc ? NULL : malloc((f.count + 1) * sizeof(*risk));
-            if (rc == 0 && risk && risk_score_fleet(&c->model, &c->features, &f, risk) == 0)
-                record(r, &f, risk);
+            unsigned *fired = rc ? NULL : malloc((f.count + 1) * sizeof(*fired));
+            if (rc == 0 && risk && fired &&
+                risk_score_fleet(&c->model, &c->features, &f, risk, fired) == 0)
+                record(r, &f, risk, fired);
             free(risk);
+            free(fired);
             if (rc == 0)
                 prometheus_fleet_release(&f);
             else if (rc != MEDIC_E_NOTFOUND) { /* Prometheus itself: the rest would fail too */

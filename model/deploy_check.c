@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "deploy_check.h"
+#include "rule_score.h"
 #include "random.h"
 #include "safetensors.h"
 
@@ -198,6 +199,9 @@ static int score(const struct model *m, const struct feature_spec *spec,
     struct model_workspace w;
     float *rows = malloc(DEPLOY_BATCH * per * sizeof(float));
     float *risk = malloc(DEPLOY_BATCH * sizeof(float));
+    double rule[DEPLOY_BATCH];
+    struct rule_inputs in;
+    rule_inputs_find(spec, &in);
     int rc = 0;
     if (!rows || !risk || model_workspace_init(&w, m, DEPLOY_BATCH, T)) {
         free(rows);
@@ -210,11 +214,13 @@ static int score(const struct model *m, const struct feature_spec *spec,
         for (size_t i = 0; raise != SIZE_MAX && i < b; i++)
             for (size_t t = from; t < T; t++)
                 rows[(i * T + t) * D + raise] += 1.0f;
+        for (size_t i = 0; i < b; i++) /* the blend's part, from the raw values */
+            rule[i] = spec->blend.on ? rule_score(&in, rows + i * per, T, D, NULL) : 0;
         features_scale(spec, rows, b * T);
         if (model_predict(m, &w, rows, b, T, risk, NULL))
             rc = medic_error_set(err, MEDIC_E_INVALID, "the model cannot run these windows");
         for (size_t i = 0; i < b && rc == 0; i++)
-            out[at + i] = risk[i];
+            out[at + i] = rule_blend(&spec->blend, risk[i], rule[i]);
     }
     model_workspace_release(&w);
     free(rows);
@@ -268,79 +274,14 @@ int deploy_monotone_probe(const struct model *m, const struct deploy_dataset *d,
     return rc;
 }
 
-static double clip01(double v)
-{
-    return v < 0 ? 0 : v > 1 ? 1 : v;
-}
-
-static int feature_index(const struct deploy_dataset *d, const char *name)
-{
-    for (size_t f = 0; f < d->spec.count; f++)
-        if (strcmp(d->spec.items[f].name, name) == 0)
-            return (int)f;
-    return -1;
-}
-
-/* Appends ", name" (or name first) to the list in used; its new length. */
-static size_t name_used(char *used, size_t size, size_t len, const char *name)
-{
-    if (len < size)
-        len += (size_t)snprintf(used + len, size - len, "%s%s", len ? ", " : "", name);
-    return len < size ? len : size;
-}
-
 void deploy_rule_scores(const struct deploy_dataset *d, double *out, char *used, size_t size)
 {
-    /* a term: its feature's latest value v, as clip((f(v) - offset) / scale) */
-    static const struct {
-        const char *feature;
-        double offset, scale;
-        int log1p; /* the feature is ln(1 + count): the count is expm1(v) */
-    } terms[] = {
-        {"ecc_sbe_log_increase_15m", 0, 10, 1},
-        {"ecc_dbe_increase_1h", 0, 1, 0},
-        {"remapped_rows_increase_1h", 0, 1, 0},
-        {"pcie_replay_log_increase_15m", 0, 20, 1},
-        {"gpu_temp", 80, 10, 0},
-        {"temp_rise_1h", 0, 15, 0},
-        {"power_jitter_10m", 0, 0.15, 0},
-        {"sm_clock_jitter_10m", 0, 0.05, 0},
-    };
-    const size_t nterms = sizeof(terms) / sizeof(terms[0]);
-    int idx[sizeof(terms) / sizeof(terms[0])];
-    int xid = feature_index(d, "xid_changes_30m"), held = feature_index(d, "xid_hardware_held");
-    int throttle = feature_index(d, "hw_throttle");
-    size_t len = 0;
-    used[0] = 0;
-    if (xid >= 0 && held >= 0)
-        len = name_used(used, size, len, "xid_changes_30m, xid_hardware_held");
-    for (size_t t = 0; t < nterms; t++)
-        if ((idx[t] = feature_index(d, terms[t].feature)) >= 0)
-            len = name_used(used, size, len, terms[t].feature);
-    if (throttle >= 0)
-        name_used(used, size, len, "hw_throttle");
-    size_t D = d->spec.count, T = d->spec.window;
-    for (size_t i = 0; i < d->count; i++) {
-        const float *win = d->windows + i * T * D, *last = win + (T - 1) * D;
-        double s = 0;
-        if (xid >= 0 && held >= 0) /* a hardware Xid that just came */
-            s += last[xid] > 0 && last[held] > 0;
-        for (size_t t = 0; t < nterms; t++) {
-            if (idx[t] < 0)
-                continue;
-            double v = last[idx[t]];
-            if (terms[t].log1p)
-                v = expm1(v);
-            s += clip01((v - terms[t].offset) / terms[t].scale);
-        }
-        if (throttle >= 0) { /* the share of the window spent throttled */
-            size_t on = 0;
-            for (size_t k = 0; k < T; k++)
-                on += win[k * D + (size_t)throttle] > 0;
-            s += (double)on / (double)T;
-        }
-        out[i] = s;
-    }
+    struct rule_inputs in;
+    rule_inputs_find(&d->spec, &in);
+    rule_inputs_used(&in, used, size);
+    const size_t D = d->spec.count, T = d->spec.window;
+    for (size_t i = 0; i < d->count; i++)
+        out[i] = rule_score(&in, d->windows + i * T * D, T, D, NULL);
 }
 
 /* Windows by score, highest first, and where each run of equal scores

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "feature_spec.h"
+#include "rule_score.h"
 #include "timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -59,7 +60,7 @@ int features_from_metadata(const struct safetensors *st, size_t input_dim, struc
         x->scale = scale->valuedouble;
     }
     cJSON_Delete(list);
-    return rc;
+    return rc ? rc : rule_blend_from_metadata(st, out, err);
 }
 
 static int put(char *out, size_t size, size_t *n, const char *s, int escape)

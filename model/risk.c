@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "risk.h"
+#include "rule_score.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,12 +36,17 @@ int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct ri
         return MEDIC_E_INVALID;
     const size_t F = s->spec->count;
     float last[PROMETHEUS_MAX_SERIES][FEATURES_MAX];
+    struct rule_inputs in;
+    rule_inputs_find(s->spec, &in);
     for (size_t i = 0; i < count; i++) {
         memcpy(last[i], s->rows + i * per + (steps - 1) * F, F * sizeof(float));
+        out->rule[i] = rule_score(&in, s->rows + i * per, steps, F, &out->fired[i]);
         features_scale(s->spec, s->rows + i * per, steps);
     }
     if (model_predict(s->model, &s->w, s->rows, count, steps, out->gpu_risk, NULL))
         return MEDIC_E_INVALID;
+    for (size_t i = 0; i < count; i++)
+        out->gpu_risk[i] = rule_blend(&s->spec->blend, out->gpu_risk[i], out->rule[i]);
     out->count = count;
     out->worst = 0;
     for (size_t i = 1; i < count; i++)
@@ -76,9 +82,13 @@ int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_m
     for (size_t i = 0, k = 0; i < pw.count; i++) {
         snprintf(out->gpu[i], sizeof(out->gpu[i]), "%s", pw.gpu[i]);
         out->lost[i] = pw.lost[i];
+        out->fired[i] = 0;
+        out->rule[i] = 0;
         if (pw.lost[i].steps) {
             out->gpu_risk[i] = PROMETHEUS_LOST_RISK;
         } else {
+            out->fired[i] = model.fired[k];
+            out->rule[i] = model.rule[k];
             out->gpu_risk[i] = model.gpu_risk[k++];
         }
         if (out->gpu_risk[i] > out->gpu_risk[out->worst])
@@ -92,13 +102,16 @@ int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_m
 }
 
 int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
-                     const struct prometheus_fleet *fleet, float *risk)
+                     const struct prometheus_fleet *fleet, float *risk, unsigned *fired)
 {
     struct model_workspace w;
     const size_t per = spec->window * spec->count;
     float *batch = malloc(RISK_FLEET_BATCH * per * sizeof(float));
     float out[RISK_FLEET_BATCH];
+    double rule[RISK_FLEET_BATCH];
     size_t members[RISK_FLEET_BATCH];
+    struct rule_inputs in;
+    rule_inputs_find(spec, &in);
     if (!batch || model_workspace_init(&w, m, RISK_FLEET_BATCH, spec->window)) {
         free(batch);
         return MEDIC_E_NOMEM;
@@ -107,8 +120,12 @@ int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
     for (size_t i = 0, n = 0; i <= fleet->count && rc == 0; i++) {
         if (i < fleet->count) {
             risk[i] = fleet->series[i].lost.steps ? PROMETHEUS_LOST_RISK : NAN;
+            if (fired)
+                fired[i] = 0;
             if (fleet->series[i].usable) {
                 memcpy(batch + n * per, prometheus_fleet_rows(fleet, spec, i), per * sizeof(float));
+                rule[n] = rule_score(&in, batch + n * per, spec->window, spec->count,
+                                     fired ? &fired[i] : NULL);
                 features_scale(spec, batch + n * per, spec->window);
                 members[n++] = i;
             }
@@ -117,7 +134,7 @@ int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
             if (model_predict(m, &w, batch, n, spec->window, out, NULL))
                 rc = MEDIC_E_INVALID;
             for (size_t b = 0; b < n && rc == 0; b++)
-                risk[members[b]] = out[b];
+                risk[members[b]] = rule_blend(&spec->blend, out[b], rule[b]);
             n = 0;
         }
     }

@@ -60,11 +60,8 @@ void deploy_dataset_release(struct deploy_dataset *d);
 int deploy_model_scores(const struct model *m, const struct deploy_dataset *d, double *out,
                         struct medic_error *err);
 
-/* The rule's score of every window: terms an SRE would write from the
- * counters (a hardware Xid that just came, correctable ECC errors, a
- * double-bit error, row remaps, PCIe replays, heat, throttling, power and
- * clock jitter), each in [0, 1], added; a term whose feature the dataset
- * lacks is left out. The names of the features used go into used. */
+/* The rule score (rule_score.h) of every window; a term whose feature the
+ * dataset lacks is left out. The names of the features used go into used. */
 void deploy_rule_scores(const struct deploy_dataset *d, double *out, char *used, size_t size);
 
 struct deploy_stats {

@@ -27,15 +27,25 @@ struct feature {
     double center, scale;
 };
 
+/* How the model's risk is joined with the rule score (rule_score.h), from
+ * the metadata's "blend": {"logit_weight": ..., "rule_weight": ...,
+ * "bias": ...}; off when the file has none. */
+struct risk_blend {
+    int on;
+    double logit_weight, rule_weight, bias;
+};
+
 struct feature_spec {
     size_t window; /* steps */
     int64_t step;  /* ns */
     struct feature items[FEATURES_MAX];
     size_t count;
+    struct risk_blend blend;
 };
 
-/* Reads the spec from a model file's metadata. MEDIC_E_NOTFOUND when the
- * file has none (a model made for tests), MEDIC_E_INVALID when it is
+/* Reads the spec (and the blend) from a model file's metadata.
+ * MEDIC_E_NOTFOUND when the file has none (a model made for tests),
+ * MEDIC_E_INVALID when it is
  * malformed or its feature count differs from the model's input size D. */
 int features_from_metadata(const struct safetensors *st, size_t input_dim, struct feature_spec *out,
                            struct medic_error *err);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A node's failure risk: its window fetched from Prometheus, scaled as the
- * model's metadata says, scored by the LSTM; the node's risk is its worst
- * GPU's. A scorer owns the buffers one scoring needs, so a caller that
+ * model's metadata says, scored by the LSTM (joined with the rule score
+ * where the metadata holds a blend, rule_score.h); the node's risk is its
+ * worst GPU's. A scorer owns the buffers one scoring needs, so a caller that
  * scores many nodes allocates once. */
 #ifndef MEDIC_MODEL_RISK_H
 #define MEDIC_MODEL_RISK_H
@@ -28,6 +29,8 @@ struct risk_score {
     size_t count;
     char gpu[PROMETHEUS_MAX_SERIES][32];
     float gpu_risk[PROMETHEUS_MAX_SERIES];
+    double rule[PROMETHEUS_MAX_SERIES];    /* the rule score (rule_score.h; 0: lost) */
+    unsigned fired[PROMETHEUS_MAX_SERIES]; /* its terms above 0 */
     /* with steps: the GPU is lost, its risk PROMETHEUS_LOST_RISK */
     struct prometheus_silence lost[PROMETHEUS_MAX_SERIES];
     float last[FEATURES_MAX]; /* the worst GPU's latest raw values (NAN: lost) */
@@ -48,11 +51,12 @@ int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_m
 
 /* Scores every usable window of fleet through the LSTM, RISK_FLEET_BATCH
  * at a time: risk[i] for series i (PROMETHEUS_LOST_RISK for a lost GPU,
- * NAN for one kept out). The windows are
+ * NAN for one kept out) and, when fired is not NULL, fired[i] the rule's
+ * terms above 0 (none for a GPU not scored). The windows are
  * left as they were (raw values). MEDIC_E_NOMEM, or MEDIC_E_INVALID when
  * the model cannot run them. */
 #define RISK_FLEET_BATCH 64
 int risk_score_fleet(const struct model *m, const struct feature_spec *spec,
-                     const struct prometheus_fleet *fleet, float *risk);
+                     const struct prometheus_fleet *fleet, float *risk, unsigned *fired);
 
 #endif

@@ -106,14 +106,9 @@ def logits(model, x, batch=4096):
     return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
 
 
-def calibrate(model, x, y, w, iterations=100):
-    """Platt scaling at the real fault rate: fits a and b so that
-    sigmoid(a * logit + b) is the probability of a fault within the horizon
-    on the windows x (scaled) with labels y and weights w (each window
-    standing for w windows of a fleet scored every minute), and folds them
-    into the last layer, so that medic reads a calibrated model of the same
-    shape. Returns (a, b)."""
-    z = logits(model, x)
+def platt(z, y, w, iterations=100):
+    """The a and b of sigmoid(a * z + b) closest (weighted log loss) to the
+    labels y of scores z, each weighed by w: Newton's method."""
     w = w / w.sum()
     a, b = 1.0, 0.0
     for _ in range(iterations):
@@ -126,6 +121,17 @@ def calibrate(model, x, y, w, iterations=100):
         a, b = a - step[0], b - step[1]
         if np.abs(step).max() < 1e-10:
             break
+    return float(a), float(b)
+
+
+def calibrate(model, x, y, w, iterations=100):
+    """Platt scaling at the real fault rate: fits a and b so that
+    sigmoid(a * logit + b) is the probability of a fault within the horizon
+    on the windows x (scaled) with labels y and weights w (each window
+    standing for w windows of a fleet scored every minute), and folds them
+    into the last layer, so that medic reads a calibrated model of the same
+    shape. Returns (a, b)."""
+    a, b = platt(logits(model, x), y, w, iterations)
     last = model.classifier[2]
     with torch.no_grad():
         last.weight.mul_(float(a))

@@ -3,6 +3,7 @@
 """Trains, evaluates and regenerates medic's failure-risk model.
 
     medic_train.py default  [--out FILE]            the shipped model
+    medic_train.py blend    [--model FILE]            fit the shipped model's blend again
     medic_train.py evaluate [--model FILE] [--report FILE] [--plot FILE]
     medic_train.py retrain  --dataset FILE [--dataset FILE ...] --out FILE
     medic_train.py compare  A B [--tolerance X]
@@ -22,6 +23,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import blend  # noqa: E402
 import evaluate  # noqa: E402
 import fault_predictor as fp  # noqa: E402
 import features  # noqa: E402
@@ -85,12 +87,22 @@ def train_on(x, m, val_mask, log=log, max_steps=None, start=None, names=None, **
 
 
 def finish(model, center, scale, x, m, val):
-    """Calibrates the model on the validation windows and picks its
-    operating threshold there: (calibration a and b, threshold)."""
+    """Calibrates the model on the validation windows, joins it with the
+    rule score there (blend.py) and picks the blended risk's operating
+    threshold there: (calibration a and b, blend, threshold)."""
     xs = ((x[val] - center) / scale).astype(np.float32)
     a, b = fp.calibrate(model, xs, m["label"][val].astype(np.float64), m["weight"][val])
-    s = fp.predict(model, xs)
-    return (a, b), evaluate.best_f1_threshold(m["label"][val], m["weight"][val], s)
+    return (a, b), *fit_blend(model, center, scale, x[val], m[val])
+
+
+def fit_blend(model, center, scale, x, m):
+    """The blend of a calibrated model fitted on validation windows x (raw)
+    and the blended risk's operating threshold there."""
+    xs = ((x - center) / scale).astype(np.float32)
+    rule = evaluate.rule_score(x)
+    bl = blend.fit(fp.logits(model, xs), rule, m["label"], m["weight"])
+    s = blend.risk(bl, fp.logits(model, xs), rule)
+    return bl, evaluate.best_f1_threshold(m["label"], m["weight"], s)
 
 
 def calibration_meta(a, b):
@@ -118,20 +130,33 @@ def train_simulator(sim, seeds=(None,)):
     out = []
     for seed in seeds:
         model, center, scale, hist = train_on(x, m, val, **({"seed": seed} if seed else {}))
-        calibration, threshold = finish(model, center, scale, x, m, val)
-        out.append((model, center, scale, hist, calibration, threshold))
+        calibration, bl, threshold = finish(model, center, scale, x, m, val)
+        out.append((model, center, scale, hist, calibration, bl, threshold))
     return out
 
 
 def cmd_default(args):
     t0 = time.time()
-    model, center, scale, hist, (a, b), threshold = train_simulator(recipes.SHIPPED)[0]
+    model, center, scale, hist, (a, b), bl, threshold = train_simulator(recipes.SHIPPED)[0]
     fp.export(args.out, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
               f"{windows.HORIZON}m", describe(recipes.SHIPPED),
               {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
-               "calibration": calibration_meta(a, b), "epochs": str(len(hist)),
-               "recipe": "model/train/medic_train.py default"})
+               "calibration": calibration_meta(a, b), "blend": blend.meta(bl),
+               "epochs": str(len(hist)), "recipe": "model/train/medic_train.py default"})
     log(f"wrote {args.out} in {time.time() - t0:.0f} s (operating threshold {threshold:.4f})")
+
+
+def cmd_blend(args):
+    """The blend of a model trained by `default` fitted again on the
+    shipped simulator's validation windows, its network unchanged: the
+    file rewritten with the new `blend` and threshold."""
+    model, center, scale, meta = load_model(args.model)
+    x, m = fleets(recipes.SIMULATORS[recipes.SHIPPED]["validation"], "validation")
+    bl, threshold = fit_blend(model, center, scale, x, m)
+    tensors, meta = windows.read_safetensors(args.model)
+    meta.update({"blend": blend.meta(bl), "threshold": f"{threshold:.4f}"})
+    windows.write_safetensors(args.model, tensors, meta)
+    log(f"wrote {args.model}: blend {blend.meta(bl)}, operating threshold {threshold:.4f}")
 
 
 def load_model(path):
@@ -169,18 +194,19 @@ def cmd_evaluate(args):
         log(f"{sim}: {len(tests[sim][0])} held-out windows "
             f"({int(tests[sim][1]['label'].sum())} positive)")
 
-    def runs_of(trained, model, center, scale, only=None):
+    def runs_of(trained, model, center, scale, bl, only=None):
         out = []
         for sim, (x, m) in tests.items():
             if only is None or sim == only:
-                s = fp.predict(model, ((x - center) / scale).astype(np.float32))
-                out.append(report.score_run(trained, sim, m, x, s))
+                s, alone = blend.score(model, center, scale, bl, x)
+                out.append(report.score_run(trained, sim, m, x, s, alone))
         return out
 
-    runs = runs_of(shipped, model, center, scale)
+    shipped_blend = blend.of(meta)
+    runs = runs_of(shipped, model, center, scale, shipped_blend)
     log(f"training on {other} for the other direction")
-    o_model, o_center, o_scale = train_simulator(other)[0][:3]
-    runs += runs_of(other, o_model, o_center, o_scale)
+    o_model, o_center, o_scale, *_, o_blend, _ = train_simulator(other)[0]
+    runs += runs_of(other, o_model, o_center, o_scale, o_blend)
     # fine-tuning: the shipped model on one of the other simulator's training
     # fleets, its scaler kept, stopped early on that simulator's validation,
     # as `retrain --fine-tune` does
@@ -189,22 +215,24 @@ def cmd_evaluate(args):
     x, m, val = with_validation(own, spec["validation"], f"{other} fine-tuning")
     start = fine_tune_start(model, center, scale, meta)
     t_model = train_on(x, m, val, start=start, **recipes.FINE_TUNE)[0]
-    finish(t_model, center, scale, x, m, val)  # calibrated again on that validation fleet
+    # calibrated and blended again on that validation fleet
+    t_blend = finish(t_model, center, scale, x, m, val)[1]
     tuned = (f"one fleet of {report.named(other)} ({recipes.setting(own['fleets'][0])})",
-             runs_of(shipped, t_model, center, scale, only=other)[0])
+             runs_of(shipped, t_model, center, scale, t_blend, only=other)[0])
     # the shipped recipe with other training seeds, on the simulator it did
     # not train on: the spread a seed alone makes
     log(f"training on {shipped} with seeds {recipes.SPREAD_SEEDS} for their spread")
     seeds = [(recipes.TRAINING["seed"],
               next(r for r in runs if r["trained"] == shipped and r["tested"] == other))]
-    for seed, (s_model, s_center, s_scale, *_) in zip(
+    for seed, (s_model, s_center, s_scale, *_, s_blend, _) in zip(
             recipes.SPREAD_SEEDS, train_simulator(shipped, recipes.SPREAD_SEEDS)):
-        seeds.append((seed, runs_of(shipped, s_model, s_center, s_scale, only=other)[0]))
+        seeds.append((seed, runs_of(shipped, s_model, s_center, s_scale, s_blend,
+                                    only=other)[0]))
     monotone = report.monotone_probe(
-        lambda w: fp.predict(model, ((w - center) / scale).astype(np.float32)),
+        lambda w: blend.score(model, center, scale, shipped_blend, w)[0],
         tests[other][0][tests[other][1]["lost"] == 0])
     report.write(args.report, args.plot, args.model, meta, runs, tuned, calibration_of(meta),
-                 monotone, seeds)
+                 monotone, seeds, shipped_blend)
     log(f"wrote {args.report} and {args.plot}")
 
 
@@ -238,13 +266,14 @@ def cmd_retrain(args):
         recipe["epochs"] = args.epochs
     model, center, scale, hist = train_on(x, m, val, start=start, epochs=recipe["epochs"],
                                           lr=recipe["lr"], names=[n for n, _ in feats])
-    (a, b), threshold = finish(model, center, scale, x, m, val)
+    (a, b), bl, threshold = finish(model, center, scale, x, m, val)
     fp.export(args.out, model, center, scale, feats, int(meta["window"]), meta["step"],
               meta.get("horizon", ""),
               f"{how} on {len(x)} windows from medic model dataset: "
               + ", ".join(os.path.basename(p) for p in args.dataset),
               {"seed": str(recipes.TRAINING["seed"]), "threshold": f"{threshold:.4f}",
-               "calibration": calibration_meta(a, b), "epochs": str(len(hist))})
+               "calibration": calibration_meta(a, b), "blend": blend.meta(bl),
+               "epochs": str(len(hist))})
     log(f"wrote {args.out} (operating threshold {threshold:.4f})")
 
 
@@ -259,8 +288,8 @@ def cmd_compare(args):
                                  5, 240)
     scores = []
     for path in (args.a, args.b):
-        model, center, scale, _ = load_model(path)
-        scores.append(fp.predict(model, ((x - center) / scale).astype(np.float32)))
+        model, center, scale, meta = load_model(path)
+        scores.append(blend.score(model, center, scale, blend.of(meta), x)[0])
     sa, sb = scores
     risk = float(np.abs(sa - sb).max())
     print(f"max_abs_weight_diff={worst:.3g} max_abs_risk_diff={risk:.3g} windows={len(x)}")
@@ -293,11 +322,19 @@ def cmd_smoke(args):
     # file, read back for fine-tuning, gives the logits it had before
     xs = ((x - center) / scale).astype(np.float32)
     before = fp.logits(model, xs)
-    (a, b), _ = finish(model, center, scale, x, m, val)
+    (a, b), bl, _ = finish(model, center, scale, x, m, val)
     calibrated = os.path.join(args.dir, "smoke-calibrated.safetensors")
     fp.export(calibrated, model, center, scale, features.FEATURES, windows.WINDOW, "60s",
               f"{windows.HORIZON}m", "SYNTHETIC: tiny fleets of both simulators, calibrated",
-              {"calibration": calibration_meta(a, b)})
+              {"calibration": calibration_meta(a, b), "blend": blend.meta(bl)})
+    # the blend read back scores as fitted, and the rule has a part in it
+    back = load_model(calibrated)
+    joined, alone = blend.score(*back[:3], blend.of(back[3]), x)
+    want = blend.risk(bl, fp.logits(model, xs), evaluate.rule_score(x))
+    print(f"smoke: blend {blend.meta(bl)}")
+    if bl["rule_weight"] <= 0 or not np.allclose(joined, want, rtol=1e-4, atol=1e-9) or \
+            np.allclose(joined, alone):
+        sys.exit("smoke: the blend read back does not score as fitted, or the rule has no part")
     start = fine_tune_start(*load_model(calibrated))[0]
     drift = float(np.abs(fp.logits(start, xs) - before).max())
     print(f"smoke: calibrated by {a:.3f} and {b:.3f}; fine-tuning starts {drift:.2g} from the "
@@ -339,6 +376,8 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("default", help="train the shipped model")
     d.add_argument("--out", default=DEFAULT_MODEL)
+    b = sub.add_parser("blend", help="fit the blend of a model `default` trained again")
+    b.add_argument("--model", default=DEFAULT_MODEL)
     e = sub.add_parser("evaluate", help="the held-out evaluation report")
     e.add_argument("--model", default=DEFAULT_MODEL)
     e.add_argument("--report", default=os.path.join(ROOT, "docs", "model-evaluation.md"))
@@ -360,7 +399,7 @@ def main():
     s.add_argument("--dir", default="/tmp/medic-train-smoke")
     s.add_argument("--steps", type=int, default=300)
     args = p.parse_args()
-    {"default": cmd_default, "evaluate": cmd_evaluate, "retrain": cmd_retrain,
+    {"default": cmd_default, "blend": cmd_blend, "evaluate": cmd_evaluate, "retrain": cmd_retrain,
      "compare": cmd_compare, "smoke": cmd_smoke}[args.cmd](args)
 
 

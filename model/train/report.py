@@ -16,7 +16,11 @@ import sources
 import sre_rule
 import windows
 
-LSTM, RULE, SRE, THRESHOLDS = "LSTM", "rule score", "SRE rule", "static thresholds"
+# MODEL: medic's risk (the LSTM joined with the rule score when the model
+# file holds a blend, blend.py); ALONE: the LSTM's risk alone, scored
+# beside it when there is a blend
+MODEL, ALONE = "model", "LSTM alone"
+RULE, SRE, THRESHOLDS = "rule score", "SRE rule", "static thresholds"
 # the rules a model is held to: the score over its own inputs, and the one an
 # SRE would write from the raw counters (sre_rule.py)
 BARS = (RULE, SRE)
@@ -66,13 +70,15 @@ def measure(m, score):
             "recall_signed": alarm[signs].mean() if signs.any() else 0.0}
 
 
-def score_run(trained, tested, m, x, score):
+def score_run(trained, tested, m, x, score, alone=None):
     """Every detector on one simulator's held-out windows: per setting and
-    over all of them. score: the model's; a lost GPU's window (m["lost"])
+    over all of them. score: the model's (alone: the LSTM's alone, when the
+    model blends it with the rule score); a lost GPU's window (m["lost"])
     gets medic's risk 1 (PROMETHEUS_LOST_RISK) instead."""
-    score = np.where(m["lost"] == 1, 1.0, score)
-    detectors = {LSTM: score, RULE: evaluate.rule_score(x), SRE: m["sre"],
-                 THRESHOLDS: evaluate.threshold_score(x)}
+    detectors = {MODEL: np.where(m["lost"] == 1, 1.0, score), RULE: evaluate.rule_score(x),
+                 SRE: m["sre"], THRESHOLDS: evaluate.threshold_score(x)}
+    if alone is not None and alone is not score:
+        detectors[ALONE] = np.where(m["lost"] == 1, 1.0, alone)
     per = {}
     for f in recipes.SIMULATORS[tested]["held_out"]["fleets"]:
         sel = m["fleet"] == f["seed"]
@@ -102,7 +108,7 @@ def named(sim):
 
 
 def _row(out, label, r):
-    a, b, e, c = r[LSTM], r[RULE], r[SRE], r[THRESHOLDS]
+    a, b, e, c = r[MODEL], r[RULE], r[SRE], r[THRESHOLDS]
     out(f"| {label} | {a['ap']:.3f} | {b['ap']:.3f} | {e['ap']:.3f} | {c['ap']:.3f} | "
         f"{a['recall_signed']:.3f} | {b['recall_signed']:.3f} | {e['recall_signed']:.3f} | "
         f"{c['recall_signed']:.3f} | {len(a['leads'])}/{a['faults']} ({_lead(a['leads'])}) | "
@@ -110,15 +116,15 @@ def _row(out, label, r):
 
 
 def _run_table(out, run):
-    out("| setting | LSTM PR-AUC | rule | SRE rule | thresholds | LSTM recall at 1% FPR "
-        "(windows with a sign) | rule | SRE rule | thresholds | faults the LSTM warns of "
+    out("| setting | model PR-AUC | rule | SRE rule | thresholds | model recall at 1% FPR "
+        "(windows with a sign) | rule | SRE rule | thresholds | faults the model warns of "
         "(median lead) | the rule | the SRE rule |")
     out("|---|---|---|---|---|---|---|---|---|---|---|---|")
     fleets = {f["seed"]: f for f in recipes.SIMULATORS[run["tested"]]["held_out"]["fleets"]}
     for seed, r in run["per"].items():
         _row(out, recipes.setting(fleets[seed]), r)
     _row(out, "**all together**", run["all"])
-    a = run["all"][LSTM]
+    a = run["all"][MODEL]
     out(f"\nPositives are {100 * a['base']:.1f}% of these windows as sampled; "
         f"{100 * a['signed']:.0f}% of them show a sign (the fault's build-up begun by the "
         "window's end), the most any detector's recall can reach but by chance. A detector "
@@ -133,15 +139,16 @@ def lost_windows(m):
     """What the windows of lost GPUs are, and how many."""
     lost = m["lost"] == 1
     return (f"{int(lost.sum())} of these windows ({int((lost & (m['label'] == 1)).sum())} "
-            "positive) are of a lost GPU (its temperature silent for more than 5 steps while "
+            "positive) are of a lost GPU (its temperature silent for more than "
+            f"{windows.MAX_GAP} steps while "
             "another GPU of its node reported): medic gives those risk 1, the rules score "
             "what is there.")
 
 
 def closure(run, bar):
-    """How much of the distance from a rule to the ceiling the LSTM
-    covers, in PR-AUC: (LSTM - rule) / (ceiling - rule)."""
-    a, r, top = run["all"][LSTM]["ap"], run["all"][bar]["ap"], ceiling(run["m"])
+    """How much of the distance from a rule to the ceiling the model
+    covers, in PR-AUC: (model - rule) / (ceiling - rule)."""
+    a, r, top = run["all"][MODEL]["ap"], run["all"][bar]["ap"], ceiling(run["m"])
     return (a - r) / (top - r) if top > r else 0.0
 
 
@@ -194,9 +201,9 @@ def ship_condition(run, bar):
     recall at 1% FPR of every failing GPU's windows and the rule's, and
     whether each part of the condition holds."""
     m, det = run["m"], run["detectors"]
-    lead, lower = paired_lead(m, det[LSTM], det[bar])
-    worst = min(r[LSTM]["ap"] - r[bar]["ap"] for r in run["per"].values())
-    recall, rule_recall = run["all"][LSTM]["recall"], run["all"][bar]["recall"]
+    lead, lower = paired_lead(m, det[MODEL], det[bar])
+    worst = min(r[MODEL]["ap"] - r[bar]["ap"] for r in run["per"].values())
+    recall, rule_recall = run["all"][MODEL]["recall"], run["all"][bar]["recall"]
     return {"lead": lead, "lower": lower, "worst": worst, "recall": recall,
             "rule_recall": rule_recall,
             "ok": [lead >= SHIP_LEAD and lower > 0, worst >= -SHIP_BEHIND,
@@ -207,15 +214,15 @@ def _classes(out, run):
     m = run["m"]
     pos, first, _ = evaluate.fault_ids(m)
     faults = collections.Counter(m["cls"][pos][first])
-    out("| class | faults | LSTM | rule score | SRE rule | thresholds | LSTM median lead |")
+    out("| class | faults | model | rule score | SRE rule | thresholds | model median lead |")
     out("|---|---|---|---|---|---|---|")
     for cls in sorted(faults):
         sel = (m["cls"] == cls) | ~pos
         counts, lstm_leads, n = [], [], 0
-        for name in (LSTM, RULE, SRE, THRESHOLDS):
+        for name in (MODEL, RULE, SRE, THRESHOLDS):
             leads, n = evaluate.lead_times(m[sel], run["all"][name]["alarm"][sel])
             counts.append(len(leads))
-            if name == LSTM:
+            if name == MODEL:
                 lstm_leads = leads
         out(f"| {cls} | {n} | " + " | ".join(str(c) for c in counts) + f" | {_lead(lstm_leads)} |")
     out("")
@@ -253,13 +260,13 @@ def _seeds(out, seeds, other, shipped_ships):
     out(f"The shipped recipe trained again with other seeds, on the same windows, each "
         f"tested on the same held-out fleets of {named(other)}. The first row is the "
         "shipped model.\n")
-    out("| training seed | LSTM PR-AUC | at the real rate | recall at 1% FPR (windows with a "
+    out("| training seed | model PR-AUC | at the real rate | recall at 1% FPR (windows with a "
         "sign) | lead over the rule score (lower bound) | lead over the SRE rule (lower "
         "bound) | ship condition |")
     out("|---|---|---|---|---|---|---|")
     leads, aps = [], []
     for i, (seed, run) in enumerate(seeds):
-        a = run["all"][LSTM]
+        a = run["all"][MODEL]
         ships = shipped_ships if i == 0 else {bar: ship_condition(run, bar) for bar in BARS}
         met = all(all(v["ok"]) for v in ships.values())
         leads.append(ships[RULE]["lead"])
@@ -267,7 +274,7 @@ def _seeds(out, seeds, other, shipped_ships):
         out(f"| {seed} | {a['ap']:.3f} | {a['ap_real']:.4f} | {a['recall_signed']:.3f} | "
             + " | ".join(f"{ships[b]['lead']:+.3f} ({ships[b]['lower']:+.3f})" for b in BARS)
             + f" | {'met' if met else 'not met'} |")
-    reals = [run["all"][LSTM]["ap_real"] for _, run in seeds]
+    reals = [run["all"][MODEL]["ap_real"] for _, run in seeds]
     out(f"\nOver the {len(seeds)} seeds the PR-AUC runs from {min(aps):.3f} to {max(aps):.3f} "
         f"(mean {np.mean(aps):.3f}), the lead over the rule score from {min(leads):+.3f} to "
         f"{max(leads):+.3f} (mean {np.mean(leads):+.3f}; the condition asks for {SHIP_LEAD}), "
@@ -277,8 +284,35 @@ def _seeds(out, seeds, other, shipped_ships):
         "meet it too.\n")
 
 
+def _parts(out, run, bl):
+    """What the LSTM and the rule score each bring to medic's risk, on one
+    simulator's held-out windows."""
+    r, det = run["all"], run["detectors"]
+    over_alone = paired_lead(run["m"], det[MODEL], det[ALONE])
+    over_rule = paired_lead(run["m"], det[MODEL], det[RULE])
+    out("## What each part contributes\n")
+    out("medic's risk joins the LSTM's logit and the rule score over its own inputs "
+        "(`model/train/blend.py`, `model/rule_score.c`): sigmoid("
+        f"{bl['logit_weight']:g} x logit + {bl['rule_weight']:g} x rule "
+        f"{'+' if bl['bias'] >= 0 else '-'} {abs(bl['bias']):g}), the rule's share "
+        f"{bl['share']:g} of the logit's once each is divided by its spread on the "
+        "validation windows (chosen there, not on the held-out fleets), the whole "
+        "Platt-scaled there. Each part alone and together, on the held-out fleets of "
+        f"{named(run['tested'])}:\n")
+    out("| risk | PR-AUC | at the real rate | recall at 1% FPR (every failing GPU's windows) |")
+    out("|---|---|---|---|")
+    for name in (MODEL, ALONE, RULE):
+        out(f"| {name} | {r[name]['ap']:.3f} | {r[name]['ap_real']:.4f} | "
+            f"{r[name]['recall']:.3f} |")
+    out(f"\nPaired on the same windows, joining them adds {over_alone[0]:+.3f} PR-AUC to the "
+        f"LSTM alone (one-sided 95% lower bound {over_alone[1]:+.3f}) and {over_rule[0]:+.3f} "
+        f"to the rule alone ({over_rule[1]:+.3f}). The rule's part rises with every term it "
+        "adds, so more of what it reads never lowers the risk whatever the LSTM does; each "
+        "risk medic reports names the rule's terms that fired.\n")
+
+
 def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, monotone=None,
-          seeds=None):
+          seeds=None, blend=None):
     """runs: score_run results, the shipped model's first (trained on
     recipes.SHIPPED); tuned: (description, score_run) of the shipped model
     fine-tuned on the other simulator's fleet; calibration: the Platt
@@ -313,12 +347,12 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
     strong = max(BARS, key=lambda k: u[k]["ap"])
     out("## Summary\n")
     out(f"The shipped model was trained on {named(shipped)}. On {named(other)}, which it "
-        f"never saw, it ranks windows with a PR-AUC of {u[LSTM]['ap']:.3f} against "
+        f"never saw, it ranks windows with a PR-AUC of {u[MODEL]['ap']:.3f} against "
         f"{u[RULE]['ap']:.3f} for the hand-written rule score over its own inputs, "
         f"{u[SRE]['ap']:.3f} for the rule an SRE would write from the raw DCGM counters "
         f"(`model/train/sre_rule.py`) and {u[THRESHOLDS]['ap']:.3f} for the static "
         f"thresholds, and at a 1% false-positive rate it recalls "
-        f"{u[LSTM]['recall_signed']:.3f} of the windows that show a sign against "
+        f"{u[MODEL]['recall_signed']:.3f} of the windows that show a sign against "
         f"{u[RULE]['recall_signed']:.3f}, {u[SRE]['recall_signed']:.3f} and "
         f"{u[THRESHOLDS]['recall_signed']:.3f}. Paired on the same windows, its lead is "
         + " and ".join(f"{ships[k]['lead']:+.3f} PR-AUC over the {k} (one-sided 95% lower "
@@ -342,17 +376,17 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
                    f"{ship['lead']:+.3f} (lower bound {ship['lower']:+.3f})", ship["ok"][0]),
                   (f"ship: no held-out fleet more than {SHIP_BEHIND} PR-AUC behind the {bar}",
                    f"the furthest {ship['worst']:+.3f} ("
-                   + ", ".join(f"{r[LSTM]['ap']:.3f} vs {r[bar]['ap']:.3f}"
+                   + ", ".join(f"{r[MODEL]['ap']:.3f} vs {r[bar]['ap']:.3f}"
                                for r in unseen["per"].values()) + ")", ship["ok"][1]),
                   (f"ship: recall at 1% FPR of every failing GPU's windows at least the {bar}'s",
                    f"{ship['recall']:.3f} vs {ship['rule_recall']:.3f}", ship["ok"][2])]
-    goals += [(f"PR-AUC over all of them at least {GOAL_AP}", f"{u[LSTM]['ap']:.3f}",
-               u[LSTM]["ap"] >= GOAL_AP),
+    goals += [(f"PR-AUC over all of them at least {GOAL_AP}", f"{u[MODEL]['ap']:.3f}",
+               u[MODEL]["ap"] >= GOAL_AP),
               (f"recall at 1% FPR of the windows with a sign at least {GOAL_RECALL_SIGNED}",
-               f"{u[LSTM]['recall_signed']:.3f}", u[LSTM]["recall_signed"] >= GOAL_RECALL_SIGNED)]
+               f"{u[MODEL]['recall_signed']:.3f}", u[MODEL]["recall_signed"] >= GOAL_RECALL_SIGNED)]
     top = ceiling(unseen["m"])
     out(f"On these windows a detector that saw every sign and nothing else would reach a "
-        f"PR-AUC of {top:.3f}: {100 * u[LSTM]['signed']:.0f}% of the positive windows of "
+        f"PR-AUC of {top:.3f}: {100 * u[MODEL]['signed']:.0f}% of the positive windows of "
         "that simulator show a sign (its faults with none, and node faults that count every "
         "GPU of the node)" + (f", so a PR-AUC of {GOAL_AP} is out of any detector's reach "
                              "there; the model trained on that simulator itself (below) is "
@@ -364,6 +398,9 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
     out("")
     if seeds:
         _seeds(out, seeds, other, ships)
+
+    if blend and ALONE in unseen["detectors"]:
+        _parts(out, unseen, blend)
 
     out("## The bar: the rule an SRE would write\n")
     out("`model/train/sre_rule.py` scores each GPU from dcgm-exporter's raw series as an "
@@ -436,7 +473,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         "the file medic reads has the same shape. Below, the windows of each held-out set "
         "weighed back to the real fault rate, by the risk the shipped model gives them:\n")
     for run in (own, unseen):
-        rows, brier, base = reliability(run["m"], run["detectors"][LSTM])
+        rows, brier, base = reliability(run["m"], run["detectors"][MODEL])
         verdict = ("better than" if brier < base else "no better than")
         out(f"{named(run['tested'])}: Brier score {brier:.6f}, {verdict} always answering the "
             f"base rate ({base:.6f}).\n")
@@ -460,8 +497,8 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         "retrain` do the same on a real fleet), tested on the same held-out fleets of "
         f"{named(other)} as above:\n")
     _run_table(out, trun)
-    t_lead, t_lower = paired_lead(trun["m"], trun["detectors"][LSTM], unseen["detectors"][LSTM])
-    r_lead, r_lower = paired_lead(trun["m"], trun["detectors"][LSTM], trun["detectors"][RULE])
+    t_lead, t_lower = paired_lead(trun["m"], trun["detectors"][MODEL], unseen["detectors"][MODEL])
+    r_lead, r_lower = paired_lead(trun["m"], trun["detectors"][MODEL], trun["detectors"][RULE])
     ft = recipes.FINE_TUNE
     out(f"Fine-tuning starts from the shipped network without the calibration folded into its "
         f"last layer, at a learning rate of {ft['lr']:g} for at most {ft['epochs']} epochs, "
@@ -470,8 +507,8 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         f"windows, the fine-tuned model's lead is {t_lead:+.3f} PR-AUC over the shipped model "
         f"(one-sided 95% lower bound {t_lower:+.3f}) and {r_lead:+.3f} over the rule score "
         f"({r_lower:+.3f}); at the real fault rate its PR-AUC is "
-        f"{trun['all'][LSTM]['ap_real']:.4f} against the shipped model's "
-        f"{u[LSTM]['ap_real']:.4f}. `medic model check` makes the same comparison on a "
+        f"{trun['all'][MODEL]['ap_real']:.4f} against the shipped model's "
+        f"{u[MODEL]['ap_real']:.4f}. `medic model check` makes the same comparison on a "
         "fleet's later weeks before a retrained model replaces the one in use.\n")
 
     out("## Settings\n")

@@ -28,10 +28,11 @@ import time
 import numpy as np
 
 from lab import Medic, Suite, wait_until
-from test_predict import start_prometheus
+from test_predict import hot_alert, start_prometheus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "model", "train"))
+import evaluate  # noqa: E402
 import features  # noqa: E402
 
 NODE, GPU, BARE_GPU = "gpu-node-07", "3", "4"
@@ -97,9 +98,15 @@ def openmetrics(gpus):
     return "\n".join(lines) + "\n"
 
 
-def test_model(path, window=30):
+# a blend of the LSTM with the rule score (model/train/blend.py), its
+# weights large enough that the rule's part shows
+BLEND = {"logit_weight": 0.8, "rule_weight": 1.5, "bias": -1.25}
+
+
+def test_model(path, window=30, blend=None):
     """A FaultPredictor with the features' metadata and seeded random
-    weights (the values do not matter here, the inputs do)."""
+    weights (the values do not matter here, the inputs do), and blend in
+    its metadata when given."""
     D, H, C = len(features.FEATURES), 16, 32
     shapes = {"lstm.weight_ih_l0": [4 * H, D], "lstm.weight_hh_l0": [4 * H, H],
               "lstm.bias_ih_l0": [4 * H], "lstm.bias_hh_l0": [4 * H],
@@ -117,6 +124,8 @@ def test_model(path, window=30):
     spec = [{"name": n, "query": q, "center": 0.0, "scale": 1.0} for n, q in features.FEATURES]
     header["__metadata__"] = {"window": str(window), "step": "60s",
                               "features": json.dumps(spec, separators=(",", ":"))}
+    if blend:
+        header["__metadata__"]["blend"] = json.dumps(blend)
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * ((8 - (8 + len(text)) % 8) % 8)
     with open(path, "wb") as f:
@@ -196,15 +205,55 @@ def test_prometheus_computes_what_training_computes(suite):
     # and the Xid codes of the history's middle
     past = fetch_and_compare(suite, url, model, GPU, node, at=now - 80 * 60)
     assert not np.array_equal(past, want)
-    fleet_scores_each_gpu_as_predict_does(suite, url, model)
+    blended = os.path.join(suite.workdir, "features.blended.safetensors")
+    test_model(blended, blend=BLEND)
+    blends_as_training_does(suite, url, model, blended, now - 80 * 60, past)
+    fleet_scores_each_gpu_as_predict_does(suite, url, blended)
+
+
+def blends_as_training_does(suite, url, plain, blended, at, window):
+    """medic's risk with a blend: its rule score of the window is the
+    training's (evaluate.rule_score) and its risk is blend.py's formula
+    over the LSTM's risk alone (the same weights without the blend)."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+    def scored(model):
+        out = subprocess.run([suite.medic, "predict", "--model", model, "--prometheus", url,
+                              "--node", NODE, "--gpu", GPU, "--format", "json", "--at", when],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["gpus"][0]
+
+    alone, joined = scored(plain), scored(blended)
+    want_rule = float(evaluate.rule_score(window[None].astype(np.float32))[0])
+    assert want_rule > 0.1, f"the window should fire a term of the rule ({want_rule})"
+    assert abs(joined["rule_score"] - want_rule) < 1e-4 * max(1.0, want_rule), (joined, want_rule)
+    assert alone["rule_score"] == joined["rule_score"] and joined["rule_terms"], (alone, joined)
+    p = alone["risk"]
+    z = BLEND["logit_weight"] * math.log(p / (1 - p)) + BLEND["rule_weight"] * want_rule \
+        + BLEND["bias"]
+    want = 1 / (1 + math.exp(-z))
+    assert abs(joined["risk"] - want) < 1e-5, (joined, alone, want)
+    print(f"  blended: rule score {joined['rule_score']:.4f} ({joined['rule_terms']}) as "
+          f"training computes it, risk {alone['risk']:.5f} alone -> {joined['risk']:.5f}")
 
 
 def fleet_scores_each_gpu_as_predict_does(suite, url, model):
+    """Fleet scoring gives each GPU medic predict's risk (model: one with a
+    blend), and a decision's reason names the rule's terms that fired."""
     workdir = suite.subdir("fleet")
+    token = os.path.join(workdir, "webhook.token")
+    with open(token, "w") as f:
+        f.write("fleet-token\n")
+    os.chmod(token, 0o600)
     medic = Medic(suite.medic, workdir,
+                  f"auth: {{ webhook_bearer_token_file: {token} }}\n"
                   f"model: {{ path: {model}, fleet_interval: 1s }}\n"
                   f"prometheus: {{ url: {url}, timeout: 5s }}\n"
-                  f"inventory:\n  nodes: [ {{ name: {NODE} }} ]\n")
+                  f"inventory:\n  nodes: [ {{ name: {NODE} }} ]\n"
+                  "policies:\n  - name: risky-gpu\n    match: '{alertname=\"GPUHot\"}'\n"
+                  "    when: { risk_at_least: 0.0, risk_unknown: skip }\n"
+                  "    steps:\n      - action: drain\n")
     medic.start()
     suite.on_exit(medic.stop)
 
@@ -213,9 +262,10 @@ def fleet_scores_each_gpu_as_predict_does(suite, url, model):
                               "--node", NODE, "--gpu", gpu, "--format", "json"],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)["risk"]
+        return json.loads(out.stdout)["gpus"][0]
 
-    before = {g: alone(g) for g in (GPU, BARE_GPU)}
+    scored = {g: alone(g) for g in (GPU, BARE_GPU)}
+    before = {g: s["risk"] for g, s in scored.items()}
     # the first cycle fetches whole windows; the next ones ask only for the
     # steps since and take the rest from the cycle before
     wait_until("three fleet cycles", lambda: medic.metric(
@@ -223,7 +273,7 @@ def fleet_scores_each_gpu_as_predict_does(suite, url, model):
     fleet = {g: medic.metric(f'medic_gpu_failure_risk{{node="{NODE}",gpu="{g}"}}')
              for g in (GPU, BARE_GPU)}
     assert medic.metric("medic_fleet_scoring_full_fetches_total") == 1
-    after = {g: alone(g) for g in (GPU, BARE_GPU)}
+    after = {g: alone(g)["risk"] for g in (GPU, BARE_GPU)}
     for g in (GPU, BARE_GPU):
         assert fleet[g] is not None, (g, fleet)
         assert min(abs(fleet[g] - before[g]), abs(fleet[g] - after[g])) < 1e-5, \
@@ -232,6 +282,16 @@ def fleet_scores_each_gpu_as_predict_does(suite, url, model):
     print(f"  fleet scoring, cycles after the first asking for the steps since: GPU {GPU} "
           f"{fleet[GPU]:.6f}, GPU {BARE_GPU} {fleet[BARE_GPU]:.6f}, as medic predict scores "
           "each alone")
+    # an alert's decision: the reason names the rule's terms medic predict
+    # names for the GPU (the window then, or a step later)
+    status, _, body = medic.post("/webhook", hot_alert(NODE, GPU),
+                                 headers={"Authorization": "Bearer fleet-token"})
+    assert status == 200, body
+    d = wait_until("the decision", lambda: medic.audit("decisions"), timeout=20)[0]
+    terms = {scored[GPU]["rule_terms"], alone(GPU)["rule_terms"]}
+    assert all(terms) and any(f"gpu {GPU} (rule: {t}; " in d["reason"] for t in terms), \
+        (d["reason"], terms)
+    print(f"  the decision's reason: {d['reason']}")
 
 
 def test_window_csv_needs_one_gpu(suite):

@@ -145,50 +145,57 @@ static const char *write_dataset(const char *name, const double *score, size_t f
     return path;
 }
 
-/* The built-in model with the double-bit error input's weights into the
- * LSTM turned around and made larger: a model whose risk falls as that
- * evidence grows, whatever the built-in model does with it. */
-static void load_reversed(struct model *out)
+/* A copy of the built-in model written to name: the double-bit error
+ * input's weights into the LSTM multiplied by dbe (-40: a model whose
+ * risk falls as that evidence grows, whatever the built-in model does
+ * with it), and without its blend with the rule score unless blend. */
+static void load_copy(const char *name, float dbe, int blend, struct model *out)
 {
     struct model m;
     struct medic_error err = {0};
     assert_int_equal(model_load_builtin(&m, &err), 0);
     struct feature_spec spec;
     assert_int_equal(features_from_metadata(&m.file, m.D, &spec, &err), 0);
-    size_t dbe = spec.count;
+    assert_true(spec.blend.on); /* what the copies without it differ by */
+    size_t at = spec.count;
     for (size_t f = 0; f < spec.count; f++)
         if (strcmp(spec.items[f].name, "ecc_dbe_increase_1h") == 0)
-            dbe = f;
-    assert_true(dbe < spec.count);
+            at = f;
+    assert_true(at < spec.count);
     const struct safetensors *st = &m.file;
     struct safetensors_out tensors[16];
+    struct safetensors_meta meta[64];
     float *copies[16];
-    assert_true(st->count <= 16);
+    size_t kept = 0;
+    assert_true(st->count <= 16 && st->meta_count <= 64);
+    for (size_t i = 0; i < st->meta_count; i++)
+        if (blend || strcmp(st->meta[i].key, "blend") != 0)
+            meta[kept++] = st->meta[i];
     for (size_t i = 0; i < st->count; i++) {
         const struct safetensor *t = &st->tensors[i];
         copies[i] = malloc(t->end - t->begin);
         memcpy(copies[i], st->data + t->begin, t->end - t->begin);
         if (strcmp(t->name, "lstm.weight_ih_l0") == 0)
             for (size_t r = 0; r < t->shape[0]; r++)
-                copies[i][r * t->shape[1] + dbe] *= -40.0f;
+                copies[i][r * t->shape[1] + at] *= dbe;
         tensors[i] = (struct safetensors_out){t->name, t->shape, t->dims, copies[i]};
     }
     char path[300];
-    snprintf(path, sizeof(path), "%s/reversed.safetensors", dir);
-    assert_int_equal(safetensors_write(path, tensors, st->count, st->meta, st->meta_count, 0, &err),
-                     0);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    assert_int_equal(safetensors_write(path, tensors, st->count, meta, kept, 0, &err), 0);
     for (size_t i = 0; i < st->count; i++)
         free(copies[i]);
     model_release(&m);
     assert_int_equal(model_load(path, out, &err), 0);
 }
 
-/* The built-in model, and one that answers the same for every window. */
+/* The built-in model, and one that answers the same for every window:
+ * its LSTM's output a constant, without the rule score's part. */
 static void load_models(struct model *builtin, struct model *flat)
 {
     struct medic_error err = {0};
     assert_int_equal(model_load_builtin(builtin, &err), 0);
-    assert_int_equal(model_load_builtin(flat, &err), 0);
+    load_copy("flat.safetensors", 1, 0, flat);
     memset(flat->c2_w, 0, 32 * sizeof(float));
     flat->c2_b = 0;
 }
@@ -257,8 +264,8 @@ static void test_verdicts(void **state)
     for (size_t k = 0; k < r.monotone_count; k++)
         assert_true(r.monotone[k].falls == 0 && r.monotone[k].lowest > 0.9999);
     assert_int_equal(deploy_verdict(&by_model.d, &r, why, sizeof(why)), 1);
-    struct model reversed;
-    load_reversed(&reversed);
+    struct model reversed; /* with the blend: the rule's part cannot make up for it */
+    load_copy("reversed.safetensors", -40.0f, 1, &reversed);
     static double reversed_risk[WINDOWS];
     assert_int_equal(deploy_model_scores(&reversed, &by_model.d, reversed_risk, &err), 0);
     assert_int_equal(deploy_monotone_probe(&reversed, &by_model.d, reversed_risk, &r, &err), 0);
