@@ -138,9 +138,10 @@ int medic_cmd_predict(int argc, char **argv)
         CLI_OPT_STRING("prometheus", &prom, "URL",
                        "fetch the window from Prometheus with query_range, each feature's "
                        "PromQL template filled with --node and --gpu; without --gpu every GPU "
-                       "of the node is scored and the highest risk is the node's, and a GPU "
+                       "of the node is scored and the highest risk is the node's. A GPU "
                        "that sent nothing for over 5 steps while another of the node "
-                       "reported is lost: risk 1, with how long (a long gap is otherwise an "
+                       "reported is lost: risk 1, with how long (the node's other GPUs are "
+                       "fetched with --gpu too, to tell it; a long gap is otherwise an "
                        "error)."),
         CLI_OPT_STRING("node", &node, "N", "with --prometheus: the node"),
         CLI_OPT_STRING("gpu", &gpu, "G", "with --prometheus: one GPU of it"),
@@ -204,7 +205,13 @@ int medic_cmd_predict(int argc, char **argv)
     } else {
         rc = risk_score_prometheus(&scorer, prom, 5000, node, gpu, when, &score, &err);
     }
-    if (rc == 0 && window_csv && (rc = write_window(window_csv, &spec, scorer.rows, steps, &err)))
+    if (rc == 0 && window_csv && score.lost[0].steps) {
+        char why[160];
+        prometheus_silence_describe(&score.lost[0], spec.step, why, sizeof(why));
+        rc = medic_error_set(&err, MEDIC_E_NOTFOUND, "gpu %s is lost (%s): no window to write",
+                             score.gpu[0], why);
+    } else if (rc == 0 && window_csv &&
+               (rc = write_window(window_csv, &spec, scorer.rows, steps, &err)))
         medic_error_prefix(&err, window_csv);
     if (rc) {
         fprintf(stderr, "medic predict: %s\n", err.msg);

@@ -57,12 +57,43 @@ int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct ri
     return 0;
 }
 
+/* The node's window, every GPU of it, so that a GPU silent while the
+ * others report is lost (as the engine sees it), cut to gpu when one is
+ * asked for; gpu's alone when the node as a whole cannot be read (another
+ * GPU's gap). */
+static int fetch_window(const struct feature_spec *spec, const char *url, long timeout_ms,
+                        const char *node, const char *gpu, int64_t now,
+                        struct prometheus_window *pw, struct medic_error *err)
+{
+    int rc = prometheus_fetch_window(url, timeout_ms, spec, node, NULL, now, pw, err);
+    if (!gpu || (rc && rc != MEDIC_E_INVALID))
+        return rc;
+    if (rc == 0) {
+        size_t keep = pw->count;
+        for (size_t i = 0; i < pw->count && keep == pw->count; i++)
+            if (strcmp(pw->gpu[i], gpu) == 0)
+                keep = i;
+        if (keep < pw->count) {
+            for (size_t i = 0; i < pw->count; i++)
+                if (i != keep)
+                    free(pw->rows[i]);
+            pw->rows[0] = pw->rows[keep];
+            memmove(pw->gpu[0], pw->gpu[keep], sizeof(pw->gpu[0]));
+            pw->lost[0] = pw->lost[keep];
+            pw->count = 1;
+            return 0;
+        }
+        prometheus_window_release(pw);
+    }
+    return prometheus_fetch_window(url, timeout_ms, spec, node, gpu, now, pw, err);
+}
+
 int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
                           const char *gpu, int64_t now, struct risk_score *out,
                           struct medic_error *err)
 {
     struct prometheus_window pw = {0};
-    int rc = prometheus_fetch_window(url, timeout_ms, s->spec, node, gpu, now, &pw, err);
+    int rc = fetch_window(s->spec, url, timeout_ms, node, gpu, now, &pw, err);
     if (rc)
         return rc;
     /* the windows the model scores, in order; the lost GPUs between them */

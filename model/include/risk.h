@@ -42,8 +42,11 @@ void risk_scorer_release(struct risk_scorer *s);
 /* Scores count raw sequences of steps rows already in s->rows. */
 int risk_score_rows(struct risk_scorer *s, size_t count, size_t steps, struct risk_score *out);
 
-/* Scores node (and gpu; NULL: every GPU, a lost one at
- * PROMETHEUS_LOST_RISK) from the window ending at now. Errors are
+/* Scores node (and gpu; NULL: every GPU) from the window ending at now; a
+ * lost GPU (silent while another of the node reported) at
+ * PROMETHEUS_LOST_RISK, the node's other GPUs fetched too when gpu is
+ * asked for (or, when another GPU's gap keeps the node from being read,
+ * gpu's alone: then a gap of its own is an error). Errors are
  * prometheus_fetch_window's. */
 int risk_score_prometheus(struct risk_scorer *s, const char *url, long timeout_ms, const char *node,
                           const char *gpu, int64_t now, struct risk_score *out,

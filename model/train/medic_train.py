@@ -5,6 +5,7 @@
     medic_train.py default  [--out FILE]            the shipped model
     medic_train.py blend    [--model FILE]            fit the shipped model's blend again
     medic_train.py evaluate [--model FILE] [--report FILE] [--plot FILE]
+    medic_train.py final    [--model FILE] [--report FILE] [--again]
     medic_train.py retrain  --dataset FILE [--dataset FILE ...] --out FILE
     medic_train.py compare  A B [--tolerance X]
     medic_train.py smoke    [--dir DIR]              a few hundred steps, a tiny fleet
@@ -236,6 +237,24 @@ def cmd_evaluate(args):
     log(f"wrote {args.report} and {args.plot}")
 
 
+def cmd_final(args):
+    """The shipped risk on simulator C's held-out fleets, scored once."""
+    import final_report
+    import report
+    if os.path.exists(args.report) and not args.again:
+        sys.exit(f"{args.report} exists: simulator C's fleets have been scored once; a later "
+                 "model is judged on fleets of new seeds (--again scores these anyway)")
+    model, center, scale, meta = load_model(args.model)
+    (sim, spec), = recipes.FINAL.items()
+    x, m = fleets(spec["held_out"], f"{sim} held-out", sre=True, keep_lost=True)
+    log(f"{sim}: {len(x)} held-out windows ({int(m['label'].sum())} positive)")
+    bl = blend.of(meta)
+    s, alone = blend.score(model, center, scale, bl, x)
+    final_report.write(args.report, args.model,
+                       report.score_run(recipes.SHIPPED, sim, m, x, s, alone), bl)
+    log(f"wrote {args.report}")
+
+
 def cmd_retrain(args):
     xs, ms, meta = [], [], None
     for path in args.dataset:
@@ -382,6 +401,11 @@ def main():
     e.add_argument("--model", default=DEFAULT_MODEL)
     e.add_argument("--report", default=os.path.join(ROOT, "docs", "model-evaluation.md"))
     e.add_argument("--plot", default=os.path.join(ROOT, "docs", "model-evaluation-pr.png"))
+    f = sub.add_parser("final", help="the shipped risk on simulator C, scored once")
+    f.add_argument("--model", default=DEFAULT_MODEL)
+    f.add_argument("--report", default=os.path.join(ROOT, "docs", "model-final.md"))
+    f.add_argument("--again", action="store_true",
+                   help="score simulator C's fleets though a report of them exists")
     r = sub.add_parser("retrain", help="train on `medic model dataset` files")
     r.add_argument("--dataset", action="append", required=True)
     r.add_argument("--out", required=True)
@@ -399,7 +423,7 @@ def main():
     s.add_argument("--dir", default="/tmp/medic-train-smoke")
     s.add_argument("--steps", type=int, default=300)
     args = p.parse_args()
-    {"default": cmd_default, "blend": cmd_blend, "evaluate": cmd_evaluate, "retrain": cmd_retrain,
+    {"default": cmd_default, "blend": cmd_blend, "evaluate": cmd_evaluate, "final": cmd_final, "retrain": cmd_retrain,
      "compare": cmd_compare, "smoke": cmd_smoke}[args.cmd](args)
 
 

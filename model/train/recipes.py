@@ -109,6 +109,12 @@ FINE_TUNE = {"epochs": 8, "lr": 1e-4}
 SPREAD_SEEDS = (1, 2)
 
 
+def spec_of(sim):
+    """A simulator's fleets, whether for selection (SIMULATORS) or the
+    final figures (FINAL)."""
+    return SIMULATORS[sim] if sim in SIMULATORS else FINAL[sim]
+
+
 def setting(f):
     fam = " + ".join(f["families"]) or "no optional families"
     extra = "".join([f", {f['age_years']:g} years in service" if "age_years" in f else "",

@@ -80,7 +80,7 @@ def score_run(trained, tested, m, x, score, alone=None):
     if alone is not None and alone is not score:
         detectors[ALONE] = np.where(m["lost"] == 1, 1.0, alone)
     per = {}
-    for f in recipes.SIMULATORS[tested]["held_out"]["fleets"]:
+    for f in recipes.spec_of(tested)["held_out"]["fleets"]:
         sel = m["fleet"] == f["seed"]
         per[f["seed"]] = {k: measure(m[sel], s[sel]) for k, s in detectors.items()}
     return {"trained": trained, "tested": tested, "m": m, "detectors": detectors,
@@ -104,7 +104,7 @@ def reliability(m, risk, edges=(0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0001)):
 
 
 def named(sim):
-    return recipes.SIMULATORS[sim]["name"]
+    return recipes.spec_of(sim)["name"]
 
 
 def _row(out, label, r):
@@ -120,7 +120,7 @@ def _run_table(out, run):
         "(windows with a sign) | rule | SRE rule | thresholds | faults the model warns of "
         "(median lead) | the rule | the SRE rule |")
     out("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    fleets = {f["seed"]: f for f in recipes.SIMULATORS[run["tested"]]["held_out"]["fleets"]}
+    fleets = {f["seed"]: f for f in recipes.spec_of(run["tested"])["held_out"]["fleets"]}
     for seed, r in run["per"].items():
         _row(out, recipes.setting(fleets[seed]), r)
     _row(out, "**all together**", run["all"])

@@ -179,9 +179,24 @@ def test_gap_and_prometheus_down(suite):
     assert node["risk"] == 1 and len(node["gpus"]) == 4, node
     print(f"  gpu-node-04: gpu 2 risk 1, {lost['reason']}; the others "
           f"{max(g['risk'] for g in node['gpus'] if g['gpu'] != '2'):.4f} at most")
-    # alone, nothing says it is the GPU and not its exporter
+    # asked for alone it is lost too: its node's other GPUs are fetched to
+    # tell it from its exporter, as for an alert on it
     out = predict(suite, "--prometheus", url, "--node", "gpu-node-04", "--gpu", "2")
-    assert out.returncode == 1 and "a gap in the window" in out.stderr, out
+    assert out.returncode == 0, out
+    alone = json.loads(out.stdout)
+    assert alone["risk"] == 1 and [g["gpu"] for g in alone["gpus"]] == ["2"], alone
+    assert alone["gpus"][0]["reason"] == lost["reason"], (alone, lost)
+    # a sibling asked for alone is scored by the model, as in the node's answer
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-04", "--gpu", "1")
+    assert out.returncode == 0, out
+    one = json.loads(out.stdout)
+    assert [g["gpu"] for g in one["gpus"]] == ["1"] and one["risk"] < 1, one
+    assert abs(one["risk"] - next(g["risk"] for g in node["gpus"] if g["gpu"] == "1")) < 1e-6
+    # a lost GPU has no window to write
+    out = predict(suite, "--prometheus", url, "--node", "gpu-node-04", "--gpu", "2",
+                  "--window-csv", os.path.join(suite.workdir, "lost.csv"))
+    assert out.returncode == 1 and "gpu 2 is lost (telemetry lost: " in out.stderr, out
+    assert not os.path.exists(os.path.join(suite.workdir, "lost.csv"))
     prom.stop()
     started = time.monotonic()
     out = predict(suite, "--prometheus", url, "--node", "gpu-node-02", "--gpu", "0")
