@@ -58,16 +58,7 @@ def write(path, model_path, run, blend):
            "keep acting on the alert itself and only show the risk, and `medic check "
            "config` keeps warning about a policy that waits for the built-in model's "
            "risk.") + "\n")
-    goals = []
-    for bar in BARS:
-        ship = ships[bar]
-        goals += [(f"ship: a lead over the {bar} of at least {report.SHIP_LEAD} PR-AUC, its "
-                   "95% lower bound above zero (faults resampled)",
-                   f"{ship['lead']:+.3f} (lower bound {ship['lower']:+.3f})", ship["ok"][0]),
-                  (f"ship: no held-out fleet more than {report.SHIP_BEHIND} PR-AUC behind the "
-                   f"{bar}", f"the furthest {ship['worst']:+.3f}", ship["ok"][1]),
-                  (f"ship: recall at 1% FPR of every failing GPU's windows at least the {bar}'s",
-                   f"{ship['recall']:.3f} vs {ship['rule_recall']:.3f}", ship["ok"][2])]
+    goals = report.ship_rows(run, ships)
     goals += [(f"goal: close {GOAL_CLOSURE:.0%} of the distance from the {strong} to the "
                "ceiling", f"{closure:.0%}", closure >= GOAL_CLOSURE),
               (f"goal: recall at 1% FPR of every failing GPU's windows at least {GOAL_RECALL}",

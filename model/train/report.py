@@ -210,6 +210,24 @@ def ship_condition(run, bar):
                    recall >= rule_recall]}
 
 
+def ship_rows(run, ships):
+    """The ship condition's parts against each rule as (what, measured, met)
+    rows; ships: ship_condition of run per rule."""
+    rows = []
+    for bar in BARS:
+        ship = ships[bar]
+        rows += [(f"ship: a lead over the {bar} of at least {SHIP_LEAD} PR-AUC, its 95% "
+                  "lower bound above zero (faults resampled)",
+                  f"{ship['lead']:+.3f} (lower bound {ship['lower']:+.3f})", ship["ok"][0]),
+                 (f"ship: no held-out fleet more than {SHIP_BEHIND} PR-AUC behind the {bar}",
+                  f"the furthest {ship['worst']:+.3f} ("
+                  + ", ".join(f"{r[MODEL]['ap']:.3f} vs {r[bar]['ap']:.3f}"
+                              for r in run["per"].values()) + ")", ship["ok"][1]),
+                 (f"ship: recall at 1% FPR of every failing GPU's windows at least the {bar}'s",
+                  f"{ship['recall']:.3f} vs {ship['rule_recall']:.3f}", ship["ok"][2])]
+    return rows
+
+
 def _classes(out, run):
     m = run["m"]
     pos, first, _ = evaluate.fault_ids(m)
@@ -368,18 +386,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
            "policies and `examples/` show the risk with each decision but do not act on it, "
            "and `medic check config` warns about a policy that waits for the built-in "
            "model's risk (`when.risk_at_least`).") + "\n")
-    goals = []
-    for bar in BARS:
-        ship = ships[bar]
-        goals += [(f"ship: a lead over the {bar} of at least {SHIP_LEAD} PR-AUC, its 95% "
-                   "lower bound above zero (faults resampled)",
-                   f"{ship['lead']:+.3f} (lower bound {ship['lower']:+.3f})", ship["ok"][0]),
-                  (f"ship: no held-out fleet more than {SHIP_BEHIND} PR-AUC behind the {bar}",
-                   f"the furthest {ship['worst']:+.3f} ("
-                   + ", ".join(f"{r[MODEL]['ap']:.3f} vs {r[bar]['ap']:.3f}"
-                               for r in unseen["per"].values()) + ")", ship["ok"][1]),
-                  (f"ship: recall at 1% FPR of every failing GPU's windows at least the {bar}'s",
-                   f"{ship['recall']:.3f} vs {ship['rule_recall']:.3f}", ship["ok"][2])]
+    goals = ship_rows(unseen, ships)
     goals += [(f"PR-AUC over all of them at least {GOAL_AP}", f"{u[MODEL]['ap']:.3f}",
                u[MODEL]["ap"] >= GOAL_AP),
               (f"recall at 1% FPR of the windows with a sign at least {GOAL_RECALL_SIGNED}",
