@@ -108,19 +108,36 @@ def logits(model, x, batch=4096):
 
 def platt(z, y, w, iterations=100):
     """The a and b of sigmoid(a * z + b) closest (weighted log loss) to the
-    labels y of scores z, each weighed by w: Newton's method."""
+    labels y of scores z, each weighed by w: Newton's method from the base
+    rate, each step halved until the loss falls (a full step from far off
+    can overshoot into a sigmoid that saturates, and never come back)."""
     w = w / w.sum()
-    a, b = 1.0, 0.0
+    base = min(max(float((w * y).sum()), 1e-12), 1 - 1e-12)
+    a, b = 1.0, float(np.log(base / (1 - base)) - (w * z).sum())
+
+    def loss(a, b):
+        t = a * z + b
+        return float((w * (np.logaddexp(0.0, t) - y * t)).sum())
+
+    current = loss(a, b)
     for _ in range(iterations):
-        p = 1 / (1 + np.exp(-(a * z + b)))
+        p = 0.5 * (1 + np.tanh(0.5 * (a * z + b)))
         r = w * (p - y)
         g = np.array([(r * z).sum(), r.sum()])
         v = w * p * (1 - p)
         h = np.array([[(v * z * z).sum(), (v * z).sum()], [(v * z).sum(), v.sum()]])
         step = np.linalg.solve(h + 1e-12 * np.eye(2), g)
-        a, b = a - step[0], b - step[1]
-        if np.abs(step).max() < 1e-10:
+        t = 1.0
+        while t > 1e-6 and loss(a - t * step[0], b - t * step[1]) > current:
+            t /= 2
+        if t <= 1e-6:
             break
+        a, b = a - t * step[0], b - t * step[1]
+        current = loss(a, b)
+        if np.abs(t * step).max() < 1e-10:
+            break
+    if not (np.isfinite(a) and np.isfinite(b)):
+        raise ValueError("Platt scaling did not converge")
     return float(a), float(b)
 
 

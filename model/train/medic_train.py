@@ -361,6 +361,18 @@ def cmd_smoke(args):
     # (a calibration that changed nothing would prove nothing)
     if abs(a - 1) + abs(b) <= 1e-3 or drift > 1e-2:
         sys.exit("smoke: fine-tuning does not start from the network as trained")
+    # Platt scaling of a sharp score at a rare rate (weights as the real
+    # rate gives them) converges to the rate, where a full Newton step from
+    # far off overshoots into a saturated sigmoid
+    rng = np.random.default_rng(3)
+    z = 30 * np.r_[rng.normal(-1, 1, 5000), rng.normal(1, 1, 200)]
+    y, w = np.r_[np.zeros(5000), np.ones(200)], np.r_[np.full(5000, 400.0), np.ones(200)]
+    pa, pb = fp.platt(z, y, w)
+    mean = np.average(1 / (1 + np.exp(-(pa * z + pb))), weights=w)
+    print(f"smoke: Platt scaling of a sharp score: a {pa:.4f}, b {pb:.3f}, mean risk {mean:.6f} "
+          f"(rate {np.average(y, weights=w):.6f})")
+    if abs(mean - np.average(y, weights=w)) > 1e-6 or not 0 < pa < 1:
+        sys.exit("smoke: Platt scaling did not converge to the rate")
     # the SRE rule the evaluation holds models to reads every window's raw scrapes
     sre_ap = evaluate.pr_curve(m["label"], np.ones(len(m)), m["sre"])[4]
     print(f"smoke: the SRE rule's average precision {sre_ap:.3f}")

@@ -477,8 +477,11 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         "fleet scored every minute. The network is trained with a focal loss, whose output "
         "is a score; Platt scaling fitted on the validation fleet (logit x "
         f"{a:.3f} {'+' if b >= 0 else '-'} {abs(b):.3f}) is folded into its last layer, so "
-        "the file medic reads has the same shape. Below, the windows of each held-out set "
-        "weighed back to the real fault rate, by the risk the shipped model gives them:\n")
+        "the file medic reads has the same shape"
+        + ("; joined with the rule score (above), the whole is Platt-scaled again on the same "
+           "fleet, and the risk below is the joined one" if blend else "")
+        + ". Below, the windows of each held-out set weighed back to the real fault rate, by "
+        "the risk the shipped model gives them:\n")
     for run in (own, unseen):
         rows, brier, base = reliability(run["m"], run["detectors"][MODEL])
         verdict = ("better than" if brier < base else "no better than")
@@ -561,7 +564,8 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         "while they were chosen: it is a development set more than a held-out one. "
         "Simulator C (`model/train/simulate_hazard.py`, written from the Llama 3 report "
         "and dcgm-exporter's conventions, not from the features) is kept for the final "
-        "figures and has not been scored yet.")
+        "figures: `medic_train.py final` scores the chosen model on it once "
+        "([model-final.md](model-final.md)).")
     out("- The lower bounds resample the faults of one run's held-out fleets; fleets drawn "
         "again would add their own spread" + (", as the training seeds (above) do" if seeds
                                               else ", and so would other training seeds")
@@ -576,7 +580,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
     out("| key | value |")
     out("|---|---|")
     for k in ("input_dim", "hidden_dim", "window", "step", "horizon", "seed", "epochs",
-              "threshold", "calibration", "torch_version"):
+              "threshold", "calibration", "blend", "torch_version"):
         if k in meta:
             out(f"| `{k}` | {meta[k]} |")
     out(f"\n`description`: {meta.get('description', '')}\n")
