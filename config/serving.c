@@ -224,13 +224,15 @@ void medic_config_warn(const struct medic_config *config, struct medic_config_wa
     for (size_t i = 0; i < config->policies.count; i++) {
         const struct policy *p = &config->policies.items[i];
         int policy_disrupts = 0;
-        /* the built-in model has not met its ship condition: a policy
-         * that waits for its risk acts on a ranking no better than a rule */
+        /* the built-in model has not met its ship condition on the
+         * simulator held out for it (docs/model-final.md): a policy that
+         * waits for its risk acts on a ranking no better than a rule */
         if (!config->model_path && p->risk_at_least > 0)
             warn(out,
                  "%s:%d:%d: policy '%s' acts only at when.risk_at_least %g of the built-in "
                  "model, which has not been shown to rank failing GPUs better than a rule "
-                 "written from the raw DCGM counters (docs/model-evaluation.md): act on the "
+                 "written from the raw DCGM counters on fleets it was not chosen on "
+                 "(docs/model-final.md): act on the "
                  "alert and let the decisions show the risk, or set model.path to a model "
                  "trained and checked on your own fleet (docs/model.md)",
                  config->source, p->line, p->col, p->name, p->risk_at_least);
