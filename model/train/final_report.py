@@ -69,10 +69,10 @@ def write(path, model_path, run, blend):
         out(f"| {goal} | {got} | {'yes' if ok else '**no**'} |")
     out("")
     if blend and ALONE in run["detectors"]:
-        report._parts(out, run, blend)
+        report.parts_section(out, run, blend)
 
     out("## Per fleet\n")
-    report._run_table(out, run)
+    report.run_table(out, run)
 
     out("## Calibration\n")
     rows, brier, base = report.reliability(run["m"], run["detectors"][MODEL])

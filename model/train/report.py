@@ -115,7 +115,7 @@ def _row(out, label, r):
         f"{len(b['leads'])}/{b['faults']} | {len(e['leads'])}/{e['faults']} |")
 
 
-def _run_table(out, run):
+def run_table(out, run):
     out("| setting | model PR-AUC | rule | SRE rule | thresholds | model recall at 1% FPR "
         "(windows with a sign) | rule | SRE rule | thresholds | faults the model warns of "
         "(median lead) | the rule | the SRE rule |")
@@ -302,7 +302,7 @@ def _seeds(out, seeds, other, shipped_ships):
         "meet it too.\n")
 
 
-def _parts(out, run, bl):
+def parts_section(out, run, bl):
     """What the LSTM and the rule score each bring to medic's risk, on one
     simulator's held-out windows."""
     r, det = run["all"], run["detectors"]
@@ -407,7 +407,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         _seeds(out, seeds, other, ships)
 
     if blend and ALONE in unseen["detectors"]:
-        _parts(out, unseen, blend)
+        parts_section(out, unseen, blend)
 
     out("## The bar: the rule an SRE would write\n")
     out("`model/train/sre_rule.py` scores each GPU from dcgm-exporter's raw series as an "
@@ -459,7 +459,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
         kind = "never seen" if run["trained"] != run["tested"] else "the same simulator"
         out(f"### Trained on {named(run['trained'])}, tested on {named(run['tested'])} "
             f"({kind})\n")
-        _run_table(out, run)
+        run_table(out, run)
 
     out("## Per fault class, on the simulator each model did not train on (1% FPR)\n")
     for run in runs:
@@ -506,7 +506,7 @@ def write(report_path, plot_path, model_path, meta, runs, tuned, calibration, mo
     out(f"The shipped model fine-tuned on {desc} (`medic model dataset` and `medic_train.py "
         "retrain` do the same on a real fleet), tested on the same held-out fleets of "
         f"{named(other)} as above:\n")
-    _run_table(out, trun)
+    run_table(out, trun)
     t_lead, t_lower = paired_lead(trun["m"], trun["detectors"][MODEL], unseen["detectors"][MODEL])
     r_lead, r_lower = paired_lead(trun["m"], trun["detectors"][MODEL], trun["detectors"][RULE])
     ft = recipes.FINE_TUNE
