@@ -193,8 +193,6 @@ const struct audit_backend *audit__backend_for(const char *location);
 int audit__readable_version(int version, struct medic_error *err);
 
 /* rows.c: the row-by-row ways, for a backend that has no faster one. */
-int audit__insert_notification_looked_up(struct audit_store *s, struct job *job, int64_t *id,
-                                         int64_t *first);
 /* The notification's row as a duplicate of first (0: as the first). */
 int audit__insert_notification_row(struct audit_store *s, struct job *job, int64_t first,
                                    int64_t *id);

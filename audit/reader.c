@@ -65,6 +65,8 @@ struct query_spec {
     const char *policy_expr;
     const char *verdict_expr;
     const char *status_expr;
+    const char *order_expr; /* the newest first; NULL: by time, then the first column */
+    const char *where;      /* NULL: every row */
 };
 
 static const struct col notification_cols[] = {
@@ -184,8 +186,14 @@ static const struct query_spec specs[] = {
                              "(SELECT a.alertname FROM alerts a WHERE a.notification_id = "
                              "COALESCE(n.duplicate_of, n.id) AND a.alertname = ?)",
                              NULL, NULL, "n.status"},
-    [AUDIT_ALERTS] = {COLS(alert_cols), "alerts a", "a.received_at", "a.node", "a.alertname", NULL,
-                      NULL, "a.status"},
+    /* an alert's time is its notification's: the notifications' index by
+     * time finds a range and gives the order (SQLite's CROSS JOIN keeps
+     * them the outer loop), as the alerts have no index by time or
+     * alertname of their own; a node's alerts are found by their index
+     * (alerts_by_node below) */
+    [AUDIT_ALERTS] = {COLS(alert_cols), "notifications n CROSS JOIN alerts a", "n.received_at",
+                      "a.node", "a.alertname", NULL, NULL, "a.status",
+                      "n.received_at DESC, n.id DESC, a.id DESC", "a.notification_id = n.id"},
     [AUDIT_DECISIONS] = {COLS(decision_cols), "decisions d", "d.created_at", "d.node",
                          "d.alertname", "d.policy", "d.verdict", NULL},
     [AUDIT_ACTIONS] = {COLS(action_cols), "actions x JOIN decisions d ON d.id = x.decision_id",
@@ -204,6 +212,16 @@ static const struct query_spec specs[] = {
     [AUDIT_PAUSES] = {COLS(pause_cols), "pause_requests p", "p.created_at", NULL, NULL, NULL, NULL,
                       NULL},
 };
+
+/* A node's alerts: their index, by node and time, finds them in order. */
+static const struct query_spec alerts_by_node = {.cols = alert_cols,
+                                                 .ncols =
+                                                     sizeof(alert_cols) / sizeof(alert_cols[0]),
+                                                 .from = "alerts a",
+                                                 .time_expr = "a.received_at",
+                                                 .node_expr = "a.node",
+                                                 .alertname_expr = "a.alertname",
+                                                 .status_expr = "a.status"};
 
 static int add_condition(struct medic_buf *sql, const char *expr, const char *value,
                          const char *flag, int as_query, enum audit_kind kind, const char **binds,
@@ -296,7 +314,8 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     static const char *const statuses[] = {"firing", "resolved", NULL};
     static const char *const results[] = {"pending", "succeeded",   "failed", "timed_out",
                                           "refused", "interrupted", NULL};
-    const struct query_spec *spec = &specs[kind];
+    const struct query_spec *spec =
+        kind == AUDIT_ALERTS && filter->node ? &alerts_by_node : &specs[kind];
     const char *names[16];
     enum medic_column_type types[16];
     for (size_t i = 0; i < spec->ncols; i++) {
@@ -311,7 +330,7 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     medic_buf_puts(&sql, "SELECT ");
     for (size_t i = 0; i < spec->ncols; i++)
         medic_buf_printf(&sql, "%s%s", i ? ", " : "", spec->cols[i].expr);
-    medic_buf_printf(&sql, " FROM %s WHERE 1 = 1", spec->from);
+    medic_buf_printf(&sql, " FROM %s WHERE %s", spec->from, spec->where ? spec->where : "1 = 1");
     const char *binds[8];
     int nbinds = 0, rc;
     if ((rc = add_condition(&sql, spec->node_expr, filter->node, "node", filter->as_query, kind,
@@ -373,8 +392,11 @@ int audit_query(struct audit_reader *reader, enum audit_kind kind,
     if (filter->until != MEDIC_TIME_UNSET)
         medic_buf_printf(&sql, " AND %s < %lld", spec->time_expr,
                          (long long)(filter->until / MEDIC_NS_PER_MS));
-    medic_buf_printf(&sql, " ORDER BY %s DESC, %s DESC LIMIT %ld", spec->time_expr,
-                     spec->cols[0].expr, filter->limit > 0 ? filter->limit : 100);
+    if (spec->order_expr)
+        medic_buf_printf(&sql, " ORDER BY %s", spec->order_expr);
+    else
+        medic_buf_printf(&sql, " ORDER BY %s DESC, %s DESC", spec->time_expr, spec->cols[0].expr);
+    medic_buf_printf(&sql, " LIMIT %ld", filter->limit > 0 ? filter->limit : 100);
 
     struct db_stmt *st = NULL;
     rc = medic_table_init(table, spec->ncols, names, types);

@@ -185,15 +185,6 @@ int audit__insert_notification_row(struct audit_store *s, struct job *job, int64
                        "storing the notification");
 }
 
-/* One writer: a lookup of the key, then the insert. */
-int audit__insert_notification_looked_up(struct audit_store *s, struct job *job, int64_t *id,
-                                         int64_t *first)
-{
-    *first = 0;
-    int rc = audit__find_first(s, job->prepared, first, &job->err);
-    return rc ? rc : audit__insert_notification_row(s, job, *first, id);
-}
-
 /* Binds alert i of the job's notification (stored as id) to parameters
  * base + 1 to base + 12. */
 void audit__bind_alert_at(struct db_stmt *st, int b, const struct job *job, int64_t id, size_t i)

@@ -11,7 +11,7 @@
 
 /* The schema version this build writes: each backend migrates a log up to
  * it, and refuses one newer. */
-#define AUDIT_SCHEMA_VERSION 13
+#define AUDIT_SCHEMA_VERSION 14
 
 /* The indexes that let rows be removed from the log (`medic audit
  * archive`): each key that refers to a row has one, so that the database's
@@ -32,6 +32,20 @@
 #define ARCHIVE_INDEXES                                                                            \
     ARCHIVE_NOTIFICATION_INDEXES ARCHIVE_DECISION_INDEXES ARCHIVE_ACTION_INDEXES                   \
         ARCHIVE_CHANGE_INDEXES
+
+/* Schema version 14, what a notification costs its writer: an alert's
+ * time is its notification's, so a range of time or an alertname is found
+ * through notifications_by_time; a log one process writes lists its first
+ * notifications' key prefixes in id order (appended to, never a random
+ * leaf), read into the writer's memory (sqlite/firsts.c); the index by
+ * prefix is gone from both backends (PostgreSQL finds a first by its
+ * unique key). */
+#define ALERT_INDEXES_DROPPED                                                                      \
+    "DROP INDEX IF EXISTS alerts_by_alertname; DROP INDEX IF EXISTS alerts_by_time;"
+#define AUDIT_FIRSTS_INDEX                                                                         \
+    "CREATE INDEX IF NOT EXISTS notifications_firsts ON notifications(id, dedupe_prefix)"          \
+    " WHERE duplicate_of IS NULL;"
+#define DEDUPE_PREFIX_INDEX_DROPPED "DROP INDEX IF EXISTS notifications_first_by_dedupe_prefix;"
 
 /* A column's type in the description, which each backend names (its
  * table's sql_types): an id drawn for each new row, a key given, integers,

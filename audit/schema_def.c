@@ -23,7 +23,8 @@ struct table {
     size_t ncolumns;
     const char *constraints; /* the table's own, after its columns ("" or ", ...") */
     const char *indexes;     /* CREATE INDEX statements, each ending in ';' */
-    int shared_only;         /* only where several processes write (the lease) */
+    int shared_only; /* 1: only where several processes write (the lease); -1: only where one does
+                      */
 };
 
 /* A CHECK that a value is one of three or more is written as ORs, not as
@@ -220,19 +221,16 @@ static const struct column audit_archives[] = {
 
 static const struct table tables[] = {
     {"notifications", COLUMNS(notifications), "",
-     /* an integer prefix keeps this randomly ordered index small: fewer
-      * pages written per commit than with the 64-character key */
-     "CREATE INDEX notifications_first_by_dedupe_prefix ON notifications(dedupe_prefix)"
-     " WHERE duplicate_of IS NULL;"
      "CREATE INDEX notifications_by_time ON notifications(received_at);"
      "CREATE INDEX notifications_pending ON notifications(id) WHERE evaluated_at IS "
      "NULL;" ARCHIVE_NOTIFICATION_INDEXES,
      0},
+    /* an alert's time is its notification's: a range of time is found
+     * through notifications_by_time, and an alertname among the alerts of
+     * that range, so that each alert costs the writer two index entries */
     {"alerts", COLUMNS(alerts), "",
      "CREATE INDEX alerts_by_notification ON alerts(notification_id);"
-     "CREATE INDEX alerts_by_node ON alerts(node, received_at);"
-     "CREATE INDEX alerts_by_alertname ON alerts(alertname, received_at);"
-     "CREATE INDEX alerts_by_time ON alerts(received_at);",
+     "CREATE INDEX alerts_by_node ON alerts(node, received_at);",
      0},
     {"decisions", COLUMNS(decisions), "",
      "CREATE INDEX decisions_by_node ON decisions(node, created_at);"
@@ -272,6 +270,10 @@ static const struct table tables[] = {
      "CREATE INDEX release_requests_pending ON release_requests(id) WHERE evaluated_at IS NULL;",
      0},
     {"audit_archives", COLUMNS(audit_archives), "", "", 0},
+    /* one process stores notifications: its writer holds the first
+     * notifications' key prefixes in memory (audit/sqlite/firsts.c), read
+     * from this index, in id order, when it opens the log */
+    {NULL, NULL, 0, "", AUDIT_FIRSTS_INDEX, -1},
     /* several processes store notifications at once: this index, not a
      * lookup, decides which copy of a key is the first */
     {NULL, NULL, 0, "",
@@ -285,7 +287,7 @@ int audit_schema_render(const char *const types[SCHEMA_TYPES], int shared, struc
 {
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         const struct table *tb = &tables[t];
-        if (tb->shared_only && !shared)
+        if ((tb->shared_only > 0 && !shared) || (tb->shared_only < 0 && shared))
             continue;
         if (tb->name) {
             medic_buf_printf(out, "CREATE TABLE %s (", tb->name);

@@ -131,6 +131,10 @@ static const char *const pg_upgrades[] = {
      * built a temporary b-tree of an IN list for every row); PostgreSQL
      * checks an IN list without one, so its CHECKs stay as they are */
     [12] = "SELECT 1",
+    /* 14: alerts found by time and alertname through their notifications;
+     * a first found by its unique key, without the index by prefix that
+     * cost each notification a random leaf */
+    [13] = ALERT_INDEXES_DROPPED DEDUPE_PREFIX_INDEX_DROPPED,
 };
 
 /* The schema's version, read under the lock the caller holds. */

@@ -258,6 +258,11 @@ static const struct migration {
      * (SQLite built a temporary b-tree of the list for every row written):
      * the same rule, so the tables' SQL is edited in place */
     {"", checks_without_lists},
+    /* 14: alerts found by time and alertname through their notifications
+     * (two index entries fewer per alert), and the first notifications'
+     * key prefixes in id order, read into the writer's memory (firsts.c),
+     * instead of an index by prefix (a random leaf per notification) */
+    {ALERT_INDEXES_DROPPED DEDUPE_PREFIX_INDEX_DROPPED AUDIT_FIRSTS_INDEX, NULL},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == AUDIT_SCHEMA_VERSION,

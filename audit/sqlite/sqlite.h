@@ -27,9 +27,37 @@ struct synced {
     struct synced *next;
 };
 
+/* firsts.c: the dedupe keys' first 64 bits of the log's first
+ * notifications (duplicate_of NULL) with their ids, in memory: the
+ * writer's duplicate check reads only the rows listed under a key's
+ * prefix. Loaded when the log is opened (audit__firsts_load), added to as
+ * the writer stores (audit__firsts_add), and brought up to date in each
+ * write transaction with what other processes stored
+ * (audit__firsts_catch_up). audit__firsts_next gives the ids listed under
+ * prefix one by one from *at (AUDIT_FIRSTS_START at first), then 0. */
+struct lite_first {
+    int64_t prefix;
+    int64_t id; /* 0: an empty slot */
+};
+struct lite_firsts {
+    struct lite_first *slots;
+    size_t cap, count;    /* cap a power of two, at least twice count */
+    int64_t known_to;     /* the highest id listed */
+    int64_t data_version; /* PRAGMA data_version when last read */
+    sqlite3_stmt *version;
+};
+#define AUDIT_FIRSTS_START ((size_t)-1)
+int audit__firsts_load(struct lite_firsts *f, sqlite3 *db, struct medic_error *err);
+int audit__firsts_catch_up(struct lite_firsts *f, sqlite3 *db, struct medic_error *err);
+int audit__firsts_add(struct lite_firsts *f, int64_t prefix, int64_t id);
+int64_t audit__firsts_next(const struct lite_firsts *f, int64_t prefix, size_t *at);
+void audit__firsts_release(struct lite_firsts *f);
+
 /* The store's state on SQLite (s->state). */
 struct lite_store {
     sqlite3 *conn; /* the writer's */
+    struct lite_firsts firsts;
+    sqlite3_stmt *is_first; /* a listed id's row, if it is a first of the key */
     /* at synchronous=FULL through the gathering VFS: a commit leaves its
      * WAL sync to the syncer thread (syncer.c), which completes the batches
      * once that sync is done, while the writer goes on with the next

@@ -111,7 +111,13 @@ def dialects_agree(db, pg):
     pg_indexes = sorted(n for n, in pg.sql(
         "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
         "AND indexname NOT LIKE '%_pkey'", "medic"))
-    assert set(lite_indexes) <= set(pg_indexes), (lite_indexes, pg_indexes)
+    # the one-writer log lists its firsts' key prefixes for its writer's
+    # memory; PostgreSQL finds a first by its unique key
+    assert set(lite_indexes) - {"notifications_firsts"} <= set(pg_indexes), (
+        lite_indexes, pg_indexes)
+    assert "notifications_firsts" in lite_indexes and "notifications_firsts" not in pg_indexes
+    assert not {"notifications_first_by_dedupe_prefix", "alerts_by_time",
+                "alerts_by_alertname"} & set(lite_indexes + pg_indexes), (lite_indexes, pg_indexes)
 
 
 def test_migrate_then_verify(suite):

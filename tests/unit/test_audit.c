@@ -722,6 +722,183 @@ static void test_queries(void **state)
     audit_reader_free(r);
 }
 
+/* Stores a notification of one alert named alertname on node, received at
+ * the given time (ms); returns its id. */
+static int64_t record_alert_at(struct audit_store *s, int64_t at_ms, const char *alertname,
+                               const char *node)
+{
+    char text[512];
+    snprintf(
+        text, sizeof(text),
+        "{\"version\":\"4\",\"groupKey\":\"{}:{at=\\\"%lld\\\"}\",\"status\":"
+        "\"firing\",\"receiver\":\"medic\",\"alerts\":[{\"status\":\"firing\",\"labels\":"
+        "{\"alertname\":\"%s\",\"instance\":\"%s:9400\"},\"startsAt\":\"2026-11-22T07:54:16Z\","
+        "\"fingerprint\":\"%016llx\"}]}",
+        (long long)at_ms, alertname, node, (unsigned long long)at_ms);
+    struct medic_notification n;
+    parse(text, &n);
+    const char *nodes[1] = {node};
+    struct audit_notification_in in = {&n,   text, strlen(text), at_ms * MEDIC_NS_PER_MS,
+                                       NULL, nodes};
+    struct audit_notification_result res;
+    struct medic_error err = {0};
+    if (audit_record_notification(s, &in, &res, &err))
+        fail_msg("record: %s", err.msg);
+    medic_notification_release(&n);
+    return res.id;
+}
+
+/* The alerts have indexes by notification and by node only: a range of
+ * time and an alertname are found through their notifications. Each
+ * filter still gives exactly the alerts it names, newest first, also when
+ * the order of receipt is not the order of storage. */
+static void test_alert_queries(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    const int64_t t0 = 1795000000000; /* ms */
+    /* stored in this order; the third was received before the second */
+    record_alert_at(s, t0, "GPUXidError", "gpu-node-01");
+    record_alert_at(s, t0 + 2000, "GPUHot", "gpu-node-02");
+    record_alert_at(s, t0 + 1000, "GPUXidError", "gpu-node-02");
+    record_alert_at(s, t0 + 3000, "GPUXidError", "gpu-node-01");
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND"
+                           " tbl_name = 'alerts' AND sql IS NOT NULL"),
+                     2);
+    struct audit_reader *r = NULL;
+    struct medic_error err = {0};
+    struct medic_table t;
+    assert_int_equal(audit_reader_open(db_path, &r, &err), 0);
+    struct {
+        const char *node, *alertname;
+        int64_t since, until; /* ms after t0; -1 = unset */
+        const char *ids;      /* the alerts' ids, newest first */
+    } cases[] = {
+        {NULL, NULL, -1, -1, "4 2 3 1"},         {NULL, "GPUXidError", -1, -1, "4 3 1"},
+        {NULL, NULL, 1000, 3000, "2 3"},         {NULL, "GPUXidError", 500, -1, "4 3"},
+        {"gpu-node-02", NULL, -1, -1, "2 3"},    {"gpu-node-01", NULL, 1, -1, "4"},
+        {"gpu-node-02", "GPUHot", -1, 2000, ""},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct audit_filter f;
+        audit_filter_init(&f);
+        f.node = cases[c].node;
+        f.alertname = cases[c].alertname;
+        if (cases[c].since >= 0)
+            f.since = (t0 + cases[c].since) * MEDIC_NS_PER_MS;
+        if (cases[c].until >= 0)
+            f.until = (t0 + cases[c].until) * MEDIC_NS_PER_MS;
+        assert_int_equal(audit_query(r, AUDIT_ALERTS, &f, &t, &err), 0);
+        char ids[64] = "";
+        for (size_t i = 0; i < t.nrows; i++) {
+            size_t at = strlen(ids);
+            snprintf(ids + at, sizeof(ids) - at, "%s%s", i ? " " : "", t.cells[i * t.ncols]);
+        }
+        if (strcmp(ids, cases[c].ids) != 0)
+            fail_msg("case %zu: alerts %s, expected %s", c, ids, cases[c].ids);
+        medic_table_release(&t);
+    }
+    audit_reader_free(r);
+}
+
+/* The writer's list of first notifications by key prefix: every id listed
+ * under a prefix is given, others never, also past a growth. */
+static void test_firsts_list(void **state)
+{
+    (void)state;
+    struct lite_firsts f = {0};
+    const int64_t p = 0x1234567890abcdefLL;
+    assert_int_equal(audit__firsts_add(&f, p, 1), 0);
+    assert_int_equal(audit__firsts_add(&f, p + 1024, 2), 0); /* the same slot */
+    assert_int_equal(audit__firsts_add(&f, p, 3), 0);
+    for (int64_t id = 4; id < 5000; id++)
+        assert_int_equal(audit__firsts_add(&f, id * 7919, id), 0);
+    size_t at = AUDIT_FIRSTS_START;
+    int64_t seen = 0;
+    for (int64_t id; (id = audit__firsts_next(&f, p, &at));)
+        seen |= (int64_t)1 << id;
+    assert_int_equal(seen, (1 << 1) | (1 << 3));
+    at = AUDIT_FIRSTS_START;
+    assert_int_equal(audit__firsts_next(&f, p + 1024, &at), 2);
+    assert_int_equal(audit__firsts_next(&f, p + 1024, &at), 0);
+    for (int64_t id = 4; id < 5000; id++) {
+        at = AUDIT_FIRSTS_START;
+        assert_int_equal(audit__firsts_next(&f, id * 7919, &at), id);
+    }
+    at = AUDIT_FIRSTS_START;
+    assert_int_equal(audit__firsts_next(&f, 5, &at), 0);
+    assert_int_equal(f.known_to, 4999);
+    audit__firsts_release(&f);
+}
+
+/* Inserts, on a connection of its own as another process would, a first
+ * notification of the body's dedupe key; returns its id. */
+static int64_t insert_first_elsewhere(const char *body)
+{
+    struct medic_notification n;
+    parse(body, &n);
+    char key[65];
+    medic_notification_dedupe_key(&n, key);
+    medic_notification_release(&n);
+    uint64_t prefix = 0;
+    for (int i = 0; i < 16; i++)
+        prefix = prefix << 4 | (uint64_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO notifications (received_at, group_key, status, alert_count, dedupe_key,"
+             " dedupe_prefix, payload, payload_encoding, payload_bytes) VALUES (1, 'elsewhere',"
+             " 'firing', 0, '%s', %lld, x'7b7d', 'identity', 2)",
+             key, (long long)prefix);
+    exec_rw(sql);
+    return count("SELECT max(id) FROM notifications");
+}
+
+/* The duplicate check without an index by key: the firsts of a log
+ * reopened, those another process stored while the writer runs, and none
+ * whose row was taken out of the log meanwhile. */
+static void test_duplicates_listed(void **state)
+{
+    (void)state;
+    struct audit_store *s = open_store();
+    int dup;
+    int64_t first = record(s, firing, &dup);
+    assert_false(dup);
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM sqlite_master WHERE name ="
+                           " 'notifications_first_by_dedupe_prefix'"),
+                     0);
+    s = open_store(); /* read from the log when it opens */
+    assert_int_equal(record(s, firing, &dup), first);
+    assert_true(dup);
+    /* stored by another process while this one runs */
+    char other[sizeof(firing) + 16];
+    snprintf(other, sizeof(other), "%s", firing);
+    memcpy(strstr(other, "GPUXidError"), "GPUXidErrar", 11); /* another group key */
+    int64_t elsewhere = insert_first_elsewhere(other);
+    assert_int_equal(record(s, other, &dup), elsewhere);
+    assert_true(dup);
+    /* a first taken out of the log (an archive) is no longer one */
+    char third[sizeof(firing) + 16];
+    snprintf(third, sizeof(third), "%s", firing);
+    memcpy(strstr(third, "GPUXidError"), "GPUXidErrir", 11);
+    int64_t gone = record(s, third, &dup);
+    assert_false(dup);
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM alerts WHERE notification_id = %lld;"
+             " DELETE FROM notifications WHERE id = %lld",
+             (long long)gone, (long long)gone);
+    exec_rw(sql);
+    int64_t again = record(s, third, &dup);
+    assert_false(dup);
+    assert_int_not_equal(again, 0);
+    assert_int_equal(record(s, third, &dup), again);
+    assert_true(dup);
+    audit_store_free(s);
+    assert_int_equal(count("SELECT count(*) FROM notifications WHERE duplicate_of IS NULL"), 3);
+}
+
 /* The writer's WAL writes are gathered into one per commit (wal_gather.h):
  * a commit is visible to another connection as soon as it returns, and
  * one far over the 128 KiB a single write may carry is whole. The
@@ -1100,6 +1277,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_failing_request_leaves_its_batch_committed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alert_queries, setup, teardown),
+        cmocka_unit_test(test_firsts_list),
+        cmocka_unit_test_setup_teardown(test_duplicates_listed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_refuses_other_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_rows_name_decisions_by_id, setup, teardown),
         cmocka_unit_test(test_checkpoint_plan),
