@@ -248,12 +248,7 @@ static int lite_open_reader(const char *path, void **conn, struct db **db, struc
         return medic_error_set(err, MEDIC_E_STORE, "cannot open audit database '%s': %s", path,
                                lite ? sqlite3_errmsg(lite) : "out of memory");
     sqlite3_busy_timeout(lite, AUDIT_DEFAULT_BUSY_TIMEOUT_MS);
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(lite, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
+    int version = (int)audit_lite_int(lite, "PRAGMA user_version", -1);
     if (version <= 0)
         return medic_error_set(err, MEDIC_E_STORE,
                                "'%s' is not a medic audit database (%s); pass the --db that medic "

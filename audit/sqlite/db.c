@@ -20,6 +20,16 @@ struct lite_stmt {
 #define LITE(d) ((struct lite_db *)(d))
 #define STMT(s) (((struct lite_stmt *)(s))->st)
 
+int64_t audit_lite_int(sqlite3 *db, const char *sql, int64_t otherwise)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = otherwise;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
 struct db *audit_lite_db(sqlite3 *handle)
 {
     struct lite_db *d = calloc(1, sizeof(*d));

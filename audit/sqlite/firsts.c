@@ -140,13 +140,7 @@ int audit__firsts_catch_up(struct lite_firsts *f, sqlite3 *db, struct medic_erro
     f->data_version = version;
     /* another process removed the newest notifications (an archive of
      * everything): SQLite may give their ids again, so read all */
-    sqlite3_stmt *st = NULL;
-    int64_t newest = 0;
-    if (sqlite3_prepare_v2(db, "SELECT max(id) FROM notifications", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        newest = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    if (newest < f->known_to) {
+    if (audit_lite_int(db, "SELECT max(id) FROM notifications", 0) < f->known_to) {
         int64_t seen = f->data_version;
         int rc = audit__firsts_load(f, db, err);
         f->data_version = seen;

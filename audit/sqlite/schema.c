@@ -285,12 +285,7 @@ static int exec(sqlite3 *db, const char *sql, struct medic_error *err)
 static int edit_table_sql(sqlite3 *db, const char *table, const char *from, const char *to,
                           struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int version = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA schema_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
+    int version = (int)audit_lite_int(db, "PRAGMA schema_version", -1);
     if (version < 0)
         return medic_error_set(err, MEDIC_E_STORE, "cannot read schema_version: %s",
                                sqlite3_errmsg(db));
@@ -404,14 +399,8 @@ static int checks_without_lists(sqlite3 *db, struct medic_error *err)
  * to an earlier version may have it already). */
 static int approvals_undo(sqlite3 *db, struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int found = 0;
-    if (sqlite3_prepare_v2(
-            db, "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'undo'", -1, &st,
-            NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        found = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
+    int64_t found = audit_lite_int(
+        db, "SELECT count(*) FROM pragma_table_info('approvals') WHERE name = 'undo'", 0);
     return found
                ? 0
                : exec(db, "ALTER TABLE approvals ADD COLUMN undo INTEGER NOT NULL DEFAULT 0", err);
@@ -426,13 +415,7 @@ static int create_newest(sqlite3 *db, int *done, struct medic_error *err)
     int rc = exec(db, "BEGIN IMMEDIATE", err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = NULL;
-    int objects = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        objects = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (objects == 0) {
+    if (audit_lite_int(db, "SELECT count(*) FROM sqlite_master", -1) == 0) {
         struct medic_buf sql;
         medic_buf_init(&sql, 0);
         rc = audit_schema_render(audit_backend_sqlite.sql_types, 0, &sql);
@@ -454,12 +437,7 @@ static int create_newest(sqlite3 *db, int *done, struct medic_error *err)
 
 int audit_lite_migrate(sqlite3 *db, struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int version = 0;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
+    int64_t version = audit_lite_int(db, "PRAGMA user_version", 0);
     int done = 0;
     int rc = version == 0 ? create_newest(db, &done, err) : 0;
     return rc || done ? rc : audit_lite_migrate_steps(db, err);

@@ -126,6 +126,10 @@ enum ckpt_step audit__ckpt_plan_next(struct ckpt_plan *p, int frames);
 int audit_lite_migrate(sqlite3 *db, struct medic_error *err);
 int audit_lite_migrate_steps(sqlite3 *db, struct medic_error *err);
 
+/* db.c: the first column of the first row sql gives, else otherwise (the
+ * statement failed or gave no row). */
+int64_t audit_lite_int(sqlite3 *db, const char *sql, int64_t otherwise);
+
 /* db.c: the SQL layer over a handle the caller keeps owning (db_free
  * leaves it), and its operations for the backend's table. */
 struct db *audit_lite_db(sqlite3 *handle);
