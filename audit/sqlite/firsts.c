@@ -52,8 +52,6 @@ int audit__firsts_add(struct lite_firsts *f, int64_t prefix, int64_t id)
         free(old);
     }
     put(f, prefix, id);
-    if (id > f->known_to)
-        f->known_to = id;
     return 0;
 }
 
@@ -82,6 +80,7 @@ void audit__firsts_release(struct lite_firsts *f)
 {
     forget(f);
     sqlite3_finalize(f->version);
+    sqlite3_finalize(f->newest);
     *f = (struct lite_firsts){0};
 }
 
@@ -108,43 +107,60 @@ static int read_after(struct lite_firsts *f, sqlite3 *db, int64_t after, struct 
                            rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(db));
 }
 
-static int data_version(struct lite_firsts *f, sqlite3 *db, int64_t *out)
+/* The integer the cached statement *st (sql) gives. */
+static int read_int(sqlite3 *db, sqlite3_stmt **st, const char *sql, int64_t *out)
 {
-    int rc = f->version ? SQLITE_OK
-                        : sqlite3_prepare_v2(db, "PRAGMA data_version", -1, &f->version, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(f->version)) == SQLITE_ROW) {
-        *out = sqlite3_column_int64(f->version, 0);
+    int rc = *st ? SQLITE_OK : sqlite3_prepare_v2(db, sql, -1, st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(*st)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(*st, 0);
         rc = SQLITE_OK;
     }
-    sqlite3_reset(f->version);
+    sqlite3_reset(*st);
     return rc;
+}
+
+/* PRAGMA data_version and the newest notification's id (0: none). */
+static int read_state(struct lite_firsts *f, sqlite3 *db, int64_t *version, int64_t *newest,
+                      struct medic_error *err)
+{
+    *newest = 0;
+    if (read_int(db, &f->version, "PRAGMA data_version", version) != SQLITE_OK ||
+        read_int(db, &f->newest, "SELECT coalesce(max(id), 0) FROM notifications", newest) !=
+            SQLITE_OK)
+        return medic_error_set(err, MEDIC_E_STORE, "cannot read the log's state: %s",
+                               sqlite3_errmsg(db));
+    return 0;
 }
 
 int audit__firsts_load(struct lite_firsts *f, sqlite3 *db, struct medic_error *err)
 {
     forget(f);
-    if (data_version(f, db, &f->data_version) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "cannot read the log's data version: %s",
-                               sqlite3_errmsg(db));
-    return read_after(f, db, 0, err);
+    int64_t newest = 0;
+    int rc = read_state(f, db, &f->data_version, &newest, err);
+    if (rc == 0 && (rc = read_after(f, db, 0, err)) == 0)
+        f->known_to =
+            newest; /* what another process stores meanwhile is read again: listed twice */
+    return rc;
 }
 
+/* known_to is the newest id committed when the last write transaction
+ * began, not the newest the writer stored: a transaction rolled back
+ * leaves its ids to be given again, maybe to another process's rows. */
 int audit__firsts_catch_up(struct lite_firsts *f, sqlite3 *db, struct medic_error *err)
 {
-    int64_t version = 0;
-    if (data_version(f, db, &version) != SQLITE_OK)
-        return medic_error_set(err, MEDIC_E_STORE, "cannot read the log's data version: %s",
-                               sqlite3_errmsg(db));
-    if (version == f->data_version)
-        return 0; /* no other connection committed since */
-    f->data_version = version;
-    /* another process removed the newest notifications (an archive of
-     * everything): SQLite may give their ids again, so read all */
-    if (audit_lite_int(db, "SELECT max(id) FROM notifications", 0) < f->known_to) {
-        int64_t seen = f->data_version;
-        int rc = audit__firsts_load(f, db, err);
-        f->data_version = seen;
+    int64_t version = 0, newest = 0;
+    int rc = read_state(f, db, &version, &newest, err);
+    if (rc || version == f->data_version) { /* no other connection committed since */
+        f->known_to = rc ? f->known_to : newest;
         return rc;
     }
-    return read_after(f, db, f->known_to, err);
+    if (newest < f->known_to) {
+        /* another process removed the newest notifications (an archive of
+         * everything): SQLite may give their ids again, so read all */
+        rc = audit__firsts_load(f, db, err);
+    } else if ((rc = read_after(f, db, f->known_to, err)) == 0) {
+        f->known_to = newest; /* this writer's own since are listed twice, harmlessly */
+    }
+    f->data_version = version;
+    return rc;
 }

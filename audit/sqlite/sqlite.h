@@ -42,9 +42,9 @@ struct lite_first {
 struct lite_firsts {
     struct lite_first *slots;
     size_t cap, count;    /* cap a power of two, at least twice count */
-    int64_t known_to;     /* the highest id listed */
+    int64_t known_to;     /* every first up to this id is listed */
     int64_t data_version; /* PRAGMA data_version when last read */
-    sqlite3_stmt *version;
+    sqlite3_stmt *version, *newest;
 };
 #define AUDIT_FIRSTS_START ((size_t)-1)
 int audit__firsts_load(struct lite_firsts *f, sqlite3 *db, struct medic_error *err);
