@@ -23,8 +23,9 @@ struct table {
     size_t ncolumns;
     const char *constraints; /* the table's own, after its columns ("" or ", ...") */
     const char *indexes;     /* CREATE INDEX statements, each ending in ';' */
-    int shared_only; /* 1: only where several processes write (the lease); -1: only where one does
-                      */
+    /* 1: only where several processes write (the lease); -1: only where
+     * one does */
+    int shared_only;
 };
 
 /* A CHECK that a value is one of three or more is written as ORs, not as

@@ -104,7 +104,6 @@ static void lite_close(struct audit_store *s)
     db_free(s->db);
     if (l) {
         audit__firsts_release(&l->firsts);
-        sqlite3_finalize(l->is_first);
         sqlite3_close(l->conn);
     }
     free(l);
@@ -149,46 +148,18 @@ static int lite_guard(struct audit_store *s, struct job *batch, struct medic_err
     return audit__firsts_catch_up(&l->firsts, l->conn, err);
 }
 
-/* Whether the row id is a first notification of the job's key. */
-static int is_first_of(struct lite_store *l, int64_t id, struct job *job, int *yes)
-{
-    if (!l->is_first &&
-        sqlite3_prepare_v2(l->conn,
-                           "SELECT 1 FROM notifications WHERE id = ?1 AND duplicate_of IS NULL"
-                           " AND dedupe_key = ?2",
-                           -1, &l->is_first, NULL) != SQLITE_OK)
-        return medic_error_set(&job->err, MEDIC_E_STORE, "looking up duplicates: %s",
-                               sqlite3_errmsg(l->conn));
-    sqlite3_bind_int64(l->is_first, 1, id);
-    sqlite3_bind_text(l->is_first, 2, job->prepared->dedupe_key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(l->is_first);
-    *yes = rc == SQLITE_ROW;
-    sqlite3_reset(l->is_first);
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-        return 0;
-    return medic_error_set(&job->err, MEDIC_E_STORE, "looking up duplicates: %s",
-                           sqlite3_errmsg(l->conn));
-}
-
-/* A notification's row: a duplicate of the first listed under its key's
- * prefix whose row has the same key, else a first, then listed. */
+/* A notification's row: a duplicate of the first stored with its key,
+ * else a first, then listed. */
 static int lite_insert_notification(struct audit_store *s, struct job *job, int64_t *id,
                                     int64_t *first)
 {
     struct lite_store *l = LITE_STORE(s);
-    int64_t prefix = job->prepared->dedupe_prefix;
-    *first = 0;
-    size_t at = AUDIT_FIRSTS_START;
-    for (int64_t c; !*first && (c = audit__firsts_next(&l->firsts, prefix, &at));) {
-        int yes = 0;
-        int rc = is_first_of(l, c, job, &yes);
-        if (rc)
-            return rc;
-        if (yes)
-            *first = c;
-    }
-    int rc = audit__insert_notification_row(s, job, *first, id);
-    if (rc == 0 && !*first && audit__firsts_add(&l->firsts, prefix, *id))
+    const struct prepared_notification *p = job->prepared;
+    int rc =
+        audit__firsts_find(&l->firsts, l->conn, p->dedupe_prefix, p->dedupe_key, first, &job->err);
+    if (rc == 0)
+        rc = audit__insert_notification_row(s, job, *first, id);
+    if (rc == 0 && !*first && audit__firsts_add(&l->firsts, p->dedupe_prefix, *id))
         rc = medic_error_set(&job->err, MEDIC_E_NOMEM,
                              "out of memory listing the notification for duplicate checks");
     return rc;

@@ -81,6 +81,7 @@ void audit__firsts_release(struct lite_firsts *f)
     forget(f);
     sqlite3_finalize(f->version);
     sqlite3_finalize(f->newest);
+    sqlite3_finalize(f->is_first);
     *f = (struct lite_firsts){0};
 }
 
@@ -137,9 +138,9 @@ int audit__firsts_load(struct lite_firsts *f, sqlite3 *db, struct medic_error *e
     forget(f);
     int64_t newest = 0;
     int rc = read_state(f, db, &f->data_version, &newest, err);
+    /* what another process stores meanwhile is read again: listed twice */
     if (rc == 0 && (rc = read_after(f, db, 0, err)) == 0)
-        f->known_to =
-            newest; /* what another process stores meanwhile is read again: listed twice */
+        f->known_to = newest;
     return rc;
 }
 
@@ -163,4 +164,28 @@ int audit__firsts_catch_up(struct lite_firsts *f, sqlite3 *db, struct medic_erro
     }
     f->data_version = version;
     return rc;
+}
+
+int audit__firsts_find(struct lite_firsts *f, sqlite3 *db, int64_t prefix, const char *key,
+                       int64_t *first, struct medic_error *err)
+{
+    *first = 0;
+    int rc = f->is_first ? SQLITE_OK
+                         : sqlite3_prepare_v2(db,
+                                              "SELECT 1 FROM notifications WHERE id = ?1 AND"
+                                              " duplicate_of IS NULL AND dedupe_key = ?2",
+                                              -1, &f->is_first, NULL);
+    size_t at = AUDIT_FIRSTS_START;
+    for (int64_t id; rc == SQLITE_OK && !*first && (id = audit__firsts_next(f, prefix, &at));) {
+        sqlite3_bind_int64(f->is_first, 1, id);
+        sqlite3_bind_text(f->is_first, 2, key, -1, SQLITE_STATIC);
+        rc = sqlite3_step(f->is_first);
+        if (rc == SQLITE_ROW)
+            *first = id;
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+        sqlite3_reset(f->is_first);
+    }
+    return rc == SQLITE_OK ? 0
+                           : medic_error_set(err, MEDIC_E_STORE, "looking up duplicates: %s",
+                                             sqlite3_errmsg(db));
 }

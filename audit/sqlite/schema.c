@@ -445,14 +445,10 @@ int audit_lite_migrate(sqlite3 *db, struct medic_error *err)
 
 int audit_lite_migrate_steps(sqlite3 *db, struct medic_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    int version = 0;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+    int version = (int)audit_lite_int(db, "PRAGMA user_version", -1);
+    if (version < 0)
         return medic_error_set(err, MEDIC_E_STORE, "cannot read schema version: %s",
                                sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW)
-        version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
     int newest = AUDIT_SCHEMA_VERSION;
     if (version > newest)
         return medic_error_set(err, MEDIC_E_STORE,

@@ -33,8 +33,10 @@ struct synced {
  * prefix. Loaded when the log is opened (audit__firsts_load), added to as
  * the writer stores (audit__firsts_add), and brought up to date in each
  * write transaction with what other processes stored
- * (audit__firsts_catch_up). audit__firsts_next gives the ids listed under
- * prefix one by one from *at (AUDIT_FIRSTS_START at first), then 0. */
+ * (audit__firsts_catch_up). audit__firsts_find sets *first to the id of
+ * the first notification stored with key (0: none), reading only the rows
+ * listed under its prefix; audit__firsts_next gives those ids one by one
+ * from *at (AUDIT_FIRSTS_START at first), then 0. */
 struct lite_first {
     int64_t prefix;
     int64_t id; /* 0: an empty slot */
@@ -44,12 +46,14 @@ struct lite_firsts {
     size_t cap, count;    /* cap a power of two, at least twice count */
     int64_t known_to;     /* every first up to this id is listed */
     int64_t data_version; /* PRAGMA data_version when last read */
-    sqlite3_stmt *version, *newest;
+    sqlite3_stmt *version, *newest, *is_first;
 };
 #define AUDIT_FIRSTS_START ((size_t)-1)
 int audit__firsts_load(struct lite_firsts *f, sqlite3 *db, struct medic_error *err);
 int audit__firsts_catch_up(struct lite_firsts *f, sqlite3 *db, struct medic_error *err);
 int audit__firsts_add(struct lite_firsts *f, int64_t prefix, int64_t id);
+int audit__firsts_find(struct lite_firsts *f, sqlite3 *db, int64_t prefix, const char *key,
+                       int64_t *first, struct medic_error *err);
 int64_t audit__firsts_next(const struct lite_firsts *f, int64_t prefix, size_t *at);
 void audit__firsts_release(struct lite_firsts *f);
 
@@ -57,7 +61,6 @@ void audit__firsts_release(struct lite_firsts *f);
 struct lite_store {
     sqlite3 *conn; /* the writer's */
     struct lite_firsts firsts;
-    sqlite3_stmt *is_first; /* a listed id's row, if it is a first of the key */
     /* at synchronous=FULL through the gathering VFS: a commit leaves its
      * WAL sync to the syncer thread (syncer.c), which completes the batches
      * once that sync is done, while the writer goes on with the next
